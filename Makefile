@@ -1,0 +1,46 @@
+# Entry points. `make dev` and `make test` install the Debian packages they
+# need first (apt-get, as root or through sudo), then build with CMake.
+
+DEB_PACKAGES := cmake make gcc pkg-config libgrpc-dev protobuf-c-compiler \
+	libprotobuf-c-dev libprotobuf-dev libuv1-dev libsqlite3-dev \
+	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev
+JOBS ?= $(shell nproc)
+TEST_DIR := build/test
+REL_DIR := build/release
+
+.PHONY: deps dev test release bench fuzz clean
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+			|| missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(TEST_DIR)/CMakeCache.txt: | deps
+	cmake -S . -B $(TEST_DIR) -DCMAKE_BUILD_TYPE=Debug -DCSID_SANITIZE=ON -DCSID_WERROR=ON
+
+$(REL_DIR)/CMakeCache.txt: | deps
+	cmake -S . -B $(REL_DIR) -DCMAKE_BUILD_TYPE=Release
+
+test: deps $(TEST_DIR)/CMakeCache.txt
+	cmake --build $(TEST_DIR) -j $(JOBS)
+	cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS)
+
+release: deps $(REL_DIR)/CMakeCache.txt
+	cmake --build $(REL_DIR) -j $(JOBS)
+
+dev: release
+	./scripts/dev.sh $(REL_DIR)
+
+bench: release
+	cmake --build $(REL_DIR) --target bench -j $(JOBS)
+	@for b in $(REL_DIR)/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+clean:
+	rm -rf build

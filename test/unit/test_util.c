@@ -1,0 +1,98 @@
+/*
+ * Unit tests of src/util: the error table, errors with context, the arena.
+ */
+#include <setjmp.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "csi/csi_rpc.h"
+#include "util/arena.h"
+#include "util/err.h"
+
+static void test_error_table(void **state)
+{
+	assert_string_equal(csid_strerror(0), "ok");
+	assert_string_equal(csid_err_code(CSID_ENOTFOUND), "not_found");
+	assert_int_equal(csid_err_http_status(CSID_ENOTFOUND), 404);
+	assert_int_equal(csid_err_http_status(CSID_EINVAL), 400);
+	assert_true(csid_err_retryable(CSID_EABORTED));
+	assert_false(csid_err_retryable(CSID_EUNIMPL));
+	assert_string_equal(csid_strerror(-1), "unknown error");
+	assert_string_equal(csid_strerror(CSID_ERROR_END_), "unknown error");
+	assert_int_equal(csid_err_http_status(12345), 500);
+	/* Every code in the table has a distinct short name. */
+	for (int a = CSID_ERROR_BASE_ + 1; a < CSID_ERROR_END_; a++)
+		for (int b = a + 1; b < CSID_ERROR_END_; b++)
+			assert_string_not_equal(csid_err_code(a), csid_err_code(b));
+}
+
+static void test_err_wrap(void **state)
+{
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(err_set(&e, CSID_ETIMEDOUT, "plugin %s", "ebs"), CSID_ETIMEDOUT);
+	err_wrap(&e, "controller publish on node-%d", 2);
+	err_wrap(&e, "claim vol-7");
+	assert_string_equal(e.msg, "claim vol-7: controller publish on node-2: plugin ebs");
+	assert_int_equal(e.code, CSID_ETIMEDOUT);
+	assert_int_equal(err_errno(&e, ENOENT, "open %s", "/x"), CSID_ENOTFOUND);
+	assert_string_equal(e.msg, "open /x: No such file or directory");
+	assert_int_equal(err_set(NULL, CSID_EIO, "ignored"), CSID_EIO);
+}
+
+static void test_arena(void **state)
+{
+	struct arena *a = arena_new();
+	char *big;
+
+	assert_non_null(a);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t *p = arena_alloc(a, sizeof(*p) * 3);
+
+		assert_non_null(p);
+		assert_int_equal((uintptr_t)p % 16, 0);
+		assert_int_equal(p[0] | p[1] | p[2], 0);
+		p[2] = (uint64_t)i;
+	}
+	big = arena_alloc(a, 100000);
+	assert_non_null(big);
+	memset(big, 'x', 100000);
+	assert_string_equal(arena_strdup(a, "vol"), "vol");
+	assert_null(arena_strdup(a, NULL));
+	assert_string_equal(arena_printf(a, "%s-%d", "vol", 7), "vol-7");
+	arena_free(a);
+	arena_free(NULL);
+}
+
+static void test_rpc_table(void **state)
+{
+	const struct csi_rpc_info *i = csi_rpc_info(CSI_RPC_NODE_GET_INFO);
+	const char *p = "/csi.v1.Controller/CreateVolume";
+
+	assert_string_equal(i->path, "/csi.v1.Node/NodeGetInfo");
+	assert_string_equal(i->request->name, "csi.v1.NodeGetInfoRequest");
+	assert_string_equal(i->response->name, "csi.v1.NodeGetInfoResponse");
+	assert_int_equal(csi_rpc_by_path(p, strlen(p)), CSI_RPC_CREATE_VOLUME);
+	assert_int_equal(csi_rpc_by_path(p, strlen(p) - 1), -1);
+	assert_int_equal(csi_rpc_by_name("Probe"), CSI_RPC_PROBE);
+	assert_int_equal(csi_rpc_by_name("Nope"), -1);
+	assert_null(csi_rpc_info(CSI_RPC_COUNT));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_table),
+		cmocka_unit_test(test_err_wrap),
+		cmocka_unit_test(test_arena),
+		cmocka_unit_test(test_rpc_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
