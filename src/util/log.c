@@ -60,8 +60,10 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
-	strcat(line, "\n");
-	fputs(line, stderr);
+	n = (int)strlen(line);
+	line[n] = '\n';
+	/* One write per line, so lines of concurrent threads never interleave. */
+	fwrite(line, 1, (size_t)n + 1, stderr);
 }
 
 const char *log_q(char *buf, unsigned len, const char *s)
