@@ -1,0 +1,133 @@
+/*
+ * Agent configuration: the JSON file given to `csid agent -config FILE`,
+ * overridden by command-line flags. Example:
+ *
+ *   {
+ *     "data_dir": "/var/lib/csid",
+ *     "node_name": "node-1",
+ *     "listener": {"socket": "/var/lib/csid/agent.sock", "addr": "127.0.0.1:4650"},
+ *     "timings": {"probe_interval": "30s", "health_timeout": "30s",
+ *                 "resync_period": "30s", "backoff_base": "1s", "backoff_max": "1m",
+ *                 "unhealthy_threshold": "1m", "socket_timeout": "30s",
+ *                 "stop_grace": "5s"},
+ *     "plugin_log_max_bytes": 1048576,
+ *     "plugins": [
+ *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
+ *        "command": "/usr/bin/csi-hostpath",
+ *        "args": ["--endpoint", "${CSI_ENDPOINT}", "--node-id", "${NODE_NAME}"],
+ *        "env": {"LOG": "debug"}},
+ *       {"id": "nfs.csi.k8s.io", "type": "node", "socket": "/run/nfs/csi.sock"}
+ *     ]
+ *   }
+ *
+ * Validation is strict: unknown keys, wrong types, bad durations and hostile
+ * plugin IDs are reported with the JSON path of the offending value. A
+ * struct config owns every string it points to.
+ */
+#ifndef CSID_AGENT_CONFIG_H
+#define CSID_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* Longest plugin ID accepted (bytes). */
+#define CONFIG_ID_MAX 128
+/* Config files larger than this are refused. */
+#define CONFIG_FILE_MAX (1024 * 1024)
+
+enum config_plugin_type {
+	CONFIG_PLUGIN_CONTROLLER,
+	CONFIG_PLUGIN_NODE,
+	CONFIG_PLUGIN_MONOLITH,
+};
+
+struct config_env {
+	char *name;
+	char *value; /* may hold ${CSI_ENDPOINT} / ${NODE_NAME} */
+};
+
+struct config_plugin {
+	char *id;
+	enum config_plugin_type type;
+	/* Supervised plugin: command (absolute or found on PATH), args, env. */
+	char *command;
+	char **args;
+	size_t nargs;
+	struct config_env *env;
+	size_t nenv;
+	/* External plugin: path of its socket (exclusive with command). */
+	char *socket;
+};
+
+struct config {
+	char *data_dir;
+	char *node_name;
+	char *listen_socket; /* unix socket of the HTTP API (never NULL once finalized) */
+	char *listen_addr;   /* optional TCP "host:port" */
+	int64_t probe_interval_ms;
+	int64_t health_timeout_ms;
+	int64_t resync_period_ms;
+	int64_t backoff_base_ms;
+	int64_t backoff_max_ms;
+	int64_t unhealthy_threshold_ms;
+	int64_t socket_timeout_ms;
+	int64_t stop_grace_ms;
+	int64_t plugin_log_max_bytes;
+	struct config_plugin *plugins;
+	size_t nplugins;
+};
+
+/* A config with every default and no plugin; NULL when out of memory. */
+struct config *config_new(void);
+/* Frees cfg and everything it owns; NULL is a no-op. */
+void config_free(struct config *cfg);
+
+/*
+ * Parses and validates a JSON document of len bytes (no NUL needed).
+ * Returns 0 and a new config in *out (free with config_free), or
+ * CSID_EINVAL / CSID_ETOOBIG / CSID_ENOMEM with e naming the problem.
+ */
+int config_parse(const char *buf, size_t len, struct config **out, struct err *e);
+/* Reads path (at most CONFIG_FILE_MAX bytes) and parses it. */
+int config_load(const char *path, struct config **out, struct err *e);
+
+/*
+ * Applies flag overrides (NULL = keep the file's value). listen is
+ * "unix:PATH", an absolute socket path, or "host:port" for TCP.
+ */
+int config_override(struct config *cfg, const char *data_dir, const char *node_name,
+		    const char *listen, struct err *e);
+/*
+ * Completes a config after overrides: data_dir made absolute, node_name
+ * defaulted to the host name, listen_socket defaulted to
+ * <data_dir>/agent.sock, and the result checked again (a socket path that
+ * fits, a data_dir). Returns 0 or CSID_EINVAL with e set.
+ */
+int config_finalize(struct config *cfg, struct err *e);
+
+/* Checks a plugin ID: 1..CONFIG_ID_MAX bytes, no '/', "..", control chars. */
+int config_check_id(const char *kind, const char *id, struct err *e);
+/* Parses "1h2m3s", "100ms", "1.5s" into milliseconds; -1 when invalid. */
+int64_t config_parse_duration(const char *s);
+/* Name of a plugin type ("controller", "node", "monolith"). */
+const char *config_plugin_type_name(enum config_plugin_type t);
+/* Looks a plugin up by ID; NULL when absent. */
+const struct config_plugin *config_find_plugin(const struct config *cfg, const char *id);
+/* Whether two plugin definitions are identical (same process and socket). */
+bool config_plugin_equal(const struct config_plugin *a, const struct config_plugin *b);
+
+/* Deep copy of src into dst (zeroed first); CSID_ENOMEM on failure. */
+int config_plugin_copy(struct config_plugin *dst, const struct config_plugin *src);
+/* Frees what p owns and zeroes it; NULL is a no-op. */
+void config_plugin_clear(struct config_plugin *p);
+
+/*
+ * Expands ${CSI_ENDPOINT} and ${NODE_NAME} in tmpl. Returns a malloc'd
+ * string, or NULL when out of memory.
+ */
+char *config_expand(const char *tmpl, const char *endpoint, const char *node_name);
+
+#endif
