@@ -89,6 +89,16 @@ int csi_endpoint_parse(const char *endpoint, char *path_out, struct err *e);
  */
 int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct err *e);
 
+/*
+ * gRPC library lifetime. csi_client_grpc_new and csi_server_new call
+ * csi_grpc_init (idempotent, thread-safe). csi_grpc_shutdown releases gRPC
+ * and the calling thread's completion queue; call it once at program exit,
+ * after every client and server is freed and every other thread that made
+ * calls has exited, so leak checkers see a clean exit.
+ */
+void csi_grpc_init(void);
+void csi_grpc_shutdown(void);
+
 /* c->free(c); NULL is a no-op. */
 void csi_client_free(struct csi_client *c);
 
