@@ -1,0 +1,513 @@
+/*
+ * The gRPC CSI client on the gRPC core C API, plus the helpers of
+ * csi_client.h shared by every client (endpoint parsing, code names,
+ * message copies, typed wrappers).
+ *
+ * Data model: a struct csi_client_grpc owns one channel to one unix socket,
+ * created once and reused by every call, with the method paths registered
+ * up front. A call is one batch (send metadata + message + close, receive
+ * metadata + message + status) on a completion queue private to the
+ * calling thread, plucked until the batch completes; the call's deadline
+ * bounds the wait. gRPC 1.51 lets at most six threads pluck one queue (a
+ * seventh fails silently), so each thread gets its own queue, made on
+ * first use and destroyed when the thread exits.
+ */
+#include "csi/csi_client.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include "csi/csi_rules.h"
+
+/* Largest message either way; ListVolumes pages can be big. */
+#define CSI_CLIENT_MAX_MSG (16 * 1024 * 1024)
+/* Reconnect backoff after a plugin restart: local sockets come back fast. */
+#define CSI_CLIENT_BACKOFF_MS 100
+#define CSI_CLIENT_MAX_BACKOFF_MS 1000
+#define CSI_CLIENT_UNIX_PATH_MAX 107
+
+struct csi_client_grpc {
+	struct csi_client base;
+	grpc_channel *channel;
+	void *methods[CSI_RPC_COUNT]; /* handles from grpc_channel_register_call */
+	char endpoint[CSI_CLIENT_UNIX_PATH_MAX + 8];
+};
+
+static pthread_mutex_t csi_client_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t csi_client_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t csi_client_cq_key;
+static bool csi_client_grpc_up;
+
+static const char *const csi_client_code_names[] = {
+	"OK",
+	"CANCELLED",
+	"UNKNOWN",
+	"INVALID_ARGUMENT",
+	"DEADLINE_EXCEEDED",
+	"NOT_FOUND",
+	"ALREADY_EXISTS",
+	"PERMISSION_DENIED",
+	"RESOURCE_EXHAUSTED",
+	"FAILED_PRECONDITION",
+	"ABORTED",
+	"OUT_OF_RANGE",
+	"UNIMPLEMENTED",
+	"INTERNAL",
+	"UNAVAILABLE",
+	"DATA_LOSS",
+	"UNAUTHENTICATED",
+};
+
+#define CSI_CLIENT_NCODES ((int)(sizeof(csi_client_code_names) / sizeof(char *)))
+
+const char *csi_code_name(int code)
+{
+	if (code < 0 || code >= CSI_CLIENT_NCODES)
+		return "UNKNOWN_CODE";
+	return csi_client_code_names[code];
+}
+
+int csi_code_parse(const char *name)
+{
+	if (!name)
+		return -1;
+	for (int i = 0; i < CSI_CLIENT_NCODES; i++)
+		if (strcasecmp(name, csi_client_code_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Destroys a thread's completion queue; every call on it has completed. */
+static void csi_client_cq_destroy(void *p)
+{
+	grpc_completion_queue *cq = p;
+
+	if (!cq)
+		return;
+	grpc_completion_queue_shutdown(cq);
+	while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
+		       .type != GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_completion_queue_destroy(cq);
+}
+
+static void csi_client_key_init(void)
+{
+	if (pthread_key_create(&csi_client_cq_key, csi_client_cq_destroy) != 0)
+		abort();
+}
+
+void csi_grpc_init(void)
+{
+	pthread_once(&csi_client_key_once, csi_client_key_init);
+	pthread_mutex_lock(&csi_client_init_lock);
+	if (!csi_client_grpc_up) {
+		grpc_init();
+		csi_client_grpc_up = true;
+	}
+	pthread_mutex_unlock(&csi_client_init_lock);
+}
+
+void csi_grpc_shutdown(void)
+{
+	pthread_mutex_lock(&csi_client_init_lock);
+	if (csi_client_grpc_up) {
+		csi_client_cq_destroy(pthread_getspecific(csi_client_cq_key));
+		pthread_setspecific(csi_client_cq_key, NULL);
+		grpc_shutdown_blocking();
+		csi_client_grpc_up = false;
+	}
+	pthread_mutex_unlock(&csi_client_init_lock);
+}
+
+/* The calling thread's completion queue, made on first use; NULL on failure. */
+static grpc_completion_queue *csi_client_thread_cq(void)
+{
+	grpc_completion_queue *cq = pthread_getspecific(csi_client_cq_key);
+
+	if (cq)
+		return cq;
+	cq = grpc_completion_queue_create_for_pluck(NULL);
+	if (cq && pthread_setspecific(csi_client_cq_key, cq) != 0) {
+		csi_client_cq_destroy(cq);
+		cq = NULL;
+	}
+	return cq;
+}
+
+int csi_endpoint_parse(const char *endpoint, char *path_out, struct err *e)
+{
+	const char *path = endpoint;
+	size_t len;
+
+	if (!endpoint || !*endpoint)
+		return err_set(e, CSID_EINVAL, "endpoint: empty");
+	if (strncmp(endpoint, "unix://", 7) == 0) {
+		path = endpoint + 7;
+		if (*path != '/')
+			return err_set(e, CSID_EINVAL,
+				       "endpoint: unix://%.32s: want unix:///absolute/path", path);
+	} else if (strncmp(endpoint, "unix:", 5) == 0) {
+		path = endpoint + 5;
+	} else if (strchr(endpoint, ':') && *endpoint != '/') {
+		return err_set(e, CSID_EINVAL,
+			       "endpoint: only unix sockets are supported (unix:///path)");
+	}
+	if (*path != '/')
+		return err_set(e, CSID_EINVAL, "endpoint: socket path must be absolute");
+	len = strlen(path);
+	if (len > CSI_CLIENT_UNIX_PATH_MAX)
+		return err_set(e, CSID_EINVAL,
+			       "endpoint: socket path is %zu bytes, a unix socket allows %d", len,
+			       CSI_CLIENT_UNIX_PATH_MAX);
+	for (size_t i = 0; i < len; i++)
+		if (iscntrl((unsigned char)path[i]))
+			return err_set(e, CSID_EINVAL,
+				       "endpoint: control character in socket path");
+	memcpy(path_out, path, len + 1);
+	return 0;
+}
+
+/*
+ * gRPC parses a channel target as a URI and percent-decodes its path, so
+ * every byte outside a safe set is percent-encoded.
+ */
+static void csi_client_target(const char *path, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	n += (size_t)snprintf(out, cap, "unix:");
+	for (const char *p = path; *p && n + 4 < cap; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (isalnum(ch) || strchr("/-._~+,=@", ch)) {
+			out[n++] = (char)ch;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[ch >> 4];
+			out[n++] = hex[ch & 15];
+		}
+	}
+	out[n] = '\0';
+}
+
+static void csi_client_status(struct csi_status *st, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void csi_client_status(struct csi_status *st, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	st->code = code;
+	va_start(ap, fmt);
+	vsnprintf(st->message, sizeof(st->message), fmt, ap);
+	va_end(ap);
+}
+
+/* Copies a status message from the plugin, replacing control characters. */
+static void csi_client_status_copy(struct csi_status *st, grpc_slice s)
+{
+	size_t n = GRPC_SLICE_LENGTH(s);
+	const unsigned char *p = GRPC_SLICE_START_PTR(s);
+
+	if (n >= sizeof(st->message))
+		n = sizeof(st->message) - 1;
+	for (size_t i = 0; i < n; i++)
+		st->message[i] = iscntrl(p[i]) ? ' ' : (char)p[i];
+	st->message[n] = '\0';
+}
+
+/* Packs m into a new byte buffer (an empty one for NULL). */
+static grpc_byte_buffer *csi_client_pack(const ProtobufCMessage *m)
+{
+	size_t n = m ? protobuf_c_message_get_packed_size(m) : 0;
+	grpc_slice s = grpc_slice_malloc(n);
+	grpc_byte_buffer *bb;
+
+	if (n)
+		protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
+	bb = grpc_raw_byte_buffer_create(&s, 1);
+	grpc_slice_unref(s);
+	return bb;
+}
+
+/* Decodes a response; NULL when the bytes are not a message of type d. */
+static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
+					   grpc_byte_buffer *bb)
+{
+	grpc_byte_buffer_reader r;
+	ProtobufCMessage *m;
+	grpc_slice s;
+
+	if (!grpc_byte_buffer_reader_init(&r, bb))
+		return NULL;
+	s = grpc_byte_buffer_reader_readall(&r);
+	grpc_byte_buffer_reader_destroy(&r);
+	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
+	grpc_slice_unref(s);
+	return m;
+}
+
+static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
+				const ProtobufCMessage *req, ProtobufCMessage **resp,
+				int64_t timeout_ms, struct csi_status *st)
+{
+	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
+	const struct csi_rpc_info *info = csi_rpc_info(rpc);
+	grpc_metadata_array initial_md, trailing_md;
+	grpc_byte_buffer *send = NULL, *recv = NULL;
+	grpc_status_code status = GRPC_STATUS_UNKNOWN;
+	grpc_slice details = grpc_empty_slice();
+	const char *error_string = NULL;
+	grpc_completion_queue *cq;
+	grpc_call *call = NULL;
+	grpc_op ops[6];
+	grpc_event ev;
+	gpr_timespec deadline;
+	int rc;
+
+	*resp = NULL;
+	st->code = CSI_OK;
+	st->message[0] = '\0';
+	if (!info) {
+		csi_client_status(st, CSI_INVALID_ARGUMENT, "no such CSI RPC (%d)", (int)rpc);
+		return CSID_EINVAL;
+	}
+	if (req && req->descriptor != info->request) {
+		csi_client_status(st, CSI_INVALID_ARGUMENT, "%s: request is a %s, want %s",
+				  info->name, req->descriptor->name, info->request->name);
+		return CSID_EINVAL;
+	}
+	if (timeout_ms <= 0)
+		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
+	cq = csi_client_thread_cq();
+	if (!cq) {
+		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", info->name);
+		return CSID_ENOMEM;
+	}
+	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+				gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+	call = grpc_channel_create_registered_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+						   c->methods[rpc], deadline, NULL);
+	if (!call) {
+		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", info->name);
+		return CSID_ENOMEM;
+	}
+	send = csi_client_pack(req);
+	grpc_metadata_array_init(&initial_md);
+	grpc_metadata_array_init(&trailing_md);
+	memset(ops, 0, sizeof(ops));
+	/* Fail fast: a plugin that is down answers UNAVAILABLE at once. */
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = send;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial_md;
+	ops[4].op = GRPC_OP_RECV_MESSAGE;
+	ops[4].data.recv_message.recv_message = &recv;
+	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[5].data.recv_status_on_client.trailing_metadata = &trailing_md;
+	ops[5].data.recv_status_on_client.status = &status;
+	ops[5].data.recv_status_on_client.status_details = &details;
+	ops[5].data.recv_status_on_client.error_string = &error_string;
+	if (grpc_call_start_batch(call, ops, 6, call, NULL) != GRPC_CALL_OK) {
+		csi_client_status(st, CSI_INTERNAL, "%s: cannot start call", info->name);
+		rc = CSID_EINTERNAL;
+		goto out;
+	}
+	/* The call's deadline guarantees that this batch completes. */
+	ev = grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	if (ev.type != GRPC_OP_COMPLETE || !ev.success) {
+		csi_client_status(st, CSI_INTERNAL, "%s: call failed in gRPC", info->name);
+		rc = CSID_EINTERNAL;
+		goto out;
+	}
+	if (status != GRPC_STATUS_OK) {
+		st->code = status >= 0 && status < CSI_CLIENT_NCODES ? (int)status : CSI_UNKNOWN;
+		csi_client_status_copy(st, details);
+		if (!st->message[0])
+			snprintf(st->message, sizeof(st->message), "%s", csi_code_name(st->code));
+		rc = csi_status_to_err(st->code);
+		goto out;
+	}
+	if (!recv) {
+		csi_client_status(st, CSI_INTERNAL, "%s: plugin answered OK without a response",
+				  info->name);
+		rc = CSID_EPROTO;
+		goto out;
+	}
+	*resp = csi_client_unpack(info->response, recv);
+	if (!*resp) {
+		csi_client_status(st, CSI_INTERNAL,
+				  "%s: plugin response does not decode as %s (%zu bytes)",
+				  info->name, info->response->name, grpc_byte_buffer_length(recv));
+		rc = CSID_EPROTO;
+		goto out;
+	}
+	rc = 0;
+out:
+	if (error_string)
+		gpr_free((void *)error_string);
+	grpc_slice_unref(details);
+	grpc_metadata_array_destroy(&initial_md);
+	grpc_metadata_array_destroy(&trailing_md);
+	grpc_byte_buffer_destroy(send);
+	if (recv)
+		grpc_byte_buffer_destroy(recv);
+	grpc_call_unref(call);
+	return rc;
+}
+
+static void csi_client_grpc_free(struct csi_client *base)
+{
+	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
+
+	if (!c)
+		return;
+	if (c->channel)
+		grpc_channel_destroy(c->channel);
+	free(c);
+}
+
+int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct err *e)
+{
+	struct csi_client_grpc *c;
+	grpc_channel_credentials *creds;
+	char path[CSI_CLIENT_UNIX_PATH_MAX + 1];
+	char target[3 * CSI_CLIENT_UNIX_PATH_MAX + 8];
+	grpc_arg args[7];
+	grpc_channel_args cargs = {.num_args = 7, .args = args};
+	int rc;
+
+	*out = NULL;
+	rc = csi_endpoint_parse(endpoint, path, e);
+	if (rc)
+		return rc;
+	csi_grpc_init();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, CSID_ENOMEM, "csi client: out of memory");
+	snprintf(c->endpoint, sizeof(c->endpoint), "unix://%s", path);
+	csi_client_target(path, target, sizeof(target));
+	args[0] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+			     {.integer = CSI_CLIENT_BACKOFF_MS}};
+	args[1] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+			     {.integer = CSI_CLIENT_BACKOFF_MS}};
+	args[2] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+			     {.integer = CSI_CLIENT_MAX_BACKOFF_MS}};
+	args[3] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+			     {.integer = CSI_CLIENT_MAX_MSG}};
+	args[4] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+			     {.integer = CSI_CLIENT_MAX_MSG}};
+	/* csid retries by the CSI rules itself; gRPC's own retries only add cost. */
+	args[5] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}};
+	/* A private subchannel, so a client never shares a dead connection. */
+	args[6] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+	creds = grpc_insecure_credentials_create();
+	c->channel = grpc_channel_create(target, creds, &cargs);
+	grpc_channel_credentials_release(creds);
+	if (!c->channel) {
+		free(c);
+		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel",
+			       endpoint);
+	}
+	for (int i = 0; i < CSI_RPC_COUNT; i++)
+		c->methods[i] = grpc_channel_register_call(
+			c->channel, csi_rpc_info((enum csi_rpc)i)->path, NULL, NULL);
+	c->base.call = csi_client_grpc_call;
+	c->base.free = csi_client_grpc_free;
+	c->base.endpoint = c->endpoint;
+	*out = &c->base;
+	return 0;
+}
+
+void csi_client_free(struct csi_client *c)
+{
+	if (c)
+		c->free(c);
+}
+
+void csi_msg_free(ProtobufCMessage *m)
+{
+	if (m)
+		protobuf_c_message_free_unpacked(m, NULL);
+}
+
+ProtobufCMessage *csi_msg_dup(const ProtobufCMessage *m)
+{
+	uint8_t stackbuf[512];
+	uint8_t *buf = stackbuf;
+	ProtobufCMessage *copy;
+	size_t n;
+
+	if (!m)
+		return NULL;
+	n = protobuf_c_message_get_packed_size(m);
+	if (n > sizeof(stackbuf)) {
+		buf = malloc(n);
+		if (!buf)
+			return NULL;
+	}
+	protobuf_c_message_pack(m, buf);
+	copy = protobuf_c_message_unpack(m->descriptor, NULL, n, buf);
+	if (buf != stackbuf)
+		free(buf);
+	return copy;
+}
+
+/* call() through the client, with a status kept locally when st is NULL. */
+static int csi_client_call_any(struct csi_client *c, enum csi_rpc rpc,
+			       const ProtobufCMessage *req, ProtobufCMessage **resp,
+			       int64_t timeout_ms, struct csi_status *st)
+{
+	struct csi_status local;
+	ProtobufCMessage *m = NULL;
+	int rc;
+
+	if (!st)
+		st = &local;
+	if (!c) {
+		st->code = CSI_INVALID_ARGUMENT;
+		snprintf(st->message, sizeof(st->message), "no CSI client");
+		if (resp)
+			*resp = NULL;
+		return CSID_EINVAL;
+	}
+	rc = c->call(c, rpc, req, &m, timeout_ms, st);
+	if (resp)
+		*resp = m;
+	else
+		csi_msg_free(m);
+	return rc;
+}
+
+#define CSI_CLIENT_WRAPPER_(id, svc, method, snake)                                          \
+	int csi_##snake(struct csi_client *c, const Csi__V1__##method##Request *req,        \
+			Csi__V1__##method##Response **resp, int64_t timeout_ms,             \
+			struct csi_status *st)                                              \
+	{                                                                                    \
+		ProtobufCMessage *m = NULL;                                                  \
+		int rc = csi_client_call_any(c, CSI_RPC_##id,                                \
+					     req ? &req->base : NULL, &m, timeout_ms, st);   \
+		if (resp)                                                                    \
+			*resp = (Csi__V1__##method##Response *)m;                            \
+		else                                                                         \
+			csi_msg_free(m);                                                     \
+		return rc;                                                                   \
+	}
+CSI_RPCS(CSI_CLIENT_WRAPPER_)
+#undef CSI_CLIENT_WRAPPER_

@@ -1,0 +1,560 @@
+/*
+ * The gRPC client and server of src/csi against each other, in process: a
+ * csi_server with a scripted test handler on a socket in a temporary
+ * directory, and the real client. Covers concurrent calls from many
+ * threads, deadlines, every status code, a server stop and restart under
+ * the same client, undecodable bytes in both directions, unknown methods
+ * and endpoint validation. A few calls are made with the raw gRPC core API
+ * to send what the client never would.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+#include "csi/csi_client.h"
+#include "csi/csi_rules.h"
+#include "csi/csi_server.h"
+
+#define TG_THREADS 8
+#define TG_CALLS 400
+
+struct tg {
+	char dir[64];
+	char endpoint[128];
+	struct csi_server *server;
+	struct csi_client *client;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool release; /* lets a blocked handler return */
+	int blocked;  /* handlers currently blocked */
+	int calls;    /* handler invocations */
+};
+
+static struct tg tg_state;
+
+static int64_t tg_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Blocks the handler until the test releases it, at most 10 s. */
+static void tg_block(struct tg *t)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&t->lock);
+	t->blocked++;
+	pthread_cond_broadcast(&t->cond);
+	while (!t->release)
+		if (pthread_cond_timedwait(&t->cond, &t->lock, &until) == ETIMEDOUT)
+			break;
+	t->blocked--;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static int tg_create_volume(const Csi__V1__CreateVolumeRequest *req, ProtobufCMessage **resp,
+			    struct arena *a, char *msg)
+{
+	Csi__V1__CreateVolumeResponse *r = arena_alloc(a, sizeof(*r));
+	Csi__V1__Volume *v = arena_alloc(a, sizeof(*v));
+
+	if (!r || !v)
+		return CSI_RESOURCE_EXHAUSTED;
+	if (!req->name || !*req->name) {
+		snprintf(msg, CSI_STATUS_MSG_MAX, "name is required");
+		return CSI_INVALID_ARGUMENT;
+	}
+	csi__v1__create_volume_response__init(r);
+	csi__v1__volume__init(v);
+	v->volume_id = arena_printf(a, "id-%s", req->name);
+	v->capacity_bytes = req->capacity_range ? req->capacity_range->required_bytes : 0;
+	r->volume = v;
+	*resp = &r->base;
+	return CSI_OK;
+}
+
+/* Scripted behaviour by volume ID: "block", "code:N", anything else is OK. */
+static int tg_delete_volume(struct tg *t, const Csi__V1__DeleteVolumeRequest *req, char *msg)
+{
+	if (strcmp(req->volume_id, "block") == 0) {
+		tg_block(t);
+		return CSI_OK;
+	}
+	if (strncmp(req->volume_id, "code:", 5) == 0) {
+		snprintf(msg, CSI_STATUS_MSG_MAX, "scripted %s", req->volume_id);
+		return atoi(req->volume_id + 5);
+	}
+	return CSI_OK;
+}
+
+/*
+ * A GetCapacity response whose bytes do not decode: an unknown field is
+ * packed verbatim, and this one holds a length that runs past the end.
+ */
+static int tg_garbage(ProtobufCMessage **resp, struct arena *a)
+{
+	static const uint8_t bad[] = {0xff, 0xff, 0xff, 0x0f};
+	Csi__V1__GetCapacityResponse *r = arena_alloc(a, sizeof(*r));
+	ProtobufCMessageUnknownField *u = arena_alloc(a, sizeof(*u));
+
+	csi__v1__get_capacity_response__init(r);
+	u->tag = 99;
+	u->wire_type = PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED;
+	u->len = sizeof(bad);
+	u->data = (uint8_t *)bad;
+	r->base.n_unknown_fields = 1;
+	r->base.unknown_fields = u;
+	*resp = &r->base;
+	return CSI_OK;
+}
+
+static int tg_handler(void *ctx, enum csi_rpc rpc, const ProtobufCMessage *req,
+		      ProtobufCMessage **resp, struct arena *a, char *msg)
+{
+	struct tg *t = ctx;
+
+	pthread_mutex_lock(&t->lock);
+	t->calls++;
+	pthread_mutex_unlock(&t->lock);
+	switch (rpc) {
+	case CSI_RPC_PROBE: {
+		Csi__V1__ProbeResponse *r = arena_alloc(a, sizeof(*r));
+		Google__Protobuf__BoolValue *b = arena_alloc(a, sizeof(*b));
+
+		csi__v1__probe_response__init(r);
+		google__protobuf__bool_value__init(b);
+		b->value = 1;
+		r->ready = b;
+		*resp = &r->base;
+		return CSI_OK;
+	}
+	case CSI_RPC_CREATE_VOLUME:
+		return tg_create_volume((const Csi__V1__CreateVolumeRequest *)req, resp, a, msg);
+	case CSI_RPC_DELETE_VOLUME:
+		return tg_delete_volume(t, (const Csi__V1__DeleteVolumeRequest *)req, msg);
+	case CSI_RPC_NODE_GET_CAPABILITIES: {
+		/* A handler bug: the wrong response type. */
+		Csi__V1__ProbeResponse *r = arena_alloc(a, sizeof(*r));
+
+		csi__v1__probe_response__init(r);
+		*resp = &r->base;
+		return CSI_OK;
+	}
+	case CSI_RPC_GET_CAPACITY:
+		return tg_garbage(resp, a);
+	case CSI_RPC_CONTROLLER_GET_CAPABILITIES:
+		return CSI_OK; /* no response: an empty one is sent */
+	default:
+		snprintf(msg, CSI_STATUS_MSG_MAX, "not in this test");
+		return CSI_UNIMPLEMENTED;
+	}
+}
+
+static void tg_start_server(struct tg *t)
+{
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(csi_server_new(t->endpoint, 4, tg_handler, t, &t->server, &e), 0);
+	if (csi_server_start(t->server, &e) != 0)
+		fail_msg("start: %s", e.msg);
+}
+
+static int tg_setup(void **state)
+{
+	struct tg *t = &tg_state;
+	struct err e;
+
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/csi-grpc-XXXXXX");
+	if (!mkdtemp(t->dir))
+		return -1;
+	snprintf(t->endpoint, sizeof(t->endpoint), "unix://%s/csi.sock", t->dir);
+	tg_start_server(t);
+	err_clear(&e);
+	if (csi_client_grpc_new(t->endpoint, &t->client, &e) != 0)
+		return -1;
+	*state = t;
+	return 0;
+}
+
+static int tg_teardown(void **state)
+{
+	struct tg *t = &tg_state;
+	char path[160];
+
+	pthread_mutex_lock(&t->lock);
+	t->release = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	csi_client_free(t->client);
+	csi_server_free(t->server);
+	snprintf(path, sizeof(path), "%s/csi.sock", t->dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/file", t->dir);
+	unlink(path);
+	rmdir(t->dir);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	(void)state;
+	return 0;
+}
+
+static void test_probe(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
+	Csi__V1__ProbeResponse *resp = NULL;
+	struct csi_status st;
+
+	assert_int_equal(csi_probe(t->client, &req, &resp, 5000, &st), 0);
+	assert_int_equal(st.code, CSI_OK);
+	assert_non_null(resp);
+	assert_non_null(resp->ready);
+	assert_true(resp->ready->value);
+	csi_msg_free(&resp->base);
+	/* A NULL request is sent as an empty one. */
+	assert_int_equal(csi_probe(t->client, NULL, &resp, 5000, &st), 0);
+	csi_msg_free(&resp->base);
+}
+
+struct tg_worker {
+	struct tg *t;
+	int id;
+	int failures;
+};
+
+static void *tg_worker_main(void *arg)
+{
+	struct tg_worker *w = arg;
+
+	for (int i = 0; i < TG_CALLS; i++) {
+		Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+		Csi__V1__CapacityRange cap = CSI__V1__CAPACITY_RANGE__INIT;
+		Csi__V1__CreateVolumeResponse *resp = NULL;
+		struct csi_status st;
+		char name[32], want[40];
+
+		snprintf(name, sizeof(name), "t%d-c%d", w->id, i);
+		snprintf(want, sizeof(want), "id-%s", name);
+		req.name = name;
+		cap.required_bytes = (int64_t)w->id * 100000 + i;
+		req.capacity_range = &cap;
+		if (csi_create_volume(w->t->client, &req, &resp, 10000, &st) != 0 ||
+		    !resp->volume || strcmp(resp->volume->volume_id, want) != 0 ||
+		    resp->volume->capacity_bytes != cap.required_bytes)
+			w->failures++;
+		csi_msg_free(resp ? &resp->base : NULL);
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct tg *t = *state;
+	struct tg_worker w[TG_THREADS];
+	pthread_t th[TG_THREADS];
+
+	for (int i = 0; i < TG_THREADS; i++) {
+		w[i] = (struct tg_worker){t, i, 0};
+		assert_int_equal(pthread_create(&th[i], NULL, tg_worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < TG_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].failures, 0);
+	}
+}
+
+static void test_deadline(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	struct csi_status st;
+	int64_t t0 = tg_now_ms();
+
+	req.volume_id = "block";
+	assert_int_equal(csi_delete_volume(t->client, &req, NULL, 200, &st), CSID_ETIMEDOUT);
+	assert_int_equal(st.code, CSI_DEADLINE_EXCEEDED);
+	assert_true(tg_now_ms() - t0 < 3000);
+	pthread_mutex_lock(&t->lock);
+	t->release = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void test_status_codes(void **state)
+{
+	struct tg *t = *state;
+
+	for (int code = 1; code <= CSI_UNAUTHENTICATED; code++) {
+		Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+		Csi__V1__DeleteVolumeResponse *resp = (void *)&req;
+		struct csi_status st;
+		char id[16], want[32];
+
+		snprintf(id, sizeof(id), "code:%d", code);
+		snprintf(want, sizeof(want), "scripted %s", id);
+		req.volume_id = id;
+		assert_int_equal(csi_delete_volume(t->client, &req, &resp, 5000, &st),
+				 csi_status_to_err(code));
+		assert_null(resp);
+		assert_int_equal(st.code, code);
+		assert_string_equal(st.message, want);
+	}
+}
+
+static void test_bad_responses(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__NodeGetCapabilitiesResponse *caps = NULL;
+	Csi__V1__GetCapacityResponse *capacity = NULL;
+	Csi__V1__ControllerGetCapabilitiesResponse *ccaps = NULL;
+	struct csi_status st;
+
+	/* The server refuses to send a response of the wrong type. */
+	assert_int_equal(csi_node_get_capabilities(t->client, NULL, &caps, 5000, &st),
+			 CSID_EINTERNAL);
+	assert_int_equal(st.code, CSI_INTERNAL);
+	assert_non_null(strstr(st.message, "csi.v1.ProbeResponse"));
+	assert_null(caps);
+	/* Bytes that do not decode: a protocol error, never a crash. */
+	assert_int_equal(csi_get_capacity(t->client, NULL, &capacity, 5000, &st), CSID_EPROTO);
+	assert_int_equal(st.code, CSI_INTERNAL);
+	assert_non_null(strstr(st.message, "does not decode"));
+	assert_null(capacity);
+	/* No response from the handler: an empty message. */
+	assert_int_equal(csi_controller_get_capabilities(t->client, NULL, &ccaps, 5000, &st), 0);
+	assert_non_null(ccaps);
+	assert_int_equal(ccaps->n_capabilities, 0);
+	csi_msg_free(&ccaps->base);
+}
+
+static void test_bad_request_type(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	struct csi_status st;
+
+	assert_int_equal(t->client->call(t->client, CSI_RPC_PROBE, &req.base, &resp, 1000, &st),
+			 CSID_EINVAL);
+	assert_int_equal(st.code, CSI_INVALID_ARGUMENT);
+	assert_null(resp);
+	assert_int_equal(t->client->call(t->client, (enum csi_rpc)CSI_RPC_COUNT, NULL, &resp,
+					 1000, &st),
+			 CSID_EINVAL);
+}
+
+/*
+ * One unary call with the raw core API: method and request bytes as
+ * given. Returns the status code.
+ */
+static int tg_raw_call(const char *endpoint, const char *method, const void *data, size_t len)
+{
+	char target[160];
+	grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+	grpc_channel *ch;
+	grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+	grpc_slice body = grpc_slice_from_copied_buffer(data, len);
+	grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&body, 1);
+	grpc_byte_buffer *recv = NULL;
+	grpc_metadata_array md0, md1;
+	grpc_status_code status = GRPC_STATUS_UNKNOWN;
+	grpc_slice details;
+	grpc_slice m = grpc_slice_from_static_string(method);
+	grpc_op ops[6];
+	grpc_call *call;
+
+	snprintf(target, sizeof(target), "unix:%s", endpoint + strlen("unix://"));
+	ch = grpc_channel_create(target, creds, NULL);
+	call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL,
+					gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN)), NULL);
+	grpc_metadata_array_init(&md0);
+	grpc_metadata_array_init(&md1);
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = send;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &md0;
+	ops[4].op = GRPC_OP_RECV_MESSAGE;
+	ops[4].data.recv_message.recv_message = &recv;
+	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[5].data.recv_status_on_client.trailing_metadata = &md1;
+	ops[5].data.recv_status_on_client.status = &status;
+	ops[5].data.recv_status_on_client.status_details = &details;
+	assert_int_equal(grpc_call_start_batch(call, ops, 6, call, NULL), GRPC_CALL_OK);
+	grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	grpc_slice_unref(details);
+	grpc_metadata_array_destroy(&md0);
+	grpc_metadata_array_destroy(&md1);
+	if (recv)
+		grpc_byte_buffer_destroy(recv);
+	grpc_byte_buffer_destroy(send);
+	grpc_slice_unref(body);
+	grpc_call_unref(call);
+	grpc_channel_destroy(ch);
+	grpc_channel_credentials_release(creds);
+	grpc_completion_queue_shutdown(cq);
+	grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	grpc_completion_queue_destroy(cq);
+	return (int)status;
+}
+
+static void test_raw_requests(void **state)
+{
+	struct tg *t = *state;
+	static const uint8_t garbage[] = {0x0a, 0xff, 0xff};
+	int calls;
+
+	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Identity/Probe", NULL, 0), CSI_OK);
+	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Identity/Nope", NULL, 0),
+			 CSI_UNIMPLEMENTED);
+	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.SnapshotMetadata/GetMetadataDelta",
+				     NULL, 0),
+			 CSI_UNIMPLEMENTED);
+	pthread_mutex_lock(&t->lock);
+	calls = t->calls;
+	pthread_mutex_unlock(&t->lock);
+	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Controller/CreateVolume", garbage,
+				     sizeof(garbage)),
+			 CSI_INVALID_ARGUMENT);
+	pthread_mutex_lock(&t->lock);
+	assert_int_equal(t->calls, calls);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Probes until OK or the deadline passes; returns the last csid code. */
+static int tg_probe_until_ok(struct csi_client *c, int64_t within_ms)
+{
+	int64_t end = tg_now_ms() + within_ms;
+	struct csi_status st;
+	int rc;
+
+	do {
+		rc = csi_probe(c, NULL, NULL, 500, &st);
+		if (rc == 0)
+			return 0;
+		/* A short pause between attempts; the loop is bounded by end. */
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+	} while (tg_now_ms() < end);
+	return rc;
+}
+
+static void test_restart(void **state)
+{
+	struct tg *t = *state;
+	struct csi_status st;
+	int64_t t0;
+
+	assert_int_equal(tg_probe_until_ok(t->client, 2000), 0);
+	csi_server_stop(t->server, 1000);
+	csi_server_free(t->server);
+	t->server = NULL;
+	t0 = tg_now_ms();
+	assert_int_equal(csi_probe(t->client, NULL, NULL, 5000, &st), CSID_EUNAVAIL);
+	assert_int_equal(st.code, CSI_UNAVAILABLE);
+	assert_true(tg_now_ms() - t0 < 1000);
+	/* The socket is gone after a stop. */
+	assert_int_equal(access(t->endpoint + strlen("unix://"), F_OK), -1);
+	tg_start_server(t);
+	assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
+}
+
+static void test_endpoints(void **state)
+{
+	struct tg *t = *state;
+	static const char *bad[] = {
+		"",
+		"relative/csi.sock",
+		"unix:relative.sock",
+		"unix://relative.sock",
+		"tcp://127.0.0.1:9000",
+		"dns:///example.com",
+		"unix:///tmp/with\nnewline",
+	};
+	char longpath[160], path[108];
+	struct csi_client *c = NULL;
+	struct csi_server *s = NULL;
+	struct csi_status st;
+	struct err e;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err_clear(&e);
+		assert_int_equal(csi_client_grpc_new(bad[i], &c, &e), CSID_EINVAL);
+		assert_null(c);
+		assert_true(e.msg[0] != '\0');
+		assert_int_equal(csi_server_new(bad[i], 1, tg_handler, t, &s, &e), CSID_EINVAL);
+		assert_null(s);
+	}
+	memset(longpath, 'a', sizeof(longpath));
+	longpath[0] = '/';
+	longpath[108] = '\0'; /* 108 bytes: one too many */
+	assert_int_equal(csi_endpoint_parse(longpath, path, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "107"));
+	longpath[107] = '\0';
+	assert_int_equal(csi_endpoint_parse(longpath, path, &e), 0);
+	assert_string_equal(path, longpath);
+	/* No one listens: UNAVAILABLE, quickly. */
+	snprintf(path, sizeof(path), "unix://%s/nobody.sock", t->dir);
+	assert_int_equal(csi_client_grpc_new(path, &c, &e), 0);
+	assert_string_equal(c->endpoint, path);
+	assert_int_equal(csi_probe(c, NULL, NULL, 5000, &st), CSID_EUNAVAIL);
+	csi_client_free(c);
+	/* A server does not replace a file that is not a socket, nor a live socket. */
+	snprintf(path, sizeof(path), "%s/file", t->dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(csi_server_new(path, 1, tg_handler, t, &s, &e), 0);
+	assert_int_equal(csi_server_start(s, &e), CSID_EEXIST);
+	csi_server_free(s);
+	assert_int_equal(csi_server_new(t->endpoint, 1, tg_handler, t, &s, &e), 0);
+	assert_int_equal(csi_server_start(s, &e), CSID_EEXIST);
+	csi_server_free(s);
+	assert_int_equal(csi_server_new(t->endpoint, 0, tg_handler, t, &s, &e), CSID_EINVAL);
+	assert_int_equal(csi_server_new(t->endpoint, 1, NULL, t, &s, &e), CSID_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_probe, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_deadline, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_status_codes, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_responses, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
+	};
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+	csi_grpc_shutdown();
+	return failed;
+}
