@@ -1,0 +1,698 @@
+/*
+ * `csictl agent`: drives a csid agent through its HTTP API with libcurl.
+ * One request per run: GET /v1/agent/plugins, GET /v1/agent/mounts,
+ * PUT /v1/agent/mounts with a body built from flags, or
+ * DELETE /v1/agent/mounts/<volume>/<alloc>. Answers are read into a
+ * capped buffer, parsed with jansson, and printed as a table or passed
+ * through as JSON. Renderers accept the documented field names and a few
+ * close variants, so a table still shows what it can when the agent adds
+ * or renames a field; -o json always shows everything the agent said.
+ */
+#include "csictl_agent.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "csictl_csi.h"
+#include "csictl_out.h"
+
+/* Largest answer read from the agent. */
+#define CSICTL_AGENT_BODY_MAX (16u << 20)
+/* Default deadline of one request; a mount may wait for its plugin. */
+#define CSICTL_AGENT_TIMEOUT_MS 120000
+
+int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e)
+{
+	const char *path = NULL;
+
+	memset(a, 0, sizeof(*a));
+	if (!s || !*s)
+		return err_set(e, CSID_EINVAL, "empty agent address");
+	if (strncmp(s, "unix://", 7) == 0)
+		path = s + 7;
+	else if (strncmp(s, "unix:", 5) == 0)
+		path = s + 5;
+	else if (s[0] == '/')
+		path = s;
+	if (path) {
+		if (path[0] != '/')
+			return err_set(e, CSID_EINVAL, "agent socket \"%.64s\" is not an absolute path",
+				       path);
+		if (strlen(path) >= sizeof(a->socket))
+			return err_set(e, CSID_EINVAL, "agent socket path is longer than %zu bytes",
+				       sizeof(a->socket) - 1);
+		strncpy(a->socket, path, sizeof(a->socket) - 1);
+		snprintf(a->base, sizeof(a->base), "http://localhost");
+		return 0;
+	}
+	if (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0) {
+		if (strlen(s) >= sizeof(a->base) - 256)
+			return err_set(e, CSID_EINVAL, "agent address is too long");
+		snprintf(a->base, sizeof(a->base), "%s", s);
+	} else if (strstr(s, "://")) {
+		return err_set(e, CSID_EINVAL,
+			       "agent address \"%.64s\": expected unix:PATH or http://HOST:PORT", s);
+	} else {
+		if (strlen(s) >= sizeof(a->base) - 256)
+			return err_set(e, CSID_EINVAL, "agent address is too long");
+		snprintf(a->base, sizeof(a->base), "http://%s", s);
+	}
+	/* No trailing slash: paths are appended as "/v1/...". */
+	for (size_t n = strlen(a->base); n > 0 && a->base[n - 1] == '/'; n--)
+		a->base[n - 1] = '\0';
+	return 0;
+}
+
+int csictl_agent_escape(const char *s, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+
+		if (o + (plain ? 1 : 3) >= len)
+			return CSID_ETOOBIG;
+		if (plain) {
+			buf[o++] = (char)c;
+		} else {
+			buf[o++] = '%';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (o >= len)
+		return CSID_ETOOBIG;
+	buf[o] = '\0';
+	return 0;
+}
+
+static json_t *csictl_agent_kv_json(const struct csictl_kv *kv)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < kv->n; i++)
+		if (json_object_set_new(o, kv->pairs[i].key,
+					csictl_out_json_str(kv->pairs[i].value))) {
+			json_decref(o);
+			return NULL;
+		}
+	return o;
+}
+
+int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volume,
+			    const char *alloc, json_t **out, struct err *e)
+{
+	const char *attach = "file-system", *access = "single-node-writer";
+	json_t *j, *flags;
+
+	*out = NULL;
+	if (!o->plugin || !*o->plugin)
+		return err_set(e, CSID_EINVAL, "mount needs -plugin ID");
+	if (!*volume || !*alloc)
+		return err_set(e, CSID_EINVAL, "volume and allocation IDs must not be empty");
+	if (o->attachment_mode) {
+		if (strcmp(o->attachment_mode, "file-system") != 0 &&
+		    strcmp(o->attachment_mode, "block-device") != 0)
+			return err_set(e, CSID_EINVAL,
+				       "-attachment-mode must be file-system or block-device, "
+				       "not \"%.64s\"",
+				       o->attachment_mode);
+		attach = o->attachment_mode;
+	}
+	if (o->block) {
+		if (o->attachment_mode && strcmp(o->attachment_mode, "block-device") != 0)
+			return err_set(e, CSID_EINVAL, "-block contradicts -attachment-mode");
+		attach = "block-device";
+	}
+	if (strcmp(attach, "block-device") == 0 && (o->fs_type || o->mount_flags.n))
+		return err_set(e, CSID_EINVAL,
+			       "a block-device mount takes no -fs-type or -mount-flag");
+	if (o->access_mode) {
+		int mode = csictl_csi_access_mode_parse(o->access_mode);
+
+		if (mode < 0)
+			return err_set(e, CSID_EINVAL, "unknown access mode \"%.64s\"",
+				       o->access_mode);
+		access = csictl_csi_access_mode_name(mode);
+	}
+	flags = json_array();
+	for (size_t i = 0; flags && i < o->mount_flags.n; i++)
+		json_array_append_new(flags, csictl_out_json_str(o->mount_flags.items[i]));
+	j = json_pack("{s:o, s:o, s:o, s:o, s:b, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "volume_id",
+		      csictl_out_json_str(volume), "external_id",
+		      csictl_out_json_str(o->external_id ? o->external_id : volume), "plugin_id",
+		      csictl_out_json_str(o->plugin), "alloc_id", csictl_out_json_str(alloc),
+		      "read_only", o->readonly, "attachment_mode", attach, "access_mode", access,
+		      "fs_type", csictl_out_json_str(o->fs_type), "mount_flags", flags,
+		      "volume_context", csictl_agent_kv_json(&o->context), "publish_context",
+		      csictl_agent_kv_json(&o->publish_context), "secrets",
+		      csictl_agent_kv_json(&o->secrets));
+	if (!j)
+		return err_set(e, CSID_ENOMEM, "out of memory building the request");
+	*out = j;
+	return 0;
+}
+
+/* The first of the keys that obj has, as text ("" when none). */
+static const char *csictl_agent_field(const json_t *obj, char *buf, size_t len, ...)
+{
+	const char *key;
+	va_list ap;
+
+	buf[0] = '\0';
+	va_start(ap, len);
+	while ((key = va_arg(ap, const char *))) {
+		const json_t *v = json_object_get(obj, key);
+
+		if (!v || json_is_null(v))
+			continue;
+		if (json_is_string(v))
+			snprintf(buf, len, "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		else if (json_is_boolean(v))
+			snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
+		else if (json_is_array(v))
+			snprintf(buf, len, "%zu", json_array_size(v));
+		else
+			continue;
+		break;
+	}
+	va_end(ap);
+	return buf;
+}
+
+/* The list in j: j itself when it is an array, else j[key]. */
+static const json_t *csictl_agent_list(const json_t *j, const char *key, struct err *e)
+{
+	const json_t *l = json_is_array(j) ? j : json_object_get(j, key);
+
+	if (!json_is_array(l)) {
+		err_set(e, CSID_EPROTO, "the agent's answer has no list of %s", key);
+		return NULL;
+	}
+	return l;
+}
+
+/* The active instance: a string, or an object with an ID. */
+static const char *csictl_agent_active(const json_t *p, char *buf, size_t len)
+{
+	const json_t *a = json_object_get(p, "active");
+
+	if (!a)
+		a = json_object_get(p, "active_instance");
+	if (json_is_object(a))
+		return csictl_agent_field(a, buf, len, "instance_id", "id", "alloc_id", NULL);
+	if (json_is_string(a)) {
+		snprintf(buf, len, "%s", json_string_value(a));
+		return buf;
+	}
+	buf[0] = '\0';
+	return buf;
+}
+
+/* Health: "healthy" as a bool, or a "health" object with healthy + description. */
+static void csictl_agent_health(const json_t *p, char *healthy, char *desc, size_t len)
+{
+	const json_t *h = json_object_get(p, "health");
+	const json_t *a = json_object_get(p, "active");
+
+	if (!json_is_object(h) && json_is_object(a))
+		h = json_object_get(a, "health");
+	if (json_is_object(h)) {
+		csictl_agent_field(h, healthy, len, "healthy", NULL);
+		csictl_agent_field(h, desc, len, "description", "message", NULL);
+		return;
+	}
+	csictl_agent_field(p, healthy, len, "healthy", NULL);
+	csictl_agent_field(p, desc, len, "health_description", "description", NULL);
+}
+
+int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e)
+{
+	static const char *const headers[] = {"PLUGIN", "TYPE", "ACTIVE", "HEALTHY", "INSTANCES",
+					      "DESCRIPTION"};
+	const json_t *l = csictl_agent_list(j, "plugins", e), *p;
+	struct csictl_table *t;
+	size_t i;
+
+	if (!l)
+		return e ? e->code : CSID_EPROTO;
+	t = csictl_table_new(6, headers);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	json_array_foreach(l, i, p)
+	{
+		char id[256], type[64], active[256], healthy[16], desc[512], inst[32];
+
+		if (!json_is_object(p))
+			continue;
+		csictl_agent_field(p, id, sizeof(id), "id", "plugin_id", "name", NULL);
+		csictl_agent_field(p, type, sizeof(type), "type", NULL);
+		csictl_agent_active(p, active, sizeof(active));
+		csictl_agent_health(p, healthy, desc, sizeof(desc));
+		csictl_agent_field(p, inst, sizeof(inst), "instances", "instance_count", NULL);
+		csictl_table_addv(t, id, type, active, healthy, inst, desc);
+	}
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
+/* "rw-file-system-single-node-writer" from the mount's fields. */
+static const char *csictl_agent_usage(const json_t *m, char *buf, size_t len)
+{
+	const json_t *u = json_object_get(m, "usage");
+	char attach[64], access[64], ro[8];
+
+	if (json_is_string(u)) {
+		snprintf(buf, len, "%s", json_string_value(u));
+		return buf;
+	}
+	if (!json_is_object(u))
+		u = m;
+	csictl_agent_field(u, attach, sizeof(attach), "attachment_mode", NULL);
+	csictl_agent_field(u, access, sizeof(access), "access_mode", NULL);
+	csictl_agent_field(u, ro, sizeof(ro), "read_only", NULL);
+	if (!attach[0] && !access[0]) {
+		buf[0] = '\0';
+		return buf;
+	}
+	snprintf(buf, len, "%s-%s-%s", strcmp(ro, "yes") == 0 ? "ro" : "rw", attach, access);
+	return buf;
+}
+
+int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e)
+{
+	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN", "USAGE", "STATE",
+					      "TARGET"};
+	const json_t *l = csictl_agent_list(j, "mounts", e), *m;
+	struct csictl_table *t;
+	size_t i;
+
+	if (!l)
+		return e ? e->code : CSID_EPROTO;
+	t = csictl_table_new(6, headers);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	json_array_foreach(l, i, m)
+	{
+		char vol[256], alloc[256], plugin[256], usage[256], state[64], target[1024];
+
+		if (!json_is_object(m))
+			continue;
+		csictl_agent_field(m, vol, sizeof(vol), "volume_id", "volume", NULL);
+		csictl_agent_field(m, alloc, sizeof(alloc), "alloc_id", "alloc", NULL);
+		csictl_agent_field(m, plugin, sizeof(plugin), "plugin_id", "plugin", NULL);
+		csictl_agent_usage(m, usage, sizeof(usage));
+		csictl_agent_field(m, state, sizeof(state), "state", "status", NULL);
+		csictl_agent_field(m, target, sizeof(target), "target", "target_path", NULL);
+		csictl_table_addv(t, vol, alloc, plugin, usage, state, target);
+	}
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
+int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e)
+{
+	struct csictl_table *t;
+	char source[1024], target[1024], dev[16];
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, source, sizeof(source), "source", NULL);
+	csictl_agent_field(j, target, sizeof(target), "target", NULL);
+	csictl_agent_field(j, dev, sizeof(dev), "is_device", NULL);
+	t = csictl_table_new(2, NULL);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	csictl_table_addv(t, "source:", source);
+	csictl_table_addv(t, "target:", target);
+	csictl_table_addv(t, "device:", dev[0] ? dev : "no");
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
+const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
+				    size_t buflen)
+{
+	json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+	const char *msg = json_string_value(json_object_get(j, "error"));
+	const char *code = json_string_value(json_object_get(j, "code"));
+	char raw[512];
+
+	if (msg) {
+		char tmp[1024];
+
+		if (code && *code)
+			snprintf(tmp, sizeof(tmp), "%s: %s", code, msg);
+		else
+			snprintf(tmp, sizeof(tmp), "%s", msg);
+		csictl_out_clean(tmp, buf, buflen);
+	} else {
+		size_t n = len < sizeof(raw) - 1 ? len : sizeof(raw) - 1;
+		char tmp[600];
+
+		if (n)
+			memcpy(raw, body, n);
+		raw[n] = '\0';
+		while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+			raw[--n] = '\0';
+		snprintf(tmp, sizeof(tmp), "HTTP %ld%s%s", http_status, raw[0] ? ": " : "", raw);
+		csictl_out_clean(tmp, buf, buflen);
+	}
+	json_decref(j);
+	return buf;
+}
+
+/* An answer read from the agent. */
+struct csictl_agent_body {
+	char *data;
+	size_t len;
+	bool too_big;
+};
+
+static size_t csictl_agent_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct csictl_agent_body *b = arg;
+	size_t n = size * nmemb;
+	char *p;
+
+	if (b->len + n > CSICTL_AGENT_BODY_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	p = realloc(b->data, b->len + n + 1);
+	if (!p)
+		return 0;
+	memcpy(p + b->len, ptr, n);
+	b->data = p;
+	b->len += n;
+	b->data[b->len] = '\0';
+	return n;
+}
+
+/* One run of one agent command. */
+struct csictl_agent {
+	struct csictl_agent_opts o;
+	struct csictl_agent_addr addr;
+	struct csictl_args args;
+	int64_t timeout_ms;
+	bool json;
+	FILE *out;
+	FILE *err;
+};
+
+/*
+ * Sends method path (with an optional JSON body) and reads the answer.
+ * Returns 0 with *status and *b filled, or CSICTL_EXIT_FAIL after printing
+ * why the agent could not be reached.
+ */
+static int csictl_agent_http(struct csictl_agent *a, const char *method, const char *path,
+			     const char *body, long *status, struct csictl_agent_body *b)
+{
+	char url[CSICTL_AGENT_URL_MAX + 1024], errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = NULL;
+	CURL *curl;
+	CURLcode rc;
+	int ret = CSICTL_EXIT_FAIL;
+
+	snprintf(url, sizeof(url), "%s%s", a->addr.base, path);
+	curl = curl_easy_init();
+	if (!curl) {
+		fputs("error: cannot start libcurl\n", a->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	if (body)
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	if (a->addr.socket[0])
+		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, a->addr.socket);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	if (body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, csictl_agent_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
+	rc = curl_easy_perform(curl);
+	if (rc != CURLE_OK) {
+		char clean[CURL_ERROR_SIZE];
+
+		if (b->too_big)
+			fprintf(a->err, "error: the agent's answer is larger than %u bytes\n",
+				CSICTL_AGENT_BODY_MAX);
+		else
+			fprintf(a->err, "error: agent at %s: %s\n",
+				a->addr.socket[0] ? a->addr.socket : a->addr.base,
+				csictl_out_clean(errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
+						 sizeof(clean)));
+		goto out;
+	}
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+	ret = 0;
+out:
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(curl);
+	return ret;
+}
+
+typedef int (*csictl_agent_render_fn)(const json_t *j, FILE *out, struct err *e);
+
+/*
+ * Runs one request and prints its answer: the agent's JSON as is with
+ * -o json, else through render (or done_msg when render is NULL).
+ */
+static int csictl_agent_request(struct csictl_agent *a, const char *method, const char *path,
+				const char *body, csictl_agent_render_fn render,
+				const char *done_msg)
+{
+	struct csictl_agent_body b = {0};
+	json_t *j = NULL;
+	long status = 0;
+	struct err e;
+	int ret;
+
+	err_clear(&e);
+	ret = csictl_agent_http(a, method, path, body, &status, &b);
+	if (ret)
+		goto out;
+	if (status < 200 || status > 299) {
+		char msg[1024];
+
+		fprintf(a->err, "error: %s\n",
+			csictl_agent_error_text(status, b.data, b.len, msg, sizeof(msg)));
+		ret = CSICTL_EXIT_FAIL;
+		goto out;
+	}
+	if (b.len)
+		j = json_loadb(b.data, b.len, 0, NULL);
+	if (b.len && !j) {
+		fputs("error: the agent's answer is not valid JSON\n", a->err);
+		ret = CSICTL_EXIT_FAIL;
+		goto out;
+	}
+	if (a->json) {
+		if (j)
+			csictl_out_json_print(j, a->out);
+		else
+			fputs("{}\n", a->out);
+	} else if (render) {
+		if (render(j, a->out, &e)) {
+			fprintf(a->err, "error: %s\n", e.msg);
+			ret = CSICTL_EXIT_FAIL;
+		}
+	} else {
+		fprintf(a->out, "%s\n", done_msg);
+	}
+out:
+	json_decref(j);
+	free(b.data);
+	return ret;
+}
+
+static int csictl_agent_mount(struct csictl_agent *a)
+{
+	json_t *body;
+	char *text;
+	struct err e;
+	int ret;
+
+	err_clear(&e);
+	if (csictl_agent_mount_body(&a->o, a->args.v[1], a->args.v[2], &body, &e)) {
+		fprintf(a->err, "error: %s\n", e.msg);
+		return CSICTL_EXIT_USAGE;
+	}
+	text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(body);
+	if (!text) {
+		fputs("error: out of memory\n", a->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	ret = csictl_agent_request(a, "PUT", "/v1/agent/mounts", text, csictl_agent_render_mount,
+				   NULL);
+	/* The body carries secrets: wipe it before releasing. */
+	memset(text, 0, strlen(text));
+	free(text);
+	return ret;
+}
+
+static int csictl_agent_unmount(struct csictl_agent *a)
+{
+	char vol[1024], alloc[1024], path[2200], msg[2200], clean[2200];
+
+	if (!*a->args.v[1] || !*a->args.v[2]) {
+		fputs("error: volume and allocation IDs must not be empty\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	if (csictl_agent_escape(a->args.v[1], vol, sizeof(vol)) ||
+	    csictl_agent_escape(a->args.v[2], alloc, sizeof(alloc))) {
+		fputs("error: volume or allocation ID is too long\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "/v1/agent/mounts/%s/%s", vol, alloc);
+	snprintf(msg, sizeof(msg), "volume %s unmounted for allocation %s", a->args.v[1],
+		 a->args.v[2]);
+	return csictl_agent_request(a, "DELETE", path, NULL, NULL,
+				    csictl_out_clean(msg, clean, sizeof(clean)));
+}
+
+static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag *f)
+{
+	const struct csictl_flag table[] = {
+		{"address", CSICTL_FLAG_STRING, &o->address, "ADDR",
+		 "unix:PATH or http://HOST:PORT (default $CSID_AGENT_ADDR, "
+		 "else " CSICTL_AGENT_DEFAULT_ADDR ")"},
+		{"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
+		{"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
+		 "deadline of the request (default 2m)"},
+		{"plugin", CSICTL_FLAG_STRING, &o->plugin, "ID", "mount: the node plugin"},
+		{"external-id", CSICTL_FLAG_STRING, &o->external_id, "ID",
+		 "mount: the plugin's volume ID (default: the volume ID)"},
+		{"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "mount: read-only"},
+		{"block", CSICTL_FLAG_BOOL, &o->block, NULL, "mount: block-device attachment"},
+		{"attachment-mode", CSICTL_FLAG_STRING, &o->attachment_mode, "MODE",
+		 "mount: file-system (default) or block-device"},
+		{"access-mode", CSICTL_FLAG_STRING, &o->access_mode, "MODE",
+		 "mount: single-node-writer (default) or another of the seven modes"},
+		{"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "mount: file system type"},
+		{"mount-flag", CSICTL_FLAG_LIST, &o->mount_flags, "FLAG",
+		 "mount: mount option (repeatable)"},
+		{"context", CSICTL_FLAG_KV, &o->context, "K=V", "mount: volume context (repeatable)"},
+		{"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
+		 "mount: publish context (repeatable)"},
+		{"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
+		{"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+		{"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+	};
+
+	memcpy(f, table, sizeof(table));
+	return sizeof(table) / sizeof(table[0]);
+}
+
+#define CSICTL_AGENT_FLAGS_MAX 24
+
+static void csictl_agent_help(FILE *f)
+{
+	struct csictl_agent_opts o;
+	struct csictl_flag flags[CSICTL_AGENT_FLAGS_MAX];
+	size_t n = csictl_agent_flags(&o, flags);
+
+	fputs("usage: csictl agent [flags] COMMAND [ARGS]\n\n"
+	      "Commands:\n"
+	      "  plugins                       plugins known to the agent, with health\n"
+	      "  mounts                        volumes the agent has mounted\n"
+	      "  mount VOLUME ALLOC -plugin ID mount a volume for an allocation\n"
+	      "  unmount VOLUME ALLOC          unmount it (unpublish, unstage when unused)\n"
+	      "\nFlags (before or after the command):\n",
+	      f);
+	csictl_flags_help(flags, n, f);
+	fputs("\nExit status: 0 OK, 1 the request failed, 2 usage error.\n", f);
+}
+
+static int csictl_agent_run(struct csictl_agent *a)
+{
+	const char *cmd = a->args.v[0];
+	int want = -1;
+
+	if (strcmp(cmd, "plugins") == 0 || strcmp(cmd, "mounts") == 0)
+		want = 1;
+	else if (strcmp(cmd, "mount") == 0 || strcmp(cmd, "unmount") == 0)
+		want = 3;
+	if (want < 0) {
+		fprintf(a->err, "error: unknown command \"%.64s\" (see csictl agent -h)\n", cmd);
+		return CSICTL_EXIT_USAGE;
+	}
+	if (a->args.n != want) {
+		fprintf(a->err, "error: usage: csictl agent %s%s\n", cmd,
+			want == 3 ? " VOLUME ALLOC" : "");
+		return CSICTL_EXIT_USAGE;
+	}
+	if (strcmp(cmd, "plugins") == 0)
+		return csictl_agent_request(a, "GET", "/v1/agent/plugins", NULL,
+					    csictl_agent_render_plugins, NULL);
+	if (strcmp(cmd, "mounts") == 0)
+		return csictl_agent_request(a, "GET", "/v1/agent/mounts", NULL,
+					    csictl_agent_render_mounts, NULL);
+	if (strcmp(cmd, "mount") == 0)
+		return csictl_agent_mount(a);
+	return csictl_agent_unmount(a);
+}
+
+int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
+{
+	struct csictl_agent a = {.out = out, .err = errf, .timeout_ms = CSICTL_AGENT_TIMEOUT_MS};
+	struct csictl_flag flags[CSICTL_AGENT_FLAGS_MAX];
+	size_t nflags = csictl_agent_flags(&a.o, flags);
+	const char *addr;
+	struct err e;
+	int status;
+
+	err_clear(&e);
+	if (csictl_flags_parse(flags, nflags, argc, argv, &a.args, &e)) {
+		fprintf(errf, "error: %s (see csictl agent -h)\n", e.msg);
+		status = CSICTL_EXIT_USAGE;
+		goto out;
+	}
+	if (a.o.help || a.args.n == 0) {
+		csictl_agent_help(a.o.help ? out : errf);
+		status = a.o.help ? CSICTL_EXIT_OK : CSICTL_EXIT_USAGE;
+		goto out;
+	}
+	if (a.o.output && strcmp(a.o.output, "json") != 0 && strcmp(a.o.output, "table") != 0) {
+		fprintf(errf, "error: -o must be table or json\n");
+		status = CSICTL_EXIT_USAGE;
+		goto out;
+	}
+	a.json = a.o.output && strcmp(a.o.output, "json") == 0;
+	addr = a.o.address ? a.o.address : getenv("CSID_AGENT_ADDR");
+	if (!addr || !*addr)
+		addr = CSICTL_AGENT_DEFAULT_ADDR;
+	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.timeout_ms, &e)) ||
+	    csictl_agent_addr_parse(addr, &a.addr, &e)) {
+		fprintf(errf, "error: %s\n", e.msg);
+		status = CSICTL_EXIT_USAGE;
+		goto out;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	status = csictl_agent_run(&a);
+	curl_global_cleanup();
+out:
+	csictl_kv_free(&a.o.context);
+	csictl_kv_free(&a.o.publish_context);
+	csictl_kv_free(&a.o.secrets);
+	return status;
+}

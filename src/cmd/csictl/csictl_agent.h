@@ -1,0 +1,96 @@
+/*
+ * `csictl agent plugins|mounts|mount|unmount`: a client of the csid
+ * agent's HTTP API over a unix socket (-address unix:PATH, the default
+ * unix:/var/lib/csid/agent.sock, or $CSID_AGENT_ADDR) or TCP
+ * (http://host:port). The pieces that do not touch the network (address
+ * parsing, the mount request body, rendering answers and errors) are
+ * exposed here so they can be tested on canned JSON.
+ *
+ * Exit status: 0 OK, 1 the request failed (an API error prints as
+ * "error: <code>: <message>"), 2 usage error.
+ */
+#ifndef CSICTL_AGENT_H
+#define CSICTL_AGENT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "csictl_flags.h"
+#include "util/err.h"
+
+#define CSICTL_AGENT_DEFAULT_ADDR "unix:/var/lib/csid/agent.sock"
+#define CSICTL_AGENT_URL_MAX 4096
+
+/* What the flags say; strings point into argv. */
+struct csictl_agent_opts {
+	const char *address;
+	const char *output;
+	const char *timeout;
+	bool help;
+	const char *plugin;
+	const char *external_id;
+	bool readonly;
+	bool block;
+	const char *attachment_mode;
+	const char *access_mode;
+	const char *fs_type;
+	struct csictl_list mount_flags;
+	struct csictl_kv context;
+	struct csictl_kv publish_context;
+	struct csictl_kv secrets;
+};
+
+/* Where requests go: a unix socket path, or a base URL for TCP. */
+struct csictl_agent_addr {
+	char socket[108];              /* "" for TCP */
+	char base[CSICTL_AGENT_URL_MAX]; /* "http://localhost" for a socket */
+};
+
+/*
+ * Parses an address: "unix:PATH", "unix://PATH", an absolute path,
+ * "http://host:port" or "host:port". Returns 0, or CSID_EINVAL with e set
+ * (relative or too long socket path, empty address, other schemes).
+ */
+int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e);
+
+/*
+ * Percent-encodes s for one URL path segment (everything but
+ * A-Z a-z 0-9 - . _ ~) into buf. Returns 0 or CSID_ETOOBIG.
+ */
+int csictl_agent_escape(const char *s, char *buf, size_t len);
+
+/*
+ * The JSON body of PUT /v1/agent/mounts for volume and alloc from o:
+ * volume_id, external_id (the volume ID unless -external-id), plugin_id,
+ * alloc_id, read_only, attachment_mode, access_mode, fs_type,
+ * mount_flags, volume_context, publish_context, secrets. Access modes are
+ * accepted as our names or CSI's (SINGLE_NODE_WRITER) and sent as ours.
+ * Returns 0 and a new reference in *out, or CSID_EINVAL with e set.
+ */
+int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volume,
+			    const char *alloc, json_t **out, struct err *e);
+
+/* Renders GET /v1/agent/plugins (an array, or {"plugins": [...]}) as a table. */
+int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e);
+/* Renders GET /v1/agent/mounts (an array, or {"mounts": [...]}) as a table. */
+int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e);
+/* Renders the answer of PUT /v1/agent/mounts ({"source","target","is_device"}). */
+int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e);
+
+/*
+ * The message for a failed HTTP answer: "<code>: <error>" from an API
+ * error body, else "HTTP <status>: <start of the body>" (cleaned for a
+ * terminal). Writes to buf and returns it.
+ */
+const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
+				    size_t buflen);
+
+/*
+ * Runs `csictl agent` with argv holding what follows "agent". Returns the
+ * exit status.
+ */
+int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf);
+
+#endif
