@@ -1,0 +1,81 @@
+/*
+ * The agent's HTTP API (JSON over a unix socket, optionally TCP too), on
+ * libmicrohttpd with a thread per connection, so a mount that blocks on a
+ * slow plugin never stalls other requests:
+ *
+ *   GET    /v1/agent/self                  node name, data dir, version, counts
+ *   GET    /v1/agent/plugins               plugins: type, instances, active, health,
+ *                                          fingerprint, supervisor state
+ *   GET    /v1/agent/mounts                every mount record (no secrets)
+ *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
+ *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount
+ *
+ * Errors are {"error": "...", "code": "..."} with the HTTP status of the
+ * csid error table (include/csid.h). Request bodies are capped
+ * (AGENT_API_BODY_MAX, 413 beyond). Secrets are accepted, passed to the
+ * plugin, and never returned nor logged; request bodies are never logged.
+ */
+#ifndef CSID_API_AGENT_API_H
+#define CSID_API_AGENT_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/mounter.h"
+#include "agent/plugin_manager.h"
+#include "agent/registry.h"
+#include "agent/supervisor.h"
+#include "util/err.h"
+
+#define AGENT_API_BODY_MAX (1024 * 1024)
+
+struct agent_api_config {
+	const char *socket_path; /* unix listener, required (replaced if stale) */
+	const char *tcp_addr;    /* optional "host:port" */
+	struct plugin_manager *plugins; /* borrowed, required */
+	struct registry *registry;      /* borrowed, required */
+	struct mounter *mounter;        /* borrowed, required */
+	struct supervisor *supervisor;  /* borrowed, optional (plugin states) */
+	const char *node_name;
+	const char *data_dir;
+	/* How long a mount waits for its plugin to become healthy (ms). */
+	int64_t plugin_wait_ms;
+};
+
+struct agent_api;
+
+/* Binds the listeners and starts serving. Returns 0 and *out, or a code with e set. */
+int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, struct err *e);
+/*
+ * Stops accepting, waits for requests in flight, removes the socket file
+ * and frees. NULL is a no-op.
+ */
+void agent_api_stop(struct agent_api *a);
+
+/* A decoded PUT /v1/agent/mounts body; owns everything (secrets zeroed on free). */
+struct agent_api_mount_req {
+	struct mounter_request req; /* points into the fields below */
+	void *json_;                /* the parsed document the strings point into */
+	struct mount_kv *kvs;       /* volume context, publish context, secrets */
+	const char **flags;
+};
+
+/*
+ * Decodes and validates a mount request body of len bytes: JSON object,
+ * only the documented keys, right types, names that are safe path
+ * components, known attachment and access modes. Returns 0 and *out
+ * (free with agent_api_mount_req_free), or CSID_EINVAL / CSID_ETOOBIG /
+ * CSID_ENOMEM with e saying what is wrong (never echoing a secret).
+ */
+int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_req **out,
+			   struct err *e);
+void agent_api_mount_req_free(struct agent_api_mount_req *r);
+
+/*
+ * Splits "/v1/agent/mounts/<vol>/<alloc>" into its names (checked as path
+ * components) in vol and alloc (MOUNT_NAME_MAX + 1 bytes each). Returns 0
+ * or CSID_EINVAL with e set.
+ */
+int agent_api_parse_mount_path(const char *url, char *vol, char *alloc, struct err *e);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * Private parts of the agent API shared by its files: the server object
+ * and the resource handlers. A handler gets the request, returns 0 with a
+ * JSON document to send (status 200) or a negative code with e set; it
+ * never touches libmicrohttpd, so agent_api.c alone speaks HTTP.
+ */
+#ifndef CSID_API_AGENT_API_INT_H
+#define CSID_API_AGENT_API_INT_H
+
+#include <jansson.h>
+
+#include "api/agent_api.h"
+
+struct agent_api {
+	struct agent_api_config cfg;
+	char *socket_path;
+	char *tcp_addr;
+	char *node_name;
+	char *data_dir;
+	int64_t started_ms; /* wall clock */
+	struct MHD_Daemon *unix_daemon;
+	struct MHD_Daemon *tcp_daemon;
+};
+
+/* agent_api_mounts.c */
+int agent_api_mounts_list(struct agent_api *a, json_t **out, struct err *e);
+int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json_t **out,
+			 struct err *e);
+int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, struct err *e);
+
+/* agent_api_plugins.c */
+int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);
+int agent_api_self(struct agent_api *a, json_t **out, struct err *e);
+/* Whether plugin_id is known here as a node plugin (registered or configured). */
+int agent_api_node_plugin_known(struct agent_api *a, const char *plugin_id, struct err *e);
+
+#endif

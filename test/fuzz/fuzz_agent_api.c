@@ -1,0 +1,65 @@
+/*
+ * Fuzz target: decoding of agent API requests. The input is split at its
+ * first newline: the part before is used as a DELETE path
+ * (/v1/agent/mounts/<vol>/<alloc>), the rest as a PUT /v1/agent/mounts
+ * body. Either must decode or give a clear error; a decoded request must
+ * hold only safe names and known modes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/agent_api.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_agent_api_path(const uint8_t *data, size_t n)
+{
+	char url[512], vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
+	struct err e;
+
+	if (n >= sizeof(url))
+		n = sizeof(url) - 1;
+	memcpy(url, data, n);
+	url[n] = '\0';
+	err_clear(&e);
+	if (agent_api_parse_mount_path(url, vol, alloc, &e) != 0) {
+		if (!e.msg[0])
+			abort();
+		return;
+	}
+	if (mount_name_check("volume", vol, &e) || mount_name_check("alloc", alloc, &e))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *nl = memchr(data, '\n', size);
+	const char *body = (const char *)data;
+	struct agent_api_mount_req *r = NULL;
+	size_t blen = size;
+	struct err e;
+
+	if (nl) {
+		fuzz_agent_api_path(data, (size_t)(nl - data));
+		body = (const char *)nl + 1;
+		blen = size - (size_t)(nl - data) - 1;
+	}
+	err_clear(&e);
+	if (agent_api_decode_mount(body, blen, &r, &e) != 0) {
+		if (e.code == 0 || !e.msg[0] || r)
+			abort();
+		return 0;
+	}
+	if (mount_name_check("volume", r->req.volume_id, &e) ||
+	    mount_name_check("alloc", r->req.alloc_id, &e) ||
+	    mount_name_check("plugin", r->req.plugin_id, &e) || !r->req.external_id ||
+	    !mount_access_name(r->req.usage.access) ||
+	    !mount_attachment_name(r->req.usage.attachment))
+		abort();
+	for (size_t i = 0; i < r->req.n_secrets; i++)
+		if (!r->req.secrets[i].key || !r->req.secrets[i].value)
+			abort();
+	agent_api_mount_req_free(r);
+	return 0;
+}
