@@ -300,7 +300,8 @@ static int pm_collect(struct plugin_manager *pm, bool resync, struct pm_key **ke
 		registry_snapshot_free(&snap);
 		return CSID_ENOMEM;
 	}
-	memcpy(all, pm->pending, pm->npending * sizeof(*all));
+	if (pm->npending > 0)
+		memcpy(all, pm->pending, pm->npending * sizeof(*all));
 	m = pm->npending;
 	pm->npending = 0;
 	for (size_t i = 0; resync && i < pm->nentries; i++)
