@@ -67,26 +67,39 @@ struct instance_manager {
 };
 
 static const char *const im_node_caps[] = {
-	"UNKNOWN", "STAGE_UNSTAGE_VOLUME", "GET_VOLUME_STATS", "EXPAND_VOLUME",
-	"VOLUME_CONDITION", "SINGLE_NODE_MULTI_WRITER", "VOLUME_MOUNT_GROUP",
+    "UNKNOWN",          "STAGE_UNSTAGE_VOLUME",     "GET_VOLUME_STATS",   "EXPAND_VOLUME",
+    "VOLUME_CONDITION", "SINGLE_NODE_MULTI_WRITER", "VOLUME_MOUNT_GROUP",
 };
 
 static const char *const im_controller_caps[] = {
-	"UNKNOWN", "CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "LIST_VOLUMES",
-	"GET_CAPACITY", "CREATE_DELETE_SNAPSHOT", "LIST_SNAPSHOTS", "CLONE_VOLUME",
-	"PUBLISH_READONLY", "EXPAND_VOLUME", "LIST_VOLUMES_PUBLISHED_NODES",
-	"VOLUME_CONDITION", "GET_VOLUME", "SINGLE_NODE_MULTI_WRITER", "MODIFY_VOLUME",
-	"GET_SNAPSHOT",
+    "UNKNOWN",
+    "CREATE_DELETE_VOLUME",
+    "PUBLISH_UNPUBLISH_VOLUME",
+    "LIST_VOLUMES",
+    "GET_CAPACITY",
+    "CREATE_DELETE_SNAPSHOT",
+    "LIST_SNAPSHOTS",
+    "CLONE_VOLUME",
+    "PUBLISH_READONLY",
+    "EXPAND_VOLUME",
+    "LIST_VOLUMES_PUBLISHED_NODES",
+    "VOLUME_CONDITION",
+    "GET_VOLUME",
+    "SINGLE_NODE_MULTI_WRITER",
+    "MODIFY_VOLUME",
+    "GET_SNAPSHOT",
 };
 
 static const char *const im_service_caps[] = {
-	"UNKNOWN", "CONTROLLER_SERVICE", "VOLUME_ACCESSIBILITY_CONSTRAINTS",
-	"GROUP_CONTROLLER_SERVICE", "SNAPSHOT_METADATA_SERVICE",
+    "UNKNOWN",
+    "CONTROLLER_SERVICE",
+    "VOLUME_ACCESSIBILITY_CONSTRAINTS",
+    "GROUP_CONTROLLER_SERVICE",
+    "SNAPSHOT_METADATA_SERVICE",
 };
 
-#define IM_NAME_OF(table, bit)                                                   \
-	((bit) >= 0 && (size_t)(bit) < sizeof(table) / sizeof(table[0]) ? table[bit] \
-									: "UNKNOWN")
+#define IM_NAME_OF(table, bit) \
+	((bit) >= 0 && (size_t)(bit) < sizeof(table) / sizeof(table[0]) ? table[bit] : "UNKNOWN")
 
 const char *plugin_node_cap_name(int bit)
 {
@@ -160,16 +173,15 @@ int instance_manager_new(const struct instance_manager_config *cfg, struct insta
 	im->probe_interval = cfg->probe_interval_ms > 0 ? cfg->probe_interval_ms
 							: INSTANCE_MANAGER_PROBE_INTERVAL_MS;
 	im->fingerprint_interval = cfg->fingerprint_interval_ms > 0
-					   ? cfg->fingerprint_interval_ms
-					   : INSTANCE_MANAGER_FINGERPRINT_INTERVAL_MS;
-	im->rpc_timeout = cfg->rpc_timeout_ms > 0 ? cfg->rpc_timeout_ms
-						  : INSTANCE_MANAGER_RPC_TIMEOUT_MS;
+				       ? cfg->fingerprint_interval_ms
+				       : INSTANCE_MANAGER_FINGERPRINT_INTERVAL_MS;
+	im->rpc_timeout =
+	    cfg->rpc_timeout_ms > 0 ? cfg->rpc_timeout_ms : INSTANCE_MANAGER_RPC_TIMEOUT_MS;
 	im->st.type = cfg->type;
 	snprintf(im->st.name, sizeof(im->st.name), "%s", cfg->name);
 	im->st.instance = *cfg->instance;
 	im->st.state = INSTANCE_MANAGER_CONNECTING;
-	snprintf(im->st.health.description, sizeof(im->st.health.description),
-		 "not yet connected");
+	snprintf(im->st.health.description, sizeof(im->st.health.description), "not yet connected");
 	im->st.health.changed_ms = clock_wall_ms(im->clock);
 	im->next_connect = clock_now_ms(im->clock);
 	im->next_fingerprint = CLOCK_NEVER;
@@ -185,8 +197,8 @@ static int64_t im_backoff(struct instance_manager *im)
 	int64_t d = im->retry_ms;
 
 	im->retry_ms = im->retry_ms * 2 > INSTANCE_MANAGER_RETRY_MAX_MS
-			       ? INSTANCE_MANAGER_RETRY_MAX_MS
-			       : im->retry_ms * 2;
+			   ? INSTANCE_MANAGER_RETRY_MAX_MS
+			   : im->retry_ms * 2;
 	return d;
 }
 
@@ -271,8 +283,8 @@ static int im_fp_plugin_caps(struct instance_manager *im, struct csi_client *c,
 	Csi__V1__GetPluginCapabilitiesRequest req = CSI__V1__GET_PLUGIN_CAPABILITIES_REQUEST__INIT;
 	Csi__V1__GetPluginCapabilitiesResponse *resp;
 
-	if (im_call(im, c, CSI_RPC_GET_PLUGIN_CAPABILITIES, &req.base,
-		    (ProtobufCMessage **)&resp, buf, len) < 0)
+	if (im_call(im, c, CSI_RPC_GET_PLUGIN_CAPABILITIES, &req.base, (ProtobufCMessage **)&resp,
+		    buf, len) < 0)
 		return -1;
 	for (size_t i = 0; i < resp->n_capabilities; i++) {
 		const Csi__V1__PluginCapability *cap = resp->capabilities[i];
@@ -300,13 +312,14 @@ static int im_fp_controller(struct instance_manager *im, struct csi_client *c,
 			    struct plugin_fingerprint *fp, char *buf, size_t len)
 {
 	Csi__V1__ControllerGetCapabilitiesRequest req =
-		CSI__V1__CONTROLLER_GET_CAPABILITIES_REQUEST__INIT;
+	    CSI__V1__CONTROLLER_GET_CAPABILITIES_REQUEST__INIT;
 	Csi__V1__ControllerGetCapabilitiesResponse *resp;
 
 	if (!(fp->plugin_caps &
 	      (1u << CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE))) {
-		snprintf(buf, len, "GetPluginCapabilities: registered as a controller but "
-				   "the plugin does not advertise CONTROLLER_SERVICE");
+		snprintf(buf, len,
+			 "GetPluginCapabilities: registered as a controller but "
+			 "the plugin does not advertise CONTROLLER_SERVICE");
 		return -1;
 	}
 	if (im_call(im, c, CSI_RPC_CONTROLLER_GET_CAPABILITIES, &req.base,
@@ -323,8 +336,8 @@ static int im_fp_controller(struct instance_manager *im, struct csi_client *c,
 	return 0;
 }
 
-static int im_fp_topology(struct plugin_fingerprint *fp, const Csi__V1__Topology *topo,
-			  char *buf, size_t len)
+static int im_fp_topology(struct plugin_fingerprint *fp, const Csi__V1__Topology *topo, char *buf,
+			  size_t len)
 {
 	if (topo == NULL)
 		return 0;
@@ -359,8 +372,8 @@ static int im_fp_node(struct instance_manager *im, struct csi_client *c,
 	Csi__V1__NodeGetInfoResponse *iresp;
 	int rc = 0;
 
-	if (im_call(im, c, CSI_RPC_NODE_GET_CAPABILITIES, &creq.base,
-		    (ProtobufCMessage **)&cresp, buf, len) < 0)
+	if (im_call(im, c, CSI_RPC_NODE_GET_CAPABILITIES, &creq.base, (ProtobufCMessage **)&cresp,
+		    buf, len) < 0)
 		return -1;
 	for (size_t i = 0; i < cresp->n_capabilities; i++) {
 		const Csi__V1__NodeServiceCapability *cap = cresp->capabilities[i];
@@ -371,9 +384,9 @@ static int im_fp_node(struct instance_manager *im, struct csi_client *c,
 	}
 	csi_msg_free(&cresp->base);
 	fp->stage_unstage =
-		(fp->node_caps &
-		 (UINT64_C(1) << CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)) !=
-		0;
+	    (fp->node_caps &
+	     (UINT64_C(1) << CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)) !=
+	    0;
 	if (im_call(im, c, CSI_RPC_NODE_GET_INFO, &ireq.base, (ProtobufCMessage **)&iresp, buf,
 		    len) < 0)
 		return -1;

@@ -28,7 +28,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 
-#define PLUGIN_TOPOLOGY_MAX 32      /* accessible topology segments kept */
+#define PLUGIN_TOPOLOGY_MAX 32 /* accessible topology segments kept */
 #define PLUGIN_TOPOLOGY_KEY_MAX 256 /* segment key, including NUL */
 #define PLUGIN_TOPOLOGY_VALUE_MAX 128
 #define PLUGIN_VERSION_MAX 128
@@ -84,10 +84,10 @@ struct plugin_health {
 };
 
 enum instance_manager_state {
-	INSTANCE_MANAGER_CONNECTING,     /* no client yet (or connect failing) */
+	INSTANCE_MANAGER_CONNECTING, /* no client yet (or connect failing) */
 	INSTANCE_MANAGER_FINGERPRINTING, /* connected, no good fingerprint yet */
-	INSTANCE_MANAGER_RUNNING,        /* fingerprinted; health from Probe */
-	INSTANCE_MANAGER_STOPPED,        /* stop requested; does nothing more */
+	INSTANCE_MANAGER_RUNNING, /* fingerprinted; health from Probe */
+	INSTANCE_MANAGER_STOPPED, /* stop requested; does nothing more */
 };
 
 /* "connecting", "fingerprinting", "running", "stopped". */
@@ -110,8 +110,8 @@ struct instance_manager_status {
  * freed with csi_client_free), or a negative code with e set.
  * The real one is plugin_manager's wrapper of csi_client_grpc_new.
  */
-typedef int (*instance_manager_connect_fn)(void *ctx, const char *endpoint,
-					   struct csi_client **out, struct err *e);
+typedef int (*instance_manager_connect_fn)(void *ctx, const char *endpoint, struct csi_client **out,
+					   struct err *e);
 
 struct instance_manager;
 
@@ -126,16 +126,16 @@ typedef void (*instance_manager_change_cb)(void *ctx, struct instance_manager *i
 
 struct instance_manager_config {
 	enum registry_type type;
-	const char *name;                      /* copied */
+	const char *name; /* copied */
 	const struct registry_instance *instance; /* copied */
-	struct clock *clock;                   /* borrowed; NULL: real clock */
-	instance_manager_connect_fn connect;   /* required */
+	struct clock *clock; /* borrowed; NULL: real clock */
+	instance_manager_connect_fn connect; /* required */
 	void *connect_ctx;
-	instance_manager_change_cb on_change;  /* optional */
+	instance_manager_change_cb on_change; /* optional */
 	void *on_change_ctx;
-	int64_t probe_interval_ms;       /* 0: default */
+	int64_t probe_interval_ms; /* 0: default */
 	int64_t fingerprint_interval_ms; /* 0: default */
-	int64_t rpc_timeout_ms;          /* 0: default */
+	int64_t rpc_timeout_ms; /* 0: default */
 };
 
 /*

@@ -103,8 +103,8 @@ static void pm_mark(struct plugin_manager *pm, enum registry_type type, const ch
 	for (size_t i = 0; i < pm->npending; i++)
 		if (pm_key_eq(&pm->pending[i], type, name))
 			return;
-	if (pm_grow((void **)&pm->pending, &pm->cpending, pm->npending + 1,
-		    sizeof(*pm->pending)) < 0) {
+	if (pm_grow((void **)&pm->pending, &pm->cpending, pm->npending + 1, sizeof(*pm->pending)) <
+	    0) {
 		/* The next resync repairs what this loses. */
 		log_warn("msg=\"plugin manager: out of memory, event deferred to resync\"");
 		return;
@@ -213,17 +213,17 @@ static int pm_launch(struct plugin_manager *pm, struct pm_entry *en,
 		     const struct registry_instance *inst)
 {
 	struct instance_manager_config c = {
-		.type = en->key.type,
-		.name = en->key.name,
-		.instance = inst,
-		.clock = pm->clock,
-		.connect = pm->cfg.connect,
-		.connect_ctx = pm->cfg.connect_ctx,
-		.on_change = pm_on_im_change,
-		.on_change_ctx = pm,
-		.probe_interval_ms = pm->cfg.probe_interval_ms,
-		.fingerprint_interval_ms = pm->cfg.fingerprint_interval_ms,
-		.rpc_timeout_ms = pm->cfg.rpc_timeout_ms,
+	    .type = en->key.type,
+	    .name = en->key.name,
+	    .instance = inst,
+	    .clock = pm->clock,
+	    .connect = pm->cfg.connect,
+	    .connect_ctx = pm->cfg.connect_ctx,
+	    .on_change = pm_on_im_change,
+	    .on_change_ctx = pm,
+	    .probe_interval_ms = pm->cfg.probe_interval_ms,
+	    .fingerprint_interval_ms = pm->cfg.fingerprint_interval_ms,
+	    .rpc_timeout_ms = pm->cfg.rpc_timeout_ms,
 	};
 	struct instance_manager *im;
 	struct err e;
@@ -335,8 +335,8 @@ static void pm_apply(struct plugin_manager *pm, const struct pm_key *keys, size_
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		has[i] = registry_active(pm->cfg.registry, keys[i].type, keys[i].name, &act[i]) ==
-			 0;
+		has[i] =
+		    registry_active(pm->cfg.registry, keys[i].type, keys[i].name, &act[i]) == 0;
 	pthread_mutex_lock(&pm->mu);
 	for (size_t i = 0; i < n && !pm->shutdown; i++)
 		pm_reconcile(pm, &keys[i], has[i], &act[i]);
@@ -506,8 +506,8 @@ void plugin_manager_shutdown(struct plugin_manager *pm)
 		pthread_mutex_lock(&pm->mu);
 		while (pm->nentries > 0 || pm->ngrave > 0) {
 			struct instance_manager *im = pm->nentries > 0
-							      ? pm->entries[--pm->nentries].im
-							      : pm->grave[--pm->ngrave];
+							  ? pm->entries[--pm->nentries].im
+							  : pm->grave[--pm->ngrave];
 
 			pthread_mutex_unlock(&pm->mu);
 			instance_manager_free(im);
@@ -548,8 +548,9 @@ static int pm_not_ready(struct plugin_manager *pm, enum registry_type type, cons
 
 	if (en == NULL) {
 		if (registry_active(pm->cfg.registry, type, name, &inst) == 0)
-			return err_set(e, code, "plugin %s/%s: instance %s registered, not yet "
-						"managed",
+			return err_set(e, code,
+				       "plugin %s/%s: instance %s registered, not yet "
+				       "managed",
 				       registry_type_name(type), name, inst.instance_id);
 		return err_set(e, code, "plugin %s/%s: not registered", registry_type_name(type),
 			       name);

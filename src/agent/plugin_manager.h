@@ -49,16 +49,16 @@ typedef void (*plugin_manager_health_cb)(void *ctx, const struct instance_manage
 
 struct plugin_manager_config {
 	struct registry *registry; /* borrowed, required */
-	struct clock *clock;       /* borrowed; NULL: real clock */
+	struct clock *clock; /* borrowed; NULL: real clock */
 	/* How instance managers open a client; NULL: plugin_manager_connect_grpc. */
 	instance_manager_connect_fn connect;
 	void *connect_ctx;
 	plugin_manager_health_cb on_health; /* optional */
 	void *on_health_ctx;
-	int64_t resync_ms;               /* 0: PLUGIN_MANAGER_RESYNC_MS */
-	int64_t probe_interval_ms;       /* 0: instance manager default */
+	int64_t resync_ms; /* 0: PLUGIN_MANAGER_RESYNC_MS */
+	int64_t probe_interval_ms; /* 0: instance manager default */
 	int64_t fingerprint_interval_ms; /* 0: instance manager default */
-	int64_t rpc_timeout_ms;          /* 0: instance manager default */
+	int64_t rpc_timeout_ms; /* 0: instance manager default */
 	/*
 	 * Tests: do not subscribe to the registry; events come only from
 	 * plugin_manager_notify (so a test can "lose" one), plus the resync.

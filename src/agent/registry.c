@@ -53,14 +53,14 @@ struct registry {
 };
 
 static const char *const registry_schema[] = {
-	"CREATE TABLE registry_instances ("
-	" type TEXT NOT NULL,"
-	" name TEXT NOT NULL,"
-	" instance_id TEXT NOT NULL,"
-	" endpoint TEXT NOT NULL,"
-	" registered_ms INTEGER NOT NULL,"
-	" seq INTEGER NOT NULL,"
-	" PRIMARY KEY (type, name, instance_id))",
+    "CREATE TABLE registry_instances ("
+    " type TEXT NOT NULL,"
+    " name TEXT NOT NULL,"
+    " instance_id TEXT NOT NULL,"
+    " endpoint TEXT NOT NULL,"
+    " registered_ms INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " PRIMARY KEY (type, name, instance_id))",
 };
 
 const char *registry_type_name(enum registry_type type)
@@ -575,8 +575,8 @@ int registry_snapshot(struct registry *r, struct registry_snapshot *out, struct 
 	return 0;
 }
 
-int registry_subscribe(struct registry *r, enum registry_type type, registry_event_cb cb,
-		       void *ctx, uint64_t *id, struct err *e)
+int registry_subscribe(struct registry *r, enum registry_type type, registry_event_cb cb, void *ctx,
+		       uint64_t *id, struct err *e)
 {
 	size_t cap = r->nsubs;
 	int rc = 0;
@@ -630,7 +630,9 @@ static int registry_restore_row(struct registry *r, sqlite3_stmt *st)
 	if (type < 0 || registry_check((enum registry_type)type, name, iid, ep, &e) < 0 ||
 	    sqlite3_column_int64(st, 5) <= 0) {
 		log_warn("msg=\"registry: skipping invalid persisted instance\" error=\"%s\"",
-			 type < 0 ? "bad type" : e.msg[0] ? e.msg : "bad seq");
+			 type < 0   ? "bad type"
+			 : e.msg[0] ? e.msg
+				    : "bad seq");
 		return 0;
 	}
 	idx = registry_reserve(r, (enum registry_type)type, name);
@@ -714,8 +716,8 @@ int registry_prune(struct registry *r, registry_probe_cb probe, void *ctx, struc
 				continue;
 			err_clear(&pe);
 			pthread_mutex_lock(&r->change_mu);
-			rc = registry_remove(r, p->type, p->name, inst->instance_id, inst->seq,
-					     &pe);
+			rc =
+			    registry_remove(r, p->type, p->name, inst->instance_id, inst->seq, &pe);
 			pthread_mutex_unlock(&r->change_mu);
 			if (rc == 0) {
 				char qn[2 * REGISTRY_NAME_MAX], qi[2 * REGISTRY_INSTANCE_MAX];
@@ -723,7 +725,8 @@ int registry_prune(struct registry *r, registry_probe_cb probe, void *ctx, struc
 				dropped++;
 				log_info("msg=\"registry: dropped dead instance\" type=%s "
 					 "plugin=%s instance=%s",
-					 registry_type_name(p->type), log_q(qn, sizeof(qn), p->name),
+					 registry_type_name(p->type),
+					 log_q(qn, sizeof(qn), p->name),
 					 log_q(qi, sizeof(qi), inst->instance_id));
 			} else if (rc != CSID_ENOTFOUND) {
 				err_set(e, rc, "registry prune: %s", pe.msg);

@@ -46,15 +46,11 @@
 #include "util/err.h"
 
 /* Limits, including the terminating NUL. */
-#define REGISTRY_NAME_MAX 129     /* plugin name: 1..128 bytes */
+#define REGISTRY_NAME_MAX 129 /* plugin name: 1..128 bytes */
 #define REGISTRY_INSTANCE_MAX 129 /* instance ID: 1..128 bytes */
 #define REGISTRY_ENDPOINT_MAX 256 /* endpoint: 1..255 bytes */
 
-enum registry_type {
-	REGISTRY_CONTROLLER = 0,
-	REGISTRY_NODE = 1,
-	REGISTRY_TYPE_COUNT
-};
+enum registry_type { REGISTRY_CONTROLLER = 0, REGISTRY_NODE = 1, REGISTRY_TYPE_COUNT };
 
 /* "controller" or "node"; "unknown" out of range. */
 const char *registry_type_name(enum registry_type type);
@@ -65,7 +61,7 @@ struct registry_instance {
 	char instance_id[REGISTRY_INSTANCE_MAX];
 	char endpoint[REGISTRY_ENDPOINT_MAX];
 	int64_t registered_ms; /* wall clock (Unix ms) from the registry's clock */
-	uint64_t seq;          /* registration order; the highest is active */
+	uint64_t seq; /* registration order; the highest is active */
 };
 
 /* One plugin (type + name) in a snapshot. */
@@ -91,7 +87,7 @@ enum registry_event_kind {
 struct registry_event {
 	enum registry_event_kind kind;
 	enum registry_type type;
-	const char *name;                  /* valid during the callback only */
+	const char *name; /* valid during the callback only */
 	struct registry_instance instance; /* the instance (de)registered */
 	/* Active instance of the plugin after the change, if any remains. */
 	bool has_active;
@@ -177,8 +173,8 @@ void registry_snapshot_free(struct registry_snapshot *s);
  * Subscribes cb(ctx, ev) to the events of type. Returns 0 and a
  * subscription id in *id (> 0), or CSID_ENOMEM.
  */
-int registry_subscribe(struct registry *r, enum registry_type type, registry_event_cb cb,
-		       void *ctx, uint64_t *id, struct err *e);
+int registry_subscribe(struct registry *r, enum registry_type type, registry_event_cb cb, void *ctx,
+		       uint64_t *id, struct err *e);
 /*
  * Removes a subscription. When it returns, that callback is not running
  * and will not run again. Must not be called from a callback. Unknown ids

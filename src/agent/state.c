@@ -62,9 +62,8 @@ int agent_db_open(const char *path, sqlite3 **out, struct err *e)
 	*out = NULL;
 	if (path == NULL || path[0] == '\0')
 		return err_set(e, CSID_EINVAL, "agent db: empty path");
-	rc = sqlite3_open_v2(path, &db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-			     NULL);
+	rc = sqlite3_open_v2(
+	    path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		code = err_set(e, agent_db_err(rc) ? agent_db_err(rc) : CSID_EIO, "agent db %s: %s",
 			       path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));

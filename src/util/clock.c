@@ -53,9 +53,9 @@ static void clock_real_wait(struct clock *c, pthread_cond_t *cond, pthread_mutex
 }
 
 static struct clock clock_real_impl = {
-	.now_ms = clock_real_now,
-	.wall_ms = clock_real_wall,
-	.wait = clock_real_wait,
+    .now_ms = clock_real_now,
+    .wall_ms = clock_real_wall,
+    .wait = clock_real_wait,
 };
 
 struct clock *clock_real(void)

@@ -35,8 +35,7 @@ struct clock {
 	 * signalled or now_ms() >= until_ms (CLOCK_NEVER: no timeout). May
 	 * return early (spurious wake-up); the caller re-checks.
 	 */
-	void (*wait)(struct clock *c, pthread_cond_t *cond, pthread_mutex_t *mu,
-		     int64_t until_ms);
+	void (*wait)(struct clock *c, pthread_cond_t *cond, pthread_mutex_t *mu, int64_t until_ms);
 };
 
 /* The process-wide real clock (CLOCK_MONOTONIC and CLOCK_REALTIME). Never NULL. */

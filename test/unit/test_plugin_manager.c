@@ -35,9 +35,9 @@ struct fake_plugin {
 	bool not_ready;
 	const char *node_id;
 	int64_t max_volumes;
-	int fail[CSI_RPC_COUNT];     /* a gRPC code to answer with, 0: answer OK */
+	int fail[CSI_RPC_COUNT]; /* a gRPC code to answer with, 0: answer OK */
 	bool garbage[CSI_RPC_COUNT]; /* answer as a response that does not decode */
-	int hang_ms;                 /* real delay of every Probe (threaded tests) */
+	int hang_ms; /* real delay of every Probe (threaded tests) */
 	bool connect_fails;
 	/* Counters, under the test's lock. */
 	int calls[CSI_RPC_COUNT];
@@ -79,15 +79,16 @@ static int fake_answer(struct fake_plugin *p, enum csi_rpc rpc, ProtobufCMessage
 	}
 	case CSI_RPC_GET_PLUGIN_CAPABILITIES: {
 		Csi__V1__GetPluginCapabilitiesResponse r =
-			CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT;
+		    CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT;
 		Csi__V1__PluginCapability c[2] = {CSI__V1__PLUGIN_CAPABILITY__INIT,
 						  CSI__V1__PLUGIN_CAPABILITY__INIT};
 		Csi__V1__PluginCapability__Service s[2] = {
-			CSI__V1__PLUGIN_CAPABILITY__SERVICE__INIT,
-			CSI__V1__PLUGIN_CAPABILITY__SERVICE__INIT};
+		    CSI__V1__PLUGIN_CAPABILITY__SERVICE__INIT,
+		    CSI__V1__PLUGIN_CAPABILITY__SERVICE__INIT};
 		Csi__V1__PluginCapability *cp[2] = {&c[0], &c[1]};
 
-		s[0].type = CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
+		s[0].type =
+		    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
 		s[1].type = CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE;
 		for (int i = 0; i < 2; i++) {
 			c[i].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
@@ -100,13 +101,15 @@ static int fake_answer(struct fake_plugin *p, enum csi_rpc rpc, ProtobufCMessage
 	}
 	case CSI_RPC_CONTROLLER_GET_CAPABILITIES: {
 		Csi__V1__ControllerGetCapabilitiesResponse r =
-			CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT;
-		Csi__V1__ControllerServiceCapability c = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__INIT;
+		    CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT;
+		Csi__V1__ControllerServiceCapability c =
+		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__INIT;
 		Csi__V1__ControllerServiceCapability__RPC rpcs =
-			CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__INIT;
+		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__INIT;
 		Csi__V1__ControllerServiceCapability *cp = &c;
 
-		rpcs.type = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME;
+		rpcs.type =
+		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME;
 		c.type_case = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC;
 		c.rpc = &rpcs;
 		r.capabilities = &cp;
@@ -116,12 +119,12 @@ static int fake_answer(struct fake_plugin *p, enum csi_rpc rpc, ProtobufCMessage
 	}
 	case CSI_RPC_NODE_GET_CAPABILITIES: {
 		Csi__V1__NodeGetCapabilitiesResponse r =
-			CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
+		    CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
 		Csi__V1__NodeServiceCapability c[2] = {CSI__V1__NODE_SERVICE_CAPABILITY__INIT,
 						       CSI__V1__NODE_SERVICE_CAPABILITY__INIT};
 		Csi__V1__NodeServiceCapability__RPC rpcs[2] = {
-			CSI__V1__NODE_SERVICE_CAPABILITY__RPC__INIT,
-			CSI__V1__NODE_SERVICE_CAPABILITY__RPC__INIT};
+		    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__INIT,
+		    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__INIT};
 		Csi__V1__NodeServiceCapability *cp[2] = {&c[0], &c[1]};
 
 		rpcs[0].type = CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS;
@@ -397,10 +400,12 @@ static void test_register_fingerprint(void **state)
 	assert_int_equal(st.last_probe_ms, WALL0);
 	assert_true(test_status(t, REGISTRY_CONTROLLER, "hp", &st));
 	assert_true(st.health.healthy);
-	assert_true(st.fingerprint.controller_caps &
-		    (1u << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
+	assert_true(
+	    st.fingerprint.controller_caps &
+	    (1u << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
 	assert_int_equal(st.fingerprint.node_caps, 0);
-	/* Controller: info, caps, controller caps, probe; node: info, caps, node caps+info, probe. */
+	/* Controller: info, caps, controller caps, probe; node: info, caps, node caps+info, probe.
+	 */
 	assert_int_equal(fake_count(p, CSI_RPC_GET_PLUGIN_INFO), 2);
 	assert_int_equal(fake_count(p, CSI_RPC_CONTROLLER_GET_CAPABILITIES), 1);
 	assert_int_equal(fake_count(p, CSI_RPC_NODE_GET_INFO), 1);
@@ -432,8 +437,7 @@ static void test_health_change(void **state)
 	struct instance_manager_status st;
 	struct err e;
 
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
 	plugin_manager_step(t->pm);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_true(st.health.healthy);
@@ -476,18 +480,16 @@ static void test_resync_repairs_missed_event(void **state)
 	struct err e;
 
 	/* manual_events: nothing tells the manager about registrations. */
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p1->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p1->endpoint, &e), 0);
 	plugin_manager_step(t->pm); /* the first step is a resync */
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_string_equal(st.instance.instance_id, "i1");
 
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e), 0);
 	test_advance_step(t, 1000);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_string_equal(st.instance.instance_id, "i1"); /* event missed */
-	test_advance_step(t, 29000);                         /* resync due */
+	test_advance_step(t, 29000); /* resync due */
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_string_equal(st.instance.instance_id, "i2");
 	assert_true(st.health.healthy);
@@ -516,16 +518,14 @@ static void test_instance_change(void **state)
 	struct csi_status cst;
 	struct err e;
 
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p1->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p1->endpoint, &e), 0);
 	plugin_manager_step(t->pm);
 	assert_int_equal(plugin_manager_mounter_for_plugin(t->pm, "hp", &ref, &e), 0);
 	assert_true(ref.fingerprint.stage_unstage);
 	assert_string_equal(ref.instance.instance_id, "i1");
 
 	/* A new instance becomes active: the old manager stops, a new one starts. */
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e), 0);
 	plugin_manager_step(t->pm);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_string_equal(st.instance.instance_id, "i2");
@@ -567,29 +567,24 @@ static void test_wait_for_plugin(void **state)
 
 	/* Auto-advance: waiting costs virtual time only. */
 	clock_fake_set_auto_advance(&t->clock, true);
-	assert_int_equal(
-		plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 5000, &st, &e),
-		CSID_ETIMEDOUT);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 5000, &st, &e),
+			 CSID_ETIMEDOUT);
 	assert_string_equal(e.msg, "plugin node/hp: not registered");
 	assert_true(clock_now_ms(&t->clock.base) >= T0 + 5000);
 
 	p->fail[CSI_RPC_PROBE] = CSI_DEADLINE_EXCEEDED;
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e),
-			 0);
-	assert_int_equal(
-		plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
-		CSID_ETIMEDOUT);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
+			 CSID_ETIMEDOUT);
 	assert_non_null(strstr(e.msg, "instance i1 registered, not yet managed"));
 	plugin_manager_step(t->pm);
-	assert_int_equal(
-		plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
-		CSID_ETIMEDOUT);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
+			 CSID_ETIMEDOUT);
 	assert_string_equal(e.msg, "plugin node/hp: instance i1 unhealthy: Probe: "
 				   "DEADLINE_EXCEEDED: scripted DEADLINE_EXCEEDED");
 	p->fail[CSI_RPC_PROBE] = 0;
 	test_advance_step(t, 1000);
-	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 0, &st, &e),
-			 0);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 0, &st, &e), 0);
 	assert_string_equal(st.fingerprint.node_id, "node-1");
 	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, NULL, 0, &st, &e),
 			 CSID_EINVAL);
@@ -629,8 +624,7 @@ static void test_wait_wakes_on_healthy(void **state)
 
 	/* A waiter on virtual time, woken by the step that makes the plugin healthy. */
 	assert_int_equal(pthread_create(&th, NULL, test_wait_thread, &w), 0);
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
 	plugin_manager_step(t->pm);
 	pthread_join(th, NULL);
 	assert_true(w.done);
@@ -649,8 +643,7 @@ static void test_hang_and_garbage(void **state)
 	struct err e;
 
 	p->fail[CSI_RPC_GET_PLUGIN_INFO] = CSI_DEADLINE_EXCEEDED;
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e),
-			 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
 	next = plugin_manager_step(t->pm);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_int_equal(st.state, INSTANCE_MANAGER_FINGERPRINTING);
@@ -688,14 +681,12 @@ static void test_hang_and_garbage(void **state)
 	p->node_id = "";
 	test_advance_step(t, 2000);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
-	assert_string_equal(st.health.description,
-			    "NodeGetInfo: plugin returned an empty node_id");
+	assert_string_equal(st.health.description, "NodeGetInfo: plugin returned an empty node_id");
 	p->node_id = "node-1";
 	p->max_volumes = -3;
 	test_advance_step(t, 4000);
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
-	assert_string_equal(st.health.description,
-			    "NodeGetInfo: negative max_volumes_per_node -3");
+	assert_string_equal(st.health.description, "NodeGetInfo: negative max_volumes_per_node -3");
 
 	/* Fixed: healthy; then a hanging Probe makes it unhealthy again. */
 	p->max_volumes = 0;
@@ -724,9 +715,8 @@ static void test_controller_without_service(void **state)
 	p->controller_service = false;
 	q->connect_fails = true;
 	assert_int_equal(
-		registry_register(t->reg, REGISTRY_CONTROLLER, "nfs", "i1", p->endpoint, &e), 0);
-	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "nfs", "i2", q->endpoint, &e),
-			 0);
+	    registry_register(t->reg, REGISTRY_CONTROLLER, "nfs", "i1", p->endpoint, &e), 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "nfs", "i2", q->endpoint, &e), 0);
 	plugin_manager_step(t->pm);
 	assert_true(test_status(t, REGISTRY_CONTROLLER, "nfs", &st));
 	assert_false(st.health.healthy);
@@ -791,8 +781,8 @@ static void test_threads_parallel_shutdown(void **state)
 	}
 	assert_int_equal(plugin_manager_start(t->pm, &e), 0);
 	assert_int_equal(plugin_manager_start(t->pm, &e), CSID_EPRECOND);
-	assert_int_equal(
-		plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "p3", 10000, &st, &e), 0);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "p3", 10000, &st, &e),
+			 0);
 	assert_string_equal(st.instance.instance_id, "i1");
 	/* Now make every Probe hang 400 ms and wait until all four hang at once. */
 	pthread_mutex_lock(&test_mu);
@@ -822,19 +812,17 @@ static void test_threads_parallel_shutdown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_register_fingerprint, test_setup,
-						test_teardown),
-		cmocka_unit_test_setup_teardown(test_health_change, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_resync_repairs_missed_event,
-						test_setup_manual, test_teardown),
-		cmocka_unit_test_setup_teardown(test_instance_change, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_wait_for_plugin, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_wait_wakes_on_healthy, test_setup,
-						test_teardown),
-		cmocka_unit_test_setup_teardown(test_hang_and_garbage, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_controller_without_service, test_setup,
-						test_teardown),
-		cmocka_unit_test_teardown(test_threads_parallel_shutdown, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_register_fingerprint, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_health_change, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_resync_repairs_missed_event, test_setup_manual,
+					    test_teardown),
+	    cmocka_unit_test_setup_teardown(test_instance_change, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_for_plugin, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_wait_wakes_on_healthy, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_hang_and_garbage, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_controller_without_service, test_setup,
+					    test_teardown),
+	    cmocka_unit_test_teardown(test_threads_parallel_shutdown, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

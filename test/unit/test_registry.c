@@ -97,8 +97,8 @@ static void test_on_event(void *ctx, const struct registry_event *ev)
 		snprintf(te->ev[i].active, sizeof(te->ev[i].active), "%s", ev->active.instance_id);
 	/* The callback may read the registry; the change is complete. */
 	rc = registry_active(te->r, ev->type, ev->name, &cur);
-	te->ev[i].read_ok = ev->has_active ? rc == 0 && cur.seq == ev->active.seq
-					   : rc == CSID_ENOTFOUND;
+	te->ev[i].read_ok =
+	    ev->has_active ? rc == 0 && cur.seq == ev->active.seq : rc == CSID_ENOTFOUND;
 	te->n++;
 }
 
@@ -160,8 +160,7 @@ static void test_deregister_old_keeps_new(void **state)
 	test_reg(t->r, REGISTRY_NODE, "ebs", "i2");
 	assert_int_equal(registry_deregister(t->r, REGISTRY_NODE, "ebs", "i1", &e), 0);
 	assert_string_equal(test_active(t->r, REGISTRY_NODE, "ebs"), "i2");
-	assert_int_equal(registry_deregister(t->r, REGISTRY_NODE, "ebs", "i1", &e),
-			 CSID_ENOTFOUND);
+	assert_int_equal(registry_deregister(t->r, REGISTRY_NODE, "ebs", "i1", &e), CSID_ENOTFOUND);
 	assert_non_null(strstr(e.msg, "deregister node ebs instance i1"));
 	assert_string_equal(test_active(t->r, REGISTRY_NODE, "ebs"), "i2");
 	/* The same instance ID under another type is another registration. */
@@ -202,20 +201,17 @@ static void test_monolith(void **state)
 	uint64_t c, n;
 	struct err e;
 
-	assert_int_equal(registry_subscribe(t->r, REGISTRY_CONTROLLER, test_on_event, &t->events,
-					    &c, &e),
-			 0);
 	assert_int_equal(
-		registry_subscribe(t->r, REGISTRY_NODE, test_on_event, &t->events, &n, &e), 0);
-	assert_int_equal(registry_register_monolith(t->r, "hostpath", "a1", "/run/h.sock", &e),
+	    registry_subscribe(t->r, REGISTRY_CONTROLLER, test_on_event, &t->events, &c, &e), 0);
+	assert_int_equal(registry_subscribe(t->r, REGISTRY_NODE, test_on_event, &t->events, &n, &e),
 			 0);
+	assert_int_equal(registry_register_monolith(t->r, "hostpath", "a1", "/run/h.sock", &e), 0);
 	assert_string_equal(test_active(t->r, REGISTRY_CONTROLLER, "hostpath"), "a1");
 	assert_string_equal(test_active(t->r, REGISTRY_NODE, "hostpath"), "a1");
 	assert_int_equal(registry_deregister_monolith(t->r, "hostpath", "a1", &e), 0);
 	assert_string_equal(test_active(t->r, REGISTRY_CONTROLLER, "hostpath"), "");
 	assert_string_equal(test_active(t->r, REGISTRY_NODE, "hostpath"), "");
-	assert_int_equal(registry_deregister_monolith(t->r, "hostpath", "a1", &e),
-			 CSID_ENOTFOUND);
+	assert_int_equal(registry_deregister_monolith(t->r, "hostpath", "a1", &e), CSID_ENOTFOUND);
 	assert_int_equal(t->events.n, 4);
 	assert_int_equal(t->events.ev[0].type, REGISTRY_CONTROLLER);
 	assert_int_equal(t->events.ev[1].type, REGISTRY_NODE);
@@ -240,7 +236,7 @@ static void test_events_per_type(void **state)
 	struct err e;
 
 	assert_int_equal(
-		registry_subscribe(t->r, REGISTRY_NODE, test_on_event, &t->events, &id, &e), 0);
+	    registry_subscribe(t->r, REGISTRY_NODE, test_on_event, &t->events, &id, &e), 0);
 	test_reg(t->r, REGISTRY_CONTROLLER, "ebs", "c1");
 	test_reg(t->r, REGISTRY_NODE, "ebs", "n1");
 	test_reg(t->r, REGISTRY_NODE, "ebs", "n2");
@@ -259,8 +255,7 @@ static void test_events_per_type(void **state)
 	assert_true(t->events.ev[2].has_active);
 	assert_string_equal(t->events.ev[2].active, "n1");
 	/* No event for failed changes, nor after unsubscribing. */
-	assert_int_equal(registry_deregister(t->r, REGISTRY_NODE, "ebs", "zz", &e),
-			 CSID_ENOTFOUND);
+	assert_int_equal(registry_deregister(t->r, REGISTRY_NODE, "ebs", "zz", &e), CSID_ENOTFOUND);
 	registry_unsubscribe(t->r, id);
 	test_reg(t->r, REGISTRY_NODE, "ebs", "n3");
 	assert_int_equal(t->events.n, 3);
@@ -484,8 +479,7 @@ static void *test_thread(void *p)
 		snprintf(inst, sizeof(inst), "t%d-%d", a->id, i);
 		if (registry_register(a->r, REGISTRY_NODE, "shared", inst, "/s", &e) != 0)
 			return (void *)1;
-		if (i % 2 == 0 &&
-		    registry_deregister(a->r, REGISTRY_NODE, "shared", inst, &e) != 0)
+		if (i % 2 == 0 && registry_deregister(a->r, REGISTRY_NODE, "shared", inst, &e) != 0)
 			return (void *)1;
 	}
 	return NULL;
@@ -546,22 +540,21 @@ static void test_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_newest_wins, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_deregister_old_keeps_new, test_setup,
-						test_teardown),
-		cmocka_unit_test_setup_teardown(test_interleaved, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_monolith, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_events_per_type, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_persist_restore, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_restore_prune, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_input, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_restore_skips_bad_rows, test_setup,
-						test_teardown),
-		cmocka_unit_test_setup_teardown(test_db_failure_keeps_memory, test_setup,
-						test_teardown),
-		cmocka_unit_test_setup_teardown(test_db_migrate, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_db_open_errors, test_setup, test_teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_newest_wins, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_deregister_old_keeps_new, test_setup,
+					    test_teardown),
+	    cmocka_unit_test_setup_teardown(test_interleaved, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_monolith, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_events_per_type, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_persist_restore, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_restore_prune, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_input, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_restore_skips_bad_rows, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_failure_keeps_memory, test_setup,
+					    test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_migrate, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_open_errors, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent, test_setup, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
