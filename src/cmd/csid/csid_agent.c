@@ -1,0 +1,551 @@
+/*
+ * `csid agent`: wires the node agent together and runs it.
+ *
+ * Start: config (file, then flags) -> agent database -> registry restored
+ * -> plugins left running by a crashed agent killed and deregistered ->
+ * every other restored instance probed, the dead dropped -> plugin
+ * manager -> supervisor starts the configured plugins on the libuv loop
+ * (main thread). A startup thread then recovers the mounter (waiting a
+ * bounded time for each plugin that owns records) and only then opens the
+ * HTTP API, so no request races the recovery; records left pending (a
+ * plugin still missing) are retried every resync period.
+ *
+ * Stop (SIGTERM/SIGINT): the API stops accepting and finishes requests in
+ * flight, the supervisor deregisters and stops every plugin, the plugin
+ * manager shuts down; mounts are kept (the next agent adopts them).
+ * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
+ * lines on stderr.
+ */
+#include "csid_agent.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "agent/config.h"
+#include "agent/mounter.h"
+#include "agent/plugin_manager.h"
+#include "agent/registry.h"
+#include "agent/state.h"
+#include "agent/supervisor.h"
+#include "api/agent_api.h"
+#include "csi/csi_client.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define CSID_AGENT_PRUNE_TIMEOUT_MS 2000
+
+struct csid_agent {
+	const char *config_path;
+	const char *data_dir;
+	const char *node_name;
+	const char *listen;
+	struct config *cfg;
+	char db_path[PATH_MAX];
+	sqlite3 *db;
+	struct registry *registry;
+	struct plugin_manager *pm;
+	struct mounter *mounter;
+	struct supervisor *sv;
+	struct agent_api *api;
+	uv_loop_t loop;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	uv_async_t wake;
+	pthread_t startup;
+	bool startup_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool startup_done; /* guarded by mu */
+	bool stopping;     /* guarded by mu */
+	int startup_rc;
+	bool shutdown_begun;
+	int exit_code;
+};
+
+static void csid_agent_usage(FILE *f)
+{
+	fprintf(f, "usage: csid agent [-config FILE] [-data-dir DIR] [-node-name NAME]\n"
+		   "                  [-listen unix:PATH|HOST:PORT] [-log-level LEVEL]\n"
+		   "\n"
+		   "Runs the node agent. Flags override the JSON config file. SIGTERM/SIGINT\n"
+		   "stop it (plugins stopped, mounts kept); SIGHUP reloads the plugin list.\n");
+}
+
+/* Parses "-name value", "-name=value" and the "--name" forms. */
+static int csid_agent_flags(struct csid_agent *a, int argc, char **argv, const char **level)
+{
+	static const char *const names[] = {"config", "data-dir", "node-name", "listen",
+					    "log-level"};
+	const char **dst[] = {&a->config_path, &a->data_dir, &a->node_name, &a->listen, level};
+	const char *bad = "";
+
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i], *val = NULL;
+		size_t len;
+		int k;
+
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "-help") == 0 ||
+		    strcmp(arg, "--help") == 0) {
+			csid_agent_usage(stdout);
+			return 1;
+		}
+		if (arg[0] != '-') {
+			bad = argv[i];
+			goto bad;
+		}
+		arg += arg[1] == '-' ? 2 : 1;
+		len = strcspn(arg, "=");
+		for (k = 0; k < 5; k++)
+			if (strlen(names[k]) == len && strncmp(arg, names[k], len) == 0)
+				break;
+		bad = argv[i];
+		if (k == 5)
+			goto bad;
+		if (arg[len] == '=')
+			val = arg + len + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			goto bad;
+		*dst[k] = val;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "csid agent: bad flag or missing value: \"%s\"\n", bad);
+	csid_agent_usage(stderr);
+	return 2;
+}
+
+static int csid_agent_load_config(struct csid_agent *a, struct config **out, struct err *e)
+{
+	struct config *cfg = NULL;
+	int rc;
+
+	if (a->config_path)
+		rc = config_load(a->config_path, &cfg, e);
+	else
+		rc = (cfg = config_new()) ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	if (!rc)
+		rc = config_override(cfg, a->data_dir, a->node_name, a->listen, e);
+	if (!rc)
+		rc = config_finalize(cfg, e);
+	if (rc) {
+		config_free(cfg);
+		return rc;
+	}
+	*out = cfg;
+	return 0;
+}
+
+/* ---- plugin lookups for the mounter's recovery ---- */
+
+struct csid_agent_ref {
+	struct plugin_ref ref;
+	char id[REGISTRY_NAME_MAX];
+};
+
+static int csid_agent_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out,
+			     struct err *e)
+{
+	struct csid_agent *a = ctx;
+	struct csid_agent_ref *h;
+	int rc;
+
+	rc = plugin_manager_wait_for_plugin(a->pm, REGISTRY_NODE, plugin_id,
+					    a->cfg->health_timeout_ms, NULL, e);
+	if (rc)
+		return rc;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = plugin_manager_mounter_for_plugin(a->pm, plugin_id, &h->ref, e);
+	if (rc) {
+		free(h);
+		return rc;
+	}
+	snprintf(h->id, sizeof(h->id), "%s", plugin_id);
+	out->plugin_id = h->id;
+	out->client = h->ref.client;
+	out->has_stage_unstage = h->ref.fingerprint.stage_unstage;
+	return 0;
+}
+
+static void csid_agent_release(void *ctx, struct mounter_plugin *p)
+{
+	struct csid_agent_ref *h;
+
+	if (!p || !p->plugin_id)
+		return;
+	h = (struct csid_agent_ref *)(void *)((char *)p->plugin_id -
+					       offsetof(struct csid_agent_ref, id));
+	plugin_ref_release(&h->ref);
+	free(h);
+}
+
+/* ---- startup thread: recovery, then the API ---- */
+
+static int csid_agent_recover(struct csid_agent *a)
+{
+	struct mounter_recovery rep = {0};
+	struct err e;
+	char q[600];
+	int rc;
+
+	err_clear(&e);
+	rc = mounter_recover(a->mounter, csid_agent_lookup, csid_agent_release, a, &rep, &e);
+	log_msg(rc && rc != CSID_EUNAVAIL ? LOG_ERROR : LOG_INFO,
+		"msg=\"mount recovery\" adopted=%d rolled_back=%d finished=%d lost=%d pending=%d "
+		"orphans=%d error=%s",
+		rep.adopted, rep.rolled_back, rep.finished, rep.lost, rep.pending, rep.orphans,
+		log_q(q, sizeof(q), rc ? e.msg : "-"));
+	return rc;
+}
+
+static bool csid_agent_stopping(struct csid_agent *a)
+{
+	bool s;
+
+	pthread_mutex_lock(&a->mu);
+	s = a->stopping;
+	pthread_mutex_unlock(&a->mu);
+	return s;
+}
+
+static void *csid_agent_startup_main(void *arg)
+{
+	struct csid_agent *a = arg;
+	struct agent_api_config ac = {0};
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = csid_agent_recover(a);
+	if (!csid_agent_stopping(a)) {
+		ac.socket_path = a->cfg->listen_socket;
+		ac.tcp_addr = a->cfg->listen_addr;
+		ac.plugins = a->pm;
+		ac.registry = a->registry;
+		ac.mounter = a->mounter;
+		ac.supervisor = a->sv;
+		ac.node_name = a->cfg->node_name;
+		ac.data_dir = a->cfg->data_dir;
+		ac.plugin_wait_ms = a->cfg->health_timeout_ms;
+		a->startup_rc = agent_api_start(&ac, &a->api, &e);
+		if (a->startup_rc) {
+			char q[600];
+
+			log_error("msg=\"agent api failed to start\" error=%s",
+				  log_q(q, sizeof(q), e.msg));
+		} else {
+			log_info("msg=\"agent ready\" node=%s socket=%s", a->cfg->node_name,
+				 a->cfg->listen_socket);
+		}
+	}
+	pthread_mutex_lock(&a->mu);
+	a->startup_done = true;
+	pthread_mutex_unlock(&a->mu);
+	uv_async_send(&a->wake);
+	/* Records whose plugin was missing: retry until none is pending. */
+	while (rc == CSID_EUNAVAIL) {
+		int64_t until = clock_now_ms(clock_real()) + a->cfg->resync_period_ms;
+
+		pthread_mutex_lock(&a->mu);
+		while (!a->stopping && clock_now_ms(clock_real()) < until)
+			clock_wait(clock_real(), &a->cond, &a->mu, until);
+		pthread_mutex_unlock(&a->mu);
+		if (csid_agent_stopping(a))
+			break;
+		rc = csid_agent_recover(a);
+	}
+	return NULL;
+}
+
+/* ---- shutdown and reload (loop thread) ---- */
+
+static void csid_agent_close_cb(uv_handle_t *h)
+{
+}
+
+static void csid_agent_sv_done(void *ctx)
+{
+	struct csid_agent *a = ctx;
+
+	if (a->pm)
+		plugin_manager_shutdown(a->pm);
+	uv_close((uv_handle_t *)&a->sig_term, csid_agent_close_cb);
+	uv_close((uv_handle_t *)&a->sig_int, csid_agent_close_cb);
+	uv_close((uv_handle_t *)&a->sig_hup, csid_agent_close_cb);
+	uv_close((uv_handle_t *)&a->wake, csid_agent_close_cb);
+	log_info("msg=\"agent stopped\" mounts=kept");
+}
+
+static void csid_agent_begin_shutdown(struct csid_agent *a)
+{
+	bool done;
+
+	pthread_mutex_lock(&a->mu);
+	a->stopping = true;
+	done = a->startup_done;
+	pthread_cond_broadcast(&a->cond);
+	pthread_mutex_unlock(&a->mu);
+	/* The startup thread wakes us when it is done; shut down then. */
+	if (!done || a->shutdown_begun)
+		return;
+	a->shutdown_begun = true;
+	if (a->startup_started)
+		pthread_join(a->startup, NULL);
+	a->startup_started = false;
+	agent_api_stop(a->api);
+	a->api = NULL;
+	supervisor_shutdown(a->sv, csid_agent_sv_done, a);
+}
+
+static void csid_agent_on_wake(uv_async_t *h)
+{
+	struct csid_agent *a = h->data;
+
+	if (a->startup_rc && !a->stopping) {
+		a->exit_code = 1;
+		log_error("msg=\"agent stopping after a failed start\"");
+	}
+	if (a->startup_rc || csid_agent_stopping(a))
+		csid_agent_begin_shutdown(a);
+}
+
+static void csid_agent_reload(struct csid_agent *a)
+{
+	struct config *cfg = NULL;
+	struct err e;
+	char q[600];
+
+	err_clear(&e);
+	if (!a->config_path) {
+		log_warn("msg=\"SIGHUP ignored: no config file to reload\"");
+		return;
+	}
+	if (csid_agent_load_config(a, &cfg, &e) != 0) {
+		log_error("msg=\"config reload failed, keeping the current plugins\" error=%s",
+			  log_q(q, sizeof(q), e.msg));
+		return;
+	}
+	if (strcmp(cfg->data_dir, a->cfg->data_dir) != 0)
+		log_warn("msg=\"data_dir change needs a restart; ignored\"");
+	log_info("msg=\"reloading plugins\" plugins=%zu", cfg->nplugins);
+	if (supervisor_apply(a->sv, cfg->plugins, cfg->nplugins, &e) != 0) {
+		log_error("msg=\"plugin reload failed\" error=%s", log_q(q, sizeof(q), e.msg));
+		config_free(cfg);
+		return;
+	}
+	/* Timings and listeners keep their start values; only the plugin list changes. */
+	config_free(cfg);
+}
+
+static void csid_agent_on_signal(uv_signal_t *h, int signo)
+{
+	struct csid_agent *a = h->data;
+
+	if (signo == SIGHUP) {
+		log_info("msg=\"SIGHUP received\"");
+		if (!csid_agent_stopping(a))
+			csid_agent_reload(a);
+		return;
+	}
+	log_info("msg=\"shutting down\" signal=%d", signo);
+	csid_agent_begin_shutdown(a);
+}
+
+/* ---- start ---- */
+
+static bool csid_agent_probe(void *ctx, enum registry_type type, const char *name,
+			     const struct registry_instance *inst)
+{
+	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
+	Csi__V1__ProbeResponse *resp = NULL;
+	struct csi_client *c = NULL;
+	struct csi_status st;
+	struct err e;
+	bool ok;
+
+	if (csi_client_grpc_new(inst->endpoint, &c, &e) != 0)
+		return false;
+	ok = csi_probe(c, &req, &resp, CSID_AGENT_PRUNE_TIMEOUT_MS, &st) == 0;
+	csi_msg_free(resp ? &resp->base : NULL);
+	csi_client_free(c);
+	log_info("msg=\"restored plugin probed\" type=%s plugin=%s instance=%s alive=%d",
+		 registry_type_name(type), name, inst->instance_id, ok);
+	return ok;
+}
+
+static void csid_agent_on_health(void *ctx, const struct instance_manager_status *old,
+				 const struct instance_manager_status *cur)
+{
+	char q[600];
+
+	if (old->health.healthy == cur->health.healthy && old->state == cur->state)
+		return;
+	log_info("msg=\"plugin health\" type=%s plugin=%s instance=%s state=%s healthy=%d "
+		 "description=%s",
+		 registry_type_name(cur->type), cur->name, cur->instance.instance_id,
+		 instance_manager_state_name(cur->state), cur->health.healthy,
+		 log_q(q, sizeof(q), cur->health.description));
+}
+
+static int csid_agent_mkdir(const char *dir, struct err *e)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(buf))
+		return err_set(e, CSID_EINVAL, "data_dir too long");
+	memcpy(buf, dir, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return err_errno(e, errno, "mkdir %s", buf);
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return err_errno(e, errno, "mkdir %s", buf);
+	return 0;
+}
+
+static int csid_agent_open(struct csid_agent *a, struct err *e)
+{
+	struct plugin_manager_config pc = {0};
+	struct supervisor_config sc = {0};
+	int rc, n;
+
+	if ((rc = csid_agent_mkdir(a->cfg->data_dir, e)))
+		return rc;
+	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.db", a->cfg->data_dir);
+	if ((rc = agent_db_open(a->db_path, &a->db, e)) ||
+	    (rc = registry_new(clock_real(), a->db, &a->registry, e)))
+		return rc;
+	n = registry_restore(a->registry, e);
+	if (n < 0)
+		return n;
+	sc.loop = &a->loop;
+	sc.data_dir = a->cfg->data_dir;
+	sc.node_name = a->cfg->node_name;
+	sc.registry = a->registry;
+	sc.socket_timeout_ms = a->cfg->socket_timeout_ms;
+	sc.health_timeout_ms = a->cfg->health_timeout_ms;
+	sc.probe_interval_ms = a->cfg->probe_interval_ms;
+	sc.unhealthy_threshold_ms = a->cfg->unhealthy_threshold_ms;
+	sc.backoff_base_ms = a->cfg->backoff_base_ms;
+	sc.backoff_max_ms = a->cfg->backoff_max_ms;
+	sc.stop_grace_ms = a->cfg->stop_grace_ms;
+	sc.log_max_bytes = a->cfg->plugin_log_max_bytes;
+	if ((rc = supervisor_new(&sc, &a->sv, e)))
+		return rc;
+	log_info("msg=\"registry restored\" instances=%d stale_plugins_killed=%d", n,
+		 supervisor_cleanup_stale(a->sv));
+	n = registry_prune(a->registry, csid_agent_probe, a, e);
+	if (n < 0)
+		return n;
+	pc.registry = a->registry;
+	pc.on_health = csid_agent_on_health;
+	pc.resync_ms = a->cfg->resync_period_ms;
+	pc.probe_interval_ms = a->cfg->probe_interval_ms;
+	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = plugin_manager_start(a->pm, e)))
+		return rc;
+	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, NULL, &a->mounter, e)))
+		return rc;
+	return supervisor_apply(a->sv, a->cfg->plugins, a->cfg->nplugins, e);
+}
+
+static void csid_agent_close(struct csid_agent *a)
+{
+	if (a->startup_started)
+		pthread_join(a->startup, NULL);
+	agent_api_stop(a->api);
+	plugin_manager_free(a->pm);
+	mounter_close(a->mounter);
+	supervisor_free(a->sv);
+	registry_free(a->registry);
+	agent_db_close(a->db);
+	config_free(a->cfg);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->cond);
+	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
+	uv_library_shutdown();
+	csi_grpc_shutdown();
+}
+
+static void csid_agent_init_loop(struct csid_agent *a)
+{
+	uv_signal_t *sigs[] = {&a->sig_term, &a->sig_int, &a->sig_hup};
+	int signos[] = {SIGTERM, SIGINT, SIGHUP};
+
+	for (int i = 0; i < 3; i++) {
+		uv_signal_init(&a->loop, sigs[i]);
+		sigs[i]->data = a;
+		uv_signal_start(sigs[i], csid_agent_on_signal, signos[i]);
+	}
+	uv_async_init(&a->loop, &a->wake, csid_agent_on_wake);
+	a->wake.data = a;
+}
+
+int csid_agent_main(int argc, char **argv)
+{
+	struct csid_agent a;
+	const char *level = NULL;
+	struct err e;
+	char q[600];
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	err_clear(&e);
+	rc = csid_agent_flags(&a, argc, argv, &level);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (level) {
+		if (log_level_parse(level) < 0) {
+			fprintf(stderr, "csid agent: -log-level: expected debug, info, warn or error\n");
+			return 2;
+		}
+		log_set_level((enum log_level)log_level_parse(level));
+	}
+	if (csid_agent_load_config(&a, &a.cfg, &e) != 0) {
+		log_error("msg=\"bad configuration\" error=%s", log_q(q, sizeof(q), e.msg));
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&a.mu, NULL);
+	clock_cond_init(&a.cond);
+	uv_loop_init(&a.loop);
+	csid_agent_init_loop(&a);
+	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
+		 CSID_AGENT_VERSION, a.cfg->node_name, a.cfg->data_dir, a.cfg->nplugins);
+	rc = csid_agent_open(&a, &e);
+	if (!rc && pthread_create(&a.startup, NULL, csid_agent_startup_main, &a) != 0)
+		rc = err_set(&e, CSID_ENOMEM, "cannot start the startup thread");
+	if (rc) {
+		log_error("msg=\"agent failed to start\" error=%s", log_q(q, sizeof(q), e.msg));
+		a.exit_code = 1;
+		a.startup_done = true;
+		if (a.sv) {
+			a.shutdown_begun = true;
+			supervisor_shutdown(a.sv, csid_agent_sv_done, &a);
+		} else {
+			csid_agent_sv_done(&a);
+		}
+	} else {
+		a.startup_started = true;
+	}
+	uv_run(&a.loop, UV_RUN_DEFAULT);
+	uv_loop_close(&a.loop);
+	csid_agent_close(&a);
+	return a.exit_code;
+}

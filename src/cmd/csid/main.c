@@ -1,0 +1,46 @@
+/*
+ * csid: the node agent (`csid agent`), and room for the control plane
+ * subcommands to come. main() only dispatches; each subcommand lives in a
+ * file of its own (csid_agent.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "csid_agent.h"
+
+static void csid_usage(FILE *f)
+{
+	fprintf(f, "usage: csid <command> [flags]\n"
+		   "\n"
+		   "commands:\n"
+		   "  agent     run the node agent: plugin supervisor, registry, plugin manager,\n"
+		   "            volume mounter and the agent HTTP API\n"
+		   "  version   print the version\n"
+		   "\n"
+		   "Run `csid <command> -h` for the flags of a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		csid_usage(stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-help") == 0 ||
+	    strcmp(cmd, "help") == 0) {
+		csid_usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "-version") == 0 ||
+	    strcmp(cmd, "--version") == 0) {
+		printf("csid %s\n", CSID_AGENT_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "agent") == 0)
+		return csid_agent_main(argc - 2, argv + 2);
+	fprintf(stderr, "csid: unknown command \"%s\"\n\n", cmd);
+	csid_usage(stderr);
+	return 2;
+}
