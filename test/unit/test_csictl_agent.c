@@ -216,10 +216,12 @@ static void test_render_plugins(void **state)
 	json_t *j;
 	const char *out;
 
+	/* The shape src/api/agent_api_plugins.c answers with. */
 	j = parse("{\"plugins\": ["
 		  " {\"id\": \"hostpath.csi.csid.dev\", \"type\": \"node\","
-		  "  \"active\": {\"instance_id\": \"inst-2\", \"health\": {\"healthy\": true,"
-		  "   \"description\": \"probe ok\"}},"
+		  "  \"active_instance\": \"inst-2\", \"state\": \"healthy\","
+		  "  \"health\": {\"healthy\": true, \"description\": \"probe ok\","
+		  "  \"changed_ms\": 5},"
 		  "  \"instances\": [{\"instance_id\": \"inst-1\"}, {\"instance_id\": \"inst-2\"}]},"
 		  " {\"id\": \"ebs\", \"type\": \"controller\", \"active\": \"i-9\","
 		  "  \"healthy\": false, \"instances\": 1}]}");
@@ -271,7 +273,7 @@ static void test_render_mounts(void **state)
 	j = parse("{\"mounts\": [{\"volume_id\": \"vol-1\", \"alloc_id\": \"a1\","
 		  " \"plugin_id\": \"hp\", \"read_only\": false, \"attachment_mode\": "
 		  "\"file-system\", \"access_mode\": \"single-node-writer\", \"state\": "
-		  "\"published\", \"target\": \"/d/mounts/per-alloc/a1/vol-1/x\"},"
+		  "\"published\", \"target_path\": \"/d/mounts/per-alloc/a1/vol-1/x\"},"
 		  " {\"volume_id\": \"evil\\u001b[2J\", \"alloc_id\": \"a2\", \"usage\": "
 		  "\"ro-block-device-multi-node-reader-only\"}]}");
 	capture_open(&c);

@@ -236,29 +236,30 @@ static void csictl_agent_health(const json_t *p, char *healthy, char *desc, size
 
 int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e)
 {
-	static const char *const headers[] = {"PLUGIN", "TYPE", "ACTIVE", "HEALTHY", "INSTANCES",
-					      "DESCRIPTION"};
+	static const char *const headers[] = {"PLUGIN", "TYPE",      "ACTIVE",     "STATE",
+					      "HEALTHY", "INSTANCES", "DESCRIPTION"};
 	const json_t *l = csictl_agent_list(j, "plugins", e), *p;
 	struct csictl_table *t;
 	size_t i;
 
 	if (!l)
 		return e ? e->code : CSID_EPROTO;
-	t = csictl_table_new(6, headers);
+	t = csictl_table_new(7, headers);
 	if (!t)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	json_array_foreach(l, i, p)
 	{
-		char id[256], type[64], active[256], healthy[16], desc[512], inst[32];
+		char id[256], type[64], active[256], state[64], healthy[16], desc[512], inst[32];
 
 		if (!json_is_object(p))
 			continue;
 		csictl_agent_field(p, id, sizeof(id), "id", "plugin_id", "name", NULL);
 		csictl_agent_field(p, type, sizeof(type), "type", NULL);
 		csictl_agent_active(p, active, sizeof(active));
+		csictl_agent_field(p, state, sizeof(state), "state", NULL);
 		csictl_agent_health(p, healthy, desc, sizeof(desc));
 		csictl_agent_field(p, inst, sizeof(inst), "instances", "instance_count", NULL);
-		csictl_table_addv(t, id, type, active, healthy, inst, desc);
+		csictl_table_addv(t, id, type, active, state, healthy, inst, desc);
 	}
 	csictl_table_print(t, out);
 	csictl_table_free(t);
