@@ -9,7 +9,7 @@
  *   staging       staged (stage OK), unstaging (stage failed or rolled back)
  *   staged        publishing, unstaging (rollback, last user), gone (rollback)
  *   publishing    published (OK, or adopted), unpublishing (failed, rollback)
- *   published     unpublishing (unmount), publishing (target found unmounted)
+ *   published     unpublishing (unmount, or target found unmounted)
  *   unpublishing  unstaging (last user of the staging path), gone
  *   unstaging     gone
  *

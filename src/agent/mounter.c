@@ -1,0 +1,1089 @@
+/*
+ * The volume mounter: drives NodeStage/NodePublish and NodeUnpublish/
+ * NodeUnstage for allocations, one durable record per (volume, alloc).
+ *
+ * Going up, a record is inserted before the first RPC (staging, or staged
+ * when the staging path is already staged by another allocation or the
+ * plugin has no STAGE_UNSTAGE), so the staging reference exists before
+ * staging; then publishing before NodePublish and published after it.
+ * Going down (unmount, rollback, recovery) one function, mounter_down(),
+ * takes a record from any state to gone: unpublishing before
+ * NodeUnpublish, then unstaging before NodeUnstage only when no other
+ * record still holds the staging path staged, then the row is deleted.
+ * NOT_FOUND from NodeUnpublish/NodeUnstage counts as done (csi_rules.h).
+ *
+ * A failed mount is rolled back at once (the target and the stage may be
+ * half made when an RPC times out, and the next attempt starts clean). If
+ * the rollback fails too, the record keeps the state it reached and the
+ * next mount or unmount of that (volume, alloc), or mounter_recover,
+ * finishes it before doing anything else. A failed unmount keeps its
+ * record in unpublishing/unstaging; a retry continues from there.
+ *
+ * Recovery after a restart (kill -9 at any point), per recorded state:
+ *   published     target is a mount point: adopted, no RPC. Otherwise the
+ *                 mount was lost (reboot, someone unmounted it): taken down
+ *                 (unpublish, unstage if last) and the record removed.
+ *   publishing    target is a mount point: the publish completed, adopted
+ *                 as published. Otherwise rolled back like a failed mount.
+ *   staging       the stage may or may not have happened: rolled back with
+ *                 NodeUnstage (idempotent) unless another record holds it.
+ *   staged        publish never started: rolled back (unstage if last).
+ *   unpublishing, unstaging
+ *                 the unmount was under way: finished.
+ * NodeStage is never sent during recovery, so what is staged is never
+ * staged again, and an interrupted mount is never completed behind the
+ * caller's back: the caller, who got no answer, asks again. A record whose
+ * plugin cannot be found (or whose RPC fails) stays as it is and is
+ * counted as pending. Finally, on the first recovery only, mounts under
+ * <data_dir>/mounts that no record owns are detached: they can only come
+ * from a lost database or a plugin that reported an unmount it did not do.
+ * Only target paths are checked against the mount table: a stage need not
+ * create a mount (block volumes, some drivers).
+ */
+#include "agent/mounter.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "csi/csi_rules.h"
+#include "util/arena.h"
+#include "util/log.h"
+
+/* Bounds on what a request may carry (CSI: maps up to 4 KiB). */
+#define MOUNTER_MAP_MAX_BYTES 4096
+#define MOUNTER_EXTERNAL_ID_MAX 1024
+#define MOUNTER_FLAGS_MAX 64
+
+/* A lock per volume, alive while some call holds or waits for it. */
+struct mounter_vlock {
+	struct mounter_vlock *next;
+	char *volume_id;
+	int refs;
+	pthread_mutex_t mu;
+};
+
+struct mounter {
+	char data_dir[MOUNTER_PATH_MAX];
+	char mounts_dir[MOUNTER_PATH_MAX];
+	struct mount_store *store;
+	struct mount_table *table;
+	int64_t timeout_ms;
+	pthread_mutex_t mu; /* guards vlocks and swept */
+	struct mounter_vlock *vlocks;
+	bool swept;         /* the orphan sweep ran */
+	pthread_mutex_t dir_mu; /* serializes creating and pruning directories */
+};
+
+int mounter_open(const char *data_dir, const char *db_path, const struct mounter_options *opts,
+		 struct mounter **out, struct err *e)
+{
+	struct mounter *m;
+	char real[PATH_MAX];
+	char sub[MOUNTER_PATH_MAX];
+	int rc;
+
+	if (data_dir == NULL || data_dir[0] == '\0' || db_path == NULL)
+		return err_set(e, CSID_EINVAL, "mounter: data dir and database path are required");
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
+	rc = mount_mkdir_p(data_dir, e);
+	if (rc != 0)
+		goto fail;
+	if (realpath(data_dir, real) == NULL) {
+		rc = err_errno(e, errno, "realpath %s", data_dir);
+		goto fail;
+	}
+	/* Leave room for three names, a usage segment and the fixed parts. */
+	if (strlen(real) + 3 * (MOUNT_NAME_MAX + 1) + 96 >= MOUNTER_PATH_MAX) {
+		rc = err_set(e, CSID_EINVAL, "data dir %s is too long for mount paths", real);
+		goto fail;
+	}
+	snprintf(m->data_dir, sizeof(m->data_dir), "%s", real);
+	snprintf(m->mounts_dir, sizeof(m->mounts_dir), "%s/mounts", real);
+	snprintf(sub, sizeof(sub), "%s/staging", m->mounts_dir);
+	rc = mount_mkdir_p(sub, e);
+	snprintf(sub, sizeof(sub), "%s/per-alloc", m->mounts_dir);
+	if (rc == 0)
+		rc = mount_mkdir_p(sub, e);
+	if (rc == 0)
+		rc = mount_store_open(db_path, &m->store, e);
+	if (rc != 0)
+		goto fail;
+	m->table = (opts && opts->table) ? opts->table : mountinfo_table();
+	m->timeout_ms = (opts && opts->rpc_timeout_ms > 0) ? opts->rpc_timeout_ms
+							   : CSI_DEFAULT_TIMEOUT_MS;
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_mutex_init(&m->dir_mu, NULL);
+	*out = m;
+	return 0;
+fail:
+	free(m);
+	return err_wrap(e, "mounter");
+}
+
+void mounter_close(struct mounter *m)
+{
+	if (m == NULL)
+		return;
+	mount_store_close(m->store);
+	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->dir_mu);
+	free(m);
+}
+
+/* Takes the lock of volume_id (creating it), blocking while another call holds it. */
+static int mounter_lock(struct mounter *m, const char *volume_id, struct mounter_vlock **out,
+			struct err *e)
+{
+	struct mounter_vlock *v;
+
+	pthread_mutex_lock(&m->mu);
+	for (v = m->vlocks; v != NULL; v = v->next)
+		if (strcmp(v->volume_id, volume_id) == 0)
+			break;
+	if (v == NULL) {
+		v = calloc(1, sizeof(*v));
+		if (v != NULL)
+			v->volume_id = strdup(volume_id);
+		if (v == NULL || v->volume_id == NULL) {
+			pthread_mutex_unlock(&m->mu);
+			free(v);
+			return err_set(e, CSID_ENOMEM, "mounter: out of memory");
+		}
+		pthread_mutex_init(&v->mu, NULL);
+		v->next = m->vlocks;
+		m->vlocks = v;
+	}
+	v->refs++;
+	pthread_mutex_unlock(&m->mu);
+	pthread_mutex_lock(&v->mu);
+	*out = v;
+	return 0;
+}
+
+static void mounter_unlock(struct mounter *m, struct mounter_vlock *v)
+{
+	if (v == NULL)
+		return;
+	pthread_mutex_unlock(&v->mu);
+	pthread_mutex_lock(&m->mu);
+	if (--v->refs == 0) {
+		for (struct mounter_vlock **pp = &m->vlocks; *pp != NULL; pp = &(*pp)->next) {
+			if (*pp == v) {
+				*pp = v->next;
+				break;
+			}
+		}
+		pthread_mutex_destroy(&v->mu);
+		free(v->volume_id);
+		free(v);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+/*
+ * Sends one node RPC with the mounter's deadline. Returns 0 when the step
+ * is done (OK, or an outcome csi_rules calls done, such as NOT_FOUND on an
+ * unpublish), else the mapped code with e saying "<what>: plugin <id>:
+ * <CODE>: <message>".
+ */
+static int mounter_call(struct mounter *m, const struct mounter_plugin *p, enum csi_rpc rpc,
+			const ProtobufCMessage *req, const char *what, struct err *e)
+{
+	struct csi_status st;
+	ProtobufCMessage *resp = NULL;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rc = p->client->call(p->client, rpc, req, &resp, m->timeout_ms, &st);
+	csi_msg_free(resp);
+	if (rc == 0)
+		return 0;
+	if (st.code != CSI_OK && csi_rules_outcome(rpc, st.code) == CSI_OUTCOME_DONE) {
+		log_info("msg=\"node rpc counts as done\" rpc=%s plugin=%s code=%s",
+			 csi_rpc_info(rpc)->name, p->plugin_id, csi_code_name(st.code));
+		return 0;
+	}
+	if (rc >= 0)
+		rc = CSID_EINTERNAL;
+	return err_set(e, rc, "%s: plugin %s: %s: %s", what, p->plugin_id, csi_code_name(st.code),
+		       st.message);
+}
+
+/*
+ * Fills a protobuf map field (an array of key/value entry messages of
+ * descriptor d) from kv, allocating from a.
+ */
+static int mounter_map(struct arena *a, const ProtobufCMessageDescriptor *d,
+		       const struct mount_kv *kv, size_t n, size_t *out_n, void *out_v)
+{
+	const ProtobufCFieldDescriptor *fk = protobuf_c_message_descriptor_get_field_by_name(d,
+											      "key");
+	const ProtobufCFieldDescriptor *fv =
+		protobuf_c_message_descriptor_get_field_by_name(d, "value");
+	ProtobufCMessage **v = arena_alloc(a, (n + 1) * sizeof(*v));
+
+	if (v == NULL || fk == NULL || fv == NULL)
+		return CSID_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char *msg = arena_alloc(a, d->sizeof_message);
+
+		if (msg == NULL)
+			return CSID_ENOMEM;
+		protobuf_c_message_init(d, msg);
+		*(const char **)(void *)(msg + fk->offset) = kv[i].key;
+		*(const char **)(void *)(msg + fv->offset) = kv[i].value;
+		v[i] = (ProtobufCMessage *)(void *)msg;
+	}
+	*out_n = n;
+	*(ProtobufCMessage ***)out_v = v;
+	return 0;
+}
+
+/* The VolumeCapability of a usage, allocated from a. */
+static Csi__V1__VolumeCapability *mounter_capability(struct arena *a, const struct mount_usage *u)
+{
+	Csi__V1__VolumeCapability *cap = arena_alloc(a, sizeof(*cap));
+	Csi__V1__VolumeCapability__AccessMode *am = arena_alloc(a, sizeof(*am));
+
+	if (cap == NULL || am == NULL)
+		return NULL;
+	csi__v1__volume_capability__init(cap);
+	csi__v1__volume_capability__access_mode__init(am);
+	am->mode = (Csi__V1__VolumeCapability__AccessMode__Mode)mount_access_csi_mode(u->access);
+	cap->access_mode = am;
+	if (u->attachment == MOUNT_ATTACH_BLOCK_DEVICE) {
+		Csi__V1__VolumeCapability__BlockVolume *b = arena_alloc(a, sizeof(*b));
+
+		if (b == NULL)
+			return NULL;
+		csi__v1__volume_capability__block_volume__init(b);
+		cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+		cap->block = b;
+	} else {
+		Csi__V1__VolumeCapability__MountVolume *mv = arena_alloc(a, sizeof(*mv));
+
+		if (mv == NULL)
+			return NULL;
+		csi__v1__volume_capability__mount_volume__init(mv);
+		mv->fs_type = (char *)(u->fs_type ? u->fs_type : "");
+		mv->n_mount_flags = u->n_mount_flags;
+		mv->mount_flags = (char **)u->mount_flags;
+		cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+		cap->mount = mv;
+	}
+	return cap;
+}
+
+static int mounter_stage(struct mounter *m, const struct mounter_plugin *p,
+			 const struct mount_record *r, const struct mounter_request *req,
+			 struct err *e)
+{
+	Csi__V1__NodeStageVolumeRequest sr = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+	struct arena *a = arena_new();
+	int rc = a ? 0 : CSID_ENOMEM;
+
+	sr.volume_id = r->external_id;
+	sr.staging_target_path = r->staging_path;
+	if (rc == 0)
+		rc = mounter_map(a, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
+				 req->publish_context, req->n_publish_context, &sr.n_publish_context,
+				 &sr.publish_context);
+	if (rc == 0)
+		rc = mounter_map(a, &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
+				 req->secrets, req->n_secrets, &sr.n_secrets, &sr.secrets);
+	if (rc == 0)
+		rc = mounter_map(a, &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
+				 req->volume_context, req->n_volume_context, &sr.n_volume_context,
+				 &sr.volume_context);
+	if (rc == 0 && (sr.volume_capability = mounter_capability(a, &req->usage)) == NULL)
+		rc = CSID_ENOMEM;
+	if (rc == 0)
+		rc = mounter_call(m, p, CSI_RPC_NODE_STAGE_VOLUME, &sr.base, "node stage", e);
+	else
+		err_set(e, rc, "node stage: out of memory");
+	arena_free(a);
+	return rc;
+}
+
+static int mounter_publish(struct mounter *m, const struct mounter_plugin *p,
+			   const struct mount_record *r, const struct mounter_request *req,
+			   struct err *e)
+{
+	Csi__V1__NodePublishVolumeRequest pr = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+	struct arena *a = arena_new();
+	int rc = a ? 0 : CSID_ENOMEM;
+
+	pr.volume_id = r->external_id;
+	pr.staging_target_path = r->staging_path ? r->staging_path : "";
+	pr.target_path = r->target_path;
+	pr.readonly = req->usage.read_only;
+	if (rc == 0)
+		rc = mounter_map(a,
+				 &csi__v1__node_publish_volume_request__publish_context_entry__descriptor,
+				 req->publish_context, req->n_publish_context, &pr.n_publish_context,
+				 &pr.publish_context);
+	if (rc == 0)
+		rc = mounter_map(a, &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
+				 req->secrets, req->n_secrets, &pr.n_secrets, &pr.secrets);
+	if (rc == 0)
+		rc = mounter_map(a,
+				 &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
+				 req->volume_context, req->n_volume_context, &pr.n_volume_context,
+				 &pr.volume_context);
+	if (rc == 0 && (pr.volume_capability = mounter_capability(a, &req->usage)) == NULL)
+		rc = CSID_ENOMEM;
+	if (rc == 0)
+		rc = mounter_call(m, p, CSI_RPC_NODE_PUBLISH_VOLUME, &pr.base, "node publish", e);
+	else
+		err_set(e, rc, "node publish: out of memory");
+	arena_free(a);
+	return rc;
+}
+
+/* Removes dir and then its parents while they are empty, stopping at stop. */
+static void mounter_prune(struct mounter *m, const char *dir, const char *stop)
+{
+	char path[MOUNTER_PATH_MAX];
+	size_t stop_len = strlen(stop);
+
+	snprintf(path, sizeof(path), "%s", dir);
+	pthread_mutex_lock(&m->dir_mu);
+	while (strlen(path) > stop_len && strncmp(path, stop, stop_len) == 0 &&
+	       path[stop_len] == '/') {
+		char *slash;
+
+		if (rmdir(path) != 0 && errno != ENOENT)
+			break;
+		slash = strrchr(path, '/');
+		if (slash == NULL)
+			break;
+		*slash = '\0';
+	}
+	pthread_mutex_unlock(&m->dir_mu);
+}
+
+/* Creates dir and its parents, serialized with mounter_prune. */
+static int mounter_mkdir(struct mounter *m, const char *dir, struct err *e)
+{
+	int rc;
+
+	pthread_mutex_lock(&m->dir_mu);
+	rc = mount_mkdir_p(dir, e);
+	pthread_mutex_unlock(&m->dir_mu);
+	return rc;
+}
+
+/* Whether r's staging path must be unstaged when r goes: no other record holds it staged. */
+static int mounter_last_user(struct mounter *m, const struct mount_record *r, bool *last,
+			     struct err *e)
+{
+	int users = 0, staged = 0;
+	int rc;
+
+	*last = false;
+	if (r->staging_path == NULL)
+		return 0;
+	rc = mount_store_stage_users(m->store, r->staging_path, r->alloc_id, &users, &staged, e);
+	if (rc == 0)
+		*last = staged == 0;
+	return rc;
+}
+
+static int mounter_unpublish_rpc(struct mounter *m, const struct mounter_plugin *p,
+				 const struct mount_record *r, struct err *e)
+{
+	Csi__V1__NodeUnpublishVolumeRequest ur = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+	char dir[MOUNTER_PATH_MAX];
+	char root[MOUNTER_PATH_MAX];
+	char *slash;
+	int rc;
+
+	ur.volume_id = r->external_id;
+	ur.target_path = r->target_path;
+	rc = mounter_call(m, p, CSI_RPC_NODE_UNPUBLISH_VOLUME, &ur.base, "node unpublish", e);
+	if (rc != 0)
+		return rc;
+	/* The plugin removes the target itself; prune the parents the agent made. */
+	snprintf(dir, sizeof(dir), "%s", r->target_path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	snprintf(root, sizeof(root), "%s/per-alloc", m->mounts_dir);
+	mounter_prune(m, dir, root);
+	return 0;
+}
+
+static int mounter_unstage_rpc(struct mounter *m, const struct mounter_plugin *p,
+			       const struct mount_record *r, struct err *e)
+{
+	Csi__V1__NodeUnstageVolumeRequest ur = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+	char root[MOUNTER_PATH_MAX];
+	int rc;
+
+	ur.volume_id = r->external_id;
+	ur.staging_target_path = r->staging_path;
+	rc = mounter_call(m, p, CSI_RPC_NODE_UNSTAGE_VOLUME, &ur.base, "node unstage", e);
+	if (rc != 0)
+		return rc;
+	snprintf(root, sizeof(root), "%s/staging", m->mounts_dir);
+	mounter_prune(m, r->staging_path, root);
+	return 0;
+}
+
+/*
+ * Takes r from whatever state it is in down to gone, sending only the RPCs
+ * that state still needs. On failure r keeps the state it reached (durably)
+ * and the error is returned; calling again continues from there.
+ */
+static int mounter_down(struct mounter *m, const struct mounter_plugin *p,
+			struct mount_record *r, struct err *e)
+{
+	bool last = false;
+	int rc = 0;
+
+	while (rc == 0 && r->state != MOUNT_STATE_GONE) {
+		switch (r->state) {
+		case MOUNT_STATE_STAGING:
+			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNSTAGING, e);
+			break;
+		case MOUNT_STATE_STAGED:
+			rc = mounter_last_user(m, r, &last, e);
+			if (rc == 0)
+				rc = mount_store_transition(m->store, r,
+							    last ? MOUNT_STATE_UNSTAGING
+								 : MOUNT_STATE_GONE,
+							    e);
+			break;
+		case MOUNT_STATE_PUBLISHING:
+		case MOUNT_STATE_PUBLISHED:
+			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNPUBLISHING, e);
+			break;
+		case MOUNT_STATE_UNPUBLISHING:
+			rc = mounter_unpublish_rpc(m, p, r, e);
+			if (rc == 0)
+				rc = mounter_last_user(m, r, &last, e);
+			if (rc == 0)
+				rc = mount_store_transition(m->store, r,
+							    last ? MOUNT_STATE_UNSTAGING
+								 : MOUNT_STATE_GONE,
+							    e);
+			break;
+		case MOUNT_STATE_UNSTAGING:
+			rc = mounter_last_user(m, r, &last, e);
+			if (rc == 0 && last)
+				rc = mounter_unstage_rpc(m, p, r, e);
+			if (rc == 0)
+				rc = mount_store_transition(m->store, r, MOUNT_STATE_GONE, e);
+			break;
+		default:
+			rc = err_set(e, CSID_EINTERNAL, "mount %s/%s: unexpected state %s",
+				     r->volume_id, r->alloc_id, mount_state_name(r->state));
+			break;
+		}
+	}
+	return rc;
+}
+
+/* Checks a string map: non-NULL keys and values, at most 4 KiB in all. */
+static int mounter_check_map(const char *what, const struct mount_kv *kv, size_t n,
+			     struct err *e)
+{
+	size_t total = 0;
+
+	if (n > 0 && kv == NULL)
+		return err_set(e, CSID_EINVAL, "%s: entries missing", what);
+	for (size_t i = 0; i < n; i++) {
+		if (kv[i].key == NULL || kv[i].key[0] == '\0' || kv[i].value == NULL)
+			return err_set(e, CSID_EINVAL, "%s: entry %zu has no key or no value",
+				       what, i);
+		total += strnlen(kv[i].key, MOUNTER_MAP_MAX_BYTES + 1) +
+			 strnlen(kv[i].value, MOUNTER_MAP_MAX_BYTES + 1);
+		if (total > MOUNTER_MAP_MAX_BYTES)
+			return err_set(e, CSID_EINVAL, "%s is larger than %d bytes", what,
+				       MOUNTER_MAP_MAX_BYTES);
+	}
+	return 0;
+}
+
+static int mounter_check_request(const struct mounter_plugin *p,
+				 const struct mounter_request *req, struct err *e)
+{
+	const struct mount_usage *u = &req->usage;
+	size_t xlen;
+	int rc;
+
+	if (p == NULL || p->client == NULL || p->plugin_id == NULL)
+		return err_set(e, CSID_EINVAL, "no node plugin given");
+	rc = mount_name_check("volume id", req->volume_id, e);
+	if (rc == 0)
+		rc = mount_name_check("alloc id", req->alloc_id, e);
+	if (rc == 0)
+		rc = mount_name_check("plugin id", req->plugin_id, e);
+	if (rc != 0)
+		return rc;
+	if (strcmp(req->plugin_id, p->plugin_id) != 0)
+		return err_set(e, CSID_EINVAL, "request names plugin %s but plugin %s was given",
+			       req->plugin_id, p->plugin_id);
+	xlen = req->external_id ? strnlen(req->external_id, MOUNTER_EXTERNAL_ID_MAX + 1) : 0;
+	if (xlen == 0 || xlen > MOUNTER_EXTERNAL_ID_MAX)
+		return err_set(e, CSID_EINVAL, "external id must have 1 to %d bytes",
+			       MOUNTER_EXTERNAL_ID_MAX);
+	for (size_t i = 0; i < xlen; i++)
+		if ((unsigned char)req->external_id[i] < 0x20 || req->external_id[i] == 0x7f)
+			return err_set(e, CSID_EINVAL, "external id contains a control character");
+	if (mount_attachment_name(u->attachment) == NULL || mount_access_name(u->access) == NULL)
+		return err_set(e, CSID_EINVAL, "unknown attachment or access mode");
+	if (u->fs_type != NULL && strnlen(u->fs_type, MOUNT_NAME_MAX + 1) > MOUNT_NAME_MAX)
+		return err_set(e, CSID_EINVAL, "fs type is longer than %d bytes", MOUNT_NAME_MAX);
+	if (u->n_mount_flags > MOUNTER_FLAGS_MAX || (u->n_mount_flags > 0 && !u->mount_flags))
+		return err_set(e, CSID_EINVAL, "mount flags: at most %d", MOUNTER_FLAGS_MAX);
+	for (size_t i = 0; i < u->n_mount_flags; i++)
+		if (u->mount_flags[i] == NULL)
+			return err_set(e, CSID_EINVAL, "mount flag %zu is missing", i);
+	if (u->attachment == MOUNT_ATTACH_BLOCK_DEVICE &&
+	    ((u->fs_type && u->fs_type[0]) || u->n_mount_flags > 0))
+		return err_set(e, CSID_EINVAL, "a block-device attachment takes no fs type or "
+					       "mount flags");
+	rc = mounter_check_map("volume context", req->volume_context, req->n_volume_context, e);
+	if (rc == 0)
+		rc = mounter_check_map("publish context", req->publish_context,
+				       req->n_publish_context, e);
+	if (rc == 0)
+		rc = mounter_check_map("secrets", req->secrets, req->n_secrets, e);
+	return rc;
+}
+
+/* JSON text of a map (for the record), or NULL when out of memory or not UTF-8. */
+static char *mounter_map_json(const struct mount_kv *kv, size_t n)
+{
+	json_t *o = json_object();
+	char *s = NULL;
+
+	if (o == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (json_object_set_new(o, kv[i].key, json_string(kv[i].value)) != 0)
+			goto out;
+	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+out:
+	json_decref(o);
+	return s;
+}
+
+/* The record (state new) that req would create, with its paths. */
+static int mounter_record_new(struct mounter *m, const struct mounter_plugin *p,
+			      const struct mounter_request *req, struct mount_record **out,
+			      struct err *e)
+{
+	struct mount_record *r = calloc(1, sizeof(*r));
+	char path[MOUNTER_PATH_MAX];
+	int rc;
+
+	if (r == NULL)
+		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
+	r->state = MOUNT_STATE_NEW;
+	r->read_only = req->usage.read_only;
+	r->attachment = req->usage.attachment;
+	r->access = req->usage.access;
+	mount_usage_options_hash(&req->usage, r->options_hash);
+	r->volume_id = strdup(req->volume_id);
+	r->alloc_id = strdup(req->alloc_id);
+	r->plugin_id = strdup(req->plugin_id);
+	r->external_id = strdup(req->external_id);
+	r->fs_type = strdup(req->usage.fs_type ? req->usage.fs_type : "");
+	rc = mount_target_path(m->data_dir, req->alloc_id, req->volume_id, &req->usage, path,
+			       sizeof(path), e);
+	if (rc == 0)
+		r->target_path = strdup(path);
+	if (rc == 0 && p->has_stage_unstage) {
+		rc = mount_staging_path(m->data_dir, req->plugin_id, req->volume_id, &req->usage,
+					path, sizeof(path), e);
+		if (rc == 0 && (r->staging_path = strdup(path)) == NULL)
+			rc = CSID_ENOMEM;
+	}
+	if (rc != 0)
+		goto fail;
+	r->publish_context = mounter_map_json(req->publish_context, req->n_publish_context);
+	r->volume_context = mounter_map_json(req->volume_context, req->n_volume_context);
+	if (!r->publish_context || !r->volume_context) {
+		rc = err_set(e, CSID_EINVAL, "volume or publish context is not valid UTF-8");
+		goto fail;
+	}
+	if (!r->volume_id || !r->alloc_id || !r->plugin_id || !r->external_id || !r->fs_type ||
+	    !r->target_path) {
+		rc = err_set(e, CSID_ENOMEM, "mounter: out of memory");
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	if (rc == CSID_ENOMEM && e != NULL && e->code != CSID_ENOMEM)
+		err_set(e, CSID_ENOMEM, "mounter: out of memory");
+	mount_record_free(r);
+	return rc;
+}
+
+/* Rolls back a failed mount; the original error in e is kept, a rollback failure logged. */
+static void mounter_rollback(struct mounter *m, const struct mounter_plugin *p,
+			     struct mount_record *r)
+{
+	struct err re;
+	char q[ERR_MSG_MAX * 2];
+
+	err_clear(&re);
+	if (mounter_down(m, p, r, &re) != 0)
+		log_warn("msg=\"mount rollback incomplete, left for retry\" volume=%s alloc=%s "
+			 "state=%s error=%s",
+			 r->volume_id, r->alloc_id, mount_state_name(r->state),
+			 log_q(q, sizeof(q), re.msg));
+}
+
+/* Creates the directories, records the mount and sends stage and publish. */
+static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
+		      const struct mounter_request *req, struct mount_record *r, struct err *e)
+{
+	char parent[MOUNTER_PATH_MAX];
+	char *slash;
+	int users = 0, staged = 0;
+	int rc = 0;
+
+	/* CSI: the CO creates the staging directory and only the target's parent. */
+	if (r->staging_path != NULL)
+		rc = mounter_mkdir(m, r->staging_path, e);
+	snprintf(parent, sizeof(parent), "%s", r->target_path);
+	slash = strrchr(parent, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	if (rc == 0)
+		rc = mounter_mkdir(m, parent, e);
+	if (rc == 0 && r->staging_path != NULL)
+		rc = mount_store_stage_users(m->store, r->staging_path, r->alloc_id, &users,
+					     &staged, e);
+	if (rc != 0)
+		return rc;
+	/* The reference on the staging path (this row) is taken before staging. */
+	rc = mount_store_transition(m->store, r,
+				    (r->staging_path != NULL && staged == 0) ? MOUNT_STATE_STAGING
+									     : MOUNT_STATE_STAGED,
+				    e);
+	if (rc != 0)
+		return rc;
+	if (r->state == MOUNT_STATE_STAGING) {
+		rc = mounter_stage(m, p, r, req, e);
+		if (rc != 0) {
+			mounter_rollback(m, p, r);
+			return rc;
+		}
+		rc = mount_store_transition(m->store, r, MOUNT_STATE_STAGED, e);
+		if (rc != 0)
+			return rc;
+	}
+	rc = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHING, e);
+	if (rc != 0)
+		return rc;
+	rc = mounter_publish(m, p, r, req, e);
+	if (rc != 0) {
+		mounter_rollback(m, p, r);
+		return rc;
+	}
+	return mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHED, e);
+}
+
+static bool mounter_same_usage(const struct mount_record *r, const struct mounter_request *req)
+{
+	char hash[17];
+
+	mount_usage_options_hash(&req->usage, hash);
+	return r->read_only == req->usage.read_only && r->attachment == req->usage.attachment &&
+	       r->access == req->usage.access && strcmp(r->options_hash, hash) == 0 &&
+	       strcmp(r->external_id, req->external_id) == 0 &&
+	       strcmp(r->plugin_id, req->plugin_id) == 0;
+}
+
+static void mounter_fill_result(const struct mount_record *r, struct mounter_result *res)
+{
+	snprintf(res->source, sizeof(res->source), "%s",
+		 r->staging_path ? r->staging_path : r->target_path);
+	snprintf(res->target, sizeof(res->target), "%s", r->target_path);
+	res->is_device = r->attachment == MOUNT_ATTACH_BLOCK_DEVICE;
+}
+
+/* Checks that p is the plugin r was mounted through. */
+static int mounter_check_owner(const struct mount_record *r, const struct mounter_plugin *p,
+			       struct err *e)
+{
+	if (p == NULL || p->client == NULL || p->plugin_id == NULL)
+		return err_set(e, CSID_EINVAL, "no node plugin given");
+	if (strcmp(r->plugin_id, p->plugin_id) != 0)
+		return err_set(e, CSID_EINVAL, "volume %s was mounted through plugin %s, not %s",
+			       r->volume_id, r->plugin_id, p->plugin_id);
+	return 0;
+}
+
+int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
+		  const struct mounter_request *req, struct mounter_result *result,
+		  struct err *e)
+{
+	struct mounter_vlock *v = NULL;
+	struct mount_record *r = NULL;
+	bool mounted = false;
+	int rc;
+
+	rc = mounter_check_request(p, req, e);
+	if (rc == 0)
+		rc = mounter_lock(m, req->volume_id, &v, e);
+	if (rc != 0)
+		goto out;
+	rc = mount_store_get(m->store, req->volume_id, req->alloc_id, &r, e);
+	if (rc == CSID_ENOTFOUND) {
+		err_clear(e);
+		rc = 0;
+	} else if (rc == 0 && r->state == MOUNT_STATE_PUBLISHED) {
+		if (!mounter_same_usage(r, req)) {
+			rc = err_set(e, CSID_ECONFLICT,
+				     "alloc %s already has volume %s mounted with another usage "
+				     "(%s-%s-%s)",
+				     req->alloc_id, req->volume_id, r->read_only ? "ro" : "rw",
+				     mount_attachment_name(r->attachment),
+				     mount_access_name(r->access));
+			goto out;
+		}
+		rc = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
+		if (rc != 0 || mounted)
+			goto out;
+		log_warn("msg=\"recorded mount is not mounted any more, mounting again\" "
+			 "volume=%s alloc=%s",
+			 r->volume_id, r->alloc_id);
+	}
+	if (rc == 0 && r != NULL) {
+		/* Finish whatever an earlier call left half done, then start clean. */
+		rc = mounter_check_owner(r, p, e);
+		if (rc == 0)
+			rc = mounter_down(m, p, r, e);
+		if (rc != 0) {
+			err_wrap(e, "finishing earlier operation on %s/%s", req->volume_id,
+				 req->alloc_id);
+			goto out;
+		}
+		mount_record_free(r);
+		r = NULL;
+	}
+	if (rc != 0)
+		goto out;
+	rc = mounter_record_new(m, p, req, &r, e);
+	if (rc == 0)
+		rc = mounter_up(m, p, req, r, e);
+out:
+	if (rc == 0)
+		mounter_fill_result(r, result);
+	else
+		err_wrap(e, "mount %s for alloc %s", req->volume_id ? req->volume_id : "?",
+			 req->alloc_id ? req->alloc_id : "?");
+	mount_record_free(r);
+	mounter_unlock(m, v);
+	return rc;
+}
+
+int mounter_unmount(struct mounter *m, const struct mounter_plugin *p, const char *volume_id,
+		    const char *alloc_id, struct err *e)
+{
+	struct mounter_vlock *v = NULL;
+	struct mount_record *r = NULL;
+	int rc;
+
+	rc = mount_name_check("volume id", volume_id, e);
+	if (rc == 0)
+		rc = mount_name_check("alloc id", alloc_id, e);
+	if (rc == 0)
+		rc = mounter_lock(m, volume_id, &v, e);
+	if (rc == 0)
+		rc = mount_store_get(m->store, volume_id, alloc_id, &r, e);
+	if (rc == 0)
+		rc = mounter_check_owner(r, p, e);
+	if (rc == 0)
+		rc = mounter_down(m, p, r, e);
+	if (rc != 0)
+		err_wrap(e, "unmount %s for alloc %s", volume_id ? volume_id : "?",
+			 alloc_id ? alloc_id : "?");
+	mount_record_free(r);
+	mounter_unlock(m, v);
+	return rc;
+}
+
+int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id,
+		      bool *out, struct err *e)
+{
+	struct mount_record *r = NULL;
+	int rc;
+
+	*out = false;
+	rc = mount_name_check("volume id", volume_id, e);
+	if (rc == 0)
+		rc = mount_name_check("alloc id", alloc_id, e);
+	if (rc == 0)
+		rc = mount_store_get(m->store, volume_id, alloc_id, &r, e);
+	if (rc == CSID_ENOTFOUND) {
+		err_clear(e);
+		return 0;
+	}
+	if (rc == 0 && r->state == MOUNT_STATE_PUBLISHED)
+		rc = mount_table_is_mounted(m->table, r->target_path, out, e);
+	mount_record_free(r);
+	return rc;
+}
+
+int mounter_list(struct mounter *m, struct mount_record ***out, size_t *n, struct err *e)
+{
+	return mount_store_list(m->store, NULL, out, n, e);
+}
+
+/* A plugin looked up during one recovery, so each is looked up once. */
+struct mounter_rplugin {
+	char *plugin_id;
+	struct mounter_plugin plugin;
+	int rc; /* 0 when found */
+	struct err err;
+};
+
+struct mounter_rctx {
+	mounter_lookup_fn lookup;
+	mounter_release_fn release;
+	void *ctx;
+	struct mounter_rplugin *plugins;
+	size_t n;
+};
+
+static struct mounter_rplugin *mounter_rplugin(struct mounter_rctx *rc, const char *plugin_id)
+{
+	struct mounter_rplugin *grown;
+	struct mounter_rplugin *rp;
+
+	for (size_t i = 0; i < rc->n; i++)
+		if (strcmp(rc->plugins[i].plugin_id, plugin_id) == 0)
+			return &rc->plugins[i];
+	grown = realloc(rc->plugins, (rc->n + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return NULL;
+	rc->plugins = grown;
+	rp = &rc->plugins[rc->n];
+	memset(rp, 0, sizeof(*rp));
+	rp->plugin_id = strdup(plugin_id);
+	if (rp->plugin_id == NULL)
+		return NULL;
+	rc->n++;
+	if (rc->lookup == NULL)
+		rp->rc = err_set(&rp->err, CSID_EUNAVAIL, "no plugin lookup");
+	else
+		rp->rc = rc->lookup(rc->ctx, plugin_id, &rp->plugin, &rp->err);
+	if (rp->rc == 0 && rp->plugin.client == NULL)
+		rp->rc = err_set(&rp->err, CSID_EUNAVAIL, "lookup gave no client");
+	if (rp->rc != 0)
+		err_wrap(&rp->err, "plugin %s", plugin_id);
+	return rp;
+}
+
+static void mounter_rctx_free(struct mounter_rctx *rc)
+{
+	for (size_t i = 0; i < rc->n; i++) {
+		if (rc->plugins[i].rc == 0 && rc->release != NULL)
+			rc->release(rc->ctx, &rc->plugins[i].plugin);
+		free(rc->plugins[i].plugin_id);
+	}
+	free(rc->plugins);
+}
+
+/*
+ * Recovers one record (reloaded under its volume lock, since mounter_recover
+ * may run while requests are served). mounted: whether the target was in
+ * the snapshot of the mount table. Returns 0, or the error that leaves the
+ * record pending.
+ */
+static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
+			       const struct mount_record *old, bool mounted,
+			       struct mounter_recovery *rep, struct err *e)
+{
+	struct mounter_vlock *v = NULL;
+	struct mount_record *r = NULL;
+	struct mounter_rplugin *rp;
+	enum mount_state was;
+	int ret;
+
+	ret = mounter_lock(m, old->volume_id, &v, e);
+	if (ret == 0)
+		ret = mount_store_get(m->store, old->volume_id, old->alloc_id, &r, e);
+	if (ret == CSID_ENOTFOUND) {
+		err_clear(e);
+		ret = 0;
+		goto out;
+	}
+	if (ret != 0)
+		goto out;
+	was = r->state;
+	/* Not in the snapshot: look again, a concurrent mount may have finished since. */
+	if (!mounted && (was == MOUNT_STATE_PUBLISHED || was == MOUNT_STATE_PUBLISHING)) {
+		ret = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
+		if (ret != 0)
+			goto out;
+	}
+	if (mounted && was == MOUNT_STATE_PUBLISHED) {
+		rep->adopted++;
+		goto out;
+	}
+	if (mounted && was == MOUNT_STATE_PUBLISHING) {
+		ret = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHED, e);
+		if (ret == 0)
+			rep->adopted++;
+		goto out;
+	}
+	rp = mounter_rplugin(rc, r->plugin_id);
+	if (rp == NULL) {
+		ret = err_set(e, CSID_ENOMEM, "mounter: out of memory");
+		goto out;
+	}
+	if (rp->rc != 0) {
+		ret = rp->rc;
+		if (e != NULL)
+			*e = rp->err;
+		goto out;
+	}
+	if (was == MOUNT_STATE_PUBLISHED)
+		log_warn("msg=\"recorded mount is not mounted any more, cleaning up\" "
+			 "volume=%s alloc=%s",
+			 r->volume_id, r->alloc_id);
+	ret = mounter_down(m, &rp->plugin, r, e);
+	if (ret != 0)
+		goto out;
+	if (was == MOUNT_STATE_PUBLISHED)
+		rep->lost++;
+	else if (was == MOUNT_STATE_UNPUBLISHING || was == MOUNT_STATE_UNSTAGING)
+		rep->finished++;
+	else
+		rep->rolled_back++;
+out:
+	if (ret != 0)
+		err_wrap(e, "recover mount %s/%s", old->volume_id, old->alloc_id);
+	mount_record_free(r);
+	mounter_unlock(m, v);
+	return ret;
+}
+
+/* Whether path is p or lies under p. */
+static bool mounter_under(const char *path, const char *p)
+{
+	size_t n = strlen(p);
+
+	return strncmp(path, p, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * Detaches mounts under <data_dir>/mounts that no record owns, deepest
+ * first. set was loaded before the records were listed: a record is
+ * written before its mount is made, so no mount in set can belong to a
+ * record missing from rs.
+ */
+static int mounter_sweep(struct mounter *m, const struct mount_set *set,
+			 struct mount_record **rs, size_t n, struct mounter_recovery *rep,
+			 struct err *e)
+{
+	int ret = 0;
+
+	for (size_t i = set->n; i-- > 0;) {
+		const char *path = set->paths[i];
+		bool owned = false;
+		struct err ue;
+
+		if (!mounter_under(path, m->mounts_dir) || strcmp(path, m->mounts_dir) == 0)
+			continue;
+		for (size_t k = 0; k < n && !owned; k++)
+			owned = mounter_under(path, rs[k]->target_path) ||
+				(rs[k]->staging_path && mounter_under(path, rs[k]->staging_path));
+		if (owned)
+			continue;
+		log_warn("msg=\"detaching a mount nobody owns\" path=%s", path);
+		err_clear(&ue);
+		if (m->table->unmount(m->table, path, &ue) != 0) {
+			if (ret == 0 && e != NULL)
+				*e = ue;
+			ret = ret ? ret : ue.code;
+			continue;
+		}
+		rep->orphans++;
+	}
+	return ret;
+}
+
+int mounter_recover(struct mounter *m, mounter_lookup_fn lookup, mounter_release_fn release,
+		    void *ctx, struct mounter_recovery *report, struct err *e)
+{
+	struct mounter_rctx rc = {.lookup = lookup, .release = release, .ctx = ctx};
+	struct mounter_recovery rep;
+	struct mount_set set = {NULL, 0};
+	struct mount_record **rs = NULL;
+	size_t n = 0;
+	struct err first;
+	bool sweep;
+	int ret;
+
+	memset(&rep, 0, sizeof(rep));
+	err_clear(&first);
+	ret = m->table->load(m->table, &set, e);
+	if (ret == 0)
+		ret = mount_store_list(m->store, NULL, &rs, &n, e);
+	if (ret != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct err one;
+
+		err_clear(&one);
+		if (mounter_recover_one(m, &rc, rs[i], mount_set_has(&set, rs[i]->target_path),
+					&rep, &one) != 0) {
+			char q[ERR_MSG_MAX * 2];
+
+			log_warn("msg=\"mount left pending\" error=%s",
+				 log_q(q, sizeof(q), one.msg));
+			if (rep.pending++ == 0)
+				first = one;
+		}
+	}
+	pthread_mutex_lock(&m->mu);
+	sweep = !m->swept;
+	m->swept = true;
+	pthread_mutex_unlock(&m->mu);
+	if (sweep) {
+		/* The table again (recovery unmounted things), then the records. */
+		mount_records_free(rs, n);
+		rs = NULL;
+		n = 0;
+		mount_set_clear(&set);
+		ret = m->table->load(m->table, &set, e);
+		if (ret == 0)
+			ret = mount_store_list(m->store, NULL, &rs, &n, e);
+		if (ret == 0)
+			ret = mounter_sweep(m, &set, rs, n, &rep, e);
+		if (ret != 0)
+			goto out;
+	}
+	log_info("msg=\"mounts recovered\" adopted=%d rolled_back=%d finished=%d lost=%d "
+		 "pending=%d orphans=%d",
+		 rep.adopted, rep.rolled_back, rep.finished, rep.lost, rep.pending, rep.orphans);
+	if (rep.pending > 0) {
+		ret = err_set(e, CSID_EUNAVAIL, "%d mount(s) pending, first: %s", rep.pending,
+			      first.msg);
+	}
+out:
+	if (report != NULL)
+		*report = rep;
+	mount_records_free(rs, n);
+	mount_set_clear(&set);
+	mounter_rctx_free(&rc);
+	return ret;
+}

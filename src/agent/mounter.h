@@ -1,0 +1,168 @@
+/*
+ * The volume mounter of the node agent: stages a volume once per (plugin,
+ * volume, usage) on this node, publishes it once per allocation, and takes
+ * both down again, through a node plugin's CSI client. Every step is
+ * recorded durably before and after its RPC (agent/mount_store.h), so a
+ * restarted agent adopts what is mounted and finishes or rolls back what
+ * was half done (mounter_recover; the rules are in mounter.c).
+ *
+ * The mounter does not know the plugin manager: each call gets a small
+ * struct mounter_plugin describing the node plugin to use.
+ *
+ * Thread-safety: every function may be called from several threads at
+ * once. Node RPCs are serialized per volume; different volumes proceed in
+ * parallel. All calls block until their RPCs are done (each RPC is bounded
+ * by the mounter's deadline).
+ */
+#ifndef CSID_AGENT_MOUNTER_H
+#define CSID_AGENT_MOUNTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/mount_paths.h"
+#include "agent/mount_store.h"
+#include "agent/mountinfo.h"
+#include "csi/csi_client.h"
+#include "util/err.h"
+
+/* Room for any path the mounter builds. */
+#define MOUNTER_PATH_MAX 4096
+
+/* One entry of a string map (volume context, publish context, secrets). Borrowed. */
+struct mount_kv {
+	const char *key;
+	const char *value;
+};
+
+/* The node plugin an operation goes through. Borrowed for the call. */
+struct mounter_plugin {
+	const char *plugin_id;
+	struct csi_client *client;
+	bool has_stage_unstage; /* node capability STAGE_UNSTAGE_VOLUME */
+};
+
+/*
+ * A mount request. Every pointer is borrowed for the call. Secrets are
+ * passed to NodeStageVolume and NodePublishVolume only: never stored,
+ * listed or logged. mount_flags (in usage) are treated the same way.
+ */
+struct mounter_request {
+	const char *volume_id;   /* the cluster's volume ID (a path component) */
+	const char *external_id; /* the plugin's volume ID, sent in the RPCs */
+	const char *plugin_id;   /* must equal the plugin's plugin_id */
+	const char *alloc_id;    /* the allocation (a path component) */
+	struct mount_usage usage;
+	const struct mount_kv *volume_context;
+	size_t n_volume_context;
+	const struct mount_kv *publish_context;
+	size_t n_publish_context;
+	const struct mount_kv *secrets;
+	size_t n_secrets;
+};
+
+struct mounter_result {
+	/* The staging path when the volume was staged, else the target. */
+	char source[MOUNTER_PATH_MAX];
+	/* The per-allocation target path the plugin published to. */
+	char target[MOUNTER_PATH_MAX];
+	bool is_device; /* block-device attachment: target is a device file */
+};
+
+struct mounter_options {
+	/* Deadline of each node RPC; 0 means CSI_DEFAULT_TIMEOUT_MS. */
+	int64_t rpc_timeout_ms;
+	/* The mount table; NULL means the real one (mountinfo_table()). Borrowed. */
+	struct mount_table *table;
+};
+
+struct mounter;
+
+/*
+ * Opens a mounter that mounts under <data_dir>/mounts (created, data_dir
+ * resolved to its real path so it compares with the mount table) and keeps
+ * its records in the agent database at db_path. opts may be NULL. Does not
+ * touch existing mounts: call mounter_recover before serving requests.
+ * Returns 0 and *out, or a negative code with e set.
+ */
+int mounter_open(const char *data_dir, const char *db_path, const struct mounter_options *opts,
+		 struct mounter **out, struct err *e);
+
+/* Closes the mounter (mounts stay as they are); NULL is a no-op. */
+void mounter_close(struct mounter *m);
+
+/*
+ * Mounts req's volume for req's allocation: NodeStageVolume when the
+ * plugin has STAGE_UNSTAGE and no other allocation has staged the same
+ * volume with the same usage segment, then NodePublishVolume to the
+ * allocation's target. Idempotent: a published mount with the same usage
+ * is returned as is (re-published if its target is no longer mounted).
+ * A failure rolls back what the call did (best effort; whatever could not
+ * be rolled back stays recorded and is finished by the next call on the
+ * same volume and allocation, or by mounter_recover). Returns 0 and
+ * *result, CSID_EINVAL for a bad request, CSID_ECONFLICT when the
+ * allocation has the volume mounted with another usage, or the code of the
+ * failing RPC (csi_status_to_err) with e naming the step and the plugin.
+ */
+int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
+		  const struct mounter_request *req, struct mounter_result *result,
+		  struct err *e);
+
+/*
+ * Unmounts volume_id for alloc_id: NodeUnpublishVolume, then
+ * NodeUnstageVolume when no other allocation still uses the staging path.
+ * NOT_FOUND from either RPC counts as done. Also finishes any half-done
+ * operation recorded for this pair. Returns 0, CSID_ENOTFOUND when nothing
+ * is recorded, CSID_EINVAL when plugin is not the one that mounted it, or
+ * the code of the failing RPC (the record stays, a retry continues).
+ */
+int mounter_unmount(struct mounter *m, const struct mounter_plugin *plugin,
+		    const char *volume_id, const char *alloc_id, struct err *e);
+
+/*
+ * Whether volume_id is published for alloc_id and its target is still a
+ * mount point. Returns 0 with *out set, or a negative code with e set.
+ */
+int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id,
+		      bool *out, struct err *e);
+
+/*
+ * Every record (for GET /v1/agent/mounts), ordered by volume then
+ * allocation, as a new array of *n records (free with
+ * mount_records_free). Records hold no secrets and no mount flags.
+ */
+int mounter_list(struct mounter *m, struct mount_record ***out, size_t *n, struct err *e);
+
+/*
+ * Finds the node plugin named plugin_id for recovery (the callback may
+ * wait a bounded time for it to become healthy). Returns 0 and fills *out,
+ * or a negative code with e set (the records of that plugin are then left
+ * for a later recovery or call).
+ */
+typedef int (*mounter_lookup_fn)(void *ctx, const char *plugin_id, struct mounter_plugin *out,
+				 struct err *e);
+/* Releases what a successful lookup returned; may be NULL. */
+typedef void (*mounter_release_fn)(void *ctx, struct mounter_plugin *p);
+
+struct mounter_recovery {
+	int adopted;         /* published records whose target is mounted */
+	int rolled_back;     /* mounts in progress at the crash, undone */
+	int finished;        /* unmounts in progress at the crash, completed */
+	int lost;            /* published records whose target was gone, cleaned up */
+	int pending;         /* records left for later (plugin missing or RPC failing) */
+	int orphans;         /* mounts under <data_dir>/mounts nobody owned, detached */
+};
+
+/*
+ * Brings every record to a stable state after a start (see the rules in
+ * mounter.c), then detaches mounts under <data_dir>/mounts that no record
+ * owns. Idempotent; may be called again while serving (e.g. when a plugin
+ * comes back) to retry pending records. Fills *report when not NULL.
+ * Returns 0 when nothing is pending, CSID_EUNAVAIL when some records are
+ * pending (e names the first), or another negative code with e set.
+ */
+int mounter_recover(struct mounter *m, mounter_lookup_fn lookup, mounter_release_fn release,
+		    void *ctx, struct mounter_recovery *report, struct err *e);
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * kill -9 tests of the volume mounter. For every node RPC k of the
+ * standard sequence (mount A, mount B, unmount A, unmount B of one volume)
+ * and for both sides of it (the plugin did nothing yet / the plugin acted
+ * but its answer was lost), a child process (this program re-executed
+ * with --child) runs the sequence with the fake plugin set to _exit() at
+ * that point; the records are in SQLite and the plugin's view in the fake
+ * state file, so both survive. The parent then restarts the mounter on the
+ * same files, recovers, and checks: nothing pending, every record
+ * published, every mount and stage owned by a record, no stage of a path
+ * already staged, no unstage under a live publish. Then it redoes the
+ * interrupted operation and the rest of the sequence, and checks that
+ * everything ends unmounted with no record left.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/mounter.h"
+#include "mounter_fake.h"
+#include "mounter_test.h"
+
+extern char **environ;
+
+/* The child: runs the sequence, writing the op index it starts to <dir>/progress. */
+static int mt_child(const char *dir, bool stage, int crash_at, bool after)
+{
+	struct mt_env env;
+	char progress[400];
+	struct err e;
+
+	mt_env_attach(&env, dir, stage);
+	env.fake.crash_at = crash_at;
+	env.fake.crash_after = after;
+	snprintf(progress, sizeof(progress), "%s/progress", dir);
+	for (int op = 0; op < MT_OPS; op++) {
+		FILE *fp = fopen(progress, "w");
+
+		if (fp == NULL)
+			return 2;
+		fprintf(fp, "%d\n", op);
+		fclose(fp);
+		if (mt_run_op(&env, op, &e) != 0) {
+			fprintf(stderr, "child op %d: %s\n", op, e.msg);
+			return 3;
+		}
+	}
+	mounter_close(env.m);
+	mounter_fake_fini(&env.fake);
+	return 0;
+}
+
+/* Runs the child for (crash_at, after); returns its exit status. */
+static int mt_spawn(const char *dir, bool stage, int crash_at, bool after)
+{
+	char self[PATH_MAX];
+	char k[16];
+	char *argv[7];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+	int status = 0;
+
+	assert_true(n > 0);
+	self[n] = '\0';
+	snprintf(k, sizeof(k), "%d", crash_at);
+	argv[0] = self;
+	argv[1] = "--child";
+	argv[2] = (char *)dir;
+	argv[3] = stage ? "stage" : "plain";
+	argv[4] = k;
+	argv[5] = after ? "after" : "before";
+	argv[6] = NULL;
+	assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static int mt_read_progress(const char *dir)
+{
+	char path[400];
+	FILE *fp;
+	int op = -1;
+
+	snprintf(path, sizeof(path), "%s/progress", dir);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &op), 1);
+	fclose(fp);
+	assert_true(op >= 0 && op < MT_OPS);
+	return op;
+}
+
+/* One crash point: returns false when the child ran to the end without crashing. */
+static bool mt_crash_run(bool stage, int k, bool after)
+{
+	struct mounter_recovery rep;
+	struct mounter_fake_view v;
+	struct mt_env env;
+	struct err e;
+	int status, op;
+
+	mt_env_open(&env, stage);
+	mounter_close(env.m);
+	env.m = NULL;
+	status = mt_spawn(env.dir, stage, k, after);
+	if (status == 0) {
+		mt_env_close(&env);
+		return false;
+	}
+	assert_int_equal(status, MOUNTER_FAKE_CRASH_EXIT);
+	op = mt_read_progress(env.dir);
+
+	/* Restart: the same files, a fresh process state. */
+	mt_reopen(&env);
+	if (mounter_recover(env.m, mt_lookup, NULL, &env, &rep, &e) != 0)
+		fail_msg("k=%d %s: recover: %s", k, after ? "after" : "before", e.msg);
+	assert_int_equal(rep.pending, 0);
+	assert_int_equal(rep.orphans, 0);
+	mt_check(&env, true);
+
+	/* The caller, who got no answer, asks again; then the rest of the sequence. */
+	for (int i = op; i < MT_OPS; i++) {
+		int rc = mt_run_op(&env, i, &e);
+
+		/* The recovery may have finished the interrupted unmount already. */
+		if (rc == CSID_ENOTFOUND && i == op && !mt_ops[i].mount)
+			continue;
+		if (rc != 0)
+			fail_msg("k=%d %s op=%d: %s", k, after ? "after" : "before", i, e.msg);
+		mt_check(&env, true);
+	}
+	mt_check_empty(&env);
+	assert_int_equal(mounter_fake_view(&env.fake, &v), 0);
+	assert_int_equal(v.counts.double_stage, 0);
+	mt_env_close(&env);
+	return true;
+}
+
+static void mt_crash_all(bool stage, int rpcs)
+{
+	int k;
+
+	for (int after = 0; after < 2; after++) {
+		for (k = 0; mt_crash_run(stage, k, after); k++)
+			;
+		/* The child crashed at each RPC of the sequence, and no further. */
+		assert_int_equal(k, rpcs);
+	}
+}
+
+static void test_crash_with_stage(void **state)
+{
+	mt_crash_all(true, MT_RPCS_STAGED);
+}
+
+static void test_crash_without_stage(void **state)
+{
+	mt_crash_all(false, MT_RPCS_PLAIN);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crash_with_stage),
+		cmocka_unit_test(test_crash_without_stage),
+	};
+
+	if (argc == 6 && strcmp(argv[1], "--child") == 0)
+		return mt_child(argv[2], strcmp(argv[3], "stage") == 0, atoi(argv[4]),
+				strcmp(argv[5], "after") == 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
