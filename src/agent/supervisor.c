@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "csi/csi_client.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Socket polling while an instance starts (ms). */
@@ -306,7 +307,7 @@ static void supervisor_fail(struct supervisor_instance *inst, enum supervisor_ev
 				      supervisor_rand(sv));
 	p->attempt++;
 	p->restart_pending = true;
-	p->next_restart_ms = now + delay;
+	p->next_restart_ms = clock_wall_ms(clock_real()) + delay;
 	supervisor_emit(sv, SUPERVISOR_EVENT_RESTARTING, p->def.id, inst->id, why, delay);
 	uv_timer_start(&p->restart_timer, supervisor_restart_cb, (uint64_t)delay, 0);
 }

@@ -107,7 +107,7 @@ struct supervisor_status {
 	char endpoint[SUPERVISOR_SOCK_MAX + 8];
 	unsigned restarts;      /* instances started after the first */
 	unsigned attempt;       /* consecutive failures (backoff exponent) */
-	int64_t next_restart_ms; /* loop time of the next start; 0 when none */
+	int64_t next_restart_ms; /* wall clock (Unix ms) of the next start; 0: none */
 	char message[256];      /* last failure or health description */
 };
 

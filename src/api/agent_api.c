@@ -295,11 +295,11 @@ static struct MHD_Daemon *agent_api_daemon(struct agent_api *a, int fd)
 {
 	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, agent_api_handler, a, MHD_OPTION_LISTEN_SOCKET, fd,
+				0, NULL, NULL, agent_api_handler, a, MHD_OPTION_EXTERNAL_LOGGER,
+				agent_api_mhd_log, a, MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)AGENT_API_CONN_LIMIT,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)AGENT_API_IDLE_TIMEOUT_S,
-				MHD_OPTION_NOTIFY_COMPLETED, agent_api_completed, a,
-				MHD_OPTION_EXTERNAL_LOGGER, agent_api_mhd_log, a, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_COMPLETED, agent_api_completed, a, MHD_OPTION_END);
 }
 
 static char *agent_api_dup(const char *s)
