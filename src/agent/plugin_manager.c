@@ -135,6 +135,26 @@ int plugin_manager_connect_grpc(void *ctx, const char *endpoint, struct csi_clie
 	return csi_client_grpc_new(endpoint, out, e);
 }
 
+bool plugin_manager_probe_grpc(void *ctx, enum registry_type type, const char *name,
+			       const struct registry_instance *inst)
+{
+	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
+	const int64_t *timeout = ctx;
+	struct csi_client *c = NULL;
+	struct csi_status st;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	if (plugin_manager_connect_grpc(NULL, inst->endpoint, &c, NULL) < 0)
+		return false;
+	rc = csi_probe(c, &req, NULL, timeout && *timeout > 0 ? *timeout : PLUGIN_MANAGER_PROBE_MS,
+		       &st);
+	csi_client_free(c);
+	/* Any answer, even "not ready" or an error status, means a process is there. */
+	return rc == 0 || (st.code != CSI_UNAVAILABLE && st.code != CSI_DEADLINE_EXCEEDED &&
+			   st.code != CSI_CANCELLED);
+}
+
 int plugin_manager_new(const struct plugin_manager_config *cfg, struct plugin_manager **out,
 		       struct err *e)
 {
@@ -617,6 +637,7 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *name,
 				      struct plugin_ref *out, struct err *e)
 {
+	struct registry_instance inst;
 	struct pm_entry *en;
 	int rc;
 
@@ -628,7 +649,11 @@ int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *nam
 	if (pm->shutdown)
 		rc = err_set(e, CSID_EUNAVAIL, "plugin node/%s: plugin manager shut down", name);
 	else if (en == NULL)
-		rc = pm_not_ready(pm, REGISTRY_NODE, name, CSID_ENOTFOUND, e);
+		rc = pm_not_ready(pm, REGISTRY_NODE, name,
+				  registry_active(pm->cfg.registry, REGISTRY_NODE, name, &inst) == 0
+				      ? CSID_EUNAVAIL
+				      : CSID_ENOTFOUND,
+				  e);
 	else
 		rc = instance_manager_ref(en->im, out, e);
 	pthread_mutex_unlock(&pm->mu);

@@ -70,6 +70,21 @@ struct plugin_manager_config {
 int plugin_manager_connect_grpc(void *ctx, const char *endpoint, struct csi_client **out,
 				struct err *e);
 
+/* Default deadline of plugin_manager_probe_grpc (ms). */
+#define PLUGIN_MANAGER_PROBE_MS 2000
+
+/*
+ * A registry_probe_cb for registry_prune() after registry_restore(): opens
+ * a gRPC client on the instance's endpoint and sends Probe. Returns false
+ * (dead) when the endpoint is invalid or the call fails at the transport
+ * (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED); any answer, even "not
+ * ready", means the instance is alive and left to its instance manager.
+ * ctx: NULL or a pointer to an int64_t deadline in ms
+ * (default PLUGIN_MANAGER_PROBE_MS).
+ */
+bool plugin_manager_probe_grpc(void *ctx, enum registry_type type, const char *name,
+			       const struct registry_instance *inst);
+
 /*
  * Creates a manager and subscribes it to the registry (unless
  * manual_events). The first step does a full resync, so plugins restored
@@ -124,8 +139,11 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 /*
  * For the mounter: a counted reference on the node plugin name's client
  * and a copy of its fingerprint (stage_unstage, node_caps, node_id, ...).
- * Returns 0, CSID_ENOTFOUND (no node plugin of that name), or
- * CSID_EUNAVAIL (not yet fingerprinted, or shut down), with e set.
+ * Returns 0, CSID_ENOTFOUND (no node plugin of that name is registered),
+ * or CSID_EUNAVAIL (registered but not yet connected and fingerprinted, or
+ * shut down), with e set. It does not wait: call
+ * plugin_manager_wait_for_plugin first for a bounded wait. The reference
+ * is given even while the plugin is unhealthy (ref.health says so).
  * Release with plugin_ref_release().
  */
 int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *name,

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -577,6 +578,7 @@ static void test_wait_for_plugin(void **state)
 	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
 			 CSID_ETIMEDOUT);
 	assert_non_null(strstr(e.msg, "instance i1 registered, not yet managed"));
+	assert_int_equal(plugin_manager_mounter_for_plugin(t->pm, "hp", &ref, &e), CSID_EUNAVAIL);
 	plugin_manager_step(t->pm);
 	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 1000, &st, &e),
 			 CSID_ETIMEDOUT);
@@ -809,6 +811,22 @@ static void test_threads_parallel_shutdown(void **state)
 			 CSID_ECANCELED);
 }
 
+static void test_probe_grpc_dead(void **state)
+{
+	struct registry_instance inst = {.instance_id = "i1"};
+	int64_t timeout = 500;
+	int64_t start = test_real_ms();
+
+	/* Nothing listens there: dead, and found out within the deadline. */
+	snprintf(inst.endpoint, sizeof(inst.endpoint), "unix:///tmp/csid-test-no-such-%d.sock",
+		 (int)getpid());
+	assert_false(plugin_manager_probe_grpc(&timeout, REGISTRY_NODE, "hp", &inst));
+	assert_true(test_real_ms() - start < 5000);
+	/* Not a valid endpoint at all. */
+	snprintf(inst.endpoint, sizeof(inst.endpoint), "relative/path.sock");
+	assert_false(plugin_manager_probe_grpc(NULL, REGISTRY_NODE, "hp", &inst));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -823,6 +841,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_controller_without_service, test_setup,
 					    test_teardown),
 	    cmocka_unit_test_teardown(test_threads_parallel_shutdown, test_teardown),
+	    cmocka_unit_test(test_probe_grpc_dead),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
