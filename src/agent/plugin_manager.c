@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
 #include "util/log.h"
 
 /* While stopped instance managers wait to be freed, look at them this often. */
@@ -61,24 +62,6 @@ struct plugin_manager {
 	bool subscribed;
 };
 
-static int pm_grow(void **arr, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * size);
-	if (p == NULL)
-		return CSID_ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 static bool pm_key_eq(const struct pm_key *k, enum registry_type type, const char *name)
 {
 	return k->type == type && strcmp(k->name, name) == 0;
@@ -103,8 +86,8 @@ static void pm_mark(struct plugin_manager *pm, enum registry_type type, const ch
 	for (size_t i = 0; i < pm->npending; i++)
 		if (pm_key_eq(&pm->pending[i], type, name))
 			return;
-	if (pm_grow((void **)&pm->pending, &pm->cpending, pm->npending + 1, sizeof(*pm->pending)) <
-	    0) {
+	if (array_grow((void **)&pm->pending, &pm->cpending, pm->npending + 1,
+		       sizeof(*pm->pending)) < 0) {
 		/* The next resync repairs what this loses. */
 		log_warn("msg=\"plugin manager: out of memory, event deferred to resync\"");
 		return;
@@ -217,7 +200,7 @@ static void pm_on_im_change(void *ctx, struct instance_manager *im,
 static void pm_retire(struct plugin_manager *pm, struct pm_entry *en)
 {
 	instance_manager_stop(en->im);
-	if (pm_grow((void **)&pm->grave, &pm->cgrave, pm->ngrave + 1, sizeof(*pm->grave)) < 0) {
+	if (array_grow((void **)&pm->grave, &pm->cgrave, pm->ngrave + 1, sizeof(*pm->grave)) < 0) {
 		/* Cannot defer it: wait for it here (at most one RPC deadline). */
 		pthread_mutex_unlock(&pm->mu);
 		instance_manager_free(en->im);
@@ -284,8 +267,8 @@ static void pm_reconcile(struct plugin_manager *pm, const struct pm_key *k, bool
 		return;
 	}
 	if (en == NULL) {
-		if (pm_grow((void **)&pm->entries, &pm->centries, pm->nentries + 1,
-			    sizeof(*pm->entries)) < 0) {
+		if (array_grow((void **)&pm->entries, &pm->centries, pm->nentries + 1,
+			       sizeof(*pm->entries)) < 0) {
 			pm_mark(pm, k->type, k->name);
 			return;
 		}

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agent/state.h"
+#include "util/array.h"
 #include "util/log.h"
 
 struct registry_entry {
@@ -48,7 +49,7 @@ struct registry {
 	size_t cap;
 	uint64_t next_seq;
 	struct registry_sub *subs; /* guarded by change_mu */
-	size_t nsubs;
+	size_t nsubs, csubs;
 	uint64_t next_sub;
 };
 
@@ -155,24 +156,6 @@ static long registry_find_instance(const struct registry_entry *en, const char *
 		if (strcmp(en->instances[i].instance_id, instance_id) == 0)
 			return (long)i;
 	return -1;
-}
-
-static int registry_grow(void **arr, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 4;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * size);
-	if (p == NULL)
-		return CSID_ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
 }
 
 static int registry_db_fail(struct registry *r, int rc, struct err *e, const char *what)
@@ -297,8 +280,8 @@ static long registry_reserve(struct registry *r, enum registry_type type, const 
 	long idx = registry_find(r, type, name, &pos);
 
 	if (idx < 0) {
-		if (registry_grow((void **)&r->entries, &r->cap, r->nentries + 1,
-				  sizeof(*r->entries)) < 0)
+		if (array_grow((void **)&r->entries, &r->cap, r->nentries + 1,
+			       sizeof(*r->entries)) < 0)
 			return CSID_ENOMEM;
 		memmove(&r->entries[pos + 1], &r->entries[pos],
 			(r->nentries - pos) * sizeof(*r->entries));
@@ -310,8 +293,8 @@ static long registry_reserve(struct registry *r, enum registry_type type, const 
 		idx = (long)pos;
 	}
 	en = &r->entries[idx];
-	if (registry_grow((void **)&en->instances, &en->cap, en->ninstances + 1,
-			  sizeof(*en->instances)) < 0)
+	if (array_grow((void **)&en->instances, &en->cap, en->ninstances + 1,
+		       sizeof(*en->instances)) < 0)
 		return CSID_ENOMEM;
 	return idx;
 }
@@ -578,14 +561,12 @@ int registry_snapshot(struct registry *r, struct registry_snapshot *out, struct 
 int registry_subscribe(struct registry *r, enum registry_type type, registry_event_cb cb, void *ctx,
 		       uint64_t *id, struct err *e)
 {
-	size_t cap = r->nsubs;
 	int rc = 0;
 
 	if ((int)type < 0 || type >= REGISTRY_TYPE_COUNT || cb == NULL)
 		return err_set(e, CSID_EINVAL, "registry subscribe: invalid arguments");
 	pthread_mutex_lock(&r->change_mu);
-	cap = r->nsubs;
-	if (registry_grow((void **)&r->subs, &cap, r->nsubs + 1, sizeof(*r->subs)) < 0) {
+	if (array_grow((void **)&r->subs, &r->csubs, r->nsubs + 1, sizeof(*r->subs)) < 0) {
 		rc = err_set(e, CSID_ENOMEM, "registry subscribe: out of memory");
 	} else {
 		r->subs[r->nsubs].id = r->next_sub++;
