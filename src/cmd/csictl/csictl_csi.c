@@ -254,6 +254,52 @@ out:
 	return status;
 }
 
+int csictl_csi_call(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+		    ProtobufCMessage **resp)
+{
+	struct csi_status st;
+
+	*resp = NULL;
+	if (c->client->call(c->client, rpc, req, resp, c->timeout_ms, &st))
+		return csictl_csi_fail(c, &st);
+	return CSICTL_EXIT_OK;
+}
+
+int csictl_csi_call_show(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			 csictl_csi_show_fn show)
+{
+	ProtobufCMessage *resp;
+	int status = csictl_csi_call(c, rpc, req, &resp);
+
+	if (status != CSICTL_EXIT_OK)
+		return status;
+	status = c->json ? csictl_csi_print_json(c, resp) : show(c, resp);
+	csi_msg_free(resp);
+	return status;
+}
+
+int csictl_csi_call_done(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			 const char *fmt, ...)
+{
+	ProtobufCMessage *resp;
+	char buf[512], clean[512];
+	int status = csictl_csi_call(c, rpc, req, &resp);
+	va_list ap;
+
+	if (status != CSICTL_EXIT_OK)
+		return status;
+	csi_msg_free(resp);
+	if (c->json) {
+		fputs("{}\n", c->out);
+		return CSICTL_EXIT_OK;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(c->out, "%s\n", csictl_out_clean(buf, clean, sizeof(clean)));
+	return CSICTL_EXIT_OK;
+}
+
 int csictl_csi_fail(struct csictl_csi *c, const struct csi_status *st)
 {
 	char msg[CSI_STATUS_MSG_MAX];
@@ -557,21 +603,5 @@ int csictl_csi_print_table(struct csictl_csi *c, struct csictl_table *t)
 		return csictl_csi_nomem(c);
 	csictl_table_print(t, c->out);
 	csictl_table_free(t);
-	return CSICTL_EXIT_OK;
-}
-
-int csictl_csi_print_done(struct csictl_csi *c, const char *fmt, ...)
-{
-	char buf[512], clean[512];
-	va_list ap;
-
-	if (c->json) {
-		fputs("{}\n", c->out);
-		return CSICTL_EXIT_OK;
-	}
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	fprintf(c->out, "%s\n", csictl_out_clean(buf, clean, sizeof(clean)));
 	return CSICTL_EXIT_OK;
 }

@@ -92,6 +92,22 @@ extern const struct csictl_csi_cmd csictl_csi_snapshot_cmds[];
  */
 int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf);
 
+/* Prints what the answer of a call means as a table (table mode). */
+typedef int (*csictl_csi_show_fn)(struct csictl_csi *c, const ProtobufCMessage *resp);
+
+/*
+ * Calls rpc with req. Returns CSICTL_EXIT_OK with *resp (free it with
+ * csi_msg_free), or prints the failure and returns CSICTL_EXIT_FAIL.
+ */
+int csictl_csi_call(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+		    ProtobufCMessage **resp);
+/* Calls rpc and prints the answer: as JSON, else through show. Returns the exit status. */
+int csictl_csi_call_show(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			 csictl_csi_show_fn show);
+/* Calls an RPC whose answer is empty and prints the message (or {}). */
+int csictl_csi_call_done(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Prints "error: CODE: message" for a failed call and returns CSICTL_EXIT_FAIL. */
 int csictl_csi_fail(struct csictl_csi *c, const struct csi_status *st);
 /* Prints "error: <msg>" and returns CSICTL_EXIT_USAGE. */
@@ -156,8 +172,5 @@ int csictl_csi_list(struct csictl_csi *c, void *req, csictl_csi_page_fn page, si
 int csictl_csi_print_json(struct csictl_csi *c, const ProtobufCMessage *m);
 /* Prints a table, frees it; a NULL table (out of memory) reports the failure. */
 int csictl_csi_print_table(struct csictl_csi *c, struct csictl_table *t);
-/* Prints "<msg>" (table mode) or "{}" (json mode) for a call with an empty answer. */
-int csictl_csi_print_done(struct csictl_csi *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 #endif

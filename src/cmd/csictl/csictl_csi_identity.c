@@ -10,44 +10,38 @@
 
 #include <string.h>
 
-static int csictl_csi_identity_info(struct csictl_csi *c)
+static int csictl_csi_identity_info_show(struct csictl_csi *c, const ProtobufCMessage *m)
 {
-	Csi__V1__GetPluginInfoRequest req = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
-	Csi__V1__GetPluginInfoResponse *resp = NULL;
-	struct csi_status st;
-	struct csictl_table *t;
+	const Csi__V1__GetPluginInfoResponse *resp = (const Csi__V1__GetPluginInfoResponse *)m;
+	struct csictl_table *t = csictl_table_new(2, NULL);
 	char manifest[1024];
-	int status;
 
-	if (csi_get_plugin_info(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json) {
-		status = csictl_csi_print_json(c, &resp->base);
-		goto out;
-	}
-	t = csictl_table_new(2, NULL);
 	if (t) {
 		csictl_table_addv(t, "name:", resp->name);
 		csictl_table_addv(t, "vendor version:", resp->vendor_version);
 		csictl_table_addv(t, "manifest:",
-				  csictl_out_map_join(&resp->base, "manifest", manifest,
-						      sizeof(manifest)));
+				  csictl_out_map_join(m, "manifest", manifest, sizeof(manifest)));
 	}
-	status = csictl_csi_print_table(c, t);
-out:
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_print_table(c, t);
+}
+
+static int csictl_csi_identity_info(struct csictl_csi *c)
+{
+	Csi__V1__GetPluginInfoRequest req = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+
+	return csictl_csi_call_show(c, CSI_RPC_GET_PLUGIN_INFO, &req.base,
+				    csictl_csi_identity_info_show);
 }
 
 static int csictl_csi_identity_probe(struct csictl_csi *c)
 {
 	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
-	Csi__V1__ProbeResponse *resp = NULL;
-	struct csi_status st;
+	Csi__V1__ProbeResponse *resp;
+	int status = csictl_csi_call(c, CSI_RPC_PROBE, &req.base, (ProtobufCMessage **)&resp);
 	bool ready;
 
-	if (csi_probe(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
+	if (status != CSICTL_EXIT_OK)
+		return status;
 	/* CSI: an absent "ready" means the plugin is ready. */
 	ready = !resp->ready || resp->ready->value;
 	if (c->json)
@@ -58,7 +52,7 @@ static int csictl_csi_identity_probe(struct csictl_csi *c)
 	return CSICTL_EXIT_OK;
 }
 
-/* Collected capabilities: (service, name) pairs. */
+/* Collected capabilities: a table (table mode) and {"service": [names]}. */
 struct csictl_csi_capset {
 	struct csictl_table *table;
 	json_t *json;
@@ -83,103 +77,69 @@ static void csictl_csi_capset_add(struct csictl_csi_capset *s, const char *servi
 	json_array_append_new(arr, json_string(name));
 }
 
-static int csictl_csi_identity_caps_plugin(struct csictl_csi *c, struct csictl_csi_capset *s,
-					   bool *controller, bool *group)
+static bool csictl_csi_capset_has(const struct csictl_csi_capset *s, const char *service,
+				  const char *name)
 {
-	Csi__V1__GetPluginCapabilitiesRequest req = CSI__V1__GET_PLUGIN_CAPABILITIES_REQUEST__INIT;
-	Csi__V1__GetPluginCapabilitiesResponse *resp = NULL;
-	struct csi_status st;
+	const json_t *v;
+	size_t i;
 
-	if (csi_get_plugin_capabilities(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	for (size_t i = 0; i < resp->n_capabilities; i++) {
-		const Csi__V1__PluginCapability *pc = resp->capabilities[i];
-
-		if (pc->type_case == CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE && pc->service) {
-			int t = pc->service->type;
-
-			*controller |= t == CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE;
-			*group |= t == CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__GROUP_CONTROLLER_SERVICE;
-			csictl_csi_capset_add(s, "plugin",
-					      &csi__v1__plugin_capability__service__type__descriptor,
-					      t);
-		} else if (pc->type_case == CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION &&
-			   pc->volume_expansion) {
-			csictl_csi_capset_add(
-				s, "volume_expansion",
-				&csi__v1__plugin_capability__volume_expansion__type__descriptor,
-				pc->volume_expansion->type);
-		}
-	}
-	csi_msg_free(&resp->base);
-	return CSICTL_EXIT_OK;
+	json_array_foreach(json_object_get(s->json, service), i, v)
+		if (strcmp(json_string_value(v), name) == 0)
+			return true;
+	return false;
 }
 
-static int csictl_csi_identity_caps_controller(struct csictl_csi *c, struct csictl_csi_capset *s)
+/*
+ * Calls one of the capability RPCs and adds what it lists. Every one of
+ * them answers "repeated <X>Capability capabilities", each capability a
+ * oneof of messages that hold an enum "type", so one walk over the
+ * descriptors reads all four. The oneof member volume_expansion is listed
+ * under its own name, every other one under service.
+ */
+static int csictl_csi_identity_caps_rpc(struct csictl_csi *c, struct csictl_csi_capset *s,
+					enum csi_rpc rpc, const char *service, bool optional)
 {
-	Csi__V1__ControllerGetCapabilitiesRequest req =
-		CSI__V1__CONTROLLER_GET_CAPABILITIES_REQUEST__INIT;
-	Csi__V1__ControllerGetCapabilitiesResponse *resp = NULL;
+	const struct csi_rpc_info *info = csi_rpc_info(rpc);
+	ProtobufCMessage *req = csictl_csi_msg_new(c, info->request), *resp = NULL;
+	const ProtobufCFieldDescriptor *f;
 	struct csi_status st;
+	ProtobufCMessage **caps;
+	size_t n;
 
-	if (csi_controller_get_capabilities(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	for (size_t i = 0; i < resp->n_capabilities; i++) {
-		const Csi__V1__ControllerServiceCapability *cc = resp->capabilities[i];
-
-		if (cc->type_case == CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC && cc->rpc)
-			csictl_csi_capset_add(
-				s, "controller",
-				&csi__v1__controller_service_capability__rpc__type__descriptor,
-				cc->rpc->type);
-	}
-	csi_msg_free(&resp->base);
-	return CSICTL_EXIT_OK;
-}
-
-static int csictl_csi_identity_caps_node(struct csictl_csi *c, struct csictl_csi_capset *s)
-{
-	Csi__V1__NodeGetCapabilitiesRequest req = CSI__V1__NODE_GET_CAPABILITIES_REQUEST__INIT;
-	Csi__V1__NodeGetCapabilitiesResponse *resp = NULL;
-	struct csi_status st;
-
-	if (csi_node_get_capabilities(c->client, &req, &resp, c->timeout_ms, &st)) {
-		if (st.code == CSI_UNIMPLEMENTED)
+	if (!req)
+		return csictl_csi_nomem(c);
+	if (c->client->call(c->client, rpc, req, &resp, c->timeout_ms, &st)) {
+		/* A controller-only plugin may not serve the Node service at all. */
+		if (optional && st.code == CSI_UNIMPLEMENTED)
 			return CSICTL_EXIT_OK;
 		return csictl_csi_fail(c, &st);
 	}
-	for (size_t i = 0; i < resp->n_capabilities; i++) {
-		const Csi__V1__NodeServiceCapability *nc = resp->capabilities[i];
+	f = protobuf_c_message_descriptor_get_field_by_name(resp->descriptor, "capabilities");
+	n = f ? *(size_t *)((char *)resp + f->quantifier_offset) : 0;
+	caps = f ? *(ProtobufCMessage ***)((char *)resp + f->offset) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const ProtobufCMessageDescriptor *d = caps[i]->descriptor;
 
-		if (nc->type_case == CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC && nc->rpc)
-			csictl_csi_capset_add(s, "node",
-					      &csi__v1__node_service_capability__rpc__type__descriptor,
-					      nc->rpc->type);
-	}
-	csi_msg_free(&resp->base);
-	return CSICTL_EXIT_OK;
-}
+		for (unsigned k = 0; k < d->n_fields; k++) {
+			const ProtobufCFieldDescriptor *fd = &d->fields[k];
+			const ProtobufCMessage *inner;
+			const ProtobufCFieldDescriptor *tf;
 
-static int csictl_csi_identity_caps_group(struct csictl_csi *c, struct csictl_csi_capset *s)
-{
-	Csi__V1__GroupControllerGetCapabilitiesRequest req =
-		CSI__V1__GROUP_CONTROLLER_GET_CAPABILITIES_REQUEST__INIT;
-	Csi__V1__GroupControllerGetCapabilitiesResponse *resp = NULL;
-	struct csi_status st;
-
-	if (csi_group_controller_get_capabilities(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	for (size_t i = 0; i < resp->n_capabilities; i++) {
-		const Csi__V1__GroupControllerServiceCapability *gc = resp->capabilities[i];
-
-		if (gc->type_case == CSI__V1__GROUP_CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC &&
-		    gc->rpc)
+			if (fd->type != PROTOBUF_C_TYPE_MESSAGE ||
+			    *(uint32_t *)((char *)caps[i] + fd->quantifier_offset) != fd->id)
+				continue;
+			inner = *(ProtobufCMessage **)((char *)caps[i] + fd->offset);
+			tf = inner ? protobuf_c_message_descriptor_get_field_by_name(inner->descriptor,
+										     "type")
+				   : NULL;
+			if (!tf || tf->type != PROTOBUF_C_TYPE_ENUM)
+				continue;
 			csictl_csi_capset_add(
-				s, "group_controller",
-				&csi__v1__group_controller_service_capability__rpc__type__descriptor,
-				gc->rpc->type);
+				s, strcmp(fd->name, "volume_expansion") == 0 ? fd->name : service,
+				tf->descriptor, *(const int *)((const char *)inner + tf->offset));
+		}
 	}
-	csi_msg_free(&resp->base);
+	csi_msg_free(resp);
 	return CSICTL_EXIT_OK;
 }
 
@@ -187,7 +147,6 @@ static int csictl_csi_identity_caps(struct csictl_csi *c)
 {
 	static const char *const headers[] = {"SERVICE", "CAPABILITY"};
 	struct csictl_csi_capset s = {NULL, json_object()};
-	bool controller = false, group = false;
 	int status;
 
 	if (!s.json)
@@ -199,13 +158,19 @@ static int csictl_csi_identity_caps(struct csictl_csi *c)
 			goto out;
 		}
 	}
-	status = csictl_csi_identity_caps_plugin(c, &s, &controller, &group);
-	if (status == CSICTL_EXIT_OK && controller)
-		status = csictl_csi_identity_caps_controller(c, &s);
+	/* As a CO must: ask a service only when the plugin says it offers it. */
+	status = csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_GET_PLUGIN_CAPABILITIES, "plugin",
+					      false);
+	if (status == CSICTL_EXIT_OK && csictl_csi_capset_has(&s, "plugin", "CONTROLLER_SERVICE"))
+		status = csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_CONTROLLER_GET_CAPABILITIES,
+						      "controller", false);
 	if (status == CSICTL_EXIT_OK)
-		status = csictl_csi_identity_caps_node(c, &s);
-	if (status == CSICTL_EXIT_OK && group)
-		status = csictl_csi_identity_caps_group(c, &s);
+		status = csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_NODE_GET_CAPABILITIES, "node",
+						      true);
+	if (status == CSICTL_EXIT_OK &&
+	    csictl_csi_capset_has(&s, "plugin", "GROUP_CONTROLLER_SERVICE"))
+		status = csictl_csi_identity_caps_rpc(
+			c, &s, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, "group_controller", false);
 	if (status != CSICTL_EXIT_OK)
 		goto out;
 	if (c->json) {

@@ -44,43 +44,39 @@ static int csictl_csi_snapshot_print(struct csictl_csi *c, const Csi__V1__Snapsh
 	return csictl_csi_print_table(c, t);
 }
 
+static int csictl_csi_snapshot_create_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__CreateSnapshotResponse *resp = (const Csi__V1__CreateSnapshotResponse *)m;
+
+	if (!resp->snapshot) {
+		fputs("error: the plugin created the snapshot but returned none\n", c->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	return csictl_csi_snapshot_print(c, resp->snapshot);
+}
+
 static int csictl_csi_snapshot_create(struct csictl_csi *c)
 {
 	Csi__V1__CreateSnapshotRequest req = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
-	Csi__V1__CreateSnapshotResponse *resp = NULL;
-	struct csi_status st;
-	int status;
 
 	req.name = (char *)c->args.v[0];
 	req.source_volume_id = (char *)c->args.v[1];
 	if (csictl_csi_map_set(c, &req.base, "parameters", &c->o.params) ||
 	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_create_snapshot(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json)
-		status = csictl_csi_print_json(c, &resp->base);
-	else if (resp->snapshot)
-		status = csictl_csi_snapshot_print(c, resp->snapshot);
-	else
-		status = csictl_csi_print_done(c, "created, but the plugin returned no snapshot");
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_call_show(c, CSI_RPC_CREATE_SNAPSHOT, &req.base,
+				    csictl_csi_snapshot_create_show);
 }
 
 static int csictl_csi_snapshot_delete(struct csictl_csi *c)
 {
 	Csi__V1__DeleteSnapshotRequest req = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
-	Csi__V1__DeleteSnapshotResponse *resp = NULL;
-	struct csi_status st;
 
 	req.snapshot_id = (char *)c->args.v[0];
 	if (csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_delete_snapshot(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	csi_msg_free(&resp->base);
-	return csictl_csi_print_done(c, "snapshot %s deleted", req.snapshot_id);
+	return csictl_csi_call_done(c, CSI_RPC_DELETE_SNAPSHOT, &req.base, "snapshot %s deleted",
+				    req.snapshot_id);
 }
 
 /* One ListSnapshots call (a csictl_csi_page_fn). */

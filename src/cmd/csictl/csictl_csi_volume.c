@@ -53,13 +53,21 @@ static int csictl_csi_volume_print(struct csictl_csi *c, const Csi__V1__Volume *
 	return csictl_csi_print_table(c, t);
 }
 
+static int csictl_csi_volume_create_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__CreateVolumeResponse *resp = (const Csi__V1__CreateVolumeResponse *)m;
+
+	if (!resp->volume) {
+		fputs("error: the plugin created the volume but returned none\n", c->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	return csictl_csi_volume_print(c, resp->volume);
+}
+
 static int csictl_csi_volume_create(struct csictl_csi *c)
 {
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
-	Csi__V1__CreateVolumeResponse *resp = NULL;
-	struct csi_status st;
 	struct err e;
-	int status;
 
 	err_clear(&e);
 	req.name = (char *)c->args.v[0];
@@ -92,31 +100,19 @@ static int csictl_csi_volume_create(struct csictl_csi *c)
 	if (csictl_csi_map_set(c, &req.base, "parameters", &c->o.params) ||
 	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_create_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json)
-		status = csictl_csi_print_json(c, &resp->base);
-	else if (resp->volume)
-		status = csictl_csi_volume_print(c, resp->volume);
-	else
-		status = csictl_csi_print_done(c, "created, but the plugin returned no volume");
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_call_show(c, CSI_RPC_CREATE_VOLUME, &req.base,
+				    csictl_csi_volume_create_show);
 }
 
 static int csictl_csi_volume_delete(struct csictl_csi *c)
 {
 	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
-	Csi__V1__DeleteVolumeResponse *resp = NULL;
-	struct csi_status st;
 
 	req.volume_id = (char *)c->args.v[0];
 	if (csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_delete_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	csi_msg_free(&resp->base);
-	return csictl_csi_print_done(c, "volume %s deleted", c->args.v[0]);
+	return csictl_csi_call_done(c, CSI_RPC_DELETE_VOLUME, &req.base, "volume %s deleted",
+				    req.volume_id);
 }
 
 static void csictl_csi_volume_row(struct csictl_table *t, const Csi__V1__ListVolumesResponse__Entry *en)
@@ -177,15 +173,24 @@ static int csictl_csi_volume_list(struct csictl_csi *c)
 	return csictl_csi_list(c, &req, csictl_csi_volume_page, 4, headers);
 }
 
+static int csictl_csi_volume_validate_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__ValidateVolumeCapabilitiesResponse *resp =
+		(const Csi__V1__ValidateVolumeCapabilitiesResponse *)m;
+	struct csictl_table *t = csictl_table_new(2, NULL);
+
+	if (t) {
+		csictl_table_addv(t, "confirmed:", resp->confirmed ? "yes" : "no");
+		csictl_table_addv(t, "message:", resp->message);
+	}
+	return csictl_csi_print_table(c, t);
+}
+
 static int csictl_csi_volume_validate(struct csictl_csi *c)
 {
 	Csi__V1__ValidateVolumeCapabilitiesRequest req =
 		CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
-	Csi__V1__ValidateVolumeCapabilitiesResponse *resp = NULL;
-	struct csi_status st;
-	struct csictl_table *t;
 	struct err e;
-	int status;
 
 	err_clear(&e);
 	req.volume_id = (char *)c->args.v[0];
@@ -195,32 +200,33 @@ static int csictl_csi_volume_validate(struct csictl_csi *c)
 	    csictl_csi_map_set(c, &req.base, "parameters", &c->o.params) ||
 	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_validate_volume_capabilities(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json) {
-		status = csictl_csi_print_json(c, &resp->base);
-	} else {
-		t = csictl_table_new(2, NULL);
-		if (t) {
-			csictl_table_addv(t, "confirmed:", resp->confirmed ? "yes" : "no");
-			csictl_table_addv(t, "message:", resp->message);
-		}
-		status = csictl_csi_print_table(c, t);
+	return csictl_csi_call_show(c, CSI_RPC_VALIDATE_VOLUME_CAPABILITIES, &req.base,
+				    csictl_csi_volume_validate_show);
+}
+
+static int csictl_csi_volume_publish_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	static const char *const headers[] = {"KEY", "VALUE"};
+	const Csi__V1__ControllerPublishVolumeResponse *resp =
+		(const Csi__V1__ControllerPublishVolumeResponse *)m;
+	struct csictl_table *t;
+
+	if (resp->n_publish_context == 0) {
+		fprintf(c->out, "published (no publish context)\n");
+		return CSICTL_EXIT_OK;
 	}
-	csi_msg_free(&resp->base);
-	return status;
+	t = csictl_table_new(2, headers);
+	for (size_t i = 0; t && i < resp->n_publish_context; i++)
+		csictl_table_addv(t, resp->publish_context[i]->key,
+				  resp->publish_context[i]->value);
+	return csictl_csi_print_table(c, t);
 }
 
 static int csictl_csi_volume_publish(struct csictl_csi *c)
 {
-	static const char *const headers[] = {"KEY", "VALUE"};
 	Csi__V1__ControllerPublishVolumeRequest req =
 		CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
-	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
-	struct csi_status st;
-	struct csictl_table *t;
 	struct err e;
-	int status;
 
 	err_clear(&e);
 	req.volume_id = (char *)c->args.v[0];
@@ -231,53 +237,40 @@ static int csictl_csi_volume_publish(struct csictl_csi *c)
 	if (csictl_csi_map_set(c, &req.base, "volume_context", &c->o.context) ||
 	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_controller_publish_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json) {
-		status = csictl_csi_print_json(c, &resp->base);
-	} else if (resp->n_publish_context == 0) {
-		status = csictl_csi_print_done(c, "volume %s published to node %s (no publish context)",
-					       req.volume_id, req.node_id);
-	} else {
-		t = csictl_table_new(2, headers);
-		for (size_t i = 0; t && i < resp->n_publish_context; i++)
-			csictl_table_addv(t, resp->publish_context[i]->key,
-					  resp->publish_context[i]->value);
-		status = csictl_csi_print_table(c, t);
-	}
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_call_show(c, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &req.base,
+				    csictl_csi_volume_publish_show);
 }
 
 static int csictl_csi_volume_unpublish(struct csictl_csi *c)
 {
 	Csi__V1__ControllerUnpublishVolumeRequest req =
 		CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
-	Csi__V1__ControllerUnpublishVolumeResponse *resp = NULL;
-	struct csi_status st;
 
 	req.volume_id = (char *)c->args.v[0];
 	if (c->args.n > 1)
 		req.node_id = (char *)c->args.v[1];
 	if (csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_controller_unpublish_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	csi_msg_free(&resp->base);
-	if (c->args.n > 1)
-		return csictl_csi_print_done(c, "volume %s unpublished from node %s", req.volume_id,
-					     req.node_id);
-	return csictl_csi_print_done(c, "volume %s unpublished from every node", req.volume_id);
+	/* CSI: an empty node_id unpublishes the volume from every node. */
+	return csictl_csi_call_done(c, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME, &req.base,
+				    "volume %s unpublished from %s%s", req.volume_id,
+				    c->args.n > 1 ? "node " : "every node",
+				    c->args.n > 1 ? req.node_id : "");
+}
+
+static int csictl_csi_volume_expand_node_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__NodeExpandVolumeResponse *resp = (const Csi__V1__NodeExpandVolumeResponse *)m;
+	char size[32];
+
+	fprintf(c->out, "capacity: %s\n", csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
+	return CSICTL_EXIT_OK;
 }
 
 static int csictl_csi_volume_expand_node(struct csictl_csi *c, Csi__V1__CapacityRange *range)
 {
 	Csi__V1__NodeExpandVolumeRequest req = CSI__V1__NODE_EXPAND_VOLUME_REQUEST__INIT;
-	Csi__V1__NodeExpandVolumeResponse *resp = NULL;
-	struct csi_status st;
 	struct err e;
-	char size[32];
-	int status;
 
 	err_clear(&e);
 	req.volume_id = (char *)c->args.v[0];
@@ -289,26 +282,30 @@ static int csictl_csi_volume_expand_node(struct csictl_csi *c, Csi__V1__Capacity
 		return csictl_csi_usage_error(c, "%s", e.msg);
 	if (csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_node_expand_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json)
-		status = csictl_csi_print_json(c, &resp->base);
-	else
-		status = csictl_csi_print_done(
-			c, "capacity: %s", csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_call_show(c, CSI_RPC_NODE_EXPAND_VOLUME, &req.base,
+				    csictl_csi_volume_expand_node_show);
+}
+
+static int csictl_csi_volume_expand_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__ControllerExpandVolumeResponse *resp =
+		(const Csi__V1__ControllerExpandVolumeResponse *)m;
+	struct csictl_table *t = csictl_table_new(2, NULL);
+	char size[32];
+
+	if (t) {
+		csictl_table_addv(t, "capacity:",
+				  csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
+		csictl_table_addv(t, "node expansion required:",
+				  resp->node_expansion_required ? "yes" : "no");
+	}
+	return csictl_csi_print_table(c, t);
 }
 
 static int csictl_csi_volume_expand(struct csictl_csi *c)
 {
 	Csi__V1__ControllerExpandVolumeRequest req = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
-	Csi__V1__ControllerExpandVolumeResponse *resp = NULL;
-	struct csi_status st;
-	struct csictl_table *t;
 	struct err e;
-	char size[32];
-	int status;
 
 	err_clear(&e);
 	if (csictl_csi_capacity(c, c->args.v[1], &req.capacity_range, &e))
@@ -320,22 +317,8 @@ static int csictl_csi_volume_expand(struct csictl_csi *c)
 		return csictl_csi_usage_error(c, "%s", e.msg);
 	if (csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
-	if (csi_controller_expand_volume(c->client, &req, &resp, c->timeout_ms, &st))
-		return csictl_csi_fail(c, &st);
-	if (c->json) {
-		status = csictl_csi_print_json(c, &resp->base);
-	} else {
-		t = csictl_table_new(2, NULL);
-		if (t) {
-			csictl_table_addv(t, "capacity:",
-					  csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
-			csictl_table_addv(t, "node expansion required:",
-					  resp->node_expansion_required ? "yes" : "no");
-		}
-		status = csictl_csi_print_table(c, t);
-	}
-	csi_msg_free(&resp->base);
-	return status;
+	return csictl_csi_call_show(c, CSI_RPC_CONTROLLER_EXPAND_VOLUME, &req.base,
+				    csictl_csi_volume_expand_show);
 }
 
 const struct csictl_csi_cmd csictl_csi_volume_cmds[] = {

@@ -179,12 +179,36 @@ static const char *csictl_flags_digits(const char *s, uint64_t *out, bool *overf
 	return s;
 }
 
+/* A unit suffix and what one of it is worth. */
+struct csictl_flags_unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+/*
+ * Reads digits and one of the suffixes in units. Returns 1 and
+ * *value, *mult when it matched (*overflow when the digits did not fit),
+ * 0 for anything else.
+ */
+static int csictl_flags_number(const char *s, const struct csictl_flags_unit *units, size_t n,
+			       uint64_t *value, uint64_t *mult, bool *overflow)
+{
+	const char *rest;
+
+	if (!s || *s < '0' || *s > '9')
+		return 0;
+	rest = csictl_flags_digits(s, value, overflow);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rest, units[i].suffix) == 0) {
+			*mult = units[i].mult;
+			return 1;
+		}
+	return 0;
+}
+
 int csictl_size_parse(const char *s, int64_t *out, struct err *e)
 {
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = {
+	static const struct csictl_flags_unit units[] = {
 		{"", 1},
 		{"K", 1000ULL},
 		{"M", 1000ULL * 1000},
@@ -195,26 +219,18 @@ int csictl_size_parse(const char *s, int64_t *out, struct err *e)
 		{"Gi", 1ULL << 30},
 		{"Ti", 1ULL << 40},
 	};
-	uint64_t v;
+	uint64_t v, mult;
 	bool overflow;
-	const char *rest;
 
-	if (!s || (*s < '0' || *s > '9'))
-		goto bad;
-	rest = csictl_flags_digits(s, &v, &overflow);
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(rest, units[i].suffix) != 0)
-			continue;
-		if (overflow || v > (uint64_t)INT64_MAX / units[i].mult)
-			return err_set(e, CSID_ERANGE, "size \"%.64s\" is too large", s);
-		*out = (int64_t)(v * units[i].mult);
-		return 0;
-	}
-bad:
-	return err_set(e, CSID_EINVAL,
-		       "invalid size \"%.64s\": expected digits with an optional suffix "
-		       "K, M, G, T, Ki, Mi, Gi or Ti",
-		       s ? s : "");
+	if (!csictl_flags_number(s, units, sizeof(units) / sizeof(units[0]), &v, &mult, &overflow))
+		return err_set(e, CSID_EINVAL,
+			       "invalid size \"%.64s\": expected digits with an optional suffix "
+			       "K, M, G, T, Ki, Mi, Gi or Ti",
+			       s ? s : "");
+	if (overflow || v > (uint64_t)INT64_MAX / mult)
+		return err_set(e, CSID_ERANGE, "size \"%.64s\" is too large", s);
+	*out = (int64_t)(v * mult);
+	return 0;
 }
 
 const char *csictl_size_format(int64_t bytes, char *buf, size_t len)
@@ -235,48 +251,35 @@ const char *csictl_size_format(int64_t bytes, char *buf, size_t len)
 
 int csictl_duration_parse(const char *s, int64_t *ms, struct err *e)
 {
-	static const struct {
-		const char *unit;
-		uint64_t ms;
-	} units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+	static const struct csictl_flags_unit units[] = {
+		{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+	};
 	const uint64_t max_ms = 24ULL * 3600 * 1000;
-	uint64_t v;
+	uint64_t v, mult;
 	bool overflow;
-	const char *rest;
 
-	if (!s || (*s < '0' || *s > '9'))
-		goto bad;
-	rest = csictl_flags_digits(s, &v, &overflow);
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(rest, units[i].unit) != 0)
-			continue;
-		if (overflow || v == 0 || v > max_ms / units[i].ms)
-			return err_set(e, CSID_EINVAL,
-				       "duration \"%.64s\" must be more than 0 and at most 24h", s);
-		*ms = (int64_t)(v * units[i].ms);
-		return 0;
-	}
-bad:
-	return err_set(e, CSID_EINVAL,
-		       "invalid duration \"%.64s\": expected digits with a unit ms, s, m or h",
-		       s ? s : "");
+	if (!csictl_flags_number(s, units, sizeof(units) / sizeof(units[0]), &v, &mult, &overflow))
+		return err_set(e, CSID_EINVAL,
+			       "invalid duration \"%.64s\": expected digits with a unit ms, s, m or h",
+			       s ? s : "");
+	if (overflow || v == 0 || v > max_ms / mult)
+		return err_set(e, CSID_EINVAL,
+			       "duration \"%.64s\" must be more than 0 and at most 24h", s);
+	*ms = (int64_t)(v * mult);
+	return 0;
 }
 
 int csictl_int_parse(const char *s, int32_t *out, struct err *e)
 {
-	uint64_t v;
+	static const struct csictl_flags_unit units[] = {{"", 1}};
+	uint64_t v, mult;
 	bool overflow;
-	const char *rest;
 
-	if (!s || (*s < '0' || *s > '9'))
-		goto bad;
-	rest = csictl_flags_digits(s, &v, &overflow);
-	if (*rest != '\0')
-		goto bad;
+	if (!csictl_flags_number(s, units, 1, &v, &mult, &overflow))
+		return err_set(e, CSID_EINVAL, "invalid number \"%.64s\": expected digits",
+			       s ? s : "");
 	if (overflow || v > INT32_MAX)
 		return err_set(e, CSID_EINVAL, "number \"%.64s\" is too large", s);
 	*out = (int32_t)v;
 	return 0;
-bad:
-	return err_set(e, CSID_EINVAL, "invalid number \"%.64s\": expected digits", s ? s : "");
 }
