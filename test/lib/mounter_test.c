@@ -59,10 +59,32 @@ void mt_env_attach(struct mt_env *env, const char *dir, bool stage)
 		fail_msg("realpath %s", env->data);
 }
 
+/* Where mt_env_open makes its directories while a scratch dir is set up. */
+static char mt_scratch[64];
+
+int mt_scratch_setup(void **state)
+{
+	snprintf(mt_scratch, sizeof(mt_scratch), "/tmp/csid-mt-XXXXXX");
+	return mkdtemp(mt_scratch) == NULL ? -1 : 0;
+}
+
+const char *mt_scratch_dir(void)
+{
+	return mt_scratch;
+}
+
+int mt_scratch_teardown(void **state)
+{
+	mt_rm_rf(mt_scratch);
+	mt_scratch[0] = '\0';
+	return 0;
+}
+
 void mt_env_open(struct mt_env *env, bool stage)
 {
-	char dir[] = "/tmp/csid-mounter-XXXXXX";
+	char dir[128];
 
+	snprintf(dir, sizeof(dir), "%s/csid-mounter-XXXXXX", mt_scratch[0] ? mt_scratch : "/tmp");
 	if (mkdtemp(dir) == NULL)
 		fail_msg("mkdtemp");
 	mt_env_attach(env, dir, stage);

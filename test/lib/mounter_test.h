@@ -40,6 +40,16 @@ void mt_env_close(struct mt_env *env);
 /* Closes the mounter and opens it again on the same files (a restart). */
 void mt_reopen(struct mt_env *env);
 
+/*
+ * cmocka setup/teardown for tests that open envs themselves: every env
+ * opened meanwhile lives under one scratch directory, removed by the
+ * teardown even when the test failed half-way.
+ */
+int mt_scratch_setup(void **state);
+int mt_scratch_teardown(void **state);
+/* The current scratch directory ("" when none is set up). */
+const char *mt_scratch_dir(void);
+
 /* cmocka setup/teardown around a staging env in *state. */
 int mt_setup(void **state);
 int mt_teardown(void **state);

@@ -187,12 +187,11 @@ static void test_options_hash(void **state)
 
 static void test_mkdir_p(void **state)
 {
-	char dir[] = "/tmp/csid-paths-XXXXXX";
+	const char *dir = mt_scratch_dir();
 	char path[256];
 	FILE *fp;
 	struct err e;
 
-	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/a/b/c", dir);
 	assert_int_equal(mount_mkdir_p(path, &e), 0);
 	assert_int_equal(mount_mkdir_p(path, &e), 0);
@@ -205,7 +204,6 @@ static void test_mkdir_p(void **state)
 	snprintf(path, sizeof(path), "%s/file/sub", dir);
 	assert_int_not_equal(mount_mkdir_p(path, &e), 0);
 	assert_int_equal(mount_mkdir_p("", &e), CSID_EINVAL);
-	mt_rm_rf(dir);
 }
 
 static void test_mountinfo_parse(void **state)
@@ -257,7 +255,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_usage_segments), cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_options_hash),   cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_options_hash),
+		cmocka_unit_test_setup_teardown(test_mkdir_p, mt_scratch_setup, mt_scratch_teardown),
 		cmocka_unit_test(test_mountinfo_parse), cmocka_unit_test(test_mountinfo_real),
 	};
 

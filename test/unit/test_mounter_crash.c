@@ -172,8 +172,10 @@ static void test_crash_without_stage(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crash_with_stage),
-		cmocka_unit_test(test_crash_without_stage),
+		cmocka_unit_test_setup_teardown(test_crash_with_stage, mt_scratch_setup,
+						mt_scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_crash_without_stage, mt_scratch_setup,
+						mt_scratch_teardown),
 	};
 
 	if (argc == 6 && strcmp(argv[1], "--child") == 0)

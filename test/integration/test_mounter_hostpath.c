@@ -1,0 +1,433 @@
+/*
+ * The real mounter with the real gRPC client against the real csi-hostpath
+ * plugin, doing real bind mounts (needs root; skipped otherwise, and when
+ * csi-hostpath is not built). Two allocations share one staging mount; a
+ * file written through one target is read through the other; unmounting
+ * one keeps the stage; unmounting both leaves nothing mounted and no
+ * record. A restart adopts what is mounted. The teardown detaches every
+ * mount under the test directory and stops the plugin, even on failure.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/mounter.h"
+#include "agent/mountinfo.h"
+#include "csi/csi_client.h"
+#include "mounter_test.h"
+
+extern char **environ;
+
+#define MH_DEADLINE_MS 10000
+#define MH_RPC_MS 10000
+
+struct mh {
+	char dir[64];
+	char endpoint[128];
+	char sock[100];
+	char agent_dir[100];
+	char db[100];
+	pid_t plugin_pid;
+	struct csi_client *client;
+	struct mounter *m;
+	struct mounter_plugin plugin;
+	char external_id[256];
+	/* publish_context from ControllerPublishVolume, passed to the mounter */
+	char ctx_keys[8][128];
+	char ctx_values[8][256];
+	struct mount_kv ctx[8];
+	size_t n_ctx;
+};
+
+static int64_t mh_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls until path exists or the deadline passes. */
+static bool mh_wait_for(const char *path, int64_t timeout_ms)
+{
+	int64_t end = mh_now_ms() + timeout_ms;
+	struct timespec pause = {0, 10 * 1000000L};
+
+	while (access(path, F_OK) != 0) {
+		if (mh_now_ms() > end)
+			return false;
+		nanosleep(&pause, NULL);
+	}
+	return true;
+}
+
+/* Detaches every mount under dir, deepest first. */
+static void mh_unmount_all(const char *dir)
+{
+	struct mount_set s;
+	struct err e;
+	size_t n = strlen(dir);
+
+	if (mountinfo_table()->load(mountinfo_table(), &s, &e) != 0)
+		return;
+	for (size_t i = s.n; i-- > 0;)
+		if (strncmp(s.paths[i], dir, n) == 0 && s.paths[i][n] == '/')
+			umount2(s.paths[i], MNT_DETACH);
+	mount_set_clear(&s);
+}
+
+static bool mh_is_mounted(const char *path)
+{
+	bool mounted = false;
+	struct err e;
+
+	assert_int_equal(mount_table_is_mounted(mountinfo_table(), path, &mounted, &e), 0);
+	return mounted;
+}
+
+/* Counts the mounts under dir. */
+static int mh_mounts_under(const char *dir)
+{
+	struct mount_set s;
+	struct err e;
+	size_t n = strlen(dir);
+	int count = 0;
+
+	assert_int_equal(mountinfo_table()->load(mountinfo_table(), &s, &e), 0);
+	for (size_t i = 0; i < s.n; i++)
+		if (strncmp(s.paths[i], dir, n) == 0 && s.paths[i][n] == '/')
+			count++;
+	mount_set_clear(&s);
+	return count;
+}
+
+static int mh_start_plugin(struct mh *h)
+{
+#ifdef CSI_HOSTPATH_BIN
+	char data[100], log[100];
+	char *argv[] = {(char *)CSI_HOSTPATH_BIN, "--endpoint", h->endpoint, "--data-dir", data,
+			"--node-id", "node-1", NULL};
+	posix_spawn_file_actions_t fa;
+	int rc;
+
+	snprintf(data, sizeof(data), "%s/hp", h->dir);
+	snprintf(log, sizeof(log), "%s/hp.log", h->dir);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	rc = posix_spawn(&h->plugin_pid, CSI_HOSTPATH_BIN, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+#else
+	return -1;
+#endif
+}
+
+static void mh_stop_plugin(struct mh *h)
+{
+	int64_t end = mh_now_ms() + MH_DEADLINE_MS;
+	struct timespec pause = {0, 10 * 1000000L};
+	int status;
+
+	if (h->plugin_pid <= 0)
+		return;
+	kill(h->plugin_pid, SIGTERM);
+	while (waitpid(h->plugin_pid, &status, WNOHANG) == 0) {
+		if (mh_now_ms() > end) {
+			kill(h->plugin_pid, SIGKILL);
+			waitpid(h->plugin_pid, &status, 0);
+			break;
+		}
+		nanosleep(&pause, NULL);
+	}
+	h->plugin_pid = 0;
+}
+
+/* Asks the node plugin whether it has STAGE_UNSTAGE_VOLUME. */
+static bool mh_has_stage(struct mh *h)
+{
+	Csi__V1__NodeGetCapabilitiesRequest req = CSI__V1__NODE_GET_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__NodeGetCapabilitiesResponse *resp = NULL;
+	struct csi_status st;
+	bool stage = false;
+
+	assert_int_equal(csi_node_get_capabilities(h->client, &req, &resp, MH_RPC_MS, &st), 0);
+	for (size_t i = 0; i < resp->n_capabilities; i++)
+		if (resp->capabilities[i]->rpc != NULL &&
+		    resp->capabilities[i]->rpc->type ==
+			    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)
+			stage = true;
+	csi_msg_free(&resp->base);
+	return stage;
+}
+
+static void mh_capability(Csi__V1__VolumeCapability *cap,
+			  Csi__V1__VolumeCapability__AccessMode *am,
+			  Csi__V1__VolumeCapability__MountVolume *mv)
+{
+	am->mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER;
+	cap->access_mode = am;
+	cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+	cap->mount = mv;
+}
+
+/* ControllerPublishVolume to node-1 (the server's job in csid), keeping the context. */
+static void mh_controller_publish(struct mh *h)
+{
+	Csi__V1__ControllerPublishVolumeRequest req =
+		CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
+	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
+	Csi__V1__VolumeCapability__AccessMode am = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
+	Csi__V1__VolumeCapability__MountVolume mv = CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
+	struct csi_status st;
+
+	mh_capability(&cap, &am, &mv);
+	req.volume_id = h->external_id;
+	req.node_id = "node-1";
+	req.volume_capability = &cap;
+	if (csi_controller_publish_volume(h->client, &req, &resp, MH_RPC_MS, &st) != 0)
+		fail_msg("ControllerPublishVolume: %s: %s", csi_code_name(st.code), st.message);
+	for (size_t i = 0; i < resp->n_publish_context && i < 8; i++) {
+		snprintf(h->ctx_keys[i], sizeof(h->ctx_keys[i]), "%s",
+			 resp->publish_context[i]->key);
+		snprintf(h->ctx_values[i], sizeof(h->ctx_values[i]), "%s",
+			 resp->publish_context[i]->value);
+		h->ctx[i].key = h->ctx_keys[i];
+		h->ctx[i].value = h->ctx_values[i];
+		h->n_ctx = i + 1;
+	}
+	csi_msg_free(&resp->base);
+}
+
+static void mh_create_volume(struct mh *h)
+{
+	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
+	Csi__V1__VolumeCapability__AccessMode am = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
+	Csi__V1__VolumeCapability__MountVolume mv = CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
+	Csi__V1__VolumeCapability *caps[] = {&cap};
+	struct csi_status st;
+
+	mh_capability(&cap, &am, &mv);
+	req.name = "mounter-it";
+	req.n_volume_capabilities = 1;
+	req.volume_capabilities = caps;
+	if (csi_create_volume(h->client, &req, &resp, MH_RPC_MS, &st) != 0)
+		fail_msg("CreateVolume: %s: %s", csi_code_name(st.code), st.message);
+	snprintf(h->external_id, sizeof(h->external_id), "%s", resp->volume->volume_id);
+	csi_msg_free(&resp->base);
+}
+
+static void mh_open_mounter(struct mh *h)
+{
+	struct mounter_options opts = {.rpc_timeout_ms = MH_RPC_MS};
+	struct err e;
+
+	if (mounter_open(h->agent_dir, h->db, &opts, &h->m, &e) != 0)
+		fail_msg("mounter_open: %s", e.msg);
+}
+
+static int mh_setup(void **state)
+{
+	struct mh *h;
+	struct err e;
+	char dir[] = "/tmp/csid-mh-XXXXXX";
+
+	*state = NULL;
+#ifndef CSI_HOSTPATH_BIN
+	return 0;
+#endif
+	if (geteuid() != 0)
+		return 0;
+	h = calloc(1, sizeof(*h));
+	assert_non_null(h);
+	*state = h;
+	assert_non_null(mkdtemp(dir));
+	snprintf(h->dir, sizeof(h->dir), "%s", dir);
+	snprintf(h->sock, sizeof(h->sock), "%s/csi.sock", dir);
+	snprintf(h->endpoint, sizeof(h->endpoint), "unix://%s", h->sock);
+	snprintf(h->agent_dir, sizeof(h->agent_dir), "%s/agent", dir);
+	snprintf(h->db, sizeof(h->db), "%s/agent.db", dir);
+	assert_int_equal(mh_start_plugin(h), 0);
+	if (!mh_wait_for(h->sock, MH_DEADLINE_MS))
+		fail_msg("csi-hostpath did not create %s", h->sock);
+	if (csi_client_grpc_new(h->endpoint, &h->client, &e) != 0)
+		fail_msg("client: %s", e.msg);
+	h->plugin.plugin_id = "hostpath.csi.csid.dev";
+	h->plugin.client = h->client;
+	h->plugin.has_stage_unstage = mh_has_stage(h);
+	mh_create_volume(h);
+	mh_controller_publish(h);
+	mh_open_mounter(h);
+	return 0;
+}
+
+static int mh_teardown(void **state)
+{
+	struct mh *h = *state;
+
+	if (h == NULL)
+		return 0;
+	mh_unmount_all(h->dir);
+	mounter_close(h->m);
+	csi_client_free(h->client);
+	mh_stop_plugin(h);
+	mh_unmount_all(h->dir);
+	mt_rm_rf(h->dir);
+	free(h);
+	return 0;
+}
+
+static void mh_request(struct mh *h, struct mounter_request *req, const char *alloc)
+{
+	memset(req, 0, sizeof(*req));
+	req->volume_id = "vol1";
+	req->alloc_id = alloc;
+	req->external_id = h->external_id;
+	req->plugin_id = h->plugin.plugin_id;
+	req->usage.attachment = MOUNT_ATTACH_FILE_SYSTEM;
+	req->usage.access = MOUNT_ACCESS_MULTI_NODE_MULTI_WRITER;
+	req->publish_context = h->ctx;
+	req->n_publish_context = h->n_ctx;
+}
+
+static void mh_write(const char *dir, const char *name, const char *text)
+{
+	char path[MOUNTER_PATH_MAX + 64];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static void mh_expect(const char *dir, const char *name, const char *text)
+{
+	char path[MOUNTER_PATH_MAX + 64];
+	char buf[128] = "";
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "r");
+	if (fp == NULL)
+		fail_msg("open %s: %s", path, strerror(errno));
+	assert_non_null(fgets(buf, sizeof(buf), fp));
+	fclose(fp);
+	assert_string_equal(buf, text);
+}
+
+static void test_two_allocs_share_stage(void **state)
+{
+	struct mh *h = *state;
+	struct mounter_request req;
+	struct mounter_result ra, rb;
+
+	if (h == NULL)
+		skip(); /* needs root and csi-hostpath */
+	struct mount_record **rs = NULL;
+	size_t n = 0;
+	bool has;
+	struct err e;
+
+	mh_request(h, &req, "alloc-a");
+	if (mounter_mount(h->m, &h->plugin, &req, &ra, &e) != 0)
+		fail_msg("mount a: %s", e.msg);
+	mh_request(h, &req, "alloc-b");
+	if (mounter_mount(h->m, &h->plugin, &req, &rb, &e) != 0)
+		fail_msg("mount b: %s", e.msg);
+	assert_true(mh_is_mounted(ra.target));
+	assert_true(mh_is_mounted(rb.target));
+	if (h->plugin.has_stage_unstage)
+		assert_string_equal(ra.source, rb.source);
+
+	/* A file written through one target is visible through the other. */
+	mh_write(ra.target, "hello.txt", "written through alloc-a\n");
+	mh_expect(rb.target, "hello.txt", "written through alloc-a\n");
+
+	/* Unmounting one keeps the other (and the stage). */
+	assert_int_equal(mounter_unmount(h->m, &h->plugin, "vol1", "alloc-a", &e), 0);
+	assert_false(mh_is_mounted(ra.target));
+	assert_true(mh_is_mounted(rb.target));
+	mh_expect(rb.target, "hello.txt", "written through alloc-a\n");
+	if (h->plugin.has_stage_unstage)
+		assert_int_equal(access(rb.source, F_OK), 0);
+	assert_int_equal(mounter_has_mount(h->m, "vol1", "alloc-b", &has, &e), 0);
+	assert_true(has);
+
+	/* Unmounting both leaves nothing mounted and no record. */
+	assert_int_equal(mounter_unmount(h->m, &h->plugin, "vol1", "alloc-b", &e), 0);
+	assert_int_equal(mh_mounts_under(h->agent_dir), 0);
+	assert_int_not_equal(access(rb.target, F_OK), 0);
+	assert_int_equal(mounter_list(h->m, &rs, &n, &e), 0);
+	mount_records_free(rs, n);
+	assert_int_equal(n, 0);
+}
+
+static int mh_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out,
+		     struct err *e)
+{
+	struct mh *h = ctx;
+
+	*out = h->plugin;
+	return 0;
+}
+
+static void test_restart_adopts(void **state)
+{
+	struct mh *h = *state;
+	struct mounter_request req;
+	struct mounter_result ra;
+	struct mounter_recovery rep;
+	struct err e;
+
+	if (h == NULL)
+		skip(); /* needs root and csi-hostpath */
+
+	mh_request(h, &req, "alloc-a");
+	if (mounter_mount(h->m, &h->plugin, &req, &ra, &e) != 0)
+		fail_msg("mount a: %s", e.msg);
+	mh_write(ra.target, "kept.txt", "still here\n");
+	mounter_close(h->m);
+	h->m = NULL;
+	mh_open_mounter(h);
+	if (mounter_recover(h->m, mh_lookup, NULL, h, &rep, &e) != 0)
+		fail_msg("recover: %s", e.msg);
+	assert_int_equal(rep.adopted, 1);
+	assert_int_equal(rep.orphans + rep.lost + rep.rolled_back + rep.pending, 0);
+	assert_true(mh_is_mounted(ra.target));
+	mh_expect(ra.target, "kept.txt", "still here\n");
+	assert_int_equal(mounter_unmount(h->m, &h->plugin, "vol1", "alloc-a", &e), 0);
+	assert_int_equal(mh_mounts_under(h->agent_dir), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_two_allocs_share_stage, mh_setup,
+						mh_teardown),
+		cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	csi_grpc_shutdown();
+	return rc;
+}
