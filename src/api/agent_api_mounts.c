@@ -348,11 +348,10 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 	mp.plugin_id = r->req.plugin_id;
 	mp.client = ref.client;
 	mp.has_stage_unstage = ref.fingerprint.stage_unstage;
+	/* The mounter's messages name the volume and the allocation already. */
 	rc = mounter_mount(a->cfg.mounter, &mp, &r->req, res, e);
-	if (rc) {
-		err_wrap(e, "mount %s for %s", r->req.volume_id, r->req.alloc_id);
+	if (rc)
 		goto out;
-	}
 	*out = json_pack("{s:s, s:s, s:b}", "source", res->source, "target", res->target,
 			 "is_device", res->is_device);
 	if (!*out)
@@ -395,7 +394,7 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, 
 	rc = mounter_unmount(a->cfg.mounter, &mp, vol, alloc, e);
 	plugin_ref_release(&ref);
 	if (rc)
-		return err_wrap(e, "unmount %s for %s", vol, alloc);
+		return rc;
 	*out = json_pack("{s:s, s:s, s:b}", "volume_id", vol, "alloc_id", alloc, "unmounted", 1);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }

@@ -42,8 +42,6 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define CSID_AGENT_PRUNE_TIMEOUT_MS 2000
-
 struct csid_agent {
 	const char *config_path;
 	const char *data_dir;
@@ -365,26 +363,6 @@ static void csid_agent_on_signal(uv_signal_t *h, int signo)
 
 /* ---- start ---- */
 
-static bool csid_agent_probe(void *ctx, enum registry_type type, const char *name,
-			     const struct registry_instance *inst)
-{
-	Csi__V1__ProbeRequest req = CSI__V1__PROBE_REQUEST__INIT;
-	Csi__V1__ProbeResponse *resp = NULL;
-	struct csi_client *c = NULL;
-	struct csi_status st;
-	struct err e;
-	bool ok;
-
-	if (csi_client_grpc_new(inst->endpoint, &c, &e) != 0)
-		return false;
-	ok = csi_probe(c, &req, &resp, CSID_AGENT_PRUNE_TIMEOUT_MS, &st) == 0;
-	csi_msg_free(resp ? &resp->base : NULL);
-	csi_client_free(c);
-	log_info("msg=\"restored plugin probed\" type=%s plugin=%s instance=%s alive=%d",
-		 registry_type_name(type), name, inst->instance_id, ok);
-	return ok;
-}
-
 static void csid_agent_on_health(void *ctx, const struct instance_manager_status *old,
 				 const struct instance_manager_status *cur)
 {
@@ -451,9 +429,11 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 		return rc;
 	log_info("msg=\"registry restored\" instances=%d stale_plugins_killed=%d", n,
 		 supervisor_cleanup_stale(a->sv));
-	n = registry_prune(a->registry, csid_agent_probe, a, e);
+	n = registry_prune(a->registry, plugin_manager_probe_grpc, NULL, e);
 	if (n < 0)
 		return n;
+	if (n > 0)
+		log_info("msg=\"dead restored plugin instances dropped\" count=%d", n);
 	pc.registry = a->registry;
 	pc.on_health = csid_agent_on_health;
 	pc.resync_ms = a->cfg->resync_period_ms;

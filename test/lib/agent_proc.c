@@ -1,0 +1,423 @@
+/*
+ * End-to-end helpers around a real `csid agent` process (see
+ * agent_proc.h): directory, config, start and stop, HTTP over the unix
+ * socket with libcurl, polling with deadlines, and a cleanup that leaves
+ * no process, mount or file behind whatever state a failed test left.
+ */
+#include "agent_proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+extern char **environ;
+
+#ifndef CSID_BIN
+#define CSID_BIN "csid"
+#endif
+
+int64_t agent_proc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void agent_proc_nap(void)
+{
+	struct timespec ts = {0, 5 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+bool agent_proc_poll(bool (*cond)(void *ctx), void *ctx, int64_t timeout_ms)
+{
+	int64_t deadline = agent_proc_now_ms() + timeout_ms;
+
+	for (;;) {
+		if (cond(ctx))
+			return true;
+		if (agent_proc_now_ms() >= deadline)
+			return false;
+		agent_proc_nap();
+	}
+}
+
+int agent_proc_init(struct agent_proc *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->dir, sizeof(a->dir), "/tmp/cae-XXXXXX");
+	if (!mkdtemp(a->dir))
+		return -1;
+	snprintf(a->data_dir, sizeof(a->data_dir), "%s/d", a->dir);
+	snprintf(a->sock, sizeof(a->sock), "%s/d/agent.sock", a->dir);
+	snprintf(a->config, sizeof(a->config), "%s/agent.json", a->dir);
+	snprintf(a->log, sizeof(a->log), "%s/agent.log", a->dir);
+	snprintf(a->faults, sizeof(a->faults), "%s/faults", a->dir);
+	snprintf(a->hp_dir, sizeof(a->hp_dir), "%s/hp", a->dir);
+	return 0;
+}
+
+static int agent_proc_write_atomic(const char *path, const char *text)
+{
+	char tmp[AGENT_PROC_PATH + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+int agent_proc_write_config(struct agent_proc *a, const char *json)
+{
+	size_t n = 0, dlen = strlen(a->dir);
+	char *out = malloc(strlen(json) * 2 + 64 * dlen + 1);
+	const char *p = json;
+	int rc;
+
+	if (!out)
+		return -1;
+	while (*p) {
+		if (strncmp(p, "@DIR@", 5) == 0) {
+			memcpy(out + n, a->dir, dlen);
+			n += dlen;
+			p += 5;
+		} else {
+			out[n++] = *p++;
+		}
+	}
+	out[n] = '\0';
+	rc = agent_proc_write_atomic(a->config, out);
+	free(out);
+	return rc;
+}
+
+int agent_proc_write_faults(struct agent_proc *a, const char *text)
+{
+	return agent_proc_write_atomic(a->faults, text);
+}
+
+int agent_proc_start(struct agent_proc *a)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = {(char *)CSID_BIN, (char *)"agent", (char *)"-config", a->config, NULL};
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 2, a->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawn(&a->pid, CSID_BIN, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		a->pid = 0;
+		return -1;
+	}
+	return 0;
+}
+
+struct agent_proc_buf {
+	char *data;
+	size_t len;
+};
+
+static size_t agent_proc_write_cb(char *ptr, size_t size, size_t n, void *ud)
+{
+	struct agent_proc_buf *b = ud;
+	char *nd = realloc(b->data, b->len + size * n + 1);
+
+	if (!nd)
+		return 0;
+	b->data = nd;
+	memcpy(b->data + b->len, ptr, size * n);
+	b->len += size * n;
+	b->data[b->len] = '\0';
+	return size * n;
+}
+
+long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
+		     const char *body, json_t **out)
+{
+	struct agent_proc_buf b = {0};
+	struct curl_slist *hdr = NULL;
+	char url[2048];
+	long status = -1;
+	CURL *c = curl_easy_init();
+
+	if (out)
+		*out = NULL;
+	if (!c)
+		return -1;
+	snprintf(url, sizeof(url), "http://agent%s", path);
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, a->sock);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, agent_proc_write_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 120000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	if (curl_easy_perform(c) == CURLE_OK) {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+		if (out && b.data)
+			*out = json_loads(b.data, 0, NULL);
+	}
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(c);
+	free(b.data);
+	return status;
+}
+
+static bool agent_proc_ready(void *ctx)
+{
+	return agent_proc_http(ctx, "GET", "/v1/agent/self", NULL, NULL) == 200;
+}
+
+int agent_proc_wait_ready(struct agent_proc *a, int64_t timeout_ms)
+{
+	return agent_proc_poll(agent_proc_ready, a, timeout_ms) ? 0 : -1;
+}
+
+int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms)
+{
+	int64_t deadline = agent_proc_now_ms() + timeout_ms;
+	int status;
+
+	if (a->pid <= 0)
+		return -1;
+	kill(a->pid, sig);
+	for (;;) {
+		pid_t r = waitpid(a->pid, &status, WNOHANG);
+
+		if (r == a->pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			a->pid = 0;
+			return -1;
+		}
+		if (agent_proc_now_ms() >= deadline) {
+			kill(a->pid, SIGKILL);
+			waitpid(a->pid, &status, 0);
+			a->pid = 0;
+			return -1;
+		}
+		agent_proc_nap();
+	}
+	a->pid = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+static int agent_proc_count_in(const char *path, const char *needle);
+
+bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
+{
+	return agent_proc_count_in(a->log, needle) >= count;
+}
+
+/* Calls fn(path) for every mount point at or under prefix, deepest first. */
+static int agent_proc_each_mount(const char *prefix, void (*fn)(const char *path))
+{
+	char line[4096], paths[256][512];
+	size_t plen = strlen(prefix);
+	int n = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f) && n < 256) {
+		char mp[512];
+
+		/* Field 5 is the mount point (spaces escaped as \040; ours have none). */
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1)
+			continue;
+		if (strncmp(mp, prefix, plen) == 0 && (mp[plen] == '/' || mp[plen] == '\0'))
+			snprintf(paths[n++], sizeof(paths[0]), "%s", mp);
+	}
+	fclose(f);
+	for (int i = n - 1; fn && i >= 0; i--)
+		fn(paths[i]);
+	return n;
+}
+
+int agent_proc_mounts_under(const char *path)
+{
+	return agent_proc_each_mount(path, NULL);
+}
+
+bool agent_proc_is_mount(const char *path)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char mp[512];
+
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 && strcmp(mp, path) == 0)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+static void agent_proc_umount(const char *path)
+{
+	umount2(path, MNT_DETACH);
+}
+
+int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max)
+{
+	char base[AGENT_PROC_PATH + 16], sub[AGENT_PROC_PATH + 300], path[AGENT_PROC_PATH + 600];
+	struct dirent *pe, *ie;
+	DIR *d, *sd;
+	int n = 0;
+
+	snprintf(base, sizeof(base), "%s/plugins", a->data_dir);
+	d = opendir(base);
+	if (!d)
+		return 0;
+	while ((pe = readdir(d))) {
+		if (pe->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", base, pe->d_name);
+		sd = opendir(sub);
+		if (!sd)
+			continue;
+		while ((ie = readdir(sd)) && n < max) {
+			FILE *f;
+			int pid = 0;
+
+			if (ie->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/supervisor.state", sub, ie->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			if (fscanf(f, "pid=%d", &pid) == 1 && pid > 1 && kill(pid, 0) == 0)
+				pids[n++] = pid;
+			fclose(f);
+		}
+		closedir(sd);
+	}
+	closedir(d);
+	return n;
+}
+
+static void agent_proc_rm_rf(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *ent;
+
+	if (lstat(path, &st) != 0)
+		return;
+	if (!S_ISDIR(st.st_mode)) {
+		unlink(path);
+		return;
+	}
+	d = opendir(path);
+	while (d && (ent = readdir(d))) {
+		char sub[1024];
+
+		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, ent->d_name);
+		agent_proc_rm_rf(sub);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+void agent_proc_cleanup(struct agent_proc *a)
+{
+	pid_t pids[64];
+	int n;
+
+	if (!a->dir[0])
+		return;
+	if (a->pid > 0) {
+		kill(a->pid, SIGKILL);
+		waitpid(a->pid, NULL, 0);
+		a->pid = 0;
+	}
+	n = agent_proc_plugin_pids(a, pids, 64);
+	for (int i = 0; i < n; i++) {
+		kill(-pids[i], SIGKILL);
+		kill(pids[i], SIGKILL);
+	}
+	agent_proc_each_mount(a->dir, agent_proc_umount);
+	agent_proc_rm_rf(a->dir);
+	a->dir[0] = '\0';
+}
+
+static int agent_proc_count_in(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
+
+bool agent_proc_plugin_log_count(struct agent_proc *a, const char *needle, int count)
+{
+	char base[AGENT_PROC_PATH + 16], sub[AGENT_PROC_PATH + 300], path[AGENT_PROC_PATH + 600];
+	struct dirent *pe, *ie;
+	DIR *d, *sd;
+	int n = 0;
+
+	snprintf(base, sizeof(base), "%s/plugins", a->data_dir);
+	d = opendir(base);
+	if (!d)
+		return false;
+	while ((pe = readdir(d))) {
+		if (pe->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", base, pe->d_name);
+		sd = opendir(sub);
+		if (!sd)
+			continue;
+		while ((ie = readdir(sd))) {
+			if (ie->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/plugin.log", sub, ie->d_name);
+			n += agent_proc_count_in(path, needle);
+		}
+		closedir(sd);
+	}
+	closedir(d);
+	return n >= count;
+}

@@ -1,0 +1,146 @@
+/*
+ * Test helpers for end-to-end tests of `csid agent`: a short private
+ * directory under /tmp (so every socket path fits in 107 bytes), the
+ * agent started with posix_spawn from CSID_BIN with its stderr appended
+ * to a log file, HTTP over the agent's unix socket with libcurl, polling
+ * with a deadline (never sleeping blindly), and a cleanup that works
+ * after any failure: it kills the agent and every plugin process the
+ * supervisor recorded, detaches every mount under the directory and
+ * removes the directory.
+ *
+ * Layout of a struct agent_proc's directory:
+ *   agent.json   config      agent.log   the agent's stderr
+ *   faults       hostpath fault script   hp/   hostpath data dir
+ *   d/           the agent's data_dir (agent.sock, agent.db, plugins/, mounts/)
+ */
+#ifndef CSID_TEST_AGENT_PROC_H
+#define CSID_TEST_AGENT_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#define AGENT_PROC_PATH 160
+
+struct agent_proc {
+	char dir[AGENT_PROC_PATH];
+	char data_dir[AGENT_PROC_PATH];
+	char sock[AGENT_PROC_PATH];
+	char config[AGENT_PROC_PATH];
+	char log[AGENT_PROC_PATH];
+	char faults[AGENT_PROC_PATH];
+	char hp_dir[AGENT_PROC_PATH];
+	pid_t pid; /* 0 when not running */
+};
+
+/* Creates the directory (/tmp/cae-XXXXXX). Returns 0 or -1. */
+int agent_proc_init(struct agent_proc *a);
+
+/*
+ * Writes the config: a JSON object text where "@DIR@" is replaced with
+ * a->dir (atomically: temp file + rename). Returns 0 or -1.
+ */
+int agent_proc_write_config(struct agent_proc *a, const char *json);
+/* Writes the hostpath fault script atomically. Returns 0 or -1. */
+int agent_proc_write_faults(struct agent_proc *a, const char *text);
+
+/* Starts csid agent -config <config>. Returns 0 or -1. */
+int agent_proc_start(struct agent_proc *a);
+/* Polls until GET /v1/agent/self answers 200, at most timeout_ms. 0 or -1. */
+int agent_proc_wait_ready(struct agent_proc *a, int64_t timeout_ms);
+/*
+ * Sends sig and waits at most timeout_ms for the agent to exit. Returns
+ * its exit status (>= 0), 128 + signal when killed, or -1 on timeout (then
+ * it is killed with SIGKILL).
+ */
+int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms);
+
+/*
+ * One HTTP request to the agent. body may be NULL. Returns the HTTP status
+ * (> 0) with *out set to the parsed JSON answer (NULL when not JSON; may be
+ * NULL to ignore), or -1 when the request could not be made.
+ */
+long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
+		     const char *body, json_t **out);
+
+/* Whether the agent's log holds needle at least `count` times. */
+bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
+
+/* Polls cond(ctx) every few ms until it is true or timeout_ms passed. */
+bool agent_proc_poll(bool (*cond)(void *ctx), void *ctx, int64_t timeout_ms);
+
+/*
+ * Whether the plugins' logs (<data_dir>/plugins/ * / * /plugin.log, all
+ * instances together) hold needle at least `count` times.
+ */
+bool agent_proc_plugin_log_count(struct agent_proc *a, const char *needle, int count);
+
+/* Monotonic milliseconds. */
+int64_t agent_proc_now_ms(void);
+
+/* Number of mount points at or under path (from /proc/self/mountinfo). */
+int agent_proc_mounts_under(const char *path);
+/* Whether path is itself a mount point. */
+bool agent_proc_is_mount(const char *path);
+
+/*
+ * Kills the agent (SIGKILL) and every plugin process recorded in
+ * <data_dir>/plugins/ * / * /supervisor.state, detaches every mount under
+ * a->dir, removes the directory. Safe to call more than once.
+ */
+void agent_proc_cleanup(struct agent_proc *a);
+
+/* Pids of live plugin processes recorded by the supervisor (at most max). */
+int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max);
+
+/* ---- with the csi-hostpath plugin (CSI_HOSTPATH_BIN) ---- */
+
+#define AGENT_PROC_HP_ID "hostpath.csi.csid.dev"
+
+/*
+ * The config of an agent running csi-hostpath as a supervised monolith
+ * (plugin ID AGENT_PROC_HP_ID, fault script a->faults, data a->hp_dir),
+ * with fast test timings; extra_env is a JSON object text for the plugin's
+ * "env" ("{}" for none). Writes it to buf (size len). Returns 0 or -1.
+ */
+int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf,
+			       size_t len);
+
+/* What GET /v1/agent/plugins says about one plugin (type "node"/"controller"). */
+struct agent_proc_plugin {
+	bool found;
+	bool healthy;
+	int ninstances;
+	char active[64];
+	char endpoint[256];
+	int pid;
+	int restarts;
+	int attempt;
+};
+int agent_proc_plugin(struct agent_proc *a, const char *id, const char *type,
+		      struct agent_proc_plugin *out);
+/* Polls until the node plugin id is healthy; returns true when it is. */
+bool agent_proc_wait_healthy(struct agent_proc *a, const char *id, int64_t timeout_ms);
+
+/*
+ * Creates a 1 MiB mount volume named name through the plugin's endpoint
+ * (CreateVolume with the CSI client). Writes its ID to id (64 bytes).
+ * Returns 0 or -1.
+ */
+int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id);
+
+/*
+ * PUT /v1/agent/mounts for (vol, alloc) through AGENT_PROC_HP_ID,
+ * file-system single-node-multi-writer. Returns the HTTP status, *out as
+ * agent_proc_http.
+ */
+long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, json_t **out);
+/* DELETE /v1/agent/mounts/<vol>/<alloc>; returns the HTTP status. */
+long agent_proc_unmount(struct agent_proc *a, const char *vol, const char *alloc);
+/* Number of records GET /v1/agent/mounts lists (-1 on error). */
+int agent_proc_mount_count(struct agent_proc *a);
+
+#endif
