@@ -585,7 +585,11 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 	}
 	if (st == NULL)
 		return err_set(e, CSID_ENOMEM, "wait for plugin %s: out of memory", name);
-	deadline = clock_now_ms(pm->clock) + (timeout_ms > 0 ? timeout_ms : 0);
+	deadline = clock_now_ms(pm->clock);
+	if (timeout_ms > CLOCK_NEVER - deadline)
+		deadline = CLOCK_NEVER;
+	else if (timeout_ms > 0)
+		deadline += timeout_ms;
 	pthread_mutex_lock(&pm->mu);
 	for (;;) {
 		struct pm_entry *en;

@@ -607,7 +607,7 @@ static void *test_wait_thread(void *arg)
 {
 	struct test_waiter *w = arg;
 	struct err e;
-	int rc = plugin_manager_wait_for_plugin(w->t->pm, REGISTRY_NODE, "hp", 60000, NULL, &e);
+	int rc = plugin_manager_wait_for_plugin(w->t->pm, REGISTRY_NODE, "hp", INT64_MAX, NULL, &e);
 
 	pthread_mutex_lock(&test_mu);
 	w->rc = rc;
