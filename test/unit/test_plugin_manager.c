@@ -558,6 +558,30 @@ static void test_instance_change(void **state)
 	assert_null(ref.client);
 }
 
+static void test_active_deregistered_falls_back(void **state)
+{
+	struct test_ctx *t = *state;
+	struct fake_plugin *p1 = fake_add(t, "/run/hp/i1.sock");
+	struct fake_plugin *p2 = fake_add(t, "/run/hp/i2.sock");
+	struct instance_manager_status st;
+	struct err e;
+
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p1->endpoint, &e), 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e), 0);
+	plugin_manager_step(t->pm);
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_string_equal(st.instance.instance_id, "i2");
+	assert_int_equal(p1->connects, 0); /* both events handled in one step */
+	/* The active instance goes: the older one, still registered, is managed again. */
+	assert_int_equal(registry_deregister(t->reg, REGISTRY_NODE, "hp", "i2", &e), 0);
+	plugin_manager_step(t->pm);
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_string_equal(st.instance.instance_id, "i1");
+	assert_true(st.health.healthy);
+	assert_int_equal(p2->frees, 1);
+	assert_int_equal(p1->connects, 1);
+}
+
 static void test_wait_for_plugin(void **state)
 {
 	struct test_ctx *t = *state;
@@ -835,6 +859,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_resync_repairs_missed_event, test_setup_manual,
 					    test_teardown),
 	    cmocka_unit_test_setup_teardown(test_instance_change, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_active_deregistered_falls_back, test_setup,
+					    test_teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_for_plugin, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_wakes_on_healthy, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_hang_and_garbage, test_setup, test_teardown),
