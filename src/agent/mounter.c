@@ -52,8 +52,7 @@
 
 #include <jansson.h>
 
-#include "csi/csi_rules.h"
-#include "util/arena.h"
+#include "agent/mount_rpc.h"
 #include "util/log.h"
 
 /* Bounds on what a request may carry (CSI: maps up to 4 KiB). */
@@ -189,166 +188,6 @@ static void mounter_unlock(struct mounter *m, struct mounter_vlock *v)
 	pthread_mutex_unlock(&m->mu);
 }
 
-/*
- * Sends one node RPC with the mounter's deadline. Returns 0 when the step
- * is done (OK, or an outcome csi_rules calls done, such as NOT_FOUND on an
- * unpublish), else the mapped code with e saying "<what>: plugin <id>:
- * <CODE>: <message>".
- */
-static int mounter_call(struct mounter *m, const struct mounter_plugin *p, enum csi_rpc rpc,
-			const ProtobufCMessage *req, const char *what, struct err *e)
-{
-	struct csi_status st;
-	ProtobufCMessage *resp = NULL;
-	int rc;
-
-	memset(&st, 0, sizeof(st));
-	rc = p->client->call(p->client, rpc, req, &resp, m->timeout_ms, &st);
-	csi_msg_free(resp);
-	if (rc == 0)
-		return 0;
-	if (st.code != CSI_OK && csi_rules_outcome(rpc, st.code) == CSI_OUTCOME_DONE) {
-		log_info("msg=\"node rpc counts as done\" rpc=%s plugin=%s code=%s",
-			 csi_rpc_info(rpc)->name, p->plugin_id, csi_code_name(st.code));
-		return 0;
-	}
-	if (rc >= 0)
-		rc = CSID_EINTERNAL;
-	return err_set(e, rc, "%s: plugin %s: %s: %s", what, p->plugin_id, csi_code_name(st.code),
-		       st.message);
-}
-
-/*
- * Fills a protobuf map field (an array of key/value entry messages of
- * descriptor d) from kv, allocating from a.
- */
-static int mounter_map(struct arena *a, const ProtobufCMessageDescriptor *d,
-		       const struct mount_kv *kv, size_t n, size_t *out_n, void *out_v)
-{
-	const ProtobufCFieldDescriptor *fk = protobuf_c_message_descriptor_get_field_by_name(d,
-											      "key");
-	const ProtobufCFieldDescriptor *fv =
-		protobuf_c_message_descriptor_get_field_by_name(d, "value");
-	ProtobufCMessage **v = arena_alloc(a, (n + 1) * sizeof(*v));
-
-	if (v == NULL || fk == NULL || fv == NULL)
-		return CSID_ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		char *msg = arena_alloc(a, d->sizeof_message);
-
-		if (msg == NULL)
-			return CSID_ENOMEM;
-		protobuf_c_message_init(d, msg);
-		*(const char **)(void *)(msg + fk->offset) = kv[i].key;
-		*(const char **)(void *)(msg + fv->offset) = kv[i].value;
-		v[i] = (ProtobufCMessage *)(void *)msg;
-	}
-	*out_n = n;
-	*(ProtobufCMessage ***)out_v = v;
-	return 0;
-}
-
-/* The VolumeCapability of a usage, allocated from a. */
-static Csi__V1__VolumeCapability *mounter_capability(struct arena *a, const struct mount_usage *u)
-{
-	Csi__V1__VolumeCapability *cap = arena_alloc(a, sizeof(*cap));
-	Csi__V1__VolumeCapability__AccessMode *am = arena_alloc(a, sizeof(*am));
-
-	if (cap == NULL || am == NULL)
-		return NULL;
-	csi__v1__volume_capability__init(cap);
-	csi__v1__volume_capability__access_mode__init(am);
-	am->mode = (Csi__V1__VolumeCapability__AccessMode__Mode)mount_access_csi_mode(u->access);
-	cap->access_mode = am;
-	if (u->attachment == MOUNT_ATTACH_BLOCK_DEVICE) {
-		Csi__V1__VolumeCapability__BlockVolume *b = arena_alloc(a, sizeof(*b));
-
-		if (b == NULL)
-			return NULL;
-		csi__v1__volume_capability__block_volume__init(b);
-		cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-		cap->block = b;
-	} else {
-		Csi__V1__VolumeCapability__MountVolume *mv = arena_alloc(a, sizeof(*mv));
-
-		if (mv == NULL)
-			return NULL;
-		csi__v1__volume_capability__mount_volume__init(mv);
-		mv->fs_type = (char *)(u->fs_type ? u->fs_type : "");
-		mv->n_mount_flags = u->n_mount_flags;
-		mv->mount_flags = (char **)u->mount_flags;
-		cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
-		cap->mount = mv;
-	}
-	return cap;
-}
-
-static int mounter_stage(struct mounter *m, const struct mounter_plugin *p,
-			 const struct mount_record *r, const struct mounter_request *req,
-			 struct err *e)
-{
-	Csi__V1__NodeStageVolumeRequest sr = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
-	struct arena *a = arena_new();
-	int rc = a ? 0 : CSID_ENOMEM;
-
-	sr.volume_id = r->external_id;
-	sr.staging_target_path = r->staging_path;
-	if (rc == 0)
-		rc = mounter_map(a, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
-				 req->publish_context, req->n_publish_context, &sr.n_publish_context,
-				 &sr.publish_context);
-	if (rc == 0)
-		rc = mounter_map(a, &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
-				 req->secrets, req->n_secrets, &sr.n_secrets, &sr.secrets);
-	if (rc == 0)
-		rc = mounter_map(a, &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
-				 req->volume_context, req->n_volume_context, &sr.n_volume_context,
-				 &sr.volume_context);
-	if (rc == 0 && (sr.volume_capability = mounter_capability(a, &req->usage)) == NULL)
-		rc = CSID_ENOMEM;
-	if (rc == 0)
-		rc = mounter_call(m, p, CSI_RPC_NODE_STAGE_VOLUME, &sr.base, "node stage", e);
-	else
-		err_set(e, rc, "node stage: out of memory");
-	arena_free(a);
-	return rc;
-}
-
-static int mounter_publish(struct mounter *m, const struct mounter_plugin *p,
-			   const struct mount_record *r, const struct mounter_request *req,
-			   struct err *e)
-{
-	Csi__V1__NodePublishVolumeRequest pr = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
-	struct arena *a = arena_new();
-	int rc = a ? 0 : CSID_ENOMEM;
-
-	pr.volume_id = r->external_id;
-	pr.staging_target_path = r->staging_path ? r->staging_path : "";
-	pr.target_path = r->target_path;
-	pr.readonly = req->usage.read_only;
-	if (rc == 0)
-		rc = mounter_map(a,
-				 &csi__v1__node_publish_volume_request__publish_context_entry__descriptor,
-				 req->publish_context, req->n_publish_context, &pr.n_publish_context,
-				 &pr.publish_context);
-	if (rc == 0)
-		rc = mounter_map(a, &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
-				 req->secrets, req->n_secrets, &pr.n_secrets, &pr.secrets);
-	if (rc == 0)
-		rc = mounter_map(a,
-				 &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
-				 req->volume_context, req->n_volume_context, &pr.n_volume_context,
-				 &pr.volume_context);
-	if (rc == 0 && (pr.volume_capability = mounter_capability(a, &req->usage)) == NULL)
-		rc = CSID_ENOMEM;
-	if (rc == 0)
-		rc = mounter_call(m, p, CSI_RPC_NODE_PUBLISH_VOLUME, &pr.base, "node publish", e);
-	else
-		err_set(e, rc, "node publish: out of memory");
-	arena_free(a);
-	return rc;
-}
-
 /* Removes dir and then its parents while they are empty, stopping at stop. */
 static void mounter_prune(struct mounter *m, const char *dir, const char *stop)
 {
@@ -401,15 +240,12 @@ static int mounter_last_user(struct mounter *m, const struct mount_record *r, bo
 static int mounter_unpublish_rpc(struct mounter *m, const struct mounter_plugin *p,
 				 const struct mount_record *r, struct err *e)
 {
-	Csi__V1__NodeUnpublishVolumeRequest ur = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
 	char dir[MOUNTER_PATH_MAX];
 	char root[MOUNTER_PATH_MAX];
 	char *slash;
 	int rc;
 
-	ur.volume_id = r->external_id;
-	ur.target_path = r->target_path;
-	rc = mounter_call(m, p, CSI_RPC_NODE_UNPUBLISH_VOLUME, &ur.base, "node unpublish", e);
+	rc = mount_rpc_unpublish(p, m->timeout_ms, r, e);
 	if (rc != 0)
 		return rc;
 	/* The plugin removes the target itself; prune the parents the agent made. */
@@ -425,13 +261,10 @@ static int mounter_unpublish_rpc(struct mounter *m, const struct mounter_plugin 
 static int mounter_unstage_rpc(struct mounter *m, const struct mounter_plugin *p,
 			       const struct mount_record *r, struct err *e)
 {
-	Csi__V1__NodeUnstageVolumeRequest ur = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
 	char root[MOUNTER_PATH_MAX];
 	int rc;
 
-	ur.volume_id = r->external_id;
-	ur.staging_target_path = r->staging_path;
-	rc = mounter_call(m, p, CSI_RPC_NODE_UNSTAGE_VOLUME, &ur.base, "node unstage", e);
+	rc = mount_rpc_unstage(p, m->timeout_ms, r, e);
 	if (rc != 0)
 		return rc;
 	snprintf(root, sizeof(root), "%s/staging", m->mounts_dir);
@@ -632,19 +465,29 @@ fail:
 	return rc;
 }
 
+/* Logs msg about record r ("mount=<volume>/<alloc> state=..."), with error when not NULL. */
+static void mounter_log(enum log_level level, const char *msg, const struct mount_record *r,
+			const char *error)
+{
+	char id[2 * MOUNT_NAME_MAX + 2];
+	char qid[4 * MOUNT_NAME_MAX + 8];
+	char qerr[2 * ERR_MSG_MAX];
+
+	snprintf(id, sizeof(id), "%s/%s", r->volume_id, r->alloc_id);
+	log_msg(level, "msg=\"%s\" mount=%s state=%s%s%s", msg, log_q(qid, sizeof(qid), id),
+		mount_state_name(r->state), error ? " error=" : "",
+		error ? log_q(qerr, sizeof(qerr), error) : "");
+}
+
 /* Rolls back a failed mount; the original error in e is kept, a rollback failure logged. */
 static void mounter_rollback(struct mounter *m, const struct mounter_plugin *p,
 			     struct mount_record *r)
 {
 	struct err re;
-	char q[ERR_MSG_MAX * 2];
 
 	err_clear(&re);
 	if (mounter_down(m, p, r, &re) != 0)
-		log_warn("msg=\"mount rollback incomplete, left for retry\" volume=%s alloc=%s "
-			 "state=%s error=%s",
-			 r->volume_id, r->alloc_id, mount_state_name(r->state),
-			 log_q(q, sizeof(q), re.msg));
+		mounter_log(LOG_WARN, "mount rollback incomplete, left for retry", r, re.msg);
 }
 
 /* Creates the directories, records the mount and sends stage and publish. */
@@ -678,7 +521,7 @@ static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
 	if (rc != 0)
 		return rc;
 	if (r->state == MOUNT_STATE_STAGING) {
-		rc = mounter_stage(m, p, r, req, e);
+		rc = mount_rpc_stage(p, m->timeout_ms, r, req, e);
 		if (rc != 0) {
 			mounter_rollback(m, p, r);
 			return rc;
@@ -690,7 +533,7 @@ static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
 	rc = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHING, e);
 	if (rc != 0)
 		return rc;
-	rc = mounter_publish(m, p, r, req, e);
+	rc = mount_rpc_publish(p, m->timeout_ms, r, req, e);
 	if (rc != 0) {
 		mounter_rollback(m, p, r);
 		return rc;
@@ -760,9 +603,8 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 		rc = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
 		if (rc != 0 || mounted)
 			goto out;
-		log_warn("msg=\"recorded mount is not mounted any more, mounting again\" "
-			 "volume=%s alloc=%s",
-			 r->volume_id, r->alloc_id);
+		mounter_log(LOG_WARN, "recorded mount is not mounted any more, mounting again", r,
+			    NULL);
 	}
 	if (rc == 0 && r != NULL) {
 		/* Finish whatever an earlier call left half done, then start clean. */
@@ -956,9 +798,8 @@ static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
 		goto out;
 	}
 	if (was == MOUNT_STATE_PUBLISHED)
-		log_warn("msg=\"recorded mount is not mounted any more, cleaning up\" "
-			 "volume=%s alloc=%s",
-			 r->volume_id, r->alloc_id);
+		mounter_log(LOG_WARN, "recorded mount is not mounted any more, cleaning up", r,
+			    NULL);
 	ret = mounter_down(m, &rp->plugin, r, e);
 	if (ret != 0)
 		goto out;
@@ -998,6 +839,7 @@ static int mounter_sweep(struct mounter *m, const struct mount_set *set,
 
 	for (size_t i = set->n; i-- > 0;) {
 		const char *path = set->paths[i];
+		char q[2 * MOUNTER_PATH_MAX];
 		bool owned = false;
 		struct err ue;
 
@@ -1008,7 +850,8 @@ static int mounter_sweep(struct mounter *m, const struct mount_set *set,
 				(rs[k]->staging_path && mounter_under(path, rs[k]->staging_path));
 		if (owned)
 			continue;
-		log_warn("msg=\"detaching a mount nobody owns\" path=%s", path);
+		log_warn("msg=\"detaching a mount nobody owns\" path=%s",
+			 log_q(q, sizeof(q), path));
 		err_clear(&ue);
 		if (m->table->unmount(m->table, path, &ue) != 0) {
 			if (ret == 0 && e != NULL)
