@@ -586,7 +586,7 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 		{"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "mount: read-only"},
 		{"block", CSICTL_FLAG_BOOL, &o->block, NULL, "mount: block-device attachment"},
 		{"attachment-mode", CSICTL_FLAG_STRING, &o->attachment_mode, "MODE",
-		 "mount: file-system (default) or block-device"},
+		 "mount: block-device or file-system, the default"},
 		{"access-mode", CSICTL_FLAG_STRING, &o->access_mode, "MODE",
 		 "mount: single-node-writer (default) or another of the seven modes"},
 		{"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "mount: file system type"},
