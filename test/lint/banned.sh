@@ -22,10 +22,10 @@ check() {
 }
 mapfile -t src < <(find src include bench test -name '*.[ch]' | sort)
 mapfile -t tests < <(find test -name '*.[ch]' | sort)
-check "unbounded string function" '\b(strcpy|strcat|sprintf|vsprintf|gets)\s*\(' "${src[@]}"
-check "strtok (use strtok_r)" '\bstrtok\s*\(' "${src[@]}"
-check "shell spawn (use posix_spawn/uv_spawn)" '\b(system|popen)\s*\(' "${src[@]}"
-check "fork (use posix_spawn/uv_spawn)" '\b(v?fork)\s*\(' "${src[@]}"
-check "sleep in a test (poll with a deadline)" '\b(u?sleep)\s*\(' "${tests[@]}"
+check "unbounded string function" '(^|[^[:alnum:]_-])(strcpy|strcat|sprintf|vsprintf|gets)\s*\(' "${src[@]}"
+check "strtok (use strtok_r)" '(^|[^[:alnum:]_-])strtok\s*\(' "${src[@]}"
+check "shell spawn (use posix_spawn/uv_spawn)" '(^|[^[:alnum:]_-])(system|popen)\s*\(' "${src[@]}"
+check "fork (use posix_spawn/uv_spawn)" '(^|[^[:alnum:]_-])(v?fork)\s*\(' "${src[@]}"
+check "sleep in a test (poll with a deadline)" '(^|[^[:alnum:]_-])(u?sleep)\s*\(' "${tests[@]}"
 [ $status = 0 ] && echo "banned: no hits in ${#src[@]} files"
 exit $status
