@@ -587,6 +587,41 @@ static void test_errors(void **state)
 	run_free(&r);
 }
 
+static void test_faults(void **state)
+{
+	struct env *env = *state;
+	struct csictl_run r;
+
+	/* A call slower than -timeout ends with DEADLINE_EXCEEDED. */
+	assert_int_equal(hpp_write_file(env->hp.faults, "GetPluginInfo delay_ms=3000\n"), 0);
+	CSICTL(env, &r, "info", "-timeout", "300ms");
+	expect_fail(&r, 1, "error: DEADLINE_EXCEEDED");
+	run_free(&r);
+	/* Probe answering ready=false is an answer, not a failure. */
+	assert_int_equal(hpp_write_file(env->hp.faults, "Probe ready=false\n"), 0);
+	CSICTL(env, &r, "probe");
+	expect_ok(&r);
+	assert_string_equal(r.out, "ready: false\n");
+	run_free(&r);
+	CSICTL(env, &r, "probe", "-o", "json");
+	expect_ok(&r);
+	assert_non_null(strstr(r.out, "\"ready\": false"));
+	run_free(&r);
+	/* The plugin's code and message are shown; escapes in it are neutralised. */
+	assert_int_equal(hpp_write_file(env->hp.faults, "CreateVolume code=RESOURCE_EXHAUSTED "
+							"msg=\"pool \x1b[2J full\"\n"),
+			 0);
+	CSICTL(env, &r, "create-volume", "f-1");
+	expect_fail(&r, 1, "error: RESOURCE_EXHAUSTED: pool ");
+	assert_null(strchr(r.err, '\x1b'));
+	assert_non_null(strstr(r.err, "full"));
+	run_free(&r);
+	CSICTL(env, &r, "list-volumes", "-o", "json");
+	expect_ok(&r);
+	run_free(&r);
+	assert_int_equal(hpp_write_file(env->hp.faults, ""), 0);
+}
+
 static void test_hostile(void **state)
 {
 	struct env *env = *state;
@@ -639,7 +674,8 @@ int main(void)
 		cmocka_unit_test(test_help),       cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_block),
 		cmocka_unit_test(test_snapshots),  cmocka_unit_test(test_pagination),
-		cmocka_unit_test(test_errors),     cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_errors),     cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
