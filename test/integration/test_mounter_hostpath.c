@@ -4,8 +4,11 @@
  * csi-hostpath is not built). Two allocations share one staging mount; a
  * file written through one target is read through the other; unmounting
  * one keeps the stage; unmounting both leaves nothing mounted and no
- * record. A restart adopts what is mounted. The teardown detaches every
- * mount under the test directory and stops the plugin, even on failure.
+ * record. A restart adopts what is mounted. A child agent killed at each
+ * node RPC (before it reached the plugin, or after the plugin acted)
+ * leaves a state that a restarted mounter recovers with nothing orphaned
+ * and nothing staged twice. The teardown detaches every mount under the
+ * test directory and stops the plugin, even on failure.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -419,14 +422,240 @@ static void test_restart_adopts(void **state)
 	assert_int_equal(mh_mounts_under(h->agent_dir), 0);
 }
 
-int main(void)
+/* A client that forwards to the real one and _exit()s at call number at. */
+struct mh_crash {
+	struct csi_client base;
+	struct csi_client *real;
+	int calls;
+	int at;
+	bool after; /* after the plugin answered (the answer is lost) */
+};
+
+static int mh_crash_call(struct csi_client *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			 ProtobufCMessage **resp, int64_t timeout_ms, struct csi_status *st)
+{
+	struct mh_crash *w = (struct mh_crash *)(void *)c;
+	int n = w->calls++;
+	int rc;
+
+	if (n == w->at && !w->after)
+		_exit(MOUNTER_FAKE_CRASH_EXIT);
+	rc = w->real->call(w->real, rpc, req, resp, timeout_ms, st);
+	if (n == w->at && w->after)
+		_exit(MOUNTER_FAKE_CRASH_EXIT);
+	return rc;
+}
+
+/* Runs op i of the standard sequence through h's mounter. */
+static int mh_run_op(struct mh *h, int i, struct err *e)
+{
+	struct mounter_request req;
+	struct mounter_result res;
+
+	if (!mt_ops[i].mount)
+		return mounter_unmount(h->m, &h->plugin, "vol1", mt_ops[i].alloc, e);
+	mh_request(h, &req, mt_ops[i].alloc);
+	return mounter_mount(h->m, &h->plugin, &req, &res, e);
+}
+
+/*
+ * The child of test_kill9: --child ENDPOINT AGENT_DIR DB EXTERNAL_ID STAGE K AFTER
+ * [KEY=VALUE...]; runs the sequence, noting each op in DB.progress, and
+ * dies at RPC K.
+ */
+static int mh_child(int argc, char **argv)
+{
+	static struct mh h;
+	static struct mh_crash w;
+	char progress[160];
+	struct err e;
+
+	snprintf(h.endpoint, sizeof(h.endpoint), "%s", argv[2]);
+	snprintf(h.agent_dir, sizeof(h.agent_dir), "%s", argv[3]);
+	snprintf(h.db, sizeof(h.db), "%s", argv[4]);
+	snprintf(h.external_id, sizeof(h.external_id), "%s", argv[5]);
+	for (int i = 9; i < argc && h.n_ctx < 8; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		snprintf(h.ctx_keys[h.n_ctx], sizeof(h.ctx_keys[0]), "%s", argv[i]);
+		snprintf(h.ctx_values[h.n_ctx], sizeof(h.ctx_values[0]), "%s", eq + 1);
+		h.ctx[h.n_ctx].key = h.ctx_keys[h.n_ctx];
+		h.ctx[h.n_ctx].value = h.ctx_values[h.n_ctx];
+		h.n_ctx++;
+	}
+	if (csi_client_grpc_new(h.endpoint, &w.real, &e) != 0) {
+		fprintf(stderr, "child: %s\n", e.msg);
+		return 2;
+	}
+	w.base.call = mh_crash_call;
+	w.base.endpoint = "crash";
+	w.at = atoi(argv[7]);
+	w.after = strcmp(argv[8], "1") == 0;
+	h.plugin.plugin_id = "hostpath.csi.csid.dev";
+	h.plugin.client = &w.base;
+	h.plugin.has_stage_unstage = strcmp(argv[6], "1") == 0;
+	if (mounter_open(h.agent_dir, h.db, NULL, &h.m, &e) != 0) {
+		fprintf(stderr, "child: %s\n", e.msg);
+		return 2;
+	}
+	snprintf(progress, sizeof(progress), "%s.progress", h.db);
+	for (int op = 0; op < MT_OPS; op++) {
+		FILE *fp = fopen(progress, "w");
+
+		if (fp == NULL)
+			return 2;
+		fprintf(fp, "%d\n", op);
+		fclose(fp);
+		if (mh_run_op(&h, op, &e) != 0) {
+			fprintf(stderr, "child op %d: %s\n", op, e.msg);
+			return 3;
+		}
+	}
+	mounter_close(h.m);
+	csi_client_free(w.real);
+	csi_grpc_shutdown();
+	return 0;
+}
+
+static int mh_spawn_child(struct mh *h, const char *agent_dir, const char *db, int k,
+			  bool after)
+{
+	char self[PATH_MAX], ks[16];
+	char *argv[9 + 8 * 2 + 1];
+	char kv[8][400];
+	int argc = 0, status = 0;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+
+	assert_true(n > 0);
+	self[n] = '\0';
+	snprintf(ks, sizeof(ks), "%d", k);
+	argv[argc++] = self;
+	argv[argc++] = "--child";
+	argv[argc++] = h->endpoint;
+	argv[argc++] = (char *)agent_dir;
+	argv[argc++] = (char *)db;
+	argv[argc++] = h->external_id;
+	argv[argc++] = h->plugin.has_stage_unstage ? "1" : "0";
+	argv[argc++] = ks;
+	argv[argc++] = after ? "1" : "0";
+	for (size_t i = 0; i < h->n_ctx; i++) {
+		snprintf(kv[i], sizeof(kv[i]), "%s=%s", h->ctx[i].key, h->ctx[i].value);
+		argv[argc++] = kv[i];
+	}
+	argv[argc] = NULL;
+	assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* Every mount under dir belongs to a published record; every such record is mounted. */
+static void mh_check_owned(struct mh *h, const char *dir)
+{
+	struct mount_record **rs = NULL;
+	struct mount_set s;
+	size_t n = 0, len = strlen(dir);
+	struct err e;
+
+	assert_int_equal(mounter_list(h->m, &rs, &n, &e), 0);
+	assert_int_equal(mountinfo_table()->load(mountinfo_table(), &s, &e), 0);
+	for (size_t i = 0; i < s.n; i++) {
+		bool owned = false;
+
+		if (strncmp(s.paths[i], dir, len) != 0 || s.paths[i][len] != '/')
+			continue;
+		for (size_t k = 0; k < n; k++)
+			owned = owned || strcmp(s.paths[i], rs[k]->target_path) == 0 ||
+				(rs[k]->staging_path && strcmp(s.paths[i], rs[k]->staging_path) == 0);
+		if (!owned)
+			fail_msg("mount %s has no record", s.paths[i]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (rs[k]->state != MOUNT_STATE_PUBLISHED)
+			fail_msg("record %s is %s", rs[k]->alloc_id, mount_state_name(rs[k]->state));
+		if (!mount_set_has(&s, rs[k]->target_path))
+			fail_msg("record %s is not mounted", rs[k]->alloc_id);
+	}
+	mount_set_clear(&s);
+	mount_records_free(rs, n);
+}
+
+/* One crash point; false when the child finished without crashing. */
+static bool mh_kill9_run(struct mh *h, int k, bool after)
+{
+	struct mh r = *h;
+	struct mounter_recovery rep;
+	char progress[160];
+	struct err e;
+	FILE *fp;
+	int status, op = -1;
+
+	snprintf(r.agent_dir, sizeof(r.agent_dir), "%s/k%d-%d", h->dir, after, k);
+	snprintf(r.db, sizeof(r.db), "%s/k%d-%d.db", h->dir, after, k);
+	r.m = NULL;
+	status = mh_spawn_child(h, r.agent_dir, r.db, k, after);
+	if (status == 0) {
+		assert_int_equal(mh_mounts_under(r.agent_dir), 0);
+		return false;
+	}
+	assert_int_equal(status, MOUNTER_FAKE_CRASH_EXIT);
+	snprintf(progress, sizeof(progress), "%s.progress", r.db);
+	fp = fopen(progress, "r");
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &op), 1);
+	fclose(fp);
+
+	/* The restarted agent: recover, check, then redo the rest of the sequence. */
+	mh_open_mounter(&r);
+	if (mounter_recover(r.m, mh_lookup, NULL, h, &rep, &e) != 0)
+		fail_msg("k=%d after=%d: recover: %s", k, after, e.msg);
+	assert_int_equal(rep.pending + rep.orphans, 0);
+	mh_check_owned(&r, r.agent_dir);
+	for (int i = op; i < MT_OPS; i++) {
+		int rc = mh_run_op(&r, i, &e);
+
+		if (rc == CSID_ENOTFOUND && i == op && !mt_ops[i].mount)
+			continue;
+		if (rc != 0)
+			fail_msg("k=%d after=%d op=%d: %s", k, after, i, e.msg);
+		mh_check_owned(&r, r.agent_dir);
+	}
+	assert_int_equal(mh_mounts_under(r.agent_dir), 0);
+	mounter_close(r.m);
+	return true;
+}
+
+static void test_kill9_every_step(void **state)
+{
+	struct mh *h = *state;
+	int k;
+
+	if (h == NULL)
+		skip(); /* needs root and csi-hostpath */
+	for (int after = 0; after < 2; after++) {
+		for (k = 0; mh_kill9_run(h, k, after); k++)
+			;
+		assert_int_equal(k, h->plugin.has_stage_unstage ? MT_RPCS_STAGED : MT_RPCS_PLAIN);
+	}
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_two_allocs_share_stage, mh_setup,
 						mh_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
+		cmocka_unit_test_setup_teardown(test_kill9_every_step, mh_setup, mh_teardown),
 	};
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	int rc;
+
+	if (argc >= 9 && strcmp(argv[1], "--child") == 0)
+		return mh_child(argc, argv);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
 
 	csi_grpc_shutdown();
 	return rc;
