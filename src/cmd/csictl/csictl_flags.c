@@ -155,6 +155,8 @@ void csictl_kv_free(struct csictl_kv *kv)
 	if (!kv)
 		return;
 	for (size_t i = 0; i < kv->n; i++) {
+		/* Values may be secrets: wipe them before the memory is reused. */
+		explicit_bzero(kv->pairs[i].value, strlen(kv->pairs[i].value));
 		free(kv->pairs[i].key);
 		free(kv->pairs[i].value);
 	}

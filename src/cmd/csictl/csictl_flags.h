@@ -75,7 +75,7 @@ int csictl_flags_parse(const struct csictl_flag *flags, size_t n, int argc, char
 /* Prints one line per flag: "  -name ARG   help". */
 void csictl_flags_help(const struct csictl_flag *flags, size_t n, FILE *f);
 
-/* Releases the pairs of kv; kv itself is the caller's. NULL is a no-op. */
+/* Releases the pairs of kv, values wiped first; kv itself is the caller's. NULL is a no-op. */
 void csictl_kv_free(struct csictl_kv *kv);
 
 /*
