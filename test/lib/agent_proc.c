@@ -373,7 +373,11 @@ void agent_proc_cleanup(struct agent_proc *a)
 		kill(pids[i], SIGKILL);
 	}
 	agent_proc_each_mount(a->dir, agent_proc_umount);
-	agent_proc_rm_rf(a->dir);
+	/* For debugging a failure: CSID_E2E_KEEP=1 keeps the logs and state. */
+	if (getenv("CSID_E2E_KEEP"))
+		fprintf(stderr, "kept %s\n", a->dir);
+	else
+		agent_proc_rm_rf(a->dir);
 	a->dir[0] = '\0';
 }
 
