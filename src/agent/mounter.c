@@ -273,6 +273,21 @@ static int mounter_unstage_rpc(struct mounter *m, const struct mounter_plugin *p
 }
 
 /*
+ * Once r no longer uses the stage (publish undone or never started): on
+ * to unstaging when r is the last holder of its staging path, else gone.
+ */
+static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, struct err *e)
+{
+	bool last = false;
+	int rc = mounter_last_user(m, r, &last, e);
+
+	if (rc == 0)
+		rc = mount_store_transition(m->store, r,
+					    last ? MOUNT_STATE_UNSTAGING : MOUNT_STATE_GONE, e);
+	return rc;
+}
+
+/*
  * Takes r from whatever state it is in down to gone, sending only the RPCs
  * that state still needs. On failure r keeps the state it reached (durably)
  * and the error is returned; calling again continues from there.
@@ -289,12 +304,7 @@ static int mounter_down(struct mounter *m, const struct mounter_plugin *p,
 			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNSTAGING, e);
 			break;
 		case MOUNT_STATE_STAGED:
-			rc = mounter_last_user(m, r, &last, e);
-			if (rc == 0)
-				rc = mount_store_transition(m->store, r,
-							    last ? MOUNT_STATE_UNSTAGING
-								 : MOUNT_STATE_GONE,
-							    e);
+			rc = mounter_drop_stage_ref(m, r, e);
 			break;
 		case MOUNT_STATE_PUBLISHING:
 		case MOUNT_STATE_PUBLISHED:
@@ -303,12 +313,7 @@ static int mounter_down(struct mounter *m, const struct mounter_plugin *p,
 		case MOUNT_STATE_UNPUBLISHING:
 			rc = mounter_unpublish_rpc(m, p, r, e);
 			if (rc == 0)
-				rc = mounter_last_user(m, r, &last, e);
-			if (rc == 0)
-				rc = mount_store_transition(m->store, r,
-							    last ? MOUNT_STATE_UNSTAGING
-								 : MOUNT_STATE_GONE,
-							    e);
+				rc = mounter_drop_stage_ref(m, r, e);
 			break;
 		case MOUNT_STATE_UNSTAGING:
 			rc = mounter_last_user(m, r, &last, e);

@@ -503,12 +503,8 @@ static int mh_child(int argc, char **argv)
 	}
 	snprintf(progress, sizeof(progress), "%s.progress", h.db);
 	for (int op = 0; op < MT_OPS; op++) {
-		FILE *fp = fopen(progress, "w");
-
-		if (fp == NULL)
+		if (mt_progress_write(progress, op) != 0)
 			return 2;
-		fprintf(fp, "%d\n", op);
-		fclose(fp);
 		if (mh_run_op(&h, op, &e) != 0) {
 			fprintf(stderr, "child op %d: %s\n", op, e.msg);
 			return 3;
@@ -591,8 +587,7 @@ static bool mh_kill9_run(struct mh *h, int k, bool after)
 	struct mounter_recovery rep;
 	char progress[160];
 	struct err e;
-	FILE *fp;
-	int status, op = -1;
+	int status, op;
 
 	snprintf(r.agent_dir, sizeof(r.agent_dir), "%s/k%d-%d", h->dir, after, k);
 	snprintf(r.db, sizeof(r.db), "%s/k%d-%d.db", h->dir, after, k);
@@ -604,10 +599,7 @@ static bool mh_kill9_run(struct mh *h, int k, bool after)
 	}
 	assert_int_equal(status, MOUNTER_FAKE_CRASH_EXIT);
 	snprintf(progress, sizeof(progress), "%s.progress", r.db);
-	fp = fopen(progress, "r");
-	assert_non_null(fp);
-	assert_int_equal(fscanf(fp, "%d", &op), 1);
-	fclose(fp);
+	op = mt_progress_read(progress);
 
 	/* The restarted agent: recover, check, then redo the rest of the sequence. */
 	mh_open_mounter(&r);

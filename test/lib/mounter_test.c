@@ -166,6 +166,28 @@ int mt_run_op(struct mt_env *env, int i, struct err *e)
 	return mounter_mount(env->m, &env->plugin, &req, &res, e);
 }
 
+int mt_progress_write(const char *path, int op)
+{
+	FILE *fp = fopen(path, "w");
+
+	if (fp == NULL)
+		return -1;
+	fprintf(fp, "%d\n", op);
+	return fclose(fp) == 0 ? 0 : -1;
+}
+
+int mt_progress_read(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	int op = -1;
+
+	assert_non_null(fp);
+	assert_int_equal(fscanf(fp, "%d", &op), 1);
+	fclose(fp);
+	assert_true(op >= 0 && op < MT_OPS);
+	return op;
+}
+
 int mt_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out, struct err *e)
 {
 	struct mt_env *env = ctx;

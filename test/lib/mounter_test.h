@@ -70,6 +70,11 @@ extern const struct mt_op mt_ops[MT_OPS];
 /* Runs op i of the standard sequence; returns the mounter's code. */
 int mt_run_op(struct mt_env *env, int i, struct err *e);
 
+/* Writes op to the progress file path (a crash child notes where it is); 0 or -1. */
+int mt_progress_write(const char *path, int op);
+/* Reads the op a crashed child was in (asserts it is one of the sequence). */
+int mt_progress_read(const char *path);
+
 /* mounter_lookup_fn giving env's plugin (ctx is the env). */
 int mt_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out, struct err *e);
 

@@ -44,12 +44,8 @@ static int mt_child(const char *dir, bool stage, int crash_at, bool after)
 	env.fake.crash_after = after;
 	snprintf(progress, sizeof(progress), "%s/progress", dir);
 	for (int op = 0; op < MT_OPS; op++) {
-		FILE *fp = fopen(progress, "w");
-
-		if (fp == NULL)
+		if (mt_progress_write(progress, op) != 0)
 			return 2;
-		fprintf(fp, "%d\n", op);
-		fclose(fp);
 		if (mt_run_op(&env, op, &e) != 0) {
 			fprintf(stderr, "child op %d: %s\n", op, e.msg);
 			return 3;
@@ -86,27 +82,13 @@ static int mt_spawn(const char *dir, bool stage, int crash_at, bool after)
 	return WEXITSTATUS(status);
 }
 
-static int mt_read_progress(const char *dir)
-{
-	char path[400];
-	FILE *fp;
-	int op = -1;
-
-	snprintf(path, sizeof(path), "%s/progress", dir);
-	fp = fopen(path, "r");
-	assert_non_null(fp);
-	assert_int_equal(fscanf(fp, "%d", &op), 1);
-	fclose(fp);
-	assert_true(op >= 0 && op < MT_OPS);
-	return op;
-}
-
 /* One crash point: returns false when the child ran to the end without crashing. */
 static bool mt_crash_run(bool stage, int k, bool after)
 {
 	struct mounter_recovery rep;
 	struct mounter_fake_view v;
 	struct mt_env env;
+	char progress[400];
 	struct err e;
 	int status, op;
 
@@ -119,7 +101,8 @@ static bool mt_crash_run(bool stage, int k, bool after)
 		return false;
 	}
 	assert_int_equal(status, MOUNTER_FAKE_CRASH_EXIT);
-	op = mt_read_progress(env.dir);
+	snprintf(progress, sizeof(progress), "%s/progress", env.dir);
+	op = mt_progress_read(progress);
 
 	/* Restart: the same files, a fresh process state. */
 	mt_reopen(&env);
