@@ -688,6 +688,20 @@ int mounter_has_mount(struct mounter *m, const char *volume_id, const char *allo
 	return rc;
 }
 
+int mounter_get(struct mounter *m, const char *volume_id, const char *alloc_id,
+		struct mount_record **out, struct err *e)
+{
+	int rc;
+
+	*out = NULL;
+	rc = mount_name_check("volume id", volume_id, e);
+	if (rc == 0)
+		rc = mount_name_check("alloc id", alloc_id, e);
+	if (rc == 0)
+		rc = mount_store_get(m->store, volume_id, alloc_id, out, e);
+	return rc;
+}
+
 int mounter_list(struct mounter *m, struct mount_record ***out, size_t *n, struct err *e)
 {
 	return mount_store_list(m->store, NULL, out, n, e);

@@ -128,6 +128,14 @@ int mounter_has_mount(struct mounter *m, const char *volume_id, const char *allo
 		      bool *out, struct err *e);
 
 /*
+ * The record of volume_id for alloc_id, as a new *out (free with
+ * mount_record_free), e.g. to find which plugin an unmount needs.
+ * Returns 0, CSID_ENOTFOUND, CSID_EINVAL for a bad name, or another code.
+ */
+int mounter_get(struct mounter *m, const char *volume_id, const char *alloc_id,
+		struct mount_record **out, struct err *e);
+
+/*
  * Every record (for GET /v1/agent/mounts), ordered by volume then
  * allocation, as a new array of *n records (free with
  * mount_records_free). Records hold no secrets and no mount flags.

@@ -31,6 +31,7 @@ static void test_mount_with_stage(void **state)
 	struct mounter_fake_view v;
 	struct mounter_result res;
 	struct mounter_request req;
+	struct mount_record *rec = NULL;
 	struct err e;
 	bool has = false;
 	char parent[MOUNTER_PATH_MAX];
@@ -57,6 +58,13 @@ static void test_mount_with_stage(void **state)
 	assert_int_equal(access(parent, F_OK), 0);
 	assert_int_equal(mounter_has_mount(env->m, "vol1", "alloc-a", &has, &e), 0);
 	assert_true(has);
+	assert_int_equal(mounter_get(env->m, "vol1", "alloc-a", &rec, &e), 0);
+	assert_string_equal(rec->plugin_id, MT_PLUGIN);
+	assert_string_equal(rec->target_path, res.target);
+	assert_int_equal(rec->state, MOUNT_STATE_PUBLISHED);
+	mount_record_free(rec);
+	assert_int_equal(mounter_get(env->m, "vol1", "alloc-b", &rec, &e), CSID_ENOTFOUND);
+	assert_int_equal(mounter_get(env->m, "vol1", "../x", &rec, &e), CSID_EINVAL);
 	mt_check(env, true);
 
 	/* Mounting again is idempotent: no RPC. */
