@@ -1,0 +1,215 @@
+/*
+ * End-to-end test of bad input to the agent API: malformed JSON, wrong
+ * types, unknown fields, hostile IDs (in the body and in the path), bad
+ * modes, oversized bodies, unknown endpoints and methods, a mount for an
+ * unknown plugin and for an unhealthy one. Each gets a clear error with
+ * the status of the csid error table; the agent keeps serving, its
+ * state stays empty, and a good request still works afterwards.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent_proc.h"
+#include "csi/csi_client.h"
+
+static int setup(void **state)
+{
+	struct agent_proc *a = calloc(1, sizeof(*a));
+	char cfg[4096], *p;
+
+	if (!a || agent_proc_init(a) != 0)
+		return -1;
+	*state = a;
+	/* Unhealthy plugins stay up (long threshold); mounts wait at most 1s for one. */
+	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
+		return -1;
+	p = strstr(cfg, "\"health_timeout\": \"5s\"");
+	if (!p)
+		return -1;
+	memcpy(p, "\"health_timeout\": \"1s\"", 22);
+	p = strstr(cfg, "\"unhealthy_threshold\": \"1500ms\"");
+	if (!p)
+		return -1;
+	memcpy(p, "\"unhealthy_threshold\": \"1000s\" ", 31);
+	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
+	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, 20000) != 0 ||
+	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct agent_proc *a = *state;
+
+	if (a) {
+		agent_proc_cleanup(a);
+		free(a);
+	}
+	return 0;
+}
+
+/* Sends a request; checks the status, the error code and part of the message. */
+static void expect(struct agent_proc *a, const char *method, const char *path, const char *body,
+		   long status, const char *code, const char *msg_part)
+{
+	json_t *doc = NULL;
+	long got = agent_proc_http(a, method, path, body, &doc);
+	const char *c = json_string_value(json_object_get(doc, "code"));
+	const char *m = json_string_value(json_object_get(doc, "error"));
+
+	if (got != status || !c || strcmp(c, code) != 0 || !m || !strstr(m, msg_part)) {
+		char *text = doc ? json_dumps(doc, 0) : NULL;
+
+		print_error("%s %s: got %ld %s, want %ld %s \"%s\"\n", method, path, got,
+			    text ? text : "(no JSON)", status, code, msg_part);
+		free(text);
+		json_decref(doc);
+		fail();
+	}
+	json_decref(doc);
+}
+
+#define MOUNT_BODY(fields)                                                                  \
+	"{\"volume_id\": \"v1\", \"plugin_id\": \"" AGENT_PROC_HP_ID "\", \"alloc_id\": \"a1\", " \
+	"\"access_mode\": \"single-node-writer\"" fields "}"
+
+static void test_bad_requests(void **state)
+{
+	struct agent_proc *a = *state;
+	const char *m = "/v1/agent/mounts";
+	char *big;
+
+	expect(a, "PUT", m, "{\"volume_id\": ", 400, "invalid_argument", "not valid JSON");
+	expect(a, "PUT", m, "[1, 2]", 400, "invalid_argument", "JSON object");
+	expect(a, "PUT", m, "", 400, "invalid_argument", "empty");
+	expect(a, "PUT", m, "{\"volume_id\": 5, \"plugin_id\": \"p\", \"alloc_id\": \"a\"}", 400,
+	       "invalid_argument", "volume_id: expected a string");
+	expect(a, "PUT", m, MOUNT_BODY(", \"read_only\": \"yes\""), 400, "invalid_argument",
+	       "read_only");
+	expect(a, "PUT", m, MOUNT_BODY(", \"mount_flags\": \"ro\""), 400, "invalid_argument",
+	       "mount_flags");
+	expect(a, "PUT", m, MOUNT_BODY(", \"secrets\": {\"k\": 1}"), 400, "invalid_argument",
+	       "secrets.k");
+	expect(a, "PUT", m, MOUNT_BODY(", \"volume_context\": []"), 400, "invalid_argument",
+	       "volume_context");
+	expect(a, "PUT", m, MOUNT_BODY(", \"colour\": \"blue\""), 400, "invalid_argument",
+	       "unknown field \"colour\"");
+	expect(a, "PUT", m, MOUNT_BODY(", \"volume_id\": \"v2\""), 400, "invalid_argument",
+	       "not valid JSON");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"../../etc\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       400, "invalid_argument", "volume_id");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a/b\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       400, "invalid_argument", "alloc_id");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\\u0001\", \"alloc_id\": \"a\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       400, "invalid_argument", "plugin_id");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"v\\u0000x\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       400, "invalid_argument", "not valid JSON");
+	expect(a, "PUT", m, MOUNT_BODY(", \"attachment_mode\": \"floppy\""), 400,
+	       "invalid_argument", "attachment_mode");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
+	       " \"access_mode\": \"everyone\"}",
+	       400, "invalid_argument", "access_mode");
+	expect(a, "PUT", m,
+	       "{\"volume_id\": \"v\", \"plugin_id\": \"no.such.plugin\", \"alloc_id\": \"a\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       404, "not_found", "no.such.plugin");
+	expect(a, "DELETE", "/v1/agent/mounts/..%2F..%2Fetc/a", NULL, 400, "invalid_argument",
+	       "expected /v1/agent/mounts/<volume>/<alloc>");
+	expect(a, "DELETE", "/v1/agent/mounts/%2e%2e/a", NULL, 400, "invalid_argument", "..");
+	expect(a, "DELETE", "/v1/agent/mounts/v1", NULL, 400, "invalid_argument", "expected");
+	expect(a, "DELETE", "/v1/agent/mounts/v1/a1", NULL, 404, "not_found", "no mount");
+	expect(a, "GET", "/v1/agent/nothing", NULL, 404, "not_found", "no such endpoint");
+	expect(a, "POST", m, "{}", 405, "method_not_allowed", "POST");
+	big = malloc(2 * 1024 * 1024 + 1);
+	assert_non_null(big);
+	memset(big, ' ', 2 * 1024 * 1024);
+	big[0] = '{';
+	big[2 * 1024 * 1024 - 1] = '}';
+	big[2 * 1024 * 1024] = '\0';
+	expect(a, "PUT", m, big, 413, "too_large", "larger than");
+	free(big);
+	/* Nothing was recorded, nothing mounted, and the agent still serves. */
+	assert_int_equal(agent_proc_mount_count(a), 0);
+	assert_int_equal(agent_proc_mounts_under(a->data_dir), 0);
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
+}
+
+struct unhealthy {
+	struct agent_proc *a;
+};
+
+static bool is_unhealthy(void *ctx)
+{
+	struct agent_proc_plugin p;
+
+	return agent_proc_plugin(ctx, AGENT_PROC_HP_ID, "node", &p) == 0 && p.found &&
+	       !p.healthy;
+}
+
+static void test_unhealthy_plugin(void **state)
+{
+	struct agent_proc *a = *state;
+	char vol[64];
+	int64_t t0;
+	json_t *doc = NULL;
+
+	assert_int_equal(agent_proc_create_volume(a, "sick", vol), 0);
+	assert_int_equal(agent_proc_write_faults(a, "Probe code=UNAVAILABLE msg=\"disk on fire\"\n"),
+			 0);
+	assert_true(agent_proc_poll(is_unhealthy, a, 10000));
+	/* The mount waits (bounded: 1s here) for the plugin, then fails clearly. */
+	t0 = agent_proc_now_ms();
+	expect(a, "PUT", "/v1/agent/mounts",
+	       "{\"volume_id\": \"sick\", \"plugin_id\": \"" AGENT_PROC_HP_ID "\","
+	       " \"alloc_id\": \"a1\", \"access_mode\": \"single-node-writer\"}",
+	       503, "unavailable", "not healthy");
+	assert_true(agent_proc_now_ms() - t0 >= 900);
+	assert_true(agent_proc_now_ms() - t0 < 10000);
+	assert_int_equal(agent_proc_mount_count(a), 0);
+	/* A failing RPC (not the plugin's health) is reported with the plugin's code. */
+	assert_int_equal(agent_proc_write_faults(a, "NodeStageVolume code=RESOURCE_EXHAUSTED "
+						    "msg=\"no room\"\n"),
+			 0);
+	assert_true(agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 10000));
+	expect(a, "PUT", "/v1/agent/mounts",
+	       "{\"volume_id\": \"sick\", \"external_id\": \"vol-0000000000000000\","
+	       " \"plugin_id\": \"" AGENT_PROC_HP_ID "\", \"alloc_id\": \"a1\","
+	       " \"access_mode\": \"single-node-writer\"}",
+	       429, "resource_exhausted", "no room");
+	assert_int_equal(agent_proc_mount_count(a), 0);
+	/* Once the plugin is fine the same request works. */
+	assert_int_equal(agent_proc_write_faults(a, ""), 0);
+	assert_int_equal(agent_proc_mount(a, vol, "a1", &doc), 200);
+	json_decref(doc);
+	assert_int_equal(agent_proc_unmount(a, vol, "a1"), 200);
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	csi_grpc_shutdown();
+	return rc;
+}
