@@ -159,6 +159,8 @@ static void test_help(void **state)
 	expect_ok(&r);
 	for (const char *const *c = (const char *const[]){"info", "caps", "probe", "create-volume",
 							  "delete-volume", "list-volumes",
+							  "get-volume", "modify-volume",
+							  "capacity",
 							  "validate", "controller-publish",
 							  "controller-unpublish", "stage",
 							  "unstage", "publish", "unpublish",
@@ -263,11 +265,34 @@ static void test_lifecycle(void **state)
 	expect_ok(&r);
 	assert_non_null(strstr(r.out, "confirmed:  yes"));
 	run_free(&r);
+	CSICTL(env, &r, "get-volume", id);
+	expect_ok(&r);
+	assert_non_null(strstr(r.out, "volume id:"));
+	assert_non_null(strstr(r.out, "published nodes:"));
+	run_free(&r);
+	CSICTL(env, &r, "modify-volume", id);
+	expect_fail(&r, 2, "-mutable-param");
+	run_free(&r);
+	CSICTL(env, &r, "capacity", "-o", "json");
+	expect_ok(&r);
+	j = parse_out(&r);
+	assert_true(json_integer_value(json_object_get(j, "available_capacity")) > 0);
+	json_decref(j);
+	run_free(&r);
 
 	CSICTL(env, &r, "controller-publish", id, "node-1", "-o", "json");
 	expect_ok(&r);
 	j = parse_out(&r);
 	assert_true(json_is_object(j));
+	json_decref(j);
+	run_free(&r);
+	CSICTL(env, &r, "-o", "json", "get-volume", id);
+	expect_ok(&r);
+	j = parse_out(&r);
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(json_object_get(j, "status"), "published_node_ids"),
+				    0)),
+			    "node-1");
 	json_decref(j);
 	run_free(&r);
 

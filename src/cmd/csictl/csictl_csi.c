@@ -63,6 +63,8 @@ static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 		{"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context (repeatable)"},
 		{"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
 		 "publish context (repeatable)"},
+		{"mutable-param", CSICTL_FLAG_KV, &o->mutable_params, "K=V",
+		 "mutable parameter (repeatable)"},
 		{"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "publish read-only"},
 		{"max-entries", CSICTL_FLAG_STRING, &o->max_entries, "N",
 		 "page size of a listing (default: fetch every page)"},
@@ -251,6 +253,7 @@ out:
 	csictl_kv_free(&c.o.secrets);
 	csictl_kv_free(&c.o.context);
 	csictl_kv_free(&c.o.publish_context);
+	csictl_kv_free(&c.o.mutable_params);
 	return status;
 }
 

@@ -46,6 +46,7 @@ struct csictl_csi_opts {
 	struct csictl_kv secrets;
 	struct csictl_kv context;
 	struct csictl_kv publish_context;
+	struct csictl_kv mutable_params;
 	/* misc */
 	bool readonly;
 	const char *max_entries;

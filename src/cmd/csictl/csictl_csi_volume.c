@@ -1,7 +1,8 @@
 /*
  * `csictl csi` controller volume commands: create-volume, delete-volume,
- * list-volumes, validate, controller-publish, controller-unpublish and
- * expand (ControllerExpandVolume, or NodeExpandVolume with -node PATH).
+ * get-volume, modify-volume, capacity, list-volumes, validate,
+ * controller-publish, controller-unpublish and expand
+ * (ControllerExpandVolume, or NodeExpandVolume with -node PATH).
  * list-volumes follows next_token until the plugin has no more pages
  * unless -max-entries asks for one page; it stops with an error when a
  * plugin hands back the token it was given, which would loop forever.
@@ -29,8 +30,12 @@ static void csictl_csi_volume_topology(const Csi__V1__Volume *v, char *buf, size
 	}
 }
 
-/* Prints a volume as "field: value" lines. */
-static int csictl_csi_volume_print(struct csictl_csi *c, const Csi__V1__Volume *v)
+/*
+ * Prints a volume as "field: value" lines, with its published nodes and
+ * condition when the plugin reported a status (status may be NULL).
+ */
+static int csictl_csi_volume_print(struct csictl_csi *c, const Csi__V1__Volume *v,
+				   const Csi__V1__ControllerGetVolumeResponse__VolumeStatus *status)
 {
 	struct csictl_table *t = csictl_table_new(2, NULL);
 	char size[32], ctx[1024], topo[1024], src[300] = "";
@@ -50,6 +55,27 @@ static int csictl_csi_volume_print(struct csictl_csi *c, const Csi__V1__Volume *
 		csictl_table_addv(t, "source:", src);
 		csictl_table_addv(t, "topology:", topo);
 	}
+	if (t && status) {
+		char nodes[1024] = "", cond[300] = "";
+		size_t used = 0;
+
+		for (size_t i = 0; i < status->n_published_node_ids && used + 1 < sizeof(nodes);
+		     i++) {
+			int w = snprintf(nodes + used, sizeof(nodes) - used, "%s%s", i ? "," : "",
+					 status->published_node_ids[i]);
+
+			if (w < 0)
+				break;
+			used += (size_t)w;
+		}
+		if (status->volume_condition)
+			snprintf(cond, sizeof(cond), "%s%s%s",
+				 status->volume_condition->abnormal ? "abnormal" : "ok",
+				 status->volume_condition->message[0] ? ": " : "",
+				 status->volume_condition->message);
+		csictl_table_addv(t, "published nodes:", nodes);
+		csictl_table_addv(t, "condition:", cond);
+	}
 	return csictl_csi_print_table(c, t);
 }
 
@@ -61,7 +87,7 @@ static int csictl_csi_volume_create_show(struct csictl_csi *c, const ProtobufCMe
 		fputs("error: the plugin created the volume but returned none\n", c->err);
 		return CSICTL_EXIT_FAIL;
 	}
-	return csictl_csi_volume_print(c, resp->volume);
+	return csictl_csi_volume_print(c, resp->volume, NULL);
 }
 
 static int csictl_csi_volume_create(struct csictl_csi *c)
@@ -98,6 +124,7 @@ static int csictl_csi_volume_create(struct csictl_csi *c)
 		req.volume_content_source = cs;
 	}
 	if (csictl_csi_map_set(c, &req.base, "parameters", &c->o.params) ||
+	    csictl_csi_map_set(c, &req.base, "mutable_parameters", &c->o.mutable_params) ||
 	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
 		return csictl_csi_nomem(c);
 	return csictl_csi_call_show(c, CSI_RPC_CREATE_VOLUME, &req.base,
@@ -321,11 +348,87 @@ static int csictl_csi_volume_expand(struct csictl_csi *c)
 				    csictl_csi_volume_expand_show);
 }
 
+static int csictl_csi_volume_get_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__ControllerGetVolumeResponse *resp =
+		(const Csi__V1__ControllerGetVolumeResponse *)m;
+
+	if (!resp->volume) {
+		fputs("error: the plugin answered without a volume\n", c->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	return csictl_csi_volume_print(c, resp->volume, resp->status);
+}
+
+static int csictl_csi_volume_get(struct csictl_csi *c)
+{
+	Csi__V1__ControllerGetVolumeRequest req = CSI__V1__CONTROLLER_GET_VOLUME_REQUEST__INIT;
+
+	req.volume_id = (char *)c->args.v[0];
+	return csictl_csi_call_show(c, CSI_RPC_CONTROLLER_GET_VOLUME, &req.base,
+				    csictl_csi_volume_get_show);
+}
+
+static int csictl_csi_volume_modify(struct csictl_csi *c)
+{
+	Csi__V1__ControllerModifyVolumeRequest req = CSI__V1__CONTROLLER_MODIFY_VOLUME_REQUEST__INIT;
+
+	req.volume_id = (char *)c->args.v[0];
+	if (c->o.mutable_params.n == 0)
+		return csictl_csi_usage_error(c, "modify-volume needs at least one -mutable-param");
+	if (csictl_csi_map_set(c, &req.base, "mutable_parameters", &c->o.mutable_params) ||
+	    csictl_csi_map_set(c, &req.base, "secrets", &c->o.secrets))
+		return csictl_csi_nomem(c);
+	return csictl_csi_call_done(c, CSI_RPC_CONTROLLER_MODIFY_VOLUME, &req.base,
+				    "volume %s modified", req.volume_id);
+}
+
+static int csictl_csi_volume_capacity_show(struct csictl_csi *c, const ProtobufCMessage *m)
+{
+	const Csi__V1__GetCapacityResponse *resp = (const Csi__V1__GetCapacityResponse *)m;
+	struct csictl_table *t = csictl_table_new(2, NULL);
+	char avail[32], max[32] = "", min[32] = "";
+
+	csictl_size_format(resp->available_capacity, avail, sizeof(avail));
+	if (resp->maximum_volume_size)
+		csictl_size_format(resp->maximum_volume_size->value, max, sizeof(max));
+	if (resp->minimum_volume_size)
+		csictl_size_format(resp->minimum_volume_size->value, min, sizeof(min));
+	if (t) {
+		csictl_table_addv(t, "available:", avail);
+		csictl_table_addv(t, "maximum volume size:", max);
+		csictl_table_addv(t, "minimum volume size:", min);
+	}
+	return csictl_csi_print_table(c, t);
+}
+
+static int csictl_csi_volume_capacity(struct csictl_csi *c)
+{
+	Csi__V1__GetCapacityRequest req = CSI__V1__GET_CAPACITY_REQUEST__INIT;
+	struct err e;
+
+	err_clear(&e);
+	/* Capabilities narrow the answer only when the user gave some. */
+	if (csictl_csi_caps_given(c) &&
+	    csictl_csi_caps(c, &req.volume_capabilities, &req.n_volume_capabilities, &e))
+		return csictl_csi_usage_error(c, "%s", e.msg);
+	if (csictl_csi_map_set(c, &req.base, "parameters", &c->o.params))
+		return csictl_csi_nomem(c);
+	return csictl_csi_call_show(c, CSI_RPC_GET_CAPACITY, &req.base,
+				    csictl_csi_volume_capacity_show);
+}
+
 const struct csictl_csi_cmd csictl_csi_volume_cmds[] = {
 	{"create-volume", 1, 1, "create-volume NAME",
 	 "create a volume (-capacity, -param, capability flags)",
 	 csictl_csi_volume_create},
 	{"delete-volume", 1, 1, "delete-volume ID", "delete a volume", csictl_csi_volume_delete},
+	{"get-volume", 1, 1, "get-volume ID", "one volume with its status (ControllerGetVolume)",
+	 csictl_csi_volume_get},
+	{"modify-volume", 1, 1, "modify-volume ID", "change -mutable-param values",
+	 csictl_csi_volume_modify},
+	{"capacity", 0, 0, "capacity", "available capacity (GetCapacity; -param, capabilities)",
+	 csictl_csi_volume_capacity},
 	{"list-volumes", 0, 0, "list-volumes",
 	 "list volumes (all pages, or one with -max-entries)", csictl_csi_volume_list},
 	{"validate", 1, 1, "validate ID", "check capabilities against a volume",
