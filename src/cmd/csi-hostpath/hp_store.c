@@ -604,21 +604,21 @@ int hp_store_mount_list(struct hp_store *s, const char *node, const char *vol,
 {
 	sqlite3_stmt *st = hp_store_q(s, HP_Q_MOUNT_LIST, 2, node, vol);
 	struct hp_mnt *m = malloc(sizeof(*m));
-	int rc;
+	int rc, cb = 0;
 
 	if (!m)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		hp_store_read_mnt(st, m);
-		rc = fn(ctx, m);
-		if (rc)
+		cb = fn(ctx, m);
+		if (cb)
 			break;
 	}
 	sqlite3_reset(st);
 	free(m);
-	if (rc == SQLITE_DONE)
-		return 0;
-	return rc < 0 ? rc : hp_store_fail(s, e, "list mounts");
+	if (cb)
+		return cb;
+	return rc == SQLITE_DONE ? 0 : hp_store_fail(s, e, "list mounts");
 }
 
 int hp_store_node_uses(struct hp_store *s, const char *vol, int64_t *n, struct err *e)
