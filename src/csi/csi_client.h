@@ -82,6 +82,13 @@ struct csi_client {
 int csi_endpoint_parse(const char *endpoint, char *path_out, struct err *e);
 
 /*
+ * Writes the gRPC target ("unix:" + path, percent-encoded, since gRPC
+ * parses targets and listen addresses as URIs) for a socket path checked
+ * by csi_endpoint_parse; out needs at least 3 * 107 + 6 bytes.
+ */
+void csi_endpoint_target(const char *path, char *out, size_t cap);
+
+/*
  * Opens a gRPC client for endpoint (see csi_endpoint_parse). The channel
  * is created once and reused; it reconnects with a short backoff (about
  * 100 ms) after the plugin restarts. Returns 0 and *out, or a negative
