@@ -183,7 +183,7 @@ int csi_endpoint_parse(const char *endpoint, char *path_out, struct err *e)
  * gRPC parses a channel target as a URI and percent-decodes its path, so
  * every byte outside a safe set is percent-encoded.
  */
-static void csi_client_target(const char *path, char *out, size_t cap)
+void csi_endpoint_target(const char *path, char *out, size_t cap)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t n = 0;
@@ -402,7 +402,7 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	if (!c)
 		return err_set(e, CSID_ENOMEM, "csi client: out of memory");
 	snprintf(c->endpoint, sizeof(c->endpoint), "unix://%s", path);
-	csi_client_target(path, target, sizeof(target));
+	csi_endpoint_target(path, target, sizeof(target));
 	args[0] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_BACKOFF_MS}};
 	args[1] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,

@@ -364,7 +364,7 @@ int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *
 int csi_server_start(struct csi_server *s, struct err *e)
 {
 	grpc_server_credentials *creds;
-	char addr[sizeof(s->path) + 8];
+	char addr[3 * sizeof(s->path) + 8];
 	grpc_arg args[2];
 	grpc_channel_args cargs = {.num_args = 2, .args = args};
 	int rc, port;
@@ -387,8 +387,7 @@ int csi_server_start(struct csi_server *s, struct err *e)
 		s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
 		grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
 	}
-	/* The server side takes the path verbatim after "unix:". */
-	snprintf(addr, sizeof(addr), "unix:%s", s->path);
+	csi_endpoint_target(s->path, addr, sizeof(addr));
 	creds = grpc_insecure_server_credentials_create();
 	port = grpc_server_add_http2_port(s->server, addr, creds);
 	grpc_server_credentials_release(creds);

@@ -484,6 +484,27 @@ static void test_restart(void **state)
 	assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
 }
 
+/* Bytes that mean something in a URI still name the socket verbatim. */
+static void test_odd_path(void **state)
+{
+	struct tg *t = *state;
+	char dir[128], ep[160];
+	struct csi_server *s = NULL;
+	struct csi_client *c = NULL;
+	struct err e;
+
+	snprintf(dir, sizeof(dir), "%s/a b%%41?#;", t->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(ep, sizeof(ep), "unix://%s/x.sock", dir);
+	assert_int_equal(csi_server_new(ep, 1, tg_handler, t, &s, &e), 0);
+	assert_int_equal(csi_server_start(s, &e), 0);
+	assert_int_equal(csi_client_grpc_new(ep, &c, &e), 0);
+	assert_int_equal(tg_probe_until_ok(c, 5000), 0);
+	csi_client_free(c);
+	csi_server_free(s);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_endpoints(void **state)
 {
 	struct tg *t = *state;
@@ -552,6 +573,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 
