@@ -188,7 +188,10 @@ static void mounter_unlock(struct mounter *m, struct mounter_vlock *v)
 	pthread_mutex_unlock(&m->mu);
 }
 
-/* Removes dir and then its parents while they are empty, stopping at stop. */
+/*
+ * Removes dir and then its parents while they are empty directories,
+ * stopping at stop (exclusive) or at the first one that cannot go.
+ */
 static void mounter_prune(struct mounter *m, const char *dir, const char *stop)
 {
 	char path[MOUNTER_PATH_MAX];
@@ -240,21 +243,19 @@ static int mounter_last_user(struct mounter *m, const struct mount_record *r, bo
 static int mounter_unpublish_rpc(struct mounter *m, const struct mounter_plugin *p,
 				 const struct mount_record *r, struct err *e)
 {
-	char dir[MOUNTER_PATH_MAX];
 	char root[MOUNTER_PATH_MAX];
-	char *slash;
 	int rc;
 
 	rc = mount_rpc_unpublish(p, m->timeout_ms, r, e);
 	if (rc != 0)
 		return rc;
-	/* The plugin removes the target itself; prune the parents the agent made. */
-	snprintf(dir, sizeof(dir), "%s", r->target_path);
-	slash = strrchr(dir, '/');
-	if (slash != NULL)
-		*slash = '\0';
+	/*
+	 * The plugin removes the target itself; prune the parents the agent
+	 * made. Starting at the target also removes an empty directory a
+	 * careless plugin left (rmdir never removes content or a mount point).
+	 */
 	snprintf(root, sizeof(root), "%s/per-alloc", m->mounts_dir);
-	mounter_prune(m, dir, root);
+	mounter_prune(m, r->target_path, root);
 	return 0;
 }
 

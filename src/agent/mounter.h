@@ -89,7 +89,7 @@ struct mounter;
 int mounter_open(const char *data_dir, const char *db_path, const struct mounter_options *opts,
 		 struct mounter **out, struct err *e);
 
-/* Closes the mounter (mounts stay as they are); NULL is a no-op. */
+/* Closes the mounter (mounts stay as they are); no call may be in progress. NULL is a no-op. */
 void mounter_close(struct mounter *m);
 
 /*
