@@ -51,10 +51,10 @@ static void run_env(struct env *env, struct csictl_run *r, char *const *extra_en
 }
 
 /* Runs "csictl agent -address <agent> ARGS...". */
-#define AGENT(env, r, ...)                                                           \
-	do {                                                                         \
+#define AGENT(env, r, ...)                                                             \
+	do {                                                                           \
 		char *args_[] = {"agent", "-address", (env)->addr, __VA_ARGS__, NULL}; \
-		run_env((env), (r), NULL, args_);                                    \
+		run_env((env), (r), NULL, args_);                                      \
 	} while (0)
 
 static void expect_ok(const struct csictl_run *r)
@@ -135,8 +135,8 @@ static void test_plugins(void **state)
 	{
 		if (strcmp(json_string_value(json_object_get(p, "id")), AGENT_PROC_HP_ID) == 0 &&
 		    strcmp(json_string_value(json_object_get(p, "type")), "node") == 0)
-			found = json_is_true(json_object_get(json_object_get(p, "health"),
-							     "healthy"));
+			found =
+			    json_is_true(json_object_get(json_object_get(p, "health"), "healthy"));
 	}
 	assert_true(found);
 	json_decref(j);
@@ -156,8 +156,8 @@ static void test_mount_unmount(void **state)
 	assert_null(strstr(r.out, env->vol));
 	run_free(&r);
 
-	AGENT(env, &r, "mount", env->vol, "alloc-1", "-plugin", AGENT_PROC_HP_ID,
-	      "-access-mode", "single-node-multi-writer", "-secret", "token=csictl-s3cr3t");
+	AGENT(env, &r, "mount", env->vol, "alloc-1", "-plugin", AGENT_PROC_HP_ID, "-access-mode",
+	      "single-node-multi-writer", "-secret", "token=csictl-s3cr3t");
 	expect_ok(&r);
 	line = strstr(r.out, "target:");
 	assert_non_null(line);
@@ -279,9 +279,9 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plugins),
-		cmocka_unit_test(test_mount_unmount),
-		cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_plugins),
+	    cmocka_unit_test(test_mount_unmount),
+	    cmocka_unit_test(test_errors),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -29,7 +29,7 @@
 
 struct env {
 	struct hpp_proc hp;
-	const char *dir;      /* the plugin's temporary directory; ours too */
+	const char *dir; /* the plugin's temporary directory; ours too */
 	const char *endpoint; /* unix://<dir>/csi.sock */
 	/* The last run, freed by teardown when a failed assertion left it. */
 	struct csictl_run *live;
@@ -58,18 +58,17 @@ static void run_env(struct env *env, struct csictl_run *r, char *const *extra_en
 }
 
 /* Runs csictl with "-endpoint <plugin>" first, then the given arguments. */
-#define CSICTL(env, r, ...)                                                              \
-	do {                                                                             \
-		char *args_[] = {"csi", "-endpoint", (char *)(env)->endpoint, __VA_ARGS__, \
-				 NULL};                                                   \
-		run_env((env), (r), NULL, args_);                                        \
+#define CSICTL(env, r, ...)                                                                       \
+	do {                                                                                      \
+		char *args_[] = {"csi", "-endpoint", (char *)(env)->endpoint, __VA_ARGS__, NULL}; \
+		run_env((env), (r), NULL, args_);                                                 \
 	} while (0)
 
 /* Runs csictl with exactly the given arguments. */
-#define CSICTL_RAW(env, r, ...)                              \
-	do {                                                 \
-		char *args_[] = {__VA_ARGS__, NULL};         \
-		run_env((env), (r), NULL, args_);            \
+#define CSICTL_RAW(env, r, ...)                      \
+	do {                                         \
+		char *args_[] = {__VA_ARGS__, NULL}; \
+		run_env((env), (r), NULL, args_);    \
 	} while (0)
 
 static void expect_ok(const struct csictl_run *r)
@@ -157,16 +156,29 @@ static void test_help(void **state)
 	run_free(&r);
 	CSICTL_RAW(env, &r, "csi", "-h");
 	expect_ok(&r);
-	for (const char *const *c = (const char *const[]){"info", "caps", "probe", "create-volume",
-							  "delete-volume", "list-volumes",
-							  "get-volume", "modify-volume",
+	for (const char *const *c = (const char *const[]){"info",
+							  "caps",
+							  "probe",
+							  "create-volume",
+							  "delete-volume",
+							  "list-volumes",
+							  "get-volume",
+							  "modify-volume",
 							  "capacity",
-							  "validate", "controller-publish",
-							  "controller-unpublish", "stage",
-							  "unstage", "publish", "unpublish",
-							  "stats", "expand", "snapshot create",
-							  "snapshot delete", "snapshot list",
-							  "node-info", NULL};
+							  "validate",
+							  "controller-publish",
+							  "controller-unpublish",
+							  "stage",
+							  "unstage",
+							  "publish",
+							  "unpublish",
+							  "stats",
+							  "expand",
+							  "snapshot create",
+							  "snapshot delete",
+							  "snapshot list",
+							  "node-info",
+							  NULL};
 	     *c; c++)
 		if (!strstr(r.out, *c))
 			fail_msg("csictl csi -h does not list %s", *c);
@@ -212,9 +224,9 @@ static void test_identity(void **state)
 	assert_true(json_is_array(ctl));
 	assert_true(json_is_array(node));
 	json_array_foreach(ctl, i, v) create |=
-		strcmp(json_string_value(v), "CREATE_DELETE_VOLUME") == 0;
+	    strcmp(json_string_value(v), "CREATE_DELETE_VOLUME") == 0;
 	json_array_foreach(node, i, v) stage |=
-		strcmp(json_string_value(v), "STAGE_UNSTAGE_VOLUME") == 0;
+	    strcmp(json_string_value(v), "STAGE_UNSTAGE_VOLUME") == 0;
 	assert_true(create);
 	assert_true(stage);
 	json_decref(j);
@@ -289,10 +301,10 @@ static void test_lifecycle(void **state)
 	CSICTL(env, &r, "-o", "json", "get-volume", id);
 	expect_ok(&r);
 	j = parse_out(&r);
-	assert_string_equal(json_string_value(json_array_get(
-				    json_object_get(json_object_get(j, "status"), "published_node_ids"),
-				    0)),
-			    "node-1");
+	assert_string_equal(
+	    json_string_value(json_array_get(
+		json_object_get(json_object_get(j, "status"), "published_node_ids"), 0)),
+	    "node-1");
 	json_decref(j);
 	run_free(&r);
 
@@ -437,11 +449,11 @@ static void test_snapshots(void **state)
 	CSICTL(env, &r, "-o", "json", "snapshot", "create", "snap-1", id);
 	expect_ok(&r);
 	j = parse_out(&r);
-	sid = strdup(json_string_value(json_object_get(json_object_get(j, "snapshot"),
-						       "snapshot_id")));
+	sid = strdup(
+	    json_string_value(json_object_get(json_object_get(j, "snapshot"), "snapshot_id")));
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "snapshot"), "source_volume_id")),
-		id);
+	    json_string_value(json_object_get(json_object_get(j, "snapshot"), "source_volume_id")),
+	    id);
 	assert_non_null(json_object_get(json_object_get(j, "snapshot"), "ready_to_use"));
 	json_decref(j);
 	run_free(&r);
@@ -696,11 +708,11 @@ static void test_hostile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),       cmocka_unit_test(test_identity),
-		cmocka_unit_test(test_lifecycle),  cmocka_unit_test(test_block),
-		cmocka_unit_test(test_snapshots),  cmocka_unit_test(test_pagination),
-		cmocka_unit_test(test_errors),     cmocka_unit_test(test_faults),
-		cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_help),      cmocka_unit_test(test_identity),
+	    cmocka_unit_test(test_lifecycle), cmocka_unit_test(test_block),
+	    cmocka_unit_test(test_snapshots), cmocka_unit_test(test_pagination),
+	    cmocka_unit_test(test_errors),    cmocka_unit_test(test_faults),
+	    cmocka_unit_test(test_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,9 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_csictl_render(const json_t *j)
 {
 	int (*const renders[])(const json_t *, FILE *, struct err *) = {
-		csictl_agent_render_plugins,
-		csictl_agent_render_mounts,
-		csictl_agent_render_mount,
+	    csictl_agent_render_plugins,
+	    csictl_agent_render_mounts,
+	    csictl_agent_render_mount,
 	};
 
 	for (size_t i = 0; i < sizeof(renders) / sizeof(renders[0]); i++) {

@@ -11,8 +11,8 @@
 
 struct csictl_run {
 	int status; /* exit status, or 128 + signal */
-	char *out;  /* all of stdout, NUL-terminated; owned */
-	char *err;  /* all of stderr; owned */
+	char *out; /* all of stdout, NUL-terminated; owned */
+	char *err; /* all of stderr; owned */
 };
 
 /*

@@ -96,12 +96,11 @@ static void test_escape(void **state)
 static void opts_with_kv(struct csictl_agent_opts *o)
 {
 	const struct csictl_flag flags[] = {
-		{"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context"},
-		{"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "secret"},
-		{"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V", "publish context"},
+	    {"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context"},
+	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "secret"},
+	    {"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V", "publish context"},
 	};
-	char *argv[] = {"-context", "k1=v1", "-secret=token=s3cr3t", "--publish-context",
-			"pc=x=y"};
+	char *argv[] = {"-context", "k1=v1", "-secret=token=s3cr3t", "--publish-context", "pc=x=y"};
 	struct csictl_args pos;
 	struct err e;
 
@@ -148,14 +147,11 @@ static void test_mount_body(void **state)
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "mount_flags"), 1)),
 			    "nodev");
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "volume_context"), "k1")),
-		"v1");
+	    json_string_value(json_object_get(json_object_get(j, "volume_context"), "k1")), "v1");
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "publish_context"), "pc")),
-		"x=y");
+	    json_string_value(json_object_get(json_object_get(j, "publish_context"), "pc")), "x=y");
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "secrets"), "token")),
-		"s3cr3t");
+	    json_string_value(json_object_get(json_object_get(j, "secrets"), "token")), "s3cr3t");
 	json_decref(j);
 
 	/* Defaults, block devices, external IDs. */
@@ -217,14 +213,15 @@ static void test_render_plugins(void **state)
 	const char *out;
 
 	/* The shape src/api/agent_api_plugins.c answers with. */
-	j = parse("{\"plugins\": ["
-		  " {\"id\": \"hostpath.csi.csid.dev\", \"type\": \"node\","
-		  "  \"active_instance\": \"inst-2\", \"state\": \"healthy\","
-		  "  \"health\": {\"healthy\": true, \"description\": \"probe ok\","
-		  "  \"changed_ms\": 5},"
-		  "  \"instances\": [{\"instance_id\": \"inst-1\"}, {\"instance_id\": \"inst-2\"}]},"
-		  " {\"id\": \"ebs\", \"type\": \"controller\", \"active\": \"i-9\","
-		  "  \"healthy\": false, \"instances\": 1}]}");
+	j = parse(
+	    "{\"plugins\": ["
+	    " {\"id\": \"hostpath.csi.csid.dev\", \"type\": \"node\","
+	    "  \"active_instance\": \"inst-2\", \"state\": \"healthy\","
+	    "  \"health\": {\"healthy\": true, \"description\": \"probe ok\","
+	    "  \"changed_ms\": 5},"
+	    "  \"instances\": [{\"instance_id\": \"inst-1\"}, {\"instance_id\": \"inst-2\"}]},"
+	    " {\"id\": \"ebs\", \"type\": \"controller\", \"active\": \"i-9\","
+	    "  \"healthy\": false, \"instances\": 1}]}");
 	capture_open(&c);
 	assert_int_equal(csictl_agent_render_plugins(j, c.f, &e), 0);
 	out = capture_close(&c);
@@ -317,7 +314,8 @@ static void test_render_mount(void **state)
 static void test_error_text(void **state)
 {
 	char buf[256];
-	const char *b1 = "{\"error\": \"plugin hostpath is not healthy\", \"code\": \"unavailable\"}";
+	const char *b1 =
+	    "{\"error\": \"plugin hostpath is not healthy\", \"code\": \"unavailable\"}";
 	const char *b2 = "<html>bad gateway</html>\n";
 	const char *b3 = "{\"error\": \"line\\nbreak\"}";
 
@@ -341,14 +339,10 @@ static void test_error_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_addr),
-		cmocka_unit_test(test_escape),
-		cmocka_unit_test(test_mount_body),
-		cmocka_unit_test(test_mount_body_errors),
-		cmocka_unit_test(test_render_plugins),
-		cmocka_unit_test(test_render_mounts),
-		cmocka_unit_test(test_render_mount),
-		cmocka_unit_test(test_error_text),
+	    cmocka_unit_test(test_addr),           cmocka_unit_test(test_escape),
+	    cmocka_unit_test(test_mount_body),     cmocka_unit_test(test_mount_body_errors),
+	    cmocka_unit_test(test_render_plugins), cmocka_unit_test(test_render_mounts),
+	    cmocka_unit_test(test_render_mount),   cmocka_unit_test(test_error_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,21 +23,21 @@ static void test_size_parse(void **state)
 		const char *in;
 		int64_t want;
 	} ok[] = {
-		{"0", 0},
-		{"1", 1},
-		{"1K", 1000},
-		{"1Ki", 1024},
-		{"3Mi", 3 << 20},
-		{"2M", 2000000},
-		{"1Gi", 1 << 30},
-		{"5G", 5000000000LL},
-		{"2Ti", 2LL << 40},
-		{"7T", 7000000000000LL},
-		{"9223372036854775807", INT64_MAX},
-		{"8388607Ti", 8388607LL << 40},
+	    {"0", 0},
+	    {"1", 1},
+	    {"1K", 1000},
+	    {"1Ki", 1024},
+	    {"3Mi", 3 << 20},
+	    {"2M", 2000000},
+	    {"1Gi", 1 << 30},
+	    {"5G", 5000000000LL},
+	    {"2Ti", 2LL << 40},
+	    {"7T", 7000000000000LL},
+	    {"9223372036854775807", INT64_MAX},
+	    {"8388607Ti", 8388607LL << 40},
 	};
-	static const char *const bad[] = {"", "Gi", "-1", "1.5Gi", "1gi", "1GiB", "1 Gi",
-					  "12Q", "0x10", "+5", "1Ki1"};
+	static const char *const bad[] = {"",     "Gi",  "-1",   "1.5Gi", "1gi", "1GiB",
+					  "1 Gi", "12Q", "0x10", "+5",    "1Ki1"};
 	struct err e;
 	int64_t v;
 
@@ -116,10 +116,10 @@ struct opts {
 static size_t opts_flags(struct opts *o, struct csictl_flag *f)
 {
 	const struct csictl_flag t[] = {
-		{"name", CSICTL_FLAG_STRING, &o->name, "N", "a string"},
-		{"flag", CSICTL_FLAG_BOOL, &o->flag, NULL, "a bool"},
-		{"param", CSICTL_FLAG_KV, &o->kv, "K=V", "pairs"},
-		{"item", CSICTL_FLAG_LIST, &o->list, "X", "items"},
+	    {"name", CSICTL_FLAG_STRING, &o->name, "N", "a string"},
+	    {"flag", CSICTL_FLAG_BOOL, &o->flag, NULL, "a bool"},
+	    {"param", CSICTL_FLAG_KV, &o->kv, "K=V", "pairs"},
+	    {"item", CSICTL_FLAG_LIST, &o->list, "X", "items"},
 	};
 
 	memcpy(f, t, sizeof(t));
@@ -136,8 +136,8 @@ static int parse(struct opts *o, struct csictl_args *pos, struct err *e, int arg
 
 static void test_flags(void **state)
 {
-	char *a1[] = {"cmd", "-name", "x", "pos1", "--flag", "-param=a=1", "-param", "b=",
-		      "-item", "i1", "-item=i2", "--", "-notaflag"};
+	char *a1[] = {"cmd", "-name", "x",  "pos1",     "--flag", "-param=a=1", "-param",
+		      "b=",  "-item", "i1", "-item=i2", "--",     "-notaflag"};
 	char *a2[] = {"-name"};
 	char *a3[] = {"-bogus"};
 	char *a4[] = {"-param", "novalue"};
@@ -273,9 +273,12 @@ static void test_json_str(void **state)
 	assert_string_equal(json_string_value(j), "ok \xe2\x82\xac");
 	json_decref(j);
 	/* Invalid UTF-8 (a lone byte, an overlong form, a surrogate) is repaired. */
-	j = csictl_out_json_str("a\xff" "b\xc0\xaf" "c\xed\xa0\x80");
+	j = csictl_out_json_str("a\xff"
+				"b\xc0\xaf"
+				"c\xed\xa0\x80");
 	assert_non_null(j);
-	assert_non_null(strstr(json_string_value(j), "a\xef\xbf\xbd" "b"));
+	assert_non_null(strstr(json_string_value(j), "a\xef\xbf\xbd"
+						     "b"));
 	assert_null(strstr(json_string_value(j), "\xff"));
 	json_decref(j);
 	j = csictl_out_json_str(NULL);
@@ -286,10 +289,11 @@ static void test_json_str(void **state)
 static void test_msg_json(void **state)
 {
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
-	Csi__V1__CreateVolumeRequest__SecretsEntry sec = CSI__V1__CREATE_VOLUME_REQUEST__SECRETS_ENTRY__INIT;
+	Csi__V1__CreateVolumeRequest__SecretsEntry sec =
+	    CSI__V1__CREATE_VOLUME_REQUEST__SECRETS_ENTRY__INIT;
 	Csi__V1__CreateVolumeRequest__SecretsEntry *secs[] = {&sec};
 	Csi__V1__CreateVolumeRequest__ParametersEntry par =
-		CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
+	    CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
 	Csi__V1__CreateVolumeRequest__ParametersEntry *pars[] = {&par};
 	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
 	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
@@ -329,16 +333,15 @@ static void test_msg_json(void **state)
 	assert_true(json_integer_value(json_object_get(json_object_get(j, "capacity_range"),
 						       "required_bytes")) == (1LL << 33));
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "parameters"), "pool")),
-		"fast");
+	    json_string_value(json_object_get(json_object_get(j, "parameters"), "pool")), "fast");
 	{
 		json_t *c0 = json_array_get(json_object_get(j, "volume_capabilities"), 0);
 
 		assert_non_null(json_object_get(c0, "block"));
 		assert_null(json_object_get(c0, "mount"));
-		assert_string_equal(json_string_value(json_object_get(
-					    json_object_get(c0, "access_mode"), "mode")),
-				    "MULTI_NODE_READER_ONLY");
+		assert_string_equal(
+		    json_string_value(json_object_get(json_object_get(c0, "access_mode"), "mode")),
+		    "MULTI_NODE_READER_ONLY");
 	}
 	/* Unset message fields are left out. */
 	assert_null(json_object_get(j, "volume_content_source"));
@@ -389,12 +392,18 @@ static void test_access_modes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_size_parse),   cmocka_unit_test(test_size_format),
-		cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_int_parse),
-		cmocka_unit_test(test_flags),        cmocka_unit_test(test_flags_limits),
-		cmocka_unit_test(test_table),        cmocka_unit_test(test_clean),
-		cmocka_unit_test(test_json_str),     cmocka_unit_test(test_msg_json),
-		cmocka_unit_test(test_msg_json_wrappers), cmocka_unit_test(test_access_modes),
+	    cmocka_unit_test(test_size_parse),
+	    cmocka_unit_test(test_size_format),
+	    cmocka_unit_test(test_duration_parse),
+	    cmocka_unit_test(test_int_parse),
+	    cmocka_unit_test(test_flags),
+	    cmocka_unit_test(test_flags_limits),
+	    cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_clean),
+	    cmocka_unit_test(test_json_str),
+	    cmocka_unit_test(test_msg_json),
+	    cmocka_unit_test(test_msg_json_wrappers),
+	    cmocka_unit_test(test_access_modes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,8 +39,8 @@ int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct e
 		path = s;
 	if (path) {
 		if (path[0] != '/')
-			return err_set(e, CSID_EINVAL, "agent socket \"%.64s\" is not an absolute path",
-				       path);
+			return err_set(e, CSID_EINVAL,
+				       "agent socket \"%.64s\" is not an absolute path", path);
 		if (strlen(path) >= sizeof(a->socket))
 			return err_set(e, CSID_EINVAL, "agent socket path is longer than %zu bytes",
 				       sizeof(a->socket) - 1);
@@ -54,7 +54,8 @@ int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct e
 		snprintf(a->base, sizeof(a->base), "%s", s);
 	} else if (strstr(s, "://")) {
 		return err_set(e, CSID_EINVAL,
-			       "agent address \"%.64s\": expected unix:PATH or http://HOST:PORT", s);
+			       "agent address \"%.64s\": expected unix:PATH or http://HOST:PORT",
+			       s);
 	} else {
 		if (strlen(s) >= sizeof(a->base) - 256)
 			return err_set(e, CSID_EINVAL, "agent address is too long");
@@ -236,7 +237,7 @@ static void csictl_agent_health(const json_t *p, char *healthy, char *desc, size
 
 int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e)
 {
-	static const char *const headers[] = {"PLUGIN", "TYPE",      "ACTIVE",     "STATE",
+	static const char *const headers[] = {"PLUGIN",  "TYPE",      "ACTIVE",     "STATE",
 					      "HEALTHY", "INSTANCES", "DESCRIPTION"};
 	const json_t *l = csictl_agent_list(j, "plugins", e), *p;
 	struct csictl_table *t;
@@ -291,8 +292,8 @@ static const char *csictl_agent_usage(const json_t *m, char *buf, size_t len)
 
 int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e)
 {
-	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN", "USAGE", "STATE",
-					      "TARGET"};
+	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN",
+					      "USAGE",  "STATE", "TARGET"};
 	const json_t *l = csictl_agent_list(j, "mounts", e), *m;
 	struct csictl_table *t;
 	size_t i;
@@ -574,30 +575,30 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag *f)
 {
 	const struct csictl_flag table[] = {
-		{"address", CSICTL_FLAG_STRING, &o->address, "ADDR",
-		 "unix:PATH or http://HOST:PORT (default $CSID_AGENT_ADDR, "
-		 "else " CSICTL_AGENT_DEFAULT_ADDR ")"},
-		{"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
-		{"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
-		 "deadline of the request (default 2m)"},
-		{"plugin", CSICTL_FLAG_STRING, &o->plugin, "ID", "mount: the node plugin"},
-		{"external-id", CSICTL_FLAG_STRING, &o->external_id, "ID",
-		 "mount: the plugin's volume ID (default: the volume ID)"},
-		{"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "mount: read-only"},
-		{"block", CSICTL_FLAG_BOOL, &o->block, NULL, "mount: block-device attachment"},
-		{"attachment-mode", CSICTL_FLAG_STRING, &o->attachment_mode, "MODE",
-		 "mount: block-device or file-system, the default"},
-		{"access-mode", CSICTL_FLAG_STRING, &o->access_mode, "MODE",
-		 "mount: single-node-writer (default) or another of the seven modes"},
-		{"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "mount: file system type"},
-		{"mount-flag", CSICTL_FLAG_LIST, &o->mount_flags, "FLAG",
-		 "mount: mount option (repeatable)"},
-		{"context", CSICTL_FLAG_KV, &o->context, "K=V", "mount: volume context (repeatable)"},
-		{"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
-		 "mount: publish context (repeatable)"},
-		{"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
-		{"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
-		{"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+	    {"address", CSICTL_FLAG_STRING, &o->address, "ADDR",
+	     "unix:PATH or http://HOST:PORT (default $CSID_AGENT_ADDR, "
+	     "else " CSICTL_AGENT_DEFAULT_ADDR ")"},
+	    {"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
+	    {"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
+	     "deadline of the request (default 2m)"},
+	    {"plugin", CSICTL_FLAG_STRING, &o->plugin, "ID", "mount: the node plugin"},
+	    {"external-id", CSICTL_FLAG_STRING, &o->external_id, "ID",
+	     "mount: the plugin's volume ID (default: the volume ID)"},
+	    {"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "mount: read-only"},
+	    {"block", CSICTL_FLAG_BOOL, &o->block, NULL, "mount: block-device attachment"},
+	    {"attachment-mode", CSICTL_FLAG_STRING, &o->attachment_mode, "MODE",
+	     "mount: block-device or file-system, the default"},
+	    {"access-mode", CSICTL_FLAG_STRING, &o->access_mode, "MODE",
+	     "mount: single-node-writer (default) or another of the seven modes"},
+	    {"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "mount: file system type"},
+	    {"mount-flag", CSICTL_FLAG_LIST, &o->mount_flags, "FLAG",
+	     "mount: mount option (repeatable)"},
+	    {"context", CSICTL_FLAG_KV, &o->context, "K=V", "mount: volume context (repeatable)"},
+	    {"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
+	     "mount: publish context (repeatable)"},
+	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
+	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
 
 	memcpy(f, table, sizeof(table));

@@ -44,7 +44,7 @@ struct csictl_agent_opts {
 
 /* Where requests go: a unix socket path, or a base URL for TCP. */
 struct csictl_agent_addr {
-	char socket[108];              /* "" for TCP */
+	char socket[108]; /* "" for TCP */
 	char base[CSICTL_AGENT_URL_MAX]; /* "http://localhost" for a socket */
 };
 

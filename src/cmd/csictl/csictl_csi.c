@@ -13,28 +13,28 @@
 #include <string.h>
 
 static const struct csictl_csi_cmd *const csictl_csi_groups[] = {
-	csictl_csi_identity_cmds,
-	csictl_csi_volume_cmds,
-	csictl_csi_node_cmds,
-	csictl_csi_snapshot_cmds,
+    csictl_csi_identity_cmds,
+    csictl_csi_volume_cmds,
+    csictl_csi_node_cmds,
+    csictl_csi_snapshot_cmds,
 };
 
 #define CSICTL_CSI_NGROUPS (sizeof(csictl_csi_groups) / sizeof(csictl_csi_groups[0]))
 
 static const char *const csictl_csi_modes[] = {
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER] = "single-node-writer",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY] =
-		"single-node-reader-only",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY] =
-		"multi-node-reader-only",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER] =
-		"multi-node-single-writer",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER] =
-		"multi-node-multi-writer",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER] =
-		"single-node-single-writer",
-	[CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER] =
-		"single-node-multi-writer",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER] = "single-node-writer",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY] =
+	"single-node-reader-only",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY] =
+	"multi-node-reader-only",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER] =
+	"multi-node-single-writer",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER] =
+	"multi-node-multi-writer",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER] =
+	"single-node-single-writer",
+    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER] =
+	"single-node-multi-writer",
 };
 
 #define CSICTL_CSI_NMODES (sizeof(csictl_csi_modes) / sizeof(csictl_csi_modes[0]))
@@ -43,46 +43,45 @@ static const char *const csictl_csi_modes[] = {
 static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 {
 	const struct csictl_flag table[] = {
-		{"endpoint", CSICTL_FLAG_STRING, &o->endpoint, "unix:///PATH",
-		 "plugin socket (default $CSI_ENDPOINT)"},
-		{"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
-		 "deadline of each call, e.g. 500ms, 15s (default 15s)"},
-		{"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
-		{"block", CSICTL_FLAG_BOOL, &o->block, NULL, "block volume (default: mount)"},
-		{"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "file system type of a mount"},
-		{"mount-flag", CSICTL_FLAG_LIST, &o->mount_flags, "FLAG",
-		 "mount option (repeatable)"},
-		{"mount-group", CSICTL_FLAG_STRING, &o->mount_group, "GID", "volume mount group"},
-		{"access-mode", CSICTL_FLAG_LIST, &o->access_modes, "MODE",
-		 "access mode (repeatable; default single-node-writer)"},
-		{"capacity", CSICTL_FLAG_STRING, &o->capacity, "SIZE",
-		 "required bytes, e.g. 1Gi, 500M"},
-		{"limit", CSICTL_FLAG_STRING, &o->limit, "SIZE", "limit bytes"},
-		{"param", CSICTL_FLAG_KV, &o->params, "K=V", "parameter (repeatable)"},
-		{"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "secret (repeatable, never printed)"},
-		{"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context (repeatable)"},
-		{"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
-		 "publish context (repeatable)"},
-		{"mutable-param", CSICTL_FLAG_KV, &o->mutable_params, "K=V",
-		 "mutable parameter (repeatable)"},
-		{"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "publish read-only"},
-		{"max-entries", CSICTL_FLAG_STRING, &o->max_entries, "N",
-		 "page size of a listing (default: fetch every page)"},
-		{"starting-token", CSICTL_FLAG_STRING, &o->starting_token, "TOKEN",
-		 "where a listing starts"},
-		{"staging", CSICTL_FLAG_STRING, &o->staging, "PATH", "staging target path"},
-		{"node", CSICTL_FLAG_STRING, &o->node_path, "PATH",
-		 "expand: expand on the node at this volume path"},
-		{"from-snapshot", CSICTL_FLAG_STRING, &o->from_snapshot, "ID",
-		 "create-volume: content from a snapshot"},
-		{"from-volume", CSICTL_FLAG_STRING, &o->from_volume, "ID",
-		 "create-volume: clone of a volume"},
-		{"source-volume", CSICTL_FLAG_STRING, &o->source_volume, "ID",
-		 "snapshot list: only snapshots of this volume"},
-		{"snapshot-id", CSICTL_FLAG_STRING, &o->snapshot_id, "ID",
-		 "snapshot list: only this snapshot"},
-		{"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
-		{"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+	    {"endpoint", CSICTL_FLAG_STRING, &o->endpoint, "unix:///PATH",
+	     "plugin socket (default $CSI_ENDPOINT)"},
+	    {"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
+	     "deadline of each call, e.g. 500ms, 15s (default 15s)"},
+	    {"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
+	    {"block", CSICTL_FLAG_BOOL, &o->block, NULL, "block volume (default: mount)"},
+	    {"fs-type", CSICTL_FLAG_STRING, &o->fs_type, "TYPE", "file system type of a mount"},
+	    {"mount-flag", CSICTL_FLAG_LIST, &o->mount_flags, "FLAG", "mount option (repeatable)"},
+	    {"mount-group", CSICTL_FLAG_STRING, &o->mount_group, "GID", "volume mount group"},
+	    {"access-mode", CSICTL_FLAG_LIST, &o->access_modes, "MODE",
+	     "access mode (repeatable; default single-node-writer)"},
+	    {"capacity", CSICTL_FLAG_STRING, &o->capacity, "SIZE",
+	     "required bytes, e.g. 1Gi, 500M"},
+	    {"limit", CSICTL_FLAG_STRING, &o->limit, "SIZE", "limit bytes"},
+	    {"param", CSICTL_FLAG_KV, &o->params, "K=V", "parameter (repeatable)"},
+	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "secret (repeatable, never printed)"},
+	    {"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context (repeatable)"},
+	    {"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
+	     "publish context (repeatable)"},
+	    {"mutable-param", CSICTL_FLAG_KV, &o->mutable_params, "K=V",
+	     "mutable parameter (repeatable)"},
+	    {"readonly", CSICTL_FLAG_BOOL, &o->readonly, NULL, "publish read-only"},
+	    {"max-entries", CSICTL_FLAG_STRING, &o->max_entries, "N",
+	     "page size of a listing (default: fetch every page)"},
+	    {"starting-token", CSICTL_FLAG_STRING, &o->starting_token, "TOKEN",
+	     "where a listing starts"},
+	    {"staging", CSICTL_FLAG_STRING, &o->staging, "PATH", "staging target path"},
+	    {"node", CSICTL_FLAG_STRING, &o->node_path, "PATH",
+	     "expand: expand on the node at this volume path"},
+	    {"from-snapshot", CSICTL_FLAG_STRING, &o->from_snapshot, "ID",
+	     "create-volume: content from a snapshot"},
+	    {"from-volume", CSICTL_FLAG_STRING, &o->from_volume, "ID",
+	     "create-volume: clone of a volume"},
+	    {"source-volume", CSICTL_FLAG_STRING, &o->source_volume, "ID",
+	     "snapshot list: only snapshots of this volume"},
+	    {"snapshot-id", CSICTL_FLAG_STRING, &o->snapshot_id, "ID",
+	     "snapshot list: only this snapshot"},
+	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
+	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
 
 	memcpy(f, table, sizeof(table));
@@ -197,7 +196,8 @@ int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf)
 	err_clear(&e);
 	for (int i = 0; i < argc; i++)
 		if (!csictl_csi_utf8_ok(argv[i])) {
-			status = csictl_csi_usage_error(&c, "argument %d is not valid UTF-8", i + 1);
+			status =
+			    csictl_csi_usage_error(&c, "argument %d is not valid UTF-8", i + 1);
 			goto out;
 		}
 	if (csictl_flags_parse(flags, nflags, argc, argv, &pos, &e)) {
@@ -396,7 +396,8 @@ static int csictl_csi_cap_build(struct csictl_csi *c, int mode, Csi__V1__VolumeC
 	cap->access_mode = am;
 	if (c->o.block) {
 		cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
-		cap->block = csictl_csi_msg_new(c, &csi__v1__volume_capability__block_volume__descriptor);
+		cap->block =
+		    csictl_csi_msg_new(c, &csi__v1__volume_capability__block_volume__descriptor);
 		if (!cap->block)
 			return err_set(e, CSID_ENOMEM, "out of memory");
 	} else {
@@ -425,8 +426,9 @@ int csictl_csi_caps(struct csictl_csi *c, Csi__V1__VolumeCapability ***caps, siz
 	Csi__V1__VolumeCapability **arr;
 
 	if (c->o.block && (c->o.fs_type || c->o.mount_group || c->o.mount_flags.n))
-		return err_set(e, CSID_EINVAL,
-			       "-block cannot be combined with -fs-type, -mount-flag or -mount-group");
+		return err_set(
+		    e, CSID_EINVAL,
+		    "-block cannot be combined with -fs-type, -mount-flag or -mount-group");
 	arr = arena_alloc(c->arena, count * sizeof(*arr));
 	if (!arr)
 		return err_set(e, CSID_ENOMEM, "out of memory");
@@ -531,7 +533,8 @@ static int csictl_csi_list_print(struct csictl_csi *c, struct csictl_table **t, 
 	int status;
 
 	if (c->json) {
-		j = json_pack("{sOso}", "entries", entries, "next_token", csictl_out_json_str(next));
+		j = json_pack("{sOso}", "entries", entries, "next_token",
+			      csictl_out_json_str(next));
 		if (!j)
 			return csictl_csi_nomem(c);
 		csictl_out_json_print(j, c->out);

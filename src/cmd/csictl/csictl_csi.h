@@ -77,7 +77,7 @@ struct csictl_csi_cmd {
 	int min_args;
 	int max_args;
 	const char *usage; /* e.g. "create-volume NAME" */
-	const char *help;  /* one line */
+	const char *help; /* one line */
 	int (*run)(struct csictl_csi *c);
 };
 
@@ -113,7 +113,7 @@ int csictl_csi_call_done(struct csictl_csi *c, enum csi_rpc rpc, const ProtobufC
 int csictl_csi_fail(struct csictl_csi *c, const struct csi_status *st);
 /* Prints "error: <msg>" and returns CSICTL_EXIT_USAGE. */
 int csictl_csi_usage_error(struct csictl_csi *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Prints "error: out of memory" and returns CSICTL_EXIT_FAIL. */
 int csictl_csi_nomem(struct csictl_csi *c);
 

@@ -19,8 +19,8 @@ static int csictl_csi_identity_info_show(struct csictl_csi *c, const ProtobufCMe
 	if (t) {
 		csictl_table_addv(t, "name:", resp->name);
 		csictl_table_addv(t, "vendor version:", resp->vendor_version);
-		csictl_table_addv(t, "manifest:",
-				  csictl_out_map_join(m, "manifest", manifest, sizeof(manifest)));
+		csictl_table_addv(
+		    t, "manifest:", csictl_out_map_join(m, "manifest", manifest, sizeof(manifest)));
 	}
 	return csictl_csi_print_table(c, t);
 }
@@ -83,9 +83,8 @@ static bool csictl_csi_capset_has(const struct csictl_csi_capset *s, const char 
 	const json_t *v;
 	size_t i;
 
-	json_array_foreach(json_object_get(s->json, service), i, v)
-		if (strcmp(json_string_value(v), name) == 0)
-			return true;
+	json_array_foreach(json_object_get(s->json, service), i,
+			   v) if (strcmp(json_string_value(v), name) == 0) return true;
 	return false;
 }
 
@@ -129,14 +128,14 @@ static int csictl_csi_identity_caps_rpc(struct csictl_csi *c, struct csictl_csi_
 			    *(uint32_t *)((char *)caps[i] + fd->quantifier_offset) != fd->id)
 				continue;
 			inner = *(ProtobufCMessage **)((char *)caps[i] + fd->offset);
-			tf = inner ? protobuf_c_message_descriptor_get_field_by_name(inner->descriptor,
-										     "type")
+			tf = inner ? protobuf_c_message_descriptor_get_field_by_name(
+					 inner->descriptor, "type")
 				   : NULL;
 			if (!tf || tf->type != PROTOBUF_C_TYPE_ENUM)
 				continue;
 			csictl_csi_capset_add(
-				s, strcmp(fd->name, "volume_expansion") == 0 ? fd->name : service,
-				tf->descriptor, *(const int *)((const char *)inner + tf->offset));
+			    s, strcmp(fd->name, "volume_expansion") == 0 ? fd->name : service,
+			    tf->descriptor, *(const int *)((const char *)inner + tf->offset));
 		}
 	}
 	csi_msg_free(resp);
@@ -159,8 +158,8 @@ static int csictl_csi_identity_caps(struct csictl_csi *c)
 		}
 	}
 	/* As a CO must: ask a service only when the plugin says it offers it. */
-	status = csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_GET_PLUGIN_CAPABILITIES, "plugin",
-					      false);
+	status =
+	    csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_GET_PLUGIN_CAPABILITIES, "plugin", false);
 	if (status == CSICTL_EXIT_OK && csictl_csi_capset_has(&s, "plugin", "CONTROLLER_SERVICE"))
 		status = csictl_csi_identity_caps_rpc(c, &s, CSI_RPC_CONTROLLER_GET_CAPABILITIES,
 						      "controller", false);
@@ -170,7 +169,7 @@ static int csictl_csi_identity_caps(struct csictl_csi *c)
 	if (status == CSICTL_EXIT_OK &&
 	    csictl_csi_capset_has(&s, "plugin", "GROUP_CONTROLLER_SERVICE"))
 		status = csictl_csi_identity_caps_rpc(
-			c, &s, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, "group_controller", false);
+		    c, &s, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, "group_controller", false);
 	if (status != CSICTL_EXIT_OK)
 		goto out;
 	if (c->json) {
@@ -186,10 +185,10 @@ out:
 }
 
 const struct csictl_csi_cmd csictl_csi_identity_cmds[] = {
-	{"info", 0, 0, "info", "plugin name, version and manifest (GetPluginInfo)",
-	 csictl_csi_identity_info},
-	{"caps", 0, 0, "caps", "capabilities of every service the plugin offers",
-	 csictl_csi_identity_caps},
-	{"probe", 0, 0, "probe", "is the plugin ready (Probe)", csictl_csi_identity_probe},
-	{0},
+    {"info", 0, 0, "info", "plugin name, version and manifest (GetPluginInfo)",
+     csictl_csi_identity_info},
+    {"caps", 0, 0, "caps", "capabilities of every service the plugin offers",
+     csictl_csi_identity_caps},
+    {"probe", 0, 0, "probe", "is the plugin ready (Probe)", csictl_csi_identity_probe},
+    {0},
 };

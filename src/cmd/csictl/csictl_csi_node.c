@@ -112,15 +112,14 @@ static int csictl_csi_node_stats_show(struct csictl_csi *c, const ProtobufCMessa
 {
 	static const char *const headers[] = {"UNIT", "TOTAL", "USED", "AVAILABLE"};
 	const Csi__V1__NodeGetVolumeStatsResponse *resp =
-		(const Csi__V1__NodeGetVolumeStatsResponse *)m;
+	    (const Csi__V1__NodeGetVolumeStatsResponse *)m;
 	struct csictl_table *t = csictl_table_new(4, headers);
 	int status;
 
 	for (size_t i = 0; t && i < resp->n_usage; i++) {
 		const Csi__V1__VolumeUsage *u = resp->usage[i];
-		const ProtobufCEnumValue *ev =
-			protobuf_c_enum_descriptor_get_value(&csi__v1__volume_usage__unit__descriptor,
-							     u->unit);
+		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
+		    &csi__v1__volume_usage__unit__descriptor, u->unit);
 		char total[32], used[32], avail[32];
 
 		snprintf(total, sizeof(total), "%" PRId64, u->total);
@@ -153,16 +152,16 @@ static int csictl_csi_node_stats(struct csictl_csi *c)
 }
 
 const struct csictl_csi_cmd csictl_csi_node_cmds[] = {
-	{"node-info", 0, 0, "node-info", "node ID, max volumes and topology (NodeGetInfo)",
-	 csictl_csi_node_info},
-	{"stage", 2, 2, "stage ID STAGING_PATH", "stage a volume (NodeStageVolume)",
-	 csictl_csi_node_stage},
-	{"unstage", 2, 2, "unstage ID STAGING_PATH", "unstage a volume", csictl_csi_node_unstage},
-	{"publish", 2, 2, "publish ID TARGET [-staging PATH]",
-	 "publish a volume at a target path (NodePublishVolume)", csictl_csi_node_publish},
-	{"unpublish", 2, 2, "unpublish ID TARGET", "unpublish a volume from a target path",
-	 csictl_csi_node_unpublish},
-	{"stats", 2, 2, "stats ID PATH", "usage of a published volume (NodeGetVolumeStats)",
-	 csictl_csi_node_stats},
-	{0},
+    {"node-info", 0, 0, "node-info", "node ID, max volumes and topology (NodeGetInfo)",
+     csictl_csi_node_info},
+    {"stage", 2, 2, "stage ID STAGING_PATH", "stage a volume (NodeStageVolume)",
+     csictl_csi_node_stage},
+    {"unstage", 2, 2, "unstage ID STAGING_PATH", "unstage a volume", csictl_csi_node_unstage},
+    {"publish", 2, 2, "publish ID TARGET [-staging PATH]",
+     "publish a volume at a target path (NodePublishVolume)", csictl_csi_node_publish},
+    {"unpublish", 2, 2, "unpublish ID TARGET", "unpublish a volume from a target path",
+     csictl_csi_node_unpublish},
+    {"stats", 2, 2, "stats ID PATH", "usage of a published volume (NodeGetVolumeStats)",
+     csictl_csi_node_stats},
+    {0},
 };

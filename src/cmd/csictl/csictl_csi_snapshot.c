@@ -95,7 +95,8 @@ static int csictl_csi_snapshot_page(struct csictl_csi *c, void *r, const char *t
 		char size[32], created[64];
 
 		if (!t) {
-			json_array_append_new(entries, csictl_out_msg_json(&resp->entries[i]->base));
+			json_array_append_new(entries,
+					      csictl_out_msg_json(&resp->entries[i]->base));
 			continue;
 		}
 		if (!s)
@@ -128,11 +129,11 @@ static int csictl_csi_snapshot_list(struct csictl_csi *c)
 }
 
 const struct csictl_csi_cmd csictl_csi_snapshot_cmds[] = {
-	{"snapshot create", 2, 2, "snapshot create NAME SOURCE_VOLUME",
-	 "snapshot a volume (-param, -secret)", csictl_csi_snapshot_create},
-	{"snapshot delete", 1, 1, "snapshot delete ID", "delete a snapshot",
-	 csictl_csi_snapshot_delete},
-	{"snapshot list", 0, 0, "snapshot list",
-	 "list snapshots (-source-volume, -snapshot-id, -max-entries)", csictl_csi_snapshot_list},
-	{0},
+    {"snapshot create", 2, 2, "snapshot create NAME SOURCE_VOLUME",
+     "snapshot a volume (-param, -secret)", csictl_csi_snapshot_create},
+    {"snapshot delete", 1, 1, "snapshot delete ID", "delete a snapshot",
+     csictl_csi_snapshot_delete},
+    {"snapshot list", 0, 0, "snapshot list",
+     "list snapshots (-source-volume, -snapshot-id, -max-entries)", csictl_csi_snapshot_list},
+    {0},
 };

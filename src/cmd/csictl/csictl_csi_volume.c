@@ -48,10 +48,11 @@ static int csictl_csi_volume_print(struct csictl_csi *c, const Csi__V1__Volume *
 	csictl_csi_volume_topology(v, topo, sizeof(topo));
 	if (t) {
 		csictl_table_addv(t, "volume id:", v->volume_id);
-		csictl_table_addv(t, "capacity:",
-				  csictl_size_format(v->capacity_bytes, size, sizeof(size)));
-		csictl_table_addv(t, "context:",
-				  csictl_out_map_join(&v->base, "volume_context", ctx, sizeof(ctx)));
+		csictl_table_addv(
+		    t, "capacity:", csictl_size_format(v->capacity_bytes, size, sizeof(size)));
+		csictl_table_addv(
+		    t,
+		    "context:", csictl_out_map_join(&v->base, "volume_context", ctx, sizeof(ctx)));
 		csictl_table_addv(t, "source:", src);
 		csictl_table_addv(t, "topology:", topo);
 	}
@@ -104,11 +105,11 @@ static int csictl_csi_volume_create(struct csictl_csi *c)
 		return csictl_csi_usage_error(c, "give -from-snapshot or -from-volume, not both");
 	if (c->o.from_snapshot || c->o.from_volume) {
 		Csi__V1__VolumeContentSource *cs =
-			csictl_csi_msg_new(c, &csi__v1__volume_content_source__descriptor);
+		    csictl_csi_msg_new(c, &csi__v1__volume_content_source__descriptor);
 		Csi__V1__VolumeContentSource__SnapshotSource *ss = csictl_csi_msg_new(
-			c, &csi__v1__volume_content_source__snapshot_source__descriptor);
+		    c, &csi__v1__volume_content_source__snapshot_source__descriptor);
 		Csi__V1__VolumeContentSource__VolumeSource *vs = csictl_csi_msg_new(
-			c, &csi__v1__volume_content_source__volume_source__descriptor);
+		    c, &csi__v1__volume_content_source__volume_source__descriptor);
 
 		if (!cs || !ss || !vs)
 			return csictl_csi_nomem(c);
@@ -142,7 +143,8 @@ static int csictl_csi_volume_delete(struct csictl_csi *c)
 				    req.volume_id);
 }
 
-static void csictl_csi_volume_row(struct csictl_table *t, const Csi__V1__ListVolumesResponse__Entry *en)
+static void csictl_csi_volume_row(struct csictl_table *t,
+				  const Csi__V1__ListVolumesResponse__Entry *en)
 {
 	char size[32] = "", nodes[1024] = "", cond[300] = "";
 	const Csi__V1__Volume *v = en->volume;
@@ -181,7 +183,8 @@ static int csictl_csi_volume_page(struct csictl_csi *c, void *r, const char *tok
 		if (t)
 			csictl_csi_volume_row(t, resp->entries[i]);
 		else
-			json_array_append_new(entries, csictl_out_msg_json(&resp->entries[i]->base));
+			json_array_append_new(entries,
+					      csictl_out_msg_json(&resp->entries[i]->base));
 	}
 	*next = strdup(resp->next_token ? resp->next_token : "");
 	csi_msg_free(&resp->base);
@@ -203,7 +206,7 @@ static int csictl_csi_volume_list(struct csictl_csi *c)
 static int csictl_csi_volume_validate_show(struct csictl_csi *c, const ProtobufCMessage *m)
 {
 	const Csi__V1__ValidateVolumeCapabilitiesResponse *resp =
-		(const Csi__V1__ValidateVolumeCapabilitiesResponse *)m;
+	    (const Csi__V1__ValidateVolumeCapabilitiesResponse *)m;
 	struct csictl_table *t = csictl_table_new(2, NULL);
 
 	if (t) {
@@ -216,7 +219,7 @@ static int csictl_csi_volume_validate_show(struct csictl_csi *c, const ProtobufC
 static int csictl_csi_volume_validate(struct csictl_csi *c)
 {
 	Csi__V1__ValidateVolumeCapabilitiesRequest req =
-		CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
 	struct err e;
 
 	err_clear(&e);
@@ -235,7 +238,7 @@ static int csictl_csi_volume_publish_show(struct csictl_csi *c, const ProtobufCM
 {
 	static const char *const headers[] = {"KEY", "VALUE"};
 	const Csi__V1__ControllerPublishVolumeResponse *resp =
-		(const Csi__V1__ControllerPublishVolumeResponse *)m;
+	    (const Csi__V1__ControllerPublishVolumeResponse *)m;
 	struct csictl_table *t;
 
 	if (resp->n_publish_context == 0) {
@@ -252,7 +255,7 @@ static int csictl_csi_volume_publish_show(struct csictl_csi *c, const ProtobufCM
 static int csictl_csi_volume_publish(struct csictl_csi *c)
 {
 	Csi__V1__ControllerPublishVolumeRequest req =
-		CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
 	struct err e;
 
 	err_clear(&e);
@@ -271,7 +274,7 @@ static int csictl_csi_volume_publish(struct csictl_csi *c)
 static int csictl_csi_volume_unpublish(struct csictl_csi *c)
 {
 	Csi__V1__ControllerUnpublishVolumeRequest req =
-		CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 
 	req.volume_id = (char *)c->args.v[0];
 	if (c->args.n > 1)
@@ -287,10 +290,12 @@ static int csictl_csi_volume_unpublish(struct csictl_csi *c)
 
 static int csictl_csi_volume_expand_node_show(struct csictl_csi *c, const ProtobufCMessage *m)
 {
-	const Csi__V1__NodeExpandVolumeResponse *resp = (const Csi__V1__NodeExpandVolumeResponse *)m;
+	const Csi__V1__NodeExpandVolumeResponse *resp =
+	    (const Csi__V1__NodeExpandVolumeResponse *)m;
 	char size[32];
 
-	fprintf(c->out, "capacity: %s\n", csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
+	fprintf(c->out, "capacity: %s\n",
+		csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
 	return CSICTL_EXIT_OK;
 }
 
@@ -316,22 +321,23 @@ static int csictl_csi_volume_expand_node(struct csictl_csi *c, Csi__V1__Capacity
 static int csictl_csi_volume_expand_show(struct csictl_csi *c, const ProtobufCMessage *m)
 {
 	const Csi__V1__ControllerExpandVolumeResponse *resp =
-		(const Csi__V1__ControllerExpandVolumeResponse *)m;
+	    (const Csi__V1__ControllerExpandVolumeResponse *)m;
 	struct csictl_table *t = csictl_table_new(2, NULL);
 	char size[32];
 
 	if (t) {
-		csictl_table_addv(t, "capacity:",
-				  csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
-		csictl_table_addv(t, "node expansion required:",
-				  resp->node_expansion_required ? "yes" : "no");
+		csictl_table_addv(
+		    t, "capacity:", csictl_size_format(resp->capacity_bytes, size, sizeof(size)));
+		csictl_table_addv(
+		    t, "node expansion required:", resp->node_expansion_required ? "yes" : "no");
 	}
 	return csictl_csi_print_table(c, t);
 }
 
 static int csictl_csi_volume_expand(struct csictl_csi *c)
 {
-	Csi__V1__ControllerExpandVolumeRequest req = CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerExpandVolumeRequest req =
+	    CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
 	struct err e;
 
 	err_clear(&e);
@@ -351,7 +357,7 @@ static int csictl_csi_volume_expand(struct csictl_csi *c)
 static int csictl_csi_volume_get_show(struct csictl_csi *c, const ProtobufCMessage *m)
 {
 	const Csi__V1__ControllerGetVolumeResponse *resp =
-		(const Csi__V1__ControllerGetVolumeResponse *)m;
+	    (const Csi__V1__ControllerGetVolumeResponse *)m;
 
 	if (!resp->volume) {
 		fputs("error: the plugin answered without a volume\n", c->err);
@@ -371,7 +377,8 @@ static int csictl_csi_volume_get(struct csictl_csi *c)
 
 static int csictl_csi_volume_modify(struct csictl_csi *c)
 {
-	Csi__V1__ControllerModifyVolumeRequest req = CSI__V1__CONTROLLER_MODIFY_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerModifyVolumeRequest req =
+	    CSI__V1__CONTROLLER_MODIFY_VOLUME_REQUEST__INIT;
 
 	req.volume_id = (char *)c->args.v[0];
 	if (c->o.mutable_params.n == 0)
@@ -419,27 +426,24 @@ static int csictl_csi_volume_capacity(struct csictl_csi *c)
 }
 
 const struct csictl_csi_cmd csictl_csi_volume_cmds[] = {
-	{"create-volume", 1, 1, "create-volume NAME",
-	 "create a volume (-capacity, -param, capability flags)",
-	 csictl_csi_volume_create},
-	{"delete-volume", 1, 1, "delete-volume ID", "delete a volume", csictl_csi_volume_delete},
-	{"get-volume", 1, 1, "get-volume ID", "one volume with its status (ControllerGetVolume)",
-	 csictl_csi_volume_get},
-	{"modify-volume", 1, 1, "modify-volume ID", "change -mutable-param values",
-	 csictl_csi_volume_modify},
-	{"capacity", 0, 0, "capacity", "available capacity (GetCapacity; -param, capabilities)",
-	 csictl_csi_volume_capacity},
-	{"list-volumes", 0, 0, "list-volumes",
-	 "list volumes (all pages, or one with -max-entries)", csictl_csi_volume_list},
-	{"validate", 1, 1, "validate ID", "check capabilities against a volume",
-	 csictl_csi_volume_validate},
-	{"controller-publish", 2, 2, "controller-publish ID NODE",
-	 "attach a volume to a node", csictl_csi_volume_publish},
-	{"controller-unpublish", 1, 2, "controller-unpublish ID [NODE]",
-	 "detach a volume (from every node without NODE)",
-	 csictl_csi_volume_unpublish},
-	{"expand", 2, 2, "expand ID SIZE",
-	 "grow a volume (on the node with -node PATH)",
-	 csictl_csi_volume_expand},
-	{0},
+    {"create-volume", 1, 1, "create-volume NAME",
+     "create a volume (-capacity, -param, capability flags)", csictl_csi_volume_create},
+    {"delete-volume", 1, 1, "delete-volume ID", "delete a volume", csictl_csi_volume_delete},
+    {"get-volume", 1, 1, "get-volume ID", "one volume with its status (ControllerGetVolume)",
+     csictl_csi_volume_get},
+    {"modify-volume", 1, 1, "modify-volume ID", "change -mutable-param values",
+     csictl_csi_volume_modify},
+    {"capacity", 0, 0, "capacity", "available capacity (GetCapacity; -param, capabilities)",
+     csictl_csi_volume_capacity},
+    {"list-volumes", 0, 0, "list-volumes", "list volumes (all pages, or one with -max-entries)",
+     csictl_csi_volume_list},
+    {"validate", 1, 1, "validate ID", "check capabilities against a volume",
+     csictl_csi_volume_validate},
+    {"controller-publish", 2, 2, "controller-publish ID NODE", "attach a volume to a node",
+     csictl_csi_volume_publish},
+    {"controller-unpublish", 1, 2, "controller-unpublish ID [NODE]",
+     "detach a volume (from every node without NODE)", csictl_csi_volume_unpublish},
+    {"expand", 2, 2, "expand ID SIZE", "grow a volume (on the node with -node PATH)",
+     csictl_csi_volume_expand},
+    {0},
 };

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const struct csictl_flag *csictl_flags_find(const struct csictl_flag *flags, size_t n,
-						  const char *name, size_t len)
+						   const char *name, size_t len)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strlen(flags[i].name) == len && memcmp(flags[i].name, name, len) == 0)
@@ -21,23 +21,22 @@ static const struct csictl_flag *csictl_flags_find(const struct csictl_flag *fla
 	return NULL;
 }
 
-static int csictl_flags_kv_add(struct csictl_kv *kv, const char *flag, const char *s,
-			       struct err *e)
+static int csictl_flags_kv_add(struct csictl_kv *kv, const char *flag, const char *s, struct err *e)
 {
 	const char *eq = strchr(s, '=');
 	struct csictl_kv_pair *p;
 
 	if (!eq || eq == s)
-		return err_set(e, CSID_EINVAL, "flag -%s: expected KEY=VALUE, got \"%.64s\"",
-			       flag, s);
+		return err_set(e, CSID_EINVAL, "flag -%s: expected KEY=VALUE, got \"%.64s\"", flag,
+			       s);
 	if (kv->n >= CSICTL_KV_MAX)
 		return err_set(e, CSID_EINVAL, "flag -%s: more than %d values", flag,
 			       CSICTL_KV_MAX);
 	for (size_t i = 0; i < kv->n; i++)
 		if (strlen(kv->pairs[i].key) == (size_t)(eq - s) &&
 		    memcmp(kv->pairs[i].key, s, (size_t)(eq - s)) == 0)
-			return err_set(e, CSID_EINVAL, "flag -%s: key \"%.*s\" given twice",
-				       flag, (int)(eq - s) > 64 ? 64 : (int)(eq - s), s);
+			return err_set(e, CSID_EINVAL, "flag -%s: key \"%.*s\" given twice", flag,
+				       (int)(eq - s) > 64 ? 64 : (int)(eq - s), s);
 	p = realloc(kv->pairs, (kv->n + 1) * sizeof(*p));
 	if (!p)
 		return err_set(e, CSID_ENOMEM, "out of memory");
@@ -117,8 +116,8 @@ int csictl_flags_parse(const struct csictl_flag *flags, size_t n, int argc, char
 		len = eq ? (size_t)(eq - name) : strlen(name);
 		f = csictl_flags_find(flags, n, name, len);
 		if (!f)
-			return err_set(e, CSID_EINVAL, "unknown flag -%.*s", len > 64 ? 64 : (int)len,
-				       name);
+			return err_set(e, CSID_EINVAL, "unknown flag -%.*s",
+				       len > 64 ? 64 : (int)len, name);
 		if (f->kind == CSICTL_FLAG_BOOL) {
 			rc = csictl_flags_bool(f->name, eq ? eq + 1 : NULL, f->dst, e);
 			if (rc)
@@ -211,15 +210,15 @@ static int csictl_flags_number(const char *s, const struct csictl_flags_unit *un
 int csictl_size_parse(const char *s, int64_t *out, struct err *e)
 {
 	static const struct csictl_flags_unit units[] = {
-		{"", 1},
-		{"K", 1000ULL},
-		{"M", 1000ULL * 1000},
-		{"G", 1000ULL * 1000 * 1000},
-		{"T", 1000ULL * 1000 * 1000 * 1000},
-		{"Ki", 1ULL << 10},
-		{"Mi", 1ULL << 20},
-		{"Gi", 1ULL << 30},
-		{"Ti", 1ULL << 40},
+	    {"", 1},
+	    {"K", 1000ULL},
+	    {"M", 1000ULL * 1000},
+	    {"G", 1000ULL * 1000 * 1000},
+	    {"T", 1000ULL * 1000 * 1000 * 1000},
+	    {"Ki", 1ULL << 10},
+	    {"Mi", 1ULL << 20},
+	    {"Gi", 1ULL << 30},
+	    {"Ti", 1ULL << 40},
 	};
 	uint64_t v, mult;
 	bool overflow;
@@ -254,16 +253,17 @@ const char *csictl_size_format(int64_t bytes, char *buf, size_t len)
 int csictl_duration_parse(const char *s, int64_t *ms, struct err *e)
 {
 	static const struct csictl_flags_unit units[] = {
-		{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+	    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
 	};
 	const uint64_t max_ms = 24ULL * 3600 * 1000;
 	uint64_t v, mult;
 	bool overflow;
 
 	if (!csictl_flags_number(s, units, sizeof(units) / sizeof(units[0]), &v, &mult, &overflow))
-		return err_set(e, CSID_EINVAL,
-			       "invalid duration \"%.64s\": expected digits with a unit ms, s, m or h",
-			       s ? s : "");
+		return err_set(
+		    e, CSID_EINVAL,
+		    "invalid duration \"%.64s\": expected digits with a unit ms, s, m or h",
+		    s ? s : "");
 	if (overflow || v == 0 || v > max_ms / mult)
 		return err_set(e, CSID_EINVAL,
 			       "duration \"%.64s\" must be more than 0 and at most 24h", s);

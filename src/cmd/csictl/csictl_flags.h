@@ -25,7 +25,7 @@
 #define CSICTL_ARGS_MAX 16
 
 struct csictl_kv_pair {
-	char *key;   /* owned copy */
+	char *key; /* owned copy */
 	char *value; /* owned copy */
 };
 
@@ -43,16 +43,16 @@ struct csictl_list {
 
 enum csictl_flag_kind {
 	CSICTL_FLAG_STRING, /* const char **; the last one given wins */
-	CSICTL_FLAG_BOOL,   /* bool *; "-x", "-x=true", "-x=false" */
-	CSICTL_FLAG_KV,     /* struct csictl_kv *; repeatable k=v, keys unique */
-	CSICTL_FLAG_LIST,   /* struct csictl_list *; repeatable */
+	CSICTL_FLAG_BOOL, /* bool *; "-x", "-x=true", "-x=false" */
+	CSICTL_FLAG_KV, /* struct csictl_kv *; repeatable k=v, keys unique */
+	CSICTL_FLAG_LIST, /* struct csictl_list *; repeatable */
 };
 
 struct csictl_flag {
 	const char *name; /* without dashes, e.g. "fs-type" */
 	enum csictl_flag_kind kind;
 	void *dst;
-	const char *arg;  /* placeholder shown in help, e.g. "SIZE"; NULL for bools */
+	const char *arg; /* placeholder shown in help, e.g. "SIZE"; NULL for bools */
 	const char *help; /* one line */
 };
 

@@ -24,7 +24,7 @@ struct csictl_table {
 	size_t nrows; /* rows of cells, the header excluded */
 	bool header;
 	char **cells; /* (nrows + 1) * ncols; row 0 is the header */
-	size_t cap;   /* rows allocated */
+	size_t cap; /* rows allocated */
 };
 
 const char *csictl_out_clean(const char *s, char *buf, size_t len)
@@ -366,8 +366,10 @@ static json_t *csictl_out_repeated(const ProtobufCFieldDescriptor *f, const Prot
 
 		if (is_map) {
 			const ProtobufCMessage *e = *(ProtobufCMessage *const *)p;
-			const char *key = *(char *const *)((const char *)e + e->descriptor->fields[0].offset);
-			const char *val = *(char *const *)((const char *)e + e->descriptor->fields[1].offset);
+			const char *key =
+			    *(char *const *)((const char *)e + e->descriptor->fields[0].offset);
+			const char *val =
+			    *(char *const *)((const char *)e + e->descriptor->fields[1].offset);
 			json_t *jk = csictl_out_json_str(key);
 
 			if (!jk || json_object_set_new(j, json_string_value(jk),
@@ -408,7 +410,8 @@ json_t *csictl_out_msg_json(const ProtobufCMessage *m)
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
 			v = csictl_out_repeated(f, m);
 		} else {
-			if (f->type == PROTOBUF_C_TYPE_MESSAGE && !*(ProtobufCMessage *const *)member)
+			if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			    !*(ProtobufCMessage *const *)member)
 				continue;
 			v = csictl_out_value(f, member);
 		}
@@ -426,8 +429,7 @@ void csictl_out_json_print(const json_t *j, FILE *f)
 	fputc('\n', f);
 }
 
-const char *csictl_out_map_join(const ProtobufCMessage *m, const char *field, char *buf,
-				size_t len)
+const char *csictl_out_map_join(const ProtobufCMessage *m, const char *field, char *buf, size_t len)
 {
 	const ProtobufCFieldDescriptor *f;
 	size_t used = 0, n;
