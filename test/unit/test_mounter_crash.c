@@ -10,7 +10,8 @@
  * published, every mount and stage owned by a record, no stage of a path
  * already staged, no unstage under a live publish. Then it redoes the
  * interrupted operation and the rest of the sequence, and checks that
- * everything ends unmounted with no record left.
+ * everything ends unmounted with no record left. A third test makes RPC k
+ * fail and kills the child at RPC k+1, inside a rollback or a retry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,8 +33,12 @@
 
 extern char **environ;
 
-/* The child: runs the sequence, writing the op index it starts to <dir>/progress. */
-static int mt_child(const char *dir, bool stage, int crash_at, bool after)
+/*
+ * The child: runs the sequence, writing the op index it starts to
+ * <dir>/progress. With fail_at >= 0, that RPC fails (UNAVAILABLE) and the
+ * failed op is retried once, as a client would.
+ */
+static int mt_child(const char *dir, bool stage, int crash_at, bool after, int fail_at)
 {
 	struct mt_env env;
 	char progress[400];
@@ -42,11 +47,13 @@ static int mt_child(const char *dir, bool stage, int crash_at, bool after)
 	mt_env_attach(&env, dir, stage);
 	env.fake.crash_at = crash_at;
 	env.fake.crash_after = after;
+	env.fake.fail_at = fail_at;
+	env.fake.fail_code = CSI_UNAVAILABLE;
 	snprintf(progress, sizeof(progress), "%s/progress", dir);
 	for (int op = 0; op < MT_OPS; op++) {
 		if (mt_progress_write(progress, op) != 0)
 			return 2;
-		if (mt_run_op(&env, op, &e) != 0) {
+		if (mt_run_op(&env, op, &e) != 0 && (fail_at < 0 || mt_run_op(&env, op, &e) != 0)) {
 			fprintf(stderr, "child op %d: %s\n", op, e.msg);
 			return 3;
 		}
@@ -56,12 +63,12 @@ static int mt_child(const char *dir, bool stage, int crash_at, bool after)
 	return 0;
 }
 
-/* Runs the child for (crash_at, after); returns its exit status. */
-static int mt_spawn(const char *dir, bool stage, int crash_at, bool after)
+/* Runs the child for (crash_at, after, fail_at); returns its exit status. */
+static int mt_spawn(const char *dir, bool stage, int crash_at, bool after, int fail_at)
 {
 	char self[PATH_MAX];
-	char k[16];
-	char *argv[7];
+	char k[16], f[16];
+	char *argv[8];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	pid_t pid;
 	int status = 0;
@@ -69,21 +76,26 @@ static int mt_spawn(const char *dir, bool stage, int crash_at, bool after)
 	assert_true(n > 0);
 	self[n] = '\0';
 	snprintf(k, sizeof(k), "%d", crash_at);
+	snprintf(f, sizeof(f), "%d", fail_at);
 	argv[0] = self;
 	argv[1] = "--child";
 	argv[2] = (char *)dir;
 	argv[3] = stage ? "stage" : "plain";
 	argv[4] = k;
 	argv[5] = after ? "after" : "before";
-	argv[6] = NULL;
+	argv[6] = f;
+	argv[7] = NULL;
 	assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	return WEXITSTATUS(status);
 }
 
-/* One crash point: returns false when the child ran to the end without crashing. */
-static bool mt_crash_run(bool stage, int k, bool after)
+/*
+ * One crash point (RPC k, with RPC fail_at failing first when >= 0):
+ * returns false when the child ran to the end without crashing.
+ */
+static bool mt_crash_run(bool stage, int k, bool after, int fail_at)
 {
 	struct mounter_recovery rep;
 	struct mounter_fake_view v;
@@ -95,7 +107,7 @@ static bool mt_crash_run(bool stage, int k, bool after)
 	mt_env_open(&env, stage);
 	mounter_close(env.m);
 	env.m = NULL;
-	status = mt_spawn(env.dir, stage, k, after);
+	status = mt_spawn(env.dir, stage, k, after, fail_at);
 	if (status == 0) {
 		mt_env_close(&env);
 		return false;
@@ -135,11 +147,27 @@ static void mt_crash_all(bool stage, int rpcs)
 	int k;
 
 	for (int after = 0; after < 2; after++) {
-		for (k = 0; mt_crash_run(stage, k, after); k++)
+		for (k = 0; mt_crash_run(stage, k, after, -1); k++)
 			;
 		/* The child crashed at each RPC of the sequence, and no further. */
 		assert_int_equal(k, rpcs);
 	}
+}
+
+/*
+ * RPC k fails, and the agent dies at the next RPC: in the rollback of a
+ * failed mount, or in the retry of a failed unmount.
+ */
+static void test_crash_after_failure(void **state)
+{
+	for (int stage = 0; stage < 2; stage++)
+		for (int after = 0; after < 2; after++) {
+			int k;
+
+			for (k = 0; mt_crash_run(stage, k + 1, after, k); k++)
+				;
+			assert_true(k >= (stage ? MT_RPCS_STAGED : MT_RPCS_PLAIN));
+		}
 }
 
 static void test_crash_with_stage(void **state)
@@ -159,10 +187,12 @@ int main(int argc, char **argv)
 						mt_scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_crash_without_stage, mt_scratch_setup,
 						mt_scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_crash_after_failure, mt_scratch_setup,
+						mt_scratch_teardown),
 	};
 
-	if (argc == 6 && strcmp(argv[1], "--child") == 0)
+	if (argc == 7 && strcmp(argv[1], "--child") == 0)
 		return mt_child(argv[2], strcmp(argv[3], "stage") == 0, atoi(argv[4]),
-				strcmp(argv[5], "after") == 0);
+				strcmp(argv[5], "after") == 0, atoi(argv[6]));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
