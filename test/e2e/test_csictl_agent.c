@@ -122,6 +122,12 @@ static void test_plugins(void **state)
 	size_t i;
 	bool found = false;
 
+	AGENT(env, &r, "self");
+	expect_ok(&r);
+	assert_non_null(strstr(r.out, "node_name:"));
+	assert_non_null(strstr(r.out, env->a.data_dir));
+	run_free(&r);
+
 	AGENT(env, &r, "plugins");
 	expect_ok(&r);
 	assert_non_null(strstr(r.out, "PLUGIN"));

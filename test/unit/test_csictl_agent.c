@@ -311,6 +311,36 @@ static void test_render_mount(void **state)
 	json_decref(j);
 }
 
+static void test_render_object(void **state)
+{
+	struct capture c;
+	struct err e;
+	json_t *j;
+	const char *out;
+
+	/* The shape of GET /v1/agent/self. */
+	j = parse("{\"node_name\": \"n1\", \"version\": \"0.1\", \"listener\": {\"socket\": "
+		  "\"/d/agent.sock\", \"addr\": null}, \"uptime_ms\": 42, \"ok\": true, "
+		  "\"list\": [1, 2]}");
+	capture_open(&c);
+	assert_int_equal(csictl_agent_render_object(j, c.f, &e), 0);
+	out = capture_close(&c);
+	assert_non_null(strstr(out, "node_name:        n1\n"));
+	assert_non_null(strstr(out, "listener.socket:  /d/agent.sock\n"));
+	assert_non_null(strstr(out, "listener.addr:    \n"));
+	assert_non_null(strstr(out, "uptime_ms:        42\n"));
+	assert_non_null(strstr(out, "ok:               yes\n"));
+	assert_non_null(strstr(out, "list:             [2 items]\n"));
+	free(c.buf);
+	json_decref(j);
+	j = parse("[]");
+	capture_open(&c);
+	assert_int_equal(csictl_agent_render_object(j, c.f, &e), CSID_EPROTO);
+	capture_close(&c);
+	free(c.buf);
+	json_decref(j);
+}
+
 static void test_error_text(void **state)
 {
 	char buf[256];
@@ -343,6 +373,7 @@ int main(void)
 	    cmocka_unit_test(test_mount_body),     cmocka_unit_test(test_mount_body_errors),
 	    cmocka_unit_test(test_render_plugins), cmocka_unit_test(test_render_mounts),
 	    cmocka_unit_test(test_render_mount),   cmocka_unit_test(test_error_text),
+	    cmocka_unit_test(test_render_object),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -322,6 +322,52 @@ int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e)
 	return 0;
 }
 
+/* Adds the scalar members of obj to t as "prefix.key:" rows, depth-first. */
+static void csictl_agent_flatten(struct csictl_table *t, const json_t *obj, const char *prefix,
+				 int depth)
+{
+	const char *key;
+	const json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		char name[256], label[260], val[1024];
+
+		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "", key);
+		if (json_is_object(v) && depth < 8) {
+			csictl_agent_flatten(t, v, name, depth + 1);
+			continue;
+		}
+		if (json_is_string(v))
+			snprintf(val, sizeof(val), "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		else if (json_is_boolean(v))
+			snprintf(val, sizeof(val), "%s", json_is_true(v) ? "yes" : "no");
+		else if (json_is_array(v))
+			snprintf(val, sizeof(val), "[%zu items]", json_array_size(v));
+		else
+			val[0] = '\0';
+		snprintf(label, sizeof(label), "%s:", name);
+		csictl_table_addv(t, label, val);
+	}
+}
+
+int csictl_agent_render_object(const json_t *j, FILE *out, struct err *e)
+{
+	struct csictl_table *t;
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	t = csictl_table_new(2, NULL);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	csictl_agent_flatten(t, j, "", 0);
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
 int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e)
 {
 	struct csictl_table *t;
@@ -615,6 +661,7 @@ static void csictl_agent_help(FILE *f)
 
 	fputs("usage: csictl agent [flags] COMMAND [ARGS]\n\n"
 	      "Commands:\n"
+	      "  self                          the agent: node name, data dir, version, counts\n"
 	      "  plugins                       plugins known to the agent, with health\n"
 	      "  mounts                        volumes the agent has mounted\n"
 	      "  mount VOLUME ALLOC -plugin ID mount a volume for an allocation\n"
@@ -630,7 +677,7 @@ static int csictl_agent_run(struct csictl_agent *a)
 	const char *cmd = a->args.v[0];
 	int want = -1;
 
-	if (strcmp(cmd, "plugins") == 0 || strcmp(cmd, "mounts") == 0)
+	if (strcmp(cmd, "self") == 0 || strcmp(cmd, "plugins") == 0 || strcmp(cmd, "mounts") == 0)
 		want = 1;
 	else if (strcmp(cmd, "mount") == 0 || strcmp(cmd, "unmount") == 0)
 		want = 3;
@@ -643,6 +690,9 @@ static int csictl_agent_run(struct csictl_agent *a)
 			want == 3 ? " VOLUME ALLOC" : "");
 		return CSICTL_EXIT_USAGE;
 	}
+	if (strcmp(cmd, "self") == 0)
+		return csictl_agent_request(a, "GET", "/v1/agent/self", NULL,
+					    csictl_agent_render_object, NULL);
 	if (strcmp(cmd, "plugins") == 0)
 		return csictl_agent_request(a, "GET", "/v1/agent/plugins", NULL,
 					    csictl_agent_render_plugins, NULL);

@@ -1,5 +1,5 @@
 /*
- * `csictl agent plugins|mounts|mount|unmount`: a client of the csid
+ * `csictl agent self|plugins|mounts|mount|unmount`: a client of the csid
  * agent's HTTP API over a unix socket (-address unix:PATH, the default
  * unix:/var/lib/csid/agent.sock, or $CSID_AGENT_ADDR) or TCP
  * (http://host:port). The pieces that do not touch the network (address
@@ -76,6 +76,11 @@ int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volum
 int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e);
 /* Renders GET /v1/agent/mounts (an array, or {"mounts": [...]}) as a table. */
 int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e);
+/*
+ * Renders any JSON object as "key: value" lines, nested objects with
+ * dotted keys (GET /v1/agent/self).
+ */
+int csictl_agent_render_object(const json_t *j, FILE *out, struct err *e);
 /* Renders the answer of PUT /v1/agent/mounts ({"source","target","is_device"}). */
 int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e);
 
