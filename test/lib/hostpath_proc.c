@@ -371,6 +371,51 @@ void hpp_proc_cleanup(struct hpp_proc *h)
 	h->dir[0] = '\0';
 }
 
+int hpp_client_open(struct hpp_client *cl, const char *endpoint)
+{
+	struct err e;
+
+	memset(cl, 0, sizeof(*cl));
+	if (csi_client_grpc_new(endpoint, &cl->c, &e) != 0) {
+		fprintf(stderr, "client: %s\n", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+void hpp_client_close(struct hpp_client *cl)
+{
+	csi_msg_free(cl->last);
+	cl->last = NULL;
+	csi_client_free(cl->c);
+	cl->c = NULL;
+}
+
+int hpp_client_call(struct hpp_client *cl, enum csi_rpc rpc, const void *req, void *resp,
+		    int timeout_ms)
+{
+	csi_msg_free(cl->last);
+	cl->last = NULL;
+	memset(&cl->st, 0, sizeof(cl->st));
+	cl->c->call(cl->c, rpc, req, &cl->last, timeout_ms ? timeout_ms : 10000, &cl->st);
+	if (resp)
+		*(ProtobufCMessage **)resp = cl->last;
+	return cl->st.code;
+}
+
+int hpp_client_wait_ready(struct hpp_client *cl, int ms)
+{
+	Csi__V1__ProbeRequest r = CSI__V1__PROBE_REQUEST__INIT;
+	int64_t deadline = hpp_now_ms() + ms;
+
+	while (hpp_now_ms() < deadline) {
+		if (hpp_client_call(cl, CSI_RPC_PROBE, &r, NULL, 1000) == CSI_OK)
+			return 0;
+		hpp_pause_ms(10);
+	}
+	return -1;
+}
+
 long hpp_vmhwm_kb(pid_t pid)
 {
 	char path[64], line[256];

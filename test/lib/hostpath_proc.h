@@ -100,6 +100,25 @@ int hpp_proc_kill(struct hpp_proc *h, int sig);
 int hpp_proc_wait_exit(struct hpp_proc *h, int ms);
 /* Stops the process if running, unmounts and removes the temp dir. */
 void hpp_proc_cleanup(struct hpp_proc *h);
+/* A gRPC client to a plugin that keeps the last response until the next call. */
+struct hpp_client {
+	struct csi_client *c;
+	ProtobufCMessage *last;
+	struct csi_status st; /* status of the last call */
+};
+
+/* Connects to endpoint; 0 or -1. */
+int hpp_client_open(struct hpp_client *cl, const char *endpoint);
+void hpp_client_close(struct hpp_client *cl);
+/*
+ * Calls rpc with req and a deadline of timeout_ms (0 = 10 s); *resp (may
+ * be NULL) gets the response, valid until the next call. Returns the gRPC code.
+ */
+int hpp_client_call(struct hpp_client *cl, enum csi_rpc rpc, const void *req, void *resp,
+		    int timeout_ms);
+/* Repeats Probe until it answers OK (e.g. after a restart), at most ms. 0 or -1. */
+int hpp_client_wait_ready(struct hpp_client *cl, int ms);
+
 /* VmHWM (peak RSS) of pid in KiB, or -1. */
 long hpp_vmhwm_kb(pid_t pid);
 /* Waits until a unix socket accepts connections, at most ms. 0 or -1. */
