@@ -595,6 +595,9 @@ static void test_errors(void **state)
 	CSICTL(env, &r, "list-volumes", "-max-entries", "-3");
 	expect_fail(&r, 2, "");
 	run_free(&r);
+	CSICTL(env, &r, "snapshot", "take");
+	expect_fail(&r, 2, "usage: csictl csi snapshot create|delete|list");
+	run_free(&r);
 	CSICTL(env, &r, "teleport");
 	expect_fail(&r, 2, "unknown command \"teleport\"");
 	run_free(&r);

@@ -216,6 +216,11 @@ int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf)
 		status = CSICTL_EXIT_USAGE;
 		goto out;
 	}
+	if (!cmd && strcmp(pos.v[0], "snapshot") == 0) {
+		status =
+		    csictl_csi_usage_error(&c, "usage: csictl csi snapshot create|delete|list");
+		goto out;
+	}
 	if (!cmd) {
 		status = csictl_csi_usage_error(&c, "unknown command \"%.64s\" (see csictl csi -h)",
 						pos.v[0]);
