@@ -704,6 +704,24 @@ static void test_hostile(void **state)
 	expect_ok(&r);
 	assert_null(strstr(r.out, "hunter2"));
 	run_free(&r);
+	/* Secrets can come from a file instead of the command line. */
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/secrets.json", env->dir);
+		assert_int_equal(hpp_write_file(path, "{\"pw\": \"hunter2\"}"), 0);
+		CSICTL(env, &r, "-o", "json", "create-volume", "sec-2", "-secrets-file", path);
+		expect_ok(&r);
+		assert_null(strstr(r.out, "hunter2"));
+		run_free(&r);
+		assert_int_equal(hpp_write_file(path, "{\"pw\": 1}"), 0);
+		CSICTL(env, &r, "create-volume", "sec-3", "-secrets-file", path);
+		expect_fail(&r, 2, "-secrets-file");
+		run_free(&r);
+		CSICTL(env, &r, "create-volume", "sec-3", "-secrets-file", "/nonexistent/s.json");
+		expect_fail(&r, 2, "No such file");
+		run_free(&r);
+	}
 	free(id);
 	free(long_name);
 }

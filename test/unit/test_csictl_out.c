@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "csictl_csi.h"
 #include "csictl_flags.h"
 #include "csictl_out.h"
@@ -201,6 +203,55 @@ static void test_flags_limits(void **state)
 		argv[i] = "p";
 	assert_int_equal(parse(&o, &pos, &e, CSICTL_ARGS_MAX + 1, argv), CSID_EINVAL);
 	assert_non_null(strstr(e.msg, "too many"));
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_kv_load_file(void **state)
+{
+	char dir[] = "/tmp/csictl-kv-XXXXXX", path[64], big[70 * 1024];
+	struct csictl_kv kv = {0};
+	struct err e;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.json", dir);
+	write_text(path, "{\"user\": \"admin\", \"password\": \"p=w\"}");
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), 0);
+	assert_int_equal(kv.n, 2);
+	assert_string_equal(kv.pairs[0].key, "user");
+	assert_string_equal(kv.pairs[1].key, "password");
+	assert_string_equal(kv.pairs[1].value, "p=w");
+	/* A key also given on the command line is an error, as twice on the command line. */
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "given twice"));
+	csictl_kv_free(&kv);
+
+	write_text(path, "{\"n\": 5}");
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_EINVAL);
+	write_text(path, "[\"x\"]");
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_EINVAL);
+	write_text(path, "{\"a=b\": \"v\"}");
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_EINVAL);
+	write_text(path, "{\"k\": \"hunter2\"");
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_EINVAL);
+	/* Errors never quote a value. */
+	assert_null(strstr(e.msg, "hunter2"));
+	memset(big, ' ', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	write_text(path, big);
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_ETOOBIG);
+	assert_int_equal(kv.n, 0);
+	unlink(path);
+	assert_int_equal(csictl_kv_load_file(&kv, path, &e), CSID_ENOTFOUND);
+	rmdir(dir);
+	csictl_kv_free(&kv);
 }
 
 static char *print_table(struct csictl_table *t)
@@ -392,17 +443,12 @@ static void test_access_modes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_size_parse),
-	    cmocka_unit_test(test_size_format),
-	    cmocka_unit_test(test_duration_parse),
-	    cmocka_unit_test(test_int_parse),
-	    cmocka_unit_test(test_flags),
-	    cmocka_unit_test(test_flags_limits),
-	    cmocka_unit_test(test_table),
-	    cmocka_unit_test(test_clean),
-	    cmocka_unit_test(test_json_str),
-	    cmocka_unit_test(test_msg_json),
-	    cmocka_unit_test(test_msg_json_wrappers),
+	    cmocka_unit_test(test_size_parse),     cmocka_unit_test(test_size_format),
+	    cmocka_unit_test(test_duration_parse), cmocka_unit_test(test_int_parse),
+	    cmocka_unit_test(test_flags),          cmocka_unit_test(test_kv_load_file),
+	    cmocka_unit_test(test_flags_limits),   cmocka_unit_test(test_table),
+	    cmocka_unit_test(test_clean),          cmocka_unit_test(test_json_str),
+	    cmocka_unit_test(test_msg_json),       cmocka_unit_test(test_msg_json_wrappers),
 	    cmocka_unit_test(test_access_modes),
 	};
 

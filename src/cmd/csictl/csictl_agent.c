@@ -618,6 +618,8 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 				    csictl_out_clean(msg, clean, sizeof(clean)));
 }
 
+#define CSICTL_AGENT_FLAGS_MAX 24
+
 static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag *f)
 {
 	const struct csictl_flag table[] = {
@@ -643,15 +645,17 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	    {"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
 	     "mount: publish context (repeatable)"},
 	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
+	    {"secrets-file", CSICTL_FLAG_STRING, &o->secrets_file, "FILE",
+	     "mount: secrets from a JSON object of strings"},
 	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
 
+	_Static_assert(sizeof(table) / sizeof(table[0]) <= CSICTL_AGENT_FLAGS_MAX,
+		       "flag table too small");
 	memcpy(f, table, sizeof(table));
 	return sizeof(table) / sizeof(table[0]);
 }
-
-#define CSICTL_AGENT_FLAGS_MAX 24
 
 static void csictl_agent_help(FILE *f)
 {
@@ -734,7 +738,8 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 	if (!addr || !*addr)
 		addr = CSICTL_AGENT_DEFAULT_ADDR;
 	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.timeout_ms, &e)) ||
-	    csictl_agent_addr_parse(addr, &a.addr, &e)) {
+	    csictl_agent_addr_parse(addr, &a.addr, &e) ||
+	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e))) {
 		fprintf(errf, "error: %s\n", e.msg);
 		status = CSICTL_EXIT_USAGE;
 		goto out;

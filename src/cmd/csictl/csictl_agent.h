@@ -40,6 +40,7 @@ struct csictl_agent_opts {
 	struct csictl_kv context;
 	struct csictl_kv publish_context;
 	struct csictl_kv secrets;
+	const char *secrets_file;
 };
 
 /* Where requests go: a unix socket path, or a base URL for TCP. */

@@ -39,6 +39,8 @@ static const char *const csictl_csi_modes[] = {
 
 #define CSICTL_CSI_NMODES (sizeof(csictl_csi_modes) / sizeof(csictl_csi_modes[0]))
 
+#define CSICTL_CSI_FLAGS_MAX 32
+
 /* The flag table, pointing into o. Returns the number of flags. */
 static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 {
@@ -59,6 +61,8 @@ static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 	    {"limit", CSICTL_FLAG_STRING, &o->limit, "SIZE", "limit bytes"},
 	    {"param", CSICTL_FLAG_KV, &o->params, "K=V", "parameter (repeatable)"},
 	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "secret (repeatable, never printed)"},
+	    {"secrets-file", CSICTL_FLAG_STRING, &o->secrets_file, "FILE",
+	     "secrets from a JSON object of strings"},
 	    {"context", CSICTL_FLAG_KV, &o->context, "K=V", "volume context (repeatable)"},
 	    {"publish-context", CSICTL_FLAG_KV, &o->publish_context, "K=V",
 	     "publish context (repeatable)"},
@@ -84,11 +88,11 @@ static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
 
+	_Static_assert(sizeof(table) / sizeof(table[0]) <= CSICTL_CSI_FLAGS_MAX,
+		       "flag table too small");
 	memcpy(f, table, sizeof(table));
 	return sizeof(table) / sizeof(table[0]);
 }
-
-#define CSICTL_CSI_FLAGS_MAX 32
 
 static void csictl_csi_help(FILE *f, const struct csictl_csi_cmd *only)
 {
@@ -174,6 +178,8 @@ static int csictl_csi_setup(struct csictl_csi *c, struct err *e)
 	c->json = c->o.output && strcmp(c->o.output, "json") == 0;
 	if (c->o.timeout && csictl_duration_parse(c->o.timeout, &c->timeout_ms, e))
 		return err_wrap(e, "-timeout");
+	if (c->o.secrets_file && csictl_kv_load_file(&c->o.secrets, c->o.secrets_file, e))
+		return err_wrap(e, "-secrets-file");
 	if (!ep || !*ep)
 		return err_set(e, CSID_EINVAL, "no endpoint: give -endpoint or set CSI_ENDPOINT");
 	if (csi_endpoint_parse(ep, path, e))

@@ -47,6 +47,7 @@ struct csictl_csi_opts {
 	struct csictl_kv context;
 	struct csictl_kv publish_context;
 	struct csictl_kv mutable_params;
+	const char *secrets_file;
 	/* misc */
 	bool readonly;
 	const char *max_entries;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 static const struct csictl_flag *csictl_flags_find(const struct csictl_flag *flags, size_t n,
 						   const char *name, size_t len)
 {
@@ -147,6 +149,70 @@ void csictl_flags_help(const struct csictl_flag *flags, size_t n, FILE *f)
 			 flags[i].arg ? flags[i].arg : "");
 		fprintf(f, "  %-28s %s\n", left, flags[i].help);
 	}
+}
+
+/* Largest file csictl_kv_load_file reads. */
+#define CSICTL_KV_FILE_MAX (64 * 1024)
+
+int csictl_kv_load_file(struct csictl_kv *kv, const char *path, struct err *e)
+{
+	char *buf = NULL, *pair = NULL;
+	FILE *f = fopen(path, "r");
+	json_t *j = NULL, *v;
+	const char *key;
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return err_errno(e, errno, "%.200s", path);
+	buf = malloc(CSICTL_KV_FILE_MAX + 1);
+	if (!buf) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	n = fread(buf, 1, CSICTL_KV_FILE_MAX + 1, f);
+	if (n > CSICTL_KV_FILE_MAX) {
+		rc = err_set(e, CSID_ETOOBIG, "%.200s is larger than %d bytes", path,
+			     CSICTL_KV_FILE_MAX);
+		goto out;
+	}
+	j = json_loadb(buf, n, 0, NULL);
+	if (!json_is_object(j)) {
+		rc = err_set(e, CSID_EINVAL, "%.200s: expected a JSON object of strings", path);
+		goto out;
+	}
+	json_object_foreach(j, key, v)
+	{
+		size_t len;
+
+		if (!json_is_string(v) || strchr(key, '=')) {
+			rc = err_set(e, CSID_EINVAL,
+				     "%.200s: \"%.64s\" must be a string and its key has no '='",
+				     path, key);
+			goto out;
+		}
+		len = strlen(key) + 1 + json_string_length(v) + 1;
+		pair = malloc(len);
+		if (!pair) {
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+			goto out;
+		}
+		snprintf(pair, len, "%s=%s", key, json_string_value(v));
+		rc = csictl_flags_kv_add(kv, "secrets-file", pair, e);
+		explicit_bzero(pair, len);
+		free(pair);
+		pair = NULL;
+		if (rc)
+			goto out;
+	}
+out:
+	if (buf) {
+		explicit_bzero(buf, CSICTL_KV_FILE_MAX + 1);
+		free(buf);
+	}
+	json_decref(j);
+	fclose(f);
+	return rc;
 }
 
 void csictl_kv_free(struct csictl_kv *kv)

@@ -75,6 +75,13 @@ int csictl_flags_parse(const struct csictl_flag *flags, size_t n, int argc, char
 /* Prints one line per flag: "  -name ARG   help". */
 void csictl_flags_help(const struct csictl_flag *flags, size_t n, FILE *f);
 
+/*
+ * Adds the members of the JSON object in file path (strings only, at most
+ * 64 KiB) to kv, so secrets need not appear on a command line. Returns 0,
+ * or CSID_EINVAL/CSID_EIO/CSID_ETOOBIG with e set (never quoting a value).
+ */
+int csictl_kv_load_file(struct csictl_kv *kv, const char *path, struct err *e);
+
 /* Releases the pairs of kv, values wiped first; kv itself is the caller's. NULL is a no-op. */
 void csictl_kv_free(struct csictl_kv *kv);
 
