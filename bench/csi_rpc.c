@@ -1,0 +1,461 @@
+/*
+ * Benchmark of the CSI wire layer against the real csi-hostpath plugin
+ * (not a test): starts the plugin on a socket in a temporary directory and
+ * prints sequential Probe latency (mean, p50, p99), Probe calls/s with 8
+ * calls in flight (8 threads on one client), the mean of a create+delete
+ * volume cycle and of a stage+publish+unpublish+unstage cycle (real bind
+ * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
+ * created is removed at the end, also after a failure.
+ *
+ *   bench_csi_rpc [probe_calls]
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "csi/csi_client.h"
+
+#ifndef CSI_HOSTPATH_BIN
+#error "CSI_HOSTPATH_BIN is defined by CMake"
+#endif
+
+#define BENCH_THREADS 8
+#define BENCH_CYCLES 2000
+#define BENCH_MOUNT_CYCLES 1000
+#define BENCH_TIMEOUT_MS 10000
+
+extern char **environ;
+
+struct bench {
+	char dir[64];
+	char endpoint[128];
+	pid_t pid;
+	struct csi_client *c;
+	int probe_calls;
+};
+
+struct bench_thread {
+	struct bench *b;
+	pthread_barrier_t *start;
+	int calls;
+	int failures;
+};
+
+static double bench_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int bench_start_plugin(struct bench *b)
+{
+	char data[96], ep[160];
+	char *argv[] = {(char *)CSI_HOSTPATH_BIN, "--endpoint", ep, "--data-dir", data,
+			"--node-id", "bench-node", "--log-level", "warn", NULL};
+	double until;
+	int rc;
+
+	snprintf(data, sizeof(data), "%s/data", b->dir);
+	snprintf(ep, sizeof(ep), "%s", b->endpoint);
+	if (mkdir(data, 0700) != 0)
+		return -1;
+	rc = posix_spawn(&b->pid, CSI_HOSTPATH_BIN, NULL, NULL, argv, environ);
+	if (rc != 0) {
+		fprintf(stderr, "spawn %s: %s\n", CSI_HOSTPATH_BIN, strerror(rc));
+		b->pid = 0;
+		return -1;
+	}
+	/* Wait for the plugin to answer, bounded. */
+	until = bench_now_us() + 10e6;
+	while (bench_now_us() < until) {
+		struct csi_status st;
+
+		if (csi_probe(b->c, NULL, NULL, 1000, &st) == 0)
+			return 0;
+		nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+	}
+	fprintf(stderr, "csi-hostpath did not come up on %s\n", b->endpoint);
+	return -1;
+}
+
+static void bench_probe_seq(struct bench *b)
+{
+	int n = b->probe_calls;
+	double *lat = malloc(sizeof(double) * (size_t)n), sum = 0;
+	int failures = 0;
+
+	if (!lat)
+		return;
+	for (int i = 0; i < 1000; i++)
+		csi_probe(b->c, NULL, NULL, BENCH_TIMEOUT_MS, NULL);
+	for (int i = 0; i < n; i++) {
+		double t0 = bench_now_us();
+
+		if (csi_probe(b->c, NULL, NULL, BENCH_TIMEOUT_MS, NULL) != 0)
+			failures++;
+		lat[i] = bench_now_us() - t0;
+		sum += lat[i];
+	}
+	qsort(lat, (size_t)n, sizeof(double), bench_cmp);
+	printf("probe sequential:      mean %.1f us  p50 %.1f us  p99 %.1f us  (%d calls, %d "
+	       "failed; target mean <= 80 us)\n",
+	       sum / n, lat[n / 2], lat[(int)(n * 0.99)], n, failures);
+	free(lat);
+}
+
+static void *bench_probe_worker(void *arg)
+{
+	struct bench_thread *t = arg;
+
+	pthread_barrier_wait(t->start);
+	for (int i = 0; i < t->calls; i++)
+		if (csi_probe(t->b->c, NULL, NULL, BENCH_TIMEOUT_MS, NULL) != 0)
+			t->failures++;
+	return NULL;
+}
+
+static void bench_probe_parallel(struct bench *b)
+{
+	struct bench_thread t[BENCH_THREADS];
+	pthread_t th[BENCH_THREADS];
+	pthread_barrier_t start;
+	int failures = 0, total = 0;
+	double t0, t1;
+
+	pthread_barrier_init(&start, NULL, BENCH_THREADS + 1);
+	for (int i = 0; i < BENCH_THREADS; i++) {
+		t[i] = (struct bench_thread){b, &start, b->probe_calls / 2, 0};
+		pthread_create(&th[i], NULL, bench_probe_worker, &t[i]);
+	}
+	pthread_barrier_wait(&start);
+	t0 = bench_now_us();
+	for (int i = 0; i < BENCH_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		failures += t[i].failures;
+		total += t[i].calls;
+	}
+	t1 = bench_now_us();
+	pthread_barrier_destroy(&start);
+	printf("probe %d in flight:     %.0f calls/s  (%d calls, %d failed; target >= 50000)\n",
+	       BENCH_THREADS, total / ((t1 - t0) / 1e6), total, failures);
+}
+
+static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
+		      Csi__V1__VolumeCapability__AccessMode *am)
+{
+	csi__v1__volume_capability__init(cap);
+	csi__v1__volume_capability__mount_volume__init(mv);
+	csi__v1__volume_capability__access_mode__init(am);
+	am->mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+	cap->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+	cap->mount = mv;
+	cap->access_mode = am;
+}
+
+/* Creates volume name; returns its ID (free it) or NULL. */
+static char *bench_create(struct bench *b, const char *name, struct csi_status *st)
+{
+	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__VolumeCapability cap, *caps[1] = {&cap};
+	Csi__V1__VolumeCapability__MountVolume mv;
+	Csi__V1__VolumeCapability__AccessMode am;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	char *id = NULL;
+
+	bench_cap(&cap, &mv, &am);
+	cr.required_bytes = 1 << 20;
+	req.name = (char *)name;
+	req.capacity_range = &cr;
+	req.n_volume_capabilities = 1;
+	req.volume_capabilities = caps;
+	if (csi_create_volume(b->c, &req, &resp, BENCH_TIMEOUT_MS, st) == 0 && resp->volume)
+		id = strdup(resp->volume->volume_id);
+	csi_msg_free(resp ? &resp->base : NULL);
+	return id;
+}
+
+static int bench_delete(struct bench *b, const char *id, struct csi_status *st)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+
+	req.volume_id = (char *)id;
+	return csi_delete_volume(b->c, &req, NULL, BENCH_TIMEOUT_MS, st);
+}
+
+static void bench_create_delete(struct bench *b)
+{
+	struct csi_status st;
+	double t0, t1;
+	int failures = 0;
+
+	t0 = bench_now_us();
+	for (int i = 0; i < BENCH_CYCLES; i++) {
+		char name[32];
+		char *id;
+
+		snprintf(name, sizeof(name), "bench-%d", i);
+		id = bench_create(b, name, &st);
+		if (!id || bench_delete(b, id, &st) != 0) {
+			if (failures++ == 0)
+				fprintf(stderr, "create/delete: %s: %s\n", csi_code_name(st.code),
+					st.message);
+		}
+		free(id);
+	}
+	t1 = bench_now_us();
+	printf("create+delete cycle:   mean %.3f ms  (%d cycles, %d failed; target <= 0.5 ms)\n",
+	       (t1 - t0) / BENCH_CYCLES / 1e3, BENCH_CYCLES, failures);
+}
+
+struct bench_paths {
+	const char *id;
+	char staging[128];
+	char target[128];
+};
+
+static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up,
+			    struct csi_status *st)
+{
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__MountVolume mv;
+	Csi__V1__VolumeCapability__AccessMode am;
+	int rc;
+
+	bench_cap(&cap, &mv, &am);
+	if (up) {
+		Csi__V1__NodeStageVolumeRequest sr = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+		Csi__V1__NodePublishVolumeRequest pr = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+
+		sr.volume_id = (char *)p->id;
+		sr.staging_target_path = p->staging;
+		sr.volume_capability = &cap;
+		rc = csi_node_stage_volume(b->c, &sr, NULL, BENCH_TIMEOUT_MS, st);
+		if (rc)
+			return rc;
+		pr.volume_id = (char *)p->id;
+		pr.staging_target_path = p->staging;
+		pr.target_path = p->target;
+		pr.volume_capability = &cap;
+		return csi_node_publish_volume(b->c, &pr, NULL, BENCH_TIMEOUT_MS, st);
+	} else {
+		Csi__V1__NodeUnpublishVolumeRequest ur =
+			CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+		Csi__V1__NodeUnstageVolumeRequest us = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+
+		ur.volume_id = (char *)p->id;
+		ur.target_path = p->target;
+		rc = csi_node_unpublish_volume(b->c, &ur, NULL, BENCH_TIMEOUT_MS, st);
+		if (rc)
+			return rc;
+		us.volume_id = (char *)p->id;
+		us.staging_target_path = p->staging;
+		return csi_node_unstage_volume(b->c, &us, NULL, BENCH_TIMEOUT_MS, st);
+	}
+}
+
+static int bench_controller_publish(struct bench *b, const char *id, bool publish,
+				    struct csi_status *st)
+{
+	if (publish) {
+		Csi__V1__ControllerPublishVolumeRequest req =
+			CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+		Csi__V1__VolumeCapability cap;
+		Csi__V1__VolumeCapability__MountVolume mv;
+		Csi__V1__VolumeCapability__AccessMode am;
+
+		bench_cap(&cap, &mv, &am);
+		req.volume_id = (char *)id;
+		req.node_id = "bench-node";
+		req.volume_capability = &cap;
+		return csi_controller_publish_volume(b->c, &req, NULL, BENCH_TIMEOUT_MS, st);
+	} else {
+		Csi__V1__ControllerUnpublishVolumeRequest req =
+			CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+
+		req.volume_id = (char *)id;
+		req.node_id = "bench-node";
+		return csi_controller_unpublish_volume(b->c, &req, NULL, BENCH_TIMEOUT_MS, st);
+	}
+}
+
+static void bench_mounts(struct bench *b)
+{
+	struct bench_paths p;
+	struct csi_status st;
+	char parent[128];
+	double t0, t1;
+	int failures = 0, done = 0;
+	char *id;
+
+	id = bench_create(b, "bench-mount", &st);
+	if (!id) {
+		printf("stage..unstage cycle:  skipped (create: %s)\n", st.message);
+		return;
+	}
+	p.id = id;
+	snprintf(p.staging, sizeof(p.staging), "%s/staging", b->dir);
+	snprintf(parent, sizeof(parent), "%s/pub", b->dir);
+	snprintf(p.target, sizeof(p.target), "%s/pub/target", b->dir);
+	mkdir(p.staging, 0750);
+	mkdir(parent, 0750);
+	if (bench_controller_publish(b, id, true, &st) != 0) {
+		printf("stage..unstage cycle:  skipped (controller publish: %s)\n", st.message);
+		goto out;
+	}
+	t0 = bench_now_us();
+	for (int i = 0; i < BENCH_MOUNT_CYCLES; i++) {
+		if (bench_node_cycle(b, &p, true, &st) != 0 ||
+		    bench_node_cycle(b, &p, false, &st) != 0) {
+			if (failures++ == 0)
+				fprintf(stderr, "stage..unstage: %s: %s\n", csi_code_name(st.code),
+					st.message);
+			if (failures > 10)
+				break;
+			continue;
+		}
+		done++;
+	}
+	t1 = bench_now_us();
+	if (done)
+		printf("stage..unstage cycle:  mean %.3f ms  (%d cycles, %d failed; target <= 1 "
+		       "ms)\n",
+		       (t1 - t0) / done / 1e3, done, failures);
+	else
+		printf("stage..unstage cycle:  failed (%s: %s)\n", csi_code_name(st.code),
+		       st.message);
+	bench_node_cycle(b, &p, false, &st);
+	bench_controller_publish(b, id, false, &st);
+out:
+	bench_delete(b, id, &st);
+	free(id);
+}
+
+static long bench_peak_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static void bench_stop_plugin(struct bench *b)
+{
+	double until = bench_now_us() + 5e6;
+	int status;
+
+	if (b->pid <= 0)
+		return;
+	kill(b->pid, SIGTERM);
+	while (waitpid(b->pid, &status, WNOHANG) == 0) {
+		if (bench_now_us() > until) {
+			kill(b->pid, SIGKILL);
+			waitpid(b->pid, &status, 0);
+			break;
+		}
+		nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+	}
+	b->pid = 0;
+}
+
+/* Lazily unmounts anything still mounted below dir (after a failure). */
+static void bench_unmount_below(const char *dir)
+{
+	char line[1024], mp[512];
+	size_t n = strlen(dir);
+	bool again = true;
+
+	for (int round = 0; again && round < 8; round++) {
+		FILE *f = fopen("/proc/self/mountinfo", "r");
+
+		again = false;
+		if (!f)
+			return;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 &&
+			    strncmp(mp, dir, n) == 0 && (mp[n] == '/' || mp[n] == '\0')) {
+				umount2(mp, MNT_DETACH);
+				again = true;
+			}
+		fclose(f);
+	}
+}
+
+static int bench_rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench b = {.probe_calls = argc > 1 ? atoi(argv[1]) : 20000};
+	struct err e;
+	long rss;
+	int rc = 1;
+
+	if (b.probe_calls < 100)
+		b.probe_calls = 100;
+	snprintf(b.dir, sizeof(b.dir), "/tmp/csi-bench-XXXXXX");
+	if (!mkdtemp(b.dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(b.endpoint, sizeof(b.endpoint), "unix://%s/csi.sock", b.dir);
+	if (csi_client_grpc_new(b.endpoint, &b.c, &e) != 0) {
+		fprintf(stderr, "client: %s\n", e.msg);
+		goto out;
+	}
+	if (bench_start_plugin(&b) != 0)
+		goto out;
+	printf("csi-hostpath %s, endpoint %s\n", CSI_HOSTPATH_BIN, b.endpoint);
+	bench_probe_seq(&b);
+	bench_probe_parallel(&b);
+	bench_create_delete(&b);
+	if (geteuid() == 0)
+		bench_mounts(&b);
+	else
+		printf("stage..unstage cycle:  skipped (needs root for mount(2))\n");
+	rss = bench_peak_rss_kib(b.pid);
+	printf("plugin peak RSS:       %.1f MiB  (VmHWM; target <= 16 MiB)\n", rss / 1024.0);
+	rc = 0;
+out:
+	bench_stop_plugin(&b);
+	bench_unmount_below(b.dir);
+	nftw(b.dir, bench_rm, 16, FTW_DEPTH | FTW_PHYS);
+	csi_client_free(b.c);
+	csi_grpc_shutdown();
+	return rc;
+}
