@@ -58,8 +58,9 @@ json_t *csictl_out_msg_json(const ProtobufCMessage *m);
 void csictl_out_json_print(const json_t *j, FILE *f);
 
 /*
- * Joins the string map field "field" of m as "k=v,k=v" into buf (cleaned),
- * sorted by nothing but the wire order. "" when absent. Returns buf.
+ * Joins the string map field "field" of m (NULL m allowed) as "k=v,k=v" in
+ * wire order into buf, cut to fit; "" when absent. Not cleaned: pass the
+ * result through a table or csictl_out_clean before printing. Returns buf.
  */
 const char *csictl_out_map_join(const ProtobufCMessage *m, const char *field, char *buf,
 				size_t len);
