@@ -46,6 +46,7 @@ struct mh {
 	char sock[100];
 	char agent_dir[100];
 	char db[100];
+	char faults[100];
 	pid_t plugin_pid;
 	struct csi_client *client;
 	struct mounter *m;
@@ -120,17 +121,32 @@ static int mh_mounts_under(const char *dir)
 	return count;
 }
 
+/* Replaces csi-hostpath's fault script (atomically, as it asks). */
+static void mh_faults(struct mh *h, const char *script)
+{
+	char tmp[128];
+	FILE *fp;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", h->faults);
+	fp = fopen(tmp, "w");
+	assert_non_null(fp);
+	fputs(script, fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(rename(tmp, h->faults), 0);
+}
+
 static int mh_start_plugin(struct mh *h)
 {
 #ifdef CSI_HOSTPATH_BIN
 	char data[100], log[100];
 	char *argv[] = {(char *)CSI_HOSTPATH_BIN, "--endpoint", h->endpoint, "--data-dir", data,
-			"--node-id", "node-1", NULL};
+			"--node-id", "node-1", "--faults", h->faults, NULL};
 	posix_spawn_file_actions_t fa;
 	int rc;
 
 	snprintf(data, sizeof(data), "%s/hp", h->dir);
 	snprintf(log, sizeof(log), "%s/hp.log", h->dir);
+	mh_faults(h, "");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	rc = posix_spawn(&h->plugin_pid, CSI_HOSTPATH_BIN, &fa, NULL, argv, environ);
@@ -268,6 +284,7 @@ static int mh_setup(void **state)
 	snprintf(h->endpoint, sizeof(h->endpoint), "unix://%s", h->sock);
 	snprintf(h->agent_dir, sizeof(h->agent_dir), "%s/agent", dir);
 	snprintf(h->db, sizeof(h->db), "%s/agent.db", dir);
+	snprintf(h->faults, sizeof(h->faults), "%s/faults", dir);
 	assert_int_equal(mh_start_plugin(h), 0);
 	if (!mh_wait_for(h->sock, MH_DEADLINE_MS))
 		fail_msg("csi-hostpath did not create %s", h->sock);
@@ -418,6 +435,63 @@ static void test_restart_adopts(void **state)
 	assert_int_equal(rep.orphans + rep.lost + rep.rolled_back + rep.pending, 0);
 	assert_true(mh_is_mounted(ra.target));
 	mh_expect(ra.target, "kept.txt", "still here\n");
+	assert_int_equal(mounter_unmount(h->m, &h->plugin, "vol1", "alloc-a", &e), 0);
+	assert_int_equal(mh_mounts_under(h->agent_dir), 0);
+}
+
+/*
+ * A plugin that does not answer within the deadline: the mount fails with
+ * a deadline error well before the plugin would have answered, nothing
+ * stays mounted or recorded, and the same mount succeeds once the plugin
+ * is well again.
+ */
+static void test_deadline(void **state)
+{
+	struct mh *h = *state;
+	struct mounter_options opts = {.rpc_timeout_ms = 300};
+	struct mount_record **rs = NULL;
+	struct mounter_request req;
+	struct mounter_result res;
+	struct mounter *m;
+	size_t n = 0;
+	int64_t t0;
+	struct err e;
+
+	if (h == NULL)
+		skip(); /* needs root and csi-hostpath */
+	/* Answers after 3 s, without doing anything, so no late effect lands. */
+	mh_faults(h, "NodePublishVolume delay_ms=3000 code=UNAVAILABLE\n");
+	mounter_close(h->m);
+	assert_int_equal(mounter_open(h->agent_dir, h->db, &opts, &m, &e), 0);
+	h->m = m;
+	mh_request(h, &req, "alloc-a");
+	t0 = mh_now_ms();
+	assert_int_equal(mounter_mount(h->m, &h->plugin, &req, &res, &e), CSID_ETIMEDOUT);
+	assert_true(mh_now_ms() - t0 < 2500);
+	assert_non_null(strstr(e.msg, "node publish: plugin hostpath.csi.csid.dev: "
+				      "DEADLINE_EXCEEDED"));
+	/*
+	 * The rollback may itself time out while the plugin is busy: then the
+	 * record stays, not published, and nothing is mounted at the target.
+	 */
+	assert_int_equal(mounter_list(h->m, &rs, &n, &e), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_not_equal(rs[i]->state, MOUNT_STATE_PUBLISHED);
+		assert_false(mh_is_mounted(rs[i]->target_path));
+	}
+	mount_records_free(rs, n);
+
+	/* Once the plugin is well, the same mount succeeds (poll while it is busy). */
+	mh_faults(h, "");
+	t0 = mh_now_ms();
+	while (mounter_mount(h->m, &h->plugin, &req, &res, &e) != 0) {
+		struct timespec pause = {0, 50 * 1000000L};
+
+		if (mh_now_ms() - t0 > MH_DEADLINE_MS)
+			fail_msg("mount after the fault: %s", e.msg);
+		nanosleep(&pause, NULL);
+	}
+	assert_true(mh_is_mounted(res.target));
 	assert_int_equal(mounter_unmount(h->m, &h->plugin, "vol1", "alloc-a", &e), 0);
 	assert_int_equal(mh_mounts_under(h->agent_dir), 0);
 }
@@ -642,6 +716,7 @@ int main(int argc, char **argv)
 						mh_teardown),
 		cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
 		cmocka_unit_test_setup_teardown(test_kill9_every_step, mh_setup, mh_teardown),
+		cmocka_unit_test_setup_teardown(test_deadline, mh_setup, mh_teardown),
 	};
 	int rc;
 
