@@ -39,6 +39,12 @@
  * from a lost database or a plugin that reported an unmount it did not do.
  * Only target paths are checked against the mount table: a stage need not
  * create a mount (block volumes, some drivers).
+ *
+ * Known limit: when a publish times out and the plugin still completes it
+ * after the rollback's NodeUnpublish has returned, the late mount has no
+ * record. CSI expects the plugin to answer ABORTED while an operation on
+ * the volume is in flight (then the rollback is retried and nothing is
+ * lost); for a plugin that does not, the next start's sweep detaches it.
  */
 #include "agent/mounter.h"
 
