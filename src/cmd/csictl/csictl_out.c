@@ -3,7 +3,8 @@
  * cells printed with each column padded to its widest cell (width counted
  * in UTF-8 code points). The message-to-JSON walker reads protobuf-c
  * descriptors, so every CSI response prints as JSON without per-message
- * code; it refuses to print any field named "secrets".
+ * code; a secret field (csi/csi_secret.h: every secrets map, and mount
+ * flags) prints as "<redacted>" when set, never with its content.
  */
 #include "csictl_out.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "csi/csi_secret.h"
 #include "util/err.h"
 
 /* Longest cell printed; longer values are cut with "...". */
@@ -402,8 +404,16 @@ json_t *csictl_out_msg_json(const ProtobufCMessage *m)
 		const char *member = (const char *)m + f->offset;
 		json_t *v;
 
-		if (strcmp(f->name, "secrets") == 0)
+		if (csi_secret_field(d, f)) {
+			/* Show that the field is set, never what it holds. */
+			if (f->label == PROTOBUF_C_LABEL_REPEATED &&
+			    *(const size_t *)((const char *)m + f->quantifier_offset) > 0 &&
+			    json_object_set_new(obj, f->name, json_string("<redacted>"))) {
+				json_decref(obj);
+				return NULL;
+			}
 			continue;
+		}
 		if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
 		    *(const uint32_t *)((const char *)m + f->quantifier_offset) != f->id)
 			continue;

@@ -2,9 +2,9 @@
  * Output helpers for csictl: aligned text tables, JSON printing, and a
  * generic protobuf-c message to JSON conversion (field names as in
  * csi.proto, enums by name, maps as objects, wrappers as plain values,
- * timestamps as RFC 3339 strings). Fields named "secrets" are never
- * rendered. Every string that came from a plugin or a server is cleaned
- * before it reaches a terminal: control characters become '?', and
+ * timestamps as RFC 3339 strings). Secret fields (csi/csi_secret.h:
+ * secrets maps and mount flags) print as "<redacted>" when set. Every string that came from a
+ * plugin or a server is cleaned before it reaches a terminal: control characters become '?', and
  * invalid UTF-8 becomes U+FFFD in JSON.
  */
 #ifndef CSICTL_OUT_H
