@@ -15,35 +15,34 @@
 #include "csi.pb-c.h"
 
 static const char *const mount_paths_attachments[MOUNT_ATTACH_COUNT_] = {
-	[MOUNT_ATTACH_FILE_SYSTEM] = "file-system",
-	[MOUNT_ATTACH_BLOCK_DEVICE] = "block-device",
+    [MOUNT_ATTACH_FILE_SYSTEM] = "file-system",
+    [MOUNT_ATTACH_BLOCK_DEVICE] = "block-device",
 };
 
 static const struct {
 	const char *name;
 	int csi;
 } mount_paths_access[MOUNT_ACCESS_COUNT_] = {
-	[MOUNT_ACCESS_SINGLE_NODE_READER_ONLY] =
-		{"single-node-reader-only",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY},
-	[MOUNT_ACCESS_SINGLE_NODE_WRITER] =
-		{"single-node-writer",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER},
-	[MOUNT_ACCESS_SINGLE_NODE_SINGLE_WRITER] =
-		{"single-node-single-writer",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER},
-	[MOUNT_ACCESS_SINGLE_NODE_MULTI_WRITER] =
-		{"single-node-multi-writer",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER},
-	[MOUNT_ACCESS_MULTI_NODE_READER_ONLY] =
-		{"multi-node-reader-only",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY},
-	[MOUNT_ACCESS_MULTI_NODE_SINGLE_WRITER] =
-		{"multi-node-single-writer",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER},
-	[MOUNT_ACCESS_MULTI_NODE_MULTI_WRITER] =
-		{"multi-node-multi-writer",
-		 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER},
+    [MOUNT_ACCESS_SINGLE_NODE_READER_ONLY] =
+	{"single-node-reader-only",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY},
+    [MOUNT_ACCESS_SINGLE_NODE_WRITER] =
+	{"single-node-writer", CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER},
+    [MOUNT_ACCESS_SINGLE_NODE_SINGLE_WRITER] =
+	{"single-node-single-writer",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER},
+    [MOUNT_ACCESS_SINGLE_NODE_MULTI_WRITER] =
+	{"single-node-multi-writer",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER},
+    [MOUNT_ACCESS_MULTI_NODE_READER_ONLY] =
+	{"multi-node-reader-only",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY},
+    [MOUNT_ACCESS_MULTI_NODE_SINGLE_WRITER] =
+	{"multi-node-single-writer",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER},
+    [MOUNT_ACCESS_MULTI_NODE_MULTI_WRITER] =
+	{"multi-node-multi-writer",
+	 CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER},
 };
 
 const char *mount_attachment_name(enum mount_attachment a)
@@ -76,8 +75,7 @@ int mount_attachment_parse(const char *s, enum mount_attachment *out, struct err
 			return 0;
 		}
 	}
-	return err_set(e, CSID_EINVAL,
-		       "attachment mode \"%s\": want file-system or block-device",
+	return err_set(e, CSID_EINVAL, "attachment mode \"%s\": want file-system or block-device",
 		       mount_paths_excerpt(s, s ? strlen(s) : 0, ex, sizeof(ex)));
 }
 
@@ -156,7 +154,8 @@ int mount_usage_segment(const struct mount_usage *u, char *buf, size_t len, stru
 	int n;
 
 	if (att == NULL)
-		return err_set(e, CSID_EINVAL, "attachment mode %d is not known", (int)u->attachment);
+		return err_set(e, CSID_EINVAL, "attachment mode %d is not known",
+			       (int)u->attachment);
 	if (acc == NULL)
 		return err_set(e, CSID_EINVAL, "access mode %d is not known", (int)u->access);
 	n = snprintf(buf, len, "%s-%s-%s", u->read_only ? "ro" : "rw", att, acc);
@@ -188,8 +187,8 @@ void mount_usage_options_hash(const struct mount_usage *u, char out[17])
 }
 
 static int mount_paths_join(const char *data_dir, const char *kind, const char *first_what,
-			    const char *first, const char *volume_id,
-			    const struct mount_usage *u, char *buf, size_t len, struct err *e)
+			    const char *first, const char *volume_id, const struct mount_usage *u,
+			    char *buf, size_t len, struct err *e)
 {
 	char seg[96];
 	int n;
@@ -214,15 +213,15 @@ static int mount_paths_join(const char *data_dir, const char *kind, const char *
 int mount_staging_path(const char *data_dir, const char *plugin_id, const char *volume_id,
 		       const struct mount_usage *u, char *buf, size_t len, struct err *e)
 {
-	return mount_paths_join(data_dir, "staging", "plugin id", plugin_id, volume_id, u, buf,
-				len, e);
+	return mount_paths_join(data_dir, "staging", "plugin id", plugin_id, volume_id, u, buf, len,
+				e);
 }
 
 int mount_target_path(const char *data_dir, const char *alloc_id, const char *volume_id,
 		      const struct mount_usage *u, char *buf, size_t len, struct err *e)
 {
-	return mount_paths_join(data_dir, "per-alloc", "alloc id", alloc_id, volume_id, u, buf,
-				len, e);
+	return mount_paths_join(data_dir, "per-alloc", "alloc id", alloc_id, volume_id, u, buf, len,
+				e);
 }
 
 int mount_mkdir_p(const char *dir, struct err *e)

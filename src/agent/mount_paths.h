@@ -20,11 +20,7 @@
 /* Longest name accepted as a path component (the CSI string limit). */
 #define MOUNT_NAME_MAX 128
 
-enum mount_attachment {
-	MOUNT_ATTACH_FILE_SYSTEM,
-	MOUNT_ATTACH_BLOCK_DEVICE,
-	MOUNT_ATTACH_COUNT_
-};
+enum mount_attachment { MOUNT_ATTACH_FILE_SYSTEM, MOUNT_ATTACH_BLOCK_DEVICE, MOUNT_ATTACH_COUNT_ };
 
 /* The seven access modes of DESIGN.md, in the order listed there. */
 enum mount_access {
@@ -47,8 +43,8 @@ struct mount_usage {
 	bool read_only;
 	enum mount_attachment attachment;
 	enum mount_access access;
-	const char *fs_type;             /* NULL or "" for the plugin default */
-	const char *const *mount_flags;  /* n_mount_flags strings */
+	const char *fs_type; /* NULL or "" for the plugin default */
+	const char *const *mount_flags; /* n_mount_flags strings */
 	size_t n_mount_flags;
 };
 

@@ -53,10 +53,10 @@ static int mount_rpc_call(const struct mounter_plugin *p, int64_t timeout_ms, en
 static int mount_rpc_map(struct arena *a, const ProtobufCMessageDescriptor *d,
 			 const struct mount_kv *kv, size_t n, size_t *out_n, void *out_v)
 {
-	const ProtobufCFieldDescriptor *fk = protobuf_c_message_descriptor_get_field_by_name(d,
-											      "key");
+	const ProtobufCFieldDescriptor *fk =
+	    protobuf_c_message_descriptor_get_field_by_name(d, "key");
 	const ProtobufCFieldDescriptor *fv =
-		protobuf_c_message_descriptor_get_field_by_name(d, "value");
+	    protobuf_c_message_descriptor_get_field_by_name(d, "value");
 	ProtobufCMessage **v = arena_alloc(a, (n + 1) * sizeof(*v));
 
 	if (v == NULL || fk == NULL || fv == NULL)
@@ -77,8 +77,7 @@ static int mount_rpc_map(struct arena *a, const ProtobufCMessageDescriptor *d,
 }
 
 /* The VolumeCapability of a usage, allocated from a. */
-static Csi__V1__VolumeCapability *mount_rpc_capability(struct arena *a,
-							const struct mount_usage *u)
+static Csi__V1__VolumeCapability *mount_rpc_capability(struct arena *a, const struct mount_usage *u)
 {
 	Csi__V1__VolumeCapability *cap = arena_alloc(a, sizeof(*cap));
 	Csi__V1__VolumeCapability__AccessMode *am = arena_alloc(a, sizeof(*am));
@@ -122,20 +121,24 @@ int mount_rpc_stage(const struct mounter_plugin *p, int64_t timeout_ms,
 	sr.volume_id = r->external_id;
 	sr.staging_target_path = r->staging_path;
 	if (rc == 0)
-		rc = mount_rpc_map(a, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
-				 req->publish_context, req->n_publish_context, &sr.n_publish_context,
-				 &sr.publish_context);
+		rc = mount_rpc_map(
+		    a, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
+		    req->publish_context, req->n_publish_context, &sr.n_publish_context,
+		    &sr.publish_context);
 	if (rc == 0)
-		rc = mount_rpc_map(a, &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
-				 req->secrets, req->n_secrets, &sr.n_secrets, &sr.secrets);
+		rc =
+		    mount_rpc_map(a, &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
+				  req->secrets, req->n_secrets, &sr.n_secrets, &sr.secrets);
 	if (rc == 0)
-		rc = mount_rpc_map(a, &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
-				 req->volume_context, req->n_volume_context, &sr.n_volume_context,
-				 &sr.volume_context);
+		rc = mount_rpc_map(
+		    a, &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
+		    req->volume_context, req->n_volume_context, &sr.n_volume_context,
+		    &sr.volume_context);
 	if (rc == 0 && (sr.volume_capability = mount_rpc_capability(a, &req->usage)) == NULL)
 		rc = CSID_ENOMEM;
 	if (rc == 0)
-		rc = mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_STAGE_VOLUME, &sr.base, "node stage", e);
+		rc = mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_STAGE_VOLUME, &sr.base,
+				    "node stage", e);
 	else
 		err_set(e, rc, "node stage: out of memory");
 	arena_free(a);
@@ -155,22 +158,24 @@ int mount_rpc_publish(const struct mounter_plugin *p, int64_t timeout_ms,
 	pr.target_path = r->target_path;
 	pr.readonly = req->usage.read_only;
 	if (rc == 0)
-		rc = mount_rpc_map(a,
-				 &csi__v1__node_publish_volume_request__publish_context_entry__descriptor,
-				 req->publish_context, req->n_publish_context, &pr.n_publish_context,
-				 &pr.publish_context);
-	if (rc == 0)
-		rc = mount_rpc_map(a, &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
-				 req->secrets, req->n_secrets, &pr.n_secrets, &pr.secrets);
+		rc = mount_rpc_map(
+		    a, &csi__v1__node_publish_volume_request__publish_context_entry__descriptor,
+		    req->publish_context, req->n_publish_context, &pr.n_publish_context,
+		    &pr.publish_context);
 	if (rc == 0)
 		rc = mount_rpc_map(a,
-				 &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
-				 req->volume_context, req->n_volume_context, &pr.n_volume_context,
-				 &pr.volume_context);
+				   &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
+				   req->secrets, req->n_secrets, &pr.n_secrets, &pr.secrets);
+	if (rc == 0)
+		rc = mount_rpc_map(
+		    a, &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
+		    req->volume_context, req->n_volume_context, &pr.n_volume_context,
+		    &pr.volume_context);
 	if (rc == 0 && (pr.volume_capability = mount_rpc_capability(a, &req->usage)) == NULL)
 		rc = CSID_ENOMEM;
 	if (rc == 0)
-		rc = mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_PUBLISH_VOLUME, &pr.base, "node publish", e);
+		rc = mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_PUBLISH_VOLUME, &pr.base,
+				    "node publish", e);
 	else
 		err_set(e, rc, "node publish: out of memory");
 	arena_free(a);

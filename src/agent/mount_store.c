@@ -19,47 +19,46 @@
 #include "util/log.h"
 
 static const char *const mount_store_schema[] = {
-	"CREATE TABLE mounter_mounts ("
-	" volume_id TEXT NOT NULL, alloc_id TEXT NOT NULL,"
-	" plugin_id TEXT NOT NULL, external_id TEXT NOT NULL,"
-	" read_only INTEGER NOT NULL, attachment TEXT NOT NULL, access TEXT NOT NULL,"
-	" fs_type TEXT NOT NULL, options_hash TEXT NOT NULL,"
-	" staging_path TEXT, target_path TEXT NOT NULL,"
-	" publish_context TEXT NOT NULL, volume_context TEXT NOT NULL,"
-	" state TEXT NOT NULL, updated_ms INTEGER NOT NULL,"
-	" PRIMARY KEY (volume_id, alloc_id));"
-	"CREATE INDEX mounter_mounts_staging ON mounter_mounts(staging_path);",
+    "CREATE TABLE mounter_mounts ("
+    " volume_id TEXT NOT NULL, alloc_id TEXT NOT NULL,"
+    " plugin_id TEXT NOT NULL, external_id TEXT NOT NULL,"
+    " read_only INTEGER NOT NULL, attachment TEXT NOT NULL, access TEXT NOT NULL,"
+    " fs_type TEXT NOT NULL, options_hash TEXT NOT NULL,"
+    " staging_path TEXT, target_path TEXT NOT NULL,"
+    " publish_context TEXT NOT NULL, volume_context TEXT NOT NULL,"
+    " state TEXT NOT NULL, updated_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (volume_id, alloc_id));"
+    "CREATE INDEX mounter_mounts_staging ON mounter_mounts(staging_path);",
 };
 
 static const char *const mount_state_names[MOUNT_STATE_COUNT_] = {
-	[MOUNT_STATE_NEW] = "new",
-	[MOUNT_STATE_STAGING] = "staging",
-	[MOUNT_STATE_STAGED] = "staged",
-	[MOUNT_STATE_PUBLISHING] = "publishing",
-	[MOUNT_STATE_PUBLISHED] = "published",
-	[MOUNT_STATE_UNPUBLISHING] = "unpublishing",
-	[MOUNT_STATE_UNSTAGING] = "unstaging",
-	[MOUNT_STATE_GONE] = "gone",
+    [MOUNT_STATE_NEW] = "new",
+    [MOUNT_STATE_STAGING] = "staging",
+    [MOUNT_STATE_STAGED] = "staged",
+    [MOUNT_STATE_PUBLISHING] = "publishing",
+    [MOUNT_STATE_PUBLISHED] = "published",
+    [MOUNT_STATE_UNPUBLISHING] = "unpublishing",
+    [MOUNT_STATE_UNSTAGING] = "unstaging",
+    [MOUNT_STATE_GONE] = "gone",
 };
 
 #define MOUNT_STORE_BIT(s) (1u << (s))
 
 /* Allowed next states, one bit mask per state (see the table in the header). */
 static const unsigned mount_store_next[MOUNT_STATE_COUNT_] = {
-	[MOUNT_STATE_NEW] = MOUNT_STORE_BIT(MOUNT_STATE_STAGING) |
-			    MOUNT_STORE_BIT(MOUNT_STATE_STAGED),
-	[MOUNT_STATE_STAGING] = MOUNT_STORE_BIT(MOUNT_STATE_STAGED) |
-				MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING),
-	[MOUNT_STATE_STAGED] = MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
-			       MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) |
-			       MOUNT_STORE_BIT(MOUNT_STATE_GONE),
-	[MOUNT_STATE_PUBLISHING] = MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHED) |
-				   MOUNT_STORE_BIT(MOUNT_STATE_UNPUBLISHING),
-	[MOUNT_STATE_PUBLISHED] = MOUNT_STORE_BIT(MOUNT_STATE_UNPUBLISHING),
-	[MOUNT_STATE_UNPUBLISHING] = MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) |
-				     MOUNT_STORE_BIT(MOUNT_STATE_GONE),
-	[MOUNT_STATE_UNSTAGING] = MOUNT_STORE_BIT(MOUNT_STATE_GONE),
-	[MOUNT_STATE_GONE] = 0,
+    [MOUNT_STATE_NEW] = MOUNT_STORE_BIT(MOUNT_STATE_STAGING) | MOUNT_STORE_BIT(MOUNT_STATE_STAGED),
+    [MOUNT_STATE_STAGING] =
+	MOUNT_STORE_BIT(MOUNT_STATE_STAGED) | MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING),
+    [MOUNT_STATE_STAGED] = MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
+			   MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) |
+			   MOUNT_STORE_BIT(MOUNT_STATE_GONE),
+    [MOUNT_STATE_PUBLISHING] =
+	MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHED) | MOUNT_STORE_BIT(MOUNT_STATE_UNPUBLISHING),
+    [MOUNT_STATE_PUBLISHED] = MOUNT_STORE_BIT(MOUNT_STATE_UNPUBLISHING),
+    [MOUNT_STATE_UNPUBLISHING] =
+	MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) | MOUNT_STORE_BIT(MOUNT_STATE_GONE),
+    [MOUNT_STATE_UNSTAGING] = MOUNT_STORE_BIT(MOUNT_STATE_GONE),
+    [MOUNT_STATE_GONE] = 0,
 };
 
 struct mount_store {
@@ -123,9 +122,9 @@ int mount_store_open(const char *db_path, struct mount_store **out, struct err *
 		return err_set(e, CSID_ENOMEM, "mount store: out of memory");
 	rc = agent_db_open(db_path, &s->db, e);
 	if (rc == 0)
-		rc = agent_db_migrate(s->db, "mounter", mount_store_schema,
-				      (int)(sizeof(mount_store_schema) / sizeof(*mount_store_schema)),
-				      e);
+		rc = agent_db_migrate(
+		    s->db, "mounter", mount_store_schema,
+		    (int)(sizeof(mount_store_schema) / sizeof(*mount_store_schema)), e);
 	if (rc != 0) {
 		agent_db_close(s->db);
 		free(s);
@@ -163,9 +162,9 @@ static char *mount_store_col(sqlite3_stmt *st, int i, bool *nomem)
 	return c;
 }
 
-#define MOUNT_STORE_COLS                                                                    \
-	"volume_id, alloc_id, plugin_id, external_id, read_only, attachment, access, "      \
-	"fs_type, options_hash, staging_path, target_path, publish_context, "               \
+#define MOUNT_STORE_COLS                                                               \
+	"volume_id, alloc_id, plugin_id, external_id, read_only, attachment, access, " \
+	"fs_type, options_hash, staging_path, target_path, publish_context, "          \
 	"volume_context, state, updated_ms"
 
 /* Builds a record from the current row of st (columns MOUNT_STORE_COLS). */
@@ -196,8 +195,8 @@ static int mount_store_row(sqlite3_stmt *st, struct mount_record **out, struct e
 		return err_set(e, CSID_ENOMEM, "mount store: out of memory");
 	}
 	state = mount_state_parse((const char *)sqlite3_column_text(st, 13));
-	if (mount_attachment_parse((const char *)sqlite3_column_text(st, 5), &r->attachment,
-				   e) != 0 ||
+	if (mount_attachment_parse((const char *)sqlite3_column_text(st, 5), &r->attachment, e) !=
+		0 ||
 	    mount_access_parse((const char *)sqlite3_column_text(st, 6), &r->access, e) != 0 ||
 	    state <= MOUNT_STATE_NEW || state >= MOUNT_STATE_GONE || r->volume_id == NULL ||
 	    r->alloc_id == NULL || r->target_path == NULL) {
@@ -212,8 +211,8 @@ static int mount_store_row(sqlite3_stmt *st, struct mount_record **out, struct e
 }
 
 /* Runs a prepared SELECT of MOUNT_STORE_COLS, collecting every row. */
-static int mount_store_collect(struct mount_store *s, sqlite3_stmt *st,
-			       struct mount_record ***out, size_t *n, struct err *e)
+static int mount_store_collect(struct mount_store *s, sqlite3_stmt *st, struct mount_record ***out,
+			       size_t *n, struct err *e)
 {
 	struct mount_record **rs = NULL;
 	size_t cnt = 0, cap = 0;

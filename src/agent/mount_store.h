@@ -34,14 +34,14 @@
 #include "util/err.h"
 
 enum mount_state {
-	MOUNT_STATE_NEW,          /* not yet recorded */
-	MOUNT_STATE_STAGING,      /* NodeStageVolume may be in flight */
-	MOUNT_STATE_STAGED,       /* staged (or no staging needed); publish not started */
-	MOUNT_STATE_PUBLISHING,   /* NodePublishVolume may be in flight */
-	MOUNT_STATE_PUBLISHED,    /* mounted at the target */
+	MOUNT_STATE_NEW, /* not yet recorded */
+	MOUNT_STATE_STAGING, /* NodeStageVolume may be in flight */
+	MOUNT_STATE_STAGED, /* staged (or no staging needed); publish not started */
+	MOUNT_STATE_PUBLISHING, /* NodePublishVolume may be in flight */
+	MOUNT_STATE_PUBLISHED, /* mounted at the target */
 	MOUNT_STATE_UNPUBLISHING, /* NodeUnpublishVolume may be in flight */
-	MOUNT_STATE_UNSTAGING,    /* NodeUnstageVolume may be in flight (last user) */
-	MOUNT_STATE_GONE,         /* row deleted */
+	MOUNT_STATE_UNSTAGING, /* NodeUnstageVolume may be in flight (last user) */
+	MOUNT_STATE_GONE, /* row deleted */
 	MOUNT_STATE_COUNT_
 };
 
@@ -59,14 +59,14 @@ struct mount_record {
 	bool read_only;
 	enum mount_attachment attachment;
 	enum mount_access access;
-	char *fs_type;          /* "" for the plugin default */
-	char options_hash[17];  /* mount_usage_options_hash */
-	char *staging_path;     /* NULL when the plugin has no STAGE_UNSTAGE */
+	char *fs_type; /* "" for the plugin default */
+	char options_hash[17]; /* mount_usage_options_hash */
+	char *staging_path; /* NULL when the plugin has no STAGE_UNSTAGE */
 	char *target_path;
-	char *publish_context;  /* JSON object text */
-	char *volume_context;   /* JSON object text */
+	char *publish_context; /* JSON object text */
+	char *volume_context; /* JSON object text */
 	enum mount_state state;
-	int64_t updated_ms;     /* wall clock of the last transition */
+	int64_t updated_ms; /* wall clock of the last transition */
 };
 
 /* Frees r and its strings; NULL is a no-op. */

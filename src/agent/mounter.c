@@ -82,7 +82,7 @@ struct mounter {
 	int64_t timeout_ms;
 	pthread_mutex_t mu; /* guards vlocks and swept */
 	struct mounter_vlock *vlocks;
-	bool swept;         /* the orphan sweep ran */
+	bool swept; /* the orphan sweep ran */
 	pthread_mutex_t dir_mu; /* serializes creating and pruning directories */
 };
 
@@ -123,8 +123,8 @@ int mounter_open(const char *data_dir, const char *db_path, const struct mounter
 	if (rc != 0)
 		goto fail;
 	m->table = (opts && opts->table) ? opts->table : mountinfo_table();
-	m->timeout_ms = (opts && opts->rpc_timeout_ms > 0) ? opts->rpc_timeout_ms
-							   : CSI_DEFAULT_TIMEOUT_MS;
+	m->timeout_ms =
+	    (opts && opts->rpc_timeout_ms > 0) ? opts->rpc_timeout_ms : CSI_DEFAULT_TIMEOUT_MS;
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->dir_mu, NULL);
 	*out = m;
@@ -299,8 +299,8 @@ static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, str
  * that state still needs. On failure r keeps the state it reached (durably)
  * and the error is returned; calling again continues from there.
  */
-static int mounter_down(struct mounter *m, const struct mounter_plugin *p,
-			struct mount_record *r, struct err *e)
+static int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount_record *r,
+			struct err *e)
 {
 	bool last = false;
 	int rc = 0;
@@ -339,8 +339,7 @@ static int mounter_down(struct mounter *m, const struct mounter_plugin *p,
 }
 
 /* Checks a string map: non-NULL keys and values, at most 4 KiB in all. */
-static int mounter_check_map(const char *what, const struct mount_kv *kv, size_t n,
-			     struct err *e)
+static int mounter_check_map(const char *what, const struct mount_kv *kv, size_t n, struct err *e)
 {
 	size_t total = 0;
 
@@ -348,8 +347,8 @@ static int mounter_check_map(const char *what, const struct mount_kv *kv, size_t
 		return err_set(e, CSID_EINVAL, "%s: entries missing", what);
 	for (size_t i = 0; i < n; i++) {
 		if (kv[i].key == NULL || kv[i].key[0] == '\0' || kv[i].value == NULL)
-			return err_set(e, CSID_EINVAL, "%s: entry %zu has no key or no value",
-				       what, i);
+			return err_set(e, CSID_EINVAL, "%s: entry %zu has no key or no value", what,
+				       i);
 		total += strnlen(kv[i].key, MOUNTER_MAP_MAX_BYTES + 1) +
 			 strnlen(kv[i].value, MOUNTER_MAP_MAX_BYTES + 1);
 		if (total > MOUNTER_MAP_MAX_BYTES)
@@ -359,8 +358,8 @@ static int mounter_check_map(const char *what, const struct mount_kv *kv, size_t
 	return 0;
 }
 
-static int mounter_check_request(const struct mounter_plugin *p,
-				 const struct mounter_request *req, struct err *e)
+static int mounter_check_request(const struct mounter_plugin *p, const struct mounter_request *req,
+				 struct err *e)
 {
 	const struct mount_usage *u = &req->usage;
 	size_t xlen;
@@ -396,8 +395,9 @@ static int mounter_check_request(const struct mounter_plugin *p,
 			return err_set(e, CSID_EINVAL, "mount flag %zu is missing", i);
 	if (u->attachment == MOUNT_ATTACH_BLOCK_DEVICE &&
 	    ((u->fs_type && u->fs_type[0]) || u->n_mount_flags > 0))
-		return err_set(e, CSID_EINVAL, "a block-device attachment takes no fs type or "
-					       "mount flags");
+		return err_set(e, CSID_EINVAL,
+			       "a block-device attachment takes no fs type or "
+			       "mount flags");
 	rc = mounter_check_map("volume context", req->volume_context, req->n_volume_context, e);
 	if (rc == 0)
 		rc = mounter_check_map("publish context", req->publish_context,
@@ -526,10 +526,9 @@ static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
 	if (rc != 0)
 		return rc;
 	/* The reference on the staging path (this row) is taken before staging. */
-	rc = mount_store_transition(m->store, r,
-				    (r->staging_path != NULL && staged == 0) ? MOUNT_STATE_STAGING
-									     : MOUNT_STATE_STAGED,
-				    e);
+	rc = mount_store_transition(
+	    m->store, r,
+	    (r->staging_path != NULL && staged == 0) ? MOUNT_STATE_STAGING : MOUNT_STATE_STAGED, e);
 	if (rc != 0)
 		return rc;
 	if (r->state == MOUNT_STATE_STAGING) {
@@ -585,8 +584,7 @@ static int mounter_check_owner(const struct mount_record *r, const struct mounte
 }
 
 int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
-		  const struct mounter_request *req, struct mounter_result *result,
-		  struct err *e)
+		  const struct mounter_request *req, struct mounter_result *result, struct err *e)
 {
 	struct mounter_vlock *v = NULL;
 	struct mount_record *r = NULL;
@@ -673,8 +671,8 @@ int mounter_unmount(struct mounter *m, const struct mounter_plugin *p, const cha
 	return rc;
 }
 
-int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id,
-		      bool *out, struct err *e)
+int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id, bool *out,
+		      struct err *e)
 {
 	struct mount_record *r = NULL;
 	int rc;
@@ -857,9 +855,8 @@ static bool mounter_under(const char *path, const char *p)
  * written before its mount is made, so no mount in set can belong to a
  * record missing from rs.
  */
-static int mounter_sweep(struct mounter *m, const struct mount_set *set,
-			 struct mount_record **rs, size_t n, struct mounter_recovery *rep,
-			 struct err *e)
+static int mounter_sweep(struct mounter *m, const struct mount_set *set, struct mount_record **rs,
+			 size_t n, struct mounter_recovery *rep, struct err *e)
 {
 	int ret = 0;
 

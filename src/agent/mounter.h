@@ -49,10 +49,10 @@ struct mounter_plugin {
  * listed or logged. mount_flags (in usage) are treated the same way.
  */
 struct mounter_request {
-	const char *volume_id;   /* the cluster's volume ID (a path component) */
+	const char *volume_id; /* the cluster's volume ID (a path component) */
 	const char *external_id; /* the plugin's volume ID, sent in the RPCs */
-	const char *plugin_id;   /* must equal the plugin's plugin_id */
-	const char *alloc_id;    /* the allocation (a path component) */
+	const char *plugin_id; /* must equal the plugin's plugin_id */
+	const char *alloc_id; /* the allocation (a path component) */
 	struct mount_usage usage;
 	const struct mount_kv *volume_context;
 	size_t n_volume_context;
@@ -106,8 +106,7 @@ void mounter_close(struct mounter *m);
  * failing RPC (csi_status_to_err) with e naming the step and the plugin.
  */
 int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
-		  const struct mounter_request *req, struct mounter_result *result,
-		  struct err *e);
+		  const struct mounter_request *req, struct mounter_result *result, struct err *e);
 
 /*
  * Unmounts volume_id for alloc_id: NodeUnpublishVolume, then
@@ -117,15 +116,15 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
  * is recorded, CSID_EINVAL when plugin is not the one that mounted it, or
  * the code of the failing RPC (the record stays, a retry continues).
  */
-int mounter_unmount(struct mounter *m, const struct mounter_plugin *plugin,
-		    const char *volume_id, const char *alloc_id, struct err *e);
+int mounter_unmount(struct mounter *m, const struct mounter_plugin *plugin, const char *volume_id,
+		    const char *alloc_id, struct err *e);
 
 /*
  * Whether volume_id is published for alloc_id and its target is still a
  * mount point. Returns 0 with *out set, or a negative code with e set.
  */
-int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id,
-		      bool *out, struct err *e);
+int mounter_has_mount(struct mounter *m, const char *volume_id, const char *alloc_id, bool *out,
+		      struct err *e);
 
 /*
  * The record of volume_id for alloc_id, as a new *out (free with
@@ -154,12 +153,12 @@ typedef int (*mounter_lookup_fn)(void *ctx, const char *plugin_id, struct mounte
 typedef void (*mounter_release_fn)(void *ctx, struct mounter_plugin *p);
 
 struct mounter_recovery {
-	int adopted;         /* published records whose target is mounted */
-	int rolled_back;     /* mounts in progress at the crash, undone */
-	int finished;        /* unmounts in progress at the crash, completed */
-	int lost;            /* published records whose target was gone, cleaned up */
-	int pending;         /* records left for later (plugin missing or RPC failing) */
-	int orphans;         /* mounts under <data_dir>/mounts nobody owned, detached */
+	int adopted; /* published records whose target is mounted */
+	int rolled_back; /* mounts in progress at the crash, undone */
+	int finished; /* unmounts in progress at the crash, completed */
+	int lost; /* published records whose target was gone, cleaned up */
+	int pending; /* records left for later (plugin missing or RPC failing) */
+	int orphans; /* mounts under <data_dir>/mounts nobody owned, detached */
 };
 
 /*

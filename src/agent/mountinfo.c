@@ -88,8 +88,8 @@ static char *mountinfo_unescape(const char *f, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		if (f[i] == '\\' && i + 3 < len && f[i + 1] >= '0' && f[i + 1] <= '3' &&
 		    f[i + 2] >= '0' && f[i + 2] <= '7' && f[i + 3] >= '0' && f[i + 3] <= '7') {
-			out[o++] = (char)((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 +
-					  (f[i + 3] - '0'));
+			out[o++] =
+			    (char)((f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0'));
 			i += 3;
 		} else {
 			out[o++] = f[i];
@@ -208,16 +208,15 @@ out:
 
 static int mountinfo_unmount(struct mount_table *t, const char *path, struct err *e)
 {
-	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL &&
-	    errno != ENOENT)
+	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
 		return err_errno(e, errno, "umount %s", path);
 	return 0;
 }
 
 static struct mount_table mountinfo_real = {
-	.load = mountinfo_load,
-	.unmount = mountinfo_unmount,
-	.ctx = NULL,
+    .load = mountinfo_load,
+    .unmount = mountinfo_unmount,
+    .ctx = NULL,
 };
 
 struct mount_table *mountinfo_table(void)

@@ -139,8 +139,16 @@ static int mh_start_plugin(struct mh *h)
 {
 #ifdef CSI_HOSTPATH_BIN
 	char data[100], log[100];
-	char *argv[] = {(char *)CSI_HOSTPATH_BIN, "--endpoint", h->endpoint, "--data-dir", data,
-			"--node-id", "node-1", "--faults", h->faults, NULL};
+	char *argv[] = {(char *)CSI_HOSTPATH_BIN,
+			"--endpoint",
+			h->endpoint,
+			"--data-dir",
+			data,
+			"--node-id",
+			"node-1",
+			"--faults",
+			h->faults,
+			NULL};
 	posix_spawn_file_actions_t fa;
 	int rc;
 
@@ -189,14 +197,13 @@ static bool mh_has_stage(struct mh *h)
 	for (size_t i = 0; i < resp->n_capabilities; i++)
 		if (resp->capabilities[i]->rpc != NULL &&
 		    resp->capabilities[i]->rpc->type ==
-			    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)
+			CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)
 			stage = true;
 	csi_msg_free(&resp->base);
 	return stage;
 }
 
-static void mh_capability(Csi__V1__VolumeCapability *cap,
-			  Csi__V1__VolumeCapability__AccessMode *am,
+static void mh_capability(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__AccessMode *am,
 			  Csi__V1__VolumeCapability__MountVolume *mv)
 {
 	am->mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER;
@@ -209,7 +216,7 @@ static void mh_capability(Csi__V1__VolumeCapability *cap,
 static void mh_controller_publish(struct mh *h)
 {
 	Csi__V1__ControllerPublishVolumeRequest req =
-		CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
 	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
 	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
 	Csi__V1__VolumeCapability__AccessMode am = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
@@ -402,8 +409,7 @@ static void test_two_allocs_share_stage(void **state)
 	assert_int_equal(n, 0);
 }
 
-static int mh_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out,
-		     struct err *e)
+static int mh_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out, struct err *e)
 {
 	struct mh *h = ctx;
 
@@ -590,8 +596,7 @@ static int mh_child(int argc, char **argv)
 	return 0;
 }
 
-static int mh_spawn_child(struct mh *h, const char *agent_dir, const char *db, int k,
-			  bool after)
+static int mh_spawn_child(struct mh *h, const char *agent_dir, const char *db, int k, bool after)
 {
 	char self[PATH_MAX], ks[16];
 	char *argv[9 + 8 * 2 + 1];
@@ -639,14 +644,16 @@ static void mh_check_owned(struct mh *h, const char *dir)
 		if (strncmp(s.paths[i], dir, len) != 0 || s.paths[i][len] != '/')
 			continue;
 		for (size_t k = 0; k < n; k++)
-			owned = owned || strcmp(s.paths[i], rs[k]->target_path) == 0 ||
-				(rs[k]->staging_path && strcmp(s.paths[i], rs[k]->staging_path) == 0);
+			owned =
+			    owned || strcmp(s.paths[i], rs[k]->target_path) == 0 ||
+			    (rs[k]->staging_path && strcmp(s.paths[i], rs[k]->staging_path) == 0);
 		if (!owned)
 			fail_msg("mount %s has no record", s.paths[i]);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (rs[k]->state != MOUNT_STATE_PUBLISHED)
-			fail_msg("record %s is %s", rs[k]->alloc_id, mount_state_name(rs[k]->state));
+			fail_msg("record %s is %s", rs[k]->alloc_id,
+				 mount_state_name(rs[k]->state));
 		if (!mount_set_has(&s, rs[k]->target_path))
 			fail_msg("record %s is not mounted", rs[k]->alloc_id);
 	}
@@ -712,11 +719,10 @@ static void test_kill9_every_step(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_two_allocs_share_stage, mh_setup,
-						mh_teardown),
-		cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
-		cmocka_unit_test_setup_teardown(test_kill9_every_step, mh_setup, mh_teardown),
-		cmocka_unit_test_setup_teardown(test_deadline, mh_setup, mh_teardown),
+	    cmocka_unit_test_setup_teardown(test_two_allocs_share_stage, mh_setup, mh_teardown),
+	    cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
+	    cmocka_unit_test_setup_teardown(test_kill9_every_step, mh_setup, mh_teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline, mh_setup, mh_teardown),
 	};
 	int rc;
 

@@ -91,8 +91,8 @@ int mounter_fake_add_orphan(struct mounter_fake *f, const char *target)
 }
 
 /* Applies one RPC to the view; returns the gRPC code the plugin answers. */
-static int mounter_fake_apply(struct mounter_fake *f, struct mounter_fake_view *v,
-			      enum csi_rpc rpc, const ProtobufCMessage *req)
+static int mounter_fake_apply(struct mounter_fake *f, struct mounter_fake_view *v, enum csi_rpc rpc,
+			      const ProtobufCMessage *req)
 {
 	struct mounter_fake_counts *c = &v->counts;
 	int i;
@@ -110,8 +110,7 @@ static int mounter_fake_apply(struct mounter_fake *f, struct mounter_fake_view *
 		}
 		if (v->n_staged >= MOUNTER_FAKE_MAX)
 			return CSI_RESOURCE_EXHAUSTED;
-		snprintf(v->staged[v->n_staged++], MOUNTER_FAKE_PATH, "%s",
-			 r->staging_target_path);
+		snprintf(v->staged[v->n_staged++], MOUNTER_FAKE_PATH, "%s", r->staging_target_path);
 		return CSI_OK;
 	}
 	case CSI_RPC_NODE_PUBLISH_VOLUME: {
@@ -120,9 +119,9 @@ static int mounter_fake_apply(struct mounter_fake *f, struct mounter_fake_view *
 		c->publish++;
 		if (r->volume_capability == NULL || r->target_path[0] == '\0')
 			return CSI_INVALID_ARGUMENT;
-		if (f->needs_stage && (r->staging_target_path[0] == '\0' ||
-				       mounter_fake_find(v->staged, v->n_staged,
-							 r->staging_target_path) < 0)) {
+		if (f->needs_stage &&
+		    (r->staging_target_path[0] == '\0' ||
+		     mounter_fake_find(v->staged, v->n_staged, r->staging_target_path) < 0)) {
 			c->publish_unstaged++;
 			return CSI_FAILED_PRECONDITION;
 		}

@@ -32,26 +32,26 @@
 
 struct mounter_fake_counts {
 	int stage, publish, unpublish, unstage;
-	int double_stage;       /* NodeStage of an already staged path */
-	int unstage_in_use;     /* NodeUnstage while a target uses the stage */
-	int publish_unstaged;   /* NodePublish with a staging path not staged */
-	int overlap;            /* two RPCs of one volume at once */
+	int double_stage; /* NodeStage of an already staged path */
+	int unstage_in_use; /* NodeUnstage while a target uses the stage */
+	int publish_unstaged; /* NodePublish with a staging path not staged */
+	int overlap; /* two RPCs of one volume at once */
 };
 
 struct mounter_fake {
 	struct csi_client client; /* first: the mounter gets &fake->client */
 	struct mount_table table;
 	char state_file[MOUNTER_FAKE_PATH];
-	bool needs_stage;         /* reject a publish without staging path */
+	bool needs_stage; /* reject a publish without staging path */
 	/* Faults: -1 disables. */
 	int fail_at;
-	int fail_count;           /* how many calls from fail_at on fail (default 1) */
+	int fail_count; /* how many calls from fail_at on fail (default 1) */
 	int fail_code;
 	int crash_at;
-	bool crash_after;         /* crash after acting (the answer is lost) */
-	int calls;                /* node RPCs seen by this process */
+	bool crash_after; /* crash after acting (the answer is lost) */
+	int calls; /* node RPCs seen by this process */
 	int64_t last_timeout_ms;
-	int delay_ms;             /* simulated work per RPC, to widen races */
+	int delay_ms; /* simulated work per RPC, to widen races */
 	pthread_mutex_t mu;
 	char busy[MOUNTER_FAKE_MAX][MOUNTER_FAKE_PATH]; /* volumes with an RPC in flight */
 	int n_busy;

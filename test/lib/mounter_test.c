@@ -16,10 +16,10 @@
 #include "mounter_test.h"
 
 const struct mt_op mt_ops[MT_OPS] = {
-	{true, "vol1", "alloc-a"},
-	{true, "vol1", "alloc-b"},
-	{false, "vol1", "alloc-a"},
-	{false, "vol1", "alloc-b"},
+    {true, "vol1", "alloc-a"},
+    {true, "vol1", "alloc-b"},
+    {false, "vol1", "alloc-a"},
+    {false, "vol1", "alloc-b"},
 };
 
 static int mt_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

@@ -65,7 +65,7 @@ struct mt_op {
 };
 #define MT_OPS 4
 #define MT_RPCS_STAGED 6 /* RPCs of the sequence with STAGE_UNSTAGE */
-#define MT_RPCS_PLAIN 4  /* ... and without */
+#define MT_RPCS_PLAIN 4 /* ... and without */
 extern const struct mt_op mt_ops[MT_OPS];
 /* Runs op i of the standard sequence; returns the mounter's code. */
 int mt_run_op(struct mt_env *env, int i, struct err *e);

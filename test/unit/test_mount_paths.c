@@ -25,10 +25,9 @@
 static void test_usage_segments(void **state)
 {
 	static const char *const access[MOUNT_ACCESS_COUNT_] = {
-		"single-node-reader-only",  "single-node-writer",
-		"single-node-single-writer", "single-node-multi-writer",
-		"multi-node-reader-only",   "multi-node-single-writer",
-		"multi-node-multi-writer",
+	    "single-node-reader-only",  "single-node-writer",     "single-node-single-writer",
+	    "single-node-multi-writer", "multi-node-reader-only", "multi-node-single-writer",
+	    "multi-node-multi-writer",
 	};
 	struct mount_usage u = {0};
 	char seg[96], want[96];
@@ -65,9 +64,8 @@ static void test_mode_names(void **state)
 	struct err e;
 
 	for (int m = 0; m < MOUNT_ACCESS_COUNT_; m++) {
-		assert_int_equal(mount_access_parse(mount_access_name((enum mount_access)m), &acc,
-						    &e),
-				 0);
+		assert_int_equal(
+		    mount_access_parse(mount_access_name((enum mount_access)m), &acc, &e), 0);
 		assert_int_equal(acc, m);
 	}
 	assert_int_equal(mount_access_csi_mode(MOUNT_ACCESS_SINGLE_NODE_WRITER),
@@ -90,11 +88,11 @@ static void test_mode_names(void **state)
 
 static void test_hostile_names(void **state)
 {
-	static const char *const bad[] = {"",      ".",       "..",      "../x", "x/..",
-					  "a/b",   "/",       "/abs",    "a..b", "tab\there",
-					  "nl\n",  "del\x7f", "esc\x1b", "..."};
-	static const char *const good[] = {"vol-1", "a.b", ".hidden", "x_y", "UPPER",
-					   "unicode-\xc3\xa9", "with space", "a=b"};
+	static const char *const bad[] = {"",     ".",       "..",      "../x", "x/..",
+					  "a/b",  "/",       "/abs",    "a..b", "tab\there",
+					  "nl\n", "del\x7f", "esc\x1b", "..."};
+	static const char *const good[] = {
+	    "vol-1", "a.b", ".hidden", "x_y", "UPPER", "unicode-\xc3\xa9", "with space", "a=b"};
 	char big[1025];
 	struct err e;
 
@@ -134,23 +132,21 @@ static void test_paths(void **state)
 	char name[MOUNT_NAME_MAX + 1];
 	struct err e;
 
-	assert_int_equal(mount_staging_path("/var/lib/csid", "p.csi", "vol1", &u, path,
-					    sizeof(path), &e),
-			 0);
+	assert_int_equal(
+	    mount_staging_path("/var/lib/csid", "p.csi", "vol1", &u, path, sizeof(path), &e), 0);
 	assert_string_equal(path, "/var/lib/csid/mounts/staging/p.csi/vol1/"
 				  "ro-block-device-multi-node-reader-only");
-	assert_int_equal(mount_target_path("/var/lib/csid", "alloc-1", "vol1", &u, path,
-					   sizeof(path), &e),
-			 0);
+	assert_int_equal(
+	    mount_target_path("/var/lib/csid", "alloc-1", "vol1", &u, path, sizeof(path), &e), 0);
 	assert_string_equal(path, "/var/lib/csid/mounts/per-alloc/alloc-1/vol1/"
 				  "ro-block-device-multi-node-reader-only");
-	assert_int_equal(mount_target_path("/var/lib/csid", "..", "vol1", &u, path, sizeof(path),
-					   &e),
-			 CSID_EINVAL);
+	assert_int_equal(
+	    mount_target_path("/var/lib/csid", "..", "vol1", &u, path, sizeof(path), &e),
+	    CSID_EINVAL);
 	assert_non_null(strstr(e.msg, "alloc id"));
-	assert_int_equal(mount_staging_path("/var/lib/csid", "p", "../../etc", &u, path,
-					    sizeof(path), &e),
-			 CSID_EINVAL);
+	assert_int_equal(
+	    mount_staging_path("/var/lib/csid", "p", "../../etc", &u, path, sizeof(path), &e),
+	    CSID_EINVAL);
 	assert_int_equal(mount_staging_path("relative", "p", "v", &u, path, sizeof(path), &e),
 			 CSID_EINVAL);
 	/* Longest names under a long data dir: still bounded by PATH_MAX. */
@@ -209,13 +205,13 @@ static void test_mkdir_p(void **state)
 static void test_mountinfo_parse(void **state)
 {
 	static const char text[] =
-		"22 27 0:21 / /proc rw,relatime - proc proc rw\n"
-		"36 35 98:0 /mnt1 /mnt/with\\040space rw,noatime master:1 - ext3 /dev/root rw\n"
-		"37 35 98:0 / /mnt/back\\134slash rw - ext3 /dev/root rw\n"
-		"garbage line\n"
-		"38 35 98:0 / relative rw - ext3 x rw\n"
-		"39 35 98:0 / /proc rw - proc proc rw\n"
-		"40 35 98:0 / /a/tail";
+	    "22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+	    "36 35 98:0 /mnt1 /mnt/with\\040space rw,noatime master:1 - ext3 /dev/root rw\n"
+	    "37 35 98:0 / /mnt/back\\134slash rw - ext3 /dev/root rw\n"
+	    "garbage line\n"
+	    "38 35 98:0 / relative rw - ext3 x rw\n"
+	    "39 35 98:0 / /proc rw - proc proc rw\n"
+	    "40 35 98:0 / /a/tail";
 	struct mount_set s;
 	struct err e;
 
@@ -245,19 +241,21 @@ static void test_mountinfo_real(void **state)
 	/* "/" is a mount point in every namespace; a fresh temp dir is not. */
 	assert_int_equal(mount_table_is_mounted(mountinfo_table(), "/", &mounted, &e), 0);
 	assert_true(mounted);
-	assert_int_equal(mount_table_is_mounted(mountinfo_table(), "/proc/self", &mounted, &e),
-			 0);
+	assert_int_equal(mount_table_is_mounted(mountinfo_table(), "/proc/self", &mounted, &e), 0);
 	assert_false(mounted);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_usage_segments), cmocka_unit_test(test_mode_names),
-		cmocka_unit_test(test_hostile_names),  cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_options_hash),
-		cmocka_unit_test_setup_teardown(test_mkdir_p, mt_scratch_setup, mt_scratch_teardown),
-		cmocka_unit_test(test_mountinfo_parse), cmocka_unit_test(test_mountinfo_real),
+	    cmocka_unit_test(test_usage_segments),
+	    cmocka_unit_test(test_mode_names),
+	    cmocka_unit_test(test_hostile_names),
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_options_hash),
+	    cmocka_unit_test_setup_teardown(test_mkdir_p, mt_scratch_setup, mt_scratch_teardown),
+	    cmocka_unit_test(test_mountinfo_parse),
+	    cmocka_unit_test(test_mountinfo_real),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,8 +245,7 @@ static void test_not_found_is_done(void **state)
 static void test_bad_requests(void **state)
 {
 	struct mt_env *env = *state;
-	static const char *const hostile[] = {"..", "a/b", "/", ".", "a..b", "tab\tx", "nl\n",
-					      ""};
+	static const char *const hostile[] = {"..", "a/b", "/", ".", "a..b", "tab\tx", "nl\n", ""};
 	struct mounter_result res;
 	struct mounter_request req;
 	struct mounter_plugin other = env->plugin;
@@ -256,11 +255,9 @@ static void test_bad_requests(void **state)
 
 	for (size_t i = 0; i < sizeof(hostile) / sizeof(*hostile); i++) {
 		mt_request(&req, hostile[i], "alloc-a");
-		assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e),
-				 CSID_EINVAL);
+		assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), CSID_EINVAL);
 		mt_request(&req, "vol1", hostile[i]);
-		assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e),
-				 CSID_EINVAL);
+		assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), CSID_EINVAL);
 		assert_int_equal(mounter_unmount(env->m, &env->plugin, hostile[i], "a", &e),
 				 CSID_EINVAL);
 	}
@@ -418,9 +415,9 @@ static void test_concurrent(void **state)
 	assert_int_equal(mounter_list(env->m, &rs, &n, &e), 0);
 	assert_int_equal(n, 8);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(mounter_unmount(env->m, &env->plugin, rs[i]->volume_id,
-						 rs[i]->alloc_id, &e),
-				 0);
+		assert_int_equal(
+		    mounter_unmount(env->m, &env->plugin, rs[i]->volume_id, rs[i]->alloc_id, &e),
+		    0);
 	mount_records_free(rs, n);
 	mt_check_empty(env);
 }
@@ -428,19 +425,17 @@ static void test_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_mount_with_stage, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_mount_without_stage, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_block_device, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_shared_staging, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_every_rpc_failing, mt_scratch_setup,
-						mt_scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_not_found_is_done, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_requests, mt_setup, mt_teardown),
-		cmocka_unit_test_setup_teardown(test_recover_adopt_lost_orphan, mt_setup,
-						mt_teardown),
-		cmocka_unit_test_setup_teardown(test_recover_plugin_missing, mt_setup,
-						mt_teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_with_stage, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_without_stage, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_block_device, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_staging, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_every_rpc_failing, mt_scratch_setup,
+					    mt_scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_not_found_is_done, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_requests, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_adopt_lost_orphan, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_plugin_missing, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent, mt_setup, mt_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

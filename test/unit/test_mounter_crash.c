@@ -183,12 +183,12 @@ static void test_crash_without_stage(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_crash_with_stage, mt_scratch_setup,
-						mt_scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_crash_without_stage, mt_scratch_setup,
-						mt_scratch_teardown),
-		cmocka_unit_test_setup_teardown(test_crash_after_failure, mt_scratch_setup,
-						mt_scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_with_stage, mt_scratch_setup,
+					    mt_scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_without_stage, mt_scratch_setup,
+					    mt_scratch_teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_after_failure, mt_scratch_setup,
+					    mt_scratch_teardown),
 	};
 
 	if (argc == 7 && strcmp(argv[1], "--child") == 0)
