@@ -29,56 +29,15 @@ struct env {
 	struct agent_proc a;
 	char addr[AGENT_PROC_PATH + 8];
 	char vol[64];
-	/* The last run, freed by teardown when a failed assertion left it. */
-	struct csictl_run *live;
+	struct csictl_runner rn; /* runs csictl; frees what a failed test left */
 };
-
-static struct env *run_owner;
-
-static void run_free(struct csictl_run *r)
-{
-	csictl_run_free(r);
-	run_owner->live = NULL;
-}
-
-static void run_env(struct env *env, struct csictl_run *r, char *const *extra_env,
-		    char *const *args)
-{
-	if (csictl_run(env->a.dir, args, extra_env, RUN_DEADLINE_MS, r) != 0)
-		fail_msg("csictl agent %s: could not run it to the end", args[1]);
-	run_owner = env;
-	env->live = r;
-}
 
 /* Runs "csictl agent -address <agent> ARGS...". */
 #define AGENT(env, r, ...)                                                             \
 	do {                                                                           \
 		char *args_[] = {"agent", "-address", (env)->addr, __VA_ARGS__, NULL}; \
-		run_env((env), (r), NULL, args_);                                      \
+		csictl_runner_run(&(env)->rn, (r), NULL, args_);                       \
 	} while (0)
-
-static void expect_ok(const struct csictl_run *r)
-{
-	if (r->status != 0)
-		fail_msg("exit %d, stderr: %s", r->status, r->err);
-}
-
-static void expect_fail(const struct csictl_run *r, int status, const char *in_stderr)
-{
-	if (r->status != status || !strstr(r->err, in_stderr))
-		fail_msg("want exit %d with \"%s\", got exit %d, stderr: %s", status, in_stderr,
-			 r->status, r->err);
-}
-
-static json_t *parse_out(const struct csictl_run *r)
-{
-	json_error_t je;
-	json_t *j = json_loads(r->out, 0, &je);
-
-	if (!j)
-		fail_msg("stdout is not JSON (%s): %s", je.text, r->out);
-	return j;
-}
 
 static int setup(void **state)
 {
@@ -88,6 +47,8 @@ static int setup(void **state)
 	if (!env || agent_proc_init(&env->a) != 0)
 		return -1;
 	*state = env;
+	env->rn.dir = env->a.dir;
+	env->rn.deadline_ms = RUN_DEADLINE_MS;
 	snprintf(env->addr, sizeof(env->addr), "unix:%s", env->a.sock);
 	if (agent_proc_hostpath_config(&env->a, "{}", cfg, sizeof(cfg)) != 0 ||
 	    agent_proc_write_config(&env->a, cfg) != 0 ||
@@ -106,8 +67,7 @@ static int teardown(void **state)
 	struct env *env = *state;
 
 	if (env) {
-		if (env->live)
-			csictl_run_free(env->live);
+		csictl_runner_cleanup(&env->rn);
 		agent_proc_cleanup(&env->a);
 		free(env);
 	}
@@ -123,20 +83,20 @@ static void test_plugins(void **state)
 	bool found = false;
 
 	AGENT(env, &r, "self");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "node_name:"));
 	assert_non_null(strstr(r.out, env->a.data_dir));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	AGENT(env, &r, "plugins");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "PLUGIN"));
 	assert_non_null(strstr(r.out, AGENT_PROC_HP_ID));
 	assert_non_null(strstr(r.out, "yes"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "plugins", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	json_array_foreach(json_object_get(j, "plugins"), i, p)
 	{
 		if (strcmp(json_string_value(json_object_get(p, "id")), AGENT_PROC_HP_ID) == 0 &&
@@ -146,7 +106,7 @@ static void test_plugins(void **state)
 	}
 	assert_true(found);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 }
 
 static void test_mount_unmount(void **state)
@@ -158,55 +118,55 @@ static void test_mount_unmount(void **state)
 	const char *line;
 
 	AGENT(env, &r, "mounts");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, env->vol));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	AGENT(env, &r, "mount", env->vol, "alloc-1", "-plugin", AGENT_PROC_HP_ID, "-access-mode",
 	      "single-node-multi-writer", "-secret", "token=csictl-s3cr3t");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	line = strstr(r.out, "target:");
 	assert_non_null(line);
 	assert_int_equal(sscanf(line, "target: %1023s", target), 1);
 	assert_true(agent_proc_is_mount(target));
 	assert_null(strstr(r.out, "csictl-s3cr3t"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	AGENT(env, &r, "-o", "json", "mount", env->vol, "alloc-2", "-plugin", AGENT_PROC_HP_ID,
 	      "-access-mode", "SINGLE_NODE_MULTI_WRITER");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	snprintf(target2, sizeof(target2), "%s", json_string_value(json_object_get(j, "target")));
 	assert_true(json_is_false(json_object_get(j, "is_device")));
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	assert_true(agent_proc_is_mount(target2));
 
 	AGENT(env, &r, "mounts");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "alloc-1"));
 	assert_non_null(strstr(r.out, "alloc-2"));
 	assert_non_null(strstr(r.out, "rw-file-system-single-node-multi-writer"));
 	assert_null(strstr(r.out, "csictl-s3cr3t"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "mounts", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_int_equal(json_array_size(json_object_get(j, "mounts")), 2);
 	json_decref(j);
 	assert_null(strstr(r.out, "csictl-s3cr3t"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	AGENT(env, &r, "unmount", env->vol, "alloc-1");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "unmounted"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	assert_false(agent_proc_is_mount(target));
 	assert_true(agent_proc_is_mount(target2));
 	/* The second time there is nothing left: the agent's error, exit 1. */
 	AGENT(env, &r, "unmount", env->vol, "alloc-1");
-	expect_fail(&r, 1, "error: not_found: ");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: not_found: ");
+	csictl_runner_free(&env->rn, &r);
 	{
 		char var[AGENT_PROC_PATH + 32];
 		char *extra[] = {var, NULL};
@@ -214,10 +174,10 @@ static void test_mount_unmount(void **state)
 
 		/* The address can come from CSID_AGENT_ADDR. */
 		snprintf(var, sizeof(var), "CSID_AGENT_ADDR=%s", env->addr);
-		run_env(env, &r, extra, args);
+		csictl_runner_run(&env->rn, &r, extra, args);
 	}
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	assert_false(agent_proc_is_mount(target2));
 	assert_int_equal(agent_proc_mount_count(&env->a), 0);
 }
@@ -233,53 +193,53 @@ static void test_errors(void **state)
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err, "error: "));
 	assert_non_null(strstr(r.err, "no.such.plugin"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* Hostile IDs are refused by the agent; they never become paths. */
 	AGENT(env, &r, "mount", "../../etc", "alloc-x", "-plugin", AGENT_PROC_HP_ID);
-	expect_fail(&r, 1, "error: invalid_argument: ");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: invalid_argument: ");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "unmount", "..", "a/b");
 	assert_int_equal(r.status, 1);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	AGENT(env, &r, "mount", env->vol, "alloc-x");
-	expect_fail(&r, 2, "-plugin");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-plugin");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "mount", env->vol);
-	expect_fail(&r, 2, "usage: csictl agent mount VOLUME ALLOC");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "usage: csictl agent mount VOLUME ALLOC");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "mount", env->vol, "a", "-plugin", "p", "-access-mode", "often");
-	expect_fail(&r, 2, "unknown access mode");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown access mode");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "plugins", "-o", "xml");
-	expect_fail(&r, 2, "-o must be table or json");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-o must be table or json");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "dance");
-	expect_fail(&r, 2, "unknown command");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown command");
+	csictl_runner_free(&env->rn, &r);
 	{
 		char *args[] = {"agent", "-address", "unix:relative.sock", "plugins", NULL};
 
-		run_env(env, &r, NULL, args);
+		csictl_runner_run(&env->rn, &r, NULL, args);
 	}
-	expect_fail(&r, 2, "absolute");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "absolute");
+	csictl_runner_free(&env->rn, &r);
 	snprintf(nobody, sizeof(nobody), "unix:%s/nobody.sock", env->a.dir);
 	{
 		char *args[] = {"agent", "-address", nobody, "plugins", NULL};
 
-		run_env(env, &r, NULL, args);
+		csictl_runner_run(&env->rn, &r, NULL, args);
 	}
-	expect_fail(&r, 1, "error: agent at ");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: agent at ");
+	csictl_runner_free(&env->rn, &r);
 	{
 		char *args[] = {"agent", "-h", NULL};
 
-		run_env(env, &r, NULL, args);
+		csictl_runner_run(&env->rn, &r, NULL, args);
 	}
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "mount VOLUME ALLOC"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 }
 
 int main(void)

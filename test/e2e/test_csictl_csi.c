@@ -31,68 +31,22 @@ struct env {
 	struct hpp_proc hp;
 	const char *dir; /* the plugin's temporary directory; ours too */
 	const char *endpoint; /* unix://<dir>/csi.sock */
-	/* The last run, freed by teardown when a failed assertion left it. */
-	struct csictl_run *live;
+	struct csictl_runner rn; /* runs csictl; frees what a failed test left */
 };
-
-static struct env *run_owner;
-
-static void run_free(struct csictl_run *r)
-{
-	csictl_run_free(r);
-	run_owner->live = NULL;
-}
-
-/*
- * Runs csictl with args (NULL-terminated) and extra environment entries
- * (NULL-terminated, may be NULL); fails the test when it cannot run or
- * takes longer than RUN_DEADLINE_MS.
- */
-static void run_env(struct env *env, struct csictl_run *r, char *const *extra_env,
-		    char *const *args)
-{
-	if (csictl_run(env->dir, args, extra_env, RUN_DEADLINE_MS, r) != 0)
-		fail_msg("csictl %s %s: could not run it to the end", args[0], args[1]);
-	run_owner = env;
-	env->live = r;
-}
 
 /* Runs csictl with "-endpoint <plugin>" first, then the given arguments. */
 #define CSICTL(env, r, ...)                                                                       \
 	do {                                                                                      \
 		char *args_[] = {"csi", "-endpoint", (char *)(env)->endpoint, __VA_ARGS__, NULL}; \
-		run_env((env), (r), NULL, args_);                                                 \
+		csictl_runner_run(&(env)->rn, (r), NULL, args_);                                  \
 	} while (0)
 
 /* Runs csictl with exactly the given arguments. */
-#define CSICTL_RAW(env, r, ...)                      \
-	do {                                         \
-		char *args_[] = {__VA_ARGS__, NULL}; \
-		run_env((env), (r), NULL, args_);    \
+#define CSICTL_RAW(env, r, ...)                                  \
+	do {                                                     \
+		char *args_[] = {__VA_ARGS__, NULL};             \
+		csictl_runner_run(&(env)->rn, (r), NULL, args_); \
 	} while (0)
-
-static void expect_ok(const struct csictl_run *r)
-{
-	if (r->status != 0)
-		fail_msg("exit %d, stderr: %s", r->status, r->err);
-}
-
-static void expect_fail(const struct csictl_run *r, int status, const char *in_stderr)
-{
-	if (r->status != status || !strstr(r->err, in_stderr))
-		fail_msg("want exit %d with \"%s\", got exit %d, stderr: %s", status, in_stderr,
-			 r->status, r->err);
-}
-
-static json_t *parse_out(const struct csictl_run *r)
-{
-	json_error_t je;
-	json_t *j = json_loads(r->out, 0, &je);
-
-	if (!j)
-		fail_msg("stdout is not JSON (%s): %s", je.text, r->out);
-	return j;
-}
 
 /* Creates a volume and returns its plugin ID (caller frees). */
 static char *create_volume(struct env *env, const char *name, const char *extra_flag)
@@ -106,13 +60,13 @@ static char *create_volume(struct env *env, const char *name, const char *extra_
 		       (char *)extra_flag);
 	else
 		CSICTL(env, &r, "-o", "json", "create-volume", (char *)name, "-capacity", "1Mi");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	id = strdup(json_string_value(json_object_get(json_object_get(j, "volume"), "volume_id")));
 	assert_non_null(id);
 	assert_true(id[0] != '\0');
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	return id;
 }
 
@@ -127,6 +81,8 @@ static int setup(void **state)
 		return -1;
 	env->dir = env->hp.dir;
 	env->endpoint = env->hp.endpoint;
+	env->rn.dir = env->hp.dir;
+	env->rn.deadline_ms = RUN_DEADLINE_MS;
 	return 0;
 }
 
@@ -136,8 +92,7 @@ static int teardown(void **state)
 
 	if (!env)
 		return 0;
-	if (env->live)
-		csictl_run_free(env->live);
+	csictl_runner_cleanup(&env->rn);
 	/* Stops the plugin, detaches every mount left below the directory, removes it. */
 	hpp_proc_cleanup(&env->hp);
 	free(env);
@@ -150,12 +105,12 @@ static void test_help(void **state)
 	struct csictl_run r;
 
 	CSICTL_RAW(env, &r, "-h");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "csi"));
 	assert_non_null(strstr(r.out, "agent"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL_RAW(env, &r, "csi", "-h");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	for (const char *const *c = (const char *const[]){"info",
 							  "caps",
 							  "probe",
@@ -182,17 +137,17 @@ static void test_help(void **state)
 	     *c; c++)
 		if (!strstr(r.out, *c))
 			fail_msg("csictl csi -h does not list %s", *c);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL_RAW(env, &r, "csi", "stage", "-h");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "stage ID STAGING_PATH"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL_RAW(env, &r, "csi");
-	expect_fail(&r, 2, "usage: csictl csi");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "usage: csictl csi");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL_RAW(env, &r, "bogus");
-	expect_fail(&r, 2, "unknown command");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown command");
+	csictl_runner_free(&env->rn, &r);
 }
 
 static void test_identity(void **state)
@@ -205,20 +160,20 @@ static void test_identity(void **state)
 	json_t *v;
 
 	CSICTL(env, &r, "info");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "name:"));
 	assert_non_null(strstr(r.out, "vendor version:"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "info", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_true(strlen(json_string_value(json_object_get(j, "name"))) > 0);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "-o", "json", "caps");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	ctl = json_object_get(j, "controller");
 	node = json_object_get(j, "node");
 	assert_true(json_is_array(ctl));
@@ -230,24 +185,24 @@ static void test_identity(void **state)
 	assert_true(create);
 	assert_true(stage);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "caps");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "SERVICE"));
 	assert_non_null(strstr(r.out, "\ncontroller "));
 	assert_non_null(strstr(r.out, "CREATE_DELETE_VOLUME\n"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "probe");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_string_equal(r.out, "ready: true\n");
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "node-info", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_string_equal(json_string_value(json_object_get(j, "node_id")), "node-1");
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 }
 
 static void test_lifecycle(void **state)
@@ -268,45 +223,45 @@ static void test_lifecycle(void **state)
 		free(again);
 	}
 	CSICTL(env, &r, "list-volumes");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "VOLUME ID"));
 	assert_non_null(strstr(r.out, id));
 	assert_non_null(strstr(r.out, "1Mi"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "validate", id);
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "confirmed:  yes"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "get-volume", id);
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "volume id:"));
 	assert_non_null(strstr(r.out, "published nodes:"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "modify-volume", id);
-	expect_fail(&r, 2, "-mutable-param");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-mutable-param");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "capacity", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_true(json_integer_value(json_object_get(j, "available_capacity")) > 0);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "controller-publish", id, "node-1", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_true(json_is_object(j));
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "-o", "json", "get-volume", id);
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_string_equal(
 	    json_string_value(json_array_get(
 		json_object_get(json_object_get(j, "status"), "published_node_ids"), 0)),
 	    "node-1");
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	/* The CO's part: the staging directory and the parent of the target. */
 	snprintf(staging, sizeof(staging), "%s/staging", env->dir);
@@ -316,15 +271,15 @@ static void test_lifecycle(void **state)
 	assert_int_equal(mkdir(pubdir, 0750), 0);
 	for (int i = 0; i < 2; i++) {
 		CSICTL(env, &r, "stage", id, staging);
-		expect_ok(&r);
+		csictl_expect_ok(&r);
 		assert_non_null(strstr(r.out, "staged at"));
-		run_free(&r);
+		csictl_runner_free(&env->rn, &r);
 	}
 	assert_true(agent_proc_is_mount(staging));
 	for (int i = 0; i < 2; i++) {
 		CSICTL(env, &r, "publish", id, target, "-staging", staging);
-		expect_ok(&r);
-		run_free(&r);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
 	}
 	assert_true(agent_proc_is_mount(target));
 
@@ -342,48 +297,48 @@ static void test_lifecycle(void **state)
 	assert_string_equal(buf, "csictl was here");
 
 	CSICTL(env, &r, "stats", id, target);
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "UNIT"));
 	assert_non_null(strstr(r.out, "BYTES"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "-o", "json", "stats", id, target);
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_true(json_array_size(json_object_get(j, "usage")) >= 1);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "expand", id, "2Mi");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "capacity:"));
 	assert_non_null(strstr(r.out, "2Mi"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	for (int i = 0; i < 2; i++) {
 		CSICTL(env, &r, "unpublish", id, target);
-		expect_ok(&r);
-		run_free(&r);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
 	}
 	assert_false(agent_proc_is_mount(target));
 	for (int i = 0; i < 2; i++) {
 		CSICTL(env, &r, "unstage", id, staging);
-		expect_ok(&r);
-		run_free(&r);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
 	}
 	assert_false(agent_proc_is_mount(staging));
 	CSICTL(env, &r, "controller-unpublish", id, "node-1");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "unpublished from node node-1"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	for (int i = 0; i < 2; i++) {
 		CSICTL(env, &r, "delete-volume", id);
-		expect_ok(&r);
-		run_free(&r);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
 	}
 	CSICTL(env, &r, "list-volumes");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, id));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	free(id);
 }
 
@@ -401,41 +356,41 @@ static void test_block(void **state)
 	assert_int_equal(mkdir(staging, 0750), 0);
 	assert_int_equal(mkdir(pubdir, 0750), 0);
 	CSICTL(env, &r, "stage", id, staging, "-block", "-fs-type", "ext4");
-	expect_fail(&r, 2, "-block cannot be combined");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-block cannot be combined");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "controller-publish", id, "node-1", "-block");
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "stage", id, staging, "-block");
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* With STAGE_UNSTAGE, publishing without the staging path is refused. */
 	CSICTL(env, &r, "publish", id, target, "-block");
-	expect_fail(&r, 1, "error: FAILED_PRECONDITION");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: FAILED_PRECONDITION");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "publish", id, target, "-block", "-staging", staging, "-access-mode",
 	       "SINGLE_NODE_WRITER", "-readonly");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "(read-only)"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* A block volume is published as a file the plugin created. */
 	assert_int_equal(stat(target, &st), 0);
 	assert_false(S_ISDIR(st.st_mode));
 	assert_true(agent_proc_is_mount(target));
 	CSICTL(env, &r, "unpublish", id, target);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	assert_int_equal(stat(target, &st), -1);
 	CSICTL(env, &r, "unstage", id, staging);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "controller-unpublish", id);
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "from every node"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "delete-volume", id);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	free(id);
 }
 
@@ -447,8 +402,8 @@ static void test_snapshots(void **state)
 	json_t *j;
 
 	CSICTL(env, &r, "-o", "json", "snapshot", "create", "snap-1", id);
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	sid = strdup(
 	    json_string_value(json_object_get(json_object_get(j, "snapshot"), "snapshot_id")));
 	assert_string_equal(
@@ -456,19 +411,19 @@ static void test_snapshots(void **state)
 	    id);
 	assert_non_null(json_object_get(json_object_get(j, "snapshot"), "ready_to_use"));
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "snapshot", "list");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "SNAPSHOT ID"));
 	assert_non_null(strstr(r.out, sid));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "snapshot", "list", "-o", "json", "-source-volume", id);
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_int_equal(json_array_size(json_object_get(j, "entries")), 1);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	{
 		char flag[300];
@@ -477,18 +432,18 @@ static void test_snapshots(void **state)
 		clone = create_volume(env, "from-snap", flag);
 	}
 	CSICTL(env, &r, "delete-volume", clone);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "snapshot", "delete", sid);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "snapshot", "list", "-o", "json");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, sid));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "delete-volume", id);
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	free(clone);
 	free(sid);
 	free(id);
@@ -509,35 +464,35 @@ static void test_pagination(void **state)
 		ids[i] = create_volume(env, name, NULL);
 	}
 	CSICTL(env, &r, "list-volumes", "-max-entries", "2");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	for (const char *p = r.out; (p = strchr(p, '\n')); p++)
 		rows++;
 	/* Header, two volumes, the next token. */
 	assert_int_equal(rows, 4);
 	assert_non_null(strstr(r.out, "next token: "));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "list-volumes", "-max-entries", "2", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_int_equal(json_array_size(json_object_get(j, "entries")), 2);
 	assert_true(strlen(json_string_value(json_object_get(j, "next_token"))) > 0);
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* Without -max-entries every page is fetched. */
 	CSICTL(env, &r, "list-volumes", "-o", "json");
-	expect_ok(&r);
-	j = parse_out(&r);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
 	assert_true(json_array_size(json_object_get(j, "entries")) >= 5);
 	assert_string_equal(json_string_value(json_object_get(j, "next_token")), "");
 	json_decref(j);
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "list-volumes", "-starting-token", "no-such-token");
-	expect_fail(&r, 1, "error: ABORTED");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: ABORTED");
+	csictl_runner_free(&env->rn, &r);
 	for (int i = 0; i < 5; i++) {
 		CSICTL(env, &r, "delete-volume", ids[i]);
-		expect_ok(&r);
-		run_free(&r);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
 		free(ids[i]);
 	}
 }
@@ -551,68 +506,68 @@ static void test_errors(void **state)
 	char ep_var[300];
 
 	CSICTL(env, &r, "validate", "vol-9");
-	expect_fail(&r, 1, "error: NOT_FOUND: ");
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND: ");
 	assert_string_equal(r.out, "");
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "controller-publish", "vol-9", "node-1");
-	expect_fail(&r, 1, "error: NOT_FOUND");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "expand", "vol-9", "1Gi");
-	expect_fail(&r, 1, "error: NOT_FOUND");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND");
+	csictl_runner_free(&env->rn, &r);
 	/* Deleting a volume that does not exist is OK in CSI. */
 	CSICTL(env, &r, "delete-volume", "vol-9");
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 
 	CSICTL(env, &r, "create-volume", "x", "-capacity", "12Q");
-	expect_fail(&r, 2, "invalid size \"12Q\"");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "invalid size \"12Q\"");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "create-volume", "x", "-capacity", "1Gi", "-limit", "1Mi");
-	expect_fail(&r, 2, "-limit is smaller");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-limit is smaller");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "create-volume", "x", "-access-mode", "sometimes");
-	expect_fail(&r, 2, "unknown access mode \"sometimes\"");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown access mode \"sometimes\"");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "create-volume", "x", "-param", "novalue");
-	expect_fail(&r, 2, "KEY=VALUE");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "KEY=VALUE");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "create-volume");
-	expect_fail(&r, 2, "usage: csictl csi create-volume NAME");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "usage: csictl csi create-volume NAME");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "delete-volume", "a", "b");
-	expect_fail(&r, 2, "usage: csictl csi delete-volume ID");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "usage: csictl csi delete-volume ID");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "info", "-frobnicate");
-	expect_fail(&r, 2, "unknown flag -frobnicate");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown flag -frobnicate");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "info", "-o", "yaml");
-	expect_fail(&r, 2, "-o must be table or json");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "-o must be table or json");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "info", "-timeout", "soon");
-	expect_fail(&r, 2, "invalid duration");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "invalid duration");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "list-volumes", "-max-entries", "-3");
-	expect_fail(&r, 2, "");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "snapshot", "take");
-	expect_fail(&r, 2, "usage: csictl csi snapshot create|delete|list");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "usage: csictl csi snapshot create|delete|list");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "teleport");
-	expect_fail(&r, 2, "unknown command \"teleport\"");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "unknown command \"teleport\"");
+	csictl_runner_free(&env->rn, &r);
 
 	/* No endpoint at all, a relative one, and one where nobody listens. */
 	CSICTL_RAW(env, &r, "csi", "info");
-	expect_fail(&r, 2, "no endpoint");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "no endpoint");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL_RAW(env, &r, "csi", "-endpoint", "unix://relative.sock", "info");
-	expect_fail(&r, 2, "endpoint");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "endpoint");
+	csictl_runner_free(&env->rn, &r);
 	snprintf(bad_ep, sizeof(bad_ep), "unix://%s/nobody.sock", env->dir);
 	CSICTL_RAW(env, &r, "csi", "-endpoint", bad_ep, "-timeout", "2s", "probe");
-	expect_fail(&r, 1, "error: UNAVAILABLE");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: UNAVAILABLE");
+	csictl_runner_free(&env->rn, &r);
 
 	/* CSI_ENDPOINT is the default endpoint. */
 	snprintf(ep_var, sizeof(ep_var), "CSI_ENDPOINT=%s", env->endpoint);
@@ -621,10 +576,10 @@ static void test_errors(void **state)
 	{
 		char *args[] = {"csi", "probe", NULL};
 
-		run_env(env, &r, env_ep, args);
+		csictl_runner_run(&env->rn, &r, env_ep, args);
 	}
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 }
 
 static void test_faults(void **state)
@@ -635,30 +590,30 @@ static void test_faults(void **state)
 	/* A call slower than -timeout ends with DEADLINE_EXCEEDED. */
 	assert_int_equal(hpp_write_file(env->hp.faults, "GetPluginInfo delay_ms=3000\n"), 0);
 	CSICTL(env, &r, "info", "-timeout", "300ms");
-	expect_fail(&r, 1, "error: DEADLINE_EXCEEDED");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: DEADLINE_EXCEEDED");
+	csictl_runner_free(&env->rn, &r);
 	/* Probe answering ready=false is an answer, not a failure. */
 	assert_int_equal(hpp_write_file(env->hp.faults, "Probe ready=false\n"), 0);
 	CSICTL(env, &r, "probe");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_string_equal(r.out, "ready: false\n");
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "probe", "-o", "json");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_non_null(strstr(r.out, "\"ready\": false"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* The plugin's code and message are shown; escapes in it are neutralised. */
 	assert_int_equal(hpp_write_file(env->hp.faults, "CreateVolume code=RESOURCE_EXHAUSTED "
 							"msg=\"pool \x1b[2J full\"\n"),
 			 0);
 	CSICTL(env, &r, "create-volume", "f-1");
-	expect_fail(&r, 1, "error: RESOURCE_EXHAUSTED: pool ");
+	csictl_expect_fail(&r, 1, "error: RESOURCE_EXHAUSTED: pool ");
 	assert_null(strchr(r.err, '\x1b'));
 	assert_non_null(strstr(r.err, "full"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "list-volumes", "-o", "json");
-	expect_ok(&r);
-	run_free(&r);
+	csictl_expect_ok(&r);
+	csictl_runner_free(&env->rn, &r);
 	assert_int_equal(hpp_write_file(env->hp.faults, ""), 0);
 }
 
@@ -672,38 +627,38 @@ static void test_hostile(void **state)
 	memset(long_name, 'n', 1024);
 	long_name[1024] = '\0';
 	CSICTL(env, &r, "create-volume", "../../etc");
-	expect_fail(&r, 1, "error: INVALID_ARGUMENT");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: INVALID_ARGUMENT");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "create-volume", long_name);
-	expect_fail(&r, 1, "error: INVALID_ARGUMENT");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: INVALID_ARGUMENT");
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "stage", "../x", "/tmp");
-	expect_fail(&r, 1, "error:");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error:");
+	csictl_runner_free(&env->rn, &r);
 	/* Bytes that are not UTF-8 never reach the plugin. */
 	CSICTL(env, &r, "create-volume", "bad\xff\xfe");
-	expect_fail(&r, 2, "not valid UTF-8");
-	run_free(&r);
+	csictl_expect_fail(&r, 2, "not valid UTF-8");
+	csictl_runner_free(&env->rn, &r);
 	/* Terminal escapes in a name never come back out raw. */
 	CSICTL(env, &r, "validate", "\x1b[31mred");
 	assert_int_equal(r.status, 1);
 	assert_null(strchr(r.err, '\x1b'));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* A name that looks like a flag goes after "--". */
 	CSICTL(env, &r, "validate", "--", "-dash");
-	expect_fail(&r, 1, "error: NOT_FOUND");
-	run_free(&r);
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND");
+	csictl_runner_free(&env->rn, &r);
 	/* Secrets are accepted but never printed. */
 	id = create_volume(env, "sec-1", "-secret=pw=hunter2");
 	CSICTL(env, &r, "-o", "json", "create-volume", "sec-1", "-secret", "pw=hunter2");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, "hunter2"));
 	assert_null(strstr(r.err, "hunter2"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	CSICTL(env, &r, "delete-volume", id, "-secret", "pw=hunter2");
-	expect_ok(&r);
+	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, "hunter2"));
-	run_free(&r);
+	csictl_runner_free(&env->rn, &r);
 	/* Secrets can come from a file instead of the command line. */
 	{
 		char path[128];
@@ -711,16 +666,16 @@ static void test_hostile(void **state)
 		snprintf(path, sizeof(path), "%s/secrets.json", env->dir);
 		assert_int_equal(hpp_write_file(path, "{\"pw\": \"hunter2\"}"), 0);
 		CSICTL(env, &r, "-o", "json", "create-volume", "sec-2", "-secrets-file", path);
-		expect_ok(&r);
+		csictl_expect_ok(&r);
 		assert_null(strstr(r.out, "hunter2"));
-		run_free(&r);
+		csictl_runner_free(&env->rn, &r);
 		assert_int_equal(hpp_write_file(path, "{\"pw\": 1}"), 0);
 		CSICTL(env, &r, "create-volume", "sec-3", "-secrets-file", path);
-		expect_fail(&r, 2, "-secrets-file");
-		run_free(&r);
+		csictl_expect_fail(&r, 2, "-secrets-file");
+		csictl_runner_free(&env->rn, &r);
 		CSICTL(env, &r, "create-volume", "sec-3", "-secrets-file", "/nonexistent/s.json");
-		expect_fail(&r, 2, "No such file");
-		run_free(&r);
+		csictl_expect_fail(&r, 2, "No such file");
+		csictl_runner_free(&env->rn, &r);
 	}
 	free(id);
 	free(long_name);

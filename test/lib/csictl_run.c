@@ -3,6 +3,13 @@
  * stdout and stderr redirected to files, a wait bounded by a deadline
  * (polled, never a blind sleep), and the files read back whole.
  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 #include "csictl_run.h"
 
 #include <fcntl.h>
@@ -112,4 +119,50 @@ void csictl_run_free(struct csictl_run *r)
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
+}
+
+void csictl_runner_run(struct csictl_runner *rn, struct csictl_run *r, char *const *extra_env,
+		       char *const *args)
+{
+	if (csictl_run(rn->dir, args, extra_env, rn->deadline_ms, r) != 0)
+		fail_msg("csictl %s %s: could not run it to the end", args[0],
+			 args[1] ? args[1] : "");
+	rn->live = r;
+}
+
+void csictl_runner_free(struct csictl_runner *rn, struct csictl_run *r)
+{
+	csictl_run_free(r);
+	if (rn->live == r)
+		rn->live = NULL;
+}
+
+void csictl_runner_cleanup(struct csictl_runner *rn)
+{
+	if (rn->live)
+		csictl_run_free(rn->live);
+	rn->live = NULL;
+}
+
+void csictl_expect_ok(const struct csictl_run *r)
+{
+	if (r->status != 0)
+		fail_msg("exit %d, stderr: %s", r->status, r->err);
+}
+
+void csictl_expect_fail(const struct csictl_run *r, int status, const char *in_stderr)
+{
+	if (r->status != status || !strstr(r->err, in_stderr))
+		fail_msg("want exit %d with \"%s\", got exit %d, stderr: %s", status, in_stderr,
+			 r->status, r->err);
+}
+
+json_t *csictl_expect_json(const struct csictl_run *r)
+{
+	json_error_t je;
+	json_t *j = json_loads(r->out, 0, &je);
+
+	if (!j)
+		fail_msg("stdout is not JSON (%s): %s", je.text, r->out);
+	return j;
 }
