@@ -390,9 +390,14 @@ static int mounter_check_request(const struct mounter_plugin *p, const struct mo
 		return err_set(e, CSID_EINVAL, "fs type is longer than %d bytes", MOUNT_NAME_MAX);
 	if (u->n_mount_flags > MOUNTER_FLAGS_MAX || (u->n_mount_flags > 0 && !u->mount_flags))
 		return err_set(e, CSID_EINVAL, "mount flags: at most %d", MOUNTER_FLAGS_MAX);
-	for (size_t i = 0; i < u->n_mount_flags; i++)
+	for (size_t i = 0, total = 0; i < u->n_mount_flags; i++) {
 		if (u->mount_flags[i] == NULL)
 			return err_set(e, CSID_EINVAL, "mount flag %zu is missing", i);
+		total += strnlen(u->mount_flags[i], MOUNTER_MAP_MAX_BYTES + 1);
+		if (total > MOUNTER_MAP_MAX_BYTES)
+			return err_set(e, CSID_EINVAL, "mount flags are longer than %d bytes",
+				       MOUNTER_MAP_MAX_BYTES);
+	}
 	if (u->attachment == MOUNT_ATTACH_BLOCK_DEVICE &&
 	    ((u->fs_type && u->fs_type[0]) || u->n_mount_flags > 0))
 		return err_set(e, CSID_EINVAL,

@@ -250,6 +250,8 @@ static void test_bad_requests(void **state)
 	struct mounter_request req;
 	struct mounter_plugin other = env->plugin;
 	struct mount_kv bad_ctx[] = {{"k", NULL}};
+	static char flag[5000];
+	const char *const flags[] = {flag};
 	char big[1025];
 	struct err e;
 
@@ -272,6 +274,12 @@ static void test_bad_requests(void **state)
 	req.publish_context = bad_ctx;
 	req.n_publish_context = 1;
 	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), CSID_EINVAL);
+	mt_request(&req, "vol1", "alloc-a");
+	memset(flag, 'f', sizeof(flag) - 1);
+	flag[sizeof(flag) - 1] = '\0';
+	req.usage.mount_flags = flags;
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), CSID_EINVAL);
+	assert_null(strstr(e.msg, "fff"));
 	mt_request(&req, "vol1", "alloc-a");
 	req.usage.access = MOUNT_ACCESS_COUNT_;
 	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), CSID_EINVAL);
