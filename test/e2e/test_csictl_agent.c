@@ -202,6 +202,9 @@ static void test_errors(void **state)
 	assert_int_equal(r.status, 1);
 	csictl_runner_free(&env->rn, &r);
 
+	AGENT(env, &r, "unmount", "vol\xff", "alloc-x");
+	csictl_expect_fail(&r, 2, "not valid UTF-8");
+	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "mount", env->vol, "alloc-x");
 	csictl_expect_fail(&r, 2, "-plugin");
 	csictl_runner_free(&env->rn, &r);

@@ -332,6 +332,12 @@ static void test_json_str(void **state)
 						     "b"));
 	assert_null(strstr(json_string_value(j), "\xff"));
 	json_decref(j);
+	assert_true(csictl_out_utf8_ok("plain \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+	assert_false(csictl_out_utf8_ok("a\xff"));
+	assert_false(csictl_out_utf8_ok("\xc0\xaf")); /* overlong '/' */
+	assert_false(csictl_out_utf8_ok("\xed\xa0\x80")); /* a surrogate */
+	assert_false(csictl_out_utf8_ok("\xf4\x90\x80\x80")); /* past U+10FFFF */
+	assert_false(csictl_out_utf8_ok("\xe2\x82")); /* cut short */
 	j = csictl_out_json_str(NULL);
 	assert_string_equal(json_string_value(j), "");
 	json_decref(j);

@@ -718,6 +718,12 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 	int status;
 
 	err_clear(&e);
+	for (int i = 0; i < argc; i++)
+		if (!csictl_out_utf8_ok(argv[i])) {
+			fprintf(errf, "error: argument %d is not valid UTF-8\n", i + 1);
+			status = CSICTL_EXIT_USAGE;
+			goto out;
+		}
 	if (csictl_flags_parse(flags, nflags, argc, argv, &a.args, &e)) {
 		fprintf(errf, "error: %s (see csictl agent -h)\n", e.msg);
 		status = CSICTL_EXIT_USAGE;

@@ -140,33 +140,6 @@ static const struct csictl_csi_cmd *csictl_csi_find(const struct csictl_args *po
 	return NULL;
 }
 
-static bool csictl_csi_utf8_ok(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		size_t n;
-
-		if (*p < 0x80) {
-			p++;
-			continue;
-		}
-		if ((*p & 0xe0) == 0xc0 && *p >= 0xc2)
-			n = 2;
-		else if ((*p & 0xf0) == 0xe0)
-			n = 3;
-		else if ((*p & 0xf8) == 0xf0 && *p <= 0xf4)
-			n = 4;
-		else
-			return false;
-		for (size_t i = 1; i < n; i++)
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-		p += n;
-	}
-	return true;
-}
-
 static int csictl_csi_setup(struct csictl_csi *c, struct err *e)
 {
 	const char *ep = c->o.endpoint ? c->o.endpoint : getenv("CSI_ENDPOINT");
@@ -201,7 +174,7 @@ int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf)
 
 	err_clear(&e);
 	for (int i = 0; i < argc; i++)
-		if (!csictl_csi_utf8_ok(argv[i])) {
+		if (!csictl_out_utf8_ok(argv[i])) {
 			status =
 			    csictl_csi_usage_error(&c, "argument %d is not valid UTF-8", i + 1);
 			goto out;

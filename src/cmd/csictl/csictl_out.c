@@ -201,6 +201,20 @@ static size_t csictl_out_utf8_len(const unsigned char *s)
 	return n;
 }
 
+bool csictl_out_utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = csictl_out_utf8_len(p);
+
+		if (n == 0)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 json_t *csictl_out_json_str(const char *s)
 {
 	const unsigned char *p;

@@ -45,6 +45,9 @@ void csictl_table_print(const struct csictl_table *t, FILE *f);
  */
 const char *csictl_out_clean(const char *s, char *buf, size_t len);
 
+/* Whether s is valid UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). */
+bool csictl_out_utf8_ok(const char *s);
+
 /* A JSON string of s, repairing invalid UTF-8; NULL s gives "". */
 json_t *csictl_out_json_str(const char *s);
 
