@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -159,12 +160,14 @@ long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
 	struct curl_slist *hdr = NULL;
 	char url[2048];
 	long status = -1;
-	CURL *c = curl_easy_init();
+	CURL *c = a->keepalive && a->curl_ ? a->curl_ : curl_easy_init();
 
 	if (out)
 		*out = NULL;
 	if (!c)
 		return -1;
+	if (a->keepalive && !a->curl_)
+		a->curl_ = c;
 	snprintf(url, sizeof(url), "http://agent%s", path);
 	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, a->sock);
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -185,7 +188,14 @@ long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
 			*out = json_loads(b.data, 0, NULL);
 	}
 	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
+	if (a->keepalive) {
+		/* Options stick to a reused handle: clear the body for the next request. */
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, -1L);
+	} else {
+		curl_easy_cleanup(c);
+	}
 	free(b.data);
 	return status;
 }
@@ -238,7 +248,10 @@ bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
 	return agent_proc_count_in(a->log, needle) >= count;
 }
 
-/* Calls fn(path) for every mount point at or under prefix, deepest first. */
+/*
+ * Counts the mount points at or under prefix and calls fn(path) for the
+ * first 256 of them, deepest first.
+ */
 static int agent_proc_each_mount(const char *prefix, void (*fn)(const char *path))
 {
 	char line[4096], paths[256][512];
@@ -248,17 +261,20 @@ static int agent_proc_each_mount(const char *prefix, void (*fn)(const char *path
 
 	if (!f)
 		return 0;
-	while (fgets(line, sizeof(line), f) && n < 256) {
+	while (fgets(line, sizeof(line), f)) {
 		char mp[512];
 
 		/* Field 5 is the mount point (spaces escaped as \040; ours have none). */
 		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1)
 			continue;
-		if (strncmp(mp, prefix, plen) == 0 && (mp[plen] == '/' || mp[plen] == '\0'))
-			snprintf(paths[n++], sizeof(paths[0]), "%s", mp);
+		if (strncmp(mp, prefix, plen) != 0 || (mp[plen] != '/' && mp[plen] != '\0'))
+			continue;
+		if (n < 256)
+			snprintf(paths[n], sizeof(paths[0]), "%s", mp);
+		n++;
 	}
 	fclose(f);
-	for (int i = n - 1; fn && i >= 0; i--)
+	for (int i = (n < 256 ? n : 256) - 1; fn && i >= 0; i--)
 		fn(paths[i]);
 	return n;
 }
@@ -360,6 +376,10 @@ void agent_proc_cleanup(struct agent_proc *a)
 	pid_t pids[64];
 	int n;
 
+	if (a->curl_) {
+		curl_easy_cleanup(a->curl_);
+		a->curl_ = NULL;
+	}
 	if (!a->dir[0])
 		return;
 	if (a->pid > 0) {
@@ -372,7 +392,12 @@ void agent_proc_cleanup(struct agent_proc *a)
 		kill(-pids[i], SIGKILL);
 		kill(pids[i], SIGKILL);
 	}
-	agent_proc_each_mount(a->dir, agent_proc_umount);
+	/* At most 256 per pass: repeat while passes make progress. */
+	for (int before = INT_MAX, now; (now = agent_proc_each_mount(a->dir, NULL)) > 0 &&
+					now < before;) {
+		agent_proc_each_mount(a->dir, agent_proc_umount);
+		before = now;
+	}
 	/* For debugging a failure: CSID_E2E_KEEP=1 keeps the logs and state. */
 	if (getenv("CSID_E2E_KEEP"))
 		fprintf(stderr, "kept %s\n", a->dir);

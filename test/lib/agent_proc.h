@@ -34,6 +34,13 @@ struct agent_proc {
 	char faults[AGENT_PROC_PATH];
 	char hp_dir[AGENT_PROC_PATH];
 	pid_t pid; /* 0 when not running */
+	/*
+	 * Set to reuse one HTTP connection for every request (as a long-lived
+	 * client would); then agent_proc_http must not be called from two
+	 * threads at once. Released by agent_proc_cleanup.
+	 */
+	bool keepalive;
+	void *curl_;
 };
 
 /* Creates the directory (/tmp/cae-XXXXXX). Returns 0 or -1. */
