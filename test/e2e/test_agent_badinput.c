@@ -21,39 +21,12 @@
 
 static int setup(void **state)
 {
-	struct agent_proc *a = calloc(1, sizeof(*a));
-	char cfg[4096], *p;
-
-	if (!a || agent_proc_init(a) != 0)
-		return -1;
-	*state = a;
 	/* Unhealthy plugins stay up (long threshold); mounts wait at most 1s for one. */
-	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
-		return -1;
-	p = strstr(cfg, "\"health_timeout\": \"5s\"");
-	if (!p)
-		return -1;
-	memcpy(p, "\"health_timeout\": \"1s\"", 22);
-	p = strstr(cfg, "\"unhealthy_threshold\": \"1500ms\"");
-	if (!p)
-		return -1;
-	memcpy(p, "\"unhealthy_threshold\": \"1000s\" ", 31);
-	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
-	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, 20000) != 0 ||
-	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
-		return -1;
-	return 0;
-}
+	static const char *const edits[] = {
+		"\"health_timeout\": \"5s\"", "\"health_timeout\": \"1s\"",
+		"\"unhealthy_threshold\": \"1500ms\"", "\"unhealthy_threshold\": \"1000s\"", NULL};
 
-static int teardown(void **state)
-{
-	struct agent_proc *a = *state;
-
-	if (a) {
-		agent_proc_cleanup(a);
-		free(a);
-	}
-	return 0;
+	return agent_proc_setup_hostpath(state, edits);
 }
 
 /* Sends a request; checks the status, the error code and part of the message. */
@@ -80,80 +53,81 @@ static void expect(struct agent_proc *a, const char *method, const char *path, c
 #define MOUNT_BODY(fields)                                                                  \
 	"{\"volume_id\": \"v1\", \"plugin_id\": \"" AGENT_PROC_HP_ID "\", \"alloc_id\": \"a1\", " \
 	"\"access_mode\": \"single-node-writer\"" fields "}"
+#define NAMES(vol, plugin, alloc)                                                          \
+	"{\"volume_id\": \"" vol "\", \"plugin_id\": \"" plugin "\", \"alloc_id\": \"" alloc   \
+	"\", \"access_mode\": \"single-node-writer\"}"
+
+struct bad_case {
+	const char *method;
+	const char *path; /* NULL: /v1/agent/mounts */
+	const char *body;
+	long status;
+	const char *code;
+	const char *msg_part;
+};
+
+static const struct bad_case bad_cases[] = {
+	{"PUT", NULL, "{\"volume_id\": ", 400, "invalid_argument", "not valid JSON"},
+	{"PUT", NULL, "[1, 2]", 400, "invalid_argument", "JSON object"},
+	{"PUT", NULL, "", 400, "invalid_argument", "empty"},
+	{"PUT", NULL, "{\"volume_id\": 5, \"plugin_id\": \"p\", \"alloc_id\": \"a\"}", 400,
+	 "invalid_argument", "volume_id: expected a string"},
+	{"PUT", NULL, MOUNT_BODY(", \"read_only\": \"yes\""), 400, "invalid_argument", "read_only"},
+	{"PUT", NULL, MOUNT_BODY(", \"mount_flags\": \"ro\""), 400, "invalid_argument",
+	 "mount_flags"},
+	{"PUT", NULL, MOUNT_BODY(", \"secrets\": {\"k\": 1}"), 400, "invalid_argument",
+	 "secrets.k"},
+	{"PUT", NULL, MOUNT_BODY(", \"volume_context\": []"), 400, "invalid_argument",
+	 "volume_context"},
+	{"PUT", NULL, MOUNT_BODY(", \"colour\": \"blue\""), 400, "invalid_argument",
+	 "unknown field \"colour\""},
+	{"PUT", NULL, MOUNT_BODY(", \"volume_id\": \"v2\""), 400, "invalid_argument",
+	 "not valid JSON"},
+	{"PUT", NULL, NAMES("../../etc", "p", "a"), 400, "invalid_argument", "volume_id"},
+	{"PUT", NULL, NAMES("v", "p", "a/b"), 400, "invalid_argument", "alloc_id"},
+	{"PUT", NULL, NAMES("v", "p\\u0001", "a"), 400, "invalid_argument", "plugin_id"},
+	{"PUT", NULL, NAMES("v\\u0000x", "p", "a"), 400, "invalid_argument", "not valid JSON"},
+	{"PUT", NULL, MOUNT_BODY(", \"attachment_mode\": \"floppy\""), 400, "invalid_argument",
+	 "attachment_mode"},
+	{"PUT", NULL,
+	 "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
+	 " \"access_mode\": \"everyone\"}",
+	 400, "invalid_argument", "access_mode"},
+	{"PUT", NULL, NAMES("v", "no.such.plugin", "a"), 404, "not_found", "no.such.plugin"},
+	{"DELETE", "/v1/agent/mounts/..%2F..%2Fetc/a", NULL, 400, "invalid_argument",
+	 "expected /v1/agent/mounts/<volume>/<alloc>"},
+	{"DELETE", "/v1/agent/mounts/%2e%2e/a", NULL, 400, "invalid_argument", ".."},
+	{"DELETE", "/v1/agent/mounts/v1", NULL, 400, "invalid_argument", "expected"},
+	{"DELETE", "/v1/agent/mounts/v1/a1", NULL, 404, "not_found", "no mount"},
+	{"GET", "/v1/agent/nothing", NULL, 404, "not_found", "no such endpoint"},
+	{"POST", NULL, "{}", 405, "method_not_allowed", "POST"},
+};
 
 static void test_bad_requests(void **state)
 {
 	struct agent_proc *a = *state;
-	const char *m = "/v1/agent/mounts";
+	size_t big_len = 2 * 1024 * 1024;
 	char *big;
 
-	expect(a, "PUT", m, "{\"volume_id\": ", 400, "invalid_argument", "not valid JSON");
-	expect(a, "PUT", m, "[1, 2]", 400, "invalid_argument", "JSON object");
-	expect(a, "PUT", m, "", 400, "invalid_argument", "empty");
-	expect(a, "PUT", m, "{\"volume_id\": 5, \"plugin_id\": \"p\", \"alloc_id\": \"a\"}", 400,
-	       "invalid_argument", "volume_id: expected a string");
-	expect(a, "PUT", m, MOUNT_BODY(", \"read_only\": \"yes\""), 400, "invalid_argument",
-	       "read_only");
-	expect(a, "PUT", m, MOUNT_BODY(", \"mount_flags\": \"ro\""), 400, "invalid_argument",
-	       "mount_flags");
-	expect(a, "PUT", m, MOUNT_BODY(", \"secrets\": {\"k\": 1}"), 400, "invalid_argument",
-	       "secrets.k");
-	expect(a, "PUT", m, MOUNT_BODY(", \"volume_context\": []"), 400, "invalid_argument",
-	       "volume_context");
-	expect(a, "PUT", m, MOUNT_BODY(", \"colour\": \"blue\""), 400, "invalid_argument",
-	       "unknown field \"colour\"");
-	expect(a, "PUT", m, MOUNT_BODY(", \"volume_id\": \"v2\""), 400, "invalid_argument",
-	       "not valid JSON");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"../../etc\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
-	       " \"access_mode\": \"single-node-writer\"}",
-	       400, "invalid_argument", "volume_id");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a/b\","
-	       " \"access_mode\": \"single-node-writer\"}",
-	       400, "invalid_argument", "alloc_id");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\\u0001\", \"alloc_id\": \"a\","
-	       " \"access_mode\": \"single-node-writer\"}",
-	       400, "invalid_argument", "plugin_id");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"v\\u0000x\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
-	       " \"access_mode\": \"single-node-writer\"}",
-	       400, "invalid_argument", "not valid JSON");
-	expect(a, "PUT", m, MOUNT_BODY(", \"attachment_mode\": \"floppy\""), 400,
-	       "invalid_argument", "attachment_mode");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
-	       " \"access_mode\": \"everyone\"}",
-	       400, "invalid_argument", "access_mode");
-	expect(a, "PUT", m,
-	       "{\"volume_id\": \"v\", \"plugin_id\": \"no.such.plugin\", \"alloc_id\": \"a\","
-	       " \"access_mode\": \"single-node-writer\"}",
-	       404, "not_found", "no.such.plugin");
-	expect(a, "DELETE", "/v1/agent/mounts/..%2F..%2Fetc/a", NULL, 400, "invalid_argument",
-	       "expected /v1/agent/mounts/<volume>/<alloc>");
-	expect(a, "DELETE", "/v1/agent/mounts/%2e%2e/a", NULL, 400, "invalid_argument", "..");
-	expect(a, "DELETE", "/v1/agent/mounts/v1", NULL, 400, "invalid_argument", "expected");
-	expect(a, "DELETE", "/v1/agent/mounts/v1/a1", NULL, 404, "not_found", "no mount");
-	expect(a, "GET", "/v1/agent/nothing", NULL, 404, "not_found", "no such endpoint");
-	expect(a, "POST", m, "{}", 405, "method_not_allowed", "POST");
-	big = malloc(2 * 1024 * 1024 + 1);
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+
+		expect(a, c->method, c->path ? c->path : "/v1/agent/mounts", c->body, c->status,
+		       c->code, c->msg_part);
+	}
+	big = malloc(big_len + 1);
 	assert_non_null(big);
-	memset(big, ' ', 2 * 1024 * 1024);
+	memset(big, ' ', big_len);
 	big[0] = '{';
-	big[2 * 1024 * 1024 - 1] = '}';
-	big[2 * 1024 * 1024] = '\0';
-	expect(a, "PUT", m, big, 413, "too_large", "larger than");
+	big[big_len - 1] = '}';
+	big[big_len] = '\0';
+	expect(a, "PUT", "/v1/agent/mounts", big, 413, "too_large", "larger than");
 	free(big);
 	/* Nothing was recorded, nothing mounted, and the agent still serves. */
 	assert_int_equal(agent_proc_mount_count(a), 0);
 	assert_int_equal(agent_proc_mounts_under(a->data_dir), 0);
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
-
-struct unhealthy {
-	struct agent_proc *a;
-};
 
 static bool is_unhealthy(void *ctx)
 {
@@ -205,8 +179,8 @@ static void test_unhealthy_plugin(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_requests, setup, agent_proc_teardown),
+		cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

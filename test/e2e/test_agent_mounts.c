@@ -28,31 +28,7 @@
 
 static int setup(void **state)
 {
-	struct agent_proc *a = calloc(1, sizeof(*a));
-	char cfg[4096];
-
-	if (!a || agent_proc_init(a) != 0)
-		return -1;
-	*state = a;
-	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0 ||
-	    agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
-	    agent_proc_start(a) != 0)
-		return -1;
-	if (agent_proc_wait_ready(a, 20000) != 0 ||
-	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
-		return -1;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct agent_proc *a = *state;
-
-	if (a) {
-		agent_proc_cleanup(a);
-		free(a);
-	}
-	return 0;
+	return agent_proc_setup_hostpath(state, NULL);
 }
 
 /* The target of a mount answer, copied to buf. */
@@ -270,9 +246,9 @@ static void test_sigterm_keeps_mounts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_shared_staging, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_kill9_at_every_step, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sigterm_keeps_mounts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_staging, setup, agent_proc_teardown),
+		cmocka_unit_test_setup_teardown(test_kill9_at_every_step, setup, agent_proc_teardown),
+		cmocka_unit_test_setup_teardown(test_sigterm_keeps_mounts, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -39,28 +39,10 @@ static void write_config(struct agent_proc *a, const char *env)
 
 static int setup(void **state)
 {
-	struct agent_proc *a = calloc(1, sizeof(*a));
+	static const char *const edits[] = {"\"health_timeout\": \"5s\"",
+					    "\"health_timeout\": \"1s\"", NULL};
 
-	if (!a || agent_proc_init(a) != 0)
-		return -1;
-	*state = a;
-	write_config(a, "{}");
-	if (agent_proc_write_faults(a, "") != 0 || agent_proc_start(a) != 0 ||
-	    agent_proc_wait_ready(a, 20000) != 0 ||
-	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
-		return -1;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct agent_proc *a = *state;
-
-	if (a) {
-		agent_proc_cleanup(a);
-		free(a);
-	}
-	return 0;
+	return agent_proc_setup_hostpath(state, edits);
 }
 
 struct new_instance {
@@ -242,9 +224,9 @@ static void test_update_overlaps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_crash_restarts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unhealthy_backoff, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_update_overlaps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_restarts, setup, agent_proc_teardown),
+		cmocka_unit_test_setup_teardown(test_unhealthy_backoff, setup, agent_proc_teardown),
+		cmocka_unit_test_setup_teardown(test_update_overlaps, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -241,7 +241,20 @@ int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms)
 	return 128 + WTERMSIG(status);
 }
 
-static int agent_proc_count_in(const char *path, const char *needle);
+static int agent_proc_count_in(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, needle))
+			n++;
+	fclose(f);
+	return n;
+}
 
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
 {
@@ -307,17 +320,18 @@ static void agent_proc_umount(const char *path)
 	umount2(path, MNT_DETACH);
 }
 
-int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max)
+/* Calls fn(dir, ctx) for every <data_dir>/plugins/<id>/<instance> directory. */
+static void agent_proc_each_instance(struct agent_proc *a, void (*fn)(const char *dir, void *ctx),
+				     void *ctx)
 {
-	char base[AGENT_PROC_PATH + 16], sub[AGENT_PROC_PATH + 300], path[AGENT_PROC_PATH + 600];
+	char base[AGENT_PROC_PATH + 16], sub[AGENT_PROC_PATH + 300], dir[AGENT_PROC_PATH + 600];
 	struct dirent *pe, *ie;
 	DIR *d, *sd;
-	int n = 0;
 
 	snprintf(base, sizeof(base), "%s/plugins", a->data_dir);
 	d = opendir(base);
 	if (!d)
-		return 0;
+		return;
 	while ((pe = readdir(d))) {
 		if (pe->d_name[0] == '.')
 			continue;
@@ -325,24 +339,45 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max)
 		sd = opendir(sub);
 		if (!sd)
 			continue;
-		while ((ie = readdir(sd)) && n < max) {
-			FILE *f;
-			int pid = 0;
-
+		while ((ie = readdir(sd))) {
 			if (ie->d_name[0] == '.')
 				continue;
-			snprintf(path, sizeof(path), "%s/%s/supervisor.state", sub, ie->d_name);
-			f = fopen(path, "r");
-			if (!f)
-				continue;
-			if (fscanf(f, "pid=%d", &pid) == 1 && pid > 1 && kill(pid, 0) == 0)
-				pids[n++] = pid;
-			fclose(f);
+			snprintf(dir, sizeof(dir), "%s/%s", sub, ie->d_name);
+			fn(dir, ctx);
 		}
 		closedir(sd);
 	}
 	closedir(d);
-	return n;
+}
+
+struct agent_proc_pids {
+	pid_t *pids;
+	int n;
+	int max;
+};
+
+static void agent_proc_add_pid(const char *dir, void *ctx)
+{
+	struct agent_proc_pids *p = ctx;
+	char path[AGENT_PROC_PATH + 640];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/supervisor.state", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fscanf(f, "pid=%d", &pid) == 1 && pid > 1 && kill(pid, 0) == 0 && p->n < p->max)
+		p->pids[p->n++] = pid;
+	fclose(f);
+}
+
+int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max)
+{
+	struct agent_proc_pids p = {pids, 0, max};
+
+	agent_proc_each_instance(a, agent_proc_add_pid, &p);
+	return p.n;
 }
 
 static void agent_proc_rm_rf(const char *path)
@@ -406,47 +441,24 @@ void agent_proc_cleanup(struct agent_proc *a)
 	a->dir[0] = '\0';
 }
 
-static int agent_proc_count_in(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	char line[4096];
-	int n = 0;
+struct agent_proc_grep {
+	const char *needle;
+	int n;
+};
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, needle))
-			n++;
-	fclose(f);
-	return n;
+static void agent_proc_grep_log(const char *dir, void *ctx)
+{
+	struct agent_proc_grep *g = ctx;
+	char path[AGENT_PROC_PATH + 640];
+
+	snprintf(path, sizeof(path), "%s/plugin.log", dir);
+	g->n += agent_proc_count_in(path, g->needle);
 }
 
 bool agent_proc_plugin_log_count(struct agent_proc *a, const char *needle, int count)
 {
-	char base[AGENT_PROC_PATH + 16], sub[AGENT_PROC_PATH + 300], path[AGENT_PROC_PATH + 600];
-	struct dirent *pe, *ie;
-	DIR *d, *sd;
-	int n = 0;
+	struct agent_proc_grep g = {needle, 0};
 
-	snprintf(base, sizeof(base), "%s/plugins", a->data_dir);
-	d = opendir(base);
-	if (!d)
-		return false;
-	while ((pe = readdir(d))) {
-		if (pe->d_name[0] == '.')
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", base, pe->d_name);
-		sd = opendir(sub);
-		if (!sd)
-			continue;
-		while ((ie = readdir(sd))) {
-			if (ie->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/plugin.log", sub, ie->d_name);
-			n += agent_proc_count_in(path, needle);
-		}
-		closedir(sd);
-	}
-	closedir(d);
-	return n >= count;
+	agent_proc_each_instance(a, agent_proc_grep_log, &g);
+	return g.n >= count;
 }

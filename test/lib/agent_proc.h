@@ -116,6 +116,16 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max);
 int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf,
 			       size_t len);
 
+/*
+ * cmocka-style setup: a new struct agent_proc in *state running
+ * csi-hostpath with that config, edited by `edits`: pairs of strings
+ * {from, to, ..., NULL}, each first `from` replaced by `to`. Returns 0, or
+ * -1 (agent_proc_teardown still cleans up what was made).
+ */
+int agent_proc_setup_hostpath(void **state, const char *const *edits);
+/* cmocka-style teardown: cleans up and frees *state. */
+int agent_proc_teardown(void **state);
+
 /* What GET /v1/agent/plugins says about one plugin (type "node"/"controller"). */
 struct agent_proc_plugin {
 	bool found;

@@ -165,3 +165,48 @@ int agent_proc_mount_count(struct agent_proc *a)
 	json_decref(doc);
 	return n;
 }
+
+/* Replaces the first `from` in buf (size len) with `to`; -1 when absent or too long. */
+static int agent_proc_replace(char *buf, size_t len, const char *from, const char *to)
+{
+	char *p = strstr(buf, from);
+	size_t fl = strlen(from), tl = strlen(to), rest;
+
+	if (!p || strlen(buf) - fl + tl + 1 > len)
+		return -1;
+	rest = strlen(p + fl);
+	memmove(p + tl, p + fl, rest + 1);
+	memcpy(p, to, tl);
+	return 0;
+}
+
+int agent_proc_setup_hostpath(void **state, const char *const *edits)
+{
+	struct agent_proc *a = calloc(1, sizeof(*a));
+	char cfg[8192];
+
+	*state = a;
+	if (!a || agent_proc_init(a) != 0 ||
+	    agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
+		return -1;
+	for (size_t i = 0; edits && edits[i] && edits[i + 1]; i += 2)
+		if (agent_proc_replace(cfg, sizeof(cfg), edits[i], edits[i + 1]) != 0)
+			return -1;
+	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
+	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, 20000) != 0 ||
+	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
+		return -1;
+	return 0;
+}
+
+int agent_proc_teardown(void **state)
+{
+	struct agent_proc *a = *state;
+
+	if (a) {
+		agent_proc_cleanup(a);
+		free(a);
+		*state = NULL;
+	}
+	return 0;
+}
