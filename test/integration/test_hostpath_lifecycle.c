@@ -61,102 +61,6 @@ static int call(struct fx *f, enum csi_rpc rpc, const void *req, void *resp)
 	return hpp_client_call(&f->cl, rpc, req, resp, 0);
 }
 
-static int create(struct fx *f, const char *name, int64_t size, bool block, char *id)
-{
-	Csi__V1__CreateVolumeRequest r = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
-	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
-	Csi__V1__CreateVolumeResponse *out;
-	struct hpp_cap c;
-	int code;
-
-	r.name = (char *)name;
-	r.volume_capabilities = c.list;
-	r.n_volume_capabilities = 1;
-	hpp_cap(&c, block, SNW);
-	cr.required_bytes = size;
-	r.capacity_range = &cr;
-	code = call(f, CSI_RPC_CREATE_VOLUME, &r, &out);
-	if (code == CSI_OK) {
-		assert_int_equal(out->volume->capacity_bytes, size);
-		snprintf(id, 64, "%s", out->volume->volume_id);
-	}
-	return code;
-}
-
-static int delete_volume(struct fx *f, const char *id)
-{
-	Csi__V1__DeleteVolumeRequest r = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)id;
-	return call(f, CSI_RPC_DELETE_VOLUME, &r, NULL);
-}
-
-static int ctl_publish(struct fx *f, const char *id, bool block, int mode, bool ro)
-{
-	Csi__V1__ControllerPublishVolumeRequest r =
-	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)id;
-	r.node_id = "node-1";
-	r.readonly = ro;
-	r.volume_capability = hpp_cap(&c, block, mode);
-	return call(f, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &r, NULL);
-}
-
-static int ctl_unpublish(struct fx *f, const char *id)
-{
-	Csi__V1__ControllerUnpublishVolumeRequest r =
-	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)id;
-	r.node_id = "node-1";
-	return call(f, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME, &r, NULL);
-}
-
-static int stage(struct fx *f, const char *id, const char *path, bool block, int mode)
-{
-	Csi__V1__NodeStageVolumeRequest r = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)id;
-	r.staging_target_path = (char *)path;
-	r.volume_capability = hpp_cap(&c, block, mode);
-	return call(f, CSI_RPC_NODE_STAGE_VOLUME, &r, NULL);
-}
-
-static int unstage(struct fx *f, const char *id, const char *path)
-{
-	Csi__V1__NodeUnstageVolumeRequest r = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)id;
-	r.staging_target_path = (char *)path;
-	return call(f, CSI_RPC_NODE_UNSTAGE_VOLUME, &r, NULL);
-}
-
-static int publish(struct fx *f, const char *id, const char *staging, const char *target,
-		   bool block, int mode, bool ro)
-{
-	Csi__V1__NodePublishVolumeRequest r = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)id;
-	r.staging_target_path = (char *)staging;
-	r.target_path = (char *)target;
-	r.readonly = ro;
-	r.volume_capability = hpp_cap(&c, block, mode);
-	return call(f, CSI_RPC_NODE_PUBLISH_VOLUME, &r, NULL);
-}
-
-static int unpublish(struct fx *f, const char *id, const char *target)
-{
-	Csi__V1__NodeUnpublishVolumeRequest r = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)id;
-	r.target_path = (char *)target;
-	return call(f, CSI_RPC_NODE_UNPUBLISH_VOLUME, &r, NULL);
-}
-
 static void put(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -203,15 +107,18 @@ static void test_lifecycle(void **state)
 	snprintf(target, sizeof(target), "%s/t1", f->pods);
 	snprintf(other, sizeof(other), "%s/t2", f->pods);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(create(f, "life", 10 << 20, false, i ? id2 : id), CSI_OK);
+		assert_int_equal(
+		    hpp_create(&f->cl.caller, "life", 10 << 20, 0, false, i ? id2 : id), CSI_OK);
 	assert_string_equal(id, id2);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(ctl_publish(f, id, false, SNW, false), CSI_OK);
+		assert_int_equal(hpp_ctl_publish(&f->cl.caller, id, "node-1", false, SNW, false),
+				 CSI_OK);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(stage(f, id, f->staging, false, SNW), CSI_OK);
+		assert_int_equal(hpp_stage(&f->cl.caller, id, f->staging, false, SNW), CSI_OK);
 	assert_true(is_mount(f->staging));
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(publish(f, id, f->staging, target, false, SNW, false), CSI_OK);
+		assert_int_equal(
+		    hpp_publish(&f->cl.caller, id, f->staging, target, false, SNW, false), CSI_OK);
 	assert_true(is_mount(target));
 
 	/* Write through the published path, read it back from the volume's directory. */
@@ -227,30 +134,35 @@ static void test_lifecycle(void **state)
 	assert_true(st->usage[0]->total > 0);
 
 	/* Misuse, each with its code. */
-	assert_int_equal(publish(f, id, f->staging, other, false, SNW, false),
+	assert_int_equal(hpp_publish(&f->cl.caller, id, f->staging, other, false, SNW, false),
 			 CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(f, id, "", other, false, SNW, false), CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(f, id, f->staging, target, false, SNW, true), CSI_ALREADY_EXISTS);
-	assert_int_equal(publish(f, "vol-nope", f->staging, other, false, SNW, false),
-			 CSI_NOT_FOUND);
-	assert_int_equal(stage(f, id, "relative", false, SNW), CSI_INVALID_ARGUMENT);
-	assert_int_equal(stage(f, "../../etc", f->staging, false, SNW), CSI_INVALID_ARGUMENT);
-	assert_int_equal(delete_volume(f, id), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_publish(&f->cl.caller, id, "", other, false, SNW, false),
+			 CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_publish(&f->cl.caller, id, f->staging, target, false, SNW, true),
+			 CSI_ALREADY_EXISTS);
+	assert_int_equal(
+	    hpp_publish(&f->cl.caller, "vol-nope", f->staging, other, false, SNW, false),
+	    CSI_NOT_FOUND);
+	assert_int_equal(hpp_stage(&f->cl.caller, id, "relative", false, SNW),
+			 CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_stage(&f->cl.caller, "../../etc", f->staging, false, SNW),
+			 CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_FAILED_PRECONDITION);
 	sr.volume_path = other;
 	assert_int_equal(call(f, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, NULL), CSI_NOT_FOUND);
 	assert_false(exists(other));
 
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unpublish(f, id, target), CSI_OK);
+		assert_int_equal(hpp_unpublish(&f->cl.caller, id, target), CSI_OK);
 	assert_false(exists(target));
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unstage(f, id, f->staging), CSI_OK);
+		assert_int_equal(hpp_unstage(&f->cl.caller, id, f->staging), CSI_OK);
 	assert_false(is_mount(f->staging));
 	assert_true(exists(f->staging));
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(ctl_unpublish(f, id), CSI_OK);
+		assert_int_equal(hpp_ctl_unpublish(&f->cl.caller, id, "node-1"), CSI_OK);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(delete_volume(f, id), CSI_OK);
+		assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_OK);
 	assert_false(exists(backing));
 	assert_int_equal(hpp_umount_under(f->h.dir), 0);
 }
@@ -262,38 +174,41 @@ static void test_readonly_and_block(void **state)
 	int fd;
 
 	snprintf(target, sizeof(target), "%s/ro", f->pods);
-	assert_int_equal(create(f, "ro", 1 << 20, false, id), CSI_OK);
-	assert_int_equal(ctl_publish(f, id, false, MNMW, true), CSI_OK);
-	assert_int_equal(stage(f, id, f->staging, false, MNMW), CSI_OK);
-	assert_int_equal(publish(f, id, f->staging, target, false, MNMW, true), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "ro", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&f->cl.caller, id, "node-1", false, MNMW, true), CSI_OK);
+	assert_int_equal(hpp_stage(&f->cl.caller, id, f->staging, false, MNMW), CSI_OK);
+	assert_int_equal(hpp_publish(&f->cl.caller, id, f->staging, target, false, MNMW, true),
+			 CSI_OK);
 	snprintf(path, sizeof(path), "%s/nope", target);
 	fd = open(path, O_WRONLY | O_CREAT, 0644);
 	assert_true(fd < 0);
 	assert_int_equal(errno, EROFS);
-	assert_int_equal(unpublish(f, id, target), CSI_OK);
-	assert_int_equal(unstage(f, id, f->staging), CSI_OK);
+	assert_int_equal(hpp_unpublish(&f->cl.caller, id, target), CSI_OK);
+	assert_int_equal(hpp_unstage(&f->cl.caller, id, f->staging), CSI_OK);
 
 	/* A block volume is published as a file the plugin creates. */
 	snprintf(btarget, sizeof(btarget), "%s/dev", f->pods);
-	assert_int_equal(create(f, "blk", 1 << 20, true, blk), CSI_OK);
-	assert_int_equal(ctl_publish(f, blk, true, SNW, false), CSI_OK);
-	assert_int_equal(stage(f, blk, f->staging, false, SNW), CSI_FAILED_PRECONDITION);
-	assert_int_equal(stage(f, blk, f->staging, true, SNW), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "blk", 1 << 20, 0, true, blk), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&f->cl.caller, blk, "node-1", true, SNW, false), CSI_OK);
+	assert_int_equal(hpp_stage(&f->cl.caller, blk, f->staging, false, SNW),
+			 CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_stage(&f->cl.caller, blk, f->staging, true, SNW), CSI_OK);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(publish(f, blk, f->staging, btarget, true, SNW, false), CSI_OK);
+		assert_int_equal(
+		    hpp_publish(&f->cl.caller, blk, f->staging, btarget, true, SNW, false), CSI_OK);
 	assert_true(is_mount(btarget));
 	put(btarget, "raw block bytes");
 	snprintf(backing, sizeof(backing), "%s/volumes/%s", f->h.data, blk);
 	expect(backing, "raw block bytes");
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unpublish(f, blk, btarget), CSI_OK);
+		assert_int_equal(hpp_unpublish(&f->cl.caller, blk, btarget), CSI_OK);
 	assert_false(exists(btarget));
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unstage(f, blk, f->staging), CSI_OK);
+		assert_int_equal(hpp_unstage(&f->cl.caller, blk, f->staging), CSI_OK);
 	snprintf(path, sizeof(path), "%s/block", f->staging);
 	assert_false(exists(path));
-	assert_int_equal(ctl_unpublish(f, blk), CSI_OK);
-	assert_int_equal(delete_volume(f, blk), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&f->cl.caller, blk, "node-1"), CSI_OK);
+	assert_int_equal(hpp_delete(&f->cl.caller, blk), CSI_OK);
 	assert_int_equal(hpp_umount_under(f->h.dir), 0);
 }
 
@@ -316,7 +231,7 @@ static void test_snapshot_clone_expand(void **state)
 	struct hpp_cap c;
 	struct stat st;
 
-	assert_int_equal(create(f, "origin", 2 << 20, true, id), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "origin", 2 << 20, 0, true, id), CSI_OK);
 	snprintf(path, sizeof(path), "%s/volumes/%s", f->h.data, id);
 	put(path, "version one");
 	sr.name = "snap";
@@ -376,7 +291,7 @@ static void test_pagination(void **state)
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "page-%d", i);
-		assert_int_equal(create(f, name, 1 << 20, false, id), CSI_OK);
+		assert_int_equal(hpp_create(&f->cl.caller, name, 1 << 20, 0, false, id), CSI_OK);
 	}
 	r.max_entries = 2;
 	do {
@@ -404,10 +319,11 @@ static void test_restart_loses_nothing(void **state)
 	long hwm;
 
 	snprintf(target, sizeof(target), "%s/t", f->pods);
-	assert_int_equal(create(f, "durable", 1 << 20, false, id), CSI_OK);
-	assert_int_equal(ctl_publish(f, id, false, SNW, false), CSI_OK);
-	assert_int_equal(stage(f, id, f->staging, false, SNW), CSI_OK);
-	assert_int_equal(publish(f, id, f->staging, target, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "durable", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&f->cl.caller, id, "node-1", false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_stage(&f->cl.caller, id, f->staging, false, SNW), CSI_OK);
+	assert_int_equal(hpp_publish(&f->cl.caller, id, f->staging, target, false, SNW, false),
+			 CSI_OK);
 	sr.name = "durable-snap";
 	sr.source_volume_id = id;
 	assert_int_equal(call(f, CSI_RPC_CREATE_SNAPSHOT, &sr, &so), CSI_OK);
@@ -425,7 +341,7 @@ static void test_restart_loses_nothing(void **state)
 	assert_int_equal(hpp_client_wait_ready(&f->cl, 10000), 0);
 
 	/* Everything acknowledged before the kill is still there. */
-	assert_int_equal(create(f, "durable", 1 << 20, false, again), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "durable", 1 << 20, 0, false, again), CSI_OK);
 	assert_string_equal(id, again);
 	assert_int_equal(call(f, CSI_RPC_LIST_VOLUMES, &lr, &lo), CSI_OK);
 	assert_int_equal(lo->n_entries, 1);
@@ -433,12 +349,13 @@ static void test_restart_loses_nothing(void **state)
 	sr.name = "durable-snap";
 	assert_int_equal(call(f, CSI_RPC_CREATE_SNAPSHOT, &sr, &so), CSI_OK);
 	assert_string_equal(so->snapshot->snapshot_id, snapid);
-	assert_int_equal(publish(f, id, f->staging, target, false, SNW, false), CSI_OK);
-	assert_int_equal(delete_volume(f, id), CSI_FAILED_PRECONDITION);
-	assert_int_equal(unpublish(f, id, target), CSI_OK);
-	assert_int_equal(unstage(f, id, f->staging), CSI_OK);
-	assert_int_equal(ctl_unpublish(f, id), CSI_OK);
-	assert_int_equal(delete_volume(f, id), CSI_OK);
+	assert_int_equal(hpp_publish(&f->cl.caller, id, f->staging, target, false, SNW, false),
+			 CSI_OK);
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_unpublish(&f->cl.caller, id, target), CSI_OK);
+	assert_int_equal(hpp_unstage(&f->cl.caller, id, f->staging), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&f->cl.caller, id, "node-1"), CSI_OK);
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_OK);
 	assert_int_equal(hpp_umount_under(f->h.dir), 0);
 
 	/* A clean stop exits 0 and removes the socket. */

@@ -158,9 +158,16 @@ static int hpp_inproc_open(struct hpp_inproc *t, const struct hp_config *cfg)
 	return 0;
 }
 
+static int hpp_inproc_caller_call(void *ctx, enum csi_rpc rpc, const void *req, void *resp)
+{
+	return hpp_call(ctx, rpc, req, resp);
+}
+
 int hpp_inproc_start(struct hpp_inproc *t, const struct hp_config *cfg)
 {
 	memset(t, 0, sizeof(*t));
+	t->caller.call = hpp_inproc_caller_call;
+	t->caller.ctx = t;
 	if (hpp_mkdtemp("csid-hp", t->dir, sizeof(t->dir)) != 0)
 		return -1;
 	snprintf(t->data, sizeof(t->data), "%s/data", t->dir);
@@ -221,28 +228,103 @@ Csi__V1__VolumeCapability *hpp_cap(struct hpp_cap *c, bool block, int mode)
 	return &c->cap;
 }
 
-int hpp_create(struct hpp_inproc *t, const char *name, int64_t req, int64_t lim, bool block,
+int hpp_create(const struct hpp_caller *c, const char *name, int64_t req, int64_t lim, bool block,
 	       char *id)
 {
 	Csi__V1__CreateVolumeRequest r = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
 	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
 	Csi__V1__CreateVolumeResponse *out = NULL;
-	struct hpp_cap c;
+	struct hpp_cap cap;
 	int code;
 
-	hpp_cap(&c, block, CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER);
+	hpp_cap(&cap, block, CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER);
 	r.name = (char *)name;
-	r.volume_capabilities = c.list;
+	r.volume_capabilities = cap.list;
 	r.n_volume_capabilities = 1;
 	if (req || lim) {
 		cr.required_bytes = req;
 		cr.limit_bytes = lim;
 		r.capacity_range = &cr;
 	}
-	code = hpp_call(t, CSI_RPC_CREATE_VOLUME, &r, &out);
+	code = c->call(c->ctx, CSI_RPC_CREATE_VOLUME, &r, &out);
 	if (code == CSI_OK && id)
 		snprintf(id, 64, "%s", out->volume->volume_id);
 	return code;
+}
+
+int hpp_delete(const struct hpp_caller *c, const char *vol)
+{
+	Csi__V1__DeleteVolumeRequest r = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+
+	r.volume_id = (char *)vol;
+	return c->call(c->ctx, CSI_RPC_DELETE_VOLUME, &r, NULL);
+}
+
+int hpp_ctl_publish(const struct hpp_caller *c, const char *vol, const char *node, bool block,
+		    int mode, bool ro)
+{
+	Csi__V1__ControllerPublishVolumeRequest r =
+	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	struct hpp_cap cap;
+
+	r.volume_id = (char *)vol;
+	r.node_id = (char *)node;
+	r.readonly = ro;
+	r.volume_capability = hpp_cap(&cap, block, mode);
+	return c->call(c->ctx, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &r, NULL);
+}
+
+int hpp_ctl_unpublish(const struct hpp_caller *c, const char *vol, const char *node)
+{
+	Csi__V1__ControllerUnpublishVolumeRequest r =
+	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+
+	r.volume_id = (char *)vol;
+	r.node_id = (char *)node;
+	return c->call(c->ctx, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME, &r, NULL);
+}
+
+int hpp_stage(const struct hpp_caller *c, const char *vol, const char *path, bool block, int mode)
+{
+	Csi__V1__NodeStageVolumeRequest r = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+	struct hpp_cap cap;
+
+	r.volume_id = (char *)vol;
+	r.staging_target_path = (char *)path;
+	r.volume_capability = hpp_cap(&cap, block, mode);
+	return c->call(c->ctx, CSI_RPC_NODE_STAGE_VOLUME, &r, NULL);
+}
+
+int hpp_unstage(const struct hpp_caller *c, const char *vol, const char *path)
+{
+	Csi__V1__NodeUnstageVolumeRequest r = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+
+	r.volume_id = (char *)vol;
+	r.staging_target_path = (char *)path;
+	return c->call(c->ctx, CSI_RPC_NODE_UNSTAGE_VOLUME, &r, NULL);
+}
+
+int hpp_publish(const struct hpp_caller *c, const char *vol, const char *staging,
+		const char *target, bool block, int mode, bool ro)
+{
+	Csi__V1__NodePublishVolumeRequest r = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+	struct hpp_cap cap;
+
+	r.volume_id = (char *)vol;
+	r.staging_target_path = (char *)staging;
+	r.target_path = (char *)target;
+	r.readonly = ro;
+	r.volume_capability = hpp_cap(&cap, block, mode);
+	return c->call(c->ctx, CSI_RPC_NODE_PUBLISH_VOLUME, &r, NULL);
+}
+
+int hpp_unpublish(const struct hpp_caller *c, const char *vol, const char *target)
+{
+	Csi__V1__NodeUnpublishVolumeRequest r = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+
+	r.volume_id = (char *)vol;
+	r.target_path = (char *)target;
+	return c->call(c->ctx, CSI_RPC_NODE_UNPUBLISH_VOLUME, &r, NULL);
 }
 
 /* --- the real binary --- */
@@ -371,11 +453,18 @@ void hpp_proc_cleanup(struct hpp_proc *h)
 	h->dir[0] = '\0';
 }
 
+static int hpp_client_caller_call(void *ctx, enum csi_rpc rpc, const void *req, void *resp)
+{
+	return hpp_client_call(ctx, rpc, req, resp, 0);
+}
+
 int hpp_client_open(struct hpp_client *cl, const char *endpoint)
 {
 	struct err e;
 
 	memset(cl, 0, sizeof(*cl));
+	cl->caller.call = hpp_client_caller_call;
+	cl->caller.ctx = cl;
 	if (csi_client_grpc_new(endpoint, &cl->c, &e) != 0) {
 		fprintf(stderr, "client: %s\n", e.msg);
 		return -1;

@@ -29,9 +29,20 @@ int64_t hpp_now_ms(void);
 /* Sleeps ms milliseconds; only for poll loops with a deadline. */
 void hpp_pause_ms(int ms);
 
+/*
+ * Something that sends one request and returns the gRPC code: the plugin
+ * in process or a gRPC client. *resp (may be NULL) gets the response,
+ * valid until the next call. The request helpers below take one.
+ */
+struct hpp_caller {
+	int (*call)(void *ctx, enum csi_rpc rpc, const void *req, void *resp);
+	void *ctx;
+};
+
 /* --- the plugin in process, on fake mounts --- */
 
 struct hpp_inproc {
+	struct hpp_caller caller; /* calls hpp_call on this plugin */
 	char dir[64]; /* temp dir; the data dir is <dir>/data */
 	char data[96];
 	struct hp_mount_fake *fake;
@@ -68,11 +79,23 @@ struct hpp_cap {
 Csi__V1__VolumeCapability *hpp_cap(struct hpp_cap *c, bool block, int mode);
 /*
  * CreateVolume of name (size range req/lim, block or mount, mode
- * SINGLE_NODE_WRITER) in process; the volume ID goes to id (>= 64 bytes)
- * on success. Returns the gRPC code.
+ * SINGLE_NODE_WRITER); the volume ID goes to id (>= 64 bytes, may be
+ * NULL) on success. Returns the gRPC code, as every helper below.
  */
-int hpp_create(struct hpp_inproc *t, const char *name, int64_t req, int64_t lim, bool block,
+int hpp_create(const struct hpp_caller *c, const char *name, int64_t req, int64_t lim, bool block,
 	       char *id);
+int hpp_delete(const struct hpp_caller *c, const char *vol);
+/* ControllerPublishVolume / ControllerUnpublishVolume of vol on node. */
+int hpp_ctl_publish(const struct hpp_caller *c, const char *vol, const char *node, bool block,
+		    int mode, bool ro);
+int hpp_ctl_unpublish(const struct hpp_caller *c, const char *vol, const char *node);
+/* NodeStageVolume / NodeUnstageVolume of vol at path. */
+int hpp_stage(const struct hpp_caller *c, const char *vol, const char *path, bool block, int mode);
+int hpp_unstage(const struct hpp_caller *c, const char *vol, const char *path);
+/* NodePublishVolume / NodeUnpublishVolume of vol at target. */
+int hpp_publish(const struct hpp_caller *c, const char *vol, const char *staging,
+		const char *target, bool block, int mode, bool ro);
+int hpp_unpublish(const struct hpp_caller *c, const char *vol, const char *target);
 
 /* --- the real binary --- */
 
@@ -102,6 +125,7 @@ int hpp_proc_wait_exit(struct hpp_proc *h, int ms);
 void hpp_proc_cleanup(struct hpp_proc *h);
 /* A gRPC client to a plugin that keeps the last response until the next call. */
 struct hpp_client {
+	struct hpp_caller caller; /* calls hpp_client_call with the default deadline */
 	struct csi_client *c;
 	ProtobufCMessage *last;
 	struct csi_status st; /* status of the last call */

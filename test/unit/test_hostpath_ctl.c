@@ -42,37 +42,6 @@ static void volume_path(struct hpp_inproc *t, const char *id, char *buf, size_t 
 	snprintf(buf, len, "%s/volumes/%s", t->p->data_dir, id);
 }
 
-static int publish(struct hpp_inproc *t, const char *vol, const char *node, int mode, bool readonly)
-{
-	Csi__V1__ControllerPublishVolumeRequest r =
-	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)vol;
-	r.node_id = (char *)node;
-	r.readonly = readonly;
-	r.volume_capability = hpp_cap(&c, false, mode);
-	return hpp_call(t, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &r, NULL);
-}
-
-static int unpublish(struct hpp_inproc *t, const char *vol, const char *node)
-{
-	Csi__V1__ControllerUnpublishVolumeRequest r =
-	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)vol;
-	r.node_id = (char *)node;
-	return hpp_call(t, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME, &r, NULL);
-}
-
-static int delete_volume(struct hpp_inproc *t, const char *vol)
-{
-	Csi__V1__DeleteVolumeRequest r = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)vol;
-	return hpp_call(t, CSI_RPC_DELETE_VOLUME, &r, NULL);
-}
-
 static int64_t available(struct hpp_inproc *t)
 {
 	Csi__V1__GetCapacityRequest r = CSI__V1__GET_CAPACITY_REQUEST__INIT;
@@ -118,21 +87,22 @@ static void test_create_idempotent(void **state)
 	struct stat st;
 	int64_t before = available(t);
 
-	assert_int_equal(hpp_create(t, "pvc-1", 0, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "pvc-1", 0, 0, false, id), CSI_OK);
 	assert_int_equal(strncmp(id, "vol-", 4), 0);
 	volume_path(t, id, path, sizeof(path));
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(available(t), before - HP_DEFAULT_VOLUME_SIZE);
 	/* Same name, compatible: the same volume. */
-	assert_int_equal(hpp_create(t, "pvc-1", 0, 0, false, id2), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "pvc-1", 0, 0, false, id2), CSI_OK);
 	assert_string_equal(id, id2);
-	assert_int_equal(hpp_create(t, "pvc-1", 1 << 20, HP_DEFAULT_VOLUME_SIZE, false, id2),
-			 CSI_OK);
+	assert_int_equal(
+	    hpp_create(&t->caller, "pvc-1", 1 << 20, HP_DEFAULT_VOLUME_SIZE, false, id2), CSI_OK);
 	/* Same name, incompatible capacity or access type. */
-	assert_int_equal(hpp_create(t, "pvc-1", 2 * HP_DEFAULT_VOLUME_SIZE, 0, false, NULL),
-			 CSI_ALREADY_EXISTS);
-	assert_int_equal(hpp_create(t, "pvc-1", 0, 0, true, NULL), CSI_ALREADY_EXISTS);
+	assert_int_equal(
+	    hpp_create(&t->caller, "pvc-1", 2 * HP_DEFAULT_VOLUME_SIZE, 0, false, NULL),
+	    CSI_ALREADY_EXISTS);
+	assert_int_equal(hpp_create(&t->caller, "pvc-1", 0, 0, true, NULL), CSI_ALREADY_EXISTS);
 	assert_int_equal(available(t), before - HP_DEFAULT_VOLUME_SIZE);
 }
 
@@ -145,11 +115,13 @@ static void test_create_capacity(void **state)
 	struct stat st;
 	struct hpp_cap c;
 
-	assert_int_equal(hpp_create(t, "lim", 2 << 20, 1 << 20, false, NULL), CSI_OUT_OF_RANGE);
-	assert_int_equal(hpp_create(t, "neg", -1, 0, false, NULL), CSI_INVALID_ARGUMENT);
-	assert_int_equal(hpp_create(t, "huge", 1LL << 50, 0, false, NULL), CSI_OUT_OF_RANGE);
+	assert_int_equal(hpp_create(&t->caller, "lim", 2 << 20, 1 << 20, false, NULL),
+			 CSI_OUT_OF_RANGE);
+	assert_int_equal(hpp_create(&t->caller, "neg", -1, 0, false, NULL), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_create(&t->caller, "huge", 1LL << 50, 0, false, NULL),
+			 CSI_OUT_OF_RANGE);
 	/* Block volumes are sparse files of the size asked. */
-	assert_int_equal(hpp_create(t, "blk", 5 << 20, 0, true, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "blk", 5 << 20, 0, true, id), CSI_OK);
 	volume_path(t, id, path, sizeof(path));
 	assert_int_equal(stat(path, &st), 0);
 	assert_true(S_ISREG(st.st_mode));
@@ -175,8 +147,9 @@ static void test_create_full(void **state)
 	struct hp_config cfg = {.controller_publish = true, .capacity = 10 << 20};
 
 	assert_int_equal(hpp_inproc_restart(t, &cfg), 0);
-	assert_int_equal(hpp_create(t, "a", 6 << 20, 0, false, NULL), CSI_OK);
-	assert_int_equal(hpp_create(t, "b", 6 << 20, 0, false, NULL), CSI_RESOURCE_EXHAUSTED);
+	assert_int_equal(hpp_create(&t->caller, "a", 6 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "b", 6 << 20, 0, false, NULL),
+			 CSI_RESOURCE_EXHAUSTED);
 	assert_int_equal(available(t), 4 << 20);
 }
 
@@ -193,10 +166,11 @@ static void test_create_bad_input(void **state)
 	memset(long_name, 'x', 1024);
 	long_name[1024] = '\0';
 	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++)
-		assert_int_equal(hpp_create(t, hostile[i], 0, 0, false, NULL),
+		assert_int_equal(hpp_create(&t->caller, hostile[i], 0, 0, false, NULL),
 				 CSI_INVALID_ARGUMENT);
-	assert_int_equal(hpp_create(t, long_name, 0, 0, false, NULL), CSI_INVALID_ARGUMENT);
-	assert_int_equal(hpp_create(t, "ünïcödé", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, long_name, 0, 0, false, NULL),
+			 CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_create(&t->caller, "ünïcödé", 1 << 20, 0, false, NULL), CSI_OK);
 	/* No capabilities, a capability without access mode, mixed access types. */
 	r.name = "caps";
 	assert_int_equal(hpp_call(t, CSI_RPC_CREATE_VOLUME, &r, NULL), CSI_INVALID_ARGUMENT);
@@ -215,11 +189,11 @@ static void test_create_bad_input(void **state)
 	r.n_volume_capabilities = 1;
 	assert_int_equal(hpp_call(t, CSI_RPC_CREATE_VOLUME, &r, NULL), CSI_INVALID_ARGUMENT);
 	/* Hostile IDs never reach the file system. */
-	assert_int_equal(delete_volume(t, "../../etc"), CSI_INVALID_ARGUMENT);
-	assert_int_equal(delete_volume(t, ".."), CSI_INVALID_ARGUMENT);
-	assert_int_equal(delete_volume(t, ""), CSI_INVALID_ARGUMENT);
-	assert_int_equal(delete_volume(t, long_name), CSI_INVALID_ARGUMENT);
-	assert_int_equal(delete_volume(t, "vol-unknown"), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, "../../etc"), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_delete(&t->caller, ".."), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_delete(&t->caller, ""), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_delete(&t->caller, long_name), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_delete(&t->caller, "vol-unknown"), CSI_OK);
 }
 
 static void test_delete(void **state)
@@ -228,14 +202,14 @@ static void test_delete(void **state)
 	char id[64], path[512];
 	struct stat st;
 
-	assert_int_equal(hpp_create(t, "del", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "del", 1 << 20, 0, false, id), CSI_OK);
 	volume_path(t, id, path, sizeof(path));
-	assert_int_equal(publish(t, id, "node-1", SNW, false), CSI_OK);
-	assert_int_equal(delete_volume(t, id), CSI_FAILED_PRECONDITION);
-	assert_int_equal(unpublish(t, id, "node-1"), CSI_OK);
-	assert_int_equal(delete_volume(t, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, id), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_ctl_unpublish(&t->caller, id, "node-1"), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, id), CSI_OK);
 	assert_int_not_equal(stat(path, &st), 0);
-	assert_int_equal(delete_volume(t, id), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, id), CSI_OK);
 }
 
 static void test_publish_rules(void **state)
@@ -250,28 +224,34 @@ static void test_publish_rules(void **state)
 
 	assert_int_equal(hpp_inproc_restart(t, &cfg), 0);
 	assert_int_equal(hpp_inproc_restart(t, NULL), 0);
-	assert_int_equal(hpp_create(t, "pub", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(publish(t, "vol-missing", "node-1", SNW, false), CSI_NOT_FOUND);
-	assert_int_equal(publish(t, id, "node-9", SNW, false), CSI_NOT_FOUND);
-	assert_int_equal(publish(t, id, "", SNW, false), CSI_INVALID_ARGUMENT);
-	assert_int_equal(publish(t, id, "node-1", SNW, false), CSI_OK);
-	assert_int_equal(publish(t, id, "node-1", SNW, false), CSI_OK);
-	assert_int_equal(publish(t, id, "node-1", SNW, true), CSI_ALREADY_EXISTS);
-	assert_int_equal(publish(t, id, "node-2", SNW, false), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_create(&t->caller, "pub", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, "vol-missing", "node-1", false, SNW, false),
+			 CSI_NOT_FOUND);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-9", false, SNW, false),
+			 CSI_NOT_FOUND);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "", false, SNW, false),
+			 CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, true),
+			 CSI_ALREADY_EXISTS);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-2", false, SNW, false),
+			 CSI_FAILED_PRECONDITION);
 	assert_non_null(strstr(t->msg, "node-1"));
 	/* Multi-node modes: several nodes, but one writer under MULTI_NODE_SINGLE_WRITER. */
-	assert_int_equal(hpp_create(t, "multi", 1 << 20, 0, false, multi), CSI_OK);
-	assert_int_equal(publish(t, multi, "node-1", MNSW, false), CSI_OK);
-	assert_int_equal(publish(t, multi, "node-2", MNSW, false), CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(t, multi, "node-2", MNSW, true), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "multi", 1 << 20, 0, false, multi), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, multi, "node-1", false, MNSW, false), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, multi, "node-2", false, MNSW, false),
+			 CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_ctl_publish(&t->caller, multi, "node-2", false, MNSW, true), CSI_OK);
 	gr.volume_id = multi;
 	assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_GET_VOLUME, &gr, &gv), CSI_OK);
 	assert_int_equal(gv->status->n_published_node_ids, 2);
 	assert_false(gv->status->volume_condition->abnormal);
 	/* Unpublish: unknown volume or node is OK; no node means every node. */
-	assert_int_equal(unpublish(t, "vol-missing", "node-1"), CSI_OK);
-	assert_int_equal(unpublish(t, multi, "node-7"), CSI_OK);
-	assert_int_equal(unpublish(t, multi, ""), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&t->caller, "vol-missing", "node-1"), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&t->caller, multi, "node-7"), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&t->caller, multi, ""), CSI_OK);
 	assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_GET_VOLUME, &gr, &gv), CSI_OK);
 	assert_int_equal(gv->status->n_published_node_ids, 0);
 	gr.volume_id = "vol-missing";
@@ -286,10 +266,11 @@ static void test_max_volumes(void **state)
 	char a[64], b[64];
 
 	assert_int_equal(hpp_inproc_restart(t, &cfg), 0);
-	assert_int_equal(hpp_create(t, "a", 1 << 20, 0, false, a), CSI_OK);
-	assert_int_equal(hpp_create(t, "b", 1 << 20, 0, false, b), CSI_OK);
-	assert_int_equal(publish(t, a, "node-1", SNW, false), CSI_OK);
-	assert_int_equal(publish(t, b, "node-1", SNW, false), CSI_RESOURCE_EXHAUSTED);
+	assert_int_equal(hpp_create(&t->caller, "a", 1 << 20, 0, false, a), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "b", 1 << 20, 0, false, b), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, a, "node-1", false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, b, "node-1", false, SNW, false),
+			 CSI_RESOURCE_EXHAUSTED);
 }
 
 static void test_list_pagination(void **state)
@@ -302,9 +283,9 @@ static void test_list_pagination(void **state)
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "list-%d", i);
-		assert_int_equal(hpp_create(t, name, 1 << 20, 0, false, ids[i]), CSI_OK);
+		assert_int_equal(hpp_create(&t->caller, name, 1 << 20, 0, false, ids[i]), CSI_OK);
 	}
-	assert_int_equal(publish(t, ids[0], "node-1", SNW, false), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, ids[0], "node-1", false, SNW, false), CSI_OK);
 	r.max_entries = 2;
 	assert_int_equal(hpp_call(t, CSI_RPC_LIST_VOLUMES, &r, &out), CSI_OK);
 	assert_int_equal(out->n_entries, 2);
@@ -315,7 +296,7 @@ static void test_list_pagination(void **state)
 	snprintf(token, sizeof(token), "%s", out->next_token);
 	seen += out->n_entries;
 	/* The last volume of a page is deleted: the next page still follows on. */
-	assert_int_equal(delete_volume(t, ids[1]), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, ids[1]), CSI_OK);
 	while (token[0]) {
 		r.starting_token = token;
 		assert_int_equal(hpp_call(t, CSI_RPC_LIST_VOLUMES, &r, &out), CSI_OK);
@@ -416,8 +397,8 @@ static void test_snapshots_and_clones(void **state)
 	Csi__V1__DeleteSnapshotRequest dr = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
 	char vol[64], vol2[64], snap[64], snap2[64], clone[64], restored[64], path[600];
 
-	assert_int_equal(hpp_create(t, "src", 1 << 20, 0, false, vol), CSI_OK);
-	assert_int_equal(hpp_create(t, "src2", 1 << 20, 0, false, vol2), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "src", 1 << 20, 0, false, vol), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "src2", 1 << 20, 0, false, vol2), CSI_OK);
 	volume_path(t, vol, path, sizeof(path));
 	strcat(path, "/hello.txt");
 	write_file(path, "before");
@@ -462,7 +443,7 @@ static void test_snapshots_and_clones(void **state)
 	lr.starting_token = "nope";
 	assert_int_equal(hpp_call(t, CSI_RPC_LIST_SNAPSHOTS, &lr, NULL), CSI_ABORTED);
 	/* Deleting the source keeps the snapshot usable; deleting twice is OK. */
-	assert_int_equal(delete_volume(t, vol), CSI_OK);
+	assert_int_equal(hpp_delete(&t->caller, vol), CSI_OK);
 	assert_int_equal(create_from(t, "restored-2", true, snap, restored), CSI_OK);
 	dr.snapshot_id = snap;
 	assert_int_equal(hpp_call(t, CSI_RPC_DELETE_SNAPSHOT, &dr, NULL), CSI_OK);
@@ -486,8 +467,8 @@ static void test_expand_modify(void **state)
 	char blk[64], fs[64], path[512];
 	struct stat st;
 
-	assert_int_equal(hpp_create(t, "blk", 1 << 20, 0, true, blk), CSI_OK);
-	assert_int_equal(hpp_create(t, "fs", 1 << 20, 0, false, fs), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "blk", 1 << 20, 0, true, blk), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "fs", 1 << 20, 0, false, fs), CSI_OK);
 	er.volume_id = blk;
 	assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_EXPAND_VOLUME, &er, NULL),
 			 CSI_INVALID_ARGUMENT);
@@ -548,7 +529,7 @@ static void test_validate(void **state)
 	struct hpp_cap c;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "val", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "val", 1 << 20, 0, false, id), CSI_OK);
 	r.volume_id = id;
 	assert_int_equal(hpp_call(t, CSI_RPC_VALIDATE_VOLUME_CAPABILITIES, &r, NULL),
 			 CSI_INVALID_ARGUMENT);
@@ -591,12 +572,13 @@ static void test_modes(void **state)
 	assert_true(has_ctl_cap(
 	    t, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
 	assert_int_equal(hpp_inproc_restart(t, &node), 0);
-	assert_int_equal(hpp_create(t, "x", 0, 0, false, id), CSI_UNIMPLEMENTED);
+	assert_int_equal(hpp_create(&t->caller, "x", 0, 0, false, id), CSI_UNIMPLEMENTED);
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_INFO, &ni, NULL), CSI_OK);
 	assert_int_equal(hpp_inproc_restart(t, &ctl), 0);
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_INFO, &ni, NULL), CSI_UNIMPLEMENTED);
-	assert_int_equal(hpp_create(t, "x", 0, 0, false, id), CSI_OK);
-	assert_int_equal(publish(t, id, "node-1", SNW, false), CSI_UNIMPLEMENTED);
+	assert_int_equal(hpp_create(&t->caller, "x", 0, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, false),
+			 CSI_UNIMPLEMENTED);
 	assert_false(has_ctl_cap(
 	    t, CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
 	assert_true(
@@ -608,12 +590,12 @@ static void test_restart_keeps_state(void **state)
 	struct hpp_inproc *t = *state;
 	char id[64], again[64];
 
-	assert_int_equal(hpp_create(t, "durable", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(publish(t, id, "node-1", SNW, false), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "durable", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&t->caller, id, "node-1", false, SNW, false), CSI_OK);
 	assert_int_equal(hpp_inproc_restart(t, NULL), 0);
-	assert_int_equal(hpp_create(t, "durable", 1 << 20, 0, false, again), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "durable", 1 << 20, 0, false, again), CSI_OK);
 	assert_string_equal(id, again);
-	assert_int_equal(delete_volume(t, id), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_delete(&t->caller, id), CSI_FAILED_PRECONDITION);
 }
 
 int main(void)

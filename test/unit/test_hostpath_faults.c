@@ -152,21 +152,21 @@ static void test_codes_and_probe(void **state)
 	assert_int_equal(hpp_write_file(f->script, "CreateVolume nth=2 code=ABORTED msg=\"busy\"\n"
 						   "Probe ready=false\n"),
 			 0);
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_OK);
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_ABORTED);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_ABORTED);
 	assert_string_equal(f->t.msg, "busy");
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_OK);
 	assert_int_equal(hpp_call(&f->t, CSI_RPC_PROBE, &pr, &probe), CSI_OK);
 	assert_false(probe->ready->value);
 	/* A new script resets the counters; an unreadable one means no faults. */
 	assert_int_equal(hpp_write_file(f->script, "CreateVolume code=UNAVAILABLE\n"), 0);
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_UNAVAILABLE);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_UNAVAILABLE);
 	assert_int_equal(hpp_call(&f->t, CSI_RPC_PROBE, &pr, &probe), CSI_OK);
 	assert_true(probe->ready->value);
 	assert_int_equal(hpp_write_file(f->script, "CreateVolume bogus\n"), 0);
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_OK);
 	unlink(f->script);
-	assert_int_equal(hpp_create(&f->t, "a", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "a", 1 << 20, 0, false, NULL), CSI_OK);
 }
 
 static void test_delay(void **state)
@@ -251,12 +251,12 @@ static void test_crash(void **state)
 	assert_int_equal(hpp_write_file(f->script, "DeleteVolume nth=2 crash\n"
 						   "CreateVolume nth=2 crash=after\n"),
 			 0);
-	assert_int_equal(hpp_create(&f->t, "c", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "c", 1 << 20, 0, false, id), CSI_OK);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		/* The second CreateVolume takes effect, then the process exits. */
-		hpp_create(&f->t, "d", 1 << 20, 0, false, NULL);
+		hpp_create(&f->t.caller, "d", 1 << 20, 0, false, NULL);
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -264,7 +264,7 @@ static void test_crash(void **state)
 	assert_int_equal(WEXITSTATUS(status), 137);
 	/* The crashed call's volume exists: creating it again finds it. */
 	assert_int_equal(hpp_inproc_restart(&f->t, NULL), 0);
-	assert_int_equal(hpp_create(&f->t, "d", 1 << 20, 0, false, NULL), CSI_OK);
+	assert_int_equal(hpp_create(&f->t.caller, "d", 1 << 20, 0, false, NULL), CSI_OK);
 }
 
 int main(void)

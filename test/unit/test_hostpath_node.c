@@ -55,49 +55,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int stage(struct hpp_inproc *t, const char *vol, const char *path, bool block, int mode)
-{
-	Csi__V1__NodeStageVolumeRequest r = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)vol;
-	r.staging_target_path = (char *)path;
-	r.volume_capability = hpp_cap(&c, block, mode);
-	return hpp_call(t, CSI_RPC_NODE_STAGE_VOLUME, &r, NULL);
-}
-
-static int unstage(struct hpp_inproc *t, const char *vol, const char *path)
-{
-	Csi__V1__NodeUnstageVolumeRequest r = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)vol;
-	r.staging_target_path = (char *)path;
-	return hpp_call(t, CSI_RPC_NODE_UNSTAGE_VOLUME, &r, NULL);
-}
-
-static int publish(struct hpp_inproc *t, const char *vol, const char *staging, const char *target,
-		   bool block, int mode, bool ro)
-{
-	Csi__V1__NodePublishVolumeRequest r = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
-	struct hpp_cap c;
-
-	r.volume_id = (char *)vol;
-	r.staging_target_path = (char *)staging;
-	r.target_path = (char *)target;
-	r.readonly = ro;
-	r.volume_capability = hpp_cap(&c, block, mode);
-	return hpp_call(t, CSI_RPC_NODE_PUBLISH_VOLUME, &r, NULL);
-}
-
-static int unpublish(struct hpp_inproc *t, const char *vol, const char *target)
-{
-	Csi__V1__NodeUnpublishVolumeRequest r = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
-
-	r.volume_id = (char *)vol;
-	r.target_path = (char *)target;
-	return hpp_call(t, CSI_RPC_NODE_UNPUBLISH_VOLUME, &r, NULL);
-}
-
 static enum hp_path_kind kind(struct hpp_inproc *t, const char *path)
 {
 	return hp_mount_fake_ops.kind(t->fake, path);
@@ -108,19 +65,22 @@ static void test_lifecycle(void **state)
 	struct hpp_inproc *t = *state;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(stage(t, "vol-missing", STAGING, false, SNW), CSI_NOT_FOUND);
-	assert_int_equal(stage(t, id, STAGING, true, SNW), CSI_FAILED_PRECONDITION);
-	assert_int_equal(stage(t, id, "/co/not-there", false, SNW), CSI_FAILED_PRECONDITION);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_OK);
-	assert_int_equal(hp_mount_fake_mounts(t->fake), 1);
-	assert_int_equal(stage(t, id, STAGING, false, SNMW), CSI_ALREADY_EXISTS);
-	assert_int_equal(publish(t, id, "", TARGET, false, SNW, false), CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(t, id, "/co/other", TARGET, false, SNW, false),
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, "vol-missing", STAGING, false, SNW), CSI_NOT_FOUND);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, true, SNW), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_stage(&t->caller, id, "/co/not-there", false, SNW),
 			 CSI_FAILED_PRECONDITION);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+		assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
+	assert_int_equal(hp_mount_fake_mounts(t->fake), 1);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNMW), CSI_ALREADY_EXISTS);
+	assert_int_equal(hpp_publish(&t->caller, id, "", TARGET, false, SNW, false),
+			 CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_publish(&t->caller, id, "/co/other", TARGET, false, SNW, false),
+			 CSI_FAILED_PRECONDITION);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false),
+				 CSI_OK);
 	assert_int_equal(kind(t, TARGET), HP_PATH_DIR);
 	assert_int_equal(hp_mount_fake_flags(t->fake, TARGET), 0);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 2);
@@ -129,14 +89,14 @@ static void test_lifecycle(void **state)
 	dr.volume_id = id;
 	assert_int_equal(hpp_call(t, CSI_RPC_DELETE_VOLUME, &dr, NULL), CSI_FAILED_PRECONDITION);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unpublish(t, id, TARGET), CSI_OK);
+		assert_int_equal(hpp_unpublish(&t->caller, id, TARGET), CSI_OK);
 	assert_int_equal(kind(t, TARGET), HP_PATH_NONE);
 	for (int i = 0; i < 2; i++)
-		assert_int_equal(unstage(t, id, STAGING), CSI_OK);
+		assert_int_equal(hpp_unstage(&t->caller, id, STAGING), CSI_OK);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 0);
 	assert_int_equal(kind(t, STAGING), HP_PATH_DIR); /* the CO's directory stays */
-	assert_int_equal(unpublish(t, "vol-missing", TARGET), CSI_NOT_FOUND);
-	assert_int_equal(unstage(t, "vol-missing", STAGING), CSI_NOT_FOUND);
+	assert_int_equal(hpp_unpublish(&t->caller, "vol-missing", TARGET), CSI_NOT_FOUND);
+	assert_int_equal(hpp_unstage(&t->caller, "vol-missing", STAGING), CSI_NOT_FOUND);
 	assert_int_equal(hpp_call(t, CSI_RPC_DELETE_VOLUME, &dr, NULL), CSI_OK);
 }
 
@@ -145,13 +105,13 @@ static void test_readonly(void **state)
 	struct hpp_inproc *t = *state;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(stage(t, id, STAGING, false, MNRO), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, true), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, MNRO), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, true), CSI_OK);
 	assert_true(hp_mount_fake_flags(t->fake, TARGET) & MS_RDONLY);
-	assert_int_equal(unpublish(t, id, TARGET), CSI_OK);
+	assert_int_equal(hpp_unpublish(&t->caller, id, TARGET), CSI_OK);
 	/* A read-only access mode is published read-only even without the flag. */
-	assert_int_equal(publish(t, id, STAGING, TARGET2, false, MNRO, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET2, false, MNRO, false), CSI_OK);
 	assert_true(hp_mount_fake_flags(t->fake, TARGET2) & MS_RDONLY);
 }
 
@@ -160,22 +120,24 @@ static void test_second_publish_table(void **state)
 	struct hpp_inproc *t = *state;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
 	/* T1=T2: same arguments OK, other arguments ALREADY_EXISTS. */
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, true), CSI_ALREADY_EXISTS);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, true),
+			 CSI_ALREADY_EXISTS);
 	/* T1≠T2 under a single-workload mode: FAILED_PRECONDITION either way. */
-	assert_int_equal(publish(t, id, STAGING, TARGET2, false, SNW, false),
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET2, false, SNW, false),
 			 CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(t, id, STAGING, TARGET2, false, SNW, true),
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET2, false, SNW, true),
 			 CSI_FAILED_PRECONDITION);
-	assert_int_equal(unpublish(t, id, TARGET), CSI_OK);
+	assert_int_equal(hpp_unpublish(&t->caller, id, TARGET), CSI_OK);
 	/* Modes that allow several workloads: other targets are OK. */
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNMW, false), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET2, false, SNMW, false), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET2, false, SNMW, true), CSI_ALREADY_EXISTS);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNMW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET2, false, SNMW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET2, false, SNMW, true),
+			 CSI_ALREADY_EXISTS);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 3);
 }
 
@@ -186,20 +148,20 @@ static void test_block(void **state)
 	Csi__V1__NodeGetVolumeStatsResponse *st;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "b", 4 << 20, 0, true, id), CSI_OK);
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_FAILED_PRECONDITION);
-	assert_int_equal(stage(t, id, STAGING, true, SNW), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "b", 4 << 20, 0, true, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, true, SNW), CSI_OK);
 	assert_int_equal(kind(t, STAGING "/block"), HP_PATH_FILE);
-	assert_int_equal(publish(t, id, STAGING, TARGET, true, SNW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, true, SNW, false), CSI_OK);
 	assert_int_equal(kind(t, TARGET), HP_PATH_FILE);
 	sr.volume_id = id;
 	sr.volume_path = TARGET;
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, &st), CSI_OK);
 	assert_int_equal(st->n_usage, 1);
 	assert_int_equal(st->usage[0]->total, 4 << 20);
-	assert_int_equal(unpublish(t, id, TARGET), CSI_OK);
+	assert_int_equal(hpp_unpublish(&t->caller, id, TARGET), CSI_OK);
 	assert_int_equal(kind(t, TARGET), HP_PATH_NONE);
-	assert_int_equal(unstage(t, id, STAGING), CSI_OK);
+	assert_int_equal(hpp_unstage(&t->caller, id, STAGING), CSI_OK);
 	assert_int_equal(kind(t, STAGING "/block"), HP_PATH_NONE);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 0);
 }
@@ -211,18 +173,19 @@ static void test_bad_paths(void **state)
 	const char *bad[] = {"relative/path", "/co/../etc", "/co/./x",  "/co//x",
 			     "/co/x/",        "/",          "/co/\x01x"};
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(stage(t, id, bad[i], false, SNW), CSI_INVALID_ARGUMENT);
-		assert_int_equal(unstage(t, id, bad[i]), CSI_INVALID_ARGUMENT);
-		assert_int_equal(publish(t, id, STAGING, bad[i], false, SNW, false),
+		assert_int_equal(hpp_stage(&t->caller, id, bad[i], false, SNW),
 				 CSI_INVALID_ARGUMENT);
-		assert_int_equal(unpublish(t, id, bad[i]), CSI_INVALID_ARGUMENT);
+		assert_int_equal(hpp_unstage(&t->caller, id, bad[i]), CSI_INVALID_ARGUMENT);
+		assert_int_equal(hpp_publish(&t->caller, id, STAGING, bad[i], false, SNW, false),
+				 CSI_INVALID_ARGUMENT);
+		assert_int_equal(hpp_unpublish(&t->caller, id, bad[i]), CSI_INVALID_ARGUMENT);
 	}
 	snprintf(inside, sizeof(inside), "%s/volumes", t->p->data_dir);
-	assert_int_equal(stage(t, id, inside, false, SNW), CSI_INVALID_ARGUMENT);
-	assert_int_equal(stage(t, "../x", STAGING, false, SNW), CSI_INVALID_ARGUMENT);
-	assert_int_equal(stage(t, id, STAGING, false, 0), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_stage(&t->caller, id, inside, false, SNW), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_stage(&t->caller, "../x", STAGING, false, SNW), CSI_INVALID_ARGUMENT);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, 0), CSI_INVALID_ARGUMENT);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 0);
 }
 
@@ -240,12 +203,12 @@ static void test_stats_expand_info(void **state)
 	Csi__V1__NodeGetCapabilitiesResponse *caps;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
 	sr.volume_id = id;
 	sr.volume_path = TARGET;
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, NULL), CSI_NOT_FOUND);
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_OK);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, &st), CSI_OK);
 	assert_int_equal(st->n_usage, 2);
 	assert_false(st->volume_condition->abnormal);
@@ -290,8 +253,8 @@ static void test_needs_controller_publish(void **state)
 	struct hpp_cap c;
 	char id[64];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_FAILED_PRECONDITION);
 	r.volume_id = id;
 	r.node_id = "node-1";
 	r.readonly = true;
@@ -299,7 +262,7 @@ static void test_needs_controller_publish(void **state)
 	assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &r, &out), CSI_OK);
 	assert_int_equal(out->n_publish_context, 1);
 	assert_string_equal(out->publish_context[0]->value, "true");
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
 	/* The controller's read-only publish_context makes the node mount read-only. */
 	ro.key = HP_CTX_READONLY;
 	ro.value = "true";
@@ -318,27 +281,27 @@ static void test_crash_leftovers(void **state)
 	struct hpp_inproc *t = *state;
 	char id[64], src[512];
 
-	assert_int_equal(hpp_create(t, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
 	/* A mount of this volume made before a crash, never recorded. */
 	snprintf(src, sizeof(src), "%s/volumes/%s", t->p->data_dir, id);
 	assert_int_equal(hp_mount_fake_ops.bind(t->fake, src, STAGING, 0), 0);
-	assert_int_equal(unstage(t, id, STAGING), CSI_OK);
+	assert_int_equal(hpp_unstage(&t->caller, id, STAGING), CSI_OK);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 0);
 	assert_int_equal(hp_mount_fake_ops.bind(t->fake, src, STAGING, 0), 0);
-	assert_int_equal(stage(t, id, STAGING, false, SNW), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 1);
 	/* Something else mounted at a target is never touched. */
 	assert_int_equal(hp_mount_fake_ops.mkdir(t->fake, TARGET), 0);
 	assert_int_equal(hp_mount_fake_ops.bind(t->fake, "/elsewhere", TARGET, 0), 0);
-	assert_int_equal(unpublish(t, id, TARGET), CSI_FAILED_PRECONDITION);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false),
+	assert_int_equal(hpp_unpublish(&t->caller, id, TARGET), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false),
 			 CSI_FAILED_PRECONDITION);
 	assert_int_equal(hp_mount_fake_mounts(t->fake), 2);
 	/* The mount vanished behind the plugin's back (reboot): publish mounts it again. */
 	assert_int_equal(hp_mount_fake_ops.umount(t->fake, TARGET), 0);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
 	assert_int_equal(hp_mount_fake_ops.umount(t->fake, TARGET), 0);
-	assert_int_equal(publish(t, id, STAGING, TARGET, false, SNW, false), CSI_OK);
+	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
 	assert_true(hp_mount_fake_ops.is_mount(t->fake, TARGET));
 }
 

@@ -56,6 +56,18 @@ void hp_ctl_new_id(const char *prefix, char *buf, size_t len)
 	snprintf(buf, len, "%s-%016llx", prefix, r);
 }
 
+int hp_ctl_get_volume_row(struct hp_plugin *p, const char *id, struct hp_vol *v, char *msg)
+{
+	struct err e;
+	int rc = hp_store_vol_get(p->store, id, v, &e);
+
+	if (rc == CSID_ENOTFOUND)
+		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", id);
+	if (rc)
+		return hp_ctl_store_fail(&e, msg);
+	return 0;
+}
+
 int hp_ctl_range(const Csi__V1__CapacityRange *cr, int64_t *req, int64_t *lim, char *msg)
 {
 	*req = cr ? cr->required_bytes : 0;
@@ -536,11 +548,8 @@ HP_CTL_HANDLER(hp_ctl_publish)
 	    (rc = hp_valid_map((void *const *)r->volume_context, r->n_volume_context,
 			       "volume_context", msg)))
 		return rc;
-	rc = hp_store_vol_get(p->store, r->volume_id, &v, &e);
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", r->volume_id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
 	if (!hp_ctl_node_known(p, r->node_id))
 		return hp_fail(msg, CSI_NOT_FOUND, "node %s is not known to this plugin",
 			       r->node_id);
@@ -611,7 +620,6 @@ HP_CTL_HANDLER(hp_ctl_validate)
 	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *conf;
 	char hash[40], mut[256];
 	struct hp_vol v;
-	struct err e;
 	bool block;
 	int rc;
 
@@ -630,11 +638,8 @@ HP_CTL_HANDLER(hp_ctl_validate)
 	    (rc = hp_valid_map((void *const *)r->mutable_parameters, r->n_mutable_parameters,
 			       "mutable_parameters", msg)))
 		return rc;
-	rc = hp_store_vol_get(p->store, r->volume_id, &v, &e);
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", r->volume_id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
 	*resp = &out->base;
 	for (size_t i = 0; i < r->n_volume_capabilities; i++) {
 		hp_valid_cap(r->volume_capabilities[i], "volume capability", &block, msg);
@@ -700,11 +705,8 @@ HP_CTL_HANDLER(hp_ctl_expand)
 	if (!want)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT,
 			       "capacity_range needs required_bytes or limit_bytes");
-	rc = hp_store_vol_get(p->store, r->volume_id, &v, &e);
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", r->volume_id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
 	if (r->volume_capability && block != v.block)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT, "volume %s is a %s volume", v.id,
 			       v.block ? "block" : "mount");
@@ -753,11 +755,8 @@ HP_CTL_HANDLER(hp_ctl_modify)
 		return rc;
 	if (r->n_mutable_parameters == 0)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT, "mutable_parameters is required");
-	rc = hp_store_vol_get(p->store, r->volume_id, &v, &e);
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", r->volume_id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
 	if ((rc = hp_ctl_mutable(v.mut, (void *const *)r->mutable_parameters,
 				 r->n_mutable_parameters, mut, sizeof(mut), msg)))
 		return rc;

@@ -50,6 +50,8 @@ Csi__V1__Volume *hp_ctl_volume(struct arena *a, const struct hp_vol *v,
  * table into *after; a token never issued is ABORTED.
  */
 int hp_ctl_token(struct hp_plugin *p, const char *tok, bool snapshots, int64_t *after, char *msg);
+/* Loads volume id into v: NOT_FOUND (with msg) when it does not exist. */
+int hp_ctl_get_volume_row(struct hp_plugin *p, const char *id, struct hp_vol *v, char *msg);
 /* A store error as a gRPC status (ABORTED when the db is busy, else INTERNAL). */
 int hp_ctl_store_fail(const struct err *e, char *msg);
 /* Random ID "<prefix>-<16 hex digits>" into buf (at least 32 bytes). */

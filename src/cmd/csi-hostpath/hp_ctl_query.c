@@ -289,18 +289,14 @@ HP_CTL_HANDLER(hp_ctl_get_volume)
 	struct hp_ctl_status s;
 	struct hp_ctl_nodes ns;
 	struct hp_vol v;
-	struct err e;
 	int rc;
 
 	if (!out || !st)
 		return HP_OOM(msg);
 	if ((rc = hp_valid_id(r->volume_id, "volume_id", msg)))
 		return rc;
-	rc = hp_store_vol_get(p->store, r->volume_id, &v, &e);
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", r->volume_id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
 	if ((rc = hp_ctl_nodes(p, a, &ns, msg)))
 		return rc;
 	csi__v1__controller_get_volume_response__init(out);

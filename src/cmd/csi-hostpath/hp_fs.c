@@ -133,10 +133,47 @@ done:
 	return rc;
 }
 
-static int hp_fs_copy_tree(int sfd, int dfd, int depth);
+/* Where a tree walk stands: the other directory (copy) or device (remove), and the depth. */
+struct hp_fs_walk {
+	int dfd;
+	dev_t dev;
+	int depth;
+};
 
-static int hp_fs_copy_entry(int sfd, int dfd, const char *name, int depth)
+/*
+ * Calls fn for every entry of directory fd but "." and "..", stopping at
+ * the first error; takes no ownership of fd.
+ */
+static int hp_fs_each(int fd, int (*fn)(int fd, const char *name, const struct hp_fs_walk *w),
+		      const struct hp_fs_walk *w)
 {
+	int dupfd = dup(fd), rc = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (dupfd < 0)
+		return -errno;
+	d = fdopendir(dupfd);
+	if (!d) {
+		rc = -errno;
+		close(dupfd);
+		return rc;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		rc = fn(fd, de->d_name, w);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+static int hp_fs_copy_entry(int sfd, const char *name, const struct hp_fs_walk *w)
+{
+	struct hp_fs_walk sub = {.depth = w->depth + 1};
+	int dfd = w->dfd;
 	struct stat st;
 	char link[4096];
 	ssize_t n;
@@ -155,7 +192,7 @@ static int hp_fs_copy_entry(int sfd, int dfd, const char *name, int depth)
 	}
 	if (!S_ISDIR(st.st_mode))
 		return 0; /* devices, fifos and sockets are not copied */
-	if (depth >= HP_FS_DEPTH)
+	if (w->depth >= HP_FS_DEPTH)
 		return -ELOOP;
 	if (mkdirat(dfd, name, 0700) != 0)
 		return -errno;
@@ -168,37 +205,12 @@ static int hp_fs_copy_entry(int sfd, int dfd, const char *name, int depth)
 		close(s2);
 		return rc;
 	}
-	rc = hp_fs_copy_tree(s2, d2, depth + 1);
+	sub.dfd = d2;
+	rc = hp_fs_each(s2, hp_fs_copy_entry, &sub);
 	if (!rc && (fchown(d2, st.st_uid, st.st_gid) != 0 || fchmod(d2, st.st_mode & 07777) != 0))
 		rc = -errno;
 	close(d2);
 	close(s2);
-	return rc;
-}
-
-/* Copies the entries of directory sfd into dfd; takes no ownership of the fds. */
-static int hp_fs_copy_tree(int sfd, int dfd, int depth)
-{
-	int fd = dup(sfd), rc = 0;
-	DIR *d;
-	struct dirent *de;
-
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		rc = hp_fs_copy_entry(sfd, dfd, de->d_name, depth);
-		if (rc)
-			break;
-	}
-	closedir(d);
 	return rc;
 }
 
@@ -222,7 +234,7 @@ int hp_fs_copy(const char *src, const char *dst, int64_t min_size, struct err *e
 	if (sfd < 0 || dfd < 0)
 		rc = -errno;
 	else
-		rc = hp_fs_copy_tree(sfd, dfd, 0);
+		rc = hp_fs_each(sfd, hp_fs_copy_entry, &(struct hp_fs_walk){.dfd = dfd});
 	if (sfd >= 0)
 		close(sfd);
 	if (dfd >= 0)
@@ -235,10 +247,9 @@ done:
 	return 0;
 }
 
-static int hp_fs_remove_tree(int dfd, dev_t dev, int depth);
-
-static int hp_fs_remove_entry(int dfd, const char *name, dev_t dev, int depth)
+static int hp_fs_remove_entry(int dfd, const char *name, const struct hp_fs_walk *w)
 {
+	struct hp_fs_walk sub = {.dev = w->dev, .depth = w->depth + 1};
 	struct stat st;
 	int fd, rc;
 
@@ -246,44 +257,18 @@ static int hp_fs_remove_entry(int dfd, const char *name, dev_t dev, int depth)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
 		return unlinkat(dfd, name, 0) == 0 || errno == ENOENT ? 0 : -errno;
-	if (st.st_dev != dev)
+	if (st.st_dev != w->dev)
 		return -EXDEV; /* a mount inside a volume: leave it alone */
-	if (depth >= HP_FS_DEPTH)
+	if (w->depth >= HP_FS_DEPTH)
 		return -ELOOP;
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
-	rc = hp_fs_remove_tree(fd, dev, depth + 1);
+	rc = hp_fs_each(fd, hp_fs_remove_entry, &sub);
 	close(fd);
 	if (rc)
 		return rc;
 	return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -errno;
-}
-
-/* Empties directory dfd (not taking ownership of it). */
-static int hp_fs_remove_tree(int dfd, dev_t dev, int depth)
-{
-	int fd = dup(dfd), rc = 0;
-	DIR *d;
-	struct dirent *de;
-
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		rc = hp_fs_remove_entry(dfd, de->d_name, dev, depth);
-		if (rc)
-			break;
-	}
-	closedir(d);
-	return rc;
 }
 
 int hp_fs_remove(const char *path, struct err *e)
@@ -304,7 +289,7 @@ int hp_fs_remove(const char *path, struct err *e)
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return err_errno(e, errno, "open %s", path);
-	rc = hp_fs_remove_tree(fd, st.st_dev, 0);
+	rc = hp_fs_each(fd, hp_fs_remove_entry, &(struct hp_fs_walk){.dev = st.st_dev});
 	close(fd);
 	if (rc)
 		return err_errno(e, -rc, "remove %s", path);

@@ -48,19 +48,6 @@ static bool hp_node_key_block(const char *key)
 	return strncmp(key, "block:", 6) == 0;
 }
 
-/* Loads the volume: NOT_FOUND when unknown. */
-static int hp_node_volume(struct hp_plugin *p, const char *id, struct hp_vol *v, char *msg)
-{
-	struct err e;
-	int rc = hp_store_vol_get(p->store, id, v, &e);
-
-	if (rc == CSID_ENOTFOUND)
-		return hp_fail(msg, CSI_NOT_FOUND, "volume %s not found", id);
-	if (rc)
-		return hp_ctl_store_fail(&e, msg);
-	return 0;
-}
-
 /* Unmounts a mount point; not mounted or missing is fine. */
 static int hp_node_umount(struct hp_plugin *p, const char *path, char *msg)
 {
@@ -123,6 +110,27 @@ static int hp_node_check_common(struct hp_plugin *p, const char *vol, const char
 	return rc ? rc : hp_valid_path(path, what, p->data_dir, msg);
 }
 
+/*
+ * Checks the three maps NodeStage and NodePublish requests share
+ * (publish_context, secrets, volume_context); r is either request type.
+ */
+#define hp_node_check_maps(r, msg)                                                \
+	hp_node_maps((void *const *)(r)->publish_context, (r)->n_publish_context, \
+		     (void *const *)(r)->volume_context, (r)->n_volume_context,   \
+		     (void *const *)(r)->secrets, (r)->n_secrets, msg)
+
+static int hp_node_maps(void *const *pc, size_t npc, void *const *vc, size_t nvc, void *const *sec,
+			size_t nsec, char *msg)
+{
+	int rc = hp_valid_map(pc, npc, "publish_context", msg);
+
+	if (!rc)
+		rc = hp_valid_map(vc, nvc, "volume_context", msg);
+	if (!rc)
+		rc = hp_valid_map(sec, nsec, "secrets", msg);
+	return rc;
+}
+
 HP_CTL_HANDLER(hp_node_stage)
 {
 	const Csi__V1__NodeStageVolumeRequest *r = req;
@@ -139,12 +147,8 @@ HP_CTL_HANDLER(hp_node_stage)
 	if ((rc = hp_node_check_common(p, r->volume_id, r->staging_target_path,
 				       "staging_target_path", msg)) ||
 	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)) ||
-	    (rc = hp_valid_map((void *const *)r->publish_context, r->n_publish_context,
-			       "publish_context", msg)) ||
-	    (rc = hp_valid_map((void *const *)r->volume_context, r->n_volume_context,
-			       "volume_context", msg)) ||
-	    (rc = hp_valid_map((void *const *)r->secrets, r->n_secrets, "secrets", msg)) ||
-	    (rc = hp_node_volume(p, r->volume_id, &v, msg)))
+	    (rc = hp_node_check_maps(r, msg)) ||
+	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 		return rc;
 	if (block != v.block)
 		return hp_fail(msg, CSI_FAILED_PRECONDITION, "volume %s is a %s volume", v.id,
@@ -234,7 +238,7 @@ HP_CTL_HANDLER(hp_node_unstage)
 	if (rc && rc != CSID_ENOTFOUND)
 		return hp_ctl_store_fail(&e, msg);
 	if (rc == CSID_ENOTFOUND) {
-		if ((rc = hp_node_volume(p, r->volume_id, &v, msg)))
+		if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 			return rc;
 		/* Not staged; clear a mount a crash may have left behind. */
 		for (int b = 0; b < 2; b++) {
@@ -350,12 +354,8 @@ HP_CTL_HANDLER(hp_node_publish)
 		    "staging_target_path is required: the plugin has STAGE_UNSTAGE_VOLUME");
 	if ((rc = hp_valid_path(r->staging_target_path, "staging_target_path", p->data_dir, msg)) ||
 	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)) ||
-	    (rc = hp_valid_map((void *const *)r->publish_context, r->n_publish_context,
-			       "publish_context", msg)) ||
-	    (rc = hp_valid_map((void *const *)r->volume_context, r->n_volume_context,
-			       "volume_context", msg)) ||
-	    (rc = hp_valid_map((void *const *)r->secrets, r->n_secrets, "secrets", msg)) ||
-	    (rc = hp_node_volume(p, r->volume_id, &v, msg)))
+	    (rc = hp_node_check_maps(r, msg)) ||
+	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 		return rc;
 	if (strcmp(r->staging_target_path, r->target_path) == 0)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT,
@@ -447,7 +447,7 @@ HP_CTL_HANDLER(hp_node_unpublish)
 	if (rc == 0 && strcmp(m->volume_id, r->volume_id) != 0)
 		return CSI_OK; /* another volume's target: this one is not published there */
 	if (rc == CSID_ENOTFOUND) {
-		if ((rc = hp_node_volume(p, r->volume_id, &v, msg)))
+		if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 			return rc;
 		/* Not recorded: clear what a crash may have left, only if it is ours. */
 		if ((rc = hp_node_clear(p, r->target_path, v.id, msg)))
@@ -530,7 +530,7 @@ HP_CTL_HANDLER(hp_node_stats)
 	    (r->staging_target_path && *r->staging_target_path &&
 	     (rc = hp_valid_path(r->staging_target_path, "staging_target_path", p->data_dir,
 				 msg))) ||
-	    (rc = hp_node_volume(p, r->volume_id, &v, msg)) ||
+	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)) ||
 	    (rc = hp_node_owned(p, &v, r->volume_path, m, point, sizeof(point), msg)))
 		return rc;
 	csi__v1__node_get_volume_stats_response__init(out);
@@ -580,7 +580,7 @@ HP_CTL_HANDLER(hp_node_expand)
 	    (rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)) ||
 	    (r->volume_capability &&
 	     (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg))) ||
-	    (rc = hp_node_volume(p, r->volume_id, &v, msg)) ||
+	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)) ||
 	    (rc = hp_node_owned(p, &v, r->volume_path, m, point, sizeof(point), msg)))
 		return rc;
 	if ((rq ? rq : lim) > v.capacity)
