@@ -616,8 +616,7 @@ static void supervisor_start_instance(struct supervisor_plugin *p)
 	inst->plugin = p;
 	inst->log_fd = -1;
 	inst->external = p->def.socket != NULL;
-	snprintf(inst->id, sizeof(inst->id), "%012llx",
-		 (unsigned long long)(supervisor_rand(sv) & 0xffffffffffffULL));
+	supervisor_proc_instance_id(inst);
 	uv_timer_init(sv->cfg.loop, &inst->timer);
 	inst->timer.data = inst;
 	inst->open_handles = 1;

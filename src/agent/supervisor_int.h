@@ -99,6 +99,13 @@ struct supervisor {
 };
 
 /* supervisor_proc.c */
+/*
+ * Names inst (inst->def and inst->external set): 12 random hex digits for a
+ * process; for an external plugin a stable "ext-" + hash of its ID and
+ * socket, so that after an agent restart its registration is replaced,
+ * not duplicated.
+ */
+void supervisor_proc_instance_id(struct supervisor_instance *inst);
 int supervisor_proc_prepare(struct supervisor_instance *inst, struct err *e);
 int supervisor_proc_spawn(struct supervisor_instance *inst, uv_exit_cb on_exit, struct err *e);
 void supervisor_proc_log(struct supervisor_instance *inst, const char *buf, size_t n);

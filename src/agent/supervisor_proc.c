@@ -43,6 +43,23 @@ static uint64_t supervisor_fnv1a(const char *a, const char *b)
 	return h;
 }
 
+void supervisor_proc_instance_id(struct supervisor_instance *inst)
+{
+	char key[SUPERVISOR_SOCK_MAX + 32];
+
+	/* The type is part of the name: an update never reuses the old instance's ID. */
+	if (inst->external) {
+		snprintf(key, sizeof(key), "%s:%s", config_plugin_type_name(inst->def.type),
+			 inst->def.socket);
+		snprintf(inst->id, sizeof(inst->id), "ext-%012llx",
+			 (unsigned long long)(supervisor_fnv1a(inst->def.id, key) &
+					      0xffffffffffffULL));
+	} else {
+		snprintf(inst->id, sizeof(inst->id), "%012llx",
+			 (unsigned long long)(supervisor_rand(inst->sv) & 0xffffffffffffULL));
+	}
+}
+
 int supervisor_socket_path(const char *data_dir, const char *id, const char *instance,
 			   char *sock, char *dir, struct err *e)
 {
@@ -121,32 +138,34 @@ int supervisor_proc_prepare(struct supervisor_instance *inst, struct err *e)
 	return 0;
 }
 
+/* Renames plugin.log to plugin.log.1 (replacing it) and starts an empty plugin.log. */
+static void supervisor_log_rotate(struct supervisor_instance *inst)
+{
+	char cur[PATH_MAX + 32], old[PATH_MAX + 32];
+
+	snprintf(cur, sizeof(cur), "%s/%s", inst->dir, SUPERVISOR_LOG_FILE);
+	snprintf(old, sizeof(old), "%s/%s.1", inst->dir, SUPERVISOR_LOG_FILE);
+	close(inst->log_fd);
+	rename(cur, old);
+	inst->log_fd = open(cur, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0640);
+	inst->log_size = 0;
+}
+
 void supervisor_proc_log(struct supervisor_instance *inst, const char *buf, size_t n)
 {
 	int64_t cap = inst->sv->cfg.log_max_bytes;
 
-	if (inst->log_fd < 0)
-		return;
-	if (inst->log_size + (int64_t)n > cap) {
-		char cur[PATH_MAX + 32], old[PATH_MAX + 32];
+	/* Fill the log up to the cap, rotate, go on: at most two caps on disk. */
+	while (n > 0 && inst->log_fd >= 0) {
+		size_t room;
+		ssize_t w;
 
-		snprintf(cur, sizeof(cur), "%s/%s", inst->dir, SUPERVISOR_LOG_FILE);
-		snprintf(old, sizeof(old), "%s/%s.1", inst->dir, SUPERVISOR_LOG_FILE);
-		close(inst->log_fd);
-		rename(cur, old);
-		inst->log_fd = open(cur, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0640);
-		inst->log_size = 0;
-		if (inst->log_fd < 0)
-			return;
-		/* A single chunk larger than the cap keeps only its tail. */
-		if ((int64_t)n > cap) {
-			buf += n - (size_t)cap;
-			n = (size_t)cap;
+		if (inst->log_size >= cap) {
+			supervisor_log_rotate(inst);
+			continue;
 		}
-	}
-	while (n > 0) {
-		ssize_t w = write(inst->log_fd, buf, n);
-
+		room = (size_t)(cap - inst->log_size);
+		w = write(inst->log_fd, buf, n < room ? n : room);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
