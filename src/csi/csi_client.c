@@ -389,8 +389,8 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	grpc_channel_credentials *creds;
 	char path[CSI_CLIENT_UNIX_PATH_MAX + 1];
 	char target[3 * CSI_CLIENT_UNIX_PATH_MAX + 8];
-	grpc_arg args[7];
-	grpc_channel_args cargs = {.num_args = 7, .args = args};
+	grpc_arg args[9];
+	grpc_channel_args cargs = {.num_args = 9, .args = args};
 	int rc;
 
 	*out = NULL;
@@ -417,6 +417,9 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	args[5] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}};
 	/* A private subchannel, so a client never shares a dead connection. */
 	args[6] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}};
+	/* Per-call bookkeeping that a local plugin socket does not need. */
+	args[7] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}};
+	args[8] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}};
 	creds = grpc_insecure_credentials_create();
 	c->channel = grpc_channel_create(target, creds, &cargs);
 	grpc_channel_credentials_release(creds);

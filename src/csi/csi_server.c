@@ -2,20 +2,21 @@
  * The CSI server glue of csi_server.h on the gRPC core C API.
  *
  * Data model: the server owns nthreads workers; each worker owns a
- * completion queue registered with the grpc_server and a few call slots.
- * A slot is a small state machine driven by the events of its worker's
- * queue:
+ * completion queue registered with the grpc_server and a pool of call
+ * contexts. Every CSI method is registered with gRPC so that a new call
+ * arrives together with its request bytes. Each worker keeps one request
+ * outstanding per method, plus one generic request that catches unknown
+ * methods. A context is a small state machine driven by the events of its
+ * worker's queue:
  *
- *   REQUESTED --new call--> RECEIVING --request bytes--> (handler) FINISHING
- *       ^                                                            |
- *       +------------------- status sent, call released -------------+
+ *   REQUESTED --call + request bytes--> (handler runs) FINISHING --sent--> free
  *
- * Each slot always has one generic grpc_server_request_call outstanding
- * while idle, so calls are accepted without any thread hand-off; the
- * handler runs on the worker thread that received the request. Requests
- * are decoded into a per-call arena (no per-field malloc), responses are
- * packed straight into the slice gRPC sends. A separate pluck queue only
- * receives the server's shutdown notification.
+ * When a call arrives its context is replaced at once by a fresh one from
+ * the pool, so requests stay outstanding while handlers run; the handler
+ * runs on the worker thread that received the call, with no hand-off.
+ * Requests are decoded into a per-call arena (no per-field malloc), and
+ * responses are packed straight into the slice gRPC sends. A separate
+ * pluck queue only receives the server's shutdown notification.
  */
 #include "csi/csi_server.h"
 
@@ -35,26 +36,27 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
-/* Calls a worker accepts at once: overlaps receiving and sending with handlers. */
-#define CSI_SERVER_SLOTS 4
 #define CSI_SERVER_MAX_THREADS 16
 #define CSI_SERVER_MAX_MSG (16 * 1024 * 1024)
+/* rpc value of the generic request that receives unknown methods. */
+#define CSI_SERVER_GENERIC (-1)
 
 enum csi_server_state {
-	CSI_SERVER_IDLE,
 	CSI_SERVER_REQUESTED,
-	CSI_SERVER_RECEIVING,
 	CSI_SERVER_FINISHING,
 };
 
 struct csi_server_worker;
 
-struct csi_server_slot {
+struct csi_server_call {
 	struct csi_server_worker *w;
+	struct csi_server_call *next_free; /* in w->free */
+	struct csi_server_call *next_all;  /* in w->all, for the final free */
 	enum csi_server_state state;
-	int rpc;
+	int rpc; /* enum csi_rpc, or CSI_SERVER_GENERIC */
 	grpc_call *call;
-	grpc_call_details details;
+	gpr_timespec deadline;
+	grpc_call_details details; /* generic requests only */
 	grpc_metadata_array request_md;
 	grpc_byte_buffer *recv;
 	grpc_byte_buffer *send;
@@ -67,7 +69,8 @@ struct csi_server_worker {
 	grpc_completion_queue *cq;
 	pthread_t thread;
 	bool running;
-	struct csi_server_slot slots[CSI_SERVER_SLOTS];
+	struct csi_server_call *free;
+	struct csi_server_call *all;
 };
 
 struct csi_server {
@@ -76,6 +79,7 @@ struct csi_server {
 	void *ctx;
 	grpc_server *server;
 	grpc_completion_queue *shutdown_cq;
+	void *methods[CSI_RPC_COUNT]; /* from grpc_server_register_method */
 	int nthreads;
 	struct csi_server_worker workers[CSI_SERVER_MAX_THREADS];
 	atomic_bool stopping;
@@ -95,79 +99,121 @@ static void csi_server_arena_release(void *data, void *p)
 	(void)p;
 }
 
-static void csi_server_request(struct csi_server_slot *slot)
+/* A context from the worker's pool; only the worker's thread touches it. */
+static struct csi_server_call *csi_server_call_get(struct csi_server_worker *w)
 {
-	struct csi_server_worker *w = slot->w;
+	struct csi_server_call *c = w->free;
 
-	if (atomic_load(&w->s->stopping)) {
-		slot->state = CSI_SERVER_IDLE;
-		return;
+	if (c) {
+		w->free = c->next_free;
+		return c;
 	}
-	grpc_call_details_init(&slot->details);
-	grpc_metadata_array_init(&slot->request_md);
-	slot->call = NULL;
-	slot->recv = NULL;
-	slot->send = NULL;
-	slot->status_msg = grpc_empty_slice();
-	slot->cancelled = 0;
-	slot->state = CSI_SERVER_REQUESTED;
-	if (grpc_server_request_call(w->s->server, &slot->call, &slot->details,
-				     &slot->request_md, w->cq, w->cq, slot) != GRPC_CALL_OK) {
-		grpc_call_details_destroy(&slot->details);
-		grpc_metadata_array_destroy(&slot->request_md);
-		slot->state = CSI_SERVER_IDLE;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->w = w;
+	c->next_all = w->all;
+	w->all = c;
+	return c;
+}
+
+static void csi_server_call_put(struct csi_server_call *c)
+{
+	c->next_free = c->w->free;
+	c->w->free = c;
+}
+
+/* Posts a request for the next call of method rpc; c goes back on failure. */
+static void csi_server_request(struct csi_server_call *c, int rpc)
+{
+	struct csi_server_worker *w = c->w;
+	struct csi_server *s = w->s;
+	grpc_call_error err;
+
+	c->rpc = rpc;
+	c->state = CSI_SERVER_REQUESTED;
+	c->call = NULL;
+	c->recv = NULL;
+	c->send = NULL;
+	c->status_msg = grpc_empty_slice();
+	c->cancelled = 0;
+	grpc_metadata_array_init(&c->request_md);
+	if (rpc == CSI_SERVER_GENERIC) {
+		grpc_call_details_init(&c->details);
+		err = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
+					       w->cq, w->cq, c);
+	} else {
+		err = grpc_server_request_registered_call(s->server, s->methods[rpc], &c->call,
+							  &c->deadline, &c->request_md, &c->recv,
+							  w->cq, w->cq, c);
+	}
+	if (err != GRPC_CALL_OK) {
+		if (rpc == CSI_SERVER_GENERIC)
+			grpc_call_details_destroy(&c->details);
+		grpc_metadata_array_destroy(&c->request_md);
+		csi_server_call_put(c);
 	}
 }
 
-/* Releases everything of a finished (or never started) call. */
-static void csi_server_release(struct csi_server_slot *slot)
+/* Puts a fresh context in the place of one that received a call. */
+static void csi_server_rerequest(struct csi_server_worker *w, int rpc)
 {
-	if (slot->recv)
-		grpc_byte_buffer_destroy(slot->recv);
-	if (slot->send)
-		grpc_byte_buffer_destroy(slot->send);
-	grpc_slice_unref(slot->status_msg);
-	if (slot->call)
-		grpc_call_unref(slot->call);
-	grpc_call_details_destroy(&slot->details);
-	grpc_metadata_array_destroy(&slot->request_md);
-	slot->recv = NULL;
-	slot->send = NULL;
-	slot->call = NULL;
-	slot->status_msg = grpc_empty_slice();
+	struct csi_server_call *n;
+
+	if (atomic_load(&w->s->stopping))
+		return;
+	n = csi_server_call_get(w);
+	if (n)
+		csi_server_request(n, rpc);
+}
+
+/* Releases everything of a finished call and returns c to the pool. */
+static void csi_server_release(struct csi_server_call *c)
+{
+	if (c->recv)
+		grpc_byte_buffer_destroy(c->recv);
+	if (c->send)
+		grpc_byte_buffer_destroy(c->send);
+	grpc_slice_unref(c->status_msg);
+	if (c->call)
+		grpc_call_unref(c->call);
+	if (c->rpc == CSI_SERVER_GENERIC)
+		grpc_call_details_destroy(&c->details);
+	grpc_metadata_array_destroy(&c->request_md);
+	c->recv = NULL;
+	c->send = NULL;
+	c->call = NULL;
+	csi_server_call_put(c);
 }
 
 /* Sends the response (when send is set) and the status, ending the call. */
-static void csi_server_finish(struct csi_server_slot *slot, int code, const char *msg)
+static void csi_server_finish(struct csi_server_call *c, int code, const char *msg)
 {
 	grpc_op ops[4];
 	size_t n = 0;
 
 	memset(ops, 0, sizeof(ops));
 	ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-	if (slot->send) {
+	if (c->send) {
 		ops[n].op = GRPC_OP_SEND_MESSAGE;
-		ops[n++].data.send_message.send_message = slot->send;
+		ops[n++].data.send_message.send_message = c->send;
 	}
-	slot->status_msg = msg && *msg ? grpc_slice_from_copied_string(msg) : grpc_empty_slice();
+	c->status_msg = msg && *msg ? grpc_slice_from_copied_string(msg) : grpc_empty_slice();
 	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
 	ops[n].data.send_status_from_server.status = (grpc_status_code)code;
 	ops[n++].data.send_status_from_server.status_details =
-		msg && *msg ? &slot->status_msg : NULL;
+		msg && *msg ? &c->status_msg : NULL;
 	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-	ops[n++].data.recv_close_on_server.cancelled = &slot->cancelled;
-	slot->state = CSI_SERVER_FINISHING;
-	if (grpc_call_start_batch(slot->call, ops, n, slot, NULL) != GRPC_CALL_OK) {
-		csi_server_release(slot);
-		csi_server_request(slot);
-	}
+	ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
+	c->state = CSI_SERVER_FINISHING;
+	if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
+		csi_server_release(c);
 }
 
-/* Packs the handler's response into slot->send; returns a gRPC code. */
-static int csi_server_pack(struct csi_server_slot *slot, const ProtobufCMessage *resp,
-			   char *msg)
+/* Packs the handler's response into c->send; returns a gRPC code. */
+static int csi_server_pack(struct csi_server_call *c, const ProtobufCMessage *resp, char *msg)
 {
-	const struct csi_rpc_info *info = csi_rpc_info((enum csi_rpc)slot->rpc);
+	const struct csi_rpc_info *info = csi_rpc_info((enum csi_rpc)c->rpc);
 	size_t n = 0;
 	grpc_slice s;
 
@@ -186,16 +232,16 @@ static int csi_server_pack(struct csi_server_slot *slot, const ProtobufCMessage 
 	s = grpc_slice_malloc(n);
 	if (n)
 		protobuf_c_message_pack(resp, GRPC_SLICE_START_PTR(s));
-	slot->send = grpc_raw_byte_buffer_create(&s, 1);
+	c->send = grpc_raw_byte_buffer_create(&s, 1);
 	grpc_slice_unref(s);
 	return CSI_OK;
 }
 
 /* Decodes the request, runs the handler and finishes the call. */
-static void csi_server_dispatch(struct csi_server_slot *slot)
+static void csi_server_dispatch(struct csi_server_call *c)
 {
-	struct csi_server *s = slot->w->s;
-	const struct csi_rpc_info *info = csi_rpc_info((enum csi_rpc)slot->rpc);
+	struct csi_server *s = c->w->s;
+	const struct csi_rpc_info *info = csi_rpc_info((enum csi_rpc)c->rpc);
 	ProtobufCAllocator alloc;
 	ProtobufCMessage *req, *resp = NULL;
 	grpc_byte_buffer_reader r;
@@ -205,8 +251,8 @@ static void csi_server_dispatch(struct csi_server_slot *slot)
 	int code;
 
 	msg[0] = '\0';
-	if (!slot->recv || !grpc_byte_buffer_reader_init(&r, slot->recv)) {
-		csi_server_finish(slot, CSI_INVALID_ARGUMENT, "no request message");
+	if (!c->recv || !grpc_byte_buffer_reader_init(&r, c->recv)) {
+		csi_server_finish(c, CSI_INVALID_ARGUMENT, "no request message");
 		return;
 	}
 	in = grpc_byte_buffer_reader_readall(&r);
@@ -214,7 +260,7 @@ static void csi_server_dispatch(struct csi_server_slot *slot)
 	a = arena_new();
 	if (!a) {
 		grpc_slice_unref(in);
-		csi_server_finish(slot, CSI_RESOURCE_EXHAUSTED, "out of memory");
+		csi_server_finish(c, CSI_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	alloc = (ProtobufCAllocator){csi_server_arena_alloc, csi_server_arena_release, a};
@@ -226,7 +272,7 @@ static void csi_server_dispatch(struct csi_server_slot *slot)
 			 info->request->name);
 		code = CSI_INVALID_ARGUMENT;
 	} else {
-		code = s->fn(s->ctx, (enum csi_rpc)slot->rpc, req, &resp, a, msg);
+		code = s->fn(s->ctx, (enum csi_rpc)c->rpc, req, &resp, a, msg);
 		msg[sizeof(msg) - 1] = '\0';
 		if (code < 0 || code > CSI_UNAUTHENTICATED) {
 			snprintf(msg, sizeof(msg), "%s: handler returned code %d", info->name,
@@ -234,57 +280,46 @@ static void csi_server_dispatch(struct csi_server_slot *slot)
 			code = CSI_UNKNOWN;
 		}
 		if (code == CSI_OK)
-			code = csi_server_pack(slot, resp, msg);
+			code = csi_server_pack(c, resp, msg);
 	}
 	arena_free(a);
-	csi_server_finish(slot, code, code == CSI_OK ? NULL : msg);
+	csi_server_finish(c, code, code == CSI_OK ? NULL : msg);
 }
 
-static void csi_server_step(struct csi_server_slot *slot, bool ok)
+/* Answers a call to a method outside the table. */
+static void csi_server_unknown(struct csi_server_call *c)
 {
-	grpc_op op;
+	size_t n = GRPC_SLICE_LENGTH(c->details.method);
+	char msg[CSI_STATUS_MSG_MAX];
 
-	switch (slot->state) {
+	snprintf(msg, sizeof(msg), "unknown method %.*s", (int)(n > 128 ? 128 : n),
+		 (const char *)GRPC_SLICE_START_PTR(c->details.method));
+	csi_server_finish(c, CSI_UNIMPLEMENTED, msg);
+}
+
+static void csi_server_step(struct csi_server_call *c, bool ok)
+{
+	switch (c->state) {
 	case CSI_SERVER_REQUESTED:
 		if (!ok) {
 			/* The server is shutting down: no call came. */
-			grpc_call_details_destroy(&slot->details);
-			grpc_metadata_array_destroy(&slot->request_md);
-			slot->state = CSI_SERVER_IDLE;
+			if (c->rpc == CSI_SERVER_GENERIC)
+				grpc_call_details_destroy(&c->details);
+			grpc_metadata_array_destroy(&c->request_md);
+			if (c->recv)
+				grpc_byte_buffer_destroy(c->recv);
+			c->recv = NULL;
+			csi_server_call_put(c);
 			return;
 		}
-		slot->rpc = csi_rpc_by_path((const char *)GRPC_SLICE_START_PTR(slot->details.method),
-					    GRPC_SLICE_LENGTH(slot->details.method));
-		if (slot->rpc < 0) {
-			char msg[CSI_STATUS_MSG_MAX];
-
-			snprintf(msg, sizeof(msg), "unknown method %.*s",
-				 (int)(GRPC_SLICE_LENGTH(slot->details.method) > 128
-					       ? 128
-					       : GRPC_SLICE_LENGTH(slot->details.method)),
-				 (const char *)GRPC_SLICE_START_PTR(slot->details.method));
-			csi_server_finish(slot, CSI_UNIMPLEMENTED, msg);
-			return;
-		}
-		memset(&op, 0, sizeof(op));
-		op.op = GRPC_OP_RECV_MESSAGE;
-		op.data.recv_message.recv_message = &slot->recv;
-		slot->state = CSI_SERVER_RECEIVING;
-		if (grpc_call_start_batch(slot->call, &op, 1, slot, NULL) != GRPC_CALL_OK)
-			csi_server_finish(slot, CSI_INTERNAL, "cannot receive the request");
-		return;
-	case CSI_SERVER_RECEIVING:
-		if (!ok) {
-			csi_server_finish(slot, CSI_CANCELLED, "call ended early");
-			return;
-		}
-		csi_server_dispatch(slot);
+		csi_server_rerequest(c->w, c->rpc);
+		if (c->rpc == CSI_SERVER_GENERIC)
+			csi_server_unknown(c);
+		else
+			csi_server_dispatch(c);
 		return;
 	case CSI_SERVER_FINISHING:
-		csi_server_release(slot);
-		csi_server_request(slot);
-		return;
-	case CSI_SERVER_IDLE:
+		csi_server_release(c);
 		return;
 	}
 }
@@ -365,8 +400,8 @@ int csi_server_start(struct csi_server *s, struct err *e)
 {
 	grpc_server_credentials *creds;
 	char addr[3 * sizeof(s->path) + 8];
-	grpc_arg args[2];
-	grpc_channel_args cargs = {.num_args = 2, .args = args};
+	grpc_arg args[4];
+	grpc_channel_args cargs = {.num_args = 4, .args = args};
 	int rc, port;
 
 	if (s->started)
@@ -379,7 +414,14 @@ int csi_server_start(struct csi_server *s, struct err *e)
 			     {.integer = CSI_SERVER_MAX_MSG}};
 	args[1] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
 			     {.integer = CSI_SERVER_MAX_MSG}};
+	/* Per-call bookkeeping that a local plugin socket does not need. */
+	args[2] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}};
+	args[3] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}};
 	s->server = grpc_server_create(&cargs, NULL);
+	for (int i = 0; i < CSI_RPC_COUNT; i++)
+		s->methods[i] = grpc_server_register_method(
+			s->server, csi_rpc_info((enum csi_rpc)i)->path, NULL,
+			GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
 	s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
 	grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
 	for (int i = 0; i < s->nthreads; i++) {
@@ -400,9 +442,12 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	for (int i = 0; i < s->nthreads; i++) {
 		struct csi_server_worker *w = &s->workers[i];
 
-		for (int k = 0; k < CSI_SERVER_SLOTS; k++) {
-			w->slots[k].w = w;
-			csi_server_request(&w->slots[k]);
+		/* The worker is not running yet, so its pool is ours to use. */
+		for (int rpc = CSI_SERVER_GENERIC; rpc < CSI_RPC_COUNT; rpc++) {
+			struct csi_server_call *c = csi_server_call_get(w);
+
+			if (c)
+				csi_server_request(c, rpc);
 		}
 		if (pthread_create(&w->thread, NULL, csi_server_worker_main, w) != 0) {
 			/* csi_server_stop drains the queues of workers that never ran. */
@@ -472,8 +517,17 @@ void csi_server_stop(struct csi_server *s, int grace_ms)
 	grpc_server_destroy(s->server);
 	s->server = NULL;
 	for (int i = 0; i < s->nthreads; i++) {
-		grpc_completion_queue_destroy(s->workers[i].cq);
-		s->workers[i].cq = NULL;
+		struct csi_server_worker *w = &s->workers[i];
+
+		grpc_completion_queue_destroy(w->cq);
+		w->cq = NULL;
+		while (w->all) {
+			struct csi_server_call *c = w->all;
+
+			w->all = c->next_all;
+			free(c);
+		}
+		w->free = NULL;
 	}
 	grpc_completion_queue_shutdown(s->shutdown_cq);
 	grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
