@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -598,6 +600,27 @@ static void test_restart_keeps_state(void **state)
 	assert_int_equal(hpp_delete(&t->caller, id), CSI_FAILED_PRECONDITION);
 }
 
+static void test_sweep_leftovers(void **state)
+{
+	struct hpp_inproc *t = *state;
+	struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+	char id[64], known[512], stale[512], fresh[512];
+	struct stat st;
+
+	assert_int_equal(hpp_create(&t->caller, "kept", 1 << 20, 0, false, id), CSI_OK);
+	volume_path(t, id, known, sizeof(known));
+	volume_path(t, "vol-stale", stale, sizeof(stale));
+	volume_path(t, "vol-fresh", fresh, sizeof(fresh));
+	assert_int_equal(mkdir(stale, 0700), 0);
+	assert_int_equal(mkdir(fresh, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, stale, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, known, old, 0), 0);
+	assert_int_equal(hpp_inproc_restart(t, NULL), 0);
+	assert_int_not_equal(stat(stale, &st), 0);
+	assert_int_equal(stat(fresh, &st), 0);
+	assert_int_equal(stat(known, &st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +638,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restart_keeps_state, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sweep_leftovers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

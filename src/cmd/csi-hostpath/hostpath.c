@@ -10,6 +10,7 @@
  */
 #include "hostpath.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "hp_controller.h"
 #include "hp_faults.h"
+#include "hp_fs.h"
 #include "hp_node.h"
 #include "hp_snapshot.h"
 #include "hp_store.h"
@@ -391,6 +393,44 @@ static int hp_mkdirs(const char *path, struct err *e)
 	return 0;
 }
 
+/* Entries of volumes/ or snapshots/ older than this and unknown to the store are leftovers. */
+#define HP_ORPHAN_AGE_S 60
+
+/*
+ * Removes what a crash between creating a volume's (or snapshot's)
+ * backing store and committing its row left behind. Only entries older
+ * than HP_ORPHAN_AGE_S are touched, so a create in flight in another
+ * process sharing the data dir is never removed.
+ */
+static void hp_sweep(struct hp_plugin *p, bool snapshots)
+{
+	char dir[HP_PATH_MAX + 16], path[HP_PATH_MAX + 300];
+	struct dirent *de;
+	struct hp_snap s;
+	struct hp_vol v;
+	struct stat st;
+	DIR *d;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/%s", p->data_dir, snapshots ? "snapshots" : "volumes");
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		rc = snapshots ? hp_store_snap_get(p->store, de->d_name, &s, NULL)
+			       : hp_store_vol_get(p->store, de->d_name, &v, NULL);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (rc != CSID_ENOTFOUND || lstat(path, &st) != 0 ||
+		    st.st_mtime > time(NULL) - HP_ORPHAN_AGE_S)
+			continue;
+		if (hp_fs_remove(path, NULL) == 0)
+			log_info("msg=\"removed leftover of an unfinished create\" path=%s", path);
+	}
+	closedir(d);
+}
+
 static int hp_setup(struct hp_plugin *p, const struct hp_config *cfg, struct err *e)
 {
 	char path[HP_PATH_MAX + 32], real[HP_PATH_MAX];
@@ -432,6 +472,10 @@ static int hp_setup(struct hp_plugin *p, const struct hp_config *cfg, struct err
 		rc = hp_store_node_add(p->store, p->node_id, e);
 		if (rc)
 			return rc;
+	}
+	if (p->mode != HP_MODE_NODE) {
+		hp_sweep(p, false);
+		hp_sweep(p, true);
 	}
 	if (cfg->faults_path)
 		return hp_faults_file_new(cfg->faults_path, &p->faults, e);
