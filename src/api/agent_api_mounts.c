@@ -367,24 +367,21 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, 
 {
 	char vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
 	char plugin[MOUNT_NAME_MAX + 1] = "";
-	struct mount_record **recs = NULL;
+	struct mount_record *rec = NULL;
 	struct plugin_ref ref = {0};
 	struct mounter_plugin mp;
-	size_t n = 0;
 	int rc;
 
 	rc = agent_api_parse_mount_path(url, vol, alloc, e);
 	if (rc)
 		return rc;
-	rc = mounter_list(a->cfg.mounter, &recs, &n, e);
+	rc = mounter_get(a->cfg.mounter, vol, alloc, &rec, e);
+	if (rc == CSID_ENOTFOUND)
+		return err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", vol, alloc);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(recs[i]->volume_id, vol) == 0 && strcmp(recs[i]->alloc_id, alloc) == 0)
-			snprintf(plugin, sizeof(plugin), "%s", recs[i]->plugin_id);
-	mount_records_free(recs, n);
-	if (!plugin[0])
-		return err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", vol, alloc);
+	snprintf(plugin, sizeof(plugin), "%s", rec->plugin_id);
+	mount_record_free(rec);
 	rc = agent_api_get_plugin(a, plugin, &ref, e);
 	if (rc)
 		return err_wrap(e, "unmount %s for %s", vol, alloc);
