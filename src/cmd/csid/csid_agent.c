@@ -19,6 +19,7 @@
 #include "csid_agent.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@ struct csid_agent {
 	const char *listen;
 	struct config *cfg;
 	char db_path[PATH_MAX];
+	int lock_fd; /* flock on <data_dir>/agent.lock: one agent per data_dir */
 	sqlite3 *db;
 	struct registry *registry;
 	struct plugin_manager *pm;
@@ -406,6 +409,14 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 
 	if ((rc = csid_agent_mkdir(a->cfg->data_dir, e)))
 		return rc;
+	/* Before touching anything: a second agent on the same data_dir would fight the first. */
+	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.lock", a->cfg->data_dir);
+	a->lock_fd = open(a->db_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (a->lock_fd < 0)
+		return err_errno(e, errno, "open %s", a->db_path);
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) != 0)
+		return err_set(e, CSID_EEXIST, "data_dir %s: another agent is running on it",
+			       a->cfg->data_dir);
 	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.db", a->cfg->data_dir);
 	if ((rc = agent_db_open(a->db_path, &a->db, e)) ||
 	    (rc = registry_new(clock_real(), a->db, &a->registry, e)))
@@ -456,6 +467,8 @@ static void csid_agent_close(struct csid_agent *a)
 	registry_free(a->registry);
 	agent_db_close(a->db);
 	config_free(a->cfg);
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cond);
 	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
@@ -486,6 +499,7 @@ int csid_agent_main(int argc, char **argv)
 	int rc;
 
 	memset(&a, 0, sizeof(a));
+	a.lock_fd = -1;
 	err_clear(&e);
 	rc = csid_agent_flags(&a, argc, argv, &level);
 	if (rc)
