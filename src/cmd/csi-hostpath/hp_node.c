@@ -134,7 +134,7 @@ static int hp_node_maps(void *const *pc, size_t npc, void *const *vc, size_t nvc
 HP_CTL_HANDLER(hp_node_stage)
 {
 	const Csi__V1__NodeStageVolumeRequest *r = req;
-	char src[HP_PATH_MAX + 64], point[HP_PATH_MAX + 16];
+	char src[HP_PATH_MAX + 64], point[HP_PATH_MAX + 16], key[128];
 	struct hp_mnt *m = arena_alloc(a, sizeof(*m));
 	struct hp_pub pub;
 	struct hp_vol v;
@@ -165,12 +165,9 @@ HP_CTL_HANDLER(hp_node_stage)
 	}
 	hp_volume_path(p, v.id, src, sizeof(src));
 	hp_node_stage_point(r->staging_target_path, block, point, sizeof(point));
-	hp_cap_key(r->volume_capability, m->cap, sizeof(m->cap));
+	hp_cap_key(r->volume_capability, key, sizeof(key));
 	rc = hp_store_stage_get(p->store, p->node_id, v.id, m, &e);
 	if (rc == 0) {
-		char key[sizeof(m->cap)];
-
-		hp_cap_key(r->volume_capability, key, sizeof(key));
 		if (strcmp(m->path, r->staging_target_path) != 0)
 			return hp_fail(msg, CSI_FAILED_PRECONDITION,
 				       "volume %s is already staged at another path", v.id);
@@ -209,7 +206,7 @@ HP_CTL_HANDLER(hp_node_stage)
 	m->staging[0] = '\0';
 	m->readonly = false;
 	m->mode = (int)r->volume_capability->access_mode->mode;
-	hp_cap_key(r->volume_capability, m->cap, sizeof(m->cap));
+	snprintf(m->cap, sizeof(m->cap), "%s", key);
 	if (hp_store_stage_put(p->store, m, &e) != 0) {
 		p->ops->umount(p->ops_ctx, point);
 		if (block)
@@ -245,6 +242,8 @@ HP_CTL_HANDLER(hp_node_unstage)
 			hp_node_stage_point(r->staging_target_path, b, point, sizeof(point));
 			if ((rc = hp_node_clear(p, point, v.id, msg)))
 				return rc;
+			if (b)
+				p->ops->remove(p->ops_ctx, point); /* only if an empty file */
 		}
 		return CSI_OK;
 	}
