@@ -159,8 +159,7 @@ static int bench_direct_cycle(struct csi_client *c, const char *vol, const char 
 	return rc;
 }
 
-static void bench_cycles(struct agent_proc *a, const char *vol, double *agent_ms,
-			 double *direct_ms)
+static void bench_cycles(struct agent_proc *a, const char *vol, double *agent_ms, double *direct_ms)
 {
 	double va[BENCH_CYCLES], vd[BENCH_CYCLES];
 	char stage[AGENT_PROC_PATH + 32], tdir[AGENT_PROC_PATH + 32], target[AGENT_PROC_PATH + 48];

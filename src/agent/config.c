@@ -259,7 +259,8 @@ static int config_check_keys(json_t *obj, const char *path, const char *const *a
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(obj, key, v) {
+	json_object_foreach(obj, key, v)
+	{
 		bool ok = false;
 
 		for (int i = 0; allowed[i]; i++)
@@ -276,8 +277,7 @@ static int config_check_keys(json_t *obj, const char *path, const char *const *a
 }
 
 /* Copies a JSON string with no NUL and at most max bytes; the path names it in errors. */
-static int config_get_string(json_t *v, const char *path, size_t max, char **out,
-			     struct err *e)
+static int config_get_string(json_t *v, const char *path, size_t max, char **out, struct err *e)
 {
 	size_t len;
 
@@ -330,8 +330,7 @@ static int config_check_vars(const char *s, const char *path, struct err *e)
 	return 0;
 }
 
-static int config_parse_args(json_t *v, const char *path, struct config_plugin *p,
-			     struct err *e)
+static int config_parse_args(json_t *v, const char *path, struct config_plugin *p, struct err *e)
 {
 	char sub[96];
 	size_t i;
@@ -345,7 +344,8 @@ static int config_parse_args(json_t *v, const char *path, struct config_plugin *
 	p->args = calloc(json_array_size(v) + 1, sizeof(*p->args));
 	if (!p->args)
 		return err_set(e, CSID_ENOMEM, "%s.args: out of memory", path);
-	json_array_foreach(v, i, a) {
+	json_array_foreach(v, i, a)
+	{
 		int rc;
 
 		snprintf(sub, sizeof(sub), "%s.args[%zu]", path, i);
@@ -360,8 +360,7 @@ static int config_parse_args(json_t *v, const char *path, struct config_plugin *
 	return 0;
 }
 
-static int config_parse_env(json_t *v, const char *path, struct config_plugin *p,
-			    struct err *e)
+static int config_parse_env(json_t *v, const char *path, struct config_plugin *p, struct err *e)
 {
 	const char *key;
 	json_t *val;
@@ -374,7 +373,8 @@ static int config_parse_env(json_t *v, const char *path, struct config_plugin *p
 	p->env = calloc(json_object_size(v) + 1, sizeof(*p->env));
 	if (!p->env)
 		return err_set(e, CSID_ENOMEM, "%s.env: out of memory", path);
-	json_object_foreach(v, key, val) {
+	json_object_foreach(v, key, val)
+	{
 		struct config_env *env = &p->env[p->nenv];
 		char sub[96];
 		size_t klen = strlen(key);
@@ -400,11 +400,10 @@ static int config_parse_env(json_t *v, const char *path, struct config_plugin *p
 	return 0;
 }
 
-static const char *const config_plugin_keys[] = {"id",   "type", "command", "args",
-						   "env", "socket", NULL};
+static const char *const config_plugin_keys[] = {"id",  "type",   "command", "args",
+						 "env", "socket", NULL};
 
-static int config_parse_plugin(json_t *obj, size_t idx, struct config_plugin *p,
-			       struct err *e)
+static int config_parse_plugin(json_t *obj, size_t idx, struct config_plugin *p, struct err *e)
 {
 	char path[64], sub[96];
 	const char *type;
@@ -488,7 +487,8 @@ static int config_parse_plugins(json_t *v, struct config *cfg, struct err *e)
 	cfg->plugins = calloc(json_array_size(v) + 1, sizeof(*cfg->plugins));
 	if (!cfg->plugins)
 		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
-	json_array_foreach(v, i, item) {
+	json_array_foreach(v, i, item)
+	{
 		int rc = config_parse_plugin(item, i, &cfg->plugins[i], e);
 
 		cfg->nplugins++;
@@ -504,8 +504,9 @@ static int config_parse_plugins(json_t *v, struct config *cfg, struct err *e)
 }
 
 static const char *const config_timing_keys[] = {
-	"probe_interval", "health_timeout",  "resync_period", "backoff_base",
-	"backoff_max",    "unhealthy_threshold", "socket_timeout", "stop_grace", NULL};
+    "probe_interval", "health_timeout", "resync_period",
+    "backoff_base",   "backoff_max",    "unhealthy_threshold",
+    "socket_timeout", "stop_grace",     NULL};
 
 static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 {
@@ -525,8 +526,8 @@ static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 	if (!rc)
 		rc = config_get_duration(v, "backoff_max", 1, &cfg->backoff_max_ms, e);
 	if (!rc)
-		rc = config_get_duration(v, "unhealthy_threshold", 10,
-					 &cfg->unhealthy_threshold_ms, e);
+		rc = config_get_duration(v, "unhealthy_threshold", 10, &cfg->unhealthy_threshold_ms,
+					 e);
 	if (!rc)
 		rc = config_get_duration(v, "socket_timeout", 10, &cfg->socket_timeout_ms, e);
 	if (!rc)
@@ -563,7 +564,7 @@ static int config_parse_listener(json_t *v, struct config *cfg, struct err *e)
 }
 
 static const char *const config_top_keys[] = {
-	"data_dir", "node_name", "listener", "timings", "plugin_log_max_bytes", "plugins", NULL};
+    "data_dir", "node_name", "listener", "timings", "plugin_log_max_bytes", "plugins", NULL};
 
 static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 {

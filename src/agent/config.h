@@ -66,7 +66,7 @@ struct config {
 	char *data_dir;
 	char *node_name;
 	char *listen_socket; /* unix socket of the HTTP API (never NULL once finalized) */
-	char *listen_addr;   /* optional TCP "host:port" */
+	char *listen_addr; /* optional TCP "host:port" */
 	int64_t probe_interval_ms;
 	int64_t health_timeout_ms;
 	int64_t resync_period_ms;

@@ -39,8 +39,8 @@ static void supervisor_check_done(struct supervisor *sv);
 static void supervisor_restart_cb(uv_timer_t *t);
 
 static const char *const supervisor_event_names[] = {
-	"started", "registered", "healthy", "unhealthy", "failed",
-	"exited",  "restarting", "stopping", "stopped",
+    "started", "registered", "healthy",  "unhealthy", "failed",
+    "exited",  "restarting", "stopping", "stopped",
 };
 
 const char *supervisor_event_name(enum supervisor_event_kind k)
@@ -214,7 +214,8 @@ static void supervisor_probe_work(uv_work_t *w)
 	inst->probe_msg[0] = '\0';
 	if (!inst->client) {
 		if (sv->cfg.connect)
-			rc = sv->cfg.connect(sv->cfg.connect_ctx, inst->endpoint, &inst->client, &e);
+			rc =
+			    sv->cfg.connect(sv->cfg.connect_ctx, inst->endpoint, &inst->client, &e);
 		else
 			rc = csi_client_grpc_new(inst->endpoint, &inst->client, &e);
 		if (rc) {
@@ -403,7 +404,8 @@ static void supervisor_on_probe_result(struct supervisor_instance *inst)
 			supervisor_emit(sv, SUPERVISOR_EVENT_UNHEALTHY, inst->def.id, inst->id,
 					inst->probe_msg, 0);
 		}
-		if (!inst->external && now - inst->unhealthy_since_ms >= sv->cfg.unhealthy_threshold_ms) {
+		if (!inst->external &&
+		    now - inst->unhealthy_since_ms >= sv->cfg.unhealthy_threshold_ms) {
 			char why[400];
 
 			snprintf(why, sizeof(why), "unhealthy for %lldms: %s",
@@ -470,9 +472,10 @@ static void supervisor_on_timer(uv_timer_t *t)
 		break;
 	case SUPERVISOR_STOPPING:
 		if (inst->proc_running) {
-			log_warn("msg=\"plugin did not stop in time, killing\" plugin=%s instance=%s "
-				 "pid=%d",
-				 inst->def.id, inst->id, inst->pid);
+			log_warn(
+			    "msg=\"plugin did not stop in time, killing\" plugin=%s instance=%s "
+			    "pid=%d",
+			    inst->def.id, inst->id, inst->pid);
 			kill(-inst->pid, SIGKILL);
 			kill(inst->pid, SIGKILL);
 		}
@@ -609,7 +612,8 @@ static void supervisor_start_instance(struct supervisor_plugin *p)
 	inst = calloc(1, sizeof(*inst));
 	if (!inst || config_plugin_copy(&inst->def, &p->def) != 0) {
 		free(inst);
-		log_error("msg=\"plugin start failed\" plugin=%s error=\"out of memory\"", p->def.id);
+		log_error("msg=\"plugin start failed\" plugin=%s error=\"out of memory\"",
+			  p->def.id);
 		return;
 	}
 	inst->sv = sv;
@@ -672,7 +676,8 @@ static void supervisor_update_plugin(struct supervisor_plugin *p, const struct c
 	struct config_plugin copy;
 
 	if (config_plugin_copy(&copy, def) != 0) {
-		log_error("msg=\"plugin update failed\" plugin=%s error=\"out of memory\"", def->id);
+		log_error("msg=\"plugin update failed\" plugin=%s error=\"out of memory\"",
+			  def->id);
 		return;
 	}
 	config_plugin_clear(&p->def);
@@ -791,7 +796,8 @@ int supervisor_new(const struct supervisor_config *cfg, struct supervisor **out,
 
 	*out = NULL;
 	if (!cfg->loop || !cfg->data_dir || !cfg->registry)
-		return err_set(e, CSID_EINVAL, "supervisor: loop, data_dir and registry are required");
+		return err_set(e, CSID_EINVAL,
+			       "supervisor: loop, data_dir and registry are required");
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
 		return err_set(e, CSID_ENOMEM, "supervisor: out of memory");

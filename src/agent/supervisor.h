@@ -46,15 +46,15 @@
 #define SUPERVISOR_SOCK_MAX 108
 
 enum supervisor_event_kind {
-	SUPERVISOR_EVENT_STARTED,      /* process spawned (or external plugin watched) */
-	SUPERVISOR_EVENT_REGISTERED,   /* first healthy probe: registered */
-	SUPERVISOR_EVENT_HEALTHY,      /* a probe succeeded after failing */
-	SUPERVISOR_EVENT_UNHEALTHY,    /* a probe failed after succeeding */
-	SUPERVISOR_EVENT_FAILED,       /* start failed (spawn, socket, health timeout) */
-	SUPERVISOR_EVENT_EXITED,       /* the process exited */
-	SUPERVISOR_EVENT_RESTARTING,   /* a restart is scheduled after a backoff */
-	SUPERVISOR_EVENT_STOPPING,     /* deregistered, stop requested */
-	SUPERVISOR_EVENT_STOPPED,      /* the instance is gone */
+	SUPERVISOR_EVENT_STARTED, /* process spawned (or external plugin watched) */
+	SUPERVISOR_EVENT_REGISTERED, /* first healthy probe: registered */
+	SUPERVISOR_EVENT_HEALTHY, /* a probe succeeded after failing */
+	SUPERVISOR_EVENT_UNHEALTHY, /* a probe failed after succeeding */
+	SUPERVISOR_EVENT_FAILED, /* start failed (spawn, socket, health timeout) */
+	SUPERVISOR_EVENT_EXITED, /* the process exited */
+	SUPERVISOR_EVENT_RESTARTING, /* a restart is scheduled after a backoff */
+	SUPERVISOR_EVENT_STOPPING, /* deregistered, stop requested */
+	SUPERVISOR_EVENT_STOPPED, /* the instance is gone */
 };
 
 /* "started", "registered", ... */
@@ -62,19 +62,19 @@ const char *supervisor_event_name(enum supervisor_event_kind k);
 
 struct supervisor_event {
 	enum supervisor_event_kind kind;
-	const char *plugin_id;   /* valid during the callback */
+	const char *plugin_id; /* valid during the callback */
 	const char *instance_id;
-	const char *message;     /* why, e.g. "Probe: UNAVAILABLE: connect failed" */
-	int64_t delay_ms;        /* RESTARTING: the backoff */
+	const char *message; /* why, e.g. "Probe: UNAVAILABLE: connect failed" */
+	int64_t delay_ms; /* RESTARTING: the backoff */
 };
 
 typedef void (*supervisor_event_cb)(void *ctx, const struct supervisor_event *ev);
 
 struct supervisor_config {
-	uv_loop_t *loop;             /* borrowed */
-	const char *data_dir;        /* copied; must exist */
-	const char *node_name;       /* copied; for ${NODE_NAME} */
-	struct registry *registry;   /* borrowed */
+	uv_loop_t *loop; /* borrowed */
+	const char *data_dir; /* copied; must exist */
+	const char *node_name; /* copied; for ${NODE_NAME} */
+	struct registry *registry; /* borrowed */
 	/* How probes open a client; NULL: csi_client_grpc_new. */
 	instance_manager_connect_fn connect;
 	void *connect_ctx;
@@ -101,14 +101,14 @@ struct supervisor_status {
 	bool external;
 	char instance_id[SUPERVISOR_INSTANCE_ID_MAX]; /* "" between instances */
 	const char *state; /* "starting", "probing", "running", "backoff", "stopping" */
-	int pid;           /* 0 when none */
+	int pid; /* 0 when none */
 	bool healthy;
 	bool registered;
 	char endpoint[SUPERVISOR_SOCK_MAX + 8];
-	unsigned restarts;      /* instances started after the first */
-	unsigned attempt;       /* consecutive failures (backoff exponent) */
+	unsigned restarts; /* instances started after the first */
+	unsigned attempt; /* consecutive failures (backoff exponent) */
 	int64_t next_restart_ms; /* wall clock (Unix ms) of the next start; 0: none */
-	char message[256];      /* last failure or health description */
+	char message[256]; /* last failure or health description */
 };
 
 struct supervisor;
@@ -164,7 +164,7 @@ int64_t supervisor_backoff_ms(unsigned attempt, int64_t base_ms, int64_t max_ms,
  * each). Returns 0, or CSID_EINVAL with e set when even the short form
  * does not fit. Pure.
  */
-int supervisor_socket_path(const char *data_dir, const char *id, const char *instance,
-			   char *sock, char *dir, struct err *e);
+int supervisor_socket_path(const char *data_dir, const char *id, const char *instance, char *sock,
+			   char *dir, struct err *e);
 
 #endif

@@ -20,8 +20,8 @@
 
 enum supervisor_istate {
 	SUPERVISOR_STARTING, /* spawned, waiting for the socket */
-	SUPERVISOR_PROBING,  /* socket there, waiting for a healthy probe */
-	SUPERVISOR_RUNNING,  /* registered, heartbeat */
+	SUPERVISOR_PROBING, /* socket there, waiting for a healthy probe */
+	SUPERVISOR_RUNNING, /* registered, heartbeat */
 	SUPERVISOR_STOPPING, /* deregistered, waiting for the process to exit */
 };
 

@@ -51,17 +51,17 @@ void supervisor_proc_instance_id(struct supervisor_instance *inst)
 	if (inst->external) {
 		snprintf(key, sizeof(key), "%s:%s", config_plugin_type_name(inst->def.type),
 			 inst->def.socket);
-		snprintf(inst->id, sizeof(inst->id), "ext-%012llx",
-			 (unsigned long long)(supervisor_fnv1a(inst->def.id, key) &
-					      0xffffffffffffULL));
+		snprintf(
+		    inst->id, sizeof(inst->id), "ext-%012llx",
+		    (unsigned long long)(supervisor_fnv1a(inst->def.id, key) & 0xffffffffffffULL));
 	} else {
 		snprintf(inst->id, sizeof(inst->id), "%012llx",
 			 (unsigned long long)(supervisor_rand(inst->sv) & 0xffffffffffffULL));
 	}
 }
 
-int supervisor_socket_path(const char *data_dir, const char *id, const char *instance,
-			   char *sock, char *dir, struct err *e)
+int supervisor_socket_path(const char *data_dir, const char *id, const char *instance, char *sock,
+			   char *dir, struct err *e)
 {
 	char buf[PATH_MAX];
 	int n;
@@ -83,7 +83,8 @@ int supervisor_socket_path(const char *data_dir, const char *id, const char *ins
 	return err_set(e, CSID_EINVAL,
 		       "plugin %s: data_dir %s is too long for a plugin socket (a unix socket "
 		       "path holds at most 107 bytes; data_dir may have at most %d)",
-		       id, data_dir, SUPERVISOR_SOCK_MAX - 1 - (int)strlen("/p/0123456789abcdef/csi.sock"));
+		       id, data_dir,
+		       SUPERVISOR_SOCK_MAX - 1 - (int)strlen("/p/0123456789abcdef/csi.sock"));
 }
 
 static int supervisor_mkdirs(const char *path, struct err *e)

@@ -114,7 +114,8 @@ static unsigned agent_api_route(struct agent_api *a, struct MHD_Connection *c, c
 		else if (strcmp(method, "PUT") == 0)
 			rc = agent_api_mounts_put(a, r->body ? r->body : "", r->len, &doc, e);
 		allow = "GET, PUT";
-	} else if (strncmp(url, mounts, sizeof(mounts) - 1) == 0 && url[sizeof(mounts) - 1] == '/') {
+	} else if (strncmp(url, mounts, sizeof(mounts) - 1) == 0 &&
+		   url[sizeof(mounts) - 1] == '/') {
 		if (strcmp(method, "DELETE") == 0)
 			rc = agent_api_mounts_delete(a, url, &doc, e);
 		allow = "DELETE";
@@ -133,8 +134,8 @@ static unsigned agent_api_route(struct agent_api *a, struct MHD_Connection *c, c
 	if (rc) {
 		unsigned status = (unsigned)csid_err_http_status(rc);
 
-		agent_api_send_error(c, status, csid_err_code(rc), e->msg[0] ? e->msg
-									     : csid_strerror(rc));
+		agent_api_send_error(c, status, csid_err_code(rc),
+				     e->msg[0] ? e->msg : csid_strerror(rc));
 		return status;
 	}
 	agent_api_send(c, 200, doc);
@@ -293,13 +294,13 @@ static int agent_api_listen_tcp(const char *addr, struct err *e)
 
 static struct MHD_Daemon *agent_api_daemon(struct agent_api *a, int fd)
 {
-	return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, agent_api_handler, a, MHD_OPTION_EXTERNAL_LOGGER,
-				agent_api_mhd_log, a, MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)AGENT_API_CONN_LIMIT,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)AGENT_API_IDLE_TIMEOUT_S,
-				MHD_OPTION_NOTIFY_COMPLETED, agent_api_completed, a, MHD_OPTION_END);
+	return MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
+	    NULL, NULL, agent_api_handler, a, MHD_OPTION_EXTERNAL_LOGGER, agent_api_mhd_log, a,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)AGENT_API_CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)AGENT_API_IDLE_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, agent_api_completed, a,
+	    MHD_OPTION_END);
 }
 
 static char *agent_api_dup(const char *s)

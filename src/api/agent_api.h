@@ -31,11 +31,11 @@
 
 struct agent_api_config {
 	const char *socket_path; /* unix listener, required (replaced if stale) */
-	const char *tcp_addr;    /* optional "host:port" */
+	const char *tcp_addr; /* optional "host:port" */
 	struct plugin_manager *plugins; /* borrowed, required */
-	struct registry *registry;      /* borrowed, required */
-	struct mounter *mounter;        /* borrowed, required */
-	struct supervisor *supervisor;  /* borrowed, optional (plugin states) */
+	struct registry *registry; /* borrowed, required */
+	struct mounter *mounter; /* borrowed, required */
+	struct supervisor *supervisor; /* borrowed, optional (plugin states) */
 	const char *node_name;
 	const char *data_dir;
 	/* How long a mount waits for its plugin to become healthy (ms). */
@@ -55,8 +55,8 @@ void agent_api_stop(struct agent_api *a);
 /* A decoded PUT /v1/agent/mounts body; owns everything (secrets zeroed on free). */
 struct agent_api_mount_req {
 	struct mounter_request req; /* points into the fields below */
-	void *json_;                /* the parsed document the strings point into */
-	struct mount_kv *kvs;       /* volume context, publish context, secrets */
+	void *json_; /* the parsed document the strings point into */
+	struct mount_kv *kvs; /* volume context, publish context, secrets */
 	const char **flags;
 };
 

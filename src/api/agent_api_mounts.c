@@ -31,9 +31,9 @@ enum agent_api_map {
 static const char *const agent_api_map_keys[] = {"volume_context", "publish_context", "secrets"};
 
 static const char *const agent_api_mount_keys[] = {
-	"volume_id", "external_id",     "plugin_id",       "alloc_id",
-	"read_only", "attachment_mode", "access_mode",     "fs_type",
-	"mount_flags", "volume_context", "publish_context", "secrets", NULL};
+    "volume_id",       "external_id", "plugin_id", "alloc_id",    "read_only",
+    "attachment_mode", "access_mode", "fs_type",   "mount_flags", "volume_context",
+    "publish_context", "secrets",     NULL};
 
 /* A short printable form of an untrusted name for a message. */
 static const char *agent_api_sanitize(char *buf, size_t len, const char *s)
@@ -58,11 +58,9 @@ static void agent_api_wipe(json_t *v)
 	if (json_is_string(v)) {
 		memset((char *)json_string_value(v), 0, json_string_length(v));
 	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item)
-			agent_api_wipe(item);
+		json_object_foreach(v, key, item) agent_api_wipe(item);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item)
-			agent_api_wipe(item);
+		json_array_foreach(v, i, item) agent_api_wipe(item);
 	}
 }
 
@@ -126,14 +124,16 @@ static int agent_api_decode_map(json_t *root, enum agent_api_map which, struct m
 		return 0;
 	if (!json_is_object(v))
 		return err_set(e, CSID_EINVAL, "%s: expected an object of strings", name);
-	json_object_foreach(v, key, item) {
+	json_object_foreach(v, key, item)
+	{
 		char q[80];
 
 		if (!json_is_string(item))
 			return err_set(e, CSID_EINVAL, "%s.%s: expected a string", name,
 				       agent_api_sanitize(q, sizeof(q), key));
 		if (strlen(json_string_value(item)) != json_string_length(item) || !key[0])
-			return err_set(e, CSID_EINVAL, "%s: empty key or NUL byte in a value", name);
+			return err_set(e, CSID_EINVAL, "%s: empty key or NUL byte in a value",
+				       name);
 		bytes += strlen(key) + json_string_length(item);
 		if (bytes > AGENT_API_MAP_MAX_BYTES)
 			return err_set(e, CSID_EINVAL, "%s: larger than %d bytes", name,
@@ -160,7 +160,8 @@ static int agent_api_decode_flags(json_t *root, struct agent_api_mount_req *r, s
 	r->flags = calloc(json_array_size(v) + 1, sizeof(*r->flags));
 	if (!r->flags)
 		return err_set(e, CSID_ENOMEM, "out of memory");
-	json_array_foreach(v, i, item) {
+	json_array_foreach(v, i, item)
+	{
 		if (!json_is_string(item) || json_string_length(item) > AGENT_API_STR_MAX ||
 		    strlen(json_string_value(item)) != json_string_length(item))
 			return err_set(e, CSID_EINVAL,
@@ -181,7 +182,8 @@ static int agent_api_decode_fields(json_t *root, struct agent_api_mount_req *r, 
 	json_t *v;
 	int rc;
 
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		bool ok = false;
 		char s[80];
 
@@ -213,7 +215,8 @@ static int agent_api_decode_fields(json_t *root, struct agent_api_mount_req *r, 
 	if (attach && (rc = mount_attachment_parse(attach, &q->usage.attachment, e)))
 		return err_wrap(e, "attachment_mode");
 	if (!access)
-		return err_set(e, CSID_EINVAL, "access_mode: required (e.g. \"single-node-writer\")");
+		return err_set(e, CSID_EINVAL,
+			       "access_mode: required (e.g. \"single-node-writer\")");
 	if ((rc = mount_access_parse(access, &q->usage.access, e)))
 		return err_wrap(e, "access_mode");
 	for (int m = 0; m < AGENT_API_MAP_COUNT; m++) {
@@ -255,11 +258,13 @@ int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_
 			       AGENT_API_BODY_MAX);
 	if (len == 0)
 		return err_set(e, CSID_EINVAL, "request body is empty: expected a JSON object");
-	/* jansson's message may quote the input, which may hold a secret: give the position only. */
+	/* jansson's message may quote the input, which may hold a secret: give the position only.
+	 */
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return err_set(e, CSID_EINVAL, "request body is not valid JSON (line %d, column %d)",
-			       jerr.line, jerr.column);
+		return err_set(e, CSID_EINVAL,
+			       "request body is not valid JSON (line %d, column %d)", jerr.line,
+			       jerr.column);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return err_set(e, CSID_EINVAL, "request body must be a JSON object");
@@ -306,8 +311,8 @@ int agent_api_parse_mount_path(const char *url, char *vol, char *alloc, struct e
 }
 
 /* Waits for the node plugin and takes a reference on its client. */
-static int agent_api_get_plugin(struct agent_api *a, const char *plugin_id,
-				struct plugin_ref *ref, struct err *e)
+static int agent_api_get_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
+				struct err *e)
 {
 	int rc = agent_api_node_plugin_known(a, plugin_id, e);
 
@@ -401,18 +406,15 @@ static json_t *agent_api_record_json(const struct mount_record *r)
 	json_t *o, *pc;
 
 	pc = r->publish_context ? json_loads(r->publish_context, 0, NULL) : NULL;
-	o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s?, s:s, s:s, s:I, s:o}",
-		      "volume_id", r->volume_id, "alloc_id", r->alloc_id, "plugin_id",
-		      r->plugin_id, "external_id", r->external_id ? r->external_id : "",
-		      "read_only", r->read_only, "attachment_mode",
-		      mount_attachment_name(r->attachment) ? mount_attachment_name(r->attachment)
-							   : "unknown",
-		      "access_mode",
-		      mount_access_name(r->access) ? mount_access_name(r->access) : "unknown",
-		      "fs_type", r->fs_type ? r->fs_type : "", "staging_path", r->staging_path,
-		      "target_path", r->target_path ? r->target_path : "", "state",
-		      mount_state_name(r->state), "updated_ms", (json_int_t)r->updated_ms,
-		      "publish_context", pc ? pc : json_object());
+	o = json_pack(
+	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s?, s:s, s:s, s:I, s:o}", "volume_id",
+	    r->volume_id, "alloc_id", r->alloc_id, "plugin_id", r->plugin_id, "external_id",
+	    r->external_id ? r->external_id : "", "read_only", r->read_only, "attachment_mode",
+	    mount_attachment_name(r->attachment) ? mount_attachment_name(r->attachment) : "unknown",
+	    "access_mode", mount_access_name(r->access) ? mount_access_name(r->access) : "unknown",
+	    "fs_type", r->fs_type ? r->fs_type : "", "staging_path", r->staging_path, "target_path",
+	    r->target_path ? r->target_path : "", "state", mount_state_name(r->state), "updated_ms",
+	    (json_int_t)r->updated_ms, "publish_context", pc ? pc : json_object());
 	return o;
 }
 

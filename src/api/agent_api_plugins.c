@@ -104,9 +104,9 @@ static json_t *agent_api_plugin_json(const struct plugin_manager_plugin *p,
 /* A configured plugin with no registration yet (starting, or failing to start). */
 static json_t *agent_api_pending_json(const struct supervisor_status *s, const char *type)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:[], s:s, s:{s:b, s:s, s:I}}", "id", s->id,
-			      "type", type, "active_instance", "", "instances", "state",
-			      "not registered", "health", "healthy", 0, "description",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:[], s:s, s:{s:b, s:s, s:I}}", "id", s->id, "type",
+			      type, "active_instance", "", "instances", "state", "not registered",
+			      "health", "healthy", 0, "description",
 			      s->message[0] ? s->message : s->state, "changed_ms", (json_int_t)0);
 
 	if (o)
@@ -142,8 +142,8 @@ int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e)
 	for (size_t i = 0; arr && i < snap.nplugins; i++) {
 		const struct plugin_manager_plugin *p = &snap.plugins[i];
 
-		json_array_append_new(arr, agent_api_plugin_json(p, agent_api_find_sv(ss, nss,
-										      p->name)));
+		json_array_append_new(
+		    arr, agent_api_plugin_json(p, agent_api_find_sv(ss, nss, p->name)));
 	}
 	for (size_t i = 0; arr && i < nss; i++) {
 		bool ctrl = ss[i].type != CONFIG_PLUGIN_NODE;
@@ -201,8 +201,8 @@ int agent_api_self(struct agent_api *a, json_t **out, struct err *e)
 		return rc;
 	mount_records_free(recs, nrec);
 	*out = json_pack("{s:s, s:s, s:s, s:{s:s, s:s?}, s:I, s:I, s:i, s:i}", "node_name",
-			 a->node_name, "data_dir", a->data_dir, "version", CSID_VERSION,
-			 "listener", "socket", a->socket_path, "addr", a->tcp_addr, "started_ms",
+			 a->node_name, "data_dir", a->data_dir, "version", CSID_VERSION, "listener",
+			 "socket", a->socket_path, "addr", a->tcp_addr, "started_ms",
 			 (json_int_t)a->started_ms, "uptime_ms", (json_int_t)(now - a->started_ms),
 			 "plugins", (int)nplugins, "mounts", (int)nrec);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");

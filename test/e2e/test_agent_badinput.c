@@ -23,8 +23,8 @@ static int setup(void **state)
 {
 	/* Unhealthy plugins stay up (long threshold); mounts wait at most 1s for one. */
 	static const char *const edits[] = {
-		"\"health_timeout\": \"5s\"", "\"health_timeout\": \"1s\"",
-		"\"unhealthy_threshold\": \"1500ms\"", "\"unhealthy_threshold\": \"1000s\"", NULL};
+	    "\"health_timeout\": \"5s\"", "\"health_timeout\": \"1s\"",
+	    "\"unhealthy_threshold\": \"1500ms\"", "\"unhealthy_threshold\": \"1000s\"", NULL};
 
 	return agent_proc_setup_hostpath(state, edits);
 }
@@ -50,11 +50,11 @@ static void expect(struct agent_proc *a, const char *method, const char *path, c
 	json_decref(doc);
 }
 
-#define MOUNT_BODY(fields)                                                                  \
+#define MOUNT_BODY(fields)                                                                        \
 	"{\"volume_id\": \"v1\", \"plugin_id\": \"" AGENT_PROC_HP_ID "\", \"alloc_id\": \"a1\", " \
 	"\"access_mode\": \"single-node-writer\"" fields "}"
-#define NAMES(vol, plugin, alloc)                                                          \
-	"{\"volume_id\": \"" vol "\", \"plugin_id\": \"" plugin "\", \"alloc_id\": \"" alloc   \
+#define NAMES(vol, plugin, alloc)                                                            \
+	"{\"volume_id\": \"" vol "\", \"plugin_id\": \"" plugin "\", \"alloc_id\": \"" alloc \
 	"\", \"access_mode\": \"single-node-writer\"}"
 
 struct bad_case {
@@ -67,40 +67,37 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-	{"PUT", NULL, "{\"volume_id\": ", 400, "invalid_argument", "not valid JSON"},
-	{"PUT", NULL, "[1, 2]", 400, "invalid_argument", "JSON object"},
-	{"PUT", NULL, "", 400, "invalid_argument", "empty"},
-	{"PUT", NULL, "{\"volume_id\": 5, \"plugin_id\": \"p\", \"alloc_id\": \"a\"}", 400,
-	 "invalid_argument", "volume_id: expected a string"},
-	{"PUT", NULL, MOUNT_BODY(", \"read_only\": \"yes\""), 400, "invalid_argument", "read_only"},
-	{"PUT", NULL, MOUNT_BODY(", \"mount_flags\": \"ro\""), 400, "invalid_argument",
-	 "mount_flags"},
-	{"PUT", NULL, MOUNT_BODY(", \"secrets\": {\"k\": 1}"), 400, "invalid_argument",
-	 "secrets.k"},
-	{"PUT", NULL, MOUNT_BODY(", \"volume_context\": []"), 400, "invalid_argument",
-	 "volume_context"},
-	{"PUT", NULL, MOUNT_BODY(", \"colour\": \"blue\""), 400, "invalid_argument",
-	 "unknown field \"colour\""},
-	{"PUT", NULL, MOUNT_BODY(", \"volume_id\": \"v2\""), 400, "invalid_argument",
-	 "not valid JSON"},
-	{"PUT", NULL, NAMES("../../etc", "p", "a"), 400, "invalid_argument", "volume_id"},
-	{"PUT", NULL, NAMES("v", "p", "a/b"), 400, "invalid_argument", "alloc_id"},
-	{"PUT", NULL, NAMES("v", "p\\u0001", "a"), 400, "invalid_argument", "plugin_id"},
-	{"PUT", NULL, NAMES("v\\u0000x", "p", "a"), 400, "invalid_argument", "not valid JSON"},
-	{"PUT", NULL, MOUNT_BODY(", \"attachment_mode\": \"floppy\""), 400, "invalid_argument",
-	 "attachment_mode"},
-	{"PUT", NULL,
-	 "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
-	 " \"access_mode\": \"everyone\"}",
-	 400, "invalid_argument", "access_mode"},
-	{"PUT", NULL, NAMES("v", "no.such.plugin", "a"), 404, "not_found", "no.such.plugin"},
-	{"DELETE", "/v1/agent/mounts/..%2F..%2Fetc/a", NULL, 400, "invalid_argument",
-	 "expected /v1/agent/mounts/<volume>/<alloc>"},
-	{"DELETE", "/v1/agent/mounts/%2e%2e/a", NULL, 400, "invalid_argument", ".."},
-	{"DELETE", "/v1/agent/mounts/v1", NULL, 400, "invalid_argument", "expected"},
-	{"DELETE", "/v1/agent/mounts/v1/a1", NULL, 404, "not_found", "no mount"},
-	{"GET", "/v1/agent/nothing", NULL, 404, "not_found", "no such endpoint"},
-	{"POST", NULL, "{}", 405, "method_not_allowed", "POST"},
+    {"PUT", NULL, "{\"volume_id\": ", 400, "invalid_argument", "not valid JSON"},
+    {"PUT", NULL, "[1, 2]", 400, "invalid_argument", "JSON object"},
+    {"PUT", NULL, "", 400, "invalid_argument", "empty"},
+    {"PUT", NULL, "{\"volume_id\": 5, \"plugin_id\": \"p\", \"alloc_id\": \"a\"}", 400,
+     "invalid_argument", "volume_id: expected a string"},
+    {"PUT", NULL, MOUNT_BODY(", \"read_only\": \"yes\""), 400, "invalid_argument", "read_only"},
+    {"PUT", NULL, MOUNT_BODY(", \"mount_flags\": \"ro\""), 400, "invalid_argument", "mount_flags"},
+    {"PUT", NULL, MOUNT_BODY(", \"secrets\": {\"k\": 1}"), 400, "invalid_argument", "secrets.k"},
+    {"PUT", NULL, MOUNT_BODY(", \"volume_context\": []"), 400, "invalid_argument",
+     "volume_context"},
+    {"PUT", NULL, MOUNT_BODY(", \"colour\": \"blue\""), 400, "invalid_argument",
+     "unknown field \"colour\""},
+    {"PUT", NULL, MOUNT_BODY(", \"volume_id\": \"v2\""), 400, "invalid_argument", "not valid JSON"},
+    {"PUT", NULL, NAMES("../../etc", "p", "a"), 400, "invalid_argument", "volume_id"},
+    {"PUT", NULL, NAMES("v", "p", "a/b"), 400, "invalid_argument", "alloc_id"},
+    {"PUT", NULL, NAMES("v", "p\\u0001", "a"), 400, "invalid_argument", "plugin_id"},
+    {"PUT", NULL, NAMES("v\\u0000x", "p", "a"), 400, "invalid_argument", "not valid JSON"},
+    {"PUT", NULL, MOUNT_BODY(", \"attachment_mode\": \"floppy\""), 400, "invalid_argument",
+     "attachment_mode"},
+    {"PUT", NULL,
+     "{\"volume_id\": \"v\", \"plugin_id\": \"p\", \"alloc_id\": \"a\","
+     " \"access_mode\": \"everyone\"}",
+     400, "invalid_argument", "access_mode"},
+    {"PUT", NULL, NAMES("v", "no.such.plugin", "a"), 404, "not_found", "no.such.plugin"},
+    {"DELETE", "/v1/agent/mounts/..%2F..%2Fetc/a", NULL, 400, "invalid_argument",
+     "expected /v1/agent/mounts/<volume>/<alloc>"},
+    {"DELETE", "/v1/agent/mounts/%2e%2e/a", NULL, 400, "invalid_argument", ".."},
+    {"DELETE", "/v1/agent/mounts/v1", NULL, 400, "invalid_argument", "expected"},
+    {"DELETE", "/v1/agent/mounts/v1/a1", NULL, 404, "not_found", "no mount"},
+    {"GET", "/v1/agent/nothing", NULL, 404, "not_found", "no such endpoint"},
+    {"POST", NULL, "{}", 405, "method_not_allowed", "POST"},
 };
 
 static void test_bad_requests(void **state)
@@ -133,8 +130,7 @@ static bool is_unhealthy(void *ctx)
 {
 	struct agent_proc_plugin p;
 
-	return agent_proc_plugin(ctx, AGENT_PROC_HP_ID, "node", &p) == 0 && p.found &&
-	       !p.healthy;
+	return agent_proc_plugin(ctx, AGENT_PROC_HP_ID, "node", &p) == 0 && p.found && !p.healthy;
 }
 
 static void test_unhealthy_plugin(void **state)
@@ -145,8 +141,8 @@ static void test_unhealthy_plugin(void **state)
 	json_t *doc = NULL;
 
 	assert_int_equal(agent_proc_create_volume(a, "sick", vol), 0);
-	assert_int_equal(agent_proc_write_faults(a, "Probe code=UNAVAILABLE msg=\"disk on fire\"\n"),
-			 0);
+	assert_int_equal(
+	    agent_proc_write_faults(a, "Probe code=UNAVAILABLE msg=\"disk on fire\"\n"), 0);
 	assert_true(agent_proc_poll(is_unhealthy, a, 10000));
 	/* The mount waits (bounded: 1s here) for the plugin, then fails clearly. */
 	t0 = agent_proc_now_ms();
@@ -179,8 +175,8 @@ static void test_unhealthy_plugin(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_requests, setup, agent_proc_teardown),
-		cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -57,7 +57,8 @@ static void assert_consistent(struct agent_proc *a)
 
 	snprintf(mounts, sizeof(mounts), "%s/mounts/per-alloc", a->data_dir);
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/mounts", NULL, &doc), 200);
-	json_array_foreach(json_object_get(doc, "mounts"), i, m) {
+	json_array_foreach(json_object_get(doc, "mounts"), i, m)
+	{
 		const char *state = json_string_value(json_object_get(m, "state"));
 		const char *target = json_string_value(json_object_get(m, "target_path"));
 
@@ -157,8 +158,8 @@ static bool plugin_hangs(void *ctx)
  * SIGKILL, releases the hang, restarts the agent, checks consistency, and
  * finishes the operation.
  */
-static void crash_during(struct agent_proc *a, const char *rpc, const char *vol,
-			 const char *alloc, bool unmount, int *hangs)
+static void crash_during(struct agent_proc *a, const char *rpc, const char *vol, const char *alloc,
+			 bool unmount, int *hangs)
 {
 	struct mount_call call = {a, vol, alloc, unmount, 0};
 	struct hang_wait w = {a, *hangs + 1};
@@ -189,8 +190,7 @@ static void crash_during(struct agent_proc *a, const char *rpc, const char *vol,
 	} else {
 		assert_int_equal(agent_proc_mount(a, vol, alloc, &doc), 200);
 		assert_int_equal(
-			agent_proc_mounts_under(json_string_value(json_object_get(doc, "target"))),
-			1);
+		    agent_proc_mounts_under(json_string_value(json_object_get(doc, "target"))), 1);
 		json_decref(doc);
 	}
 	assert_consistent(a);
@@ -246,9 +246,9 @@ static void test_sigterm_keeps_mounts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_shared_staging, setup, agent_proc_teardown),
-		cmocka_unit_test_setup_teardown(test_kill9_at_every_step, setup, agent_proc_teardown),
-		cmocka_unit_test_setup_teardown(test_sigterm_keeps_mounts, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_staging, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_kill9_at_every_step, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_sigterm_keeps_mounts, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -136,8 +136,8 @@ static void test_unhealthy_backoff(void **state)
 	snprintf(w.old, sizeof(w.old), "%s", p.active);
 	assert_int_equal(agent_proc_write_faults(a, "Probe code=UNAVAILABLE msg=\"sick\"\n"), 0);
 	/* Health change event, then a restart after the threshold, then more with backoff. */
-	assert_true(agent_proc_poll(log_has,
-				    &(struct log_wait){a, "msg=\"plugin unhealthy\"", 1}, 10000));
+	assert_true(
+	    agent_proc_poll(log_has, &(struct log_wait){a, "msg=\"plugin unhealthy\"", 1}, 10000));
 	assert_true(agent_proc_poll(log_has, &(struct log_wait){a, "unhealthy for", 1}, 10000));
 	assert_true(agent_proc_poll(log_has, &lw, 20000));
 	assert_true(agent_proc_log_count(a, "not healthy within 1000ms", 1));
@@ -170,8 +170,8 @@ static void test_update_overlaps(void **state)
 	/* An invalid config is refused; nothing changes. */
 	assert_int_equal(agent_proc_write_config(a, "{\"plugins\": 5}"), 0);
 	assert_int_equal(kill(a->pid, SIGHUP), 0);
-	assert_true(agent_proc_poll(log_has, &(struct log_wait){a, "config reload failed", 1},
-				    10000));
+	assert_true(
+	    agent_proc_poll(log_has, &(struct log_wait){a, "config reload failed", 1}, 10000));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	assert_string_equal(c.active, w.old);
 
@@ -182,8 +182,8 @@ static void test_update_overlaps(void **state)
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	snprintf(reg, sizeof(reg), "msg=\"plugin registered\" plugin=%s instance=%s",
 		 AGENT_PROC_HP_ID, c.active);
-	snprintf(needle, sizeof(needle), "instance=%s delay_ms=0 reason=\"replaced by instance %s\"",
-		 w.old, c.active);
+	snprintf(needle, sizeof(needle),
+		 "instance=%s delay_ms=0 reason=\"replaced by instance %s\"", w.old, c.active);
 	assert_true(agent_proc_poll(log_has, &(struct log_wait){a, needle, 1}, 10000));
 	{
 		/* Order in the log: the new one registered before the old one was stopped. */
@@ -211,8 +211,8 @@ static void test_update_overlaps(void **state)
 	assert_int_equal(agent_proc_write_config(a, "{\"data_dir\": \"@DIR@/d\", \"plugins\": []}"),
 			 0);
 	assert_int_equal(kill(a->pid, SIGHUP), 0);
-	assert_true(agent_proc_poll(log_has,
-				    &(struct log_wait){a, "msg=\"plugin stopped\"", 2}, 20000));
+	assert_true(
+	    agent_proc_poll(log_has, &(struct log_wait){a, "msg=\"plugin stopped\"", 2}, 20000));
 	assert_true(agent_proc_log_count(a, "reason=\"removed from config\"", 1));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	assert_false(c.found);
@@ -224,9 +224,9 @@ static void test_update_overlaps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_crash_restarts, setup, agent_proc_teardown),
-		cmocka_unit_test_setup_teardown(test_unhealthy_backoff, setup, agent_proc_teardown),
-		cmocka_unit_test_setup_teardown(test_update_overlaps, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_restarts, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_unhealthy_backoff, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_update_overlaps, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

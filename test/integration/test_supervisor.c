@@ -401,8 +401,8 @@ static void test_supervised_no_socket(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_external_plugin, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_supervised_no_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_external_plugin, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_supervised_no_socket, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

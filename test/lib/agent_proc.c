@@ -153,8 +153,8 @@ static size_t agent_proc_write_cb(char *ptr, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
-long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
-		     const char *body, json_t **out)
+long agent_proc_http(struct agent_proc *a, const char *method, const char *path, const char *body,
+		     json_t **out)
 {
 	struct agent_proc_buf b = {0};
 	struct curl_slist *hdr = NULL;
@@ -428,8 +428,8 @@ void agent_proc_cleanup(struct agent_proc *a)
 		kill(pids[i], SIGKILL);
 	}
 	/* At most 256 per pass: repeat while passes make progress. */
-	for (int before = INT_MAX, now; (now = agent_proc_each_mount(a->dir, NULL)) > 0 &&
-					now < before;) {
+	for (int before = INT_MAX, now;
+	     (now = agent_proc_each_mount(a->dir, NULL)) > 0 && now < before;) {
 		agent_proc_each_mount(a->dir, agent_proc_umount);
 		before = now;
 	}

@@ -70,8 +70,8 @@ int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms);
  * (> 0) with *out set to the parsed JSON answer (NULL when not JSON; may be
  * NULL to ignore), or -1 when the request could not be made.
  */
-long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
-		     const char *body, json_t **out);
+long agent_proc_http(struct agent_proc *a, const char *method, const char *path, const char *body,
+		     json_t **out);
 
 /* Whether the agent's log holds needle at least `count` times. */
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
@@ -113,8 +113,7 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max);
  * with fast test timings; extra_env is a JSON object text for the plugin's
  * "env" ("{}" for none). Writes it to buf (size len). Returns 0 or -1.
  */
-int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf,
-			       size_t len);
+int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf, size_t len);
 
 /*
  * cmocka-style setup: a new struct agent_proc in *state running

@@ -15,23 +15,24 @@
 #define CSI_HOSTPATH_BIN "csi-hostpath"
 #endif
 
-int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf,
-			       size_t len)
+int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf, size_t len)
 {
 	int n = snprintf(
-		buf, len,
-		"{\"data_dir\": \"%s\", \"node_name\": \"node-e2e\",\n"
-		" \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"5s\",\n"
-		"   \"resync_period\": \"1s\", \"backoff_base\": \"100ms\", \"backoff_max\": \"800ms\",\n"
-		"   \"unhealthy_threshold\": \"1500ms\", \"socket_timeout\": \"10s\",\n"
-		"   \"stop_grace\": \"3s\"},\n"
-		" \"plugin_log_max_bytes\": 65536,\n"
-		" \"plugins\": [{\"id\": \"%s\", \"type\": \"monolith\", \"command\": \"%s\",\n"
-		"   \"args\": [\"--endpoint\", \"${CSI_ENDPOINT}\", \"--data-dir\", \"%s\",\n"
-		"     \"--node-id\", \"${NODE_NAME}\", \"--mode\", \"monolith\", \"--faults\", \"%s\",\n"
-		"     \"--no-controller-publish\", \"--threads\", \"4\"],\n"
-		"   \"env\": %s}]}\n",
-		a->data_dir, AGENT_PROC_HP_ID, CSI_HOSTPATH_BIN, a->hp_dir, a->faults, extra_env);
+	    buf, len,
+	    "{\"data_dir\": \"%s\", \"node_name\": \"node-e2e\",\n"
+	    " \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"5s\",\n"
+	    "   \"resync_period\": \"1s\", \"backoff_base\": \"100ms\", \"backoff_max\": "
+	    "\"800ms\",\n"
+	    "   \"unhealthy_threshold\": \"1500ms\", \"socket_timeout\": \"10s\",\n"
+	    "   \"stop_grace\": \"3s\"},\n"
+	    " \"plugin_log_max_bytes\": 65536,\n"
+	    " \"plugins\": [{\"id\": \"%s\", \"type\": \"monolith\", \"command\": \"%s\",\n"
+	    "   \"args\": [\"--endpoint\", \"${CSI_ENDPOINT}\", \"--data-dir\", \"%s\",\n"
+	    "     \"--node-id\", \"${NODE_NAME}\", \"--mode\", \"monolith\", \"--faults\", "
+	    "\"%s\",\n"
+	    "     \"--no-controller-publish\", \"--threads\", \"4\"],\n"
+	    "   \"env\": %s}]}\n",
+	    a->data_dir, AGENT_PROC_HP_ID, CSI_HOSTPATH_BIN, a->hp_dir, a->faults, extra_env);
 
 	return n > 0 && (size_t)n < len ? 0 : -1;
 }
@@ -48,8 +49,10 @@ int agent_proc_plugin(struct agent_proc *a, const char *id, const char *type,
 		return -1;
 	}
 	list = json_object_get(doc, "plugins");
-	json_array_foreach(list, i, p) {
-		json_t *insts = json_object_get(p, "instances"), *sv = json_object_get(p, "supervisor");
+	json_array_foreach(list, i, p)
+	{
+		json_t *insts = json_object_get(p, "instances"),
+		       *sv = json_object_get(p, "supervisor");
 		const char *active = json_string_value(json_object_get(p, "active_instance"));
 
 		if (!json_is_string(json_object_get(p, "id")) ||
@@ -57,7 +60,8 @@ int agent_proc_plugin(struct agent_proc *a, const char *id, const char *type,
 		    strcmp(json_string_value(json_object_get(p, "type")), type) != 0)
 			continue;
 		out->found = true;
-		out->healthy = json_is_true(json_object_get(json_object_get(p, "health"), "healthy"));
+		out->healthy =
+		    json_is_true(json_object_get(json_object_get(p, "health"), "healthy"));
 		out->ninstances = (int)json_array_size(insts);
 		snprintf(out->active, sizeof(out->active), "%s", active ? active : "");
 		if (out->ninstances > 0) {
@@ -137,13 +141,14 @@ long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, 
 {
 	char body[1024];
 
-	snprintf(body, sizeof(body),
-		 "{\"volume_id\": \"%s\", \"external_id\": \"%s\", \"plugin_id\": \"%s\","
-		 " \"alloc_id\": \"%s\", \"read_only\": false, \"attachment_mode\": \"file-system\","
-		 " \"access_mode\": \"multi-node-multi-writer\", \"mount_flags\": [],"
-		 " \"volume_context\": {}, \"publish_context\": {},"
-		 " \"secrets\": {\"token\": \"e2e-secret-value\"}}",
-		 vol, vol, AGENT_PROC_HP_ID, alloc);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"volume_id\": \"%s\", \"external_id\": \"%s\", \"plugin_id\": \"%s\","
+	    " \"alloc_id\": \"%s\", \"read_only\": false, \"attachment_mode\": \"file-system\","
+	    " \"access_mode\": \"multi-node-multi-writer\", \"mount_flags\": [],"
+	    " \"volume_context\": {}, \"publish_context\": {},"
+	    " \"secrets\": {\"token\": \"e2e-secret-value\"}}",
+	    vol, vol, AGENT_PROC_HP_ID, alloc);
 	return agent_proc_http(a, "PUT", "/v1/agent/mounts", body, out);
 }
 

@@ -47,15 +47,15 @@ static void parse_bad(const char *json, const char *want)
 static void test_full(void **state)
 {
 	struct config *cfg = parse_ok(
-		"{\"data_dir\": \"/var/lib/csid\", \"node_name\": \"n1\","
-		" \"listener\": {\"socket\": \"/run/a.sock\", \"addr\": \"127.0.0.1:4650\"},"
-		" \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"2s\","
-		"  \"resync_period\": \"1m\", \"backoff_base\": \"10ms\", \"backoff_max\": \"1s\"},"
-		" \"plugin_log_max_bytes\": 8192,"
-		" \"plugins\": [{\"id\": \"hostpath.csi.csid.dev\", \"type\": \"monolith\","
-		"   \"command\": \"/bin/hp\", \"args\": [\"--endpoint=${CSI_ENDPOINT}\"],"
-		"   \"env\": {\"NODE\": \"${NODE_NAME}\"}},"
-		"  {\"id\": \"ext\", \"type\": \"node\", \"socket\": \"/run/ext.sock\"}]}");
+	    "{\"data_dir\": \"/var/lib/csid\", \"node_name\": \"n1\","
+	    " \"listener\": {\"socket\": \"/run/a.sock\", \"addr\": \"127.0.0.1:4650\"},"
+	    " \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"2s\","
+	    "  \"resync_period\": \"1m\", \"backoff_base\": \"10ms\", \"backoff_max\": \"1s\"},"
+	    " \"plugin_log_max_bytes\": 8192,"
+	    " \"plugins\": [{\"id\": \"hostpath.csi.csid.dev\", \"type\": \"monolith\","
+	    "   \"command\": \"/bin/hp\", \"args\": [\"--endpoint=${CSI_ENDPOINT}\"],"
+	    "   \"env\": {\"NODE\": \"${NODE_NAME}\"}},"
+	    "  {\"id\": \"ext\", \"type\": \"node\", \"socket\": \"/run/ext.sock\"}]}");
 
 	assert_string_equal(cfg->data_dir, "/var/lib/csid");
 	assert_string_equal(cfg->node_name, "n1");
@@ -163,8 +163,9 @@ static void test_bad(void **state)
 		  "..");
 	parse_bad("{\"plugins\": [{\"id\": \"a\\u0001\", \"type\": \"node\", \"socket\": \"/s\"}]}",
 		  "control");
-	parse_bad("{\"plugins\": [{\"id\": \"a\\u0000b\", \"type\": \"node\", \"socket\": \"/s\"}]}",
-		  "NUL");
+	parse_bad(
+	    "{\"plugins\": [{\"id\": \"a\\u0000b\", \"type\": \"node\", \"socket\": \"/s\"}]}",
+	    "NUL");
 	parse_bad("{\"plugins\": [{\"id\": \"\", \"type\": \"node\", \"socket\": \"/s\"}]}",
 		  "empty");
 	parse_bad("{\"plugins\": [{\"id\": \"a\", \"type\": \"both\", \"socket\": \"/s\"}]}",
@@ -211,10 +212,10 @@ static void test_long_id(void **state)
 static void test_expand_and_equal(void **state)
 {
 	struct config *cfg = parse_ok(
-		"{\"plugins\": [{\"id\": \"a\", \"type\": \"node\", \"command\": \"/x\","
-		" \"args\": [\"--endpoint=${CSI_ENDPOINT}\", \"${NODE_NAME}-${NODE_NAME}\"]},"
-		" {\"id\": \"b\", \"type\": \"node\", \"command\": \"/x\","
-		" \"args\": [\"--endpoint=${CSI_ENDPOINT}\", \"${NODE_NAME}-${NODE_NAME}\"]}]}");
+	    "{\"plugins\": [{\"id\": \"a\", \"type\": \"node\", \"command\": \"/x\","
+	    " \"args\": [\"--endpoint=${CSI_ENDPOINT}\", \"${NODE_NAME}-${NODE_NAME}\"]},"
+	    " {\"id\": \"b\", \"type\": \"node\", \"command\": \"/x\","
+	    " \"args\": [\"--endpoint=${CSI_ENDPOINT}\", \"${NODE_NAME}-${NODE_NAME}\"]}]}");
 	struct config_plugin copy;
 	char *s;
 
@@ -262,14 +263,14 @@ static void test_load_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_full),
-		cmocka_unit_test(test_defaults_and_finalize),
-		cmocka_unit_test(test_override),
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_bad),
-		cmocka_unit_test(test_long_id),
-		cmocka_unit_test(test_expand_and_equal),
-		cmocka_unit_test(test_load_file),
+	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_defaults_and_finalize),
+	    cmocka_unit_test(test_override),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_long_id),
+	    cmocka_unit_test(test_expand_and_equal),
+	    cmocka_unit_test(test_load_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

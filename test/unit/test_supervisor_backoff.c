@@ -91,9 +91,9 @@ static void test_socket_path(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_backoff_growth),
-		cmocka_unit_test(test_backoff_bounds),
-		cmocka_unit_test(test_socket_path),
+	    cmocka_unit_test(test_backoff_growth),
+	    cmocka_unit_test(test_backoff_bounds),
+	    cmocka_unit_test(test_socket_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,7 +66,7 @@ struct csid_agent {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool startup_done; /* guarded by mu */
-	bool stopping;     /* guarded by mu */
+	bool stopping; /* guarded by mu */
 	int startup_rc;
 	bool shutdown_begun;
 	int exit_code;
@@ -187,7 +187,7 @@ static void csid_agent_release(void *ctx, struct mounter_plugin *p)
 	if (!p || !p->plugin_id)
 		return;
 	h = (struct csid_agent_ref *)(void *)((char *)p->plugin_id -
-					       offsetof(struct csid_agent_ref, id));
+					      offsetof(struct csid_agent_ref, id));
 	plugin_ref_release(&h->ref);
 	free(h);
 }
@@ -506,7 +506,8 @@ int csid_agent_main(int argc, char **argv)
 		return rc == 1 ? 0 : 2;
 	if (level) {
 		if (log_level_parse(level) < 0) {
-			fprintf(stderr, "csid agent: -log-level: expected debug, info, warn or error\n");
+			fprintf(stderr,
+				"csid agent: -log-level: expected debug, info, warn or error\n");
 			return 2;
 		}
 		log_set_level((enum log_level)log_level_parse(level));
