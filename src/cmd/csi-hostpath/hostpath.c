@@ -27,6 +27,7 @@
 #include "hp_snapshot.h"
 #include "hp_store.h"
 #include "hp_valid.h"
+#include "csi/csi_secret.h"
 #include "util/log.h"
 
 /* The process exit status of an injected crash, like a SIGKILLed process. */
@@ -341,6 +342,13 @@ int hp_handle(void *ctx, enum csi_rpc rpc, const ProtobufCMessage *req, Protobuf
 			       csi_rpc_info(rpc)->name);
 	if (!req)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT, "missing request");
+	if (p->log_requests) {
+		char text[1024];
+
+		/* csi_secret_format prints secrets and mount flags as <redacted>. */
+		log_debug("rpc=%s req=%s", csi_rpc_info(rpc)->name,
+			  log_q(text + 512, 512, csi_secret_format(req, text, 512)));
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (p->faults) {
 		rc = hp_apply_faults(p, rpc, &act, msg);
@@ -455,6 +463,7 @@ static int hp_setup(struct hp_plugin *p, const struct hp_config *cfg, struct err
 	snprintf(p->name, sizeof(p->name), "%s", cfg->name ? cfg->name : HP_DEFAULT_NAME);
 	p->mode = cfg->mode;
 	p->controller_publish = cfg->controller_publish;
+	p->log_requests = cfg->log_requests;
 	p->max_volumes_per_node = cfg->max_volumes_per_node;
 	p->capacity = cfg->capacity;
 	p->ops = cfg->ops ? cfg->ops : &hp_mount_real;

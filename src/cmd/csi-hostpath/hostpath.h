@@ -48,6 +48,7 @@ struct hp_config {
 	int64_t max_volumes_per_node; /* 0 = no limit */
 	int64_t capacity; /* total bytes GetCapacity starts from */
 	const char *faults_path; /* fault script, NULL = none */
+	bool log_requests; /* log each request (secrets redacted) at debug level */
 	const struct hp_mount_ops *ops; /* NULL = the real mount(2) operations */
 	void *ops_ctx;
 };
@@ -61,6 +62,7 @@ struct hp_plugin {
 	char name[64];
 	enum hp_mode mode;
 	bool controller_publish;
+	bool log_requests;
 	int64_t max_volumes_per_node;
 	int64_t capacity;
 	const struct hp_mount_ops *ops;

@@ -159,6 +159,7 @@ int main(int argc, char **argv)
 	struct err e;
 	int opt, sig, rc = 1;
 
+	cfg.log_requests = log_level_parse(getenv("CSID_LOG_LEVEL")) == LOG_DEBUG;
 	while ((opt = getopt_long(argc, argv, "h", hp_options, NULL)) != -1) {
 		switch (opt) {
 		case HP_OPT_ENDPOINT:
@@ -207,6 +208,7 @@ int main(int argc, char **argv)
 			if (log_level_parse(optarg) < 0)
 				return hp_main_bad("--log-level", optarg);
 			log_set_level((enum log_level)log_level_parse(optarg));
+			cfg.log_requests = log_level_parse(optarg) == LOG_DEBUG;
 			break;
 		case HP_OPT_VERSION:
 			printf("csi-hostpath %s (CSI v1.12.0)\n", HP_VERSION);
