@@ -10,7 +10,9 @@
  *   3. the agent's peak RSS with 100 mounts (VmHWM; target <= 24 MiB);
  *   4. an agent restart with 1,000 recorded mounts until its API answers
  *      (median of 3; target <= 1 s).
- * Needs root (bind mounts). Everything is cleaned up at the end.
+ * Needs root (bind mounts). Everything is cleaned up at the end. The
+ * directory is under /tmp, or $CSID_BENCH_DIR (e.g. /dev/shm to leave
+ * out the file system's cost of creating and removing directories).
  */
 #include <dirent.h>
 #include <signal.h>
@@ -243,10 +245,15 @@ int main(void)
 	struct agent_proc a;
 	char cfg[4096], vol[64], *p;
 	double healthy_ms, agent_ms, direct_ms, restarts[3];
+	const char *base;
 	long rss_kib;
 
-	if (agent_proc_init(&a) != 0 || agent_proc_hostpath_config(&a, "{}", cfg, sizeof(cfg)))
+	/* CSID_BENCH_DIR: where the agent's data_dir lives (default /tmp). */
+	base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
+	if (agent_proc_init_at(&a, base) != 0 ||
+	    agent_proc_hostpath_config(&a, "{}", cfg, sizeof(cfg)))
 		return 1;
+	printf("data_dir under %s\n", base);
 	/* Restart plugins at once: the benchmark measures start-up, not the backoff. */
 	p = strstr(cfg, "\"backoff_base\": \"100ms\", \"backoff_max\": \"800ms\"");
 	if (!p)

@@ -59,8 +59,15 @@ bool agent_proc_poll(bool (*cond)(void *ctx), void *ctx, int64_t timeout_ms)
 
 int agent_proc_init(struct agent_proc *a)
 {
+	return agent_proc_init_at(a, "/tmp");
+}
+
+int agent_proc_init_at(struct agent_proc *a, const char *base)
+{
 	memset(a, 0, sizeof(*a));
-	snprintf(a->dir, sizeof(a->dir), "/tmp/cae-XXXXXX");
+	if (strlen(base) > 40)
+		return -1;
+	snprintf(a->dir, sizeof(a->dir), "%s/cae-XXXXXX", base);
 	if (!mkdtemp(a->dir))
 		return -1;
 	snprintf(a->data_dir, sizeof(a->data_dir), "%s/d", a->dir);

@@ -45,6 +45,8 @@ struct agent_proc {
 
 /* Creates the directory (/tmp/cae-XXXXXX). Returns 0 or -1. */
 int agent_proc_init(struct agent_proc *a);
+/* The same under base (at most 40 bytes, so socket paths fit), e.g. a tmpfs. */
+int agent_proc_init_at(struct agent_proc *a, const char *base);
 
 /*
  * Writes the config: a JSON object text where "@DIR@" is replaced with
