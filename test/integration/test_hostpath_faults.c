@@ -3,7 +3,9 @@
  * past the client's deadline gives DEADLINE_EXCEEDED; an injected code
  * reaches the client with its message; Probe can report not ready; a
  * hang holds a call until the script changes; a crash gives UNAVAILABLE
- * and the same client works again once the plugin is restarted; a plugin
+ * and the same client works again once the plugin is restarted (a crash
+ * after the call took effect keeps that effect, one before it leaves
+ * nothing); a plugin
  * stopped while a call hangs still exits cleanly.
  */
 #include <setjmp.h>
@@ -119,6 +121,37 @@ static void test_crash_and_restart(void **state)
 	assert_int_equal(info(f, 2000), CSI_OK);
 }
 
+static void test_crash_after_commit(void **state)
+{
+	struct fx *f = *state;
+	char id[64], again[64];
+	int status;
+
+	/* The call takes effect, then the plugin dies before answering. */
+	assert_int_equal(hpp_write_file(f->h.faults, "CreateVolume nth=1 crash=after\n"), 0);
+	assert_int_equal(hpp_create(&f->cl.caller, "v", 1 << 20, 0, false, id), CSI_UNAVAILABLE);
+	status = hpp_proc_wait_exit(&f->h, 5000);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 137);
+	assert_int_equal(hpp_write_file(f->h.faults, ""), 0);
+	assert_int_equal(hpp_proc_restart(&f->h, NULL), 0);
+	assert_int_equal(hpp_client_wait_ready(&f->cl, 10000), 0);
+	/* The CO retries: the volume exists and the retry answers it. */
+	assert_int_equal(hpp_create(&f->cl.caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_create(&f->cl.caller, "v", 1 << 20, 0, false, again), CSI_OK);
+	assert_string_equal(id, again);
+	/* A crash before the call leaves nothing behind. */
+	assert_int_equal(hpp_write_file(f->h.faults, "DeleteVolume crash\n"), 0);
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_UNAVAILABLE);
+	status = hpp_proc_wait_exit(&f->h, 5000);
+	assert_int_equal(WEXITSTATUS(status), 137);
+	assert_int_equal(hpp_write_file(f->h.faults, ""), 0);
+	assert_int_equal(hpp_proc_restart(&f->h, NULL), 0);
+	assert_int_equal(hpp_client_wait_ready(&f->cl, 10000), 0);
+	assert_int_equal(hpp_create(&f->cl.caller, "v", 1 << 20, 0, false, again), CSI_OK);
+	assert_string_equal(id, again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +159,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_codes_and_probe, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hang, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_crash_and_restart, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_crash_after_commit, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

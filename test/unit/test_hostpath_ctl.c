@@ -319,6 +319,12 @@ static void test_list_pagination(void **state)
 	assert_true(!out->next_token || !*out->next_token);
 }
 
+/* <data>/volumes/<id>/hello.txt */
+static void file_path(struct hpp_inproc *t, const char *id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/volumes/%s/hello.txt", t->p->data_dir, id);
+}
+
 static int snapshot(struct hpp_inproc *t, const char *name, const char *vol, char *id)
 {
 	Csi__V1__CreateSnapshotRequest r = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
@@ -401,8 +407,7 @@ static void test_snapshots_and_clones(void **state)
 
 	assert_int_equal(hpp_create(&t->caller, "src", 1 << 20, 0, false, vol), CSI_OK);
 	assert_int_equal(hpp_create(&t->caller, "src2", 1 << 20, 0, false, vol2), CSI_OK);
-	volume_path(t, vol, path, sizeof(path));
-	strcat(path, "/hello.txt");
+	file_path(t, vol, path, sizeof(path));
 	write_file(path, "before");
 	assert_int_equal(snapshot(t, "snap-1", vol, snap), CSI_OK);
 	assert_int_equal(snapshot(t, "snap-1", vol, snap2), CSI_OK);
@@ -415,11 +420,9 @@ static void test_snapshots_and_clones(void **state)
 	/* A volume from the snapshot has the old data; a clone the current data. */
 	assert_int_equal(create_from(t, "restored", true, snap, restored), CSI_OK);
 	assert_int_equal(create_from(t, "clone", false, vol, clone), CSI_OK);
-	volume_path(t, restored, path, sizeof(path));
-	strcat(path, "/hello.txt");
+	file_path(t, restored, path, sizeof(path));
 	assert_file(path, "before");
-	volume_path(t, clone, path, sizeof(path));
-	strcat(path, "/hello.txt");
+	file_path(t, clone, path, sizeof(path));
 	assert_file(path, "after");
 	assert_int_equal(create_from(t, "nosnap", true, "snap-missing", clone), CSI_NOT_FOUND);
 	assert_int_equal(create_from(t, "novol", false, "vol-missing", clone), CSI_NOT_FOUND);

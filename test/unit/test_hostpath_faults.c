@@ -3,7 +3,8 @@
  * scripts, every kind of bad line), rule matching by call count, and the
  * effects through hp_handle with a watched script file: error codes at
  * the Nth call, Probe not ready, delays, a hang released by rewriting the
- * script or by shutdown, and a crash (in a forked child).
+ * script or by shutdown. Crashes are checked against the real binary in
+ * test/integration/test_hostpath_faults.c.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,7 +13,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -241,30 +241,21 @@ static void test_hang(void **state)
 	assert_int_equal(h.code, CSI_UNAVAILABLE);
 }
 
-static void test_crash(void **state)
+static void test_crash_rules(void **state)
 {
-	struct fixture *f = *state;
-	char id[64];
-	int status = 0;
-	pid_t pid;
+	struct hp_faults *f = NULL;
+	struct hp_fault_action act;
+	struct err e;
 
-	assert_int_equal(hpp_write_file(f->script, "DeleteVolume nth=2 crash\n"
-						   "CreateVolume nth=2 crash=after\n"),
-			 0);
-	assert_int_equal(hpp_create(&f->t.caller, "c", 1 << 20, 0, false, id), CSI_OK);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* The second CreateVolume takes effect, then the process exits. */
-		hpp_create(&f->t.caller, "d", 1 << 20, 0, false, NULL);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 137);
-	/* The crashed call's volume exists: creating it again finds it. */
-	assert_int_equal(hpp_inproc_restart(&f->t, NULL), 0);
-	assert_int_equal(hpp_create(&f->t.caller, "d", 1 << 20, 0, false, NULL), CSI_OK);
+	/* The exit itself is checked against the real binary (integration test). */
+	assert_int_equal(parse("DeleteVolume nth=2 crash\nCreateVolume crash=after\n", &f, &e), 0);
+	hp_faults_match(f, CSI_RPC_DELETE_VOLUME, &act);
+	assert_int_equal(act.crash, HP_CRASH_NONE);
+	hp_faults_match(f, CSI_RPC_DELETE_VOLUME, &act);
+	assert_int_equal(act.crash, HP_CRASH_BEFORE);
+	hp_faults_match(f, CSI_RPC_CREATE_VOLUME, &act);
+	assert_int_equal(act.crash, HP_CRASH_AFTER);
+	hp_faults_free(f);
 }
 
 int main(void)
@@ -276,7 +267,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_codes_and_probe, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delay, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hang, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_crash, setup, teardown),
+	    cmocka_unit_test(test_crash_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
