@@ -172,11 +172,53 @@ static void test_unhealthy_plugin(void **state)
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
 
+/* The command line and the config file: clear errors, exit status 2, nothing started. */
+static void test_bad_command_lines(void **state)
+{
+	struct agent_proc *a = *state;
+	char out[4096], cfg[AGENT_PROC_PATH + 16];
+	const char *help[] = {"-h", NULL};
+	const char *version[] = {"version", NULL};
+	const char *unknown[] = {"frobnicate", NULL};
+	const char *badflag[] = {"agent", "-no-such-flag", "x", NULL};
+	const char *missing[] = {"agent", "-config", "/nonexistent/agent.json", NULL};
+	const char *badcfg[] = {"agent", "-config", cfg, NULL};
+	const char *level[] = {"agent", "-data-dir", "/tmp/x", "-log-level", "loud", NULL};
+
+	assert_int_equal(agent_proc_run_csid(help, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "usage: csid"));
+	assert_int_equal(agent_proc_run_csid(version, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "csid "));
+	assert_int_equal(agent_proc_run_csid(unknown, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "unknown command"));
+	assert_int_equal(agent_proc_run_csid(badflag, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "-no-such-flag"));
+	assert_int_equal(agent_proc_run_csid(missing, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "/nonexistent/agent.json"));
+	assert_int_equal(agent_proc_run_csid(level, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "-log-level"));
+	snprintf(cfg, sizeof(cfg), "%s/bad.json", a->dir);
+	{
+		FILE *f = fopen(cfg, "w");
+
+		assert_non_null(f);
+		fputs("{\"data_dir\": \"/tmp/x\", \"plugins\": [{\"id\": \"../up\", "
+		      "\"type\": \"node\", \"socket\": \"/s\"}]}",
+		      f);
+		fclose(f);
+	}
+	assert_int_equal(agent_proc_run_csid(badcfg, out, sizeof(out)), 2);
+	assert_non_null(strstr(out, "plugins[0].id"));
+	/* The running agent was not disturbed. */
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, agent_proc_teardown),
 	    cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_command_lines, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

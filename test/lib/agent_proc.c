@@ -141,6 +141,45 @@ int agent_proc_start(struct agent_proc *a)
 	return 0;
 }
 
+int agent_proc_run_csid(const char *const *args, char *out, size_t len)
+{
+	char path[] = "/tmp/cae-out-XXXXXX", *argv[16];
+	posix_spawn_file_actions_t fa;
+	int fd = mkstemp(path), status = -1, n = 1;
+	int64_t deadline = agent_proc_now_ms() + 30000;
+	pid_t pid;
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	argv[0] = (char *)CSID_BIN;
+	for (; args[n - 1] && n < 15; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, fd, 2);
+	if (posix_spawn(&pid, CSID_BIN, &fa, NULL, argv, environ) == 0) {
+		while (waitpid(pid, &status, WNOHANG) == 0) {
+			if (agent_proc_now_ms() > deadline) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				status = -1;
+				break;
+			}
+			agent_proc_nap();
+		}
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	r = pread(fd, out, len - 1, 0);
+	out[r > 0 ? r : 0] = '\0';
+	close(fd);
+	unlink(path);
+	if (status == -1 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
 struct agent_proc_buf {
 	char *data;
 	size_t len;

@@ -58,6 +58,13 @@ int agent_proc_write_faults(struct agent_proc *a, const char *text);
 
 /* Starts csid agent -config <config>. Returns 0 or -1. */
 int agent_proc_start(struct agent_proc *a);
+/*
+ * Runs CSID_BIN with args (NULL-terminated, without argv[0]) to completion,
+ * at most 30 s; its stdout and stderr go to out (size len, NUL-terminated).
+ * Returns the exit status, or -1.
+ */
+int agent_proc_run_csid(const char *const *args, char *out, size_t len);
+
 /* Polls until GET /v1/agent/self answers 200, at most timeout_ms. 0 or -1. */
 int agent_proc_wait_ready(struct agent_proc *a, int64_t timeout_ms);
 /*

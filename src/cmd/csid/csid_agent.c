@@ -314,7 +314,7 @@ static void csid_agent_on_wake(uv_async_t *h)
 {
 	struct csid_agent *a = h->data;
 
-	if (a->startup_rc && !a->stopping) {
+	if (a->startup_rc && !csid_agent_stopping(a)) {
 		a->exit_code = 1;
 		log_error("msg=\"agent stopping after a failed start\"");
 	}
