@@ -278,6 +278,14 @@ static void supervisor_queue_probe(struct supervisor_instance *inst)
 
 static void supervisor_arm(struct supervisor_instance *inst, int64_t delay_ms);
 
+/* A healthy run of at least the backoff cap earns a fresh backoff sequence. */
+static void supervisor_note_run(struct supervisor_instance *inst, int64_t now)
+{
+	if (inst->plugin && inst->healthy_since_ms &&
+	    now - inst->healthy_since_ms >= inst->sv->cfg.backoff_max_ms)
+		inst->plugin->attempt = 0;
+}
+
 /* The current instance failed: stop it and schedule a new one after a backoff. */
 static void supervisor_fail(struct supervisor_instance *inst, enum supervisor_event_kind kind,
 			    const char *why)
@@ -297,9 +305,7 @@ static void supervisor_fail(struct supervisor_instance *inst, enum supervisor_ev
 		supervisor_stop_instance(inst, why);
 		return;
 	}
-	/* A long healthy run earns a fresh backoff sequence. */
-	if (inst->healthy_since_ms && now - inst->healthy_since_ms >= sv->cfg.backoff_max_ms)
-		p->attempt = 0;
+	supervisor_note_run(inst, now);
 	p->cur = NULL;
 	supervisor_stop_instance(inst, why);
 	if (sv->shutting_down || p->removed)
@@ -398,6 +404,7 @@ static void supervisor_on_probe_result(struct supervisor_instance *inst)
 	} else if (!ok) {
 		snprintf(p->message, sizeof(p->message), "%s", inst->probe_msg);
 		if (inst->healthy) {
+			supervisor_note_run(inst, now);
 			inst->healthy = false;
 			inst->healthy_since_ms = 0;
 			inst->unhealthy_since_ms = now;
