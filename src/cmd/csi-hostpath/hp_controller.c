@@ -537,7 +537,7 @@ HP_CTL_HANDLER(hp_ctl_publish)
 	struct hp_pub pub, old;
 	struct hp_vol v;
 	int64_t count;
-	bool block;
+	bool block = false;
 	struct err e;
 	int rc;
 
@@ -620,7 +620,7 @@ HP_CTL_HANDLER(hp_ctl_validate)
 	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *conf;
 	char hash[40], mut[256];
 	struct hp_vol v;
-	bool block;
+	bool block = false;
 	int rc;
 
 	if (!out)
@@ -686,7 +686,7 @@ HP_CTL_HANDLER(hp_ctl_expand)
 	char path[HP_PATH_MAX + 64];
 	int64_t rq, lim, want, used;
 	struct hp_vol v;
-	bool block;
+	bool block = false;
 	struct err e;
 	int rc;
 

@@ -139,7 +139,7 @@ HP_CTL_HANDLER(hp_node_stage)
 	struct hp_pub pub;
 	struct hp_vol v;
 	struct err e;
-	bool block;
+	bool block = false;
 	int rc;
 
 	if (!m)
@@ -567,7 +567,7 @@ HP_CTL_HANDLER(hp_node_expand)
 	char point[HP_PATH_MAX + 16];
 	int64_t rq = 0, lim = 0;
 	struct hp_vol v;
-	bool block;
+	bool block = false;
 	int rc;
 
 	if (!out || !m)

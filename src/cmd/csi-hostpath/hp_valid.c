@@ -213,7 +213,7 @@ int hp_valid_cap(const Csi__V1__VolumeCapability *c, const char *what, bool *blo
 
 int hp_valid_caps(Csi__V1__VolumeCapability *const *caps, size_t n, bool *block, char *msg)
 {
-	bool first = false, b;
+	bool first = false, b = false;
 	int rc;
 
 	if (n == 0)
