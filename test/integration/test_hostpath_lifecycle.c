@@ -3,8 +3,9 @@
  * the real gRPC client: the whole volume lifecycle with real bind mounts
  * (each call repeated for idempotency, misuse answered with its code),
  * block volumes, read-only publishing, snapshots and clones, expansion,
- * pagination, a kill -9 and restart that loses nothing, and the plugin's
- * peak memory. Every mount is removed in teardown, even after a failure.
+ * pagination, a kill -9 and restart that loses nothing, the plugin's
+ * peak memory, and a controller plugin and a node plugin sharing one data
+ * dir. Every mount is removed in teardown, even after a failure.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +28,8 @@
 #define MNMW CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER
 
 struct fx {
-	struct hpp_proc h;
-	struct hpp_client cl;
+	struct hpp_proc h, h2; /* h2: a second plugin, for split modes */
+	struct hpp_client cl, cl2;
 	char staging[160], pods[160];
 };
 
@@ -51,6 +52,8 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
+	hpp_client_close(&f->cl2);
+	hpp_proc_cleanup(&f->h2);
 	hpp_client_close(&f->cl);
 	hpp_proc_cleanup(&f->h);
 	return 0;
@@ -362,6 +365,53 @@ static void test_restart_loses_nothing(void **state)
 	assert_int_equal(hpp_proc_kill(&f->h, SIGTERM), 0);
 }
 
+static void test_split_modes(void **state)
+{
+	struct fx *f = *state;
+	const char *ctl_args[] = {"--mode", "controller", NULL};
+	const char *node_args[] = {"--data-dir", f->h.data, "--mode", "node",
+				   "--node-id",  "node-2",  NULL};
+	Csi__V1__NodeGetInfoRequest ni = CSI__V1__NODE_GET_INFO_REQUEST__INIT;
+	Csi__V1__NodeGetInfoResponse *info;
+	Csi__V1__ListVolumesRequest lr = CSI__V1__LIST_VOLUMES_REQUEST__INIT;
+	Csi__V1__ListVolumesResponse *lo;
+	char id[64], target[200], path[300], backing[300];
+
+	/* A controller plugin and a node plugin (node-2) share one data dir. */
+	assert_int_equal(hpp_proc_restart(&f->h, ctl_args), 0);
+	assert_int_equal(hpp_client_wait_ready(&f->cl, 10000), 0);
+	assert_int_equal(hpp_proc_start(&f->h2, node_args), 0);
+	assert_int_equal(hpp_client_open(&f->cl2, f->h2.endpoint), 0);
+	assert_int_equal(call(f, CSI_RPC_NODE_GET_INFO, &ni, NULL), CSI_UNIMPLEMENTED);
+	assert_int_equal(hpp_client_call(&f->cl2, CSI_RPC_NODE_GET_INFO, &ni, &info, 0), CSI_OK);
+	assert_string_equal(info->node_id, "node-2");
+	assert_int_equal(hpp_create(&f->cl2.caller, "split", 1 << 20, 0, false, id),
+			 CSI_UNIMPLEMENTED);
+
+	assert_int_equal(hpp_create(&f->cl.caller, "split", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_ctl_publish(&f->cl.caller, id, "node-3", false, SNW, false),
+			 CSI_NOT_FOUND);
+	assert_int_equal(hpp_ctl_publish(&f->cl.caller, id, "node-2", false, SNW, false), CSI_OK);
+	snprintf(target, sizeof(target), "%s/split", f->pods);
+	assert_int_equal(hpp_stage(&f->cl2.caller, id, f->staging, false, SNW), CSI_OK);
+	assert_int_equal(hpp_publish(&f->cl2.caller, id, f->staging, target, false, SNW, false),
+			 CSI_OK);
+	snprintf(path, sizeof(path), "%s/data.txt", target);
+	put(path, "written on node-2");
+	snprintf(backing, sizeof(backing), "%s/volumes/%s/data.txt", f->h.data, id);
+	expect(backing, "written on node-2");
+	assert_int_equal(call(f, CSI_RPC_LIST_VOLUMES, &lr, &lo), CSI_OK);
+	assert_int_equal(lo->n_entries, 1);
+	assert_int_equal(lo->entries[0]->status->n_published_node_ids, 1);
+	assert_string_equal(lo->entries[0]->status->published_node_ids[0], "node-2");
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_FAILED_PRECONDITION);
+	assert_int_equal(hpp_unpublish(&f->cl2.caller, id, target), CSI_OK);
+	assert_int_equal(hpp_unstage(&f->cl2.caller, id, f->staging), CSI_OK);
+	assert_int_equal(hpp_ctl_unpublish(&f->cl.caller, id, "node-2"), CSI_OK);
+	assert_int_equal(hpp_delete(&f->cl.caller, id), CSI_OK);
+	assert_int_equal(hpp_umount_under(f->h.dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +420,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_snapshot_clone_expand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pagination, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restart_loses_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_split_modes, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

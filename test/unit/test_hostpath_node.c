@@ -115,6 +115,34 @@ static void test_readonly(void **state)
 	assert_true(hp_mount_fake_flags(t->fake, TARGET2) & MS_RDONLY);
 }
 
+static void test_mount_flags(void **state)
+{
+	struct hpp_inproc *t = *state;
+	Csi__V1__NodePublishVolumeRequest r = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+	char *flags[] = {"noexec", "nosuid", "discard"};
+	struct hpp_cap c;
+	char id[64];
+	long f;
+
+	assert_int_equal(hpp_create(&t->caller, "v", 1 << 20, 0, false, id), CSI_OK);
+	assert_int_equal(hpp_stage(&t->caller, id, STAGING, false, SNW), CSI_OK);
+	r.volume_id = id;
+	r.staging_target_path = STAGING;
+	r.target_path = TARGET;
+	r.volume_capability = hpp_cap(&c, false, SNW);
+	c.mount.mount_flags = flags;
+	c.mount.n_mount_flags = 3;
+	assert_int_equal(hpp_call(t, CSI_RPC_NODE_PUBLISH_VOLUME, &r, NULL), CSI_OK);
+	/* Bind-mount options are honoured; file-system options are ignored. */
+	f = hp_mount_fake_flags(t->fake, TARGET);
+	assert_true(f & MS_NOEXEC);
+	assert_true(f & MS_NOSUID);
+	assert_false(f & MS_RDONLY);
+	/* Other mount flags are other arguments for the same target. */
+	c.mount.n_mount_flags = 1;
+	assert_int_equal(hpp_call(t, CSI_RPC_NODE_PUBLISH_VOLUME, &r, NULL), CSI_ALREADY_EXISTS);
+}
+
 static void test_second_publish_table(void **state)
 {
 	struct hpp_inproc *t = *state;
@@ -310,6 +338,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_readonly, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_flags, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_second_publish_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_block, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_paths, setup, teardown),
