@@ -75,6 +75,7 @@ struct csi_server_worker {
 
 struct csi_server {
 	char path[108];
+	char listen_path[109]; /* path + "~" while starting, see csi_server_start */
 	csi_handler_fn fn;
 	void *ctx;
 	grpc_server *server;
@@ -409,6 +410,17 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	rc = csi_server_clear_path(s->path, e);
 	if (rc)
 		return rc;
+	/*
+	 * Listen on a neighbour name and rename it into place once the workers
+	 * serve, so that the socket appearing means the plugin answers: the
+	 * supervisor and tests wait for the file. A path too long for the
+	 * extra byte is used directly.
+	 */
+	snprintf(s->listen_path, sizeof(s->listen_path), "%s%s", s->path,
+		 strlen(s->path) < sizeof(s->path) - 1 ? "~" : "");
+	if (strcmp(s->listen_path, s->path) != 0 &&
+	    (rc = csi_server_clear_path(s->listen_path, e)) != 0)
+		return rc;
 	csi_grpc_init();
 	args[0] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
 			     {.integer = CSI_SERVER_MAX_MSG}};
@@ -429,7 +441,7 @@ int csi_server_start(struct csi_server *s, struct err *e)
 		s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
 		grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
 	}
-	csi_endpoint_target(s->path, addr, sizeof(addr));
+	csi_endpoint_target(s->listen_path, addr, sizeof(addr));
 	creds = grpc_insecure_server_credentials_create();
 	port = grpc_server_add_http2_port(s->server, addr, creds);
 	grpc_server_credentials_release(creds);
@@ -456,6 +468,11 @@ int csi_server_start(struct csi_server *s, struct err *e)
 			return rc;
 		}
 		w->running = true;
+	}
+	if (strcmp(s->listen_path, s->path) != 0 && rename(s->listen_path, s->path) != 0) {
+		rc = err_errno(e, errno, "csi server: rename %s into place", s->listen_path);
+		csi_server_stop(s, 0);
+		return rc;
 	}
 	return 0;
 fail:
@@ -534,6 +551,7 @@ void csi_server_stop(struct csi_server *s, int grace_ms)
 				    NULL);
 	grpc_completion_queue_destroy(s->shutdown_cq);
 	s->shutdown_cq = NULL;
+	unlink(s->listen_path);
 	unlink(s->path);
 }
 

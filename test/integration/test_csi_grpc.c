@@ -173,11 +173,16 @@ static int tg_handler(void *ctx, enum csi_rpc rpc, const ProtobufCMessage *req,
 static void tg_start_server(struct tg *t)
 {
 	struct err e;
+	char tmp[160];
 
 	err_clear(&e);
 	assert_int_equal(csi_server_new(t->endpoint, 4, tg_handler, t, &t->server, &e), 0);
 	if (csi_server_start(t->server, &e) != 0)
 		fail_msg("start: %s", e.msg);
+	/* The socket is in place, under its own name only, once start returns. */
+	snprintf(tmp, sizeof(tmp), "%s~", t->endpoint + strlen("unix://"));
+	assert_int_equal(access(t->endpoint + strlen("unix://"), F_OK), 0);
+	assert_int_equal(access(tmp, F_OK), -1);
 }
 
 static int tg_setup(void **state)
