@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include "agent_proc.h"
 #include "csi/csi_client.h"
@@ -22,9 +24,13 @@
 static int setup(void **state)
 {
 	/* Unhealthy plugins stay up (long threshold); mounts wait at most 1s for one. */
-	static const char *const edits[] = {
-	    "\"health_timeout\": \"5s\"", "\"health_timeout\": \"1s\"",
-	    "\"unhealthy_threshold\": \"1500ms\"", "\"unhealthy_threshold\": \"1000s\"", NULL};
+	static const char *const edits[] = {"\"health_timeout\": \"5s\"",
+					    "\"health_timeout\": \"1s\"",
+					    "\"unhealthy_threshold\": \"1500ms\"",
+					    "\"unhealthy_threshold\": \"1000s\"",
+					    "\"stop_grace\": \"3s\"",
+					    "\"stop_grace\": \"3s\", \"rpc_timeout\": \"1s\"",
+					    NULL};
 
 	return agent_proc_setup_hostpath(state, edits);
 }
@@ -172,6 +178,71 @@ static void test_unhealthy_plugin(void **state)
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
 
+struct put_call {
+	struct agent_proc *a;
+	const char *vol;
+	long status;
+	int64_t ms;
+};
+
+static void *put_thread(void *arg)
+{
+	struct put_call *c = arg;
+	int64_t t0 = agent_proc_now_ms();
+
+	c->status = agent_proc_mount(c->a, c->vol, "a-hang", NULL);
+	c->ms = agent_proc_now_ms() - t0;
+	return NULL;
+}
+
+static bool plugin_hangs(void *ctx)
+{
+	return agent_proc_plugin_log_count(ctx, "injected hang", 1);
+}
+
+/*
+ * A plugin that hangs in NodePublishVolume: the mount fails at the RPC
+ * deadline (1s here) and is rolled back (or left recorded when the rollback
+ * times out too; the next call on it finishes it), while other requests
+ * are served at once (a thread per connection).
+ */
+static void test_hanging_plugin(void **state)
+{
+	struct agent_proc *a = *state;
+	struct put_call call = {a, NULL, 0, 0};
+	struct agent_proc_plugin p;
+	char vol[64];
+	pthread_t th;
+	int64_t t0;
+
+	assert_int_equal(agent_proc_create_volume(a, "hang", vol), 0);
+	call.vol = vol;
+	assert_int_equal(agent_proc_write_faults(a, "NodePublishVolume hang\n"), 0);
+	assert_int_equal(pthread_create(&th, NULL, put_thread, &call), 0);
+	assert_true(agent_proc_poll(plugin_hangs, a, 10000));
+	t0 = agent_proc_now_ms();
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/plugins", NULL, NULL), 200);
+	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/mounts", NULL, NULL), 200);
+	assert_true(agent_proc_now_ms() - t0 < 900);
+	pthread_join(th, NULL);
+	assert_int_equal(call.status, 504);
+	assert_true(call.ms >= 900 && call.ms < 10000);
+	assert_true(agent_proc_log_count(a, "DEADLINE_EXCEEDED", 1));
+	/* Rolled back, or (if the rollback timed out too) left recorded for the next call. */
+	assert_true(agent_proc_mount_count(a) <= 1);
+	/* Kill the plugin so the hung call never completes, then it works again. */
+	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p), 0);
+	assert_int_equal(kill(p.pid, SIGKILL), 0);
+	assert_int_equal(agent_proc_write_faults(a, ""), 0);
+	assert_true(agent_proc_wait_replaced(a, p.active, 20000));
+	assert_int_equal(agent_proc_mount(a, vol, "a-hang", NULL), 200);
+	assert_int_equal(agent_proc_mount_count(a), 1);
+	assert_int_equal(agent_proc_unmount(a, vol, "a-hang"), 200);
+	assert_int_equal(agent_proc_mount_count(a), 0);
+	assert_int_equal(agent_proc_mounts_under(a->data_dir), 0);
+}
+
 /* The command line and the config file: clear errors, exit status 2, nothing started. */
 static void test_bad_command_lines(void **state)
 {
@@ -219,6 +290,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, agent_proc_teardown),
 	    cmocka_unit_test_setup_teardown(test_unhealthy_plugin, setup, agent_proc_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_command_lines, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_hanging_plugin, setup, agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

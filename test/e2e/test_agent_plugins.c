@@ -45,21 +45,6 @@ static int setup(void **state)
 	return agent_proc_setup_hostpath(state, edits);
 }
 
-struct new_instance {
-	struct agent_proc *a;
-	char old[64];
-};
-
-/* The node plugin is healthy on an instance other than old, and alone. */
-static bool replaced(void *ctx)
-{
-	struct new_instance *w = ctx;
-	struct agent_proc_plugin p;
-
-	return agent_proc_plugin(w->a, AGENT_PROC_HP_ID, "node", &p) == 0 && p.healthy &&
-	       strcmp(p.active, w->old) != 0 && p.ninstances == 1;
-}
-
 struct log_wait {
 	struct agent_proc *a;
 	const char *needle;
@@ -77,15 +62,15 @@ static void test_crash_restarts(void **state)
 {
 	struct agent_proc *a = *state;
 	struct agent_proc_plugin p, c;
-	struct new_instance w = {a, ""};
+	char old[64];
 	char needle[128];
 
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p), 0);
 	assert_true(p.pid > 0);
 	assert_int_equal(p.restarts, 0);
-	snprintf(w.old, sizeof(w.old), "%s", p.active);
+	snprintf(old, sizeof(old), "%s", p.active);
 	assert_int_equal(kill(p.pid, SIGKILL), 0);
-	assert_true(agent_proc_poll(replaced, &w, 20000));
+	assert_true(agent_proc_wait_replaced(a, old, 20000));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	assert_int_equal(c.restarts, 1);
 	assert_true(c.pid > 0 && c.pid != p.pid);
@@ -94,7 +79,7 @@ static void test_crash_restarts(void **state)
 	assert_string_equal(p.active, c.active);
 	assert_int_equal(p.ninstances, 1);
 	snprintf(needle, sizeof(needle), "msg=\"plugin exited\" plugin=%s instance=%s",
-		 AGENT_PROC_HP_ID, w.old);
+		 AGENT_PROC_HP_ID, old);
 	assert_true(agent_proc_log_count(a, needle, 1));
 	assert_true(agent_proc_log_count(a, "msg=\"plugin restarting\"", 1));
 	assert_true(agent_proc_log_count(a, "msg=\"plugin registered\"", 2));
@@ -129,11 +114,11 @@ static void test_unhealthy_backoff(void **state)
 	struct agent_proc *a = *state;
 	struct log_wait lw = {a, "msg=\"plugin restarting\"", 3};
 	struct agent_proc_plugin p;
-	struct new_instance w = {a, ""};
+	char old[64];
 	long d0, d1, d2;
 
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p), 0);
-	snprintf(w.old, sizeof(w.old), "%s", p.active);
+	snprintf(old, sizeof(old), "%s", p.active);
 	assert_int_equal(agent_proc_write_faults(a, "Probe code=UNAVAILABLE msg=\"sick\"\n"), 0);
 	/* Health change event, then a restart after the threshold, then more with backoff. */
 	assert_true(
@@ -152,20 +137,20 @@ static void test_unhealthy_backoff(void **state)
 	assert_true(p.attempt >= 2);
 	/* The plugin recovers: registered and healthy again, on a new instance. */
 	assert_int_equal(agent_proc_write_faults(a, ""), 0);
-	assert_true(agent_proc_poll(replaced, &w, 20000));
+	assert_true(agent_proc_wait_replaced(a, old, 20000));
 }
 
 static void test_update_overlaps(void **state)
 {
 	struct agent_proc *a = *state;
 	struct agent_proc_plugin p, c;
-	struct new_instance w = {a, ""};
+	char old[64];
 	char vol[64], needle[256], reg[256];
 
 	assert_int_equal(agent_proc_create_volume(a, "upd", vol), 0);
 	assert_int_equal(agent_proc_mount(a, vol, "alloc-u", NULL), 200);
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p), 0);
-	snprintf(w.old, sizeof(w.old), "%s", p.active);
+	snprintf(old, sizeof(old), "%s", p.active);
 
 	/* An invalid config is refused; nothing changes. */
 	assert_int_equal(agent_proc_write_config(a, "{\"plugins\": 5}"), 0);
@@ -173,17 +158,17 @@ static void test_update_overlaps(void **state)
 	assert_true(
 	    agent_proc_poll(log_has, &(struct log_wait){a, "config reload failed", 1}, 10000));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
-	assert_string_equal(c.active, w.old);
+	assert_string_equal(c.active, old);
 
 	/* A changed definition: new instance first, then the old one stops. */
 	write_config(a, "{\"CSID_E2E_GENERATION\": \"2\"}");
 	assert_int_equal(kill(a->pid, SIGHUP), 0);
-	assert_true(agent_proc_poll(replaced, &w, 20000));
+	assert_true(agent_proc_wait_replaced(a, old, 20000));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	snprintf(reg, sizeof(reg), "msg=\"plugin registered\" plugin=%s instance=%s",
 		 AGENT_PROC_HP_ID, c.active);
 	snprintf(needle, sizeof(needle),
-		 "instance=%s delay_ms=0 reason=\"replaced by instance %s\"", w.old, c.active);
+		 "instance=%s delay_ms=0 reason=\"replaced by instance %s\"", old, c.active);
 	assert_true(agent_proc_poll(log_has, &(struct log_wait){a, needle, 1}, 10000));
 	{
 		/* Order in the log: the new one registered before the old one was stopped. */

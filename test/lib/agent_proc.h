@@ -151,6 +151,12 @@ int agent_proc_plugin(struct agent_proc *a, const char *id, const char *type,
 bool agent_proc_wait_healthy(struct agent_proc *a, const char *id, int64_t timeout_ms);
 
 /*
+ * Polls until the node plugin AGENT_PROC_HP_ID is healthy on an instance
+ * other than old, with no other instance left.
+ */
+bool agent_proc_wait_replaced(struct agent_proc *a, const char *old, int64_t timeout_ms);
+
+/*
  * Creates a 1 MiB mount volume named name through the plugin's endpoint
  * (CreateVolume with the CSI client). Writes its ID to id (64 bytes).
  * Returns 0 or -1.

@@ -98,6 +98,27 @@ bool agent_proc_wait_healthy(struct agent_proc *a, const char *id, int64_t timeo
 	return agent_proc_poll(agent_proc_is_healthy, &w, timeout_ms);
 }
 
+struct agent_proc_replaced_ctx {
+	struct agent_proc *a;
+	const char *old;
+};
+
+static bool agent_proc_is_replaced(void *ctx)
+{
+	struct agent_proc_replaced_ctx *w = ctx;
+	struct agent_proc_plugin p;
+
+	return agent_proc_plugin(w->a, AGENT_PROC_HP_ID, "node", &p) == 0 && p.healthy &&
+	       strcmp(p.active, w->old) != 0 && p.ninstances == 1;
+}
+
+bool agent_proc_wait_replaced(struct agent_proc *a, const char *old, int64_t timeout_ms)
+{
+	struct agent_proc_replaced_ctx w = {a, old};
+
+	return agent_proc_poll(agent_proc_is_replaced, &w, timeout_ms);
+}
+
 int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id)
 {
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;

@@ -405,6 +405,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 {
 	struct plugin_manager_config pc = {0};
 	struct supervisor_config sc = {0};
+	struct mounter_options mo = {0};
 	int rc, n;
 
 	if ((rc = csid_agent_mkdir(a->cfg->data_dir, e)))
@@ -449,9 +450,11 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	pc.on_health = csid_agent_on_health;
 	pc.resync_ms = a->cfg->resync_period_ms;
 	pc.probe_interval_ms = a->cfg->probe_interval_ms;
+	pc.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = plugin_manager_start(a->pm, e)))
 		return rc;
-	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, NULL, &a->mounter, e)))
+	mo.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
+	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, &mo, &a->mounter, e)))
 		return rc;
 	return supervisor_apply(a->sv, a->cfg->plugins, a->cfg->nplugins, e);
 }
