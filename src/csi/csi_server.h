@@ -38,7 +38,8 @@ int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *
 int csi_server_start(struct csi_server *s, struct err *e);
 /*
  * Stops accepting calls, waits for the workers (calls in flight get at
- * most grace_ms to finish, then are cancelled) and removes the socket.
+ * most grace_ms to finish, then are cancelled; a handler still running is
+ * waited for, as it cannot be interrupted) and removes the socket.
  * Safe to call from a signal-watching thread, not from a handler.
  */
 void csi_server_stop(struct csi_server *s, int grace_ms);
