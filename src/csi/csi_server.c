@@ -84,6 +84,15 @@ struct csi_server {
 	int nthreads;
 	struct csi_server_worker workers[CSI_SERVER_MAX_THREADS];
 	atomic_bool stopping;
+	/*
+	 * Contexts out of the pools: requests held by gRPC and calls in
+	 * flight. The worker queues are shut down only once this is 0, as a
+	 * call may still start its last batch after the server's shutdown
+	 * notification (a handler that returns after its client left).
+	 */
+	atomic_int busy;
+	pthread_mutex_t idle_lock;
+	pthread_cond_t idle_cond;
 	bool started;
 	bool stopped;
 };
@@ -107,21 +116,29 @@ static struct csi_server_call *csi_server_call_get(struct csi_server_worker *w)
 
 	if (c) {
 		w->free = c->next_free;
-		return c;
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+		c->w = w;
+		c->next_all = w->all;
+		w->all = c;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->w = w;
-	c->next_all = w->all;
-	w->all = c;
+	atomic_fetch_add(&w->s->busy, 1);
 	return c;
 }
 
 static void csi_server_call_put(struct csi_server_call *c)
 {
+	struct csi_server *s = c->w->s;
+
 	c->next_free = c->w->free;
 	c->w->free = c;
+	if (atomic_fetch_sub(&s->busy, 1) == 1 && atomic_load(&s->stopping)) {
+		pthread_mutex_lock(&s->idle_lock);
+		pthread_cond_broadcast(&s->idle_cond);
+		pthread_mutex_unlock(&s->idle_lock);
+	}
 }
 
 /* Posts a request for the next call of method rpc; c goes back on failure. */
@@ -393,6 +410,9 @@ int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *
 	s->ctx = ctx;
 	s->nthreads = nthreads;
 	atomic_init(&s->stopping, false);
+	atomic_init(&s->busy, 0);
+	pthread_mutex_init(&s->idle_lock, NULL);
+	pthread_cond_init(&s->idle_cond, NULL);
 	*out = s;
 	return 0;
 }
@@ -503,6 +523,42 @@ static void csi_server_drain(struct csi_server_worker *w)
 	}
 }
 
+/*
+ * Waits until every context is back in its pool. Contexts of a worker
+ * whose thread never started are driven from here.
+ */
+static void csi_server_wait_idle(struct csi_server *s)
+{
+	bool orphans = false;
+
+	for (int i = 0; i < s->nthreads; i++)
+		orphans |= !s->workers[i].running;
+	pthread_mutex_lock(&s->idle_lock);
+	while (atomic_load(&s->busy) > 0) {
+		if (!orphans) {
+			pthread_cond_wait(&s->idle_cond, &s->idle_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&s->idle_lock);
+		for (int i = 0; i < s->nthreads; i++) {
+			struct csi_server_worker *w = &s->workers[i];
+			grpc_event ev;
+
+			if (w->running)
+				continue;
+			ev = grpc_completion_queue_next(
+				w->cq,
+				gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+					     gpr_time_from_millis(10, GPR_TIMESPAN)),
+				NULL);
+			if (ev.type == GRPC_OP_COMPLETE)
+				csi_server_step(ev.tag, ev.success != 0);
+		}
+		pthread_mutex_lock(&s->idle_lock);
+	}
+	pthread_mutex_unlock(&s->idle_lock);
+}
+
 void csi_server_stop(struct csi_server *s, int grace_ms)
 {
 	gpr_timespec deadline;
@@ -522,6 +578,7 @@ void csi_server_stop(struct csi_server *s, int grace_ms)
 		grpc_completion_queue_pluck(s->shutdown_cq, &tag,
 					    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 	}
+	csi_server_wait_idle(s);
 	for (int i = 0; i < s->nthreads; i++)
 		grpc_completion_queue_shutdown(s->workers[i].cq);
 	for (int i = 0; i < s->nthreads; i++) {
@@ -560,5 +617,7 @@ void csi_server_free(struct csi_server *s)
 	if (!s)
 		return;
 	csi_server_stop(s, 0);
+	pthread_cond_destroy(&s->idle_cond);
+	pthread_mutex_destroy(&s->idle_lock);
 	free(s);
 }
