@@ -35,6 +35,7 @@ struct agent_api_req {
 	size_t len;
 	size_t cap;
 	bool too_big;
+	bool answered; /* a response is queued already */
 	struct timespec start;
 };
 
@@ -153,11 +154,26 @@ static enum MHD_Result agent_api_handler(void *cls, struct MHD_Connection *c, co
 	unsigned status;
 
 	if (!r) {
+		const char *cl =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
 		clock_gettime(CLOCK_MONOTONIC, &r->start);
 		*con_cls = r;
+		/* A body announced larger than the cap is refused before it is read. */
+		if (cl && strtoull(cl, NULL, 10) > AGENT_API_BODY_MAX) {
+			r->too_big = true;
+			r->answered = true;
+			err_clear(&e);
+			status = agent_api_route(a, c, url, method, r, &e);
+			agent_api_log(method, url, status, &r->start, e.msg);
+		}
+		return MHD_YES;
+	}
+	if (r->answered) {
+		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (*upload_size) {

@@ -128,6 +128,9 @@ static int agent_api_decode_map(json_t *root, enum agent_api_map which, struct m
 	{
 		char q[80];
 
+		/* Even the names of secrets stay out of messages. */
+		if (!json_is_string(item) && which == AGENT_API_SECRETS)
+			return err_set(e, CSID_EINVAL, "%s: every value must be a string", name);
 		if (!json_is_string(item))
 			return err_set(e, CSID_EINVAL, "%s.%s: expected a string", name,
 				       agent_api_sanitize(q, sizeof(q), key));
