@@ -169,6 +169,9 @@ int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id);
  * agent_proc_http.
  */
 long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, json_t **out);
+/* The same through the node plugin named plugin. */
+long agent_proc_mount_with(struct agent_proc *a, const char *plugin, const char *vol,
+			   const char *alloc, json_t **out);
 /* DELETE /v1/agent/mounts/<vol>/<alloc>; returns the HTTP status. */
 long agent_proc_unmount(struct agent_proc *a, const char *vol, const char *alloc);
 /* Number of records GET /v1/agent/mounts lists (-1 on error). */

@@ -160,6 +160,12 @@ int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id)
 
 long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, json_t **out)
 {
+	return agent_proc_mount_with(a, AGENT_PROC_HP_ID, vol, alloc, out);
+}
+
+long agent_proc_mount_with(struct agent_proc *a, const char *plugin, const char *vol,
+			   const char *alloc, json_t **out)
+{
 	char body[1024];
 
 	snprintf(
@@ -169,7 +175,7 @@ long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, 
 	    " \"access_mode\": \"multi-node-multi-writer\", \"mount_flags\": [],"
 	    " \"volume_context\": {}, \"publish_context\": {},"
 	    " \"secrets\": {\"token\": \"e2e-secret-value\"}}",
-	    vol, vol, AGENT_PROC_HP_ID, alloc);
+	    vol, vol, plugin, alloc);
 	return agent_proc_http(a, "PUT", "/v1/agent/mounts", body, out);
 }
 
