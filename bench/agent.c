@@ -25,6 +25,7 @@
 
 #include "agent_proc.h"
 #include "csi/csi_client.h"
+#include "hostpath_proc.h"
 
 #define BENCH_RESTARTS 15
 #define BENCH_CYCLES 40
@@ -203,24 +204,6 @@ static void bench_cycles(struct agent_proc *a, const char *vol, double *agent_ms
 	*direct_ms = bench_median(vd, BENCH_CYCLES);
 }
 
-/* VmHWM of pid in KiB; -1 if unknown. */
-static long bench_peak_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "VmHWM:", 6) == 0)
-			kib = strtol(line + 6, NULL, 10);
-	fclose(f);
-	return kib;
-}
-
 static void bench_restart(struct agent_proc *a)
 {
 	if (agent_proc_stop(a, SIGTERM, 60000) != 0 || agent_proc_start(a) != 0 ||
@@ -279,7 +262,7 @@ int main(void)
 	/* A fresh agent, so the peak is the one of serving 100 mounts. */
 	bench_restart(&a);
 	bench_mount_range(&a, vol, 0, 100);
-	rss_kib = bench_peak_rss_kib(a.pid);
+	rss_kib = hpp_vmhwm_kb(a.pid);
 	printf("peak_rss_100_mounts_mib=%.1f (target <= 24)\n", (double)rss_kib / 1024.0);
 	fflush(stdout);
 

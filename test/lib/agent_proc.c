@@ -6,6 +6,8 @@
  */
 #include "agent_proc.h"
 
+#include "hostpath_proc.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,10 +33,7 @@ extern char **environ;
 
 int64_t agent_proc_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return hpp_now_ms();
 }
 
 static void agent_proc_nap(void)
@@ -79,21 +78,6 @@ int agent_proc_init_at(struct agent_proc *a, const char *base)
 	return 0;
 }
 
-static int agent_proc_write_atomic(const char *path, const char *text)
-{
-	char tmp[AGENT_PROC_PATH + 8];
-	FILE *f;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 int agent_proc_write_config(struct agent_proc *a, const char *json)
 {
 	size_t n = 0, dlen = strlen(a->dir);
@@ -113,14 +97,14 @@ int agent_proc_write_config(struct agent_proc *a, const char *json)
 		}
 	}
 	out[n] = '\0';
-	rc = agent_proc_write_atomic(a->config, out);
+	rc = hpp_write_file(a->config, out);
 	free(out);
 	return rc;
 }
 
 int agent_proc_write_faults(struct agent_proc *a, const char *text)
 {
-	return agent_proc_write_atomic(a->faults, text);
+	return hpp_write_file(a->faults, text);
 }
 
 int agent_proc_start(struct agent_proc *a)
@@ -307,13 +291,9 @@ bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
 	return agent_proc_count_in(a->log, needle) >= count;
 }
 
-/*
- * Counts the mount points at or under prefix and calls fn(path) for the
- * first 256 of them, deepest first.
- */
-static int agent_proc_each_mount(const char *prefix, void (*fn)(const char *path))
+int agent_proc_mounts_under(const char *prefix)
 {
-	char line[4096], paths[256][512];
+	char line[4096];
 	size_t plen = strlen(prefix);
 	int n = 0;
 	FILE *f = fopen("/proc/self/mountinfo", "r");
@@ -324,23 +304,12 @@ static int agent_proc_each_mount(const char *prefix, void (*fn)(const char *path
 		char mp[512];
 
 		/* Field 5 is the mount point (spaces escaped as \040; ours have none). */
-		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) != 1)
-			continue;
-		if (strncmp(mp, prefix, plen) != 0 || (mp[plen] != '/' && mp[plen] != '\0'))
-			continue;
-		if (n < 256)
-			snprintf(paths[n], sizeof(paths[0]), "%s", mp);
-		n++;
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 &&
+		    strncmp(mp, prefix, plen) == 0 && (mp[plen] == '/' || mp[plen] == '\0'))
+			n++;
 	}
 	fclose(f);
-	for (int i = (n < 256 ? n : 256) - 1; fn && i >= 0; i--)
-		fn(paths[i]);
 	return n;
-}
-
-int agent_proc_mounts_under(const char *path)
-{
-	return agent_proc_each_mount(path, NULL);
 }
 
 bool agent_proc_is_mount(const char *path)
@@ -359,11 +328,6 @@ bool agent_proc_is_mount(const char *path)
 	}
 	fclose(f);
 	return found;
-}
-
-static void agent_proc_umount(const char *path)
-{
-	umount2(path, MNT_DETACH);
 }
 
 /* Calls fn(dir, ctx) for every <data_dir>/plugins/<id>/<instance> directory. */
@@ -426,32 +390,6 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max)
 	return p.n;
 }
 
-static void agent_proc_rm_rf(const char *path)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *ent;
-
-	if (lstat(path, &st) != 0)
-		return;
-	if (!S_ISDIR(st.st_mode)) {
-		unlink(path);
-		return;
-	}
-	d = opendir(path);
-	while (d && (ent = readdir(d))) {
-		char sub[1024];
-
-		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
-			continue;
-		snprintf(sub, sizeof(sub), "%s/%s", path, ent->d_name);
-		agent_proc_rm_rf(sub);
-	}
-	if (d)
-		closedir(d);
-	rmdir(path);
-}
-
 void agent_proc_cleanup(struct agent_proc *a)
 {
 	pid_t pids[64];
@@ -473,17 +411,13 @@ void agent_proc_cleanup(struct agent_proc *a)
 		kill(-pids[i], SIGKILL);
 		kill(pids[i], SIGKILL);
 	}
-	/* At most 256 per pass: repeat while passes make progress. */
-	for (int before = INT_MAX, now;
-	     (now = agent_proc_each_mount(a->dir, NULL)) > 0 && now < before;) {
-		agent_proc_each_mount(a->dir, agent_proc_umount);
-		before = now;
-	}
 	/* For debugging a failure: CSID_E2E_KEEP=1 keeps the logs and state. */
-	if (getenv("CSID_E2E_KEEP"))
+	if (getenv("CSID_E2E_KEEP")) {
+		hpp_umount_under(a->dir);
 		fprintf(stderr, "kept %s\n", a->dir);
-	else
-		agent_proc_rm_rf(a->dir);
+	} else {
+		hpp_rmrf(a->dir);
+	}
 	a->dir[0] = '\0';
 }
 
