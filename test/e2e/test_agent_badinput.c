@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <pthread.h>
 #include <signal.h>
 
 #include "agent_proc.h"
@@ -179,23 +178,6 @@ static void test_unhealthy_plugin(void **state)
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
 
-struct put_call {
-	struct agent_proc *a;
-	const char *vol;
-	long status;
-	int64_t ms;
-};
-
-static void *put_thread(void *arg)
-{
-	struct put_call *c = arg;
-	int64_t t0 = agent_proc_now_ms();
-
-	c->status = agent_proc_mount(c->a, c->vol, "a-hang", NULL);
-	c->ms = agent_proc_now_ms() - t0;
-	return NULL;
-}
-
 static bool plugin_hangs(void *ctx)
 {
 	return agent_proc_plugin_log_count(ctx, "injected hang", 1);
@@ -210,23 +192,22 @@ static bool plugin_hangs(void *ctx)
 static void test_hanging_plugin(void **state)
 {
 	struct agent_proc *a = *state;
-	struct put_call call = {a, NULL, 0, 0};
+	struct agent_proc_call call = {.a = a, .alloc = "a-hang"};
 	struct agent_proc_plugin p;
 	char vol[64];
-	pthread_t th;
 	int64_t t0;
 
 	assert_int_equal(agent_proc_create_volume(a, "hang", vol), 0);
 	call.vol = vol;
 	assert_int_equal(agent_proc_write_faults(a, "NodePublishVolume hang\n"), 0);
-	assert_int_equal(pthread_create(&th, NULL, put_thread, &call), 0);
+	assert_int_equal(agent_proc_call_start(&call), 0);
 	assert_true(agent_proc_poll(plugin_hangs, a, 10000));
 	t0 = agent_proc_now_ms();
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/plugins", NULL, NULL), 200);
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/mounts", NULL, NULL), 200);
 	assert_true(agent_proc_now_ms() - t0 < 900);
-	pthread_join(th, NULL);
+	agent_proc_call_join(&call);
 	assert_int_equal(call.status, 504);
 	assert_true(call.ms >= 900 && call.ms < 10000);
 	assert_true(agent_proc_log_count(a, "DEADLINE_EXCEEDED", 1));

@@ -12,7 +12,6 @@
  * kills every process and detaches every mount even after a failure.
  */
 #include <setjmp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,23 +122,6 @@ static void test_shared_staging(void **state)
 	assert_consistent(a);
 }
 
-struct mount_call {
-	struct agent_proc *a;
-	const char *vol;
-	const char *alloc;
-	bool unmount;
-	long status;
-};
-
-static void *mount_thread(void *arg)
-{
-	struct mount_call *c = arg;
-
-	c->status = c->unmount ? agent_proc_unmount(c->a, c->vol, c->alloc)
-			       : agent_proc_mount(c->a, c->vol, c->alloc, NULL);
-	return NULL;
-}
-
 struct hang_wait {
 	struct agent_proc *a;
 	int count;
@@ -161,24 +143,23 @@ static bool plugin_hangs(void *ctx)
 static void crash_during(struct agent_proc *a, const char *rpc, const char *vol, const char *alloc,
 			 bool unmount, int *hangs)
 {
-	struct mount_call call = {a, vol, alloc, unmount, 0};
+	struct agent_proc_call call = {.a = a, .vol = vol, .alloc = alloc, .unmount = unmount};
 	struct hang_wait w = {a, *hangs + 1};
 	char faults[128];
 	json_t *doc = NULL;
-	pthread_t th;
 	long status;
 
 	snprintf(faults, sizeof(faults), "%s hang\n", rpc);
 	assert_int_equal(agent_proc_write_faults(a, faults), 0);
-	assert_int_equal(pthread_create(&th, NULL, mount_thread, &call), 0);
+	assert_int_equal(agent_proc_call_start(&call), 0);
 	if (!agent_proc_poll(plugin_hangs, &w, 20000)) {
 		agent_proc_write_faults(a, "");
-		pthread_join(th, NULL);
+		agent_proc_call_join(&call);
 		fail_msg("the plugin never hung in %s", rpc);
 	}
 	*hangs += 1;
 	assert_int_equal(agent_proc_stop(a, SIGKILL, 10000), 128 + SIGKILL);
-	pthread_join(th, NULL);
+	agent_proc_call_join(&call);
 	assert_true(call.status != 200);
 	/* The orphaned plugin may finish the call now; either outcome must recover. */
 	assert_int_equal(agent_proc_write_faults(a, ""), 0);

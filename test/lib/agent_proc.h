@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -172,6 +173,21 @@ long agent_proc_mount(struct agent_proc *a, const char *vol, const char *alloc, 
 /* The same through the node plugin named plugin. */
 long agent_proc_mount_with(struct agent_proc *a, const char *plugin, const char *vol,
 			   const char *alloc, json_t **out);
+/* A mount or unmount run on a thread of its own (the caller meanwhile kills or pokes). */
+struct agent_proc_call {
+	struct agent_proc *a;
+	const char *vol;
+	const char *alloc;
+	bool unmount;
+	long status; /* set by agent_proc_call_join */
+	int64_t ms; /* how long the request took */
+	pthread_t th_;
+};
+/* Starts c (a, vol, alloc, unmount filled in); 0 or -1. */
+int agent_proc_call_start(struct agent_proc_call *c);
+/* Waits for c to finish. */
+void agent_proc_call_join(struct agent_proc_call *c);
+
 /* DELETE /v1/agent/mounts/<vol>/<alloc>; returns the HTTP status. */
 long agent_proc_unmount(struct agent_proc *a, const char *vol, const char *alloc);
 /* Number of records GET /v1/agent/mounts lists (-1 on error). */

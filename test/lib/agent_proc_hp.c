@@ -179,6 +179,28 @@ long agent_proc_mount_with(struct agent_proc *a, const char *plugin, const char 
 	return agent_proc_http(a, "PUT", "/v1/agent/mounts", body, out);
 }
 
+static void *agent_proc_call_main(void *arg)
+{
+	struct agent_proc_call *c = arg;
+	int64_t t0 = agent_proc_now_ms();
+
+	c->status = c->unmount ? agent_proc_unmount(c->a, c->vol, c->alloc)
+			       : agent_proc_mount(c->a, c->vol, c->alloc, NULL);
+	c->ms = agent_proc_now_ms() - t0;
+	return NULL;
+}
+
+int agent_proc_call_start(struct agent_proc_call *c)
+{
+	c->status = 0;
+	return pthread_create(&c->th_, NULL, agent_proc_call_main, c) == 0 ? 0 : -1;
+}
+
+void agent_proc_call_join(struct agent_proc_call *c)
+{
+	pthread_join(c->th_, NULL);
+}
+
 long agent_proc_unmount(struct agent_proc *a, const char *vol, const char *alloc)
 {
 	char path[512];
