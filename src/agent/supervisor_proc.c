@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/mount_paths.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -87,27 +88,6 @@ int supervisor_socket_path(const char *data_dir, const char *id, const char *ins
 		       SUPERVISOR_SOCK_MAX - 1 - (int)strlen("/p/0123456789abcdef/csi.sock"));
 }
 
-static int supervisor_mkdirs(const char *path, struct err *e)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return err_set(e, CSID_EINVAL, "path too long: %s", path);
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-			return err_errno(e, errno, "mkdir %s", buf);
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-		return err_errno(e, errno, "mkdir %s", buf);
-	return 0;
-}
-
 int supervisor_proc_prepare(struct supervisor_instance *inst, struct err *e)
 {
 	struct supervisor *sv = inst->sv;
@@ -124,9 +104,9 @@ int supervisor_proc_prepare(struct supervisor_instance *inst, struct err *e)
 	rc = supervisor_socket_path(sv->data_dir, inst->def.id, inst->id, inst->sock,
 				    inst->sock_dir, e);
 	if (!rc)
-		rc = supervisor_mkdirs(inst->dir, e);
+		rc = mount_mkdir_p(inst->dir, e);
 	if (!rc)
-		rc = supervisor_mkdirs(inst->sock_dir, e);
+		rc = mount_mkdir_p(inst->sock_dir, e);
 	if (rc)
 		return rc;
 	unlink(inst->sock);

@@ -319,6 +319,19 @@ static struct MHD_Daemon *agent_api_daemon(struct agent_api *a, int fd)
 	    MHD_OPTION_END);
 }
 
+/* Starts a daemon on listening socket fd (or passes on fd's error code). */
+static int agent_api_serve(struct agent_api *a, int fd, const char *where, struct MHD_Daemon **out,
+			   struct err *e)
+{
+	if (fd < 0)
+		return fd;
+	*out = agent_api_daemon(a, fd);
+	if (*out)
+		return 0;
+	close(fd);
+	return err_set(e, CSID_EIO, "agent api: cannot start the HTTP server on %s", where);
+}
+
 static char *agent_api_dup(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -327,7 +340,7 @@ static char *agent_api_dup(const char *s)
 int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, struct err *e)
 {
 	struct agent_api *a;
-	int fd, rc;
+	int rc;
 
 	*out = NULL;
 	if (!cfg->socket_path || !cfg->plugins || !cfg->registry || !cfg->mounter)
@@ -348,32 +361,13 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
-	fd = agent_api_listen_unix(a->socket_path, e);
-	if (fd < 0) {
-		rc = fd;
+	rc = agent_api_serve(a, agent_api_listen_unix(a->socket_path, e), a->socket_path,
+			     &a->unix_daemon, e);
+	if (!rc && a->tcp_addr)
+		rc = agent_api_serve(a, agent_api_listen_tcp(a->tcp_addr, e), a->tcp_addr,
+				     &a->tcp_daemon, e);
+	if (rc)
 		goto fail;
-	}
-	a->unix_daemon = agent_api_daemon(a, fd);
-	if (!a->unix_daemon) {
-		close(fd);
-		rc = err_set(e, CSID_EIO, "agent api: cannot start the HTTP server on %s",
-			     a->socket_path);
-		goto fail;
-	}
-	if (a->tcp_addr) {
-		fd = agent_api_listen_tcp(a->tcp_addr, e);
-		if (fd < 0) {
-			rc = fd;
-			goto fail;
-		}
-		a->tcp_daemon = agent_api_daemon(a, fd);
-		if (!a->tcp_daemon) {
-			close(fd);
-			rc = err_set(e, CSID_EIO, "agent api: cannot start the HTTP server on %s",
-				     a->tcp_addr);
-			goto fail;
-		}
-	}
 	log_info("msg=\"agent api listening\" socket=%s addr=%s", a->socket_path,
 		 a->tcp_addr ? a->tcp_addr : "-");
 	*out = a;

@@ -34,6 +34,7 @@
 #include <uv.h>
 
 #include "agent/config.h"
+#include "agent/mount_paths.h"
 #include "agent/mounter.h"
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
@@ -380,27 +381,6 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 		 log_q(q, sizeof(q), cur->health.description));
 }
 
-static int csid_agent_mkdir(const char *dir, struct err *e)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(buf))
-		return err_set(e, CSID_EINVAL, "data_dir too long");
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return err_errno(e, errno, "mkdir %s", buf);
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-		return err_errno(e, errno, "mkdir %s", buf);
-	return 0;
-}
-
 static int csid_agent_open(struct csid_agent *a, struct err *e)
 {
 	struct plugin_manager_config pc = {0};
@@ -408,7 +388,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	struct mounter_options mo = {0};
 	int rc, n;
 
-	if ((rc = csid_agent_mkdir(a->cfg->data_dir, e)))
+	if ((rc = mount_mkdir_p(a->cfg->data_dir, e)))
 		return rc;
 	/* Before touching anything: a second agent on the same data_dir would fight the first. */
 	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.lock", a->cfg->data_dir);
