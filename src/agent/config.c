@@ -193,6 +193,10 @@ int config_check_id(const char *kind, const char *id, struct err *e)
 		return err_set(e, CSID_EINVAL, "%s must not be \".\"", kind);
 	if (config_has_ctl(id, len))
 		return err_set(e, CSID_EINVAL, "%s must not contain control characters", kind);
+	/* IDs appear unquoted in key=value logs and in paths: keep them plain. */
+	if (strpbrk(id, " \"'=`$"))
+		return err_set(e, CSID_EINVAL,
+			       "%s must not contain spaces, quotes, '=', '`' or '$'", kind);
 	return 0;
 }
 

@@ -109,7 +109,10 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
  */
 int config_finalize(struct config *cfg, struct err *e);
 
-/* Checks a plugin ID: 1..CONFIG_ID_MAX bytes, no '/', "..", control chars. */
+/*
+ * Checks a plugin ID (or node name): 1..CONFIG_ID_MAX bytes, no '/', '\\',
+ * "..", control characters, spaces, quotes, '=', '`' or '$'.
+ */
 int config_check_id(const char *kind, const char *id, struct err *e);
 /* Parses "1h2m3s", "100ms", "1.5s" into milliseconds; -1 when invalid. */
 int64_t config_parse_duration(const char *s);

@@ -368,6 +368,10 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 				     &a->tcp_daemon, e);
 	if (rc)
 		goto fail;
+	if (a->tcp_addr)
+		log_warn("msg=\"the agent api on TCP has no authentication: bind it to a trusted "
+			 "address\" addr=%s",
+			 a->tcp_addr);
 	log_info("msg=\"agent api listening\" socket=%s addr=%s", a->socket_path,
 		 a->tcp_addr ? a->tcp_addr : "-");
 	*out = a;

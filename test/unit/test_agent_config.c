@@ -198,6 +198,21 @@ static void test_bad(void **state)
 	parse_bad("{\"plugin_log_max_bytes\": \"big\"}", "plugin_log_max_bytes");
 }
 
+static void test_plain_ids(void **state)
+{
+	struct err e;
+
+	assert_int_equal(config_check_id("id", "hostpath.csi.csid.dev", &e), 0);
+	assert_int_equal(config_check_id("id", "a_b-c:1", &e), 0);
+	assert_int_equal(config_check_id("id", "a b", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", "a=b", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", "a\"b", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", "$(x)", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", "a\\b", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", ".", &e), CSID_EINVAL);
+	assert_int_equal(config_check_id("id", NULL, &e), CSID_EINVAL);
+}
+
 static void test_long_id(void **state)
 {
 	char json[1024], id[CONFIG_ID_MAX + 2];
@@ -266,13 +281,10 @@ static void test_load_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full),
-	    cmocka_unit_test(test_defaults_and_finalize),
-	    cmocka_unit_test(test_override),
-	    cmocka_unit_test(test_durations),
-	    cmocka_unit_test(test_bad),
-	    cmocka_unit_test(test_long_id),
-	    cmocka_unit_test(test_expand_and_equal),
+	    cmocka_unit_test(test_full),      cmocka_unit_test(test_defaults_and_finalize),
+	    cmocka_unit_test(test_override),  cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_bad),       cmocka_unit_test(test_long_id),
+	    cmocka_unit_test(test_plain_ids), cmocka_unit_test(test_expand_and_equal),
 	    cmocka_unit_test(test_load_file),
 	};
 
