@@ -1,19 +1,26 @@
 /*
  * The CSI server glue of csi_server.h on the gRPC core C API.
  *
- * Data model: the server owns nthreads workers; each worker owns a
- * completion queue registered with the grpc_server and a pool of call
- * contexts. Every CSI method is registered with gRPC so that a new call
- * arrives together with its request bytes. Each worker keeps one request
- * outstanding per method, plus one generic request that catches unknown
- * methods. A context is a small state machine driven by the events of its
- * worker's queue:
+ * Data model: the server owns nthreads worker threads, one completion
+ * queue registered with the grpc_server, and a pool of call contexts.
+ * Every CSI method is registered with gRPC so that a new call arrives
+ * together with its request bytes; a couple of requests stay outstanding
+ * per method, plus generic ones that catch unknown methods. A context is a
+ * small state machine driven by the queue's events:
  *
- *   REQUESTED --call + request bytes--> (handler runs) FINISHING --sent--> free
+ *   REQUESTED --call + request bytes--> (handler runs) FINISHING --sent--> pool
  *
- * When a call arrives its context is replaced at once by a fresh one from
- * the pool, so requests stay outstanding while handlers run; the handler
- * runs on the worker thread that received the call, with no hand-off.
+ * When a call arrives its context is replaced at once by a fresh one, so
+ * requests stay outstanding while handlers run.
+ *
+ * The workers are leader/followers: one thread (the leader) waits in
+ * grpc_completion_queue_next, the others wait on a condition variable.
+ * The leader that receives a call wakes one follower to lead in its place,
+ * then runs the handler itself; events that need no handler are handled
+ * without waking anyone. gRPC's poller (epoll1) otherwise hands the
+ * polling role from thread to thread on every event when several threads
+ * wait on queues, which costs several context switches per call.
+ *
  * Requests are decoded into a per-call arena (no per-field malloc), and
  * responses are packed straight into the slice gRPC sends. A separate
  * pluck queue only receives the server's shutdown notification.
@@ -40,18 +47,18 @@
 #define CSI_SERVER_MAX_MSG (16 * 1024 * 1024)
 /* rpc value of the generic request that receives unknown methods. */
 #define CSI_SERVER_GENERIC (-1)
+/* Requests kept outstanding per method (replaced as soon as one is used). */
+#define CSI_SERVER_REQUESTS 2
 
 enum csi_server_state {
 	CSI_SERVER_REQUESTED,
 	CSI_SERVER_FINISHING,
 };
 
-struct csi_server_worker;
-
 struct csi_server_call {
-	struct csi_server_worker *w;
-	struct csi_server_call *next_free; /* in w->free */
-	struct csi_server_call *next_all;  /* in w->all, for the final free */
+	struct csi_server *s;
+	struct csi_server_call *next_free; /* in s->free */
+	struct csi_server_call *next_all;  /* in s->all, for the final free */
 	enum csi_server_state state;
 	int rpc; /* enum csi_rpc, or CSI_SERVER_GENERIC */
 	grpc_call *call;
@@ -64,35 +71,34 @@ struct csi_server_call {
 	int cancelled;
 };
 
-struct csi_server_worker {
-	struct csi_server *s;
-	grpc_completion_queue *cq;
-	pthread_t thread;
-	bool running;
-	struct csi_server_call *free;
-	struct csi_server_call *all;
-};
-
 struct csi_server {
 	char path[108];
 	char listen_path[109]; /* path + "~" while starting, see csi_server_start */
 	csi_handler_fn fn;
 	void *ctx;
 	grpc_server *server;
+	grpc_completion_queue *cq; /* every call's events */
 	grpc_completion_queue *shutdown_cq;
 	void *methods[CSI_RPC_COUNT]; /* from grpc_server_register_method */
 	int nthreads;
-	struct csi_server_worker workers[CSI_SERVER_MAX_THREADS];
+	int nrunning;
+	pthread_t threads[CSI_SERVER_MAX_THREADS];
 	atomic_bool stopping;
+	/* lock guards everything below. */
+	pthread_mutex_t lock;
+	pthread_cond_t follow; /* followers wait here to lead */
+	pthread_cond_t idle;   /* csi_server_stop waits here for busy == 0 */
+	bool leader;           /* a worker waits in grpc_completion_queue_next */
+	bool cq_done;          /* the queue delivered GRPC_QUEUE_SHUTDOWN */
+	struct csi_server_call *free;
+	struct csi_server_call *all;
 	/*
-	 * Contexts out of the pools: requests held by gRPC and calls in
-	 * flight. The worker queues are shut down only once this is 0, as a
-	 * call may still start its last batch after the server's shutdown
-	 * notification (a handler that returns after its client left).
+	 * Contexts out of the pool: requests held by gRPC and calls in
+	 * flight. The queue is shut down only once this is 0, as a call may
+	 * still start its last batch after the server's shutdown notification
+	 * (a handler that returns after its client left).
 	 */
-	atomic_int busy;
-	pthread_mutex_t idle_lock;
-	pthread_cond_t idle_cond;
+	int busy;
 	bool started;
 	bool stopped;
 };
@@ -109,43 +115,45 @@ static void csi_server_arena_release(void *data, void *p)
 	(void)p;
 }
 
-/* A context from the worker's pool; only the worker's thread touches it. */
-static struct csi_server_call *csi_server_call_get(struct csi_server_worker *w)
+/* A context from the pool, or NULL when out of memory. */
+static struct csi_server_call *csi_server_call_get(struct csi_server *s)
 {
-	struct csi_server_call *c = w->free;
+	struct csi_server_call *c;
 
+	pthread_mutex_lock(&s->lock);
+	c = s->free;
 	if (c) {
-		w->free = c->next_free;
+		s->free = c->next_free;
 	} else {
 		c = calloc(1, sizeof(*c));
-		if (!c)
-			return NULL;
-		c->w = w;
-		c->next_all = w->all;
-		w->all = c;
+		if (c) {
+			c->s = s;
+			c->next_all = s->all;
+			s->all = c;
+		}
 	}
-	atomic_fetch_add(&w->s->busy, 1);
+	if (c)
+		s->busy++;
+	pthread_mutex_unlock(&s->lock);
 	return c;
 }
 
 static void csi_server_call_put(struct csi_server_call *c)
 {
-	struct csi_server *s = c->w->s;
+	struct csi_server *s = c->s;
 
-	c->next_free = c->w->free;
-	c->w->free = c;
-	if (atomic_fetch_sub(&s->busy, 1) == 1 && atomic_load(&s->stopping)) {
-		pthread_mutex_lock(&s->idle_lock);
-		pthread_cond_broadcast(&s->idle_cond);
-		pthread_mutex_unlock(&s->idle_lock);
-	}
+	pthread_mutex_lock(&s->lock);
+	c->next_free = s->free;
+	s->free = c;
+	if (--s->busy == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Posts a request for the next call of method rpc; c goes back on failure. */
 static void csi_server_request(struct csi_server_call *c, int rpc)
 {
-	struct csi_server_worker *w = c->w;
-	struct csi_server *s = w->s;
+	struct csi_server *s = c->s;
 	grpc_call_error err;
 
 	c->rpc = rpc;
@@ -159,11 +167,11 @@ static void csi_server_request(struct csi_server_call *c, int rpc)
 	if (rpc == CSI_SERVER_GENERIC) {
 		grpc_call_details_init(&c->details);
 		err = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
-					       w->cq, w->cq, c);
+					       s->cq, s->cq, c);
 	} else {
 		err = grpc_server_request_registered_call(s->server, s->methods[rpc], &c->call,
 							  &c->deadline, &c->request_md, &c->recv,
-							  w->cq, w->cq, c);
+							  s->cq, s->cq, c);
 	}
 	if (err != GRPC_CALL_OK) {
 		if (rpc == CSI_SERVER_GENERIC)
@@ -174,13 +182,13 @@ static void csi_server_request(struct csi_server_call *c, int rpc)
 }
 
 /* Puts a fresh context in the place of one that received a call. */
-static void csi_server_rerequest(struct csi_server_worker *w, int rpc)
+static void csi_server_rerequest(struct csi_server *s, int rpc)
 {
 	struct csi_server_call *n;
 
-	if (atomic_load(&w->s->stopping))
+	if (atomic_load(&s->stopping))
 		return;
-	n = csi_server_call_get(w);
+	n = csi_server_call_get(s);
 	if (n)
 		csi_server_request(n, rpc);
 }
@@ -258,7 +266,7 @@ static int csi_server_pack(struct csi_server_call *c, const ProtobufCMessage *re
 /* Decodes the request, runs the handler and finishes the call. */
 static void csi_server_dispatch(struct csi_server_call *c)
 {
-	struct csi_server *s = c->w->s;
+	struct csi_server *s = c->s;
 	const struct csi_rpc_info *info = csi_rpc_info((enum csi_rpc)c->rpc);
 	ProtobufCAllocator alloc;
 	ProtobufCMessage *req, *resp = NULL;
@@ -330,7 +338,7 @@ static void csi_server_step(struct csi_server_call *c, bool ok)
 			csi_server_call_put(c);
 			return;
 		}
-		csi_server_rerequest(c->w, c->rpc);
+		csi_server_rerequest(c->s, c->rpc);
 		if (c->rpc == CSI_SERVER_GENERIC)
 			csi_server_unknown(c);
 		else
@@ -344,17 +352,38 @@ static void csi_server_step(struct csi_server_call *c, bool ok)
 
 static void *csi_server_worker_main(void *arg)
 {
-	struct csi_server_worker *w = arg;
+	struct csi_server *s = arg;
 
+	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		grpc_event ev =
-			grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		struct csi_server_call *c;
+		grpc_event ev;
 
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
+		while (s->leader && !s->cq_done)
+			pthread_cond_wait(&s->follow, &s->lock);
+		if (s->cq_done)
 			break;
-		if (ev.type == GRPC_OP_COMPLETE)
-			csi_server_step(ev.tag, ev.success != 0);
+		s->leader = true;
+		pthread_mutex_unlock(&s->lock);
+		ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		pthread_mutex_lock(&s->lock);
+		s->leader = false;
+		if (ev.type == GRPC_QUEUE_SHUTDOWN) {
+			s->cq_done = true;
+			pthread_cond_broadcast(&s->follow);
+			break;
+		}
+		if (ev.type != GRPC_OP_COMPLETE)
+			continue;
+		c = ev.tag;
+		/* A handler is about to run: another thread takes over the queue. */
+		if (c->state == CSI_SERVER_REQUESTED && ev.success)
+			pthread_cond_signal(&s->follow);
+		pthread_mutex_unlock(&s->lock);
+		csi_server_step(c, ev.success != 0);
+		pthread_mutex_lock(&s->lock);
 	}
+	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
@@ -410,9 +439,9 @@ int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *
 	s->ctx = ctx;
 	s->nthreads = nthreads;
 	atomic_init(&s->stopping, false);
-	atomic_init(&s->busy, 0);
-	pthread_mutex_init(&s->idle_lock, NULL);
-	pthread_cond_init(&s->idle_cond, NULL);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->follow, NULL);
+	pthread_cond_init(&s->idle, NULL);
 	*out = s;
 	return 0;
 }
@@ -456,11 +485,8 @@ int csi_server_start(struct csi_server *s, struct err *e)
 			GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
 	s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
 	grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
-	for (int i = 0; i < s->nthreads; i++) {
-		s->workers[i].s = s;
-		s->workers[i].cq = grpc_completion_queue_create_for_next(NULL);
-		grpc_server_register_completion_queue(s->server, s->workers[i].cq, NULL);
-	}
+	s->cq = grpc_completion_queue_create_for_next(NULL);
+	grpc_server_register_completion_queue(s->server, s->cq, NULL);
 	csi_endpoint_target(s->listen_path, addr, sizeof(addr));
 	creds = grpc_insecure_server_credentials_create();
 	port = grpc_server_add_http2_port(s->server, addr, creds);
@@ -471,23 +497,20 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	}
 	grpc_server_start(s->server);
 	s->started = true;
-	for (int i = 0; i < s->nthreads; i++) {
-		struct csi_server_worker *w = &s->workers[i];
-
-		/* The worker is not running yet, so its pool is ours to use. */
+	for (int k = 0; k < CSI_SERVER_REQUESTS; k++)
 		for (int rpc = CSI_SERVER_GENERIC; rpc < CSI_RPC_COUNT; rpc++) {
-			struct csi_server_call *c = csi_server_call_get(w);
+			struct csi_server_call *c = csi_server_call_get(s);
 
 			if (c)
 				csi_server_request(c, rpc);
 		}
-		if (pthread_create(&w->thread, NULL, csi_server_worker_main, w) != 0) {
-			/* csi_server_stop drains the queues of workers that never ran. */
+	for (int i = 0; i < s->nthreads; i++) {
+		if (pthread_create(&s->threads[i], NULL, csi_server_worker_main, s) != 0) {
 			rc = err_set(e, CSID_ENOMEM, "csi server: cannot start a worker thread");
 			csi_server_stop(s, 0);
 			return rc;
 		}
-		w->running = true;
+		s->nrunning++;
 	}
 	if (strcmp(s->listen_path, s->path) != 0 && rename(s->listen_path, s->path) != 0) {
 		rc = err_errno(e, errno, "csi server: rename %s into place", s->listen_path);
@@ -496,67 +519,47 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	}
 	return 0;
 fail:
-	for (int i = 0; i < s->nthreads; i++) {
-		grpc_completion_queue_shutdown(s->workers[i].cq);
-		grpc_completion_queue_destroy(s->workers[i].cq);
-		s->workers[i].cq = NULL;
-	}
 	grpc_server_destroy(s->server);
 	s->server = NULL;
+	grpc_completion_queue_shutdown(s->cq);
+	grpc_completion_queue_destroy(s->cq);
+	s->cq = NULL;
 	grpc_completion_queue_shutdown(s->shutdown_cq);
 	grpc_completion_queue_destroy(s->shutdown_cq);
 	s->shutdown_cq = NULL;
 	return rc;
 }
 
-/* Runs a queue whose worker never started until gRPC is done with it. */
-static void csi_server_drain(struct csi_server_worker *w)
+/*
+ * Without workers (none could start), the stopping thread drives the
+ * queue: one event, waiting at most ms.
+ */
+static bool csi_server_poll_once(struct csi_server *s, int ms)
 {
-	for (;;) {
-		grpc_event ev =
-			grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	grpc_event ev = grpc_completion_queue_next(
+		s->cq,
+		gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN)),
+		NULL);
 
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			return;
-		if (ev.type == GRPC_OP_COMPLETE)
-			csi_server_step(ev.tag, ev.success != 0);
-	}
+	if (ev.type == GRPC_OP_COMPLETE)
+		csi_server_step(ev.tag, ev.success != 0);
+	return ev.type != GRPC_QUEUE_SHUTDOWN;
 }
 
-/*
- * Waits until every context is back in its pool. Contexts of a worker
- * whose thread never started are driven from here.
- */
+/* Waits until every context is back in the pool. */
 static void csi_server_wait_idle(struct csi_server *s)
 {
-	bool orphans = false;
-
-	for (int i = 0; i < s->nthreads; i++)
-		orphans |= !s->workers[i].running;
-	pthread_mutex_lock(&s->idle_lock);
-	while (atomic_load(&s->busy) > 0) {
-		if (!orphans) {
-			pthread_cond_wait(&s->idle_cond, &s->idle_lock);
+	pthread_mutex_lock(&s->lock);
+	while (s->busy > 0) {
+		if (s->nrunning) {
+			pthread_cond_wait(&s->idle, &s->lock);
 			continue;
 		}
-		pthread_mutex_unlock(&s->idle_lock);
-		for (int i = 0; i < s->nthreads; i++) {
-			struct csi_server_worker *w = &s->workers[i];
-			grpc_event ev;
-
-			if (w->running)
-				continue;
-			ev = grpc_completion_queue_next(
-				w->cq,
-				gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-					     gpr_time_from_millis(10, GPR_TIMESPAN)),
-				NULL);
-			if (ev.type == GRPC_OP_COMPLETE)
-				csi_server_step(ev.tag, ev.success != 0);
-		}
-		pthread_mutex_lock(&s->idle_lock);
+		pthread_mutex_unlock(&s->lock);
+		csi_server_poll_once(s, 10);
+		pthread_mutex_lock(&s->lock);
 	}
-	pthread_mutex_unlock(&s->idle_lock);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void csi_server_stop(struct csi_server *s, int grace_ms)
@@ -579,30 +582,24 @@ void csi_server_stop(struct csi_server *s, int grace_ms)
 					    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 	}
 	csi_server_wait_idle(s);
-	for (int i = 0; i < s->nthreads; i++)
-		grpc_completion_queue_shutdown(s->workers[i].cq);
-	for (int i = 0; i < s->nthreads; i++) {
-		if (s->workers[i].running)
-			pthread_join(s->workers[i].thread, NULL);
-		else
-			csi_server_drain(&s->workers[i]);
-		s->workers[i].running = false;
-	}
+	grpc_completion_queue_shutdown(s->cq);
+	for (int i = 0; i < s->nrunning; i++)
+		pthread_join(s->threads[i], NULL);
+	if (!s->nrunning)
+		while (csi_server_poll_once(s, 1000))
+			;
+	s->nrunning = 0;
 	grpc_server_destroy(s->server);
 	s->server = NULL;
-	for (int i = 0; i < s->nthreads; i++) {
-		struct csi_server_worker *w = &s->workers[i];
+	grpc_completion_queue_destroy(s->cq);
+	s->cq = NULL;
+	while (s->all) {
+		struct csi_server_call *c = s->all;
 
-		grpc_completion_queue_destroy(w->cq);
-		w->cq = NULL;
-		while (w->all) {
-			struct csi_server_call *c = w->all;
-
-			w->all = c->next_all;
-			free(c);
-		}
-		w->free = NULL;
+		s->all = c->next_all;
+		free(c);
 	}
+	s->free = NULL;
 	grpc_completion_queue_shutdown(s->shutdown_cq);
 	grpc_completion_queue_pluck(s->shutdown_cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC),
 				    NULL);
@@ -617,7 +614,8 @@ void csi_server_free(struct csi_server *s)
 	if (!s)
 		return;
 	csi_server_stop(s, 0);
-	pthread_cond_destroy(&s->idle_cond);
-	pthread_mutex_destroy(&s->idle_lock);
+	pthread_cond_destroy(&s->idle);
+	pthread_cond_destroy(&s->follow);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

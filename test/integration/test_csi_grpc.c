@@ -309,6 +309,45 @@ static void test_deadline(void **state)
 	pthread_mutex_unlock(&t->lock);
 }
 
+static void *tg_block_main(void *arg)
+{
+	struct tg *t = arg;
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	struct csi_status st;
+
+	req.volume_id = "block";
+	return (void *)(intptr_t)csi_delete_volume(t->client, &req, NULL, 10000, &st);
+}
+
+/* A handler that takes long holds up no other call, even on the same channel. */
+static void test_slow_handler(void **state)
+{
+	struct tg *t = *state;
+	int64_t end = tg_now_ms() + 5000;
+	struct csi_status st;
+	pthread_t th;
+	void *rc;
+	int blocked = 0;
+
+	assert_int_equal(pthread_create(&th, NULL, tg_block_main, t), 0);
+	while (!blocked && tg_now_ms() < end) {
+		pthread_mutex_lock(&t->lock);
+		blocked = t->blocked;
+		pthread_mutex_unlock(&t->lock);
+		if (!blocked)
+			nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+	}
+	assert_int_equal(blocked, 1);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(csi_probe(t->client, NULL, NULL, 2000, &st), 0);
+	pthread_mutex_lock(&t->lock);
+	t->release = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(th, &rc);
+	assert_int_equal((int)(intptr_t)rc, 0);
+}
+
 static void test_status_codes(void **state)
 {
 	struct tg *t = *state;
@@ -572,6 +611,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probe, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_deadline, tg_setup, tg_teardown),
+		cmocka_unit_test_setup_teardown(test_slow_handler, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_status_codes, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_responses, tg_setup, tg_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
