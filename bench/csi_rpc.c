@@ -70,8 +70,16 @@ static int bench_cmp(const void *a, const void *b)
 static int bench_start_plugin(struct bench *b)
 {
 	char data[96], ep[160];
-	char *argv[] = {(char *)CSI_HOSTPATH_BIN, "--endpoint", ep, "--data-dir", data,
-			"--node-id", "bench-node", "--log-level", "warn", NULL};
+	char *argv[] = {(char *)CSI_HOSTPATH_BIN,
+			"--endpoint",
+			ep,
+			"--data-dir",
+			data,
+			"--node-id",
+			"bench-node",
+			"--log-level",
+			"warn",
+			NULL};
 	double until;
 	int rc;
 
@@ -234,8 +242,7 @@ struct bench_paths {
 	char target[128];
 };
 
-static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up,
-			    struct csi_status *st)
+static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up, struct csi_status *st)
 {
 	Csi__V1__VolumeCapability cap;
 	Csi__V1__VolumeCapability__MountVolume mv;
@@ -260,7 +267,7 @@ static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up,
 		return csi_node_publish_volume(b->c, &pr, NULL, BENCH_TIMEOUT_MS, st);
 	} else {
 		Csi__V1__NodeUnpublishVolumeRequest ur =
-			CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+		    CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
 		Csi__V1__NodeUnstageVolumeRequest us = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
 
 		ur.volume_id = (char *)p->id;
@@ -279,7 +286,7 @@ static int bench_controller_publish(struct bench *b, const char *id, bool publis
 {
 	if (publish) {
 		Csi__V1__ControllerPublishVolumeRequest req =
-			CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+		    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
 		Csi__V1__VolumeCapability cap;
 		Csi__V1__VolumeCapability__MountVolume mv;
 		Csi__V1__VolumeCapability__AccessMode am;
@@ -291,7 +298,7 @@ static int bench_controller_publish(struct bench *b, const char *id, bool publis
 		return csi_controller_publish_volume(b->c, &req, NULL, BENCH_TIMEOUT_MS, st);
 	} else {
 		Csi__V1__ControllerUnpublishVolumeRequest req =
-			CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+		    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 
 		req.volume_id = (char *)id;
 		req.node_id = "bench-node";

@@ -50,23 +50,23 @@ static pthread_key_t csi_client_cq_key;
 static bool csi_client_grpc_up;
 
 static const char *const csi_client_code_names[] = {
-	"OK",
-	"CANCELLED",
-	"UNKNOWN",
-	"INVALID_ARGUMENT",
-	"DEADLINE_EXCEEDED",
-	"NOT_FOUND",
-	"ALREADY_EXISTS",
-	"PERMISSION_DENIED",
-	"RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION",
-	"ABORTED",
-	"OUT_OF_RANGE",
-	"UNIMPLEMENTED",
-	"INTERNAL",
-	"UNAVAILABLE",
-	"DATA_LOSS",
-	"UNAUTHENTICATED",
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
 };
 
 #define CSI_CLIENT_NCODES ((int)(sizeof(csi_client_code_names) / sizeof(char *)))
@@ -96,8 +96,9 @@ static void csi_client_cq_destroy(void *p)
 	if (!cq)
 		return;
 	grpc_completion_queue_shutdown(cq);
-	while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL)
-		       .type != GRPC_QUEUE_SHUTDOWN)
+	while (
+	    grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+	    GRPC_QUEUE_SHUTDOWN)
 		;
 	grpc_completion_queue_destroy(cq);
 }
@@ -204,7 +205,7 @@ void csi_endpoint_target(const char *path, char *out, size_t cap)
 }
 
 static void csi_client_status(struct csi_status *st, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void csi_client_status(struct csi_status *st, int code, const char *fmt, ...)
 {
@@ -403,16 +404,19 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 		return err_set(e, CSID_ENOMEM, "csi client: out of memory");
 	snprintf(c->endpoint, sizeof(c->endpoint), "unix://%s", path);
 	csi_endpoint_target(path, target, sizeof(target));
-	args[0] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+	args[0] = (grpc_arg){GRPC_ARG_INTEGER,
+			     GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_BACKOFF_MS}};
-	args[1] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+	args[1] = (grpc_arg){GRPC_ARG_INTEGER,
+			     GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_BACKOFF_MS}};
-	args[2] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+	args[2] = (grpc_arg){GRPC_ARG_INTEGER,
+			     GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_MAX_BACKOFF_MS}};
-	args[3] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-			     {.integer = CSI_CLIENT_MAX_MSG}};
-	args[4] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-			     {.integer = CSI_CLIENT_MAX_MSG}};
+	args[3] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = CSI_CLIENT_MAX_MSG}};
+	args[4] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = CSI_CLIENT_MAX_MSG}};
 	/* csid retries by the CSI rules itself; gRPC's own retries only add cost. */
 	args[5] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}};
 	/* A private subchannel, so a client never shares a dead connection. */
@@ -425,12 +429,11 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	grpc_channel_credentials_release(creds);
 	if (!c->channel) {
 		free(c);
-		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel",
-			       endpoint);
+		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel", endpoint);
 	}
 	for (int i = 0; i < CSI_RPC_COUNT; i++)
 		c->methods[i] = grpc_channel_register_call(
-			c->channel, csi_rpc_info((enum csi_rpc)i)->path, NULL, NULL);
+		    c->channel, csi_rpc_info((enum csi_rpc)i)->path, NULL, NULL);
 	c->base.call = csi_client_grpc_call;
 	c->base.free = csi_client_grpc_free;
 	c->base.endpoint = c->endpoint;
@@ -473,9 +476,8 @@ ProtobufCMessage *csi_msg_dup(const ProtobufCMessage *m)
 }
 
 /* call() through the client, with a status kept locally when st is NULL. */
-static int csi_client_call_any(struct csi_client *c, enum csi_rpc rpc,
-			       const ProtobufCMessage *req, ProtobufCMessage **resp,
-			       int64_t timeout_ms, struct csi_status *st)
+static int csi_client_call_any(struct csi_client *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			       ProtobufCMessage **resp, int64_t timeout_ms, struct csi_status *st)
 {
 	struct csi_status local;
 	ProtobufCMessage *m = NULL;
@@ -498,19 +500,19 @@ static int csi_client_call_any(struct csi_client *c, enum csi_rpc rpc,
 	return rc;
 }
 
-#define CSI_CLIENT_WRAPPER_(id, svc, method, snake)                                          \
-	int csi_##snake(struct csi_client *c, const Csi__V1__##method##Request *req,        \
-			Csi__V1__##method##Response **resp, int64_t timeout_ms,             \
-			struct csi_status *st)                                              \
-	{                                                                                    \
-		ProtobufCMessage *m = NULL;                                                  \
-		int rc = csi_client_call_any(c, CSI_RPC_##id,                                \
-					     req ? &req->base : NULL, &m, timeout_ms, st);   \
-		if (resp)                                                                    \
-			*resp = (Csi__V1__##method##Response *)m;                            \
-		else                                                                         \
-			csi_msg_free(m);                                                     \
-		return rc;                                                                   \
+#define CSI_CLIENT_WRAPPER_(id, svc, method, snake)                                        \
+	int csi_##snake(struct csi_client *c, const Csi__V1__##method##Request *req,       \
+			Csi__V1__##method##Response **resp, int64_t timeout_ms,            \
+			struct csi_status *st)                                             \
+	{                                                                                  \
+		ProtobufCMessage *m = NULL;                                                \
+		int rc = csi_client_call_any(c, CSI_RPC_##id, req ? &req->base : NULL, &m, \
+					     timeout_ms, st);                              \
+		if (resp)                                                                  \
+			*resp = (Csi__V1__##method##Response *)m;                          \
+		else                                                                       \
+			csi_msg_free(m);                                                   \
+		return rc;                                                                 \
 	}
 CSI_RPCS(CSI_CLIENT_WRAPPER_)
 #undef CSI_CLIENT_WRAPPER_

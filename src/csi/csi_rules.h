@@ -14,7 +14,7 @@
 
 /* How a CO must treat the outcome of one call. */
 enum csi_outcome {
-	CSI_OUTCOME_DONE,  /* the step succeeded (or is known to be in effect) */
+	CSI_OUTCOME_DONE, /* the step succeeded (or is known to be in effect) */
 	CSI_OUTCOME_RETRY, /* retry the same call later, with backoff */
 	CSI_OUTCOME_FINAL, /* failed: do not retry unchanged, report it */
 };

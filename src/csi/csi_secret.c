@@ -22,27 +22,27 @@ struct csi_secret_entry {
 };
 
 static const struct csi_secret_entry csi_secret_list[] = {
-	{&csi__v1__create_volume_request__descriptor, "secrets"},
-	{&csi__v1__delete_volume_request__descriptor, "secrets"},
-	{&csi__v1__controller_publish_volume_request__descriptor, "secrets"},
-	{&csi__v1__controller_unpublish_volume_request__descriptor, "secrets"},
-	{&csi__v1__validate_volume_capabilities_request__descriptor, "secrets"},
-	{&csi__v1__controller_modify_volume_request__descriptor, "secrets"},
-	{&csi__v1__create_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__delete_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__list_snapshots_request__descriptor, "secrets"},
-	{&csi__v1__get_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__controller_expand_volume_request__descriptor, "secrets"},
-	{&csi__v1__node_stage_volume_request__descriptor, "secrets"},
-	{&csi__v1__node_publish_volume_request__descriptor, "secrets"},
-	{&csi__v1__node_expand_volume_request__descriptor, "secrets"},
-	{&csi__v1__create_volume_group_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__delete_volume_group_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__get_volume_group_snapshot_request__descriptor, "secrets"},
-	{&csi__v1__get_metadata_allocated_request__descriptor, "secrets"},
-	{&csi__v1__get_metadata_delta_request__descriptor, "secrets"},
-	/* "mount_flags MAY contain sensitive information" (csi.proto, MountVolume). */
-	{&csi__v1__volume_capability__mount_volume__descriptor, "mount_flags"},
+    {&csi__v1__create_volume_request__descriptor, "secrets"},
+    {&csi__v1__delete_volume_request__descriptor, "secrets"},
+    {&csi__v1__controller_publish_volume_request__descriptor, "secrets"},
+    {&csi__v1__controller_unpublish_volume_request__descriptor, "secrets"},
+    {&csi__v1__validate_volume_capabilities_request__descriptor, "secrets"},
+    {&csi__v1__controller_modify_volume_request__descriptor, "secrets"},
+    {&csi__v1__create_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__delete_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__list_snapshots_request__descriptor, "secrets"},
+    {&csi__v1__get_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__controller_expand_volume_request__descriptor, "secrets"},
+    {&csi__v1__node_stage_volume_request__descriptor, "secrets"},
+    {&csi__v1__node_publish_volume_request__descriptor, "secrets"},
+    {&csi__v1__node_expand_volume_request__descriptor, "secrets"},
+    {&csi__v1__create_volume_group_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__delete_volume_group_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__get_volume_group_snapshot_request__descriptor, "secrets"},
+    {&csi__v1__get_metadata_allocated_request__descriptor, "secrets"},
+    {&csi__v1__get_metadata_delta_request__descriptor, "secrets"},
+    /* "mount_flags MAY contain sensitive information" (csi.proto, MountVolume). */
+    {&csi__v1__volume_capability__mount_volume__descriptor, "mount_flags"},
 };
 
 #define CSI_SECRET_N (sizeof(csi_secret_list) / sizeof(csi_secret_list[0]))
@@ -104,7 +104,7 @@ static void csi_secret_puts(struct csi_secret_out *o, const char *s)
 }
 
 static void csi_secret_printf(struct csi_secret_out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static void csi_secret_printf(struct csi_secret_out *o, const char *fmt, ...)
 {
@@ -224,7 +224,8 @@ static void csi_secret_value(struct csi_secret_out *o, const ProtobufCFieldDescr
 		return;
 	case PROTOBUF_C_TYPE_ENUM: {
 		int n = *(const int *)v;
-		const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, n);
+		const ProtobufCEnumValue *ev =
+		    protobuf_c_enum_descriptor_get_value(f->descriptor, n);
 
 		if (ev)
 			csi_secret_puts(o, ev->name);
@@ -326,7 +327,8 @@ static void csi_secret_message(struct csi_secret_out *o, const ProtobufCMessage 
 			if (*(const uint32_t *)(base + f->quantifier_offset) != f->id)
 				continue;
 		} else if (f->label == PROTOBUF_C_LABEL_OPTIONAL && f->quantifier_offset &&
-			   f->type != PROTOBUF_C_TYPE_MESSAGE && f->type != PROTOBUF_C_TYPE_STRING) {
+			   f->type != PROTOBUF_C_TYPE_MESSAGE &&
+			   f->type != PROTOBUF_C_TYPE_STRING) {
 			if (!*(const protobuf_c_boolean *)(base + f->quantifier_offset))
 				continue;
 		} else if (csi_secret_is_default(f, v)) {

@@ -58,7 +58,7 @@ enum csi_server_state {
 struct csi_server_call {
 	struct csi_server *s;
 	struct csi_server_call *next_free; /* in s->free */
-	struct csi_server_call *next_all;  /* in s->all, for the final free */
+	struct csi_server_call *next_all; /* in s->all, for the final free */
 	enum csi_server_state state;
 	int rpc; /* enum csi_rpc, or CSI_SERVER_GENERIC */
 	grpc_call *call;
@@ -87,9 +87,9 @@ struct csi_server {
 	/* lock guards everything below. */
 	pthread_mutex_t lock;
 	pthread_cond_t follow; /* followers wait here to lead */
-	pthread_cond_t idle;   /* csi_server_stop waits here for busy == 0 */
-	bool leader;           /* a worker waits in grpc_completion_queue_next */
-	bool cq_done;          /* the queue delivered GRPC_QUEUE_SHUTDOWN */
+	pthread_cond_t idle; /* csi_server_stop waits here for busy == 0 */
+	bool leader; /* a worker waits in grpc_completion_queue_next */
+	bool cq_done; /* the queue delivered GRPC_QUEUE_SHUTDOWN */
 	struct csi_server_call *free;
 	struct csi_server_call *all;
 	/*
@@ -227,8 +227,7 @@ static void csi_server_finish(struct csi_server_call *c, int code, const char *m
 	c->status_msg = msg && *msg ? grpc_slice_from_copied_string(msg) : grpc_empty_slice();
 	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
 	ops[n].data.send_status_from_server.status = (grpc_status_code)code;
-	ops[n++].data.send_status_from_server.status_details =
-		msg && *msg ? &c->status_msg : NULL;
+	ops[n++].data.send_status_from_server.status_details = msg && *msg ? &c->status_msg : NULL;
 	ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
 	ops[n++].data.recv_close_on_server.cancelled = &c->cancelled;
 	c->state = CSI_SERVER_FINISHING;
@@ -244,8 +243,8 @@ static int csi_server_pack(struct csi_server_call *c, const ProtobufCMessage *re
 	grpc_slice s;
 
 	if (resp && resp->descriptor != info->response) {
-		snprintf(msg, CSI_STATUS_MSG_MAX, "%s: handler answered a %s, want %s",
-			 info->name, resp->descriptor->name, info->response->name);
+		snprintf(msg, CSI_STATUS_MSG_MAX, "%s: handler answered a %s, want %s", info->name,
+			 resp->descriptor->name, info->response->name);
 		return CSI_INTERNAL;
 	}
 	if (resp)
@@ -471,18 +470,18 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	    (rc = csi_server_clear_path(s->listen_path, e)) != 0)
 		return rc;
 	csi_grpc_init();
-	args[0] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-			     {.integer = CSI_SERVER_MAX_MSG}};
-	args[1] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-			     {.integer = CSI_SERVER_MAX_MSG}};
+	args[0] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = CSI_SERVER_MAX_MSG}};
+	args[1] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = CSI_SERVER_MAX_MSG}};
 	/* Per-call bookkeeping that a local plugin socket does not need. */
 	args[2] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}};
 	args[3] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}};
 	s->server = grpc_server_create(&cargs, NULL);
 	for (int i = 0; i < CSI_RPC_COUNT; i++)
-		s->methods[i] = grpc_server_register_method(
-			s->server, csi_rpc_info((enum csi_rpc)i)->path, NULL,
-			GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+		s->methods[i] =
+		    grpc_server_register_method(s->server, csi_rpc_info((enum csi_rpc)i)->path,
+						NULL, GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
 	s->shutdown_cq = grpc_completion_queue_create_for_pluck(NULL);
 	grpc_server_register_completion_queue(s->server, s->shutdown_cq, NULL);
 	s->cq = grpc_completion_queue_create_for_next(NULL);
@@ -537,9 +536,9 @@ fail:
 static bool csi_server_poll_once(struct csi_server *s, int ms)
 {
 	grpc_event ev = grpc_completion_queue_next(
-		s->cq,
-		gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN)),
-		NULL);
+	    s->cq,
+	    gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN)),
+	    NULL);
 
 	if (ev.type == GRPC_OP_COMPLETE)
 		csi_server_step(ev.tag, ev.success != 0);

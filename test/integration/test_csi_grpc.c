@@ -41,8 +41,8 @@ struct tg {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool release; /* lets a blocked handler return */
-	int blocked;  /* handlers currently blocked */
-	int calls;    /* handler invocations */
+	int blocked; /* handlers currently blocked */
+	int calls; /* handler invocations */
 };
 
 static struct tg tg_state;
@@ -406,9 +406,9 @@ static void test_bad_request_type(void **state)
 			 CSID_EINVAL);
 	assert_int_equal(st.code, CSI_INVALID_ARGUMENT);
 	assert_null(resp);
-	assert_int_equal(t->client->call(t->client, (enum csi_rpc)CSI_RPC_COUNT, NULL, &resp,
-					 1000, &st),
-			 CSID_EINVAL);
+	assert_int_equal(
+	    t->client->call(t->client, (enum csi_rpc)CSI_RPC_COUNT, NULL, &resp, 1000, &st),
+	    CSID_EINVAL);
 }
 
 /*
@@ -433,8 +433,10 @@ static int tg_raw_call(const char *endpoint, const char *method, const void *dat
 
 	snprintf(target, sizeof(target), "unix:%s", endpoint + strlen("unix://"));
 	ch = grpc_channel_create(target, creds, NULL);
-	call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL,
-					gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN)), NULL);
+	call = grpc_channel_create_call(
+	    ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq, m, NULL,
+	    gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(5000, GPR_TIMESPAN)),
+	    NULL);
 	grpc_metadata_array_init(&md0);
 	grpc_metadata_array_init(&md1);
 	memset(ops, 0, sizeof(ops));
@@ -477,15 +479,15 @@ static void test_raw_requests(void **state)
 	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Identity/Probe", NULL, 0), CSI_OK);
 	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Identity/Nope", NULL, 0),
 			 CSI_UNIMPLEMENTED);
-	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.SnapshotMetadata/GetMetadataDelta",
-				     NULL, 0),
-			 CSI_UNIMPLEMENTED);
+	assert_int_equal(
+	    tg_raw_call(t->endpoint, "/csi.v1.SnapshotMetadata/GetMetadataDelta", NULL, 0),
+	    CSI_UNIMPLEMENTED);
 	pthread_mutex_lock(&t->lock);
 	calls = t->calls;
 	pthread_mutex_unlock(&t->lock);
-	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Controller/CreateVolume", garbage,
-				     sizeof(garbage)),
-			 CSI_INVALID_ARGUMENT);
+	assert_int_equal(
+	    tg_raw_call(t->endpoint, "/csi.v1.Controller/CreateVolume", garbage, sizeof(garbage)),
+	    CSI_INVALID_ARGUMENT);
 	pthread_mutex_lock(&t->lock);
 	assert_int_equal(t->calls, calls);
 	pthread_mutex_unlock(&t->lock);
@@ -553,13 +555,13 @@ static void test_endpoints(void **state)
 {
 	struct tg *t = *state;
 	static const char *bad[] = {
-		"",
-		"relative/csi.sock",
-		"unix:relative.sock",
-		"unix://relative.sock",
-		"tcp://127.0.0.1:9000",
-		"dns:///example.com",
-		"unix:///tmp/with\nnewline",
+	    "",
+	    "relative/csi.sock",
+	    "unix:relative.sock",
+	    "unix://relative.sock",
+	    "tcp://127.0.0.1:9000",
+	    "dns:///example.com",
+	    "unix:///tmp/with\nnewline",
 	};
 	char longpath[160], path[108];
 	struct csi_client *c = NULL;
@@ -608,17 +610,17 @@ static void test_endpoints(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_probe, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_deadline, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_slow_handler, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_status_codes, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_responses, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
-		cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_probe, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_deadline, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_slow_handler, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_status_codes, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_responses, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -51,10 +51,11 @@ static void test_wire_bytes(void **state)
 	Csi__V1__CreateVolumeRequest cv = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
 	Csi__V1__CapacityRange cap = CSI__V1__CAPACITY_RANGE__INIT;
 	Csi__V1__CreateVolumeRequest__ParametersEntry p =
-		CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
+	    CSI__V1__CREATE_VOLUME_REQUEST__PARAMETERS_ENTRY__INIT;
 	Csi__V1__CreateVolumeRequest__ParametersEntry *ps[1] = {&p};
 	Csi__V1__VolumeCapability vc = CSI__V1__VOLUME_CAPABILITY__INIT;
-	Csi__V1__VolumeCapability__BlockVolume block = CSI__V1__VOLUME_CAPABILITY__BLOCK_VOLUME__INIT;
+	Csi__V1__VolumeCapability__BlockVolume block =
+	    CSI__V1__VOLUME_CAPABILITY__BLOCK_VOLUME__INIT;
 	Csi__V1__VolumeCapability__AccessMode am = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
 	Csi__V1__NodeUnpublishVolumeRequest unpub = CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
 	/* ProbeResponse.ready = 1 (BoolValue.value = 1). */
@@ -62,8 +63,8 @@ static void test_wire_bytes(void **state)
 	/* ready present but false: an empty BoolValue, not "unset". */
 	static const uint8_t probe_false[] = {0x0a, 0x00};
 	/* name = 1, capacity_range = 2 {required_bytes = 1}, parameters = 4. */
-	static const uint8_t create[] = {0x0a, 0x01, 'v', 0x12, 0x03, 0x08, 0x80, 0x08,
-					 0x22, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 'x'};
+	static const uint8_t create[] = {0x0a, 0x01, 'v',  0x12, 0x03, 0x08, 0x80, 0x08,
+					 0x22, 0x06, 0x0a, 0x01, 'k',  0x12, 0x01, 'x'};
 	/* block = 1 (empty), access_mode = 3 {mode = 5 MULTI_NODE_MULTI_WRITER}. */
 	static const uint8_t cap_block[] = {0x0a, 0x00, 0x1a, 0x02, 0x08, 0x05};
 	/* volume_id = 1, target_path = 2. */
@@ -98,7 +99,7 @@ static void test_oneof_and_wrappers(void **state)
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
 	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
 	Csi__V1__VolumeContentSource__SnapshotSource snap =
-		CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
+	    CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
 	Csi__V1__VolumeCapability vc = CSI__V1__VOLUME_CAPABILITY__INIT;
 	Csi__V1__VolumeCapability *vcs[1] = {&vc};
 	Csi__V1__VolumeCapability__MountVolume mv = CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
@@ -211,8 +212,7 @@ static void test_maps_and_dup(void **state)
 	assert_string_equal(copy->node_id, "node-1");
 	assert_int_equal(copy->max_volumes_per_node, 64);
 	assert_int_equal(copy->accessible_topology->n_segments, 2);
-	assert_string_equal(copy->accessible_topology->segments[0]->key,
-			    "topology.csid.dev/zone");
+	assert_string_equal(copy->accessible_topology->segments[0]->key, "topology.csid.dev/zone");
 	assert_string_equal(copy->accessible_topology->segments[0]->value, "z1");
 	assert_string_equal(copy->accessible_topology->segments[1]->value, big);
 	csi_msg_free(&copy->base);
@@ -251,11 +251,9 @@ static void test_every_type_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_wire_bytes),
-		cmocka_unit_test(test_oneof_and_wrappers),
-		cmocka_unit_test(test_list_with_timestamps),
-		cmocka_unit_test(test_maps_and_dup),
-		cmocka_unit_test(test_every_type_empty),
+	    cmocka_unit_test(test_wire_bytes),           cmocka_unit_test(test_oneof_and_wrappers),
+	    cmocka_unit_test(test_list_with_timestamps), cmocka_unit_test(test_maps_and_dup),
+	    cmocka_unit_test(test_every_type_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,27 +21,27 @@ struct te_case {
 };
 
 static const struct te_case te_cases[] = {
-	{"unix:///run/csi/csi.sock", "/run/csi/csi.sock"},
-	{"unix:/run/csi/csi.sock", "/run/csi/csi.sock"},
-	{"/run/csi/csi.sock", "/run/csi/csi.sock"},
-	{"/a", "/a"},
-	{"/dir with space/%41?#.sock", "/dir with space/%41?#.sock"},
-	{"/x:y.sock", "/x:y.sock"},
-	{"", NULL},
-	{"unix:", NULL},
-	{"unix://", NULL},
-	{"unix:///", "/"},
-	{"csi.sock", NULL},
-	{"./csi.sock", NULL},
-	{"unix:csi.sock", NULL},
-	{"unix://csi.sock", NULL},
-	{"unix://host/csi.sock", NULL},
-	{"tcp://127.0.0.1:10000", NULL},
-	{"127.0.0.1:10000", NULL},
-	{"dns:///plugin:443", NULL},
-	{"unix-abstract:csi", NULL},
-	{"/tmp/tab\there", NULL},
-	{"/tmp/del\x7f", NULL},
+    {"unix:///run/csi/csi.sock", "/run/csi/csi.sock"},
+    {"unix:/run/csi/csi.sock", "/run/csi/csi.sock"},
+    {"/run/csi/csi.sock", "/run/csi/csi.sock"},
+    {"/a", "/a"},
+    {"/dir with space/%41?#.sock", "/dir with space/%41?#.sock"},
+    {"/x:y.sock", "/x:y.sock"},
+    {"", NULL},
+    {"unix:", NULL},
+    {"unix://", NULL},
+    {"unix:///", "/"},
+    {"csi.sock", NULL},
+    {"./csi.sock", NULL},
+    {"unix:csi.sock", NULL},
+    {"unix://csi.sock", NULL},
+    {"unix://host/csi.sock", NULL},
+    {"tcp://127.0.0.1:10000", NULL},
+    {"127.0.0.1:10000", NULL},
+    {"dns:///plugin:443", NULL},
+    {"unix-abstract:csi", NULL},
+    {"/tmp/tab\there", NULL},
+    {"/tmp/del\x7f", NULL},
 };
 
 static void test_cases(void **state)
@@ -114,9 +114,9 @@ static void test_client_refuses(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cases),
-		cmocka_unit_test(test_length_limit),
-		cmocka_unit_test(test_client_refuses),
+	    cmocka_unit_test(test_cases),
+	    cmocka_unit_test(test_length_limit),
+	    cmocka_unit_test(test_client_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

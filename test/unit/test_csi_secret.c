@@ -111,8 +111,8 @@ static void test_list_matches_proto(void **state)
  * hold TS_SECRET, all others TS_PUBLIC; repeated fields get two elements;
  * of each oneof the last member is set.
  */
-static ProtobufCMessage *ts_fill(struct arena *a, const ProtobufCMessageDescriptor *d,
-				 bool secret, int depth)
+static ProtobufCMessage *ts_fill(struct arena *a, const ProtobufCMessageDescriptor *d, bool secret,
+				 int depth)
 {
 	ProtobufCMessage *m = arena_alloc(a, d->sizeof_message);
 
@@ -127,10 +127,10 @@ static ProtobufCMessage *ts_fill(struct arena *a, const ProtobufCMessageDescript
 		void *slot = base + f->offset;
 
 		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			size_t sz = f->type == PROTOBUF_C_TYPE_MESSAGE ||
-						    f->type == PROTOBUF_C_TYPE_STRING
-					    ? sizeof(void *)
-					    : 8;
+			size_t sz =
+			    f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_STRING
+				? sizeof(void *)
+				: 8;
 
 			*(size_t *)(base + f->quantifier_offset) = n;
 			*(void **)slot = arena_alloc(a, n * sz);
@@ -141,13 +141,12 @@ static ProtobufCMessage *ts_fill(struct arena *a, const ProtobufCMessageDescript
 		for (size_t k = 0; k < n; k++) {
 			switch (f->type) {
 			case PROTOBUF_C_TYPE_STRING:
-				((char **)slot)[k] =
-					arena_printf(a, "%s-%s-%zu", sec ? TS_SECRET : TS_PUBLIC,
-						     f->name, k);
+				((char **)slot)[k] = arena_printf(
+				    a, "%s-%s-%zu", sec ? TS_SECRET : TS_PUBLIC, f->name, k);
 				break;
 			case PROTOBUF_C_TYPE_MESSAGE:
 				((ProtobufCMessage **)slot)[k] =
-					ts_fill(a, f->descriptor, sec, depth + 1);
+				    ts_fill(a, f->descriptor, sec, depth + 1);
 				break;
 			case PROTOBUF_C_TYPE_INT64:
 				((int64_t *)slot)[k] = 4096 + (int64_t)k;
@@ -215,14 +214,14 @@ static void test_readable_text(void **state)
 {
 	Csi__V1__NodeStageVolumeRequest req = CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
 	Csi__V1__NodeStageVolumeRequest__SecretsEntry sec =
-		CSI__V1__NODE_STAGE_VOLUME_REQUEST__SECRETS_ENTRY__INIT;
+	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__SECRETS_ENTRY__INIT;
 	Csi__V1__NodeStageVolumeRequest__SecretsEntry *secs[1] = {&sec};
 	Csi__V1__NodeStageVolumeRequest__PublishContextEntry pc =
-		CSI__V1__NODE_STAGE_VOLUME_REQUEST__PUBLISH_CONTEXT_ENTRY__INIT;
+	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__PUBLISH_CONTEXT_ENTRY__INIT;
 	Csi__V1__NodeStageVolumeRequest__PublishContextEntry *pcs[1] = {&pc};
 	Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
 	Csi__V1__VolumeCapability__MountVolume mount =
-		CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
+	    CSI__V1__VOLUME_CAPABILITY__MOUNT_VOLUME__INIT;
 	Csi__V1__VolumeCapability__AccessMode mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__INIT;
 	char *flags[2] = {"ro", "password=hunter2"};
 	char text[512];
@@ -248,10 +247,11 @@ static void test_readable_text(void **state)
 	csi_secret_format(&req.base, text, sizeof(text));
 	assert_null(strstr(text, "hunter2"));
 	assert_null(strstr(text, "password"));
-	assert_string_equal(text, "{volume_id:\"v1\", publish_context:{\"dev\":\"/dev/x\\\"y\\x0a"
-				  "\\xc3\\xa9\"}, volume_capability:{mount:{fs_type:\"ext4\", "
-				  "mount_flags:<redacted>}, access_mode:{mode:SINGLE_NODE_WRITER}}, "
-				  "secrets:<redacted>}");
+	assert_string_equal(text,
+			    "{volume_id:\"v1\", publish_context:{\"dev\":\"/dev/x\\\"y\\x0a"
+			    "\\xc3\\xa9\"}, volume_capability:{mount:{fs_type:\"ext4\", "
+			    "mount_flags:<redacted>}, access_mode:{mode:SINGLE_NODE_WRITER}}, "
+			    "secrets:<redacted>}");
 	assert_string_equal(csi_secret_format(NULL, text, sizeof(text)), "null");
 	csi_secret_format(&req.base, text, 20);
 	assert_int_equal(strlen(text), 19);
@@ -261,9 +261,9 @@ static void test_readable_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_list_matches_proto),
-		cmocka_unit_test(test_no_secret_in_any_message),
-		cmocka_unit_test(test_readable_text),
+	    cmocka_unit_test(test_list_matches_proto),
+	    cmocka_unit_test(test_no_secret_in_any_message),
+	    cmocka_unit_test(test_readable_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
