@@ -224,12 +224,55 @@ static void test_sigterm_keeps_mounts(void **state)
 	assert_false(agent_proc_is_mount(target));
 }
 
+/*
+ * A plugin dropped from the config while it has a mount: the agent starts
+ * at once (no waiting for a plugin that will not come), keeps the record,
+ * refuses the unmount clearly, and finishes it once the plugin is back.
+ */
+static void test_plugin_gone_with_mount(void **state)
+{
+	struct agent_proc *a = *state;
+	char vol[64], target[512], cfg[4096];
+	json_t *doc = NULL;
+	int64_t t0;
+
+	assert_int_equal(agent_proc_create_volume(a, "orphaned", vol), 0);
+	assert_int_equal(agent_proc_mount(a, vol, "alloc-o", &doc), 200);
+	answer_path(doc, "target", target, sizeof(target));
+	json_decref(doc);
+	assert_int_equal(agent_proc_stop(a, SIGTERM, 20000), 0);
+	assert_int_equal(agent_proc_write_config(a, "{\"data_dir\": \"@DIR@/d\", \"plugins\": []}"),
+			 0);
+	t0 = agent_proc_now_ms();
+	assert_int_equal(agent_proc_start(a), 0);
+	assert_int_equal(agent_proc_wait_ready(a, 20000), 0);
+	assert_true(agent_proc_now_ms() - t0 < 3000);
+	assert_true(agent_proc_is_mount(target));
+	assert_int_equal(agent_proc_mount_count(a), 1);
+	assert_int_equal(agent_proc_unmount(a, vol, "alloc-o"), 404);
+	assert_true(agent_proc_is_mount(target));
+	/* The plugin comes back with a reload: the unmount goes through. */
+	assert_int_equal(agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)), 0);
+	assert_int_equal(agent_proc_write_config(a, cfg), 0);
+	assert_int_equal(kill(a->pid, SIGHUP), 0);
+	assert_true(agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000));
+	assert_int_equal(agent_proc_unmount(a, vol, "alloc-o"), 200);
+	assert_false(agent_proc_is_mount(target));
+	assert_int_equal(agent_proc_mounts_under(a->data_dir), 0);
+	/* And a stop with nothing pending is quick. */
+	t0 = agent_proc_now_ms();
+	assert_int_equal(agent_proc_stop(a, SIGTERM, 20000), 0);
+	assert_true(agent_proc_now_ms() - t0 < 5000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_shared_staging, setup, agent_proc_teardown),
 	    cmocka_unit_test_setup_teardown(test_kill9_at_every_step, setup, agent_proc_teardown),
 	    cmocka_unit_test_setup_teardown(test_sigterm_keeps_mounts, setup, agent_proc_teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_gone_with_mount, setup,
+					    agent_proc_teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 

@@ -10,9 +10,10 @@
  * HTTP API, so no request races the recovery; records left pending (a
  * plugin still missing) are retried every resync period.
  *
- * Stop (SIGTERM/SIGINT): the API stops accepting and finishes requests in
- * flight, the supervisor deregisters and stops every plugin, the plugin
- * manager shuts down; mounts are kept (the next agent adopts them).
+ * Stop (SIGTERM/SIGINT): the plugin manager shuts down first (so nothing
+ * waits for a plugin any more), the API stops accepting and finishes
+ * requests in flight, the supervisor deregisters and stops every plugin;
+ * mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
  */
@@ -159,9 +160,15 @@ static int csid_agent_lookup(void *ctx, const char *plugin_id, struct mounter_pl
 			     struct err *e)
 {
 	struct csid_agent *a = ctx;
+	struct registry_instance ri;
 	struct csid_agent_ref *h;
 	int rc;
 
+	/* A plugin neither registered nor configured will not come: do not wait for it. */
+	if (registry_active(a->registry, REGISTRY_NODE, plugin_id, &ri) != 0 &&
+	    !config_find_plugin(a->cfg, plugin_id))
+		return err_set(e, CSID_EUNAVAIL, "node plugin %s is not configured on this node",
+			       plugin_id);
 	rc = plugin_manager_wait_for_plugin(a->pm, REGISTRY_NODE, plugin_id,
 					    a->cfg->health_timeout_ms, NULL, e);
 	if (rc)
@@ -299,6 +306,12 @@ static void csid_agent_begin_shutdown(struct csid_agent *a)
 	done = a->startup_done;
 	pthread_cond_broadcast(&a->cond);
 	pthread_mutex_unlock(&a->mu);
+	/*
+	 * Waits for plugins (the recovery's, a mount's) end at once: nothing
+	 * new starts now. RPCs in flight finish within their deadlines.
+	 */
+	if (a->pm)
+		plugin_manager_shutdown(a->pm);
 	/* The startup thread wakes us when it is done; shut down then. */
 	if (!done || a->shutdown_begun)
 		return;
