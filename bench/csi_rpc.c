@@ -142,8 +142,31 @@ static void *bench_probe_worker(void *arg)
 	return NULL;
 }
 
+/* CPU seconds (user + system) used so far by process pid (0: this one). */
+static double bench_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid ? (int)pid : (int)getpid());
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void bench_probe_parallel(struct bench *b)
 {
+	double cpu_c0 = bench_cpu_s(0), cpu_p0 = bench_cpu_s(b->pid), cpu_c1, cpu_p1;
 	struct bench_thread t[BENCH_THREADS];
 	pthread_t th[BENCH_THREADS];
 	pthread_barrier_t start;
@@ -163,9 +186,14 @@ static void bench_probe_parallel(struct bench *b)
 		total += t[i].calls;
 	}
 	t1 = bench_now_us();
+	cpu_c1 = bench_cpu_s(0);
+	cpu_p1 = bench_cpu_s(b->pid);
 	pthread_barrier_destroy(&start);
 	printf("probe %d in flight:     %.0f calls/s  (%d calls, %d failed; target >= 50000)\n",
 	       BENCH_THREADS, total / ((t1 - t0) / 1e6), total, failures);
+	printf("  cpu per call:        client %.1f us  plugin %.1f us  (%d cores online)\n",
+	       (cpu_c1 - cpu_c0) * 1e6 / total, (cpu_p1 - cpu_p0) * 1e6 / total,
+	       (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
