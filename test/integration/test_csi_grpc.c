@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -551,6 +552,61 @@ static void test_odd_path(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+struct tg_hammer {
+	struct tg *t;
+	atomic_bool *stop;
+	int ok;
+	int failed;
+	int unexpected; /* a code other than UNAVAILABLE or CANCELLED */
+};
+
+static void *tg_hammer_main(void *arg)
+{
+	struct tg_hammer *h = arg;
+	struct csi_status st;
+
+	while (!atomic_load(h->stop)) {
+		if (csi_probe(h->t->client, NULL, NULL, 2000, &st) == 0)
+			h->ok++;
+		else if (st.code == CSI_UNAVAILABLE || st.code == CSI_CANCELLED)
+			h->failed++;
+		else
+			h->unexpected = st.code;
+	}
+	return NULL;
+}
+
+/* Stopping and restarting a server while calls pour in: no crash, no hang. */
+static void test_stop_under_load(void **state)
+{
+	struct tg *t = *state;
+	struct tg_hammer h[4];
+	pthread_t th[4];
+	atomic_bool stop;
+
+	atomic_init(&stop, false);
+	for (int i = 0; i < 4; i++) {
+		h[i] = (struct tg_hammer){t, &stop, 0, 0, 0};
+		assert_int_equal(pthread_create(&th[i], NULL, tg_hammer_main, &h[i]), 0);
+	}
+	for (int round = 0; round < 5; round++) {
+		assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
+		csi_server_stop(t->server, 50);
+		csi_server_free(t->server);
+		t->server = NULL;
+		tg_start_server(t);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_true(h[i].ok > 0);
+		if (h[i].unexpected)
+			fail_msg("probe during restarts: %s", csi_code_name(h[i].unexpected));
+	}
+}
+
 static void test_endpoints(void **state)
 {
 	struct tg *t = *state;
@@ -619,6 +675,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_under_load, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),
 	};
