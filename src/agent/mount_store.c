@@ -2,7 +2,10 @@
  * SQLite rows of the mounter's records (table mounter_mounts in the
  * agent database) and the transition function of their state machine.
  * Each transition is one autocommitted statement, so a crash leaves every
- * row in a whole state. Attachment, access mode and state are stored by
+ * row in a whole state. Statements are prepared once per connection
+ * (SQLITE_PREPARE_PERSISTENT) and reset after each use: a mount and
+ * unmount cycle runs about ten of them, and compiling each every time
+ * cost more than running it. Attachment, access mode and state are stored by
  * name, so the file reads well with the sqlite3 shell.
  */
 #include "agent/mount_store.h"
@@ -47,8 +50,9 @@ static const char *const mount_state_names[MOUNT_STATE_COUNT_] = {
 /* Allowed next states, one bit mask per state (see the table in the header). */
 static const unsigned mount_store_next[MOUNT_STATE_COUNT_] = {
     [MOUNT_STATE_NEW] = MOUNT_STORE_BIT(MOUNT_STATE_STAGING) | MOUNT_STORE_BIT(MOUNT_STATE_STAGED),
-    [MOUNT_STATE_STAGING] =
-	MOUNT_STORE_BIT(MOUNT_STATE_STAGED) | MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING),
+    [MOUNT_STATE_STAGING] = MOUNT_STORE_BIT(MOUNT_STATE_STAGED) |
+			    MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
+			    MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING),
     [MOUNT_STATE_STAGED] = MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
 			   MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) |
 			   MOUNT_STORE_BIT(MOUNT_STATE_GONE),
@@ -61,9 +65,44 @@ static const unsigned mount_store_next[MOUNT_STATE_COUNT_] = {
     [MOUNT_STATE_GONE] = 0,
 };
 
+/* The statements of the store, prepared once per connection (mount_store_stmt). */
+enum mount_store_sql {
+	MOUNT_STORE_SQL_GET,
+	MOUNT_STORE_SQL_LIST,
+	MOUNT_STORE_SQL_LIST_VOLUME,
+	MOUNT_STORE_SQL_USERS,
+	MOUNT_STORE_SQL_INSERT,
+	MOUNT_STORE_SQL_UPDATE,
+	MOUNT_STORE_SQL_DELETE,
+	MOUNT_STORE_SQL_COUNT_
+};
+
+#define MOUNT_STORE_COLS                                                               \
+	"volume_id, alloc_id, plugin_id, external_id, read_only, attachment, access, " \
+	"fs_type, options_hash, staging_path, target_path, publish_context, "          \
+	"volume_context, state, updated_ms"
+
+static const char *const mount_store_sql_text[MOUNT_STORE_SQL_COUNT_] = {
+    [MOUNT_STORE_SQL_GET] = "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
+			    "WHERE volume_id = ?1 AND alloc_id = ?2",
+    [MOUNT_STORE_SQL_LIST] = "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
+			     "ORDER BY volume_id, alloc_id",
+    [MOUNT_STORE_SQL_LIST_VOLUME] = "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
+				    "WHERE volume_id = ?1 ORDER BY volume_id, alloc_id",
+    [MOUNT_STORE_SQL_USERS] = "SELECT count(*), coalesce(sum(state IN ('staged', 'publishing', "
+			      "'published', 'unpublishing')), 0) FROM mounter_mounts "
+			      "WHERE staging_path = ?1 AND alloc_id != ?2",
+    [MOUNT_STORE_SQL_INSERT] = "INSERT INTO mounter_mounts (" MOUNT_STORE_COLS ") VALUES "
+			       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [MOUNT_STORE_SQL_UPDATE] = "UPDATE mounter_mounts SET state = ?3, updated_ms = ?4 "
+			       "WHERE volume_id = ?1 AND alloc_id = ?2",
+    [MOUNT_STORE_SQL_DELETE] = "DELETE FROM mounter_mounts WHERE volume_id = ?1 AND alloc_id = ?2",
+};
+
 struct mount_store {
 	sqlite3 *db;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock; /* guards db and st */
+	sqlite3_stmt *st[MOUNT_STORE_SQL_COUNT_]; /* NULL until first used */
 };
 
 const char *mount_state_name(enum mount_state s)
@@ -139,6 +178,8 @@ void mount_store_close(struct mount_store *s)
 {
 	if (s == NULL)
 		return;
+	for (int i = 0; i < MOUNT_STORE_SQL_COUNT_; i++)
+		sqlite3_finalize(s->st[i]);
 	agent_db_close(s->db);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -147,6 +188,36 @@ void mount_store_close(struct mount_store *s)
 static int mount_store_sqlerr(struct mount_store *s, int rc, const char *what, struct err *e)
 {
 	return err_set(e, agent_db_err(rc), "mount store: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+/*
+ * The cached statement id, prepared on first use (the caller holds the
+ * lock). Give it back with mount_store_stmt_done.
+ */
+static int mount_store_stmt(struct mount_store *s, enum mount_store_sql id, sqlite3_stmt **out,
+			    struct err *e)
+{
+	int rc;
+
+	if (s->st[id] == NULL) {
+		rc = sqlite3_prepare_v3(s->db, mount_store_sql_text[id], -1,
+					SQLITE_PREPARE_PERSISTENT, &s->st[id], NULL);
+		if (rc != SQLITE_OK) {
+			s->st[id] = NULL;
+			return mount_store_sqlerr(s, rc, "prepare", e);
+		}
+	}
+	*out = s->st[id];
+	return 0;
+}
+
+/* Resets a cached statement for its next use (NULL is a no-op). */
+static void mount_store_stmt_done(sqlite3_stmt *st)
+{
+	if (st == NULL)
+		return;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 }
 
 static char *mount_store_col(sqlite3_stmt *st, int i, bool *nomem)
@@ -161,11 +232,6 @@ static char *mount_store_col(sqlite3_stmt *st, int i, bool *nomem)
 		*nomem = true;
 	return c;
 }
-
-#define MOUNT_STORE_COLS                                                               \
-	"volume_id, alloc_id, plugin_id, external_id, read_only, attachment, access, " \
-	"fs_type, options_hash, staging_path, target_path, publish_context, "          \
-	"volume_context, state, updated_ms"
 
 /* Builds a record from the current row of st (columns MOUNT_STORE_COLS). */
 static int mount_store_row(sqlite3_stmt *st, struct mount_record **out, struct err *e)
@@ -249,26 +315,19 @@ static int mount_store_collect(struct mount_store *s, sqlite3_stmt *st, struct m
 int mount_store_list(struct mount_store *s, const char *volume_id, struct mount_record ***out,
 		     size_t *n, struct err *e)
 {
-	const char *sql = volume_id ? "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
-				      "WHERE volume_id = ?1 ORDER BY volume_id, alloc_id"
-				    : "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
-				      "ORDER BY volume_id, alloc_id";
 	sqlite3_stmt *st = NULL;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		rc = mount_store_sqlerr(s, rc, "prepare list", e);
-		goto out;
-	}
-	if (volume_id)
-		sqlite3_bind_text(st, 1, volume_id, -1, SQLITE_TRANSIENT);
-	rc = mount_store_collect(s, st, out, n, e);
-out:
-	sqlite3_finalize(st);
+	rc = mount_store_stmt(s, volume_id ? MOUNT_STORE_SQL_LIST_VOLUME : MOUNT_STORE_SQL_LIST, &st,
+			      e);
+	if (rc == 0 && volume_id)
+		sqlite3_bind_text(st, 1, volume_id, -1, SQLITE_STATIC);
+	if (rc == 0)
+		rc = mount_store_collect(s, st, out, n, e);
+	mount_store_stmt_done(st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -277,33 +336,26 @@ int mount_store_get(struct mount_store *s, const char *volume_id, const char *al
 		    struct mount_record **out, struct err *e)
 {
 	sqlite3_stmt *st = NULL;
-	struct mount_record **rs = NULL;
-	size_t n = 0;
 	int rc;
 
 	*out = NULL;
 	pthread_mutex_lock(&s->lock);
-	rc = sqlite3_prepare_v2(s->db,
-				"SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
-				"WHERE volume_id = ?1 AND alloc_id = ?2",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		rc = mount_store_sqlerr(s, rc, "prepare get", e);
+	rc = mount_store_stmt(s, MOUNT_STORE_SQL_GET, &st, e);
+	if (rc != 0)
 		goto out;
-	}
-	sqlite3_bind_text(st, 1, volume_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, alloc_id, -1, SQLITE_TRANSIENT);
-	rc = mount_store_collect(s, st, &rs, &n, e);
-	if (rc == 0 && n == 0)
+	sqlite3_bind_text(st, 1, volume_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, alloc_id, -1, SQLITE_STATIC);
+	/* The primary key: one row at most. */
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		rc = mount_store_row(st, out, e);
+	else if (rc == SQLITE_DONE)
 		rc = err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", volume_id,
 			     alloc_id);
-	if (rc == 0) {
-		*out = rs[0];
-		rs[0] = NULL;
-	}
-	mount_records_free(rs, n);
+	else
+		rc = mount_store_sqlerr(s, rc, "select", e);
 out:
-	sqlite3_finalize(st);
+	mount_store_stmt_done(st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -317,17 +369,11 @@ int mount_store_stage_users(struct mount_store *s, const char *staging_path,
 	*users = 0;
 	*staged = 0;
 	pthread_mutex_lock(&s->lock);
-	rc = sqlite3_prepare_v2(s->db,
-				"SELECT count(*), coalesce(sum(state IN ('staged', 'publishing', "
-				"'published', 'unpublishing')), 0) FROM mounter_mounts "
-				"WHERE staging_path = ?1 AND alloc_id != ?2",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		rc = mount_store_sqlerr(s, rc, "prepare stage users", e);
+	rc = mount_store_stmt(s, MOUNT_STORE_SQL_USERS, &st, e);
+	if (rc != 0)
 		goto out;
-	}
-	sqlite3_bind_text(st, 1, staging_path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, exclude_alloc, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, staging_path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, exclude_alloc, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
 		rc = mount_store_sqlerr(s, rc, "stage users", e);
@@ -337,7 +383,7 @@ int mount_store_stage_users(struct mount_store *s, const char *staging_path,
 	*staged = sqlite3_column_int(st, 1);
 	rc = 0;
 out:
-	sqlite3_finalize(st);
+	mount_store_stmt_done(st);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -354,24 +400,24 @@ static int64_t mount_store_now_ms(void)
 static void mount_store_bind_all(sqlite3_stmt *st, const struct mount_record *r,
 				 enum mount_state to, int64_t now)
 {
-	sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 3, r->plugin_id, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 4, r->external_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, r->plugin_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, r->external_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 5, r->read_only);
 	sqlite3_bind_text(st, 6, mount_attachment_name(r->attachment), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 7, mount_access_name(r->access), -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 8, r->fs_type ? r->fs_type : "", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 9, r->options_hash, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 8, r->fs_type ? r->fs_type : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 9, r->options_hash, -1, SQLITE_STATIC);
 	if (r->staging_path)
-		sqlite3_bind_text(st, 10, r->staging_path, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 10, r->staging_path, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 10);
-	sqlite3_bind_text(st, 11, r->target_path, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 11, r->target_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 12, r->publish_context ? r->publish_context : "{}", -1,
-			  SQLITE_TRANSIENT);
+			  SQLITE_STATIC);
 	sqlite3_bind_text(st, 13, r->volume_context ? r->volume_context : "{}", -1,
-			  SQLITE_TRANSIENT);
+			  SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, mount_state_name(to), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 15, now);
 }
@@ -391,7 +437,7 @@ int mount_store_transition(struct mount_store *s, struct mount_record *r, enum m
 {
 	sqlite3_stmt *st = NULL;
 	int64_t now = mount_store_now_ms();
-	const char *sql;
+	enum mount_store_sql id;
 	int rc;
 
 	if (!mount_store_allowed(r->state, to))
@@ -399,25 +445,21 @@ int mount_store_transition(struct mount_store *s, struct mount_record *r, enum m
 			       r->volume_id, r->alloc_id, mount_state_name(r->state),
 			       mount_state_name(to));
 	if (r->state == MOUNT_STATE_NEW)
-		sql = "INSERT INTO mounter_mounts (" MOUNT_STORE_COLS ") VALUES "
-		      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+		id = MOUNT_STORE_SQL_INSERT;
 	else if (to == MOUNT_STATE_GONE)
-		sql = "DELETE FROM mounter_mounts WHERE volume_id = ?1 AND alloc_id = ?2";
+		id = MOUNT_STORE_SQL_DELETE;
 	else
-		sql = "UPDATE mounter_mounts SET state = ?3, updated_ms = ?4 "
-		      "WHERE volume_id = ?1 AND alloc_id = ?2";
+		id = MOUNT_STORE_SQL_UPDATE;
 	pthread_mutex_lock(&s->lock);
-	rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK) {
-		rc = mount_store_sqlerr(s, rc, "prepare transition", e);
+	rc = mount_store_stmt(s, id, &st, e);
+	if (rc != 0)
 		goto out;
-	}
-	if (r->state == MOUNT_STATE_NEW) {
+	if (id == MOUNT_STORE_SQL_INSERT) {
 		mount_store_bind_all(st, r, to, now);
 	} else {
-		sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_TRANSIENT);
-		if (to != MOUNT_STATE_GONE) {
+		sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_STATIC);
+		if (id == MOUNT_STORE_SQL_UPDATE) {
 			sqlite3_bind_text(st, 3, mount_state_name(to), -1, SQLITE_STATIC);
 			sqlite3_bind_int64(st, 4, now);
 		}
@@ -427,7 +469,7 @@ int mount_store_transition(struct mount_store *s, struct mount_record *r, enum m
 		rc = mount_store_sqlerr(s, rc, "write", e);
 		goto out;
 	}
-	if (r->state != MOUNT_STATE_NEW && sqlite3_changes(s->db) != 1) {
+	if (id != MOUNT_STORE_SQL_INSERT && sqlite3_changes(s->db) != 1) {
 		rc = err_set(e, CSID_EIO, "mount store: record %s/%s vanished", r->volume_id,
 			     r->alloc_id);
 		goto out;
@@ -437,7 +479,7 @@ int mount_store_transition(struct mount_store *s, struct mount_record *r, enum m
 	r->updated_ms = now;
 	rc = 0;
 out:
-	sqlite3_finalize(st);
+	mount_store_stmt_done(st);
 	pthread_mutex_unlock(&s->lock);
 	if (rc != 0)
 		err_wrap(e, "mount %s/%s: %s -> %s", r->volume_id, r->alloc_id,

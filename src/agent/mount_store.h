@@ -6,12 +6,19 @@
  *
  *   from          allowed next states
  *   new           staging (stage needed), staged (no stage, or already staged)
- *   staging       staged (stage OK), unstaging (stage failed or rolled back)
+ *   staging       publishing (stage OK, publish about to be sent), staged
+ *                 (stage OK), unstaging (stage failed or rolled back)
  *   staged        publishing, unstaging (rollback, last user), gone (rollback)
  *   publishing    published (OK, or adopted), unpublishing (failed, rollback)
  *   published     unpublishing (unmount, or target found unmounted)
  *   unpublishing  unstaging (last user of the staging path), gone
  *   unstaging     gone
+ *
+ * staging -> publishing is the one write between the two RPCs of a mount:
+ * "the stage is done" and "the publish may be in flight" are recorded
+ * together, before NodePublish is sent, so what recovery reads is the
+ * same as after staged -> publishing (the stage is done, the publish may
+ * have happened), one commit earlier.
  *
  * "gone" deletes the row. The staging reference count is not a counter
  * that could drift: it is the number of rows that name the same staging

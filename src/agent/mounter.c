@@ -5,7 +5,9 @@
  * Going up, a record is inserted before the first RPC (staging, or staged
  * when the staging path is already staged by another allocation or the
  * plugin has no STAGE_UNSTAGE), so the staging reference exists before
- * staging; then publishing before NodePublish and published after it.
+ * staging; then publishing before NodePublish (from staging directly:
+ * one write says both "staged" and "publish may be in flight") and
+ * published after it. A mount and unmount cycle is six commits.
  * Going down (unmount, rollback, recovery) one function, mounter_down(),
  * takes a record from any state to gone: unpublishing before
  * NodeUnpublish, then unstaging before NodeUnstage only when no other
@@ -40,6 +42,22 @@
  * Only target paths are checked against the mount table: a stage need not
  * create a mount (block volumes, some drivers).
  *
+ * Directories: the agent creates the staging path and the target's
+ * parent (the plugin creates and removes the target). When an unmount is
+ * done with one, it is parked rather than removed: kept, empty, for the
+ * next mount of the same path (a restarted task mounts the same volume
+ * for the same allocation again), up to MOUNTER_PARK_MAX of them, the
+ * oldest removed beyond that (with its empty parents). A parked directory
+ * holds nothing and no record names it; a mount that needs it takes it
+ * back under the directory lock first, so an eviction never removes a
+ * directory in use. mounter_close removes them all. After a crash, the
+ * first recovery's sweep removes every empty directory under
+ * <data_dir>/mounts that no record names (parked ones, and those of a
+ * crash between an RPC and its clean-up), reading only the agent-made
+ * levels, never a staging path or a target. Like the mount sweep, it
+ * expects the first recovery to run before mounts are served (csid
+ * does); a mount racing with it could at worst fail and be rolled back.
+ *
  * Known limit: when a publish times out and the plugin still completes it
  * after the rollback's NodeUnpublish has returned, the late mount has no
  * record. CSI expects the plugin to answer ABORTED while an operation on
@@ -48,6 +66,7 @@
  */
 #include "agent/mounter.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -83,7 +102,9 @@ struct mounter {
 	pthread_mutex_t mu; /* guards vlocks and swept */
 	struct mounter_vlock *vlocks;
 	bool swept; /* the orphan sweep ran */
-	pthread_mutex_t dir_mu; /* serializes creating and pruning directories */
+	pthread_mutex_t dir_mu; /* serializes creating and pruning directories, guards parked */
+	char *parked[MOUNTER_PARK_MAX]; /* empty directories kept for reuse, oldest first */
+	int n_parked;
 };
 
 int mounter_open(const char *data_dir, const char *db_path, const struct mounter_options *opts,
@@ -132,16 +153,6 @@ int mounter_open(const char *data_dir, const char *db_path, const struct mounter
 fail:
 	free(m);
 	return err_wrap(e, "mounter");
-}
-
-void mounter_close(struct mounter *m)
-{
-	if (m == NULL)
-		return;
-	mount_store_close(m->store);
-	pthread_mutex_destroy(&m->mu);
-	pthread_mutex_destroy(&m->dir_mu);
-	free(m);
 }
 
 /* Takes the lock of volume_id (creating it), blocking while another call holds it. */
@@ -196,17 +207,28 @@ static void mounter_unlock(struct mounter *m, struct mounter_vlock *v)
 
 /*
  * Removes dir and then its parents while they are empty directories,
- * stopping at stop (exclusive) or at the first one that cannot go.
+ * stopping at <mounts>/staging or <mounts>/per-alloc (exclusive), or at
+ * the first one that cannot go (rmdir never removes content or a mount
+ * point). The caller holds dir_mu.
  */
-static void mounter_prune(struct mounter *m, const char *dir, const char *stop)
+static void mounter_prune_locked(struct mounter *m, const char *dir)
 {
 	char path[MOUNTER_PATH_MAX];
-	size_t stop_len = strlen(stop);
+	size_t stop_len = strlen(m->mounts_dir);
+	const char *rest;
 
 	snprintf(path, sizeof(path), "%s", dir);
-	pthread_mutex_lock(&m->dir_mu);
-	while (strlen(path) > stop_len && strncmp(path, stop, stop_len) == 0 &&
-	       path[stop_len] == '/') {
+	if (strncmp(path, m->mounts_dir, stop_len) != 0 || path[stop_len] != '/')
+		return;
+	rest = path + stop_len + 1;
+	if (strncmp(rest, "staging/", 8) == 0)
+		stop_len += 8;
+	else if (strncmp(rest, "per-alloc/", 10) == 0)
+		stop_len += 10;
+	else
+		return;
+	/* stop_len now covers "<mounts>/staging" or "<mounts>/per-alloc". */
+	while (strlen(path) > stop_len) {
 		char *slash;
 
 		if (rmdir(path) != 0 && errno != ENOENT)
@@ -216,15 +238,86 @@ static void mounter_prune(struct mounter *m, const char *dir, const char *stop)
 			break;
 		*slash = '\0';
 	}
+}
+
+/* Index of dir among the parked directories, or -1. The caller holds dir_mu. */
+static int mounter_parked_find(const struct mounter *m, const char *dir)
+{
+	for (int i = 0; i < m->n_parked; i++)
+		if (strcmp(m->parked[i], dir) == 0)
+			return i;
+	return -1;
+}
+
+static void mounter_parked_drop(struct mounter *m, int i)
+{
+	free(m->parked[i]);
+	memmove(&m->parked[i], &m->parked[i + 1], (size_t)(m->n_parked - i - 1) * sizeof(char *));
+	m->n_parked--;
+}
+
+/*
+ * Keeps the empty directory dir (made by the agent, no longer used) for
+ * the next mount of the same path instead of removing it now. When the
+ * list is full, the oldest is removed (with its empty parents); when dir
+ * cannot be kept (no memory), it is removed at once.
+ */
+static void mounter_park(struct mounter *m, const char *dir)
+{
+	char *copy;
+
+	pthread_mutex_lock(&m->dir_mu);
+	if (mounter_parked_find(m, dir) >= 0)
+		goto out;
+	copy = strdup(dir);
+	if (copy == NULL) {
+		mounter_prune_locked(m, dir);
+		goto out;
+	}
+	if (m->n_parked == MOUNTER_PARK_MAX) {
+		mounter_prune_locked(m, m->parked[0]);
+		mounter_parked_drop(m, 0);
+	}
+	m->parked[m->n_parked++] = copy;
+out:
 	pthread_mutex_unlock(&m->dir_mu);
 }
 
-/* Creates dir and its parents, serialized with mounter_prune. */
+/* Removes every parked directory (and its empty parents). */
+static void mounter_unpark_all(struct mounter *m)
+{
+	pthread_mutex_lock(&m->dir_mu);
+	while (m->n_parked > 0) {
+		mounter_prune_locked(m, m->parked[m->n_parked - 1]);
+		mounter_parked_drop(m, m->n_parked - 1);
+	}
+	pthread_mutex_unlock(&m->dir_mu);
+}
+
+void mounter_close(struct mounter *m)
+{
+	if (m == NULL)
+		return;
+	mounter_unpark_all(m);
+	mount_store_close(m->store);
+	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->dir_mu);
+	free(m);
+}
+
+/*
+ * Creates dir and its parents, serialized with pruning. A parked dir is
+ * taken back first, so no eviction removes it while a mount uses it.
+ */
 static int mounter_mkdir(struct mounter *m, const char *dir, struct err *e)
 {
 	int rc;
+	int i;
 
 	pthread_mutex_lock(&m->dir_mu);
+	i = mounter_parked_find(m, dir);
+	if (i >= 0)
+		mounter_parked_drop(m, i);
 	rc = mount_mkdir_p(dir, e);
 	pthread_mutex_unlock(&m->dir_mu);
 	return rc;
@@ -249,44 +342,51 @@ static int mounter_last_user(struct mounter *m, const struct mount_record *r, bo
 static int mounter_unpublish_rpc(struct mounter *m, const struct mounter_plugin *p,
 				 const struct mount_record *r, struct err *e)
 {
-	char root[MOUNTER_PATH_MAX];
+	char parent[MOUNTER_PATH_MAX];
+	char *slash;
 	int rc;
 
 	rc = mount_rpc_unpublish(p, m->timeout_ms, r, e);
 	if (rc != 0)
 		return rc;
 	/*
-	 * The plugin removes the target itself; prune the parents the agent
-	 * made. Starting at the target also removes an empty directory a
-	 * careless plugin left (rmdir never removes content or a mount point).
+	 * The plugin removes the target itself; this also removes an empty
+	 * directory a careless plugin left (rmdir never removes content or a
+	 * mount point). The parent the agent made is parked for reuse.
 	 */
-	snprintf(root, sizeof(root), "%s/per-alloc", m->mounts_dir);
-	mounter_prune(m, r->target_path, root);
+	if (rmdir(r->target_path) != 0 && errno != ENOENT)
+		return 0;
+	snprintf(parent, sizeof(parent), "%s", r->target_path);
+	slash = strrchr(parent, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		mounter_park(m, parent);
+	}
 	return 0;
 }
 
 static int mounter_unstage_rpc(struct mounter *m, const struct mounter_plugin *p,
 			       const struct mount_record *r, struct err *e)
 {
-	char root[MOUNTER_PATH_MAX];
 	int rc;
 
 	rc = mount_rpc_unstage(p, m->timeout_ms, r, e);
-	if (rc != 0)
-		return rc;
-	snprintf(root, sizeof(root), "%s/staging", m->mounts_dir);
-	mounter_prune(m, r->staging_path, root);
-	return 0;
+	if (rc == 0)
+		mounter_park(m, r->staging_path);
+	return rc;
 }
 
 /*
  * Once r no longer uses the stage (publish undone or never started): on
  * to unstaging when r is the last holder of its staging path, else gone.
  */
-static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, struct err *e)
+static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, bool *last_out,
+				  struct err *e)
 {
 	bool last = false;
 	int rc = mounter_last_user(m, r, &last, e);
+
+	*last_out = last;
 
 	if (rc == 0)
 		rc = mount_store_transition(m->store, r,
@@ -302,7 +402,13 @@ static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, str
 static int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount_record *r,
 			struct err *e)
 {
-	bool last = false;
+	/*
+	 * last: r holds the last reference on its stage, as decided in this
+	 * call (under the volume lock, so nothing changed since). A record
+	 * found in unstaging asks again: a retry may come after other
+	 * allocations staged the same path.
+	 */
+	bool last = false, decided = false;
 	int rc = 0;
 
 	while (rc == 0 && r->state != MOUNT_STATE_GONE) {
@@ -311,7 +417,8 @@ static int mounter_down(struct mounter *m, const struct mounter_plugin *p, struc
 			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNSTAGING, e);
 			break;
 		case MOUNT_STATE_STAGED:
-			rc = mounter_drop_stage_ref(m, r, e);
+			rc = mounter_drop_stage_ref(m, r, &last, e);
+			decided = true;
 			break;
 		case MOUNT_STATE_PUBLISHING:
 		case MOUNT_STATE_PUBLISHED:
@@ -320,10 +427,12 @@ static int mounter_down(struct mounter *m, const struct mounter_plugin *p, struc
 		case MOUNT_STATE_UNPUBLISHING:
 			rc = mounter_unpublish_rpc(m, p, r, e);
 			if (rc == 0)
-				rc = mounter_drop_stage_ref(m, r, e);
+				rc = mounter_drop_stage_ref(m, r, &last, e);
+			decided = true;
 			break;
 		case MOUNT_STATE_UNSTAGING:
-			rc = mounter_last_user(m, r, &last, e);
+			if (!decided)
+				rc = mounter_last_user(m, r, &last, e);
 			if (rc == 0 && last)
 				rc = mounter_unstage_rpc(m, p, r, e);
 			if (rc == 0)
@@ -542,10 +651,8 @@ static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
 			mounter_rollback(m, p, r);
 			return rc;
 		}
-		rc = mount_store_transition(m->store, r, MOUNT_STATE_STAGED, e);
-		if (rc != 0)
-			return rc;
 	}
+	/* From staging, "staged" and "publish may be in flight" are one write. */
 	rc = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHING, e);
 	if (rc != 0)
 		return rc;
@@ -892,6 +999,107 @@ static int mounter_sweep(struct mounter *m, const struct mount_set *set, struct 
 	return ret;
 }
 
+static int mounter_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void mounter_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * The paths the directory sweep must keep, sorted, as new strings: every
+ * record's staging path, target and target parent. NULL when out of memory.
+ */
+static char **mounter_keep_list(struct mount_record **rs, size_t n, size_t *nk)
+{
+	char **keep = calloc(3 * n + 1, sizeof(*keep));
+	size_t k = 0;
+	char *slash;
+
+	*nk = 0;
+	for (size_t i = 0; keep != NULL && i < n; i++) {
+		if ((keep[k++] = strdup(rs[i]->target_path)) == NULL ||
+		    (keep[k++] = strdup(rs[i]->target_path)) == NULL ||
+		    (rs[i]->staging_path && (keep[k++] = strdup(rs[i]->staging_path)) == NULL)) {
+			mounter_strv_free(keep, k);
+			return NULL;
+		}
+		slash = strrchr(keep[k - (rs[i]->staging_path ? 2 : 1)], '/');
+		if (slash != NULL)
+			*slash = '\0';
+	}
+	if (keep != NULL)
+		qsort(keep, k, sizeof(*keep), mounter_strcmp);
+	*nk = k;
+	return keep;
+}
+
+/*
+ * Removes the empty directories under dir (at depth 0: <mounts>/staging
+ * or <mounts>/per-alloc, whose entries are <name>/<volume>/<leaf>) that
+ * no path in keep names, deepest first. Leaves (staging paths and
+ * targets, possibly mounts of a volume) are never read, only rmdir'ed,
+ * which removes neither content nor a mount point nor a file.
+ */
+static void mounter_sweep_dir(const char *dir, int depth, char *const *keep, size_t nk)
+{
+	char path[MOUNTER_PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (depth < 3) {
+		d = opendir(dir);
+		if (d == NULL)
+			return;
+		while ((de = readdir(d)) != NULL) {
+			int n;
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+			    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+				continue;
+			n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			if (n > 0 && (size_t)n < sizeof(path))
+				mounter_sweep_dir(path, depth + 1, keep, nk);
+		}
+		closedir(d);
+	}
+	if (depth > 0) {
+		const char *key = dir;
+
+		if (bsearch(&key, keep, nk, sizeof(*keep), mounter_strcmp) == NULL)
+			rmdir(dir);
+	}
+}
+
+/*
+ * The directory half of the first recovery's sweep: empty directories an
+ * earlier process made and did not remove (parked ones, or those of a
+ * crash between an RPC and the pruning) go, except those of a record.
+ */
+static int mounter_sweep_dirs(struct mounter *m, struct mount_record **rs, size_t n,
+			      struct err *e)
+{
+	char path[MOUNTER_PATH_MAX];
+	size_t nk = 0;
+	char **keep = mounter_keep_list(rs, n, &nk);
+
+	if (keep == NULL)
+		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
+	pthread_mutex_lock(&m->dir_mu);
+	snprintf(path, sizeof(path), "%s/staging", m->mounts_dir);
+	mounter_sweep_dir(path, 0, keep, nk);
+	snprintf(path, sizeof(path), "%s/per-alloc", m->mounts_dir);
+	mounter_sweep_dir(path, 0, keep, nk);
+	pthread_mutex_unlock(&m->dir_mu);
+	mounter_strv_free(keep, nk);
+	return 0;
+}
+
 int mounter_recover(struct mounter *m, mounter_lookup_fn lookup, mounter_release_fn release,
 		    void *ctx, struct mounter_recovery *report, struct err *e)
 {
@@ -940,6 +1148,8 @@ int mounter_recover(struct mounter *m, mounter_lookup_fn lookup, mounter_release
 			ret = mount_store_list(m->store, NULL, &rs, &n, e);
 		if (ret == 0)
 			ret = mounter_sweep(m, &set, rs, n, &rep, e);
+		if (ret == 0)
+			ret = mounter_sweep_dirs(m, rs, n, e);
 		if (ret != 0)
 			goto out;
 	}

@@ -30,6 +30,14 @@
 /* Room for any path the mounter builds. */
 #define MOUNTER_PATH_MAX 4096
 
+/*
+ * How many empty directories (staging paths, targets' parents) an unmount
+ * leaves in place for the next mount of the same path; the oldest beyond
+ * this are removed. mounter_close removes them all, and the first
+ * mounter_recover removes those an earlier process left (see mounter.c).
+ */
+#define MOUNTER_PARK_MAX 32
+
 /* One entry of a string map (volume context, publish context, secrets). Borrowed. */
 struct mount_kv {
 	const char *key;

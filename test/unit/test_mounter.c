@@ -4,7 +4,7 @@
  * STAGE_UNSTAGE, two allocations sharing one staging path, every RPC of a
  * mount/unmount sequence failing in turn (then a retry), recovery after a
  * restart (adopt, lost mounts, orphans, a missing plugin), bad requests,
- * and concurrent calls. The kill -9 tests are in test_mounter_crash.c.
+ * concurrent calls, and the directories kept for reuse (parked). The kill -9 tests are in test_mounter_crash.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,9 +84,113 @@ static void test_mount_with_stage(void **state)
 	assert_false(has);
 	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol1", "alloc-a", &e),
 			 CSID_ENOTFOUND);
-	/* The directories the agent made are gone again. */
+	/* The directories the agent made stay, empty, for the next mount (parked)... */
+	assert_int_equal(access(res.source, F_OK), 0);
+	assert_int_equal(access(parent, F_OK), 0);
+	/* ... and closing the mounter removes them. */
+	mt_reopen(env);
 	assert_int_not_equal(access(res.source, F_OK), 0);
 	assert_int_not_equal(access(parent, F_OK), 0);
+	mt_check_empty(env);
+}
+
+/* How many entries (other than . and ..) the directory dir has; -1 when it cannot be read. */
+static int mt_count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* Mounts and unmounts vol for alloc, returning the paths into res. */
+static void mt_cycle(struct mt_env *env, const char *vol, const char *alloc,
+		     struct mounter_result *res)
+{
+	struct mounter_request req;
+	struct err e;
+
+	mt_request(&req, vol, alloc);
+	if (mounter_mount(env->m, &env->plugin, &req, res, &e) != 0)
+		fail_msg("mount %s/%s: %s", vol, alloc, e.msg);
+	if (mounter_unmount(env->m, &env->plugin, vol, alloc, &e) != 0)
+		fail_msg("unmount %s/%s: %s", vol, alloc, e.msg);
+}
+
+/*
+ * Parked directories: reused by the next mount of the same path, at most
+ * MOUNTER_PARK_MAX of them (the oldest go first), and the ones a crashed
+ * agent left are removed by the first recovery, which keeps what a record
+ * names and never removes content.
+ */
+static void test_parked_dirs(void **state)
+{
+	struct mt_env *env = *state;
+	struct mounter_recovery rep;
+	struct mounter_result res, first, live;
+	struct mounter_request req;
+	char path[MOUNTER_PATH_MAX], keep[MOUNTER_PATH_MAX], junk[MOUNTER_PATH_MAX];
+	char per_alloc[MOUNTER_PATH_MAX], alloc[32];
+	FILE *fp;
+	struct err e;
+
+	snprintf(per_alloc, sizeof(per_alloc), "%s/mounts/per-alloc", env->real_data);
+	mt_cycle(env, "vol1", "alloc-a", &first);
+	mt_cycle(env, "vol1", "alloc-a", &res);
+	assert_string_equal(res.target, first.target);
+	assert_int_equal(access(first.source, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/alloc-a/vol1", per_alloc);
+	assert_int_equal(access(path, F_OK), 0);
+	/* Another MOUNTER_PARK_MAX allocations push alloc-a's directory out. */
+	for (int i = 0; i < MOUNTER_PARK_MAX; i++) {
+		snprintf(alloc, sizeof(alloc), "alloc-%02d", i);
+		mt_cycle(env, "vol1", alloc, &res);
+	}
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/alloc-a", per_alloc);
+	assert_int_not_equal(access(path, F_OK), 0);
+	assert_true(mt_count_entries(per_alloc) > 0);
+	assert_true(mt_count_entries(per_alloc) <= MOUNTER_PARK_MAX);
+	assert_int_equal(access(first.source, F_OK), 0);
+	mt_check_empty(env);
+
+	/* A live mount, then what a crashed agent could leave behind. */
+	mt_request(&req, "vol2", "alloc-b");
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &live, &e), 0);
+	mt_reopen(env);
+	assert_int_equal(mt_count_entries(per_alloc), 1);
+	snprintf(junk, sizeof(junk), "%s/mounts/staging/" MT_PLUGIN "/vol9/rw-x", env->real_data);
+	assert_int_equal(mount_mkdir_p(junk, &e), 0);
+	snprintf(junk, sizeof(junk), "%s/ghost/vol9/target", per_alloc);
+	assert_int_equal(mount_mkdir_p(junk, &e), 0);
+	snprintf(keep, sizeof(keep), "%s/full/vol9/target", per_alloc);
+	assert_int_equal(mount_mkdir_p(keep, &e), 0);
+	snprintf(path, sizeof(path), "%s/data", keep);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	assert_int_equal(mounter_recover(env->m, mt_lookup, NULL, env, &rep, &e), 0);
+	assert_int_equal(rep.adopted, 1);
+	snprintf(path, sizeof(path), "%s/mounts/staging/" MT_PLUGIN "/vol9", env->real_data);
+	assert_int_not_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/ghost", per_alloc);
+	assert_int_not_equal(access(path, F_OK), 0);
+	/* Content is never removed; what the record names stays. */
+	snprintf(path, sizeof(path), "%s/data", keep);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(access(live.source, F_OK), 0);
+	snprintf(path, sizeof(path), "%s", live.target);
+	*strrchr(path, '/') = '\0';
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(mt_count_entries(per_alloc), 2); /* alloc-b and full */
+	mt_check(env, true);
+	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol2", "alloc-b", &e), 0);
 	mt_check_empty(env);
 }
 
@@ -444,6 +549,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_recover_adopt_lost_orphan, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_plugin_missing, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_parked_dirs, mt_setup, mt_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
