@@ -10,8 +10,11 @@
  * published, every mount and stage owned by a record, no stage of a path
  * already staged, no unstage under a live publish. Then it redoes the
  * interrupted operation and the rest of the sequence, and checks that
- * everything ends unmounted with no record left. A third test makes RPC k
- * fail and kills the child at RPC k+1, inside a rollback or a retry.
+ * everything ends unmounted with no record left. Before recovering, the
+ * records are checked against the plugin's view: never ahead of it, never
+ * behind (mt_check_at_crash), which holds the merged staging -> publishing
+ * write to the rule. A third test makes RPC k fail and kills the child at
+ * RPC k+1, inside a rollback or a retry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,6 +94,49 @@ static int mt_spawn(const char *dir, bool stage, int crash_at, bool after, int f
 	return WEXITSTATUS(status);
 }
 
+static bool mt_crash_in(char (*list)[MOUNTER_FAKE_PATH], int n, const char *path)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(list[i], path) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The records as the crash left them, before any recovery, against what
+ * the plugin did: a record is never ahead of the plugin (staged,
+ * publishing or published only once the stage is done; published only
+ * once the target is mounted) nor behind it (a mounted target's record is
+ * at least publishing). This is what "recorded before and after each RPC"
+ * means, merged writes (staging -> publishing) included.
+ */
+static void mt_check_at_crash(struct mt_env *env, int k, bool after)
+{
+	static struct mounter_fake_view v;
+	struct mount_record **rs = NULL;
+	size_t n = 0;
+	struct err e;
+
+	mt_check(env, false);
+	assert_int_equal(mounter_list(env->m, &rs, &n, &e), 0);
+	assert_int_equal(mounter_fake_view(&env->fake, &v), 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct mount_record *r = rs[i];
+		bool up = r->state == MOUNT_STATE_STAGED || r->state == MOUNT_STATE_PUBLISHING ||
+			  r->state == MOUNT_STATE_PUBLISHED;
+		bool mounted = mt_crash_in(v.targets, v.n_targets, r->target_path);
+
+		if (up && r->staging_path && !mt_crash_in(v.staged, v.n_staged, r->staging_path))
+			fail_msg("k=%d %s: %s/%s is %s but not staged", k, after ? "after" : "before",
+				 r->volume_id, r->alloc_id, mount_state_name(r->state));
+		if (mounted && r->state != MOUNT_STATE_PUBLISHING &&
+		    r->state != MOUNT_STATE_PUBLISHED && r->state != MOUNT_STATE_UNPUBLISHING)
+			fail_msg("k=%d %s: %s/%s is mounted but %s", k, after ? "after" : "before",
+				 r->volume_id, r->alloc_id, mount_state_name(r->state));
+	}
+	mount_records_free(rs, n);
+}
+
 /*
  * One crash point (RPC k, with RPC fail_at failing first when >= 0):
  * returns false when the child ran to the end without crashing.
@@ -118,6 +164,7 @@ static bool mt_crash_run(bool stage, int k, bool after, int fail_at)
 
 	/* Restart: the same files, a fresh process state. */
 	mt_reopen(&env);
+	mt_check_at_crash(&env, k, after);
 	if (mounter_recover(env.m, mt_lookup, NULL, &env, &rep, &e) != 0)
 		fail_msg("k=%d %s: recover: %s", k, after ? "after" : "before", e.msg);
 	assert_int_equal(rep.pending, 0);
