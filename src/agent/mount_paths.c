@@ -224,29 +224,60 @@ int mount_target_path(const char *data_dir, const char *alloc_id, const char *vo
 				e);
 }
 
+/* Whether the existing path is a directory; 0, or a code with e set. */
+static int mount_paths_is_dir(const char *path, struct err *e)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return err_errno(e, errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return err_set(e, CSID_EEXIST, "%s exists and is not a directory", path);
+	return 0;
+}
+
 int mount_mkdir_p(const char *dir, struct err *e)
 {
 	char path[4096];
 	size_t n = strlen(dir);
-	struct stat st;
+	size_t i;
 
 	if (n == 0 || n >= sizeof(path))
 		return err_set(e, CSID_EINVAL, "directory path has a bad length (%zu)", n);
 	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
+	/*
+	 * The whole path first: most calls find the parents there (or the
+	 * directory itself, kept from an earlier mount), so it costs one or
+	 * two system calls instead of one per component.
+	 */
+	if (mkdir(path, 0750) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return mount_paths_is_dir(path, e);
+	if (errno != ENOENT)
+		return err_errno(e, errno, "mkdir %s", path);
+	/* Walk back to the deepest existing parent, then create downwards. */
+	for (i = n; i > 0;) {
+		while (i > 0 && path[i] != '/')
+			i--;
+		if (i == 0)
+			break;
+		path[i] = '\0';
+		if (mkdir(path, 0750) == 0 || errno == EEXIST) {
+			path[i] = '/';
+			break;
+		}
+		if (errno != ENOENT)
+			return err_errno(e, errno, "mkdir %s", path);
+	}
+	/* path[0..i) exists (or i is 0); create each deeper component in turn. */
+	for (i++; i <= n; i++) {
 		if (path[i] != '/' && path[i] != '\0')
 			continue;
 		path[i] = '\0';
 		if (mkdir(path, 0750) != 0 && errno != EEXIST)
 			return err_errno(e, errno, "mkdir %s", path);
-		if (i == n) {
-			if (stat(path, &st) != 0)
-				return err_errno(e, errno, "stat %s", path);
-			if (!S_ISDIR(st.st_mode))
-				return err_set(e, CSID_EEXIST, "%s exists and is not a directory",
-					       path);
-		}
 		path[i] = (i == n) ? '\0' : '/';
 	}
-	return 0;
+	return mount_paths_is_dir(path, e);
 }

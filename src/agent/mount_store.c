@@ -321,8 +321,8 @@ int mount_store_list(struct mount_store *s, const char *volume_id, struct mount_
 	*out = NULL;
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
-	rc = mount_store_stmt(s, volume_id ? MOUNT_STORE_SQL_LIST_VOLUME : MOUNT_STORE_SQL_LIST, &st,
-			      e);
+	rc = mount_store_stmt(s, volume_id ? MOUNT_STORE_SQL_LIST_VOLUME : MOUNT_STORE_SQL_LIST,
+			      &st, e);
 	if (rc == 0 && volume_id)
 		sqlite3_bind_text(st, 1, volume_id, -1, SQLITE_STATIC);
 	if (rc == 0)
@@ -416,8 +416,7 @@ static void mount_store_bind_all(sqlite3_stmt *st, const struct mount_record *r,
 	sqlite3_bind_text(st, 11, r->target_path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 12, r->publish_context ? r->publish_context : "{}", -1,
 			  SQLITE_STATIC);
-	sqlite3_bind_text(st, 13, r->volume_context ? r->volume_context : "{}", -1,
-			  SQLITE_STATIC);
+	sqlite3_bind_text(st, 13, r->volume_context ? r->volume_context : "{}", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, mount_state_name(to), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 15, now);
 }

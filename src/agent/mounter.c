@@ -1081,8 +1081,7 @@ static void mounter_sweep_dir(const char *dir, int depth, char *const *keep, siz
  * earlier process made and did not remove (parked ones, or those of a
  * crash between an RPC and the pruning) go, except those of a record.
  */
-static int mounter_sweep_dirs(struct mounter *m, struct mount_record **rs, size_t n,
-			      struct err *e)
+static int mounter_sweep_dirs(struct mounter *m, struct mount_record **rs, size_t n, struct err *e)
 {
 	char path[MOUNTER_PATH_MAX];
 	size_t nk = 0;

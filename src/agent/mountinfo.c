@@ -6,6 +6,21 @@
  * This is the only Linux-specific file of the mounter. A mount set is a
  * sorted array of strings so that a recovery over thousands of records
  * reads the table once and answers each record with a binary search.
+ *
+ * One path on its own (a mount request for a recorded mount, has_mount)
+ * is answered by statx(2) instead of parsing the whole table, which
+ * grows with every mount on the node: STATX_ATTR_MOUNT_ROOT (Linux 5.8)
+ * says whether the path is the root of a mount. Comparing st_dev with the
+ * parent's would not do: a bind mount of a directory of the same file
+ * system (what csi-hostpath and many drivers publish) keeps the st_dev,
+ * but it is still the root of a mount. The path is not followed when it
+ * is a symbolic link (a mount is never on a link, and the table lists the
+ * link's own path), and AT_STATX_DONT_SYNC keeps a network file system
+ * from being asked. A kernel that does not report the attribute, or an
+ * error other than "no such path", falls back to the table. Where the
+ * two can differ (a mount hidden by a later mount over a parent), statx
+ * answers for what a process opening the path would reach, which is the
+ * question the mounter asks.
  */
 #include "agent/mountinfo.h"
 
@@ -14,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* /proc/self/mountinfo is read whole; beyond this size something is wrong. */
@@ -213,9 +229,34 @@ static int mountinfo_unmount(struct mount_table *t, const char *path, struct err
 	return 0;
 }
 
+static int mountinfo_is_mounted(struct mount_table *t, const char *path, bool *out, struct err *e)
+{
+	struct mount_set s;
+	struct statx sx;
+	int rc;
+
+	*out = false;
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+		  STATX_TYPE, &sx) == 0) {
+		if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) {
+			*out = (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+			return 0;
+		}
+	} else if (errno == ENOENT || errno == ENOTDIR) {
+		return 0;
+	}
+	rc = mountinfo_load(t, &s, e);
+	if (rc != 0)
+		return rc;
+	*out = mount_set_has(&s, path);
+	mount_set_clear(&s);
+	return 0;
+}
+
 static struct mount_table mountinfo_real = {
     .load = mountinfo_load,
     .unmount = mountinfo_unmount,
+    .is_mounted = mountinfo_is_mounted,
     .ctx = NULL,
 };
 
@@ -227,7 +268,11 @@ struct mount_table *mountinfo_table(void)
 int mount_table_is_mounted(struct mount_table *t, const char *path, bool *out, struct err *e)
 {
 	struct mount_set s;
-	int rc = t->load(t, &s, e);
+	int rc;
+
+	if (t->is_mounted != NULL)
+		return t->is_mounted(t, path, out, e);
+	rc = t->load(t, &s, e);
 
 	if (rc != 0)
 		return rc;

@@ -28,6 +28,12 @@ struct mount_table {
 	int (*load)(struct mount_table *t, struct mount_set *out, struct err *e);
 	/* Detaches the mount at path. Returns 0 or a negative code with e set. */
 	int (*unmount)(struct mount_table *t, const char *path, struct err *e);
+	/*
+	 * Optional (NULL: load the table and look path up): whether path is
+	 * a mount point, answered for this one path without reading the
+	 * whole table. Returns 0 with *out, or a negative code with e set.
+	 */
+	int (*is_mounted)(struct mount_table *t, const char *path, bool *out, struct err *e);
 	void *ctx; /* for the implementation */
 };
 
@@ -48,7 +54,10 @@ bool mount_set_has(const struct mount_set *s, const char *path);
 /* Frees the strings and resets s to empty; s may be already empty. */
 void mount_set_clear(struct mount_set *s);
 
-/* Loads t into a set and answers whether path is a mount point. */
+/*
+ * Whether path is a mount point: t->is_mounted when t has it, else t
+ * loaded into a set and path looked up.
+ */
 int mount_table_is_mounted(struct mount_table *t, const char *path, bool *out, struct err *e);
 
 #endif

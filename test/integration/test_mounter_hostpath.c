@@ -7,8 +7,10 @@
  * record. A restart adopts what is mounted. A child agent killed at each
  * node RPC (before it reached the plugin, or after the plugin acted)
  * leaves a state that a restarted mounter recovers with nothing orphaned
- * and nothing staged twice. The teardown detaches every mount under the
- * test directory and stops the plugin, even on failure.
+ * and nothing staged twice. The real table's one-path check (statx)
+ * agrees with the full table on a bind mount of the same file system.
+ * The teardown detaches every mount under the test directory and stops
+ * the plugin, even on failure.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -716,6 +718,78 @@ static void test_kill9_every_step(void **state)
 	}
 }
 
+/* A scratch directory of its own for test_is_mounted, removed by the teardown. */
+static int mh_scratch_setup(void **state)
+{
+	static char dir[64];
+
+	snprintf(dir, sizeof(dir), "/tmp/csid-ismnt-XXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	*state = dir;
+	return 0;
+}
+
+static int mh_scratch_teardown(void **state)
+{
+	const char *dir = *state;
+
+	mh_unmount_all(dir);
+	mt_rm_rf(dir);
+	return 0;
+}
+
+/* Whether the full mount table (not statx) lists path. */
+static bool mh_listed(const char *path)
+{
+	struct mount_set s;
+	struct err e;
+	bool has;
+
+	assert_int_equal(mountinfo_table()->load(mountinfo_table(), &s, &e), 0);
+	has = mount_set_has(&s, path);
+	mount_set_clear(&s);
+	return has;
+}
+
+/*
+ * The one-path check of the real table (statx, STATX_ATTR_MOUNT_ROOT)
+ * agrees with the full table: a bind mount of a directory of the same file
+ * system (same st_dev) is a mount point, its source and a plain directory
+ * are not, nor a missing path, nor a symbolic link to a mount point; after
+ * the unmount it is not any more.
+ */
+static void test_is_mounted(void **state)
+{
+	const char *dir = *state;
+	char src[128], dst[128], link[128], missing[160];
+	struct stat a, b;
+
+	if (geteuid() != 0)
+		skip(); /* needs root for mount(2) */
+	snprintf(src, sizeof(src), "%s/src", dir);
+	snprintf(dst, sizeof(dst), "%s/dst", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(missing, sizeof(missing), "%s/missing/x", dir);
+	assert_int_equal(mkdir(src, 0750), 0);
+	assert_int_equal(mkdir(dst, 0750), 0);
+	assert_false(mh_is_mounted(dst));
+	assert_int_equal(mount(src, dst, NULL, MS_BIND, NULL), 0);
+	assert_int_equal(stat(src, &a), 0);
+	assert_int_equal(stat(dst, &b), 0);
+	assert_true(a.st_dev == b.st_dev);
+	assert_true(mh_is_mounted(dst));
+	assert_true(mh_listed(dst));
+	assert_false(mh_is_mounted(src));
+	assert_false(mh_is_mounted(dir));
+	assert_false(mh_is_mounted(missing));
+	assert_int_equal(symlink(dst, link), 0);
+	assert_false(mh_is_mounted(link));
+	assert_int_equal(umount2(dst, MNT_DETACH), 0);
+	assert_false(mh_is_mounted(dst));
+	assert_false(mh_listed(dst));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -723,6 +797,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_restart_adopts, mh_setup, mh_teardown),
 	    cmocka_unit_test_setup_teardown(test_kill9_every_step, mh_setup, mh_teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline, mh_setup, mh_teardown),
+	    cmocka_unit_test_setup_teardown(test_is_mounted, mh_scratch_setup, mh_scratch_teardown),
 	};
 	int rc;
 

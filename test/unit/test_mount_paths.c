@@ -199,7 +199,21 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(mount_mkdir_p(path, &e), CSID_EEXIST);
 	snprintf(path, sizeof(path), "%s/file/sub", dir);
 	assert_int_not_equal(mount_mkdir_p(path, &e), 0);
+	snprintf(path, sizeof(path), "%s/file/sub/deeper", dir);
+	assert_int_not_equal(mount_mkdir_p(path, &e), 0);
 	assert_int_equal(mount_mkdir_p("", &e), CSID_EINVAL);
+	/* Some parents there, some not; a trailing slash. */
+	snprintf(path, sizeof(path), "%s/a/b/x/y/z", dir);
+	assert_int_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/a/q/", dir);
+	assert_int_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	/* A relative path works too. */
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(mount_mkdir_p("rel/one/two", &e), 0);
+	assert_int_equal(access("rel/one/two", F_OK), 0);
+	assert_int_equal(chdir("/"), 0);
 }
 
 static void test_mountinfo_parse(void **state)

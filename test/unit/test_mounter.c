@@ -4,7 +4,8 @@
  * STAGE_UNSTAGE, two allocations sharing one staging path, every RPC of a
  * mount/unmount sequence failing in turn (then a retry), recovery after a
  * restart (adopt, lost mounts, orphans, a missing plugin), bad requests,
- * concurrent calls, and the directories kept for reuse (parked). The kill -9 tests are in test_mounter_crash.c.
+ * concurrent calls, and the directories kept for reuse (parked). The
+ * kill -9 tests are in test_mounter_crash.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>

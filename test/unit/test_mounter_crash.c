@@ -127,8 +127,9 @@ static void mt_check_at_crash(struct mt_env *env, int k, bool after)
 		bool mounted = mt_crash_in(v.targets, v.n_targets, r->target_path);
 
 		if (up && r->staging_path && !mt_crash_in(v.staged, v.n_staged, r->staging_path))
-			fail_msg("k=%d %s: %s/%s is %s but not staged", k, after ? "after" : "before",
-				 r->volume_id, r->alloc_id, mount_state_name(r->state));
+			fail_msg("k=%d %s: %s/%s is %s but not staged", k,
+				 after ? "after" : "before", r->volume_id, r->alloc_id,
+				 mount_state_name(r->state));
 		if (mounted && r->state != MOUNT_STATE_PUBLISHING &&
 		    r->state != MOUNT_STATE_PUBLISHED && r->state != MOUNT_STATE_UNPUBLISHING)
 			fail_msg("k=%d %s: %s/%s is mounted but %s", k, after ? "after" : "before",
