@@ -7,7 +7,10 @@
  * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
  * created is removed at the end, also after a failure.
  *
- *   bench_csi_rpc [probe_calls]
+ *   bench_csi_rpc [probe_calls [plugin_threads]]
+ *
+ * plugin_threads is passed to csi-hostpath as --threads (its default when
+ * absent).
  */
 #include <errno.h>
 #include <ftw.h>
@@ -43,6 +46,7 @@ struct bench {
 	pid_t pid;
 	struct csi_client *c;
 	int probe_calls;
+	const char *plugin_threads; /* NULL: the plugin's default */
 };
 
 struct bench_thread {
@@ -79,6 +83,8 @@ static int bench_start_plugin(struct bench *b)
 			"bench-node",
 			"--log-level",
 			"warn",
+			b->plugin_threads ? "--threads" : NULL,
+			(char *)b->plugin_threads,
 			NULL};
 	double until;
 	int rc;
@@ -456,7 +462,8 @@ static int bench_rm(const char *path, const struct stat *sb, int flag, struct FT
 
 int main(int argc, char **argv)
 {
-	struct bench b = {.probe_calls = argc > 1 ? atoi(argv[1]) : 20000};
+	struct bench b = {.probe_calls = argc > 1 ? atoi(argv[1]) : 20000,
+			  .plugin_threads = argc > 2 ? argv[2] : NULL};
 	struct err e;
 	long rss;
 	int rc = 1;
@@ -475,7 +482,8 @@ int main(int argc, char **argv)
 	}
 	if (bench_start_plugin(&b) != 0)
 		goto out;
-	printf("csi-hostpath %s, endpoint %s\n", CSI_HOSTPATH_BIN, b.endpoint);
+	printf("csi-hostpath %s (threads: %s), endpoint %s\n", CSI_HOSTPATH_BIN,
+	       b.plugin_threads ? b.plugin_threads : "default", b.endpoint);
 	bench_probe_seq(&b);
 	bench_probe_parallel(&b);
 	bench_create_delete(&b);

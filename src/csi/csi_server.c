@@ -15,11 +15,14 @@
  *
  * The workers are leader/followers: one thread (the leader) waits in
  * grpc_completion_queue_next, the others wait on a condition variable.
- * The leader that receives a call wakes one follower to lead in its place,
- * then runs the handler itself; events that need no handler are handled
- * without waking anyone. gRPC's poller (epoll1) otherwise hands the
- * polling role from thread to thread on every event when several threads
- * wait on queues, which costs several context switches per call.
+ * The leader runs the handler of the call it receives and then leads
+ * again; when it stays away from the queue longer than 1 ms (a handler
+ * that blocks), a follower takes over, so a slow handler never holds up
+ * other calls for longer than that. Followers look every millisecond
+ * while calls come in and sleep when the server is quiet. Handing the
+ * queue over on every call would cost a thread wake-up per call, and
+ * letting all threads wait in gRPC costs more: its poller (epoll1) moves
+ * the polling role between waiting threads on every event.
  *
  * Requests are decoded into a per-call arena (no per-field malloc), and
  * responses are packed straight into the slice gRPC sends. A separate
@@ -36,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/byte_buffer_reader.h>
@@ -47,6 +51,13 @@
 #define CSI_SERVER_MAX_MSG (16 * 1024 * 1024)
 /* rpc value of the generic request that receives unknown methods. */
 #define CSI_SERVER_GENERIC (-1)
+/*
+ * A leader that has been away from the queue this long (a handler that
+ * blocks) is replaced by a follower; followers look every HANDOFF while an
+ * event came in the last ACTIVE, and sleep until woken otherwise.
+ */
+#define CSI_SERVER_HANDOFF_NS 1000000
+#define CSI_SERVER_ACTIVE_NS 50000000
 /* Requests kept outstanding per method (replaced as soon as one is used). */
 #define CSI_SERVER_REQUESTS 2
 
@@ -89,6 +100,9 @@ struct csi_server {
 	pthread_cond_t follow; /* followers wait here to lead */
 	pthread_cond_t idle; /* csi_server_stop waits here for busy == 0 */
 	bool leader; /* a worker waits in grpc_completion_queue_next */
+	int64_t leaderless_since; /* when the last leader left the queue */
+	int64_t last_event; /* when the last event came */
+	int sleepers; /* followers waiting without a timeout */
 	bool cq_done; /* the queue delivered GRPC_QUEUE_SHUTDOWN */
 	struct csi_server_call *free;
 	struct csi_server_call *all;
@@ -349,35 +363,70 @@ static void csi_server_step(struct csi_server_call *c, bool ok)
 	}
 }
 
+static int64_t csi_server_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Waits on s->follow until abs_ns (CLOCK_MONOTONIC), or without end for 0. */
+static void csi_server_follow_wait(struct csi_server *s, int64_t abs_ns)
+{
+	struct timespec until;
+
+	if (!abs_ns) {
+		s->sleepers++;
+		pthread_cond_wait(&s->follow, &s->lock);
+		s->sleepers--;
+		return;
+	}
+	until.tv_sec = abs_ns / 1000000000;
+	until.tv_nsec = abs_ns % 1000000000;
+	pthread_cond_timedwait(&s->follow, &s->lock, &until);
+}
+
 static void *csi_server_worker_main(void *arg)
 {
 	struct csi_server *s = arg;
+	bool returning = false;
 
 	pthread_mutex_lock(&s->lock);
-	for (;;) {
+	while (!s->cq_done) {
+		int64_t now = csi_server_now_ns();
 		struct csi_server_call *c;
 		grpc_event ev;
 
-		while (s->leader && !s->cq_done)
-			pthread_cond_wait(&s->follow, &s->lock);
-		if (s->cq_done)
-			break;
+		if (s->leader ||
+		    (!returning && now - s->leaderless_since < CSI_SERVER_HANDOFF_NS)) {
+			/* Follow: look again every HANDOFF while calls come in. */
+			bool active = now - s->last_event < CSI_SERVER_ACTIVE_NS;
+
+			returning = false;
+			csi_server_follow_wait(s, active ? now + CSI_SERVER_HANDOFF_NS : 0);
+			continue;
+		}
 		s->leader = true;
 		pthread_mutex_unlock(&s->lock);
 		ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 		pthread_mutex_lock(&s->lock);
 		s->leader = false;
+		now = csi_server_now_ns();
+		s->leaderless_since = now;
 		if (ev.type == GRPC_QUEUE_SHUTDOWN) {
 			s->cq_done = true;
 			pthread_cond_broadcast(&s->follow);
 			break;
 		}
+		/* After a quiet spell, wake a follower so that it watches again. */
+		if (now - s->last_event >= CSI_SERVER_ACTIVE_NS && s->sleepers)
+			pthread_cond_signal(&s->follow);
+		s->last_event = now;
+		returning = true;
 		if (ev.type != GRPC_OP_COMPLETE)
 			continue;
 		c = ev.tag;
-		/* A handler is about to run: another thread takes over the queue. */
-		if (c->state == CSI_SERVER_REQUESTED && ev.success)
-			pthread_cond_signal(&s->follow);
 		pthread_mutex_unlock(&s->lock);
 		csi_server_step(c, ev.success != 0);
 		pthread_mutex_lock(&s->lock);
@@ -417,6 +466,7 @@ static int csi_server_clear_path(const char *path, struct err *e)
 int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *ctx,
 		   struct csi_server **out, struct err *e)
 {
+	pthread_condattr_t ca;
 	struct csi_server *s;
 	char path[108];
 	int rc;
@@ -439,7 +489,10 @@ int csi_server_new(const char *endpoint, int nthreads, csi_handler_fn fn, void *
 	s->nthreads = nthreads;
 	atomic_init(&s->stopping, false);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->follow, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->follow, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->idle, NULL);
 	*out = s;
 	return 0;
