@@ -1094,6 +1094,9 @@ static int mounter_sweep_dirs(struct mounter *m, struct mount_record **rs, size_
 	mounter_sweep_dir(path, 0, keep, nk);
 	snprintf(path, sizeof(path), "%s/per-alloc", m->mounts_dir);
 	mounter_sweep_dir(path, 0, keep, nk);
+	/* What recovery parked was swept with the rest. */
+	while (m->n_parked > 0)
+		mounter_parked_drop(m, m->n_parked - 1);
 	pthread_mutex_unlock(&m->dir_mu);
 	mounter_strv_free(keep, nk);
 	return 0;
