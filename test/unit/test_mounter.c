@@ -95,6 +95,27 @@ static void test_mount_with_stage(void **state)
 	mt_check_empty(env);
 }
 
+/* The state machine of mount_store.h, with the merged staging -> publishing write. */
+static void test_state_machine(void **state)
+{
+	assert_true(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_STAGING));
+	assert_true(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_PUBLISHING));
+	assert_true(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_STAGED));
+	assert_true(mount_store_allowed(MOUNT_STATE_STAGED, MOUNT_STATE_PUBLISHING));
+	assert_true(mount_store_allowed(MOUNT_STATE_PUBLISHING, MOUNT_STATE_PUBLISHED));
+	assert_true(mount_store_allowed(MOUNT_STATE_UNPUBLISHING, MOUNT_STATE_UNSTAGING));
+	/* Never straight to published, nor from staging past the publish. */
+	assert_false(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_PUBLISHING));
+	assert_false(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_PUBLISHED));
+	assert_false(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_PUBLISHED));
+	assert_false(mount_store_allowed(MOUNT_STATE_STAGED, MOUNT_STATE_PUBLISHED));
+	assert_false(mount_store_allowed(MOUNT_STATE_PUBLISHED, MOUNT_STATE_GONE));
+	assert_false(mount_store_allowed(MOUNT_STATE_GONE, MOUNT_STATE_STAGING));
+	assert_false(mount_store_allowed(MOUNT_STATE_COUNT_, MOUNT_STATE_STAGING));
+	assert_string_equal(mount_state_name(MOUNT_STATE_PUBLISHING), "publishing");
+	assert_string_equal(mount_state_name(MOUNT_STATE_COUNT_), "invalid");
+}
+
 /* How many entries (other than . and ..) the directory dir has; -1 when it cannot be read. */
 static int mt_count_entries(const char *dir)
 {
@@ -551,6 +572,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_recover_plugin_missing, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_parked_dirs, mt_setup, mt_teardown),
+	    cmocka_unit_test(test_state_machine),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
