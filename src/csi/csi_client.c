@@ -261,9 +261,9 @@ static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
 	return m;
 }
 
-static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
-				const ProtobufCMessage *req, ProtobufCMessage **resp,
-				int64_t timeout_ms, struct csi_status *st)
+static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
+				   const ProtobufCMessage *req, ProtobufCMessage **resp,
+				   int64_t timeout_ms, struct csi_status *st)
 {
 	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
 	const struct csi_rpc_info *info = csi_rpc_info(rpc);
@@ -370,6 +370,22 @@ out:
 	if (recv)
 		grpc_byte_buffer_destroy(recv);
 	grpc_call_unref(call);
+	return rc;
+}
+
+/* call(): st and resp may be NULL when the caller does not want them. */
+static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
+				const ProtobufCMessage *req, ProtobufCMessage **resp,
+				int64_t timeout_ms, struct csi_status *st)
+{
+	struct csi_status local;
+	ProtobufCMessage *m = NULL;
+	int rc = csi_client_grpc_call_do(base, rpc, req, &m, timeout_ms, st ? st : &local);
+
+	if (resp)
+		*resp = m;
+	else
+		csi_msg_free(m);
 	return rc;
 }
 
