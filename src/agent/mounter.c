@@ -68,6 +68,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -387,7 +388,6 @@ static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, boo
 	int rc = mounter_last_user(m, r, &last, e);
 
 	*last_out = last;
-
 	if (rc == 0)
 		rc = mount_store_transition(m->store, r,
 					    last ? MOUNT_STATE_UNSTAGING : MOUNT_STATE_GONE, e);
@@ -1053,9 +1053,15 @@ static void mounter_sweep_dir(const char *dir, int depth, char *const *keep, siz
 	DIR *d;
 
 	if (depth < 3) {
-		d = opendir(dir);
-		if (d == NULL)
+		/* Never through a symbolic link (a file system without d_type). */
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		d = fd >= 0 ? fdopendir(fd) : NULL;
+		if (d == NULL) {
+			if (fd >= 0)
+				close(fd);
 			return;
+		}
 		while ((de = readdir(d)) != NULL) {
 			int n;
 
