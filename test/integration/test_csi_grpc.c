@@ -33,6 +33,8 @@
 
 #define TG_THREADS 8
 #define TG_CALLS 400
+/* A directory name with bytes that mean something in a URI. */
+#define TG_ODD_DIR "a b%41?#;"
 
 struct tg {
 	char dir[64];
@@ -206,6 +208,11 @@ static int tg_setup(void **state)
 	return 0;
 }
 
+static const char *const tg_leftovers[] = {
+    "csi.sock",           "csi.sock~",           "file",     "nobody.sock",
+    TG_ODD_DIR "/x.sock", TG_ODD_DIR "/x.sock~", TG_ODD_DIR,
+};
+
 static int tg_teardown(void **state)
 {
 	struct tg *t = &tg_state;
@@ -217,10 +224,12 @@ static int tg_teardown(void **state)
 	pthread_mutex_unlock(&t->lock);
 	csi_client_free(t->client);
 	csi_server_free(t->server);
-	snprintf(path, sizeof(path), "%s/csi.sock", t->dir);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/file", t->dir);
-	unlink(path);
+	/* Everything a test may leave, also when it failed half-way. */
+	for (size_t i = 0; i < sizeof(tg_leftovers) / sizeof(tg_leftovers[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", t->dir, tg_leftovers[i]);
+		if (unlink(path) != 0)
+			rmdir(path);
+	}
 	rmdir(t->dir);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
@@ -542,7 +551,7 @@ static void test_odd_path(void **state)
 	struct csi_client *c = NULL;
 	struct err e;
 
-	snprintf(dir, sizeof(dir), "%s/a b%%41?#;", t->dir);
+	snprintf(dir, sizeof(dir), "%s/%s", t->dir, TG_ODD_DIR);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	snprintf(ep, sizeof(ep), "unix://%s/x.sock", dir);
 	assert_int_equal(csi_server_new(ep, 1, tg_handler, t, &s, &e), 0);
