@@ -22,7 +22,10 @@
  * while calls come in and sleep when the server is quiet. Handing the
  * queue over on every call would cost a thread wake-up per call, and
  * letting all threads wait in gRPC costs more: its poller (epoll1) moves
- * the polling role between waiting threads on every event.
+ * the polling role between waiting threads on every event. One queue per
+ * worker does not work either: gRPC delivers every call of a connection
+ * to the queue that connection prefers, so one slow handler would hold up
+ * every other call of the same client.
  *
  * Requests are decoded into a per-call arena (no per-field malloc), and
  * responses are packed straight into the slice gRPC sends. A separate
