@@ -35,6 +35,15 @@
 /* Reconnect backoff after a plugin restart: local sockets come back fast. */
 #define CSI_CLIENT_BACKOFF_MS 100
 #define CSI_CLIENT_MAX_BACKOFF_MS 1000
+/*
+ * gRPC gives each connection attempt max(backoff, MIN_RECONNECT_BACKOFF) to
+ * finish its HTTP/2 handshake, so the minimum is the connect timeout, not a
+ * delay: 100 ms made attempts to a busy plugin (or any plugin under ASan on
+ * a loaded machine) fail with "timed out before receiving SETTINGS frame".
+ * Failed attempts against a dead socket fail at once (ECONNREFUSED) and are
+ * still retried after CSI_CLIENT_BACKOFF_MS.
+ */
+#define CSI_CLIENT_CONNECT_TIMEOUT_MS 5000
 #define CSI_CLIENT_UNIX_PATH_MAX 107
 
 struct csi_client_grpc {
