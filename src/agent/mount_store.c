@@ -428,7 +428,7 @@ static void mount_store_log(const struct mount_record *r, enum mount_state to)
 
 	snprintf(line, sizeof(line), "mount %s/%s: %s -> %s", r->volume_id, r->alloc_id,
 		 mount_state_name(r->state), mount_state_name(to));
-	log_info("msg=%s", log_q(q, sizeof(q), line));
+	log_debug("msg=%s", log_q(q, sizeof(q), line));
 }
 
 int mount_store_transition(struct mount_store *s, struct mount_record *r, enum mount_state to,

@@ -118,7 +118,8 @@ int mount_store_stage_users(struct mount_store *s, const char *staging_path,
 /*
  * The one transition function: checks from -> to against the table, makes
  * it durable (insert from new, delete to gone, else update), logs
- * "mount <volume>/<alloc>: <from> -> <to>", then sets r->state. Returns 0,
+ * "mount <volume>/<alloc>: <from> -> <to>" at debug level (the mounter
+ * logs each finished operation at info), then sets r->state. Returns 0,
  * CSID_EINTERNAL for a transition the table forbids, or a database error;
  * on error r->state is unchanged.
  */

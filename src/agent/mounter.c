@@ -747,9 +747,10 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 	if (rc == 0)
 		rc = mounter_up(m, p, req, r, e);
 out:
-	if (rc == 0)
+	if (rc == 0) {
 		mounter_fill_result(r, result);
-	else
+		mounter_log(LOG_INFO, "mounted", r, NULL);
+	} else
 		err_wrap(e, "mount %s for alloc %s", req->volume_id ? req->volume_id : "?",
 			 req->alloc_id ? req->alloc_id : "?");
 	mount_record_free(r);
@@ -775,7 +776,9 @@ int mounter_unmount(struct mounter *m, const struct mounter_plugin *p, const cha
 		rc = mounter_check_owner(r, p, e);
 	if (rc == 0)
 		rc = mounter_down(m, p, r, e);
-	if (rc != 0)
+	if (rc == 0)
+		mounter_log(LOG_INFO, "unmounted", r, NULL);
+	else
 		err_wrap(e, "unmount %s for alloc %s", volume_id ? volume_id : "?",
 			 alloc_id ? alloc_id : "?");
 	mount_record_free(r);
@@ -917,6 +920,7 @@ static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
 		goto out;
 	}
 	if (mounted && was == MOUNT_STATE_PUBLISHING) {
+		mounter_log(LOG_INFO, "interrupted publish had completed, adopted", r, NULL);
 		ret = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHED, e);
 		if (ret == 0)
 			rep->adopted++;
@@ -936,6 +940,10 @@ static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
 	if (was == MOUNT_STATE_PUBLISHED)
 		mounter_log(LOG_WARN, "recorded mount is not mounted any more, cleaning up", r,
 			    NULL);
+	else if (was == MOUNT_STATE_UNPUBLISHING || was == MOUNT_STATE_UNSTAGING)
+		mounter_log(LOG_INFO, "finishing interrupted unmount", r, NULL);
+	else
+		mounter_log(LOG_INFO, "rolling back interrupted mount", r, NULL);
 	ret = mounter_down(m, &rp->plugin, r, e);
 	if (ret != 0)
 		goto out;
