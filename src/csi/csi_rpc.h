@@ -7,6 +7,8 @@
 #ifndef CSID_CSI_RPC_H
 #define CSID_CSI_RPC_H
 
+#include <stddef.h>
+
 #include "csi.pb-c.h"
 
 /*
@@ -79,5 +81,11 @@ const struct csi_rpc_info *csi_rpc_info(enum csi_rpc rpc);
 int csi_rpc_by_path(const char *path, size_t len);
 /* RPC with the given method name ("NodeGetInfo"); -1 if none. */
 int csi_rpc_by_name(const char *name);
+/*
+ * Size of one element of a repeated field of type t in a protobuf-c
+ * message (what the field's array holds), for code that walks messages
+ * generically.
+ */
+size_t csi_rpc_elem_size(ProtobufCType t);
 
 #endif

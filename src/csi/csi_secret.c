@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "csi.pb-c.h"
+#include "csi/csi_rpc.h"
 
 /* Nesting deeper than any CSI message; guards against hostile descriptors. */
 #define CSI_SECRET_MAX_DEPTH 16
@@ -137,37 +138,6 @@ static void csi_secret_quote(struct csi_secret_out *o, const char *s)
 	csi_secret_put(o, "\"", 1);
 }
 
-static size_t csi_secret_size(ProtobufCType t)
-{
-	switch (t) {
-	case PROTOBUF_C_TYPE_INT32:
-	case PROTOBUF_C_TYPE_SINT32:
-	case PROTOBUF_C_TYPE_SFIXED32:
-	case PROTOBUF_C_TYPE_UINT32:
-	case PROTOBUF_C_TYPE_FIXED32:
-	case PROTOBUF_C_TYPE_ENUM:
-		return 4;
-	case PROTOBUF_C_TYPE_FLOAT:
-		return sizeof(float);
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return 8;
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return sizeof(double);
-	case PROTOBUF_C_TYPE_BOOL:
-		return sizeof(protobuf_c_boolean);
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return sizeof(void *);
-	case PROTOBUF_C_TYPE_BYTES:
-		return sizeof(ProtobufCBinaryData);
-	}
-	return 0;
-}
-
 /* Whether a singular value is its type's default (then it is left out). */
 static bool csi_secret_is_default(const ProtobufCFieldDescriptor *f, const void *v)
 {
@@ -184,7 +154,7 @@ static bool csi_secret_is_default(const ProtobufCFieldDescriptor *f, const void 
 	default: {
 		static const unsigned char zero[8];
 
-		return memcmp(v, zero, csi_secret_size(f->type)) == 0;
+		return memcmp(v, zero, csi_rpc_elem_size(f->type)) == 0;
 	}
 	}
 }
@@ -283,7 +253,7 @@ static void csi_secret_map(struct csi_secret_out *o, const ProtobufCFieldDescrip
 static void csi_secret_repeated(struct csi_secret_out *o, const ProtobufCFieldDescriptor *f,
 				const void *arr, size_t n, int depth)
 {
-	size_t sz = csi_secret_size(f->type);
+	size_t sz = csi_rpc_elem_size(f->type);
 
 	if (f->type == PROTOBUF_C_TYPE_MESSAGE && csi_secret_is_map_entry(f->descriptor)) {
 		csi_secret_map(o, f, arr, n, depth);

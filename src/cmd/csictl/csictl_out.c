@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "csi/csi_rpc.h"
 #include "csi/csi_secret.h"
 #include "util/err.h"
 
@@ -342,31 +343,6 @@ static json_t *csictl_out_value(const ProtobufCFieldDescriptor *f, const void *p
 	return json_null();
 }
 
-static size_t csictl_out_elem_size(const ProtobufCFieldDescriptor *f)
-{
-	switch (f->type) {
-	case PROTOBUF_C_TYPE_INT64:
-	case PROTOBUF_C_TYPE_SINT64:
-	case PROTOBUF_C_TYPE_SFIXED64:
-	case PROTOBUF_C_TYPE_UINT64:
-	case PROTOBUF_C_TYPE_FIXED64:
-		return 8;
-	case PROTOBUF_C_TYPE_DOUBLE:
-		return sizeof(double);
-	case PROTOBUF_C_TYPE_BOOL:
-		return sizeof(protobuf_c_boolean);
-	case PROTOBUF_C_TYPE_ENUM:
-		return sizeof(int);
-	case PROTOBUF_C_TYPE_STRING:
-	case PROTOBUF_C_TYPE_MESSAGE:
-		return sizeof(void *);
-	case PROTOBUF_C_TYPE_BYTES:
-		return sizeof(ProtobufCBinaryData);
-	default:
-		return 4;
-	}
-}
-
 static json_t *csictl_out_repeated(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m)
 {
 	size_t n = *(const size_t *)((const char *)m + f->quantifier_offset);
@@ -377,7 +353,7 @@ static json_t *csictl_out_repeated(const ProtobufCFieldDescriptor *f, const Prot
 	if (!j)
 		return NULL;
 	for (size_t i = 0; i < n && arr; i++) {
-		const void *p = arr + i * csictl_out_elem_size(f);
+		const void *p = arr + i * csi_rpc_elem_size(f->type);
 		json_t *v;
 
 		if (is_map) {
