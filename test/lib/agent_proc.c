@@ -7,6 +7,7 @@
 #include "agent_proc.h"
 
 #include "hostpath_proc.h"
+#include "proc_guard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,6 +70,7 @@ int agent_proc_init_at(struct agent_proc *a, const char *base)
 	snprintf(a->dir, sizeof(a->dir), "%s/cae-XXXXXX", base);
 	if (!mkdtemp(a->dir))
 		return -1;
+	proc_guard_track_dir(a->dir);
 	snprintf(a->data_dir, sizeof(a->data_dir), "%s/d", a->dir);
 	snprintf(a->sock, sizeof(a->sock), "%s/d/agent.sock", a->dir);
 	snprintf(a->config, sizeof(a->config), "%s/agent.json", a->dir);
@@ -113,15 +115,18 @@ int agent_proc_start(struct agent_proc *a)
 	char *argv[] = {(char *)CSID_BIN, (char *)"agent", (char *)"-config", a->config, NULL};
 	int rc;
 
+	/* Nothing of ctest's stdio reaches the agent or the plugins it starts. */
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, a->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	rc = posix_spawn(&a->pid, CSID_BIN, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		a->pid = 0;
 		return -1;
 	}
+	proc_guard_track(a->pid);
 	return 0;
 }
 
@@ -141,9 +146,11 @@ int agent_proc_run_csid(const char *const *args, char *out, size_t len)
 		argv[n] = (char *)args[n - 1];
 	argv[n] = NULL;
 	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, fd, 1);
 	posix_spawn_file_actions_adddup2(&fa, fd, 2);
 	if (posix_spawn(&pid, CSID_BIN, &fa, NULL, argv, environ) == 0) {
+		proc_guard_track(pid);
 		while (waitpid(pid, &status, WNOHANG) == 0) {
 			if (agent_proc_now_ms() > deadline) {
 				kill(pid, SIGKILL);
@@ -153,6 +160,7 @@ int agent_proc_run_csid(const char *const *args, char *out, size_t len)
 			}
 			agent_proc_nap();
 		}
+		proc_guard_untrack(pid);
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	r = pread(fd, out, len - 1, 0);
@@ -254,17 +262,20 @@ int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms)
 		if (r == a->pid)
 			break;
 		if (r < 0 && errno != EINTR) {
+			proc_guard_untrack(a->pid);
 			a->pid = 0;
 			return -1;
 		}
 		if (agent_proc_now_ms() >= deadline) {
 			kill(a->pid, SIGKILL);
 			waitpid(a->pid, &status, 0);
+			proc_guard_untrack(a->pid);
 			a->pid = 0;
 			return -1;
 		}
 		agent_proc_nap();
 	}
+	proc_guard_untrack(a->pid);
 	a->pid = 0;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -284,6 +295,23 @@ static int agent_proc_count_in(const char *path, const char *needle)
 			n++;
 	fclose(f);
 	return n;
+}
+
+void agent_proc_dump_log(struct agent_proc *a, const char *why)
+{
+	char buf[4096];
+	FILE *f = fopen(a->log, "r");
+	size_t n = 0;
+
+	fprintf(stderr, "%s (%s); end of %s:\n", why, a->dir, a->log);
+	if (!f)
+		return;
+	if (fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) != 0)
+		rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	fprintf(stderr, "%s\n", buf);
 }
 
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
@@ -404,6 +432,7 @@ void agent_proc_cleanup(struct agent_proc *a)
 	if (a->pid > 0) {
 		kill(a->pid, SIGKILL);
 		waitpid(a->pid, NULL, 0);
+		proc_guard_untrack(a->pid);
 		a->pid = 0;
 	}
 	n = agent_proc_plugin_pids(a, pids, 64);
@@ -418,6 +447,7 @@ void agent_proc_cleanup(struct agent_proc *a)
 	} else {
 		hpp_rmrf(a->dir);
 	}
+	proc_guard_untrack_dir(a->dir);
 	a->dir[0] = '\0';
 }
 

@@ -83,6 +83,9 @@ int agent_proc_stop(struct agent_proc *a, int sig, int64_t timeout_ms);
 long agent_proc_http(struct agent_proc *a, const char *method, const char *path, const char *body,
 		     json_t **out);
 
+/* Prints why (a line) and the end of the agent's log to stderr, for a failed setup. */
+void agent_proc_dump_log(struct agent_proc *a, const char *why);
+
 /* Whether the agent's log holds needle at least `count` times. */
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
 
@@ -116,6 +119,11 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max);
 /* ---- with the csi-hostpath plugin (CSI_HOSTPATH_BIN) ---- */
 
 #define AGENT_PROC_HP_ID "hostpath.csi.csid.dev"
+/*
+ * Longest wait for a started agent to answer and its plugin to become
+ * healthy: sanitized programs on a loaded 2-core CI machine start slowly.
+ */
+#define AGENT_PROC_HP_START_MS 60000
 
 /*
  * The config of an agent running csi-hostpath as a supervised monolith

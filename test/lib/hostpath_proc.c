@@ -21,9 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_guard.h"
 #include "util/arena.h"
 
 extern char **environ;
+
+/* Longest wait for a started plugin to accept on its socket. */
+#define HPP_START_MS 60000
 
 int64_t hpp_now_ms(void)
 {
@@ -370,7 +374,14 @@ static int hpp_proc_spawn(struct hpp_proc *h, const char *const *extra)
 	argv[n] = NULL;
 	snprintf(sock, sizeof(sock), "%s/csi.sock", h->dir);
 	unlink(sock);
+	/*
+	 * Nothing of ctest's: stdin and stdout go to /dev/null and stderr to
+	 * the log, so even a plugin that outlived the test could not hold the
+	 * test's output pipe open.
+	 */
 	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	rc = posix_spawn(&h->pid, CSI_HOSTPATH_BIN, &fa, NULL, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -378,7 +389,11 @@ static int hpp_proc_spawn(struct hpp_proc *h, const char *const *extra)
 		h->pid = 0;
 		return -1;
 	}
-	if (hpp_wait_socket(sock, 10000) != 0) {
+	proc_guard_track(h->pid);
+	/* A sanitized plugin on a loaded 2-core machine can take seconds to listen. */
+	if (hpp_wait_socket(sock, HPP_START_MS) != 0) {
+		fprintf(stderr, "csi-hostpath did not listen on %s within %d ms (log %s)\n", sock,
+			HPP_START_MS, h->log);
 		hpp_proc_kill(h, SIGKILL);
 		return -1;
 	}
@@ -397,6 +412,7 @@ int hpp_proc_start(struct hpp_proc *h, const char *const *extra)
 	snprintf(h->data, sizeof(h->data), "%s/data", h->dir);
 	snprintf(h->faults, sizeof(h->faults), "%s/faults", h->dir);
 	snprintf(h->log, sizeof(h->log), "%s/plugin.log", h->dir);
+	proc_guard_track_dir(h->dir);
 	return hpp_proc_spawn(h, extra);
 }
 
@@ -418,6 +434,7 @@ int hpp_proc_wait_exit(struct hpp_proc *h, int ms)
 		pid_t r = waitpid(h->pid, &status, WNOHANG);
 
 		if (r == h->pid) {
+			proc_guard_untrack(h->pid);
 			h->pid = 0;
 			return status;
 		}
@@ -439,6 +456,7 @@ int hpp_proc_kill(struct hpp_proc *h, int sig)
 	if (status == -1 && h->pid > 0) {
 		kill(h->pid, SIGKILL);
 		waitpid(h->pid, &status, 0);
+		proc_guard_untrack(h->pid);
 		h->pid = 0;
 	}
 	return status;
@@ -448,8 +466,10 @@ void hpp_proc_cleanup(struct hpp_proc *h)
 {
 	if (h->pid > 0)
 		hpp_proc_kill(h, SIGKILL);
-	if (h->dir[0])
+	if (h->dir[0]) {
 		hpp_rmrf(h->dir);
+		proc_guard_untrack_dir(h->dir);
+	}
 	h->dir[0] = '\0';
 }
 
