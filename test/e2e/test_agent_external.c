@@ -30,6 +30,8 @@ struct ext {
 
 static const char *const ext_args[] = {"--no-controller-publish", NULL};
 
+static int teardown(void **state);
+
 static int setup(void **state)
 {
 	struct ext *x = calloc(1, sizeof(*x));
@@ -37,7 +39,7 @@ static int setup(void **state)
 
 	*state = x;
 	if (!x || agent_proc_init(&x->a) != 0 || hpp_proc_start(&x->h, ext_args) != 0)
-		return -1;
+		goto fail;
 	snprintf(
 	    cfg, sizeof(cfg),
 	    "{\"data_dir\": \"@DIR@/d\", \"node_name\": \"node-1\",\n"
@@ -46,10 +48,16 @@ static int setup(void **state)
 	    " \"plugins\": [{\"id\": \"%s\", \"type\": \"node\", \"socket\": \"%s/csi.sock\"}]}\n",
 	    EXT_ID, x->h.dir);
 	if (agent_proc_write_config(&x->a, cfg) != 0 || agent_proc_start(&x->a) != 0 ||
-	    agent_proc_wait_ready(&x->a, 20000) != 0 ||
-	    !agent_proc_wait_healthy(&x->a, EXT_ID, 20000))
-		return -1;
+	    agent_proc_wait_ready(&x->a, AGENT_PROC_HP_START_MS) != 0 ||
+	    !agent_proc_wait_healthy(&x->a, EXT_ID, AGENT_PROC_HP_START_MS))
+		goto fail;
 	return 0;
+fail:
+	/* cmocka skips a test's teardown when its setup fails. */
+	if (x && x->a.dir[0])
+		agent_proc_dump_log(&x->a, "external setup failed");
+	teardown(state);
+	return -1;
 }
 
 static int teardown(void **state)

@@ -26,15 +26,21 @@ struct fx {
 	struct hpp_client cl;
 };
 
+static int teardown(void **state);
+
 static int setup(void **state)
 {
 	static struct fx f;
 
 	memset(&f, 0, sizeof(f));
-	if (hpp_proc_start(&f.h, NULL) != 0 || hpp_client_open(&f.cl, f.h.endpoint) != 0)
-		return -1;
 	*state = &f;
+	/* cmocka skips a test's teardown when its setup fails: clean up here. */
+	if (hpp_proc_start(&f.h, NULL) != 0 || hpp_client_open(&f.cl, f.h.endpoint) != 0)
+		goto fail;
 	return 0;
+fail:
+	teardown(state);
+	return -1;
 }
 
 static int teardown(void **state)

@@ -33,19 +33,25 @@ struct fx {
 	char staging[160], pods[160];
 };
 
+static int teardown(void **state);
+
 static int setup(void **state)
 {
 	static struct fx f;
 
 	memset(&f, 0, sizeof(f));
+	*state = &f;
+	/* cmocka skips a test's teardown when its setup fails: clean up here. */
 	if (hpp_proc_start(&f.h, NULL) != 0 || hpp_client_open(&f.cl, f.h.endpoint) != 0)
-		return -1;
+		goto fail;
 	snprintf(f.staging, sizeof(f.staging), "%s/staging", f.h.dir);
 	snprintf(f.pods, sizeof(f.pods), "%s/pods", f.h.dir);
 	if (mkdir(f.staging, 0750) != 0 || mkdir(f.pods, 0750) != 0)
-		return -1;
-	*state = &f;
+		goto fail;
 	return 0;
+fail:
+	teardown(state);
+	return -1;
 }
 
 static int teardown(void **state)

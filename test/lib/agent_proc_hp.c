@@ -242,15 +242,21 @@ int agent_proc_setup_hostpath(void **state, const char *const *edits)
 	*state = a;
 	if (!a || agent_proc_init(a) != 0 ||
 	    agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
-		return -1;
+		goto fail;
 	for (size_t i = 0; edits && edits[i] && edits[i + 1]; i += 2)
 		if (agent_proc_replace(cfg, sizeof(cfg), edits[i], edits[i + 1]) != 0)
-			return -1;
+			goto fail;
 	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
-	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, 20000) != 0 ||
-	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, 20000))
-		return -1;
+	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, AGENT_PROC_HP_START_MS) != 0 ||
+	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, AGENT_PROC_HP_START_MS))
+		goto fail;
 	return 0;
+fail:
+	/* cmocka skips a test's teardown when its setup fails: clean up here. */
+	if (a && a->dir[0])
+		agent_proc_dump_log(a, "agent setup failed");
+	agent_proc_teardown(state);
+	return -1;
 }
 
 int agent_proc_teardown(void **state)
