@@ -2,7 +2,8 @@
  * Benchmark of the CSI wire layer against the real csi-hostpath plugin
  * (not a test): starts the plugin on a socket in a temporary directory and
  * prints sequential Probe latency (mean, p50, p99), Probe calls/s with 8
- * calls in flight (8 threads on one client), the mean of a create+delete
+ * calls in flight (8 threads making blocking calls on one client, then one
+ * thread keeping 8 asynchronous calls in flight), the mean of a create+delete
  * volume cycle and of a stage+publish+unpublish+unstage cycle (real bind
  * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
  * created is removed at the end, also after a failure.
@@ -200,6 +201,67 @@ static void bench_probe_parallel(struct bench *b)
 	printf("  cpu per call:        client %.1f us  plugin %.1f us  (%d cores online)\n",
 	       (cpu_c1 - cpu_c0) * 1e6 / total, (cpu_p1 - cpu_p0) * 1e6 / total,
 	       (int)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/* One thread keeping BENCH_THREADS calls in flight on a csi_async queue. */
+struct bench_async {
+	struct bench *b;
+	struct csi_async *q;
+	int total;
+	int started;
+	int done;
+	int failures;
+};
+
+static void bench_async_start(struct bench_async *a);
+
+static void bench_async_done(void *arg, int rc, ProtobufCMessage *resp,
+			     const struct csi_status *st)
+{
+	struct bench_async *a = arg;
+
+	(void)st;
+	csi_msg_free(resp);
+	a->done++;
+	if (rc != 0)
+		a->failures++;
+	if (a->started < a->total)
+		bench_async_start(a);
+}
+
+static void bench_async_start(struct bench_async *a)
+{
+	a->started++;
+	if (csi_client_call_async(a->b->c, a->q, CSI_RPC_PROBE, NULL, BENCH_TIMEOUT_MS,
+				  bench_async_done, a, NULL) != 0) {
+		a->done++;
+		a->failures++;
+	}
+}
+
+static void bench_probe_async(struct bench *b)
+{
+	double cpu_c0 = bench_cpu_s(0), cpu_p0 = bench_cpu_s(b->pid);
+	struct bench_async a = {b, NULL, b->probe_calls / 2 * BENCH_THREADS, 0, 0, 0};
+	double t0, t1;
+	struct err e;
+
+	if (csi_async_new(&a.q, &e) != 0) {
+		printf("probe async:           skipped (%s)\n", e.msg);
+		return;
+	}
+	t0 = bench_now_us();
+	for (int i = 0; i < BENCH_THREADS && a.started < a.total; i++)
+		bench_async_start(&a);
+	while (a.done < a.total)
+		csi_async_poll(a.q, BENCH_TIMEOUT_MS);
+	t1 = bench_now_us();
+	csi_async_free(a.q);
+	printf("probe %d in flight, 1 thread async: %.0f calls/s  (%d calls, %d failed)\n",
+	       BENCH_THREADS, a.total / ((t1 - t0) / 1e6), a.total, a.failures);
+	printf("  cpu per call:        client %.1f us  plugin %.1f us\n",
+	       (bench_cpu_s(0) - cpu_c0) * 1e6 / a.total,
+	       (bench_cpu_s(b->pid) - cpu_p0) * 1e6 / a.total);
 }
 
 static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
@@ -486,6 +548,7 @@ int main(int argc, char **argv)
 	       b.plugin_threads ? b.plugin_threads : "default", b.endpoint);
 	bench_probe_seq(&b);
 	bench_probe_parallel(&b);
+	bench_probe_async(&b);
 	bench_create_delete(&b);
 	if (geteuid() == 0)
 		bench_mounts(&b);

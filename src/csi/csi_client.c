@@ -11,6 +11,11 @@
  * bounds the wait. gRPC 1.51 lets at most six threads pluck one queue (a
  * seventh fails silently), so each thread gets its own queue, made on
  * first use and destroyed when the thread exits.
+ *
+ * Asynchronous calls (struct csi_async) send the same batch tagged with
+ * its op on a queue read with grpc_completion_queue_next by the one thread
+ * that polls it: with several calls in flight, that thread does gRPC's
+ * network work itself and meets each completion without a wake-up.
  */
 #include "csi/csi_client.h"
 
@@ -270,116 +275,199 @@ static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
 	return m;
 }
 
-static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
-				   const ProtobufCMessage *req, ProtobufCMessage **resp,
-				   int64_t timeout_ms, struct csi_status *st)
-{
-	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
-	const struct csi_rpc_info *info = csi_rpc_info(rpc);
-	grpc_metadata_array initial_md, trailing_md;
-	grpc_byte_buffer *send = NULL, *recv = NULL;
-	grpc_status_code status = GRPC_STATUS_UNKNOWN;
-	grpc_slice details = grpc_empty_slice();
-	const char *error_string = NULL;
-	grpc_completion_queue *cq;
-	grpc_call *call = NULL;
-	grpc_op ops[6];
-	grpc_event ev;
-	gpr_timespec deadline;
+/*
+ * One call's batch: what it sends and where gRPC puts the answer. A
+ * blocking call keeps it on its stack; an asynchronous one takes it from
+ * its queue's spares and lists it while in flight.
+ */
+struct csi_client_op {
+	struct csi_client_op *prev, *next; /* in q->flying, q->ready or q->spare */
+	const struct csi_rpc_info *info;
+	grpc_call *call;
+	grpc_byte_buffer *send;
+	grpc_byte_buffer *recv;
+	grpc_metadata_array initial_md;
+	grpc_metadata_array trailing_md;
+	grpc_status_code status;
+	grpc_slice details;
+	const char *error_string;
+	csi_done_fn fn;
+	void *arg;
+	/* A fake client's outcome, kept until the next poll. */
 	int rc;
+	ProtobufCMessage *resp;
+	struct csi_status st;
+};
 
-	*resp = NULL;
-	st->code = CSI_OK;
-	st->message[0] = '\0';
-	if (!info) {
+struct csi_async {
+	grpc_completion_queue *cq; /* for next: only this queue's calls */
+	struct csi_client_op *flying; /* calls in gRPC, doubly linked */
+	struct csi_client_op *ready; /* fake clients' outcomes, oldest first */
+	struct csi_client_op *ready_tail;
+	struct csi_client_op *spare; /* finished ops for reuse */
+	int pending;
+	bool closing;
+};
+
+/* Checks rpc and req's type; sets *info, or returns CSID_EINVAL with st set. */
+static int csi_client_check(enum csi_rpc rpc, const ProtobufCMessage *req,
+			    const struct csi_rpc_info **info, struct csi_status *st)
+{
+	*info = csi_rpc_info(rpc);
+	if (!*info) {
 		csi_client_status(st, CSI_INVALID_ARGUMENT, "no such CSI RPC (%d)", (int)rpc);
 		return CSID_EINVAL;
 	}
-	if (req && req->descriptor != info->request) {
+	if (req && req->descriptor != (*info)->request) {
 		csi_client_status(st, CSI_INVALID_ARGUMENT, "%s: request is a %s, want %s",
-				  info->name, req->descriptor->name, info->request->name);
+				  (*info)->name, req->descriptor->name, (*info)->request->name);
 		return CSID_EINVAL;
 	}
+	return 0;
+}
+
+/* Releases what the batch of op holds. */
+static void csi_client_op_release(struct csi_client_op *op)
+{
+	if (op->error_string)
+		gpr_free((void *)op->error_string);
+	op->error_string = NULL;
+	grpc_slice_unref(op->details);
+	op->details = grpc_empty_slice();
+	grpc_metadata_array_destroy(&op->initial_md);
+	grpc_metadata_array_destroy(&op->trailing_md);
+	if (op->send)
+		grpc_byte_buffer_destroy(op->send);
+	if (op->recv)
+		grpc_byte_buffer_destroy(op->recv);
+	op->send = NULL;
+	op->recv = NULL;
+	if (op->call)
+		grpc_call_unref(op->call);
+	op->call = NULL;
+}
+
+/*
+ * Starts op's call (op->info set) as one batch whose completion is tagged
+ * op on cq. Returns 0, or a negative code with st set and nothing held.
+ */
+static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *op,
+			       enum csi_rpc rpc, const ProtobufCMessage *req, int64_t timeout_ms,
+			       grpc_completion_queue *cq, struct csi_status *st)
+{
+	gpr_timespec deadline;
+	grpc_op ops[6];
+
 	if (timeout_ms <= 0)
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
-	cq = csi_client_thread_cq();
-	if (!cq) {
-		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", info->name);
-		return CSID_ENOMEM;
-	}
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 				gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-	call = grpc_channel_create_registered_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-						   c->methods[rpc], deadline, NULL);
-	if (!call) {
-		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", info->name);
+	op->call = grpc_channel_create_registered_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
+						       cq, c->methods[rpc], deadline, NULL);
+	if (!op->call) {
+		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
 		return CSID_ENOMEM;
 	}
-	send = csi_client_pack(req);
-	grpc_metadata_array_init(&initial_md);
-	grpc_metadata_array_init(&trailing_md);
+	op->send = csi_client_pack(req);
+	op->recv = NULL;
+	op->status = GRPC_STATUS_UNKNOWN;
+	op->details = grpc_empty_slice();
+	op->error_string = NULL;
+	grpc_metadata_array_init(&op->initial_md);
+	grpc_metadata_array_init(&op->trailing_md);
 	memset(ops, 0, sizeof(ops));
 	/* Fail fast: a plugin that is down answers UNAVAILABLE at once. */
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
 	ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = send;
+	ops[1].data.send_message.send_message = op->send;
 	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
 	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial_md;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &op->initial_md;
 	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &recv;
+	ops[4].data.recv_message.recv_message = &op->recv;
 	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &trailing_md;
-	ops[5].data.recv_status_on_client.status = &status;
-	ops[5].data.recv_status_on_client.status_details = &details;
-	ops[5].data.recv_status_on_client.error_string = &error_string;
-	if (grpc_call_start_batch(call, ops, 6, call, NULL) != GRPC_CALL_OK) {
-		csi_client_status(st, CSI_INTERNAL, "%s: cannot start call", info->name);
-		rc = CSID_EINTERNAL;
-		goto out;
+	ops[5].data.recv_status_on_client.trailing_metadata = &op->trailing_md;
+	ops[5].data.recv_status_on_client.status = &op->status;
+	ops[5].data.recv_status_on_client.status_details = &op->details;
+	ops[5].data.recv_status_on_client.error_string = &op->error_string;
+	if (grpc_call_start_batch(op->call, ops, 6, op, NULL) != GRPC_CALL_OK) {
+		csi_client_op_release(op);
+		csi_client_status(st, CSI_INTERNAL, "%s: cannot start call", op->info->name);
+		return CSID_EINTERNAL;
 	}
-	/* The call's deadline guarantees that this batch completes. */
-	ev = grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-	if (ev.type != GRPC_OP_COMPLETE || !ev.success) {
+	return 0;
+}
+
+/*
+ * Turns op's completed batch (ok: gRPC's success flag) into call()'s
+ * outcome: 0 and *resp, or a negative code with st set; releases op.
+ */
+static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage **resp,
+			     struct csi_status *st)
+{
+	const struct csi_rpc_info *info = op->info;
+	int rc = 0;
+
+	*resp = NULL;
+	st->code = CSI_OK;
+	st->message[0] = '\0';
+	if (!ok) {
 		csi_client_status(st, CSI_INTERNAL, "%s: call failed in gRPC", info->name);
 		rc = CSID_EINTERNAL;
-		goto out;
-	}
-	if (status != GRPC_STATUS_OK) {
-		st->code = status >= 0 && status < CSI_CLIENT_NCODES ? (int)status : CSI_UNKNOWN;
-		csi_client_status_copy(st, details);
+	} else if (op->status != GRPC_STATUS_OK) {
+		st->code = op->status >= 0 && op->status < CSI_CLIENT_NCODES ? (int)op->status
+									       : CSI_UNKNOWN;
+		csi_client_status_copy(st, op->details);
 		if (!st->message[0])
 			snprintf(st->message, sizeof(st->message), "%s", csi_code_name(st->code));
 		rc = csi_status_to_err(st->code);
-		goto out;
-	}
-	if (!recv) {
+	} else if (!op->recv) {
 		csi_client_status(st, CSI_INTERNAL, "%s: plugin answered OK without a response",
 				  info->name);
 		rc = CSID_EPROTO;
-		goto out;
+	} else {
+		*resp = csi_client_unpack(info->response, op->recv);
+		if (!*resp) {
+			csi_client_status(st, CSI_INTERNAL,
+					  "%s: plugin response does not decode as %s (%zu bytes)",
+					  info->name, info->response->name,
+					  grpc_byte_buffer_length(op->recv));
+			rc = CSID_EPROTO;
+		}
 	}
-	*resp = csi_client_unpack(info->response, recv);
-	if (!*resp) {
-		csi_client_status(st, CSI_INTERNAL,
-				  "%s: plugin response does not decode as %s (%zu bytes)",
-				  info->name, info->response->name, grpc_byte_buffer_length(recv));
-		rc = CSID_EPROTO;
-		goto out;
-	}
-	rc = 0;
-out:
-	if (error_string)
-		gpr_free((void *)error_string);
-	grpc_slice_unref(details);
-	grpc_metadata_array_destroy(&initial_md);
-	grpc_metadata_array_destroy(&trailing_md);
-	grpc_byte_buffer_destroy(send);
-	if (recv)
-		grpc_byte_buffer_destroy(recv);
-	grpc_call_unref(call);
+	csi_client_op_release(op);
 	return rc;
+}
+
+static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
+				   const ProtobufCMessage *req, ProtobufCMessage **resp,
+				   int64_t timeout_ms, struct csi_status *st)
+{
+	struct csi_client_op op;
+	grpc_completion_queue *cq;
+	grpc_event ev;
+	int rc;
+
+	*resp = NULL;
+	st->code = CSI_OK;
+	st->message[0] = '\0';
+	memset(&op, 0, sizeof(op));
+	rc = csi_client_check(rpc, req, &op.info, st);
+	if (rc)
+		return rc;
+	cq = csi_client_thread_cq();
+	if (!cq) {
+		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", op.info->name);
+		return CSID_ENOMEM;
+	}
+	rc = csi_client_op_start((struct csi_client_grpc *)base, &op, rpc, req, timeout_ms, cq,
+				 st);
+	if (rc)
+		return rc;
+	/* The call's deadline guarantees that this batch completes. */
+	ev = grpc_completion_queue_pluck(cq, &op, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	return csi_client_op_end(&op, ev.type == GRPC_OP_COMPLETE && ev.success, resp, st);
 }
 
 /* call(): st and resp may be NULL when the caller does not want them. */
@@ -464,6 +552,194 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	c->base.endpoint = c->endpoint;
 	*out = &c->base;
 	return 0;
+}
+
+int csi_async_new(struct csi_async **out, struct err *e)
+{
+	struct csi_async *q;
+
+	*out = NULL;
+	csi_grpc_init();
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return err_set(e, CSID_ENOMEM, "csi async: out of memory");
+	q->cq = grpc_completion_queue_create_for_next(NULL);
+	if (!q->cq) {
+		free(q);
+		return err_set(e, CSID_ENOMEM, "csi async: cannot create a completion queue");
+	}
+	*out = q;
+	return 0;
+}
+
+/* A cleared op, a spare one if there is; NULL when out of memory. */
+static struct csi_client_op *csi_async_op_get(struct csi_async *q)
+{
+	struct csi_client_op *op = q->spare;
+
+	if (op)
+		q->spare = op->next;
+	else
+		op = malloc(sizeof(*op));
+	if (op)
+		memset(op, 0, sizeof(*op));
+	return op;
+}
+
+static void csi_async_op_put(struct csi_async *q, struct csi_client_op *op)
+{
+	op->next = q->spare;
+	q->spare = op;
+}
+
+int csi_client_call_async(struct csi_client *c, struct csi_async *q, enum csi_rpc rpc,
+			  const ProtobufCMessage *req, int64_t timeout_ms, csi_done_fn fn,
+			  void *arg, struct csi_status *st)
+{
+	struct csi_status local;
+	struct csi_client_op *op;
+	int rc;
+
+	if (!st)
+		st = &local;
+	st->code = CSI_OK;
+	st->message[0] = '\0';
+	if (!c || !q || !fn) {
+		csi_client_status(st, CSI_INVALID_ARGUMENT, "async call without %s",
+				  !c ? "a client" : !q ? "a queue" : "a callback");
+		return CSID_EINVAL;
+	}
+	if (q->closing) {
+		csi_client_status(st, CSI_INVALID_ARGUMENT, "async call on a queue being freed");
+		return CSID_EINVAL;
+	}
+	op = csi_async_op_get(q);
+	if (!op) {
+		csi_client_status(st, CSI_RESOURCE_EXHAUSTED, "async call: out of memory");
+		return CSID_ENOMEM;
+	}
+	op->fn = fn;
+	op->arg = arg;
+	if (c->call != csi_client_grpc_call) {
+		/* A fake: its outcome waits for the next poll. */
+		op->rc = c->call(c, rpc, req, &op->resp, timeout_ms, &op->st);
+		if (q->ready_tail)
+			q->ready_tail->next = op;
+		else
+			q->ready = op;
+		q->ready_tail = op;
+		q->pending++;
+		return 0;
+	}
+	rc = csi_client_check(rpc, req, &op->info, st);
+	if (!rc)
+		rc = csi_client_op_start((struct csi_client_grpc *)c, op, rpc, req, timeout_ms,
+					 q->cq, st);
+	if (rc) {
+		csi_async_op_put(q, op);
+		return rc;
+	}
+	op->prev = NULL;
+	op->next = q->flying;
+	if (q->flying)
+		q->flying->prev = op;
+	q->flying = op;
+	q->pending++;
+	return 0;
+}
+
+/* Runs the callback of a call that gRPC completed; op goes to the spares. */
+static void csi_async_complete(struct csi_async *q, struct csi_client_op *op, bool ok)
+{
+	csi_done_fn fn = op->fn;
+	void *arg = op->arg;
+	ProtobufCMessage *resp;
+	struct csi_status st;
+	int rc;
+
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		q->flying = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	rc = csi_client_op_end(op, ok, &resp, &st);
+	csi_async_op_put(q, op);
+	q->pending--;
+	fn(arg, rc, resp, &st);
+}
+
+/* Runs the callbacks of the fake clients' outcomes queued so far. */
+static int csi_async_run_ready(struct csi_async *q)
+{
+	struct csi_client_op *op, *last = q->ready_tail;
+	int n = 0;
+
+	while ((op = q->ready) != NULL) {
+		q->ready = op->next;
+		if (!q->ready)
+			q->ready_tail = NULL;
+		q->pending--;
+		n++;
+		op->fn(op->arg, op->rc, op->resp, &op->st);
+		csi_async_op_put(q, op);
+		if (op == last)
+			break;
+	}
+	return n;
+}
+
+int csi_async_poll(struct csi_async *q, int64_t timeout_ms)
+{
+	gpr_timespec deadline = gpr_inf_past(GPR_CLOCK_MONOTONIC);
+	int n;
+
+	if (!q)
+		return 0;
+	n = csi_async_run_ready(q);
+	if (!n && timeout_ms > 0)
+		deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+					gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+	while (q->flying) {
+		grpc_event ev = grpc_completion_queue_next(q->cq, deadline, NULL);
+
+		if (ev.type != GRPC_OP_COMPLETE)
+			break;
+		csi_async_complete(q, ev.tag, ev.success != 0);
+		n++;
+		/* Then whatever else has completed, without waiting. */
+		deadline = gpr_inf_past(GPR_CLOCK_MONOTONIC);
+	}
+	return n;
+}
+
+int csi_async_pending(const struct csi_async *q)
+{
+	return q ? q->pending : 0;
+}
+
+void csi_async_free(struct csi_async *q)
+{
+	if (!q)
+		return;
+	q->closing = true;
+	for (struct csi_client_op *op = q->flying; op; op = op->next)
+		grpc_call_cancel(op->call, NULL);
+	/* Cancelled calls complete at once; the loop only waits for gRPC. */
+	while (q->flying || q->ready)
+		csi_async_poll(q, 1000);
+	grpc_completion_queue_shutdown(q->cq);
+	while (grpc_completion_queue_next(q->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+	       GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_completion_queue_destroy(q->cq);
+	while (q->spare) {
+		struct csi_client_op *op = q->spare;
+
+		q->spare = op->next;
+		free(op);
+	}
+	free(q);
 }
 
 void csi_client_free(struct csi_client *c)

@@ -106,6 +106,61 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 void csi_grpc_init(void);
 void csi_grpc_shutdown(void);
 
+/*
+ * Asynchronous calls. A struct csi_async is a completion queue driven by
+ * one thread: csi_client_call_async() starts a call on it and returns at
+ * once; csi_async_poll() waits for calls to end and runs their callbacks
+ * on the polling thread. One thread can so keep many calls in flight
+ * without a thread wake-up per call. A csi_async is not thread-safe: one
+ * thread at a time starts calls on it and polls it. Calls on one queue may
+ * go to different clients; a client may be freed with calls in flight
+ * (they still end and call back).
+ */
+struct csi_async;
+
+/*
+ * Outcome of an asynchronous call, as call() reports it: rc is 0 or a
+ * negative csid code, st the status. resp (of the RPC's response type, or
+ * NULL unless rc is 0) now belongs to the callback: free it with
+ * csi_msg_free. st is borrowed for the callback's duration.
+ */
+typedef void (*csi_done_fn)(void *arg, int rc, ProtobufCMessage *resp,
+			    const struct csi_status *st);
+
+/* Creates a queue; returns 0 and *out, or CSID_ENOMEM with e set. */
+int csi_async_new(struct csi_async **out, struct err *e);
+
+/*
+ * Starts rpc with req (copied: it may be freed on return) on client c and
+ * returns at once. On 0 the call is in flight and fn(arg, ...) runs
+ * exactly once, from csi_async_poll or csi_async_free, never before this
+ * returns. On failure (a negative code, with st filled in when not NULL)
+ * fn never runs. timeout_ms bounds the call as for call(). Clients other
+ * than csi_client_grpc_new's (fakes) are called synchronously here, and
+ * the callback still waits for the next poll. Fails with CSID_EINVAL while
+ * the queue is being freed.
+ */
+int csi_client_call_async(struct csi_client *c, struct csi_async *q, enum csi_rpc rpc,
+			  const ProtobufCMessage *req, int64_t timeout_ms, csi_done_fn fn,
+			  void *arg, struct csi_status *st);
+
+/*
+ * Waits at most timeout_ms (0: not at all) until a call ends, then runs
+ * the callbacks of every call that has ended. Returns how many callbacks
+ * ran (0 on timeout, or at once when nothing is in flight). Callbacks may
+ * start new calls on q; they must not poll or free q.
+ */
+int csi_async_poll(struct csi_async *q, int64_t timeout_ms);
+
+/* Calls started on q whose callback has not run yet. */
+int csi_async_pending(const struct csi_async *q);
+
+/*
+ * Cancels every call in flight, runs their callbacks (most with
+ * CANCELLED) and frees q; NULL is a no-op. Not from a callback.
+ */
+void csi_async_free(struct csi_async *q);
+
 /* c->free(c); NULL is a no-op. */
 void csi_client_free(struct csi_client *c);
 
