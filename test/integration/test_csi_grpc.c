@@ -4,7 +4,9 @@
  * directory, and the real client. Covers concurrent calls from many
  * threads, deadlines, every status code, a server stop and restart under
  * the same client, undecodable bytes in both directions, unknown methods
- * and endpoint validation. A few calls are made with the raw gRPC core API
+ * and endpoint validation, and asynchronous calls (many in flight from one
+ * thread, deadlines, a server that goes away, a queue freed with calls in
+ * flight, a fake client). A few calls are made with the raw gRPC core API
  * to send what the client never would.
  */
 #include <errno.h>
@@ -674,6 +676,311 @@ static void test_endpoints(void **state)
 	assert_int_equal(csi_server_new(t->endpoint, 1, NULL, t, &s, &e), CSID_EINVAL);
 }
 
+/* One asynchronous call of the tests below and what its callback saw. */
+struct tg_async_rec {
+	int started; /* csi_client_call_async returned 0 */
+	int runs; /* callback runs */
+	int early; /* runs before the call returned */
+	int rc;
+	int code;
+	int64_t when_ms;
+	char volume_id[40];
+	int64_t capacity;
+};
+
+static void tg_async_done(void *arg, int rc, ProtobufCMessage *resp, const struct csi_status *st)
+{
+	struct tg_async_rec *r = arg;
+
+	if (!r->started)
+		r->early++;
+	r->runs++;
+	r->rc = rc;
+	r->code = st->code;
+	r->when_ms = tg_now_ms();
+	if (resp && resp->descriptor == &csi__v1__create_volume_response__descriptor) {
+		Csi__V1__CreateVolumeResponse *cv = (Csi__V1__CreateVolumeResponse *)resp;
+
+		if (cv->volume) {
+			snprintf(r->volume_id, sizeof(r->volume_id), "%s", cv->volume->volume_id);
+			r->capacity = cv->volume->capacity_bytes;
+		}
+	}
+	csi_msg_free(resp);
+}
+
+/* Starts CreateVolume "a<i>" with capacity i + 1 on q; returns the code. */
+static int tg_async_create(struct tg *t, struct csi_async *q, struct tg_async_rec *r, int i)
+{
+	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange cap = CSI__V1__CAPACITY_RANGE__INIT;
+	char name[32];
+	int rc;
+
+	snprintf(name, sizeof(name), "a%d", i);
+	req.name = name;
+	cap.required_bytes = i + 1;
+	req.capacity_range = &cap;
+	rc = csi_client_call_async(t->client, q, CSI_RPC_CREATE_VOLUME, &req.base, 10000,
+				   tg_async_done, r, NULL);
+	r->started = rc == 0;
+	return rc;
+}
+
+/* Starts DeleteVolume "block" (held until released) on q. */
+static int tg_async_block(struct tg *t, struct csi_async *q, struct tg_async_rec *r,
+			  int64_t timeout_ms)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	int rc;
+
+	req.volume_id = "block";
+	rc = csi_client_call_async(t->client, q, CSI_RPC_DELETE_VOLUME, &req.base, timeout_ms,
+				   tg_async_done, r, NULL);
+	r->started = rc == 0;
+	return rc;
+}
+
+/* Polls q until nothing is pending or within_ms passes; returns what is left. */
+static int tg_async_drain(struct csi_async *q, int64_t within_ms)
+{
+	int64_t end = tg_now_ms() + within_ms;
+
+	while (csi_async_pending(q) && tg_now_ms() < end)
+		csi_async_poll(q, 100);
+	return csi_async_pending(q);
+}
+
+/* Waits until n handlers are blocked, at most 5 s; returns how many are. */
+static int tg_wait_blocked(struct tg *t, int n)
+{
+	int64_t end = tg_now_ms() + 5000;
+	int blocked;
+
+	for (;;) {
+		pthread_mutex_lock(&t->lock);
+		blocked = t->blocked;
+		pthread_mutex_unlock(&t->lock);
+		if (blocked >= n || tg_now_ms() >= end)
+			return blocked;
+		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+	}
+}
+
+static void tg_release(struct tg *t)
+{
+	pthread_mutex_lock(&t->lock);
+	t->release = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+#define TG_ASYNC_CALLS 200
+#define TG_ASYNC_WINDOW 8
+
+/* Many calls, 8 in flight from one thread: each answered once and right. */
+static void test_async_many(void **state)
+{
+	struct tg *t = *state;
+	struct tg_async_rec *r = calloc(TG_ASYNC_CALLS, sizeof(*r));
+	struct csi_async *q = NULL;
+	int next = 0, finished = 0;
+	struct err e;
+
+	assert_non_null(r);
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	assert_int_equal(csi_async_poll(q, 0), 0);
+	while (finished < TG_ASYNC_CALLS) {
+		while (next < TG_ASYNC_CALLS && csi_async_pending(q) < TG_ASYNC_WINDOW) {
+			assert_int_equal(tg_async_create(t, q, &r[next], next), 0);
+			next++;
+		}
+		assert_true(csi_async_pending(q) <= TG_ASYNC_WINDOW);
+		finished += csi_async_poll(q, 5000);
+	}
+	assert_int_equal(csi_async_pending(q), 0);
+	for (int i = 0; i < TG_ASYNC_CALLS; i++) {
+		char want[40];
+
+		snprintf(want, sizeof(want), "id-a%d", i);
+		assert_int_equal(r[i].runs, 1);
+		assert_int_equal(r[i].early, 0);
+		assert_int_equal(r[i].rc, 0);
+		assert_string_equal(r[i].volume_id, want);
+		assert_int_equal(r[i].capacity, i + 1);
+	}
+	csi_async_free(q);
+	free(r);
+}
+
+/* Bad arguments fail at once and never call back. */
+static void test_async_bad_args(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__ProbeRequest probe = CSI__V1__PROBE_REQUEST__INIT;
+	struct tg_async_rec r = {0};
+	struct csi_async *q = NULL;
+	struct csi_status st;
+	struct err e;
+
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	assert_int_equal(csi_client_call_async(t->client, q, CSI_RPC_PROBE, NULL, 1000, NULL,
+					       &r, &st),
+			 CSID_EINVAL);
+	assert_int_equal(st.code, CSI_INVALID_ARGUMENT);
+	assert_int_equal(csi_client_call_async(NULL, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done,
+					       &r, &st),
+			 CSID_EINVAL);
+	assert_int_equal(csi_client_call_async(t->client, q, (enum csi_rpc)CSI_RPC_COUNT, NULL,
+					       1000, tg_async_done, &r, &st),
+			 CSID_EINVAL);
+	assert_int_equal(csi_client_call_async(t->client, q, CSI_RPC_DELETE_VOLUME, &probe.base,
+					       1000, tg_async_done, &r, NULL),
+			 CSID_EINVAL);
+	assert_int_equal(csi_async_pending(q), 0);
+	assert_int_equal(csi_async_poll(q, 10), 0);
+	assert_int_equal(r.runs, 0);
+	csi_async_free(q);
+	csi_async_free(NULL);
+}
+
+/* A deadline ends one call while the others on the queue carry on. */
+static void test_async_deadline(void **state)
+{
+	struct tg *t = *state;
+	struct tg_async_rec slow = {0}, fast[4];
+	struct csi_async *q = NULL;
+	int64_t t0 = tg_now_ms();
+	struct err e;
+
+	memset(fast, 0, sizeof(fast));
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	assert_int_equal(tg_async_block(t, q, &slow, 300), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(tg_async_create(t, q, &fast[i], i), 0);
+	assert_int_equal(tg_async_drain(q, 5000), 0);
+	assert_int_equal(slow.runs, 1);
+	assert_int_equal(slow.rc, CSID_ETIMEDOUT);
+	assert_int_equal(slow.code, CSI_DEADLINE_EXCEEDED);
+	assert_true(slow.when_ms - t0 >= 250);
+	assert_true(slow.when_ms - t0 < 3000);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(fast[i].runs, 1);
+		assert_int_equal(fast[i].rc, 0);
+		/* Answered while the slow one was still held. */
+		assert_true(fast[i].when_ms <= slow.when_ms);
+	}
+	tg_release(t);
+	csi_async_free(q);
+}
+
+static void *tg_stop_main(void *arg)
+{
+	struct tg *t = arg;
+
+	csi_server_stop(t->server, 50);
+	return NULL;
+}
+
+/* The server goes away with calls in flight: each ends once, with an error. */
+static void test_async_server_gone(void **state)
+{
+	struct tg *t = *state;
+	struct tg_async_rec held[2], after = {0};
+	struct csi_async *q = NULL;
+	pthread_t th;
+	struct err e;
+
+	memset(held, 0, sizeof(held));
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(tg_async_block(t, q, &held[i], 10000), 0);
+	assert_int_equal(tg_wait_blocked(t, 2), 2);
+	/* The stop waits for the held handlers; the client must not. */
+	assert_int_equal(pthread_create(&th, NULL, tg_stop_main, t), 0);
+	assert_int_equal(tg_async_drain(q, 5000), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(held[i].runs, 1);
+		assert_int_not_equal(held[i].rc, 0);
+		if (held[i].code != CSI_UNAVAILABLE && held[i].code != CSI_CANCELLED)
+			fail_msg("held call ended with %s", csi_code_name(held[i].code));
+	}
+	tg_release(t);
+	pthread_join(th, NULL);
+	csi_server_free(t->server);
+	t->server = NULL;
+	/* With the server gone a new call fails fast through its callback. */
+	assert_int_equal(csi_client_call_async(t->client, q, CSI_RPC_PROBE, NULL, 5000,
+					       tg_async_done, &after, NULL),
+			 0);
+	after.started = 1;
+	assert_int_equal(tg_async_drain(q, 2000), 0);
+	assert_int_equal(after.runs, 1);
+	assert_int_equal(after.code, CSI_UNAVAILABLE);
+	csi_async_free(q);
+	tg_start_server(t);
+	assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
+}
+
+/* Freeing a queue cancels its calls and runs each callback once. */
+static void test_async_free_in_flight(void **state)
+{
+	struct tg *t = *state;
+	struct tg_async_rec held = {0};
+	struct csi_async *q = NULL;
+	struct err e;
+
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	assert_int_equal(tg_async_block(t, q, &held, 10000), 0);
+	assert_int_equal(tg_wait_blocked(t, 1), 1);
+	csi_async_free(q);
+	assert_int_equal(held.runs, 1);
+	assert_int_equal(held.code, CSI_CANCELLED);
+	tg_release(t);
+}
+
+static int tg_fake_call(struct csi_client *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			ProtobufCMessage **resp, int64_t timeout_ms, struct csi_status *st)
+{
+	(void)c;
+	(void)req;
+	(void)timeout_ms;
+	*resp = NULL;
+	st->code = rpc == CSI_RPC_PROBE ? CSI_ABORTED : CSI_NOT_FOUND;
+	snprintf(st->message, sizeof(st->message), "fake");
+	return csi_status_to_err(st->code);
+}
+
+/* A fake client works through the same API; its callback waits for a poll. */
+static void test_async_fake_client(void **state)
+{
+	struct csi_client fake = {.call = tg_fake_call, .endpoint = "fake"};
+	struct tg_async_rec r[2];
+	struct csi_async *q = NULL;
+	struct err e;
+
+	(void)state;
+	memset(r, 0, sizeof(r));
+	assert_int_equal(csi_async_new(&q, &e), 0);
+	assert_int_equal(csi_client_call_async(&fake, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done,
+					       &r[0], NULL),
+			 0);
+	r[0].started = 1;
+	assert_int_equal(csi_client_call_async(&fake, q, CSI_RPC_NODE_GET_INFO, NULL, 1000,
+					       tg_async_done, &r[1], NULL),
+			 0);
+	r[1].started = 1;
+	assert_int_equal(r[0].runs + r[1].runs, 0);
+	assert_int_equal(csi_async_pending(q), 2);
+	assert_int_equal(csi_async_poll(q, 0), 2);
+	assert_int_equal(r[0].runs, 1);
+	assert_int_equal(r[0].code, CSI_ABORTED);
+	assert_int_equal(r[1].runs, 1);
+	assert_int_equal(r[1].rc, csi_status_to_err(CSI_NOT_FOUND));
+	assert_int_equal(csi_async_pending(q), 0);
+	csi_async_free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,6 +996,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stop_under_load, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_many, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_bad_args, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_deadline, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_server_gone, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_free_in_flight, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_async_fake_client, tg_setup, tg_teardown),
 	};
 	int failed = cmocka_run_group_tests(tests, NULL, NULL);
 
