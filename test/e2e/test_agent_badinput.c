@@ -210,7 +210,7 @@ static void test_hanging_plugin(void **state)
 	agent_proc_call_join(&call);
 	assert_int_equal(call.status, 504);
 	assert_true(call.ms >= 900 && call.ms < 10000);
-	assert_true(agent_proc_log_count(a, "DEADLINE_EXCEEDED", 1));
+	assert_true(agent_proc_wait_log(a, "DEADLINE_EXCEEDED", 1, AGENT_PROC_LOG_MS));
 	/* Rolled back, or (if the rollback timed out too) left recorded for the next call. */
 	assert_true(agent_proc_mount_count(a) <= 1);
 	/* Kill the plugin so the hung call never completes, then it works again. */

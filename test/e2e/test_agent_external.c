@@ -103,7 +103,8 @@ static void test_external_plugin(void **state)
 	/* The plugin dies: unhealthy, never restarted by the agent. */
 	hpp_proc_kill(&x->h, SIGKILL);
 	assert_true(agent_proc_poll(ext_unhealthy, a, 10000));
-	assert_true(agent_proc_log_count(a, "msg=\"plugin unhealthy\" plugin=" EXT_ID, 1));
+	assert_true(agent_proc_wait_log(a, "msg=\"plugin unhealthy\" plugin=" EXT_ID, 1,
+					AGENT_PROC_LOG_MS));
 	assert_false(agent_proc_log_count(a, "msg=\"plugin restarting\"", 1));
 	/* It comes back by its owner's hand: healthy again, same instance. */
 	assert_int_equal(hpp_proc_restart(&x->h, ext_args), 0);
@@ -121,7 +122,7 @@ static void test_external_plugin(void **state)
 	assert_int_equal(agent_proc_plugin(a, EXT_ID, "node", &q), 0);
 	assert_string_equal(q.active, p.active);
 	assert_int_equal(q.ninstances, 1);
-	assert_true(agent_proc_log_count(a, "adopted=1", 1));
+	assert_true(agent_proc_wait_log(a, "adopted=1", 1, AGENT_PROC_LOG_MS));
 	assert_int_equal(agent_proc_unmount(a, vol, "alloc-x"), 200);
 	assert_false(agent_proc_is_mount(target));
 	assert_int_equal(agent_proc_mount_count(a), 0);

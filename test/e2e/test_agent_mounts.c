@@ -217,7 +217,7 @@ static void test_sigterm_keeps_mounts(void **state)
 	assert_true(agent_proc_is_mount(target));
 	assert_true(agent_proc_log_count(a, "agent stopped", 1));
 	restart(a);
-	assert_true(agent_proc_log_count(a, "adopted=1", 1));
+	assert_true(agent_proc_wait_log(a, "adopted=1", 1, AGENT_PROC_LOG_MS));
 	assert_consistent(a);
 	assert_int_equal(agent_proc_mount_count(a), 1);
 	assert_int_equal(agent_proc_unmount(a, vol, "alloc-k"), 200);

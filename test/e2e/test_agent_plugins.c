@@ -80,12 +80,12 @@ static void test_crash_restarts(void **state)
 	assert_int_equal(p.ninstances, 1);
 	snprintf(needle, sizeof(needle), "msg=\"plugin exited\" plugin=%s instance=%s",
 		 AGENT_PROC_HP_ID, old);
-	assert_true(agent_proc_log_count(a, needle, 1));
-	assert_true(agent_proc_log_count(a, "msg=\"plugin restarting\"", 1));
-	assert_true(agent_proc_log_count(a, "msg=\"plugin registered\"", 2));
+	assert_true(agent_proc_wait_log(a, needle, 1, AGENT_PROC_LOG_MS));
+	assert_true(agent_proc_wait_log(a, "msg=\"plugin restarting\"", 1, AGENT_PROC_LOG_MS));
+	assert_true(agent_proc_wait_log(a, "msg=\"plugin registered\"", 2, AGENT_PROC_LOG_MS));
 	snprintf(needle, sizeof(needle), "msg=\"plugin registered\" plugin=%s instance=%s",
 		 AGENT_PROC_HP_ID, c.active);
-	assert_true(agent_proc_log_count(a, needle, 1));
+	assert_true(agent_proc_wait_log(a, needle, 1, AGENT_PROC_LOG_MS));
 }
 
 /* delay_ms of the n-th "plugin restarting" line of the log; -1 if none. */
@@ -125,7 +125,7 @@ static void test_unhealthy_backoff(void **state)
 	    agent_proc_poll(log_has, &(struct log_wait){a, "msg=\"plugin unhealthy\"", 1}, 10000));
 	assert_true(agent_proc_poll(log_has, &(struct log_wait){a, "unhealthy for", 1}, 10000));
 	assert_true(agent_proc_poll(log_has, &lw, 20000));
-	assert_true(agent_proc_log_count(a, "not healthy within 1000ms", 1));
+	assert_true(agent_proc_wait_log(a, "not healthy within 1000ms", 1, AGENT_PROC_LOG_MS));
 	d0 = restart_delay(a, 0);
 	d1 = restart_delay(a, 1);
 	d2 = restart_delay(a, 2);
@@ -198,7 +198,7 @@ static void test_update_overlaps(void **state)
 	assert_int_equal(kill(a->pid, SIGHUP), 0);
 	assert_true(
 	    agent_proc_poll(log_has, &(struct log_wait){a, "msg=\"plugin stopped\"", 2}, 20000));
-	assert_true(agent_proc_log_count(a, "reason=\"removed from config\"", 1));
+	assert_true(agent_proc_wait_log(a, "reason=\"removed from config\"", 1, AGENT_PROC_LOG_MS));
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c), 0);
 	assert_false(c.found);
 	assert_int_equal(agent_proc_plugin(a, AGENT_PROC_HP_ID, "controller", &c), 0);

@@ -319,6 +319,27 @@ bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
 	return agent_proc_count_in(a->log, needle) >= count;
 }
 
+struct agent_proc_log_wait {
+	struct agent_proc *a;
+	const char *needle;
+	int count;
+};
+
+static bool agent_proc_log_has(void *ctx)
+{
+	struct agent_proc_log_wait *w = ctx;
+
+	return agent_proc_log_count(w->a, w->needle, w->count);
+}
+
+bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count,
+			 int64_t timeout_ms)
+{
+	struct agent_proc_log_wait w = {a, needle, count};
+
+	return agent_proc_poll(agent_proc_log_has, &w, timeout_ms);
+}
+
 int agent_proc_mounts_under(const char *prefix)
 {
 	char line[4096];

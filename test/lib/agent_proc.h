@@ -89,6 +89,16 @@ void agent_proc_dump_log(struct agent_proc *a, const char *why);
 /* Whether the agent's log holds needle at least `count` times. */
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
 
+/*
+ * Polls until the agent's log holds needle at least `count` times, at most
+ * timeout_ms. Log lines may trail the state the API reports (they are
+ * written by another thread), so a test checks them with this, not once.
+ */
+bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count,
+			 int64_t timeout_ms);
+/* A generous timeout_ms for agent_proc_wait_log of a line that is due. */
+#define AGENT_PROC_LOG_MS 20000
+
 /* Polls cond(ctx) every few ms until it is true or timeout_ms passed. */
 bool agent_proc_poll(bool (*cond)(void *ctx), void *ctx, int64_t timeout_ms);
 
