@@ -8,10 +8,11 @@
  * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
  * created is removed at the end, also after a failure.
  *
- *   bench_csi_rpc [probe_calls [plugin_threads]]
+ *   bench_csi_rpc [probe_calls [plugin_threads [async]]]
  *
  * plugin_threads is passed to csi-hostpath as --threads (its default when
- * absent).
+ * absent; "-" for the default too). With "async" it measures only the
+ * asynchronous calls, for profiling.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -525,7 +526,8 @@ static int bench_rm(const char *path, const struct stat *sb, int flag, struct FT
 int main(int argc, char **argv)
 {
 	struct bench b = {.probe_calls = argc > 1 ? atoi(argv[1]) : 20000,
-			  .plugin_threads = argc > 2 ? argv[2] : NULL};
+			  .plugin_threads = argc > 2 && strcmp(argv[2], "-") ? argv[2] : NULL};
+	bool async_only = argc > 3 && strcmp(argv[3], "async") == 0;
 	struct err e;
 	long rss;
 	int rc = 1;
@@ -546,6 +548,11 @@ int main(int argc, char **argv)
 		goto out;
 	printf("csi-hostpath %s (threads: %s), endpoint %s\n", CSI_HOSTPATH_BIN,
 	       b.plugin_threads ? b.plugin_threads : "default", b.endpoint);
+	if (async_only) {
+		bench_probe_async(&b);
+		rc = 0;
+		goto out;
+	}
 	bench_probe_seq(&b);
 	bench_probe_parallel(&b);
 	bench_probe_async(&b);

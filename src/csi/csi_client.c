@@ -503,8 +503,8 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	grpc_channel_credentials *creds;
 	char path[CSI_CLIENT_UNIX_PATH_MAX + 1];
 	char target[3 * CSI_CLIENT_UNIX_PATH_MAX + 8];
-	grpc_arg args[9];
-	grpc_channel_args cargs = {.num_args = 9, .args = args};
+	grpc_arg args[11];
+	grpc_channel_args cargs = {.num_args = 11, .args = args};
 	int rc;
 
 	*out = NULL;
@@ -537,6 +537,16 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	/* Per-call bookkeeping that a local plugin socket does not need. */
 	args[7] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}};
 	args[8] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}};
+	/*
+	 * No compression filters: csid never compresses and, without them,
+	 * never offers to, so plugins answer uncompressed. This leaves the
+	 * message-size filter (the caps above) in place, unlike
+	 * GRPC_ARG_MINIMAL_STACK, and saves about 1 us of CPU per call.
+	 */
+	args[9] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
+	args[10] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
 	creds = grpc_insecure_credentials_create();
 	c->channel = grpc_channel_create(target, creds, &cargs);
 	grpc_channel_credentials_release(creds);

@@ -505,8 +505,8 @@ int csi_server_start(struct csi_server *s, struct err *e)
 {
 	grpc_server_credentials *creds;
 	char addr[3 * sizeof(s->path) + 8];
-	grpc_arg args[4];
-	grpc_channel_args cargs = {.num_args = 4, .args = args};
+	grpc_arg args[7];
+	grpc_channel_args cargs = {.num_args = 7, .args = args};
 	int rc, port;
 
 	if (s->started)
@@ -533,6 +533,19 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	/* Per-call bookkeeping that a local plugin socket does not need. */
 	args[2] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}};
 	args[3] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_HTTP2_BDP_PROBE, {.integer = 0}};
+	/*
+	 * No compression filters (clients that never see our server offer
+	 * compression do not compress); the message-size filter stays, unlike
+	 * with GRPC_ARG_MINIMAL_STACK. No server-side deadline timer: the
+	 * client enforces its deadline and resets the stream, which cancels
+	 * the call here all the same; a handler is never interrupted anyway.
+	 * Together about 2 us of CPU per call.
+	 */
+	args[4] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
+	args[5] = (grpc_arg){
+	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
+	args[6] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_DEADLINE_CHECKS, {.integer = 0}};
 	s->server = grpc_server_create(&cargs, NULL);
 	for (int i = 0; i < CSI_RPC_COUNT; i++)
 		s->methods[i] =

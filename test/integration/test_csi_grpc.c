@@ -507,6 +507,38 @@ static void test_raw_requests(void **state)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/*
+ * The 16 MiB message cap holds both ways without the compression filters:
+ * a bigger request is refused by the client before sending and by the
+ * server on receipt.
+ */
+static void test_message_caps(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	size_t big = 17u * 1024 * 1024;
+	char *name = malloc(big + 1);
+	struct csi_status st;
+	int calls;
+
+	assert_non_null(name);
+	memset(name, 'x', big);
+	name[big] = '\0';
+	req.name = name;
+	pthread_mutex_lock(&t->lock);
+	calls = t->calls;
+	pthread_mutex_unlock(&t->lock);
+	assert_int_equal(csi_create_volume(t->client, &req, NULL, 10000, &st),
+			 csi_status_to_err(CSI_RESOURCE_EXHAUSTED));
+	assert_int_equal(st.code, CSI_RESOURCE_EXHAUSTED);
+	assert_int_equal(tg_raw_call(t->endpoint, "/csi.v1.Controller/CreateVolume", name, big),
+			 CSI_RESOURCE_EXHAUSTED);
+	pthread_mutex_lock(&t->lock);
+	assert_int_equal(t->calls, calls);
+	pthread_mutex_unlock(&t->lock);
+	free(name);
+}
+
 /* Probes until OK or the deadline passes; returns the last csid code. */
 static int tg_probe_until_ok(struct csi_client *c, int64_t within_ms)
 {
@@ -992,6 +1024,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_responses, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_request_type, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_message_caps, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_under_load, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
