@@ -204,10 +204,15 @@ static void bench_probe_parallel(struct bench *b)
 	       (int)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-/* One thread keeping BENCH_THREADS calls in flight on a csi_async queue. */
+/*
+ * Asynchronous calls: each of nthreads threads keeps its share of the
+ * BENCH_THREADS calls in flight on its own csi_async queue.
+ */
 struct bench_async {
 	struct bench *b;
+	pthread_barrier_t *start;
 	struct csi_async *q;
+	int window;
 	int total;
 	int started;
 	int done;
@@ -240,29 +245,53 @@ static void bench_async_start(struct bench_async *a)
 	}
 }
 
-static void bench_probe_async(struct bench *b)
+static void *bench_async_main(void *arg)
+{
+	struct bench_async *a = arg;
+
+	pthread_barrier_wait(a->start);
+	for (int i = 0; i < a->window && a->started < a->total; i++)
+		bench_async_start(a);
+	while (a->done < a->total)
+		csi_async_poll(a->q, BENCH_TIMEOUT_MS);
+	return NULL;
+}
+
+static void bench_probe_async(struct bench *b, int nthreads)
 {
 	double cpu_c0 = bench_cpu_s(0), cpu_p0 = bench_cpu_s(b->pid);
-	struct bench_async a = {b, NULL, b->probe_calls / 2 * BENCH_THREADS, 0, 0, 0};
+	struct bench_async a[BENCH_THREADS];
+	pthread_t th[BENCH_THREADS];
+	pthread_barrier_t start;
+	int total = 0, failures = 0, n = 0;
 	double t0, t1;
 	struct err e;
 
-	if (csi_async_new(&a.q, &e) != 0) {
-		printf("probe async:           skipped (%s)\n", e.msg);
-		return;
+	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
+	for (; n < nthreads; n++) {
+		a[n] = (struct bench_async){b, &start, NULL, BENCH_THREADS / nthreads,
+					    b->probe_calls / 2 * BENCH_THREADS / nthreads, 0, 0, 0};
+		if (csi_async_new(&a[n].q, &e) != 0 ||
+		    pthread_create(&th[n], NULL, bench_async_main, &a[n]) != 0) {
+			fprintf(stderr, "probe async: cannot start thread %d\n", n);
+			abort();
+		}
 	}
+	pthread_barrier_wait(&start);
 	t0 = bench_now_us();
-	for (int i = 0; i < BENCH_THREADS && a.started < a.total; i++)
-		bench_async_start(&a);
-	while (a.done < a.total)
-		csi_async_poll(a.q, BENCH_TIMEOUT_MS);
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += a[i].total;
+		failures += a[i].failures;
+		csi_async_free(a[i].q);
+	}
 	t1 = bench_now_us();
-	csi_async_free(a.q);
-	printf("probe %d in flight, 1 thread async: %.0f calls/s  (%d calls, %d failed)\n",
-	       BENCH_THREADS, a.total / ((t1 - t0) / 1e6), a.total, a.failures);
+	pthread_barrier_destroy(&start);
+	printf("probe %d in flight, async, %d thread%s: %.0f calls/s  (%d calls, %d failed)\n",
+	       BENCH_THREADS, nthreads, nthreads > 1 ? "s" : "", total / ((t1 - t0) / 1e6), total,
+	       failures);
 	printf("  cpu per call:        client %.1f us  plugin %.1f us\n",
-	       (bench_cpu_s(0) - cpu_c0) * 1e6 / a.total,
-	       (bench_cpu_s(b->pid) - cpu_p0) * 1e6 / a.total);
+	       (bench_cpu_s(0) - cpu_c0) * 1e6 / total, (bench_cpu_s(b->pid) - cpu_p0) * 1e6 / total);
 }
 
 static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
@@ -549,13 +578,15 @@ int main(int argc, char **argv)
 	printf("csi-hostpath %s (threads: %s), endpoint %s\n", CSI_HOSTPATH_BIN,
 	       b.plugin_threads ? b.plugin_threads : "default", b.endpoint);
 	if (async_only) {
-		bench_probe_async(&b);
+		bench_probe_async(&b, 1);
+		bench_probe_async(&b, 2);
 		rc = 0;
 		goto out;
 	}
 	bench_probe_seq(&b);
 	bench_probe_parallel(&b);
-	bench_probe_async(&b);
+	bench_probe_async(&b, 1);
+	bench_probe_async(&b, 2);
 	bench_create_delete(&b);
 	if (geteuid() == 0)
 		bench_mounts(&b);
