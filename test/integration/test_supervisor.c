@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "agent/supervisor.h"
+#include "proc_guard.h"
 
 #define T_EVENTS_MAX 256
 
@@ -187,8 +188,11 @@ static int setup(void **state)
 		return -1;
 	*state = t;
 	snprintf(t->dir, sizeof(t->dir), "/tmp/csv-XXXXXX");
-	if (!mkdtemp(t->dir) || uv_loop_init(&t->loop) != 0 ||
-	    registry_new(NULL, NULL, &t->reg, &e) != 0)
+	if (!mkdtemp(t->dir))
+		return -1;
+	/* Should the test die, its plugin processes (cwd under dir) die with it. */
+	proc_guard_track_dir(t->dir);
+	if (uv_loop_init(&t->loop) != 0 || registry_new(NULL, NULL, &t->reg, &e) != 0)
 		return -1;
 	atomic_store(&t->healthy, true);
 	sc.loop = &t->loop;
@@ -235,6 +239,7 @@ static int teardown(void **state)
 		if (posix_spawnp(&pid, "rm", NULL, NULL, argv, NULL) == 0)
 			waitpid(pid, NULL, 0);
 	}
+	proc_guard_untrack_dir(t->dir);
 	free(t);
 	return 0;
 }
