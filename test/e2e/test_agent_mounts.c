@@ -246,7 +246,12 @@ static void test_plugin_gone_with_mount(void **state)
 	t0 = agent_proc_now_ms();
 	assert_int_equal(agent_proc_start(a), 0);
 	assert_int_equal(agent_proc_wait_ready(a, 20000), 0);
-	assert_true(agent_proc_now_ms() - t0 < 3000);
+	/*
+	 * Not held up by the missing plugin: waiting for it would take the
+	 * default health_timeout (30 s). A sanitized start on a loaded machine
+	 * can take seconds, so the bound is half of that, not a speed target.
+	 */
+	assert_true(agent_proc_now_ms() - t0 < 15000);
 	assert_true(agent_proc_is_mount(target));
 	assert_int_equal(agent_proc_mount_count(a), 1);
 	assert_int_equal(agent_proc_unmount(a, vol, "alloc-o"), 404);
