@@ -352,6 +352,32 @@ int hpp_wait_socket(const char *path, int ms)
 	return -1;
 }
 
+/*
+ * A socket that accepts is not yet a server that answers: wait until a
+ * Probe gets any gRPC answer (the fault script may make it an error), so
+ * a test's first call does not race the plugin's start under load.
+ */
+static int hpp_proc_wait_serving(struct hpp_proc *h)
+{
+	Csi__V1__ProbeRequest r = CSI__V1__PROBE_REQUEST__INIT;
+	int64_t deadline = hpp_now_ms() + HPP_START_MS;
+	struct hpp_client cl;
+	int rc = -1;
+
+	if (hpp_client_open(&cl, h->endpoint) != 0)
+		return -1;
+	while (rc != 0 && hpp_now_ms() < deadline) {
+		int code = hpp_client_call(&cl, CSI_RPC_PROBE, &r, NULL, 5000);
+
+		if (code != CSI_UNAVAILABLE && code != CSI_DEADLINE_EXCEEDED)
+			rc = 0;
+		else
+			hpp_pause_ms(20);
+	}
+	hpp_client_close(&cl);
+	return rc;
+}
+
 static int hpp_proc_spawn(struct hpp_proc *h, const char *const *extra)
 {
 #ifdef CSI_HOSTPATH_BIN
@@ -391,8 +417,8 @@ static int hpp_proc_spawn(struct hpp_proc *h, const char *const *extra)
 	}
 	proc_guard_track(h->pid);
 	/* A sanitized plugin on a loaded 2-core machine can take seconds to listen. */
-	if (hpp_wait_socket(sock, HPP_START_MS) != 0) {
-		fprintf(stderr, "csi-hostpath did not listen on %s within %d ms (log %s)\n", sock,
+	if (hpp_wait_socket(sock, HPP_START_MS) != 0 || hpp_proc_wait_serving(h) != 0) {
+		fprintf(stderr, "csi-hostpath did not serve on %s within %d ms (log %s)\n", sock,
 			HPP_START_MS, h->log);
 		hpp_proc_kill(h, SIGKILL);
 		return -1;
