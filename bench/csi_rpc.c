@@ -8,15 +8,21 @@
  * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
  * created is removed at the end, also after a failure.
  *
- *   bench_csi_rpc [probe_calls [plugin_threads [async]]]
+ *   bench_csi_rpc [probe_calls [plugin_threads [async][,pin]]]
  *
  * plugin_threads is passed to csi-hostpath as --threads (its default when
  * absent; "-" for the default too). With "async" it measures only the
- * asynchronous calls, for profiling.
+ * asynchronous calls, for profiling. With "pin" the benchmark runs on CPU
+ * 0 and every plugin thread on CPU 1: the scheduler otherwise tends to
+ * wake each side of a unix socket on the other's CPU, so that the two
+ * processes take turns on one core; pinned figures show what two
+ * separate cores would give, and are labelled so.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -291,7 +297,8 @@ static void bench_probe_async(struct bench *b, int nthreads)
 	       BENCH_THREADS, nthreads, nthreads > 1 ? "s" : "", total / ((t1 - t0) / 1e6), total,
 	       failures);
 	printf("  cpu per call:        client %.1f us  plugin %.1f us\n",
-	       (bench_cpu_s(0) - cpu_c0) * 1e6 / total, (bench_cpu_s(b->pid) - cpu_p0) * 1e6 / total);
+	       (bench_cpu_s(0) - cpu_c0) * 1e6 / total,
+	       (bench_cpu_s(b->pid) - cpu_p0) * 1e6 / total);
 }
 
 static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
@@ -484,6 +491,37 @@ out:
 	free(id);
 }
 
+/* Puts this process on CPU 0 and every thread of the plugin on CPU 1. */
+static int bench_pin(struct bench *b)
+{
+	char path[64];
+	struct dirent *d;
+	cpu_set_t set;
+	DIR *dir;
+	int rc = 0;
+
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)b->pid);
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)) != NULL)
+		if (d->d_name[0] != '.' &&
+		    sched_setaffinity((pid_t)atoi(d->d_name), sizeof(set), &set) != 0)
+			rc = -1;
+	closedir(dir);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (rc == 0 && sched_setaffinity(0, sizeof(set), &set) != 0)
+		rc = -1;
+	if (rc)
+		fprintf(stderr, "pin: %s\n", strerror(errno));
+	else
+		printf("pinned: benchmark on CPU 0, plugin on CPU 1\n");
+	return rc;
+}
+
 static long bench_peak_rss_kib(pid_t pid)
 {
 	char path[64], line[256];
@@ -556,7 +594,8 @@ int main(int argc, char **argv)
 {
 	struct bench b = {.probe_calls = argc > 1 ? atoi(argv[1]) : 20000,
 			  .plugin_threads = argc > 2 && strcmp(argv[2], "-") ? argv[2] : NULL};
-	bool async_only = argc > 3 && strcmp(argv[3], "async") == 0;
+	bool async_only = argc > 3 && strstr(argv[3], "async");
+	bool pin = argc > 3 && strstr(argv[3], "pin");
 	struct err e;
 	long rss;
 	int rc = 1;
@@ -577,6 +616,8 @@ int main(int argc, char **argv)
 		goto out;
 	printf("csi-hostpath %s (threads: %s), endpoint %s\n", CSI_HOSTPATH_BIN,
 	       b.plugin_threads ? b.plugin_threads : "default", b.endpoint);
+	if (pin && bench_pin(&b) != 0)
+		goto out;
 	if (async_only) {
 		bench_probe_async(&b, 1);
 		bench_probe_async(&b, 2);
