@@ -9,6 +9,7 @@
 
 #include "agent_proc.h"
 #include "csi/csi_client.h"
+#include "hostpath_proc.h"
 
 /* Defined by the build when src/cmd/csi-hostpath exists. */
 #ifndef CSI_HOSTPATH_BIN
@@ -119,6 +120,30 @@ bool agent_proc_wait_replaced(struct agent_proc *a, const char *old, int64_t tim
 	return agent_proc_poll(agent_proc_is_replaced, &w, timeout_ms);
 }
 
+/*
+ * Probes until the plugin answers on this client's channel (30 s at most),
+ * so the call that follows does not race a busy plugin's HTTP/2 handshake.
+ * A fault script making Probe answer UNAVAILABLE would keep it waiting.
+ */
+static int agent_proc_connect(struct csi_client *c)
+{
+	Csi__V1__ProbeRequest r = CSI__V1__PROBE_REQUEST__INIT;
+	int64_t deadline = agent_proc_now_ms() + 30000;
+	struct csi_status st;
+
+	while (agent_proc_now_ms() < deadline) {
+		ProtobufCMessage *resp = NULL;
+
+		memset(&st, 0, sizeof(st));
+		c->call(c, CSI_RPC_PROBE, &r.base, &resp, 5000, &st);
+		csi_msg_free(resp);
+		if (st.code != CSI_UNAVAILABLE && st.code != CSI_DEADLINE_EXCEEDED)
+			return 0;
+		hpp_pause_ms(20);
+	}
+	return -1;
+}
+
 int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id)
 {
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
@@ -147,7 +172,8 @@ int agent_proc_create_volume(struct agent_proc *a, const char *name, char *id)
 	req.capacity_range = &cr;
 	req.n_volume_capabilities = 1;
 	req.volume_capabilities = caps;
-	if (csi_create_volume(c, &req, &resp, 10000, &st) == 0 && resp->volume) {
+	if (agent_proc_connect(c) == 0 && csi_create_volume(c, &req, &resp, 10000, &st) == 0 &&
+	    resp->volume) {
 		snprintf(id, 64, "%s", resp->volume->volume_id);
 		rc = 0;
 	} else {
