@@ -522,7 +522,7 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 			     {.integer = CSI_CLIENT_BACKOFF_MS}};
 	args[1] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-			     {.integer = CSI_CLIENT_BACKOFF_MS}};
+			     {.integer = CSI_CLIENT_CONNECT_TIMEOUT_MS}};
 	args[2] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_MAX_BACKOFF_MS}};

@@ -145,6 +145,10 @@ int csi_client_call_async(struct csi_client *c, struct csi_async *q, enum csi_rp
 			  void *arg, struct csi_status *st);
 
 /*
+ * Calls on q make progress only while some thread polls q (gRPC does a
+ * call's I/O on the thread that polls its queue), so the owner of q should
+ * poll whenever it has calls in flight.
+ *
  * Waits at most timeout_ms (0: not at all) until a call ends, then runs
  * the callbacks of every call that has ended. Returns how many callbacks
  * ran (0 on timeout, or at once when nothing is in flight). Callbacks may

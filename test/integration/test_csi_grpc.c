@@ -784,7 +784,12 @@ static int tg_async_drain(struct csi_async *q, int64_t within_ms)
 }
 
 /* Waits until n handlers are blocked, at most 5 s; returns how many are. */
-static int tg_wait_blocked(struct tg *t, int n)
+/*
+ * Waits until n handlers hold calls of q. It polls q meanwhile: gRPC moves
+ * a call's bytes only while its queue is polled (a call started on a channel
+ * that is still connecting would otherwise wait for the 5 s backup poller).
+ */
+static int tg_wait_blocked(struct tg *t, struct csi_async *q, int n)
 {
 	int64_t end = tg_now_ms() + 5000;
 	int blocked;
@@ -795,7 +800,7 @@ static int tg_wait_blocked(struct tg *t, int n)
 		pthread_mutex_unlock(&t->lock);
 		if (blocked >= n || tg_now_ms() >= end)
 			return blocked;
-		nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+		csi_async_poll(q, 1);
 	}
 }
 
@@ -927,7 +932,7 @@ static void test_async_server_gone(void **state)
 	assert_int_equal(csi_async_new(&q, &e), 0);
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(tg_async_block(t, q, &held[i], 10000), 0);
-	assert_int_equal(tg_wait_blocked(t, 2), 2);
+	assert_int_equal(tg_wait_blocked(t, q, 2), 2);
 	/* The stop waits for the held handlers; the client must not. */
 	assert_int_equal(pthread_create(&th, NULL, tg_stop_main, t), 0);
 	assert_int_equal(tg_async_drain(q, 5000), 0);
@@ -964,7 +969,7 @@ static void test_async_free_in_flight(void **state)
 
 	assert_int_equal(csi_async_new(&q, &e), 0);
 	assert_int_equal(tg_async_block(t, q, &held, 10000), 0);
-	assert_int_equal(tg_wait_blocked(t, 1), 1);
+	assert_int_equal(tg_wait_blocked(t, q, 1), 1);
 	csi_async_free(q);
 	assert_int_equal(held.runs, 1);
 	assert_int_equal(held.code, CSI_CANCELLED);
