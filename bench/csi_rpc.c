@@ -227,8 +227,7 @@ struct bench_async {
 
 static void bench_async_start(struct bench_async *a);
 
-static void bench_async_done(void *arg, int rc, ProtobufCMessage *resp,
-			     const struct csi_status *st)
+static void bench_async_done(void *arg, int rc, ProtobufCMessage *resp, const struct csi_status *st)
 {
 	struct bench_async *a = arg;
 
@@ -275,8 +274,14 @@ static void bench_probe_async(struct bench *b, int nthreads)
 
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
 	for (; n < nthreads; n++) {
-		a[n] = (struct bench_async){b, &start, NULL, BENCH_THREADS / nthreads,
-					    b->probe_calls / 2 * BENCH_THREADS / nthreads, 0, 0, 0};
+		a[n] = (struct bench_async){b,
+					    &start,
+					    NULL,
+					    BENCH_THREADS / nthreads,
+					    b->probe_calls / 2 * BENCH_THREADS / nthreads,
+					    0,
+					    0,
+					    0};
 		if (csi_async_new(&a[n].q, &e) != 0 ||
 		    pthread_create(&th[n], NULL, bench_async_main, &a[n]) != 0) {
 			fprintf(stderr, "probe async: cannot start thread %d\n", n);

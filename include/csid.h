@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+/* clang-format off */
 /* X(name, short code string, message, http status, retryable) */
 #define CSID_ERRORS(X)                                                        \
 	X(EINVAL, "invalid_argument", "invalid argument", 400, false)         \
@@ -31,6 +32,7 @@
 	X(EIO, "io_error", "i/o error", 500, true)                            \
 	X(ETOOBIG, "too_large", "too large", 413, false)                      \
 	X(EINTERNAL, "internal", "internal error", 500, false)
+/* clang-format on */
 
 enum csid_error {
 	CSID_OK = 0,
@@ -38,7 +40,7 @@ enum csid_error {
 #define CSID_ERR_ENUM_(name, code, msg, http, retry) CSID_##name,
 	CSID_ERRORS(CSID_ERR_ENUM_)
 #undef CSID_ERR_ENUM_
-	CSID_ERROR_END_
+	    CSID_ERROR_END_
 };
 
 /* Message of a code ("unknown error" for a code outside the table). */

@@ -229,7 +229,7 @@ static void agent_api_completed(void *cls, struct MHD_Connection *c, void **con_
 }
 
 static void agent_api_mhd_log(void *cls, const char *fmt, va_list ap)
-	__attribute__((format(printf, 2, 0)));
+    __attribute__((format(printf, 2, 0)));
 
 static void agent_api_mhd_log(void *cls, const char *fmt, va_list ap)
 {

@@ -417,7 +417,7 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 		rc = CSID_EINTERNAL;
 	} else if (op->status != GRPC_STATUS_OK) {
 		st->code = op->status >= 0 && op->status < CSI_CLIENT_NCODES ? (int)op->status
-									       : CSI_UNKNOWN;
+									     : CSI_UNKNOWN;
 		csi_client_status_copy(st, op->details);
 		if (!st->message[0])
 			snprintf(st->message, sizeof(st->message), "%s", csi_code_name(st->code));
@@ -461,8 +461,7 @@ static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
 		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", op.info->name);
 		return CSID_ENOMEM;
 	}
-	rc = csi_client_op_start((struct csi_client_grpc *)base, &op, rpc, req, timeout_ms, cq,
-				 st);
+	rc = csi_client_op_start((struct csi_client_grpc *)base, &op, rpc, req, timeout_ms, cq, st);
 	if (rc)
 		return rc;
 	/* The call's deadline guarantees that this batch completes. */
@@ -543,10 +542,10 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	 * message-size filter (the caps above) in place, unlike
 	 * GRPC_ARG_MINIMAL_STACK, and saves about 1 us of CPU per call.
 	 */
-	args[9] = (grpc_arg){
-	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
-	args[10] = (grpc_arg){
-	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
+	args[9] =
+	    (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
+	args[10] =
+	    (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
 	creds = grpc_insecure_credentials_create();
 	c->channel = grpc_channel_create(target, creds, &cargs);
 	grpc_channel_credentials_release(creds);
@@ -616,7 +615,9 @@ int csi_client_call_async(struct csi_client *c, struct csi_async *q, enum csi_rp
 	st->message[0] = '\0';
 	if (!c || !q || !fn) {
 		csi_client_status(st, CSI_INVALID_ARGUMENT, "async call without %s",
-				  !c ? "a client" : !q ? "a queue" : "a callback");
+				  !c   ? "a client"
+				  : !q ? "a queue"
+				       : "a callback");
 		return CSID_EINVAL;
 	}
 	if (q->closing) {

@@ -124,8 +124,7 @@ struct csi_async;
  * NULL unless rc is 0) now belongs to the callback: free it with
  * csi_msg_free. st is borrowed for the callback's duration.
  */
-typedef void (*csi_done_fn)(void *arg, int rc, ProtobufCMessage *resp,
-			    const struct csi_status *st);
+typedef void (*csi_done_fn)(void *arg, int rc, ProtobufCMessage *resp, const struct csi_status *st);
 
 /* Creates a queue; returns 0 and *out, or CSID_ENOMEM with e set. */
 int csi_async_new(struct csi_async **out, struct err *e);
@@ -177,9 +176,9 @@ ProtobufCMessage *csi_msg_dup(const ProtobufCMessage *m);
  * Typed wrappers: csi_<snake_name>(client, req, &resp, timeout_ms, st),
  * e.g. csi_probe(c, &req, &resp, 1000, &st). Same contract as call().
  */
-#define CSI_WRAPPER_DECL_(id, svc, method, snake)                                   \
-	int csi_##snake(struct csi_client *c, const Csi__V1__##method##Request *req,     \
-			Csi__V1__##method##Response **resp, int64_t timeout_ms,          \
+#define CSI_WRAPPER_DECL_(id, svc, method, snake)                                    \
+	int csi_##snake(struct csi_client *c, const Csi__V1__##method##Request *req, \
+			Csi__V1__##method##Response **resp, int64_t timeout_ms,      \
 			struct csi_status *st);
 CSI_RPCS(CSI_WRAPPER_DECL_)
 #undef CSI_WRAPPER_DECL_

@@ -5,14 +5,16 @@
 
 #include <string.h>
 
+/* clang-format off */
 static const struct csi_rpc_info csi_rpc_table[CSI_RPC_COUNT] = {
-#define CSI_RPC_ROW_(id, svc, method, snake)                                     \
-	[CSI_RPC_##id] = {"/csi.v1." #svc "/" #method, #method, #svc,            \
-			  &csi__v1__##snake##_request__descriptor,               \
+#define CSI_RPC_ROW_(id, svc, method, snake)                          \
+	[CSI_RPC_##id] = {"/csi.v1." #svc "/" #method, #method, #svc, \
+			  &csi__v1__##snake##_request__descriptor,    \
 			  &csi__v1__##snake##_response__descriptor},
 	CSI_RPCS(CSI_RPC_ROW_)
 #undef CSI_RPC_ROW_
 };
+/* clang-format on */
 
 const struct csi_rpc_info *csi_rpc_info(enum csi_rpc rpc)
 {

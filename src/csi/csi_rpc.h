@@ -16,6 +16,7 @@
  * Csi__V1__<Method>Request, its descriptor
  * csi__v1__<snake_name>_request__descriptor, and likewise for Response.
  */
+/* clang-format off */
 #define CSI_RPCS(X)                                                              \
 	X(GET_PLUGIN_INFO, Identity, GetPluginInfo, get_plugin_info)                 \
 	X(GET_PLUGIN_CAPABILITIES, Identity, GetPluginCapabilities,                  \
@@ -59,17 +60,18 @@
 	X(NODE_EXPAND_VOLUME, Node, NodeExpandVolume, node_expand_volume)            \
 	X(NODE_GET_CAPABILITIES, Node, NodeGetCapabilities, node_get_capabilities)   \
 	X(NODE_GET_INFO, Node, NodeGetInfo, node_get_info)
+/* clang-format on */
 
 enum csi_rpc {
 #define CSI_RPC_ENUM_(id, svc, method, snake) CSI_RPC_##id,
 	CSI_RPCS(CSI_RPC_ENUM_)
 #undef CSI_RPC_ENUM_
-	CSI_RPC_COUNT
+	    CSI_RPC_COUNT
 };
 
 struct csi_rpc_info {
-	const char *path;    /* "/csi.v1.Identity/Probe" */
-	const char *name;    /* "Probe" */
+	const char *path; /* "/csi.v1.Identity/Probe" */
+	const char *name; /* "Probe" */
 	const char *service; /* "Identity" */
 	const ProtobufCMessageDescriptor *request;
 	const ProtobufCMessageDescriptor *response;

@@ -541,10 +541,10 @@ int csi_server_start(struct csi_server *s, struct err *e)
 	 * the call here all the same; a handler is never interrupted anyway.
 	 * Together about 2 us of CPU per call.
 	 */
-	args[4] = (grpc_arg){
-	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
-	args[5] = (grpc_arg){
-	    GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
+	args[4] =
+	    (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_COMPRESSION, {.integer = 0}};
+	args[5] =
+	    (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
 	args[6] = (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_DEADLINE_CHECKS, {.integer = 0}};
 	s->server = grpc_server_create(&cargs, NULL);
 	for (int i = 0; i < CSI_RPC_COUNT; i++)

@@ -19,7 +19,6 @@ void *arena_alloc(struct arena *a, size_t size);
 /* Copy of s (NULL gives NULL), or NULL when out of memory. */
 char *arena_strdup(struct arena *a, const char *s);
 /* printf into the arena. */
-char *arena_printf(struct arena *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+char *arena_printf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

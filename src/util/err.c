@@ -15,11 +15,13 @@ struct err_info {
 	bool retry;
 };
 
+/* clang-format off */
 static const struct err_info err_table[] = {
 #define ERR_ROW_(name, code, msg, http, retry) {code, msg, http, retry},
 	CSID_ERRORS(ERR_ROW_)
 #undef ERR_ROW_
 };
+/* clang-format on */
 
 static const struct err_info *err_lookup(int e)
 {

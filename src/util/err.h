@@ -12,22 +12,20 @@
 #define ERR_MSG_MAX 512
 
 struct err {
-	int code;              /* 0 or a negative CSID_E* */
+	int code; /* 0 or a negative CSID_E* */
 	char msg[ERR_MSG_MAX]; /* human text, never secrets */
 };
 
 /* Clears e. e may be NULL in every err_* function (then they only return code). */
 void err_clear(struct err *e);
 /* Sets code and message (printf format); returns code. */
-int err_set(struct err *e, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int err_set(struct err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefixes the message with "context: "; returns e->code. */
-int err_wrap(struct err *e, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int err_wrap(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Maps an errno value to a csid code. */
 int err_from_errno(int errnum);
 /* Sets e from errno with the message "<what>: strerror(errno)"; returns code. */
 int err_errno(struct err *e, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -861,13 +861,13 @@ static void test_async_bad_args(void **state)
 	struct err e;
 
 	assert_int_equal(csi_async_new(&q, &e), 0);
-	assert_int_equal(csi_client_call_async(t->client, q, CSI_RPC_PROBE, NULL, 1000, NULL,
-					       &r, &st),
-			 CSID_EINVAL);
+	assert_int_equal(
+	    csi_client_call_async(t->client, q, CSI_RPC_PROBE, NULL, 1000, NULL, &r, &st),
+	    CSID_EINVAL);
 	assert_int_equal(st.code, CSI_INVALID_ARGUMENT);
-	assert_int_equal(csi_client_call_async(NULL, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done,
-					       &r, &st),
-			 CSID_EINVAL);
+	assert_int_equal(
+	    csi_client_call_async(NULL, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done, &r, &st),
+	    CSID_EINVAL);
 	assert_int_equal(csi_client_call_async(t->client, q, (enum csi_rpc)CSI_RPC_COUNT, NULL,
 					       1000, tg_async_done, &r, &st),
 			 CSID_EINVAL);
@@ -999,9 +999,9 @@ static void test_async_fake_client(void **state)
 	(void)state;
 	memset(r, 0, sizeof(r));
 	assert_int_equal(csi_async_new(&q, &e), 0);
-	assert_int_equal(csi_client_call_async(&fake, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done,
-					       &r[0], NULL),
-			 0);
+	assert_int_equal(
+	    csi_client_call_async(&fake, q, CSI_RPC_PROBE, NULL, 1000, tg_async_done, &r[0], NULL),
+	    0);
 	r[0].started = 1;
 	assert_int_equal(csi_client_call_async(&fake, q, CSI_RPC_NODE_GET_INFO, NULL, 1000,
 					       tg_async_done, &r[1], NULL),

@@ -332,8 +332,7 @@ static bool agent_proc_log_has(void *ctx)
 	return agent_proc_log_count(w->a, w->needle, w->count);
 }
 
-bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count,
-			 int64_t timeout_ms)
+bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count, int64_t timeout_ms)
 {
 	struct agent_proc_log_wait w = {a, needle, count};
 

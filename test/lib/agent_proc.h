@@ -94,8 +94,7 @@ bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
  * timeout_ms. Log lines may trail the state the API reports (they are
  * written by another thread), so a test checks them with this, not once.
  */
-bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count,
-			 int64_t timeout_ms);
+bool agent_proc_wait_log(struct agent_proc *a, const char *needle, int count, int64_t timeout_ms);
 /* A generous timeout_ms for agent_proc_wait_log of a line that is due. */
 #define AGENT_PROC_LOG_MS 20000
 

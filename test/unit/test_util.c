@@ -88,10 +88,10 @@ static void test_rpc_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_error_table),
-		cmocka_unit_test(test_err_wrap),
-		cmocka_unit_test(test_arena),
-		cmocka_unit_test(test_rpc_table),
+	    cmocka_unit_test(test_error_table),
+	    cmocka_unit_test(test_err_wrap),
+	    cmocka_unit_test(test_arena),
+	    cmocka_unit_test(test_rpc_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

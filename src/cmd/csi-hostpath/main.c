@@ -29,7 +29,7 @@ static const char hp_usage[] =
     "  --mode MODE            controller, node or monolith (default monolith)\n"
     "  --no-controller-publish  do not offer PUBLISH_UNPUBLISH_VOLUME\n"
     "  --max-volumes-per-node N  reported by NodeGetInfo, enforced by ControllerPublishVolume\n"
-	"                         (0 = no limit)\n"
+    "                         (0 = no limit)\n"
     "  --capacity BYTES       total capacity for volumes and snapshots (default 100G;\n"
     "                         suffixes K, M, G, T)\n"
     "  --name NAME            plugin name (default " HP_DEFAULT_NAME ")\n"
