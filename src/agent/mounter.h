@@ -4,7 +4,7 @@
  * both down again, through a node plugin's CSI client. Every step is
  * recorded durably before and after its RPC (agent/mount_store.h), so a
  * restarted agent adopts what is mounted and finishes or rolls back what
- * was half done (mounter_recover; the rules are in mounter.c).
+ * was half done (mounter_recover; the rules are in mounter_recover.c).
  *
  * The mounter does not know the plugin manager: each call gets a small
  * struct mounter_plugin describing the node plugin to use.
@@ -34,7 +34,7 @@
  * How many empty directories (staging paths, targets' parents) an unmount
  * leaves in place for the next mount of the same path; the oldest beyond
  * this are removed. mounter_close removes them all, and the first
- * mounter_recover removes those an earlier process left (see mounter.c).
+ * mounter_recover removes those an earlier process left (see mounter_recover.c).
  */
 #define MOUNTER_PARK_MAX 32
 
@@ -171,7 +171,7 @@ struct mounter_recovery {
 
 /*
  * Brings every record to a stable state after a start (see the rules in
- * mounter.c), then detaches mounts under <data_dir>/mounts that no record
+ * mounter_recover.c), then detaches mounts under <data_dir>/mounts that no record
  * owns. Idempotent; may be called again while serving (e.g. when a plugin
  * comes back) to retry pending records. Fills *report when not NULL.
  * Returns 0 when nothing is pending, CSID_EUNAVAIL when some records are
