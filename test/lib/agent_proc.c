@@ -227,10 +227,14 @@ long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
 	}
 	curl_slist_free_all(hdr);
 	if (a->keepalive) {
-		/* Options stick to a reused handle: clear the body for the next request. */
+		/*
+		 * Options stick to a reused handle. HTTPGET drops the body and the
+		 * POST mode: clearing POSTFIELDS alone would leave the next DELETE
+		 * a bodiless POST-style upload (chunked, Expect: 100-continue), one
+		 * round trip more.
+		 */
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, -1L);
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
 	} else {
 		curl_easy_cleanup(c);
 	}
