@@ -1,0 +1,381 @@
+/*
+ * The control plane's objects: volumes (with their claims and controller
+ * publications), snapshots and nodes, as plain structs; their validation;
+ * their JSON encodings (what the store keeps, what the API shows, what a
+ * spec file holds). Pure functions, no I/O, no clock of their own (times
+ * are passed in), thread-safe. The server, the agent, csictl and the tests
+ * share them. The claim rules are in model_claim.h, the reconciler's
+ * decisions in server/.
+ *
+ * Memory: a decoded object and everything it points to lives in the
+ * struct arena passed to the decoder (util/arena.h); free the arena to
+ * free it. Code that changes an object allocates the new strings and
+ * arrays from the same arena. Secrets (the secrets maps, mount flags) are
+ * kept because the plugin needs them, but only the store encoding
+ * carries them: the API encoding and every message leave them out.
+ *
+ * JSON shapes (keys in snake_case; maps are objects of strings; absent
+ * keys take the documented defaults):
+ *   volume spec (PUT /v1/volume/<id>, /create; spec files):
+ *     {"id", "name", "plugin_id", "external_id" (register only),
+ *      "capacity_min", "capacity_max" (bytes; or strings "10GiB", "500M"),
+ *      "capabilities": [{"access_mode": "single-node-writer",
+ *                        "attachment_mode": "file-system"}],
+ *      "mount_options": {"fs_type", "mount_flags": [...]},
+ *      "parameters", "mutable_parameters", "secrets", "context" (maps),
+ *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
+ *      "snapshot_source", "clone_source" (IDs)}
+ *   volume (API view, store view adds secrets and mount_flags):
+ *     the spec keys plus "state", "capacity", "accessible_topology",
+ *     "claims": [claim], "past_claims": [claim], "publications": [pub],
+ *     "node_expansion_required", "pending": {"capacity_min",
+ *     "mutable_parameters"}, "status": {"last_error", "attempts",
+ *     "next_attempt_ms"}, "create_index", "modify_index",
+ *     "schedulable", "plugin_health" (filled by the server)
+ *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
+ *           "access_mode", "attachment_mode", "read_only", "state",
+ *           "claimed_ms", "updated_ms", "note"}
+ *   publication: {"node_id", "plugin_node_id", "read_only", "access_mode",
+ *           "attachment_mode", "state": "publishing|published|unpublishing",
+ *           "context": {...}}
+ *   snapshot: {"id", "volume_id", "plugin_id", "external_id", "name",
+ *           "parameters", "secrets" (store only), "state", "ready_to_use",
+ *           "size_bytes", "creation_time_ms", "create_index", "modify_index"}
+ *   node: {"id", "status": "ready|down", "registered_ms", "updated_ms",
+ *          "plugins": [{"plugin_id", "type": "controller|node",
+ *            "healthy", "health", "version", "capabilities": [names],
+ *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
+ */
+#ifndef CSID_MODEL_MODEL_H
+#define CSID_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/arena.h"
+#include "util/err.h"
+
+/* IDs (volume, allocation, node, snapshot): 1..MODEL_ID_MAX bytes of
+ * [A-Za-z0-9._-], not "." nor "..". Plugin IDs: domain notation, <= 63. */
+#define MODEL_ID_MAX 128
+#define MODEL_PLUGIN_ID_MAX 63
+/* Spec size limits (CSI): strings 128 bytes, maps 4 KiB in all. */
+#define MODEL_STRING_MAX 128
+#define MODEL_MAP_BYTES_MAX 4096
+#define MODEL_CAPS_MAX 16
+#define MODEL_TOPOLOGIES_MAX 64
+#define MODEL_MOUNT_FLAGS_MAX 64
+/* Past claims kept per volume (oldest dropped first). */
+#define MODEL_PAST_CLAIMS_MAX 16
+
+/* Access modes, numbered as on the CSI wire (VolumeCapability.AccessMode). */
+enum model_access {
+	MODEL_ACCESS_UNKNOWN = 0,
+	MODEL_ACCESS_SINGLE_NODE_WRITER = 1,
+	MODEL_ACCESS_SINGLE_NODE_READER_ONLY = 2,
+	MODEL_ACCESS_MULTI_NODE_READER_ONLY = 3,
+	MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER = 4,
+	MODEL_ACCESS_MULTI_NODE_MULTI_WRITER = 5,
+	MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER = 6,
+	MODEL_ACCESS_SINGLE_NODE_MULTI_WRITER = 7,
+};
+
+enum model_attachment { MODEL_ATTACH_FILE_SYSTEM, MODEL_ATTACH_BLOCK_DEVICE };
+
+/* "single-node-writer" ...; NULL for UNKNOWN or outside the enum. */
+const char *model_access_name(enum model_access a);
+int model_access_parse(const char *s, enum model_access *out, struct err *e);
+/* "file-system" / "block-device". */
+const char *model_attachment_name(enum model_attachment a);
+int model_attachment_parse(const char *s, enum model_attachment *out, struct err *e);
+/* Whether a allows a writer at all (not one of the *-reader-only modes). */
+bool model_access_writable(enum model_access a);
+/* Whether a lets more than one node use the volume (MULTI_NODE_*). */
+bool model_access_multi_node(enum model_access a);
+
+struct model_kv {
+	char *key;
+	char *value;
+};
+
+/* A string map, sorted by key, keys unique. */
+struct model_map {
+	struct model_kv *kv;
+	size_t n;
+};
+
+/* Value of key, or NULL. */
+const char *model_map_get(const struct model_map *m, const char *key);
+
+struct model_capability {
+	enum model_access access;
+	enum model_attachment attachment;
+};
+
+/* One topology segment set ({"zone": "a", "rack": "7"}). */
+struct model_topology {
+	struct model_map segments;
+};
+
+/* Whether node (a node plugin's accessible topology) satisfies t: every
+ * segment of t is present in node with the same value. */
+bool model_topology_match(const struct model_topology *t, const struct model_topology *node);
+
+enum model_claim_mode { MODEL_CLAIM_READ, MODEL_CLAIM_WRITE };
+
+/*
+ * Claim lifecycle (a table in model.c; every change goes through
+ * model_claim_transition): claimed -> node-unpublished ->
+ * controller-unpublished -> freed (moved to past claims) -> removed
+ * (dropped from past claims). A claim may skip forward (a plugin without
+ * controller publish goes node-unpublished -> freed by way of
+ * controller-unpublished at once; an operator's force-free goes straight
+ * to freed); it never goes back.
+ */
+enum model_claim_state {
+	MODEL_CLAIM_CLAIMED,
+	MODEL_CLAIM_NODE_UNPUBLISHED,
+	MODEL_CLAIM_CONTROLLER_UNPUBLISHED,
+	MODEL_CLAIM_FREED,
+};
+
+const char *model_claim_state_name(enum model_claim_state s);
+int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e);
+const char *model_claim_mode_name(enum model_claim_mode m);
+
+struct model_claim {
+	char *alloc_id;
+	char *node_id; /* csid node */
+	char *plugin_node_id; /* the plugin's CSI node ID at claim time */
+	enum model_claim_mode mode;
+	struct model_capability cap;
+	bool read_only;
+	enum model_claim_state state;
+	int64_t claimed_ms; /* wall clock */
+	int64_t updated_ms;
+	char *note; /* why it moved last ("released", "force-freed: skipped ..."), or NULL */
+};
+
+/* Whether the claim lifecycle allows from -> to. */
+bool model_claim_can_move(enum model_claim_state from, enum model_claim_state to);
+/*
+ * Moves c to state `to` at now_ms with note (copied into a, may be NULL),
+ * logging "claim <vol>/<alloc>: from -> to". Returns 0, or CSID_EPRECOND
+ * when the table forbids it (c unchanged), or CSID_ENOMEM.
+ */
+int model_claim_transition(struct arena *a, const char *volume_id, struct model_claim *c,
+			   enum model_claim_state to, const char *note, int64_t now_ms,
+			   struct err *e);
+
+/* Controller publication of a volume to one node (ControllerPublishVolume). */
+enum model_pub_state {
+	MODEL_PUB_PUBLISHING, /* wanted; ControllerPublishVolume not yet OK */
+	MODEL_PUB_PUBLISHED, /* done; context recorded */
+	MODEL_PUB_UNPUBLISHING, /* no claim needs it; ControllerUnpublishVolume due */
+};
+
+const char *model_pub_state_name(enum model_pub_state s);
+
+struct model_publication {
+	char *node_id;
+	char *plugin_node_id;
+	struct model_capability cap;
+	bool read_only;
+	enum model_pub_state state;
+	struct model_map context; /* publish_context, passed to the node */
+};
+
+enum model_volume_state {
+	MODEL_VOL_CREATING, /* CreateVolume due */
+	MODEL_VOL_REGISTERING, /* existing volume: ValidateVolumeCapabilities due */
+	MODEL_VOL_READY, /* usable */
+	MODEL_VOL_DELETING, /* DeleteVolume due once every claim is freed, then deregistered */
+	MODEL_VOL_FAILED, /* a final error during create/register: see status */
+};
+
+const char *model_volume_state_name(enum model_volume_state s);
+
+/* What the reconciler last saw for the volume (kept in memory and shown). */
+struct model_status {
+	char *last_error; /* NULL when the last attempt succeeded */
+	int attempts; /* failed attempts in a row */
+	int64_t next_attempt_ms; /* wall clock, 0: none scheduled */
+};
+
+struct model_volume {
+	/* spec */
+	char *id;
+	char *name; /* the CreateVolume name (defaults to id) */
+	char *plugin_id;
+	char *external_id; /* the plugin's volume ID; NULL until created */
+	int64_t capacity_min; /* required_bytes, 0: unset */
+	int64_t capacity_max; /* limit_bytes, 0: unset */
+	struct model_capability *caps;
+	size_t ncaps;
+	char *fs_type;
+	char **mount_flags; /* secret-like: never shown */
+	size_t nmount_flags;
+	struct model_map parameters;
+	struct model_map mutable_parameters;
+	struct model_map secrets;
+	struct model_map context; /* volume_context */
+	struct model_topology *requisite;
+	size_t nrequisite;
+	struct model_topology *preferred;
+	size_t npreferred;
+	char *snapshot_source; /* snapshot ID (ours), or NULL */
+	char *clone_source; /* volume ID (ours), or NULL */
+
+	/* observed */
+	enum model_volume_state state;
+	int64_t capacity; /* bytes, as the plugin reported */
+	struct model_topology *accessible;
+	size_t naccessible;
+	bool node_expansion_required;
+	/* wanted changes the reconciler has not applied yet (0 / empty: none) */
+	int64_t pending_capacity_min;
+	struct model_map pending_mutable;
+
+	struct model_claim *claims; /* active (state < FREED) */
+	size_t nclaims;
+	struct model_claim *past_claims; /* freed, newest last, at most MODEL_PAST_CLAIMS_MAX */
+	size_t npast_claims;
+	struct model_publication *pubs;
+	size_t npubs;
+
+	int64_t created_ms;
+	int64_t updated_ms;
+	uint64_t create_index; /* from the store, not encoded */
+	uint64_t modify_index;
+
+	/* filled by the server for the API view, never stored */
+	struct model_status status;
+	bool schedulable;
+	char *plugin_health; /* "healthy" or why not */
+};
+
+enum model_snapshot_state {
+	MODEL_SNAP_CREATING,
+	MODEL_SNAP_READY,
+	MODEL_SNAP_DELETING,
+	MODEL_SNAP_FAILED
+};
+const char *model_snapshot_state_name(enum model_snapshot_state s);
+
+struct model_snapshot {
+	char *id;
+	char *volume_id; /* source volume (ours) */
+	char *plugin_id;
+	char *external_id; /* the plugin's snapshot ID; NULL until created */
+	char *name; /* the CreateSnapshot name (defaults to id) */
+	struct model_map parameters;
+	struct model_map secrets;
+	enum model_snapshot_state state;
+	bool ready_to_use;
+	int64_t size_bytes;
+	int64_t creation_time_ms;
+	int64_t created_ms;
+	uint64_t create_index;
+	uint64_t modify_index;
+	struct model_status status; /* filled by the server, never stored */
+};
+
+enum model_plugin_type { MODEL_PLUGIN_CONTROLLER, MODEL_PLUGIN_NODE };
+
+/* One plugin as a node's fingerprint reports it. */
+struct model_node_plugin {
+	char *plugin_id;
+	enum model_plugin_type type;
+	bool healthy;
+	char *health; /* description */
+	char *version;
+	char **caps; /* capability names ("PUBLISH_UNPUBLISH_VOLUME", "STAGE_UNSTAGE_VOLUME") */
+	size_t ncaps;
+	char *plugin_node_id; /* node plugins */
+	int64_t max_volumes;
+	struct model_topology topology; /* node plugins */
+};
+
+enum model_node_status { MODEL_NODE_READY, MODEL_NODE_DOWN };
+
+struct model_node {
+	char *id;
+	enum model_node_status status;
+	int64_t registered_ms;
+	int64_t updated_ms;
+	struct model_node_plugin *plugins;
+	size_t nplugins;
+	uint64_t create_index;
+	uint64_t modify_index;
+};
+
+/* Checks an ID as above; what names the field ("volume id"). The message
+ * quotes at most a short, sanitised prefix of a hostile input. */
+int model_id_check(const char *what, const char *id, size_t len, struct err *e);
+int model_plugin_id_check(const char *id, struct err *e);
+
+/*
+ * Validates a volume spec (as submitted) and reports every problem at
+ * once: e->msg is "volume spec: <problem>; <problem>; ..." (bounded) and
+ * the code CSID_EINVAL. for_create: CreateVolume fields are checked
+ * (no external_id allowed; snapshot/clone source at most one); otherwise
+ * (register) external_id is required.
+ */
+int model_volume_validate(const struct model_volume *v, bool for_create, struct err *e);
+
+/* Which encoding: what the store keeps (secrets included), or what the API shows. */
+enum model_view { MODEL_VIEW_STORE, MODEL_VIEW_API };
+
+/*
+ * JSON text of an object (malloc'd, NUL-terminated, *len without the NUL;
+ * free with free(); the caller wipes a MODEL_VIEW_STORE text that holds
+ * secrets with model_wipe_free). Returns 0 or CSID_ENOMEM.
+ */
+int model_volume_encode(const struct model_volume *v, enum model_view view, char **out, size_t *len,
+			struct err *e);
+int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, char **out,
+			  size_t *len, struct err *e);
+int model_node_encode(const struct model_node *n, char **out, size_t *len, struct err *e);
+/* Zeroes then frees a text that may hold secrets. NULL is a no-op. */
+void model_wipe_free(char *text, size_t len);
+
+/*
+ * Decoders of the store encoding (trusted, but still checked: a damaged
+ * record gives CSID_EPROTO, never a crash). Everything goes into a.
+ */
+int model_volume_decode(struct arena *a, const char *json, size_t len, struct model_volume **out,
+			struct err *e);
+int model_snapshot_decode(struct arena *a, const char *json, size_t len,
+			  struct model_snapshot **out, struct err *e);
+int model_node_decode(struct arena *a, const char *json, size_t len, struct model_node **out,
+		      struct err *e);
+
+/*
+ * Decodes a volume spec from outside (API body or spec file): strict JSON
+ * object, only the spec keys, right types, sizes within the CSI limits;
+ * "#" or "//" comment lines are allowed when allow_comments (spec files).
+ * An unknown key is refused with its path ("capabilities[1].acces_mode:
+ * unknown key"). Does not validate semantics: call model_volume_validate.
+ * Returns 0 and *out (in a), or CSID_EINVAL / CSID_ETOOBIG with e set
+ * (never echoing a secret).
+ */
+int model_volume_spec_decode(struct arena *a, const char *text, size_t len, bool allow_comments,
+			     struct model_volume **out, struct err *e);
+
+/* A commented example spec file (for `csictl volume init`); static text. */
+const char *model_volume_spec_example(void);
+
+/* Parses "10GiB", "500M", "1073741824" into bytes; CSID_EINVAL / CSID_ERANGE. */
+int model_parse_size(const char *s, int64_t *out, struct err *e);
+
+/* Deep copy of v into a (to change a decoded volume safely). */
+int model_volume_copy(struct arena *a, const struct model_volume *v, struct model_volume **out,
+		      struct err *e);
+
+/* The active claim of alloc_id, or NULL. */
+struct model_claim *model_volume_claim(const struct model_volume *v, const char *alloc_id);
+/* The publication for node_id, or NULL. */
+struct model_publication *model_volume_pub(const struct model_volume *v, const char *node_id);
+
+#endif

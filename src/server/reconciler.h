@@ -1,0 +1,111 @@
+/*
+ * Reconciler: drives every volume and snapshot of the store towards what
+ * its record asks for, through the plugins' controller services. It keeps
+ * a queue of pending (kind, ID) items, each with an attempt count and a
+ * due time. Working an item re-reads the object from the store and
+ * derives the next step from its stored state alone (level-triggered):
+ * create, validate (register existing), controller publish to each node
+ * that needs it, controller unpublish, move claims on, expand, modify,
+ * delete; snapshot create (re-polled until ready to use) and delete. The
+ * result is written back with compare-and-set on the index it read; a
+ * conflict re-queues the item at once. Steps are idempotent, so an item
+ * may be worked again from any state, after a crash too.
+ *
+ * Outcomes are classified by csi_rules_outcome (src/csi/csi_rules.c):
+ * DONE moves on, RETRY re-queues with capped exponential backoff with
+ * jitter (backoff_min_ms doubling to backoff_max_ms), FINAL records the
+ * error on the object (and backs off at the cap, so an operator's fix is
+ * picked up). Every RPC has a deadline (rpc_timeout_ms). A failing item
+ * shows its last error, attempt count and next attempt time
+ * (reconciler_status) and never delays other items: items are taken in
+ * due-time order, never two workers on one item, and controller RPCs to
+ * one plugin are limited to plugin_concurrency at a time (default 1,
+ * since some providers race across volumes of one host).
+ *
+ * Virtual time: reconciler_step() works every item due at the clock's now
+ * on the calling thread and returns when the next item is due; tests run
+ * it on a fake clock with a scripted fake plugin and the memory store.
+ * reconciler_start() runs the same core on worker threads, plus one thread
+ * that follows the store's change log and enqueues every changed object.
+ * At start (step or threads) every volume and snapshot is enqueued.
+ *
+ * Thread-safety: reconciler_enqueue and reconciler_status may be called
+ * from any thread; reconciler_step from one thread, never after start.
+ */
+#ifndef CSID_SERVER_RECONCILER_H
+#define CSID_SERVER_RECONCILER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "csi/csi_client.h"
+#include "model/model.h"
+#include "store/store.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#define RECONCILER_BACKOFF_MIN_MS 100
+#define RECONCILER_BACKOFF_MAX_MS (10 * 60 * 1000)
+#define RECONCILER_WORKERS 4
+
+/*
+ * How the reconciler reaches a plugin's controller service: a seam, so the
+ * server can use sockets on its own host (this issue) or an agent that
+ * runs the controller plugin (next issue), and tests a scripted fake.
+ * acquire gives a client for a healthy controller of plugin_id and its
+ * ControllerGetCapabilities bits (indexed by the CSI enum values), or
+ * CSID_EUNAVAIL ("no healthy controller for plugin X") / CSID_ENOTFOUND
+ * ("no controller plugin X"); release gives it back. Both thread-safe.
+ */
+struct reconciler_controllers {
+	int (*acquire)(void *ctx, const char *plugin_id, struct csi_client **client,
+		       uint64_t *controller_caps, struct err *e);
+	void (*release)(void *ctx, const char *plugin_id, struct csi_client *client);
+	void *ctx;
+};
+
+struct reconciler_config {
+	struct store *store; /* borrowed, required */
+	struct reconciler_controllers controllers; /* required */
+	struct clock *clock; /* borrowed; NULL: real clock */
+	int workers; /* 0: RECONCILER_WORKERS */
+	int64_t backoff_min_ms; /* 0: RECONCILER_BACKOFF_MIN_MS */
+	int64_t backoff_max_ms; /* 0: RECONCILER_BACKOFF_MAX_MS */
+	int64_t rpc_timeout_ms; /* 0: CSI_DEFAULT_TIMEOUT_MS */
+	int plugin_concurrency; /* 0: 1 */
+	uint64_t seed; /* jitter; 0: from the clock */
+};
+
+struct reconciler;
+
+int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out, struct err *e);
+
+/* Queues (kind, id) to be worked now (a no-op when it is queued already and due). */
+void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id);
+
+/* Works every due item on this thread; returns when the next is due (CLOCK_NEVER: none). */
+int64_t reconciler_step(struct reconciler *r);
+
+/* Runs workers and the change-log follower on threads. */
+int reconciler_start(struct reconciler *r, struct err *e);
+
+/*
+ * Copies what the reconciler last saw of (kind, id) into *out (strings in
+ * a). Returns 0, or CSID_ENOTFOUND when it has nothing on it (nothing
+ * pending, last attempt fine).
+ */
+int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id, struct arena *a,
+		      struct model_status *out);
+
+/* Pending items and items in backoff (for /v1/status/health and metrics). */
+void reconciler_counts(struct reconciler *r, int *queued, int *failing);
+
+/*
+ * Stops taking items, waits for the steps in flight (each bounded by its
+ * RPC deadline) and joins the threads. Idempotent.
+ */
+void reconciler_stop(struct reconciler *r);
+/* Stops (if not yet) and frees. NULL is a no-op. */
+void reconciler_free(struct reconciler *r);
+
+#endif

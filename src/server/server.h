@@ -1,0 +1,199 @@
+/*
+ * The control plane's core: the catalogue of volumes, snapshots, nodes
+ * and plugins, and every operation the HTTP API offers on it. The HTTP
+ * layer (src/api/server_api*.c) only translates between HTTP/JSON and
+ * these calls; `csid server` and `csid dev` build one with a store and a
+ * controller seam.
+ *
+ * Writes are compare-and-set on the store: read the object, check the
+ * rules on what was read (model_claim.h), write on the index read, and
+ * on CSID_ECONFLICT re-read and check again; so of 100 clients racing to
+ * claim a single-writer volume exactly one wins and the others get the
+ * conflict naming the holder. Every write enqueues the object in the
+ * reconciler (the change-log follower would too; enqueueing at once
+ * saves its latency).
+ *
+ * Nodes: server_node_put registers a node with its fingerprint and is its
+ * heartbeat. Liveness is kept in memory with a TTL; only transitions
+ * (registration, a changed fingerprint, ready <-> down) are written to the
+ * store. server_tick() marks nodes whose heartbeat is older than the TTL
+ * down (virtual time in tests). Plugins are derived from the node
+ * fingerprints and the server's own controller plugins.
+ *
+ * Operator exits answer what they skipped in *skipped (a sentence, in
+ * the arena, NULL when nothing was skipped).
+ *
+ * Results are allocated in the caller's arena, in the model's structs,
+ * with the reconciler's status, schedulable and plugin_health filled in.
+ * Thread-safety: every function may be called from any thread.
+ */
+#ifndef CSID_SERVER_SERVER_H
+#define CSID_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "model/model_claim.h"
+#include "server/reconciler.h"
+#include "store/store.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+#define SERVER_NODE_TTL_MS 30000
+#define SERVER_PER_PAGE_DEFAULT 100
+#define SERVER_PER_PAGE_MAX 1000
+
+/* Health of the server's own controller plugins (for the plugins view). */
+struct server_local_controller {
+	const char *plugin_id;
+	bool healthy;
+	const char *health;
+	const char *version;
+	uint64_t controller_caps;
+};
+
+struct server_config {
+	struct store *store; /* borrowed, required */
+	struct reconciler_controllers controllers; /* required */
+	struct clock *clock; /* NULL: real */
+	int workers; /* reconciler; 0: default */
+	int64_t backoff_min_ms, backoff_max_ms, rpc_timeout_ms; /* 0: defaults */
+	int plugin_concurrency; /* 0: 1 */
+	int64_t node_ttl_ms; /* 0: SERVER_NODE_TTL_MS */
+	/*
+	 * Snapshot of the server's own controller plugins (optional): fills
+	 * n entries of out (at most cap) and returns n. Thread-safe.
+	 */
+	size_t (*local_controllers)(void *ctx, struct server_local_controller *out, size_t cap,
+				    struct arena *a);
+	void *local_controllers_ctx;
+	bool manual_reconciler; /* tests: the caller steps server_reconciler() */
+};
+
+struct server;
+
+int server_new(const struct server_config *cfg, struct server **out, struct err *e);
+/* Starts the reconciler threads (unless manual_reconciler). */
+int server_start(struct server *s, struct err *e);
+/* Stops the reconciler (drains steps in flight), then frees; NULL is a no-op. */
+void server_free(struct server *s);
+struct reconciler *server_reconciler(struct server *s);
+struct store *server_store(struct server *s);
+/* Marks nodes down whose heartbeat is older than the TTL; returns when next due. */
+int64_t server_tick(struct server *s);
+
+/* --- volumes --- */
+
+/* Registers an existing volume (spec->external_id set): validated, then
+ * recorded in state registering. CSID_EEXIST when the ID is taken by a
+ * different spec (the same spec again is idempotent). */
+int server_volume_register(struct server *s, const struct model_volume *spec, struct arena *a,
+			   struct model_volume **out, struct err *e);
+/* Records a volume to create (state creating); idempotent as register. */
+int server_volume_create(struct server *s, const struct model_volume *spec, struct arena *a,
+			 struct model_volume **out, struct err *e);
+int server_volume_get(struct server *s, const char *id, struct arena *a, struct model_volume **out,
+		      struct err *e);
+
+struct server_volume_filter {
+	const char *plugin_id; /* NULL: any */
+	const char *node_id; /* volumes with a claim or publication on this node */
+	const char *prefix;
+	size_t per_page; /* 0: SERVER_PER_PAGE_DEFAULT; capped at SERVER_PER_PAGE_MAX */
+	const char *next_token; /* from a previous page, NULL: first */
+};
+
+/* One page, ID order; *next_token (in a) NULL on the last page; *index the
+ * store index the page was read at. */
+int server_volume_list(struct server *s, const struct server_volume_filter *f, struct arena *a,
+		       struct model_volume ***out, size_t *n, char **next_token, uint64_t *index,
+		       struct err *e);
+/* DeleteVolume then deregister: state deleting. CSID_ECONFLICT naming the
+ * holders while claims are active. */
+int server_volume_delete(struct server *s, const char *id, struct arena *a,
+			 struct model_volume **out, struct err *e);
+/* Removes the record. Without force: CSID_ECONFLICT while claimed or
+ * published. With force: removes it anyway, *skipped says what. */
+int server_volume_deregister(struct server *s, const char *id, bool force, struct arena *a,
+			     char **skipped, struct err *e);
+int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
+			struct arena *a, struct model_volume **out, struct err *e);
+/* The node side of alloc's claim is done: claimed -> node-unpublished. With
+ * force: freed at once, skipping the controller unpublish (*skipped). */
+int server_volume_release(struct server *s, const char *id, const char *alloc_id, bool force,
+			  struct arena *a, struct model_volume **out, char **skipped,
+			  struct err *e);
+/* Every claim on node_id -> node-unpublished (the operator asserts the
+ * node no longer uses it); the reconciler then unpublishes and frees. */
+int server_volume_detach(struct server *s, const char *id, const char *node_id, struct arena *a,
+			 struct model_volume **out, char **skipped, struct err *e);
+int server_volume_expand(struct server *s, const char *id, int64_t capacity_min, struct arena *a,
+			 struct model_volume **out, struct err *e);
+int server_volume_modify(struct server *s, const char *id, const struct model_map *mutable_params,
+			 struct arena *a, struct model_volume **out, struct err *e);
+
+/* --- snapshots --- */
+
+/* spec: id, volume_id, optional name, parameters, secrets. */
+int server_snapshot_create(struct server *s, const struct model_snapshot *spec, struct arena *a,
+			   struct model_snapshot **out, struct err *e);
+int server_snapshot_get(struct server *s, const char *id, struct arena *a,
+			struct model_snapshot **out, struct err *e);
+int server_snapshot_delete(struct server *s, const char *id, struct arena *a,
+			   struct model_snapshot **out, struct err *e);
+/* volume_id NULL: all; pagination as volumes. */
+int server_snapshot_list(struct server *s, const char *volume_id, const char *prefix,
+			 size_t per_page, const char *next_token, struct arena *a,
+			 struct model_snapshot ***out, size_t *n, char **next_token_out,
+			 uint64_t *index, struct err *e);
+
+/* --- nodes and plugins --- */
+
+/* Registration and heartbeat; node->id required. *out the stored view. */
+int server_node_put(struct server *s, const struct model_node *node, struct arena *a,
+		    struct model_node **out, struct err *e);
+int server_node_get(struct server *s, const char *id, struct arena *a, struct model_node **out,
+		    struct err *e);
+int server_node_list(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
+		     uint64_t *index, struct err *e);
+
+struct server_plugin_instance {
+	char *node_id; /* NULL for the server's own controller */
+	enum model_plugin_type type;
+	bool healthy;
+	char *health;
+	char *version;
+};
+
+struct server_plugin {
+	char *id;
+	bool controller_required; /* a controller advertises PUBLISH_UNPUBLISH_VOLUME */
+	int controllers_healthy, controllers_expected;
+	int nodes_healthy, nodes_expected;
+	char **versions;
+	size_t nversions;
+	char **controller_caps; /* names */
+	size_t ncontroller_caps;
+	char **node_caps;
+	size_t nnode_caps;
+	struct server_plugin_instance *instances;
+	size_t ninstances;
+};
+
+int server_plugin_list(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+		       struct err *e);
+int server_plugin_get(struct server *s, const char *id, struct arena *a, struct server_plugin **out,
+		      struct err *e);
+
+/* Queued and failing reconciler items, store index, nodes ready/down. */
+struct server_health {
+	uint64_t index;
+	int queued, failing;
+	int nodes_ready, nodes_down;
+	const char *store_backend;
+};
+void server_health(struct server *s, struct server_health *out);
+
+#endif

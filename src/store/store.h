@@ -1,0 +1,192 @@
+/*
+ * State store: the one seam between the control plane and its durable
+ * state. The store keeps objects, each named by a kind and an ID, whose
+ * value is an opaque byte string (the model's JSON encoding; the store
+ * never looks inside). It knows nothing of volumes or claims and has no
+ * SQL above it: a backend is a struct store_ops.
+ *
+ * Index. Every committed write transaction gets the next value of one
+ * store-wide, monotonically increasing index (1, 2, 3, ...). Each object
+ * carries the index that created it and the index of its last change
+ * (modify_index). This is etcd's revision model on purpose: an etcd
+ * backend maps the index to the revision, conditions to Compare on
+ * mod_revision, and the change log to a watch from a revision.
+ *
+ * Transactions. store_txn() applies a list of puts and deletes atomically,
+ * and only when every condition holds: a condition on an op asks that its
+ * object currently has a given modify_index (0: does not exist). If one
+ * fails nothing is written and the call returns CSID_ECONFLICT, naming the
+ * object. Callers build compare-and-set on it: read, decide, write on the
+ * index they read, re-read and retry on conflict.
+ *
+ * Changes. Every put and delete is recorded, in index order, in a change
+ * log that readers page through from an index (store_changes) and wait on
+ * (store_wait). Blocking queries, the event stream and the reconciler
+ * all follow it, so none of them misses a change. The log keeps at least
+ * the last STORE_CHANGES_KEEP changes; asking for older ones gives
+ * CSID_ERANGE ("compacted"), and the reader resynchronises with a list.
+ *
+ * Durability. A write acknowledged by store_txn survives a kill -9 of the
+ * process (SQLite: WAL, synchronous=NORMAL; etcd: a quorum commit).
+ *
+ * Thread-safety: every function may be called from any thread; writes are
+ * serialised by the backend; store_wait blocks only its caller.
+ */
+#ifndef CSID_STORE_STORE_H
+#define CSID_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* Longest object ID (bytes, without NUL). IDs are checked by the model. */
+#define STORE_ID_MAX 1024
+/* Largest object value (bytes). */
+#define STORE_VALUE_MAX (4 * 1024 * 1024)
+/* Fewest changes a backend keeps in its log. */
+#define STORE_CHANGES_KEEP 100000
+
+enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_KIND_COUNT_ };
+
+/* "volume", "node", "snapshot"; NULL outside the enum. */
+const char *store_kind_name(enum store_kind k);
+
+/* One stored object. id and value are owned by whoever filled it. */
+struct store_obj {
+	enum store_kind kind;
+	char *id;
+	char *value; /* NUL-terminated for convenience; len excludes the NUL */
+	size_t len;
+	uint64_t create_index;
+	uint64_t modify_index;
+};
+
+enum store_op_type { STORE_OP_PUT, STORE_OP_DELETE };
+
+/* Do not check the object's modify_index (see struct store_op). */
+#define STORE_ANY UINT64_MAX
+
+/* One write of a transaction. Every pointer is borrowed for the call. */
+struct store_op {
+	enum store_op_type type;
+	enum store_kind kind;
+	const char *id;
+	const char *value; /* PUT only */
+	size_t len;
+	/*
+	 * Condition: STORE_ANY (none), 0 (the object must not exist), or the
+	 * modify_index the object must have now. A DELETE of a missing object
+	 * without condition succeeds and records nothing.
+	 */
+	uint64_t expect_index;
+};
+
+/* One recorded change: the object as written (PUT) or its ID (DELETE). */
+struct store_change {
+	uint64_t index;
+	enum store_op_type type;
+	struct store_obj obj; /* value NULL and len 0 for a DELETE */
+};
+
+/* Arrays returned by list and changes; free with the matching _free. */
+struct store_list {
+	struct store_obj *objs;
+	size_t n;
+	bool more; /* objects remain after the last one (next page) */
+	uint64_t index; /* the store's index when the list was read */
+};
+
+struct store_changes {
+	struct store_change *changes;
+	size_t n;
+	uint64_t index; /* the store's index when the log was read */
+};
+
+struct store;
+
+struct store_ops {
+	int (*get)(struct store *s, enum store_kind kind, const char *id, struct store_obj *out,
+		   struct err *e);
+	int (*list)(struct store *s, enum store_kind kind, const char *prefix, const char *after_id,
+		    size_t limit, struct store_list *out, struct err *e);
+	int (*txn)(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
+		   struct err *e);
+	int (*changes)(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		       struct err *e);
+	uint64_t (*index)(struct store *s);
+	uint64_t (*wait)(struct store *s, uint64_t after, int64_t timeout_ms);
+	void (*close)(struct store *s);
+};
+
+/* A backend embeds this as its first member. */
+struct store {
+	const struct store_ops *ops;
+	const char *backend; /* "sqlite", "memory", "etcd": for messages */
+};
+
+/*
+ * Reads one object into *out (free with store_obj_free). Returns 0,
+ * CSID_ENOTFOUND, or another code with e set.
+ */
+int store_get(struct store *s, enum store_kind kind, const char *id, struct store_obj *out,
+	      struct err *e);
+
+/*
+ * Lists objects of kind in ID order (bytewise): those whose ID starts with
+ * prefix (NULL or "": all) and sorts after after_id (NULL or "": from the
+ * start), at most limit of them (0: no limit). out->more says whether
+ * another page follows. Free with store_list_free.
+ */
+int store_list(struct store *s, enum store_kind kind, const char *prefix, const char *after_id,
+	       size_t limit, struct store_list *out, struct err *e);
+
+/*
+ * Applies ops[0..n) atomically when every condition holds. Returns 0 and
+ * the new index in *index (may be NULL; a transaction that changes
+ * nothing returns the current index and records nothing), CSID_ECONFLICT
+ * when a condition fails (e names the kind and ID), CSID_EINVAL for a bad
+ * op (empty ID, ID over STORE_ID_MAX, value over STORE_VALUE_MAX, the same
+ * object twice), or an I/O code. Values are copied.
+ */
+int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
+	      struct err *e);
+
+/*
+ * The changes with index > after, oldest first, at most limit (0: no
+ * limit). Returns 0, or CSID_ERANGE when changes after `after` were
+ * compacted away (resynchronise with store_list). Free with
+ * store_changes_free.
+ */
+int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		  struct err *e);
+
+/* The index of the last committed transaction (0 for an empty store). */
+uint64_t store_index(struct store *s);
+
+/*
+ * Blocks until the index is greater than after or timeout_ms passed
+ * (real time; 0: does not wait), and returns the index.
+ */
+uint64_t store_wait(struct store *s, uint64_t after, int64_t timeout_ms);
+
+/* Closes the store and frees it; NULL is a no-op. Waiters return. */
+void store_close(struct store *s);
+
+void store_obj_free(struct store_obj *o);
+void store_list_free(struct store_list *l);
+void store_changes_free(struct store_changes *c);
+
+/* An empty in-memory store (tests, benchmarks, `csid dev -store memory`). */
+int store_mem_new(struct store **out, struct err *e);
+
+/*
+ * Opens (creating it when missing) the SQLite store at path. The schema is
+ * versioned and migrated forward in one transaction; a file whose schema
+ * is newer than this program knows, or that is not a csid store, or that
+ * is corrupt, is refused with CSID_EPRECOND / CSID_EIO and left untouched.
+ */
+int store_sqlite_open(const char *path, struct store **out, struct err *e);
+
+#endif
