@@ -46,7 +46,7 @@
 /* Largest object value (bytes). */
 #define STORE_VALUE_MAX (4 * 1024 * 1024)
 /* Fewest changes a backend keeps in its log. */
-#define STORE_CHANGES_KEEP 100000
+#define STORE_CHANGES_KEEP 10000
 
 enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_KIND_COUNT_ };
 
