@@ -17,6 +17,12 @@
  * message. $vol, $vol2, $snap, $staging, $target, $target2, $pods,
  * $data and $row stand for the row's own values.
  *
+ * Not in the table: ControllerPublishVolume's RESOURCE_EXHAUSTED (node
+ * full) needs --max-volumes-per-node and is in test_hostpath_ctl; Probe's
+ * FAILED_PRECONDITION needs the data dir removed; ABORTED for a pending
+ * operation cannot happen (the plugin serialises calls); the
+ * FAILED_PRECONDITION of expansion while published cannot either (ONLINE).
+ *
  * The table runs twice: on a plugin without --enable-alpha, where the
  * spec's alpha methods (ControllerGetVolume, GetSnapshot) must answer
  * UNIMPLEMENTED, and on one with it, where they answer per the table.
@@ -45,6 +51,7 @@ enum conf_setup {
 	S_STAGED, /* S_PUBLISHED, staged at $staging */
 	S_NODE_PUBLISHED, /* S_STAGED, published at $target */
 	S_SNAPSHOT, /* S_VOLUME and $snap: a snapshot of $vol named ssnap-$row */
+	S_HUGE, /* $vol: a 60 GiB mount volume (of the plugin's 100 GiB) named src-$row */
 };
 
 struct conf_row {
@@ -211,6 +218,8 @@ static const struct conf_row conf_rows[] = {
      "same name, same source: the existing snapshot"},
     {CSI_RPC_CREATE_SNAPSHOT, S_SNAPSHOT, "name=ssnap-$row;source_volume_id=$vol2", AE,
      "same name, another source"},
+    {CSI_RPC_CREATE_SNAPSHOT, S_HUGE, "", CSI_RESOURCE_EXHAUSTED,
+     "not enough space for the snapshot"},
     {CSI_RPC_DELETE_SNAPSHOT, S_NONE, "snapshot_id=", IA, "snapshot_id is required"},
     {CSI_RPC_DELETE_SNAPSHOT, S_NONE, "", CSI_OK, "a snapshot that does not exist: OK"},
     {CSI_RPC_DELETE_SNAPSHOT, S_SNAPSHOT, "", CSI_OK, "deleted"},
@@ -645,7 +654,11 @@ static void conf_prepare(struct conf_fx *f, size_t i, enum conf_setup s, struct 
 	if (s == S_NONE)
 		return;
 	snprintf(name, sizeof(name), "src-%zu", i);
-	assert_int_equal(hpp_create(cl, name, 1 << 20, 0, s == S_BLOCK, c->vol), CSI_OK);
+	assert_int_equal(
+	    hpp_create(cl, name, s == S_HUGE ? 60LL << 30 : 1 << 20, 0, s == S_BLOCK, c->vol),
+	    CSI_OK);
+	if (s == S_HUGE) /* conf_run deletes it after the row */
+		return;
 	snprintf(name, sizeof(name), "src2-%zu", i);
 	assert_int_equal(hpp_create(cl, name, 1 << 20, 0, false, c->vol2), CSI_OK);
 	if (s == S_SNAPSHOT) {
@@ -699,6 +712,9 @@ static void conf_run(struct conf_fx *f)
 				f->cl.st.message, csi_code_name(want));
 			failed++;
 		}
+		/* Give the space back, or later rows would find the plugin full. */
+		if (row->setup == S_HUGE)
+			assert_int_equal(hpp_delete(&f->cl.caller, c.vol), CSI_OK);
 		arena_free(a);
 	}
 	print_message("%zu rows, %zu failed\n", n, failed);
