@@ -220,6 +220,24 @@ static bool holds(struct fx *f, const char *kind, const char *id, const char *te
 	return n == (ssize_t)strlen(text) && memcmp(buf, text, (size_t)n) == 0;
 }
 
+/* Entries of <data>/<sub>, or -1 when it cannot be read. */
+static int dir_entries(const char *data, const char *sub)
+{
+	char path[200];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", data, sub);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
 static bool snapshot_dir_exists(struct fx *f, const char *id)
 {
 	char path[300];
@@ -420,6 +438,25 @@ static void test_create_errors(void **state)
 				   (char *const[]){"snap-0123456789abcdef"}, 1, NULL),
 			 CSI_NOT_FOUND);
 
+	/*
+	 * A copy that fails half-way (the second volume's directory vanished
+	 * behind the plugin's back) leaves no snapshot behind.
+	 */
+	{
+		char ga[64], gb[64], path[300];
+
+		assert_int_equal(hpp_create(&f->cl.caller, "gone-a", 1 << 20, 0, false, ga),
+				 CSI_OK);
+		assert_int_equal(hpp_create(&f->cl.caller, "gone-b", 1 << 20, 0, false, gb),
+				 CSI_OK);
+		snprintf(path, sizeof(path), "%s/volumes/%s", f->h.data, gb);
+		hpp_rmrf(path);
+		assert_int_equal(group_create(f, "g", (const char *const[]){ga, gb}, 2, NULL, NULL),
+				 CSI_INTERNAL);
+		assert_int_equal(snap_count(f), 0);
+		assert_int_equal(dir_entries(f->h.data, "snapshots"), 0);
+	}
+
 	/* ABORTED (an operation pending) reaches the CO, which retries; the retry works. */
 	assert_int_equal(
 	    hpp_write_file(f->h.faults,
@@ -444,10 +481,6 @@ static void test_create_errors(void **state)
 	{
 		Csi__V1__CreateVolumeGroupSnapshotRequest r =
 		    CSI__V1__CREATE_VOLUME_GROUP_SNAPSHOT_REQUEST__INIT;
-		char snapdir[160];
-		int entries = 0;
-		DIR *d;
-		struct dirent *de;
 
 		r.name = "too-big";
 		r.source_volume_ids = (char *[]){mnt, blk};
@@ -455,13 +488,7 @@ static void test_create_errors(void **state)
 		assert_int_equal(
 		    hpp_client_call(&f->cl2, CSI_RPC_CREATE_VOLUME_GROUP_SNAPSHOT, &r, NULL, 0),
 		    CSI_RESOURCE_EXHAUSTED);
-		snprintf(snapdir, sizeof(snapdir), "%s/snapshots", f->h2.data);
-		d = opendir(snapdir);
-		assert_non_null(d);
-		while ((de = readdir(d)) != NULL)
-			entries += de->d_name[0] != '.';
-		closedir(d);
-		assert_int_equal(entries, 0);
+		assert_int_equal(dir_entries(f->h2.data, "snapshots"), 0);
 	}
 }
 
