@@ -346,8 +346,10 @@ HP_CTL_HANDLER(hp_group_create)
 	if (rc != CSID_ENOTFOUND)
 		return hp_ctl_store_fail(&e, msg);
 	vols = arena_alloc(a, r->n_source_volume_ids * sizeof(*vols));
-	if (!vols || (rc = hp_group_members_init(&m, a, msg)))
-		return rc ? rc : HP_OOM(msg);
+	if (!vols)
+		return HP_OOM(msg);
+	if ((rc = hp_group_members_init(&m, a, msg)))
+		return rc;
 	if ((rc = hp_group_sources(p, r->source_volume_ids, r->n_source_volume_ids, vols, &need,
 				   msg)))
 		return rc;
