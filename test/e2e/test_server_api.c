@@ -431,7 +431,7 @@ static void test_bad_input(void **state)
 		long status;
 		const char *code, *needle;
 	} cases[] = {
-	    {"PUT", "/v1/volume/v1/create", "{", 400, "invalid_argument", "JSON"},
+	    {"PUT", "/v1/volume/v1/create", "{", 400, "invalid_argument", "column"},
 	    {"PUT", "/v1/volume/v1/create", "[]", 400, "invalid_argument", NULL},
 	    {"PUT", "/v1/volume/v1/create",
 	     "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capabilities\": [{\"acces_mode\": "
