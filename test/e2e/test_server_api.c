@@ -446,7 +446,8 @@ static void test_bad_input(void **state)
 	    {"PUT", "/v1/volume/v1/expand", "{\"capacity_min\": -5}", 400, "invalid_argument",
 	     NULL},
 	    {"GET", "/v1/volume/..", NULL, 400, "invalid_argument", NULL},
-	    {"GET", "/v1/volume/a%2Fb", NULL, 400, "invalid_argument", NULL},
+	    /* The path arrives decoded: an escaped '/' splits the ID, and no route has the rest. */
+	    {"GET", "/v1/volume/a%2Fb", NULL, 404, "not_found", "no such endpoint"},
 	    {"GET", "/v1/volume/a%01b", NULL, 400, "invalid_argument", NULL},
 	    {"GET", "/v1/volume/nope", NULL, 404, "not_found", "nope"},
 	    {"GET", "/v1/nothing", NULL, 404, "not_found", NULL},

@@ -217,6 +217,7 @@ static int volume_wait(struct csictl_server *s, const char *what, const char *id
 	while (clock_now_ms(c) < deadline) {
 		struct csictl_http_answer ans;
 		const char *state;
+		bool failed;
 		json_t *j;
 
 		snprintf(path, sizeof(path), "%s?index=%s&wait=10s", base, index);
@@ -251,8 +252,9 @@ static int volume_wait(struct csictl_server *s, const char *what, const char *id
 			json_decref(j);
 			return ret;
 		}
+		failed = state && strcmp(state, "failed") == 0;
 		json_decref(j);
-		if (state && strcmp(state, "failed") == 0)
+		if (failed)
 			return CSICTL_EXIT_FAIL;
 	}
 	fprintf(s->err, "error: %s %s: still not done after %d s\n", what, id,
