@@ -2,7 +2,7 @@
  * Private parts of the agent API shared by its files: the server object
  * and the resource handlers. A handler gets the request, returns 0 with a
  * JSON document to send (status 200) or a negative code with e set; it
- * never touches libmicrohttpd, so agent_api.c alone speaks HTTP.
+ * never touches libmicrohttpd, so http.c alone speaks HTTP.
  */
 #ifndef CSID_API_AGENT_API_INT_H
 #define CSID_API_AGENT_API_INT_H
@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "api/agent_api.h"
+#include "api/http.h"
 
 struct agent_api {
 	struct agent_api_config cfg;
@@ -18,8 +19,7 @@ struct agent_api {
 	char *node_name;
 	char *data_dir;
 	int64_t started_ms; /* wall clock */
-	struct MHD_Daemon *unix_daemon;
-	struct MHD_Daemon *tcp_daemon;
+	struct http_server *http;
 };
 
 /* agent_api_mounts.c */

@@ -1,0 +1,200 @@
+/*
+ * The server's HTTP API: access control, routing to the resource handlers
+ * (server_api_volumes.c, server_api_nodes.c, server_api_events.c), and
+ * blocking queries. The paths are listed in server_api.h.
+ *
+ * ACL: with tokens configured every request must carry one, in
+ * X-Csid-Token or "Authorization: Bearer <token>"; a missing or unknown
+ * token gets 403, and a read-only token may only GET. Tokens are compared
+ * in constant time and never logged.
+ */
+#include "api/server_api_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+
+void server_api_set_index(struct http_reply *rep, uint64_t index)
+{
+	snprintf(rep->index, sizeof(rep->index), "%llu", (unsigned long long)index);
+}
+
+json_t *server_api_json(const char *text, size_t len)
+{
+	return json_loadb(text, len, 0, NULL);
+}
+
+int server_api_block(struct server_api *api, const struct http_request *req,
+		     uint64_t (*current)(void *ctx), void *ctx, struct err *e)
+{
+	struct clock *c = clock_real();
+	uint64_t index;
+	int64_t wait_ms, deadline;
+	int rc;
+
+	if (!http_query(req, "index"))
+		return 0;
+	rc = http_query_u64(req, "index", 0, &index, e);
+	if (!rc)
+		rc = http_query_duration(req, "wait", SERVER_API_WAIT_DEFAULT_MS, &wait_ms, e);
+	if (rc)
+		return rc;
+	if (wait_ms > SERVER_API_WAIT_MAX_MS)
+		wait_ms = SERVER_API_WAIT_MAX_MS;
+	deadline = clock_now_ms(c) + wait_ms;
+	while (!atomic_load(&api->stopping)) {
+		uint64_t seen = store_index(api->store);
+		int64_t left = deadline - clock_now_ms(c);
+
+		if (current(ctx) > index || left <= 0)
+			break;
+		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
+	}
+	return 0;
+}
+
+/* Constant-time comparison of a presented token with a configured one. */
+static bool server_api_token_eq(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i;
+	unsigned char d = la != lb;
+
+	for (i = 0; i < lb; i++)
+		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+	return d == 0;
+}
+
+static int server_api_acl(struct server_api *api, const struct http_request *req, struct err *e)
+{
+	const char *tok = http_header(req, "X-Csid-Token");
+	const char *auth = http_header(req, "Authorization");
+	size_t i;
+
+	if (!api->ntokens)
+		return 0;
+	if (!tok && auth && strncmp(auth, "Bearer ", 7) == 0)
+		tok = auth + 7;
+	if (!tok || !tok[0])
+		return err_set(e, CSID_EPERM, "a token is required (X-Csid-Token header)");
+	for (i = 0; i < api->ntokens; i++) {
+		if (!server_api_token_eq(tok, api->tokens[i].secret))
+			continue;
+		if (!api->tokens[i].write && strcmp(req->method, "GET") != 0)
+			return err_set(e, CSID_EPERM, "this token may only read");
+		return 0;
+	}
+	return err_set(e, CSID_EPERM, "unknown token");
+}
+
+static int server_api_handler(void *ctx, const struct http_request *req, struct http_reply *rep,
+			      struct err *e)
+{
+	struct server_api *api = ctx;
+	const char *u = req->url;
+	int rc = server_api_acl(api, req, e);
+
+	if (rc)
+		return rc;
+	if (strcmp(u, "/v1/volumes") == 0)
+		return server_api_volumes(api, req, rep, e);
+	if (strncmp(u, "/v1/volume/", 11) == 0)
+		return server_api_volume(api, req, rep, e);
+	if (strcmp(u, "/v1/snapshots") == 0)
+		return server_api_snapshots(api, req, rep, e);
+	if (strncmp(u, "/v1/snapshot/", 13) == 0)
+		return server_api_snapshot(api, req, rep, e);
+	if (strcmp(u, "/v1/nodes") == 0)
+		return server_api_nodes(api, req, rep, e);
+	if (strncmp(u, "/v1/node/", 9) == 0)
+		return server_api_node(api, req, rep, e);
+	if (strcmp(u, "/v1/plugins") == 0)
+		return server_api_plugins(api, req, rep, e);
+	if (strncmp(u, "/v1/plugin/", 11) == 0)
+		return server_api_plugin(api, req, rep, e);
+	if (strcmp(u, "/v1/status/health") == 0)
+		return server_api_health(api, req, rep, e);
+	if (strcmp(u, "/v1/event/stream") == 0)
+		return server_api_events(api, req, rep, e);
+	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
+}
+
+int server_api_start(const struct server_api_config *cfg, struct server_api **out, struct err *e)
+{
+	struct http_server_config hc = {
+	    .name = "server api",
+	    .socket_path = cfg->socket_path,
+	    .tcp_addr = cfg->tcp_addr ? cfg->tcp_addr : "127.0.0.1:4646",
+	    .body_max = SERVER_API_BODY_MAX,
+	    .handler = server_api_handler,
+	};
+	struct server_api *api;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->server)
+		return err_set(e, CSID_EINVAL, "server api: a server is required");
+	api = calloc(1, sizeof(*api));
+	if (!api)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	api->server = cfg->server;
+	api->store = server_store(cfg->server);
+	atomic_init(&api->stopping, false);
+	if (cfg->ntokens) {
+		api->tokens = calloc(cfg->ntokens, sizeof(*api->tokens));
+		if (!api->tokens) {
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+			goto fail;
+		}
+		api->ntokens = cfg->ntokens;
+		for (i = 0; i < cfg->ntokens; i++) {
+			if (!cfg->tokens[i].secret || !cfg->tokens[i].secret[0]) {
+				rc = err_set(e, CSID_EINVAL, "server api: token %zu is empty", i);
+				goto fail;
+			}
+			api->tokens[i].write = cfg->tokens[i].write;
+			api->tokens[i].secret = strdup(cfg->tokens[i].secret);
+			if (!api->tokens[i].secret) {
+				rc = err_set(e, CSID_ENOMEM, "out of memory");
+				goto fail;
+			}
+		}
+	}
+	hc.ctx = api;
+	rc = http_server_start(&hc, &api->http, e);
+	if (rc)
+		goto fail;
+	if (!api->ntokens && hc.tcp_addr && hc.tcp_addr[0] &&
+	    strncmp(hc.tcp_addr, "127.", 4) != 0 && strncmp(hc.tcp_addr, "localhost:", 10) != 0)
+		log_warn("msg=\"the server api has no ACL tokens and listens beyond loopback\" "
+			 "addr=%s",
+			 hc.tcp_addr);
+	*out = api;
+	return 0;
+fail:
+	server_api_stop(api);
+	return rc;
+}
+
+void server_api_stop(struct server_api *api)
+{
+	size_t i;
+
+	if (!api)
+		return;
+	atomic_store(&api->stopping, true);
+	http_server_stop(api->http);
+	for (i = 0; i < api->ntokens; i++) {
+		if (api->tokens[i].secret) {
+			char *s = (char *)api->tokens[i].secret;
+
+			memset(s, 0, strlen(s));
+			free(s);
+		}
+	}
+	free(api->tokens);
+	free(api);
+}

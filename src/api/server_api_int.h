@@ -1,0 +1,94 @@
+/*
+ * Private parts of the server API shared by its files: the API object,
+ * the request decoders (server_api_decode.c, fuzzed), and the resource
+ * handlers. A handler gets the request and answers through struct
+ * http_reply; it never touches libmicrohttpd, so http.c alone speaks HTTP.
+ */
+#ifndef CSID_API_SERVER_API_INT_H
+#define CSID_API_SERVER_API_INT_H
+
+#include <stdatomic.h>
+
+#include "api/http.h"
+#include "api/server_api.h"
+
+/* Longest wait of a blocking query, and its default. */
+#define SERVER_API_WAIT_MAX_MS (10 * 60 * 1000)
+#define SERVER_API_WAIT_DEFAULT_MS (5 * 60 * 1000)
+/* Blocking queries and streams wake at least this often to notice a stop. */
+#define SERVER_API_WAKE_MS 250
+
+struct server_api {
+	struct server *server;
+	struct store *store;
+	struct server_api_token *tokens; /* copies */
+	size_t ntokens;
+	struct http_server *http;
+	atomic_bool stopping;
+};
+
+/* --- server_api_decode.c: request bodies (strict JSON; unknown keys refused with their path) ---
+ */
+
+/* {"alloc_id", "node_id", "mode": "read|write", "access_mode", "attachment_mode"} */
+int server_api_decode_claim(struct arena *a, const char *body, size_t len,
+			    struct model_claim_request *out, struct err *e);
+/* {"alloc_id", "force"} */
+int server_api_decode_release(struct arena *a, const char *body, size_t len, char **alloc_id,
+			      bool *force, struct err *e);
+/* {"node_id"} */
+int server_api_decode_detach(struct arena *a, const char *body, size_t len, char **node_id,
+			     struct err *e);
+/* {"capacity_min": bytes or "10GiB"} */
+int server_api_decode_expand(struct arena *a, const char *body, size_t len, int64_t *capacity,
+			     struct err *e);
+/* {"mutable_parameters": {...}} */
+int server_api_decode_modify(struct arena *a, const char *body, size_t len, struct model_map *out,
+			     struct err *e);
+/* {"id", "volume_id", "name", "parameters", "secrets"}; id defaults to path_id and must match it.
+ */
+int server_api_decode_snapshot(struct arena *a, const char *body, size_t len, const char *path_id,
+			       struct model_snapshot **out, struct err *e);
+/* {"id", "plugins": [...]} (model.h's node shape, without status and times). */
+int server_api_decode_node(struct arena *a, const char *body, size_t len, const char *path_id,
+			   struct model_node **out, struct err *e);
+
+/* --- resource handlers --- */
+
+int server_api_volumes(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e);
+int server_api_volume(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e);
+int server_api_snapshots(struct server_api *api, const struct http_request *req,
+			 struct http_reply *rep, struct err *e);
+int server_api_snapshot(struct server_api *api, const struct http_request *req,
+			struct http_reply *rep, struct err *e);
+int server_api_nodes(struct server_api *api, const struct http_request *req, struct http_reply *rep,
+		     struct err *e);
+int server_api_node(struct server_api *api, const struct http_request *req, struct http_reply *rep,
+		    struct err *e);
+int server_api_plugins(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e);
+int server_api_plugin(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e);
+int server_api_health(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e);
+int server_api_events(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e);
+
+/* --- shared helpers (server_api.c) --- */
+
+/*
+ * Blocking query: with ?index=N, waits (?wait=, bounded) until
+ * current(ctx) > N, the wait ends, or the API stops. current() reads the
+ * index the answer depends on (an object's modify index, or the store's).
+ * Without ?index returns at once. Returns 0 or CSID_EINVAL for bad args.
+ */
+int server_api_block(struct server_api *api, const struct http_request *req,
+		     uint64_t (*current)(void *ctx), void *ctx, struct err *e);
+/* Writes index to rep->index. */
+void server_api_set_index(struct http_reply *rep, uint64_t index);
+/* A JSON text (malloc'd) as a json_t, or NULL when out of memory. */
+json_t *server_api_json(const char *text, size_t len);
+
+#endif

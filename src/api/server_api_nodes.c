@@ -1,0 +1,253 @@
+/*
+ * Node, plugin and health resources of the server API. PUT /v1/node/<id>
+ * registers a node with its fingerprint and is its heartbeat; plugins are
+ * the server's view derived from the fingerprints and its own controller
+ * plugins.
+ */
+#include "api/server_api_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int nodes_json(const struct model_node *n, json_t **out, struct err *e)
+{
+	char *t;
+	size_t len;
+	int rc = model_node_encode(n, &t, &len, e);
+
+	if (rc)
+		return rc;
+	*out = server_api_json(t, len);
+	free(t);
+	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+static uint64_t nodes_store_index(void *ctx)
+{
+	struct server_api *api = ctx;
+
+	return store_index(api->store);
+}
+
+int server_api_nodes(struct server_api *api, const struct http_request *req, struct http_reply *rep,
+		     struct err *e)
+{
+	struct model_node **nodes = NULL;
+	struct arena *a;
+	json_t *arr, *j;
+	uint64_t index = 0;
+	size_t n = 0, i;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	rc = server_api_block(api, req, nodes_store_index, api, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_node_list(api->server, a, &nodes, &n, &index, e);
+	arr = json_array();
+	if (!rc && !arr)
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+	for (i = 0; i < n && !rc; i++) {
+		rc = nodes_json(nodes[i], &j, e);
+		if (!rc)
+			json_array_append_new(arr, j);
+	}
+	if (!rc) {
+		rep->doc = json_pack("{s:o}", "nodes", arr);
+		arr = NULL;
+		server_api_set_index(rep, index);
+		rc = rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	json_decref(arr);
+	arena_free(a);
+	return rc;
+}
+
+struct nodes_watch {
+	struct server_api *api;
+	const char *id;
+};
+
+static uint64_t nodes_obj_index(void *ctx)
+{
+	struct nodes_watch *w = ctx;
+	struct store_obj o;
+	uint64_t idx;
+
+	memset(&o, 0, sizeof(o));
+	if (store_get(w->api->store, STORE_NODE, w->id, &o, NULL) != 0)
+		return store_index(w->api->store);
+	idx = o.modify_index;
+	store_obj_free(&o);
+	return idx;
+}
+
+int server_api_node(struct server_api *api, const struct http_request *req, struct http_reply *rep,
+		    struct err *e)
+{
+	struct model_node *n = NULL, *in;
+	const char *rest;
+	char id[MODEL_ID_MAX + 1];
+	struct arena *a;
+	int rc;
+
+	rest = http_path_segment(req->url, "/v1/node/", id, sizeof(id));
+	if (!rest)
+		return err_set(e, CSID_EINVAL, "node id: empty or longer than %d bytes",
+			       MODEL_ID_MAX);
+	if (rest[0])
+		return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+	rc = model_id_check("node id", id, strlen(id), e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	if (strcmp(req->method, "GET") == 0) {
+		struct nodes_watch w = {api, id};
+
+		rc = server_api_block(api, req, nodes_obj_index, &w, e);
+		if (!rc)
+			rc = server_node_get(api->server, id, a, &n, e);
+	} else if (strcmp(req->method, "PUT") == 0) {
+		rc = server_api_decode_node(a, req->body, req->len, id, &in, e);
+		if (!rc)
+			rc = server_node_put(api->server, in, a, &n, e);
+	} else {
+		rep->allow = "GET, PUT";
+		rc = HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (!rc && n) {
+		rc = nodes_json(n, &rep->doc, e);
+		server_api_set_index(rep, n->modify_index);
+	}
+	arena_free(a);
+	return rc;
+}
+
+static json_t *nodes_strings(char **v, size_t n)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr && i < n; i++)
+		json_array_append_new(arr, json_string(v[i]));
+	return arr;
+}
+
+static json_t *nodes_plugin_json(const struct server_plugin *p)
+{
+	json_t *inst = json_array();
+	size_t i;
+
+	for (i = 0; inst && i < p->ninstances; i++) {
+		const struct server_plugin_instance *x = &p->instances[i];
+
+		json_array_append_new(
+		    inst,
+		    json_pack("{s:s?, s:s, s:b, s:s?, s:s?}", "node_id", x->node_id, "type",
+			      x->type == MODEL_PLUGIN_CONTROLLER ? "controller" : "node", "healthy",
+			      x->healthy, "health", x->health, "version", x->version));
+	}
+	return json_pack("{s:s, s:b, s:{s:i, s:i}, s:{s:i, s:i}, s:o, s:o, s:o, s:o}", "id", p->id,
+			 "controller_required", p->controller_required, "controllers", "healthy",
+			 p->controllers_healthy, "expected", p->controllers_expected, "nodes",
+			 "healthy", p->nodes_healthy, "expected", p->nodes_expected, "versions",
+			 nodes_strings(p->versions, p->nversions), "controller_capabilities",
+			 nodes_strings(p->controller_caps, p->ncontroller_caps),
+			 "node_capabilities", nodes_strings(p->node_caps, p->nnode_caps),
+			 "instances", inst);
+}
+
+int server_api_plugins(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e)
+{
+	struct server_plugin *ps = NULL;
+	struct arena *a;
+	json_t *arr;
+	size_t n = 0, i;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	rc = server_api_block(api, req, nodes_store_index, api, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_plugin_list(api->server, a, &ps, &n, e);
+	arr = rc ? NULL : json_array();
+	for (i = 0; arr && i < n; i++)
+		json_array_append_new(arr, nodes_plugin_json(&ps[i]));
+	if (!rc) {
+		rep->doc = arr ? json_pack("{s:o}", "plugins", arr) : NULL;
+		rc = rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+		server_api_set_index(rep, store_index(api->store));
+	}
+	arena_free(a);
+	return rc;
+}
+
+int server_api_plugin(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e)
+{
+	struct server_plugin *p = NULL;
+	const char *rest;
+	char id[MODEL_PLUGIN_ID_MAX + 1];
+	struct arena *a;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	rest = http_path_segment(req->url, "/v1/plugin/", id, sizeof(id));
+	if (!rest)
+		return err_set(e, CSID_EINVAL, "plugin id: empty or longer than %d bytes",
+			       MODEL_PLUGIN_ID_MAX);
+	if (rest[0])
+		return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+	rc = model_plugin_id_check(id, e);
+	if (!rc)
+		rc = server_api_block(api, req, nodes_store_index, api, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_plugin_get(api->server, id, a, &p, e);
+	if (!rc) {
+		rep->doc = nodes_plugin_json(p);
+		rc = rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+		server_api_set_index(rep, store_index(api->store));
+	}
+	arena_free(a);
+	return rc;
+}
+
+int server_api_health(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e)
+{
+	struct server_health h;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	server_health(api->server, &h);
+	rep->doc = json_pack("{s:b, s:I, s:s, s:{s:i, s:i}, s:{s:i, s:i}}", "ok", 1, "index",
+			     (json_int_t)h.index, "store", h.store_backend ? h.store_backend : "-",
+			     "reconciler", "queued", h.queued, "failing", h.failing, "nodes",
+			     "ready", h.nodes_ready, "down", h.nodes_down);
+	server_api_set_index(rep, h.index);
+	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}

@@ -1,0 +1,471 @@
+/*
+ * Volume and snapshot resources of the server API: translate each request
+ * into one server_* call and its result into the model's API encoding
+ * (which never holds a secret or a mount flag). Lists are written as
+ * text from the encoded objects, without building a JSON tree of them.
+ */
+#include "api/server_api_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growing text buffer for list answers. */
+struct vol_buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void vol_buf_put(struct vol_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *np;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void vol_buf_str(struct vol_buf *b, const char *s)
+{
+	vol_buf_put(b, s, strlen(s));
+}
+
+/* Appends s as a JSON string (or null). */
+static void vol_buf_json_str(struct vol_buf *b, const char *s)
+{
+	json_t *j;
+	char *t;
+
+	if (!s) {
+		vol_buf_str(b, "null");
+		return;
+	}
+	j = json_string(s);
+	t = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+	if (t)
+		vol_buf_str(b, t);
+	else
+		b->oom = true;
+	free(t);
+	json_decref(j);
+}
+
+static int vol_buf_finish(struct vol_buf *b, struct http_reply *rep, struct err *e)
+{
+	if (b->oom) {
+		free(b->p);
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	rep->text = b->p;
+	return 0;
+}
+
+static int vol_put_volume(struct vol_buf *b, const struct model_volume *v, struct err *e)
+{
+	char *t;
+	size_t n;
+	int rc = model_volume_encode(v, MODEL_VIEW_API, &t, &n, e);
+
+	if (rc)
+		return rc;
+	vol_buf_put(b, t, n);
+	free(t);
+	return 0;
+}
+
+static int vol_put_snapshot(struct vol_buf *b, const struct model_snapshot *s, struct err *e)
+{
+	char *t;
+	size_t n;
+	int rc = model_snapshot_encode(s, MODEL_VIEW_API, &t, &n, e);
+
+	if (rc)
+		return rc;
+	vol_buf_put(b, t, n);
+	free(t);
+	return 0;
+}
+
+/* Answers {"<key>": <volume>, "skipped": "..."} or the volume alone. */
+static int vol_answer(const struct model_volume *v, const char *skipped, struct http_reply *rep,
+		      struct err *e)
+{
+	struct vol_buf b = {0};
+	int rc;
+
+	if (skipped)
+		vol_buf_str(&b, "{\"volume\":");
+	rc = vol_put_volume(&b, v, e);
+	if (rc) {
+		free(b.p);
+		return rc;
+	}
+	if (skipped) {
+		vol_buf_str(&b, ",\"skipped\":");
+		vol_buf_json_str(&b, skipped);
+		vol_buf_str(&b, "}");
+	}
+	server_api_set_index(rep, v->modify_index);
+	return vol_buf_finish(&b, rep, e);
+}
+
+static uint64_t vol_store_index(void *ctx)
+{
+	struct server_api *api = ctx;
+
+	return store_index(api->store);
+}
+
+static int vol_per_page(const struct http_request *req, size_t *out, struct err *e)
+{
+	uint64_t pp;
+	int rc = http_query_u64(req, "per_page", SERVER_PER_PAGE_DEFAULT, &pp, e);
+
+	if (rc)
+		return rc;
+	if (pp == 0 || pp > SERVER_PER_PAGE_MAX)
+		return err_set(e, CSID_EINVAL, "per_page: between 1 and %d", SERVER_PER_PAGE_MAX);
+	*out = (size_t)pp;
+	return 0;
+}
+
+/* Checks an optional query argument that names an ID. */
+static int vol_query_id(const struct http_request *req, const char *key, const char **out,
+			struct err *e)
+{
+	*out = http_query(req, key);
+	if (!*out || !(*out)[0]) {
+		*out = NULL;
+		return 0;
+	}
+	if (strcmp(key, "plugin") == 0)
+		return model_plugin_id_check(*out, e);
+	return model_id_check(key, *out, strlen(*out), e);
+}
+
+int server_api_volumes(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e)
+{
+	struct server_volume_filter f = {0};
+	struct model_volume **vols = NULL;
+	struct arena *a;
+	struct vol_buf b = {0};
+	char *next = NULL;
+	uint64_t index = 0;
+	size_t n = 0, i;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	rc = vol_query_id(req, "plugin", &f.plugin_id, e);
+	if (!rc)
+		rc = vol_query_id(req, "node", &f.node_id, e);
+	if (!rc)
+		rc = vol_per_page(req, &f.per_page, e);
+	if (rc)
+		return rc;
+	f.prefix = http_query(req, "prefix");
+	f.next_token = http_query(req, "next_token");
+	if ((f.prefix && strlen(f.prefix) > MODEL_ID_MAX) ||
+	    (f.next_token && strlen(f.next_token) > 4 * MODEL_ID_MAX))
+		return err_set(e, CSID_EINVAL, "prefix or next_token: too long");
+	rc = server_api_block(api, req, vol_store_index, api, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_volume_list(api->server, &f, a, &vols, &n, &next, &index, e);
+	if (rc)
+		goto out;
+	vol_buf_str(&b, "{\"volumes\":[");
+	for (i = 0; i < n && !rc; i++) {
+		if (i)
+			vol_buf_str(&b, ",");
+		rc = vol_put_volume(&b, vols[i], e);
+	}
+	vol_buf_str(&b, "],\"next_token\":");
+	vol_buf_json_str(&b, next);
+	vol_buf_str(&b, "}");
+	if (rc) {
+		free(b.p);
+		goto out;
+	}
+	server_api_set_index(rep, index);
+	rc = vol_buf_finish(&b, rep, e);
+out:
+	arena_free(a);
+	return rc;
+}
+
+struct vol_watch {
+	struct server_api *api;
+	enum store_kind kind;
+	const char *id;
+};
+
+/* The modify index of the watched object (the store's index when it is gone). */
+static uint64_t vol_obj_index(void *ctx)
+{
+	struct vol_watch *w = ctx;
+	struct store_obj o;
+	uint64_t idx;
+
+	memset(&o, 0, sizeof(o));
+	if (store_get(w->api->store, w->kind, w->id, &o, NULL) != 0)
+		return store_index(w->api->store);
+	idx = o.modify_index;
+	store_obj_free(&o);
+	return idx;
+}
+
+/* Decodes and validates the spec of PUT /v1/volume/<id>[/create]. */
+static int vol_spec(struct arena *a, const struct http_request *req, const char *id,
+		    bool for_create, struct model_volume **out, struct err *e)
+{
+	struct model_volume *v;
+	int rc = model_volume_spec_decode(a, req->body, req->len, false, &v, e);
+
+	if (rc)
+		return rc;
+	if (v->id && strcmp(v->id, id) != 0)
+		return err_set(e, CSID_EINVAL, "id: does not match the ID in the path");
+	if (!v->id) {
+		v->id = arena_strdup(a, id);
+		if (!v->id)
+			return err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	rc = model_volume_validate(v, for_create, e);
+	if (!rc)
+		*out = v;
+	return rc;
+}
+
+/* Routes /v1/volume/<id>[/<action>]. */
+int server_api_volume(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e)
+{
+	const char *m = req->method, *rest;
+	char id[MODEL_ID_MAX + 1], *skipped = NULL, *alloc = NULL, *node = NULL;
+	struct model_volume *v = NULL, *spec;
+	struct model_claim_request claim;
+	struct model_map mut;
+	struct arena *a;
+	int64_t cap;
+	bool force = false;
+	int rc;
+
+	rest = http_path_segment(req->url, "/v1/volume/", id, sizeof(id));
+	if (!rest)
+		return err_set(e, CSID_EINVAL, "volume id: empty or longer than %d bytes",
+			       MODEL_ID_MAX);
+	rc = model_id_check("volume id", id, strlen(id), e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	if (!rest[0]) {
+		if (strcmp(m, "GET") == 0) {
+			struct vol_watch w = {api, STORE_VOLUME, id};
+
+			rc = server_api_block(api, req, vol_obj_index, &w, e);
+			if (!rc)
+				rc = server_volume_get(api->server, id, a, &v, e);
+		} else if (strcmp(m, "PUT") == 0) {
+			rc = vol_spec(a, req, id, false, &spec, e);
+			if (!rc)
+				rc = server_volume_register(api->server, spec, a, &v, e);
+		} else if (strcmp(m, "DELETE") == 0) {
+			rc = http_query_bool(req, "force", &force, e);
+			if (!rc)
+				rc = server_volume_deregister(api->server, id, force, a, &skipped,
+							      e);
+			if (!rc) {
+				json_t *doc = json_pack("{s:s, s:b, s:s?}", "id", id,
+							"deregistered", 1, "skipped", skipped);
+
+				rep->doc = doc;
+				rc = doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+				arena_free(a);
+				return rc;
+			}
+		} else {
+			rep->allow = "GET, PUT, DELETE";
+			rc = HTTP_METHOD_NOT_ALLOWED;
+		}
+	} else if (strcmp(rest, "/create") == 0) {
+		if (strcmp(m, "PUT") == 0) {
+			rc = vol_spec(a, req, id, true, &spec, e);
+			if (!rc)
+				rc = server_volume_create(api->server, spec, a, &v, e);
+		} else {
+			rep->allow = "PUT";
+			rc = HTTP_METHOD_NOT_ALLOWED;
+		}
+	} else if (strcmp(rest, "/delete") == 0) {
+		if (strcmp(m, "DELETE") == 0) {
+			rc = server_volume_delete(api->server, id, a, &v, e);
+		} else {
+			rep->allow = "DELETE";
+			rc = HTTP_METHOD_NOT_ALLOWED;
+		}
+	} else if (strcmp(m, "PUT") != 0 &&
+		   (strcmp(rest, "/claim") == 0 || strcmp(rest, "/release") == 0 ||
+		    strcmp(rest, "/detach") == 0 || strcmp(rest, "/expand") == 0 ||
+		    strcmp(rest, "/modify") == 0)) {
+		rep->allow = "PUT";
+		rc = HTTP_METHOD_NOT_ALLOWED;
+	} else if (strcmp(rest, "/claim") == 0) {
+		rc = server_api_decode_claim(a, req->body, req->len, &claim, e);
+		if (!rc)
+			rc = server_volume_claim(api->server, id, &claim, a, &v, e);
+	} else if (strcmp(rest, "/release") == 0) {
+		rc = server_api_decode_release(a, req->body, req->len, &alloc, &force, e);
+		if (!rc)
+			rc = server_volume_release(api->server, id, alloc, force, a, &v, &skipped,
+						   e);
+	} else if (strcmp(rest, "/detach") == 0) {
+		rc = server_api_decode_detach(a, req->body, req->len, &node, e);
+		if (!rc)
+			rc = server_volume_detach(api->server, id, node, a, &v, &skipped, e);
+	} else if (strcmp(rest, "/expand") == 0) {
+		rc = server_api_decode_expand(a, req->body, req->len, &cap, e);
+		if (!rc)
+			rc = server_volume_expand(api->server, id, cap, a, &v, e);
+	} else if (strcmp(rest, "/modify") == 0) {
+		rc = server_api_decode_modify(a, req->body, req->len, &mut, e);
+		if (!rc)
+			rc = server_volume_modify(api->server, id, &mut, a, &v, e);
+	} else {
+		rc = err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+	}
+	if (!rc && v)
+		rc = vol_answer(v, skipped, rep, e);
+	arena_free(a);
+	return rc;
+}
+
+int server_api_snapshots(struct server_api *api, const struct http_request *req,
+			 struct http_reply *rep, struct err *e)
+{
+	struct model_snapshot **snaps = NULL;
+	const char *volume = NULL, *prefix, *token;
+	struct vol_buf b = {0};
+	struct arena *a;
+	char *next = NULL;
+	uint64_t index = 0;
+	size_t per_page, n = 0, i;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	rc = vol_query_id(req, "volume", &volume, e);
+	if (!rc)
+		rc = vol_per_page(req, &per_page, e);
+	if (rc)
+		return rc;
+	prefix = http_query(req, "prefix");
+	token = http_query(req, "next_token");
+	if ((prefix && strlen(prefix) > MODEL_ID_MAX) ||
+	    (token && strlen(token) > 4 * MODEL_ID_MAX))
+		return err_set(e, CSID_EINVAL, "prefix or next_token: too long");
+	rc = server_api_block(api, req, vol_store_index, api, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_snapshot_list(api->server, volume, prefix, per_page, token, a, &snaps, &n,
+				  &next, &index, e);
+	if (rc)
+		goto out;
+	vol_buf_str(&b, "{\"snapshots\":[");
+	for (i = 0; i < n && !rc; i++) {
+		if (i)
+			vol_buf_str(&b, ",");
+		rc = vol_put_snapshot(&b, snaps[i], e);
+	}
+	vol_buf_str(&b, "],\"next_token\":");
+	vol_buf_json_str(&b, next);
+	vol_buf_str(&b, "}");
+	if (rc) {
+		free(b.p);
+		goto out;
+	}
+	server_api_set_index(rep, index);
+	rc = vol_buf_finish(&b, rep, e);
+out:
+	arena_free(a);
+	return rc;
+}
+
+int server_api_snapshot(struct server_api *api, const struct http_request *req,
+			struct http_reply *rep, struct err *e)
+{
+	const char *m = req->method, *rest;
+	struct model_snapshot *s = NULL, *spec;
+	struct vol_buf b = {0};
+	char id[MODEL_ID_MAX + 1];
+	struct arena *a;
+	int rc;
+
+	rest = http_path_segment(req->url, "/v1/snapshot/", id, sizeof(id));
+	if (!rest)
+		return err_set(e, CSID_EINVAL, "snapshot id: empty or longer than %d bytes",
+			       MODEL_ID_MAX);
+	if (rest[0])
+		return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+	rc = model_id_check("snapshot id", id, strlen(id), e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	if (strcmp(m, "GET") == 0) {
+		struct vol_watch w = {api, STORE_SNAPSHOT, id};
+
+		rc = server_api_block(api, req, vol_obj_index, &w, e);
+		if (!rc)
+			rc = server_snapshot_get(api->server, id, a, &s, e);
+	} else if (strcmp(m, "PUT") == 0) {
+		rc = server_api_decode_snapshot(a, req->body, req->len, id, &spec, e);
+		if (!rc)
+			rc = server_snapshot_create(api->server, spec, a, &s, e);
+	} else if (strcmp(m, "DELETE") == 0) {
+		rc = server_snapshot_delete(api->server, id, a, &s, e);
+	} else {
+		rep->allow = "GET, PUT, DELETE";
+		rc = HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (!rc && s) {
+		rc = vol_put_snapshot(&b, s, e);
+		if (!rc) {
+			server_api_set_index(rep, s->modify_index);
+			rc = vol_buf_finish(&b, rep, e);
+		} else {
+			free(b.p);
+		}
+	}
+	arena_free(a);
+	return rc;
+}

@@ -1,0 +1,256 @@
+/*
+ * The shared HTTP layer (src/api/http.c) over a real unix socket: every
+ * answer and every error is our JSON, including 404, 405 (with Allow),
+ * 413 (a body over the cap), 414 (a 100 kB URL) and a handler's error;
+ * query helpers; streamed answers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "api/http.h"
+#include "http_client.h"
+
+struct fixture {
+	char dir[64];
+	char sock[128];
+	struct http_server *srv;
+	struct http_client *cli;
+};
+
+struct stream_ctx {
+	int left;
+};
+
+static long stream_next(void *ctx, char *buf, size_t cap)
+{
+	struct stream_ctx *s = ctx;
+
+	if (s->left == 0)
+		return -1;
+	s->left--;
+	return snprintf(buf, cap, "{\"n\":%d}\n", s->left);
+}
+
+static void stream_done(void *ctx)
+{
+	free(ctx);
+}
+
+static int handler(void *ctx, const struct http_request *req, struct http_reply *rep, struct err *e)
+{
+	if (strcmp(req->url, "/ok") == 0) {
+		bool force;
+		uint64_t n;
+		int64_t ms;
+		int rc;
+
+		if (strcmp(req->method, "GET") != 0) {
+			rep->allow = "GET";
+			return HTTP_METHOD_NOT_ALLOWED;
+		}
+		rc = http_query_bool(req, "force", &force, e);
+		if (!rc)
+			rc = http_query_u64(req, "n", 7, &n, e);
+		if (!rc)
+			rc = http_query_duration(req, "wait", 1000, &ms, e);
+		if (rc)
+			return rc;
+		rep->doc = json_pack("{s:b, s:I, s:I}", "force", force, "n", (json_int_t)n, "ms",
+				     (json_int_t)ms);
+		snprintf(rep->index, sizeof(rep->index), "42");
+		return 0;
+	}
+	if (strcmp(req->url, "/echo") == 0) {
+		rep->doc = json_pack("{s:I}", "len", (json_int_t)req->len);
+		return 0;
+	}
+	if (strcmp(req->url, "/stream") == 0) {
+		struct stream_ctx *s = calloc(1, sizeof(*s));
+
+		if (!s)
+			return err_set(e, CSID_ENOMEM, "out of memory");
+		s->left = 3;
+		rep->stream.next = stream_next;
+		rep->stream.done = stream_done;
+		rep->stream.ctx = s;
+		return 0;
+	}
+	if (strcmp(req->url, "/conflict") == 0)
+		return err_set(e, CSID_ECONFLICT, "held by alloc a1");
+	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct http_server_config cfg = {
+	    .name = "test api",
+	    .body_max = 1024,
+	    .handler = handler,
+	};
+	char base[160];
+	struct err e;
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "/tmp/csid-http-XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->sock, sizeof(f->sock), "%s/api.sock", f->dir);
+	cfg.socket_path = f->sock;
+	if (http_server_start(&cfg, &f->srv, &e) != 0) {
+		fprintf(stderr, "start: %s\n", e.msg);
+		rmdir(f->dir);
+		free(f);
+		return -1;
+	}
+	snprintf(base, sizeof(base), "unix:%s", f->sock);
+	f->cli = http_client_new(base);
+	*state = f;
+	return f->cli ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	http_client_free(f->cli);
+	http_server_stop(f->srv);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Asserts a JSON error answer with status and code. */
+static void expect_error(struct fixture *f, const char *method, const char *path, const char *body,
+			 long status, const char *code)
+{
+	json_t *doc = NULL;
+	long got = http_client_json(f->cli, method, path, body, &doc);
+
+	assert_int_equal(got, status);
+	assert_non_null(doc);
+	assert_string_equal(json_string_value(json_object_get(doc, "code")), code);
+	assert_non_null(json_string_value(json_object_get(doc, "error")));
+	json_decref(doc);
+}
+
+static void test_errors_are_json(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "GET", "/nope", NULL, 404, "not_found");
+	expect_error(f, "POST", "/ok", "{}", 405, "method_not_allowed");
+	expect_error(f, "GET", "/conflict", NULL, 409, "conflict");
+	expect_error(f, "GET", "/ok?force=maybe", NULL, 400, "invalid_argument");
+	expect_error(f, "GET", "/ok?n=-1", NULL, 400, "invalid_argument");
+	expect_error(f, "GET", "/ok?wait=soon", NULL, 400, "invalid_argument");
+}
+
+static void test_body_cap(void **state)
+{
+	struct fixture *f = *state;
+	char big[4096];
+	json_t *doc = NULL;
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	expect_error(f, "PUT", "/echo", big, 413, "too_large");
+	assert_int_equal(http_client_json(f->cli, "PUT", "/echo", "{\"a\":1}", &doc), 200);
+	assert_int_equal(json_integer_value(json_object_get(doc, "len")), 7);
+	json_decref(doc);
+}
+
+static void test_long_url(void **state)
+{
+	struct fixture *f = *state;
+	size_t n = 100 * 1024;
+	char *path = malloc(n + 8);
+
+	assert_non_null(path);
+	memcpy(path, "/ok?x=", 6);
+	memset(path + 6, 'a', n);
+	path[n + 6] = '\0';
+	expect_error(f, "GET", path, NULL, 414, "too_large");
+	path[0] = '/';
+	memset(path + 1, 'b', n);
+	path[n + 1] = '\0';
+	expect_error(f, "GET", path, NULL, 414, "too_large");
+	free(path);
+}
+
+static void test_query_and_index(void **state)
+{
+	struct fixture *f = *state;
+	char *text = NULL;
+	uint64_t index = 0;
+	json_t *doc;
+
+	assert_int_equal(
+	    http_client_do(f->cli, "GET", "/ok?force&n=5&wait=250ms", NULL, &text, &index, 0), 200);
+	assert_int_equal(index, 42);
+	doc = json_loads(text, 0, NULL);
+	assert_true(json_is_true(json_object_get(doc, "force")));
+	assert_int_equal(json_integer_value(json_object_get(doc, "n")), 5);
+	assert_int_equal(json_integer_value(json_object_get(doc, "ms")), 250);
+	json_decref(doc);
+	free(text);
+	assert_int_equal(
+	    http_client_do(f->cli, "GET", "/ok?force=false&wait=2m", NULL, &text, NULL, 0), 200);
+	doc = json_loads(text, 0, NULL);
+	assert_true(json_is_false(json_object_get(doc, "force")));
+	assert_int_equal(json_integer_value(json_object_get(doc, "n")), 7);
+	assert_int_equal(json_integer_value(json_object_get(doc, "ms")), 120000);
+	json_decref(doc);
+	free(text);
+}
+
+static void test_stream(void **state)
+{
+	struct fixture *f = *state;
+	char *text = NULL;
+
+	assert_int_equal(http_client_do(f->cli, "GET", "/stream", NULL, &text, NULL, 0), 200);
+	assert_string_equal(text, "{\"n\":2}\n{\"n\":1}\n{\"n\":0}\n");
+	free(text);
+}
+
+static void test_path_segment(void **state)
+{
+	char buf[8];
+	const char *rest;
+
+	rest = http_path_segment("/v1/volume/data/claim", "/v1/volume/", buf, sizeof(buf));
+	assert_non_null(rest);
+	assert_string_equal(buf, "data");
+	assert_string_equal(rest, "/claim");
+	rest = http_path_segment("/v1/volume/data", "/v1/volume/", buf, sizeof(buf));
+	assert_string_equal(rest, "");
+	assert_null(http_path_segment("/v1/volume/", "/v1/volume/", buf, sizeof(buf)));
+	assert_null(http_path_segment("/v1/volume/toolongname", "/v1/volume/", buf, sizeof(buf)));
+	assert_null(http_path_segment("/v1/node/x", "/v1/volume/", buf, sizeof(buf)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_errors_are_json, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_body_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_url, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_query_and_index, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
+	    cmocka_unit_test(test_path_segment),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
