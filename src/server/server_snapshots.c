@@ -10,26 +10,14 @@
 
 #include <string.h>
 
-/* Whether two maps hold the same pairs (both sorted by key). */
-static bool server_map_same(const struct model_map *a, const struct model_map *b)
-{
-	if (a->n != b->n)
-		return false;
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->kv[i].key, b->kv[i].key) != 0 ||
-		    strcmp(a->kv[i].value, b->kv[i].value) != 0)
-			return false;
-	return true;
-}
-
 static bool server_snapshot_same(const struct model_snapshot *old,
 				 const struct model_snapshot *spec)
 {
 	const char *name = spec->name ? spec->name : spec->id;
 
 	return strcmp(old->volume_id, spec->volume_id) == 0 && strcmp(old->name, name) == 0 &&
-	       server_map_same(&old->parameters, &spec->parameters) &&
-	       server_map_same(&old->secrets, &spec->secrets);
+	       model_map_equal(&old->parameters, &spec->parameters) &&
+	       model_map_equal(&old->secrets, &spec->secrets);
 }
 
 static int server_snapshot_check(const struct model_snapshot *spec, struct err *e)

@@ -108,30 +108,6 @@ static int server_view(struct server *s, struct model_volume *v, struct arena *a
 	return rc;
 }
 
-/* Moves v->claims[i] to past claims in state freed (oldest past claims dropped). */
-static int server_claim_free(struct arena *a, struct model_volume *v, size_t i, const char *note,
-			     int64_t now, struct err *e)
-{
-	size_t keep =
-	    v->npast_claims < MODEL_PAST_CLAIMS_MAX ? v->npast_claims : MODEL_PAST_CLAIMS_MAX - 1;
-	struct model_claim *past = arena_alloc(a, (keep + 1) * sizeof(*past));
-	int rc;
-
-	if (!past)
-		return err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
-	rc = model_claim_transition(a, v->id, &v->claims[i], MODEL_CLAIM_FREED, note, now, e);
-	if (rc)
-		return rc;
-	if (keep)
-		memcpy(past, v->past_claims + (v->npast_claims - keep), keep * sizeof(*past));
-	past[keep] = v->claims[i];
-	v->past_claims = past;
-	v->npast_claims = keep + 1;
-	memmove(&v->claims[i], &v->claims[i + 1], (v->nclaims - i - 1) * sizeof(*v->claims));
-	v->nclaims--;
-	return 0;
-}
-
 /* Whether an active claim other than skip uses node_id. */
 static bool server_node_in_use(const struct model_volume *v, const char *node_id,
 			       const struct model_claim *skip)
@@ -572,8 +548,8 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 	*skipped = note[0]
 		       ? arena_printf(scratch, "force-freed alloc %s without %s", r->alloc_id, note)
 		       : NULL;
-	rc = server_claim_free(scratch, v, (size_t)(c - v->claims),
-			       note[0] ? *skipped : "force-freed", now, e);
+	rc = model_volume_claim_move(scratch, v, r->alloc_id, MODEL_CLAIM_FREED,
+				     note[0] ? *skipped : "force-freed", now, e);
 	v->updated_ms = now;
 	return rc ? rc : SERVER_PUT;
 }
