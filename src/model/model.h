@@ -68,6 +68,8 @@
 #define MODEL_MOUNT_FLAGS_MAX 64
 /* Past claims kept per volume (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
+/* Largest spec text model_volume_spec_decode accepts (bytes). */
+#define MODEL_SPEC_MAX (256 * 1024)
 
 /* Access modes, numbered as on the CSI wire (VolumeCapability.AccessMode). */
 enum model_access {
@@ -107,6 +109,12 @@ struct model_map {
 
 /* Value of key, or NULL. */
 const char *model_map_get(const struct model_map *m, const char *key);
+/* Sets key to value (both copied into a), keeping the map sorted and its
+ * keys unique. Returns 0 or CSID_ENOMEM. */
+int model_map_put(struct arena *a, struct model_map *m, const char *key, const char *value,
+		  struct err *e);
+/* Whether a and b hold the same pairs. */
+bool model_map_equal(const struct model_map *a, const struct model_map *b);
 
 struct model_capability {
 	enum model_access access;
@@ -128,17 +136,25 @@ enum model_claim_mode { MODEL_CLAIM_READ, MODEL_CLAIM_WRITE };
  * Claim lifecycle (a table in model.c; every change goes through
  * model_claim_transition): claimed -> node-unpublished ->
  * controller-unpublished -> freed (moved to past claims) -> removed
- * (dropped from past claims). A claim may skip forward (a plugin without
- * controller publish goes node-unpublished -> freed by way of
- * controller-unpublished at once; an operator's force-free goes straight
- * to freed); it never goes back.
+ * (dropped from past claims). A claim may skip forward only to freed: an
+ * operator's force-free goes from claimed or node-unpublished straight to
+ * freed (a plugin without controller publish goes node-unpublished ->
+ * controller-unpublished -> freed in one write). It never goes back and
+ * never stays put (from == to is refused: callers test the state first).
+ *   claimed                 -> node-unpublished, freed
+ *   node-unpublished        -> controller-unpublished, freed
+ *   controller-unpublished  -> freed
+ *   freed                   -> removed
+ *   removed                 -> (none)
  */
 enum model_claim_state {
 	MODEL_CLAIM_CLAIMED,
 	MODEL_CLAIM_NODE_UNPUBLISHED,
 	MODEL_CLAIM_CONTROLLER_UNPUBLISHED,
 	MODEL_CLAIM_FREED,
+	MODEL_CLAIM_REMOVED, /* final: the claim is gone (never stored) */
 };
+#define MODEL_CLAIM_STATE_COUNT 5
 
 const char *model_claim_state_name(enum model_claim_state s);
 int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e);
@@ -377,5 +393,25 @@ int model_volume_copy(struct arena *a, const struct model_volume *v, struct mode
 struct model_claim *model_volume_claim(const struct model_volume *v, const char *alloc_id);
 /* The publication for node_id, or NULL. */
 struct model_publication *model_volume_pub(const struct model_volume *v, const char *node_id);
+
+/*
+ * Moves the active claim of alloc_id to state `to` (model_claim_transition).
+ * Reaching freed moves it from claims to past_claims (newest last); when
+ * past_claims would hold more than MODEL_PAST_CLAIMS_MAX, the oldest is
+ * removed (freed -> removed, logged). New arrays come from a. Returns 0,
+ * CSID_ENOTFOUND (no active claim of alloc_id), CSID_EPRECOND (the table
+ * forbids it, v unchanged) or CSID_ENOMEM.
+ */
+int model_volume_claim_move(struct arena *a, struct model_volume *v, const char *alloc_id,
+			    enum model_claim_state to, const char *note, int64_t now_ms,
+			    struct err *e);
+
+/*
+ * Whether a node whose plugin reports topology node (NULL: none) can reach
+ * v: it matches one of v's accessible topologies, or, when the plugin
+ * reported none (a registered volume), one of the requisite ones; a
+ * volume with neither is reachable from everywhere.
+ */
+bool model_volume_reachable(const struct model_volume *v, const struct model_topology *node);
 
 #endif
