@@ -78,6 +78,16 @@ struct reconciler_config {
 
 struct reconciler;
 
+/*
+ * The delay before attempt `attempts` + 1 of an item that failed
+ * `attempts` times in a row (>= 1): min_ms doubling per failure, capped at
+ * max_ms, with jitter in [3/4 d, d] of that value d drawn from a hash of
+ * seed, kind, id and attempts, so that items failing together spread out
+ * and a run with the same seed repeats exactly. Pure.
+ */
+int64_t reconciler_backoff_ms(int attempts, int64_t min_ms, int64_t max_ms, uint64_t seed,
+			      enum store_kind kind, const char *id);
+
 int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out, struct err *e);
 
 /* Queues (kind, id) to be worked now (a no-op when it is queued already and due). */

@@ -30,6 +30,17 @@ static int ts_open_mem(struct ts *t, struct err *e)
 	return store_mem_new(&t->s, e);
 }
 
+static int ts_open_sqlite(struct ts *t, struct err *e)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(t->dir, sizeof(t->dir), "/tmp/csid-test-store-XXXXXX");
+	if (mkdtemp(t->dir) == NULL)
+		return err_set(e, CSID_EIO, "mkdtemp failed");
+	snprintf(path, sizeof(path), "%s/store.db", t->dir);
+	return store_sqlite_open(path, &t->s, e);
+}
+
 static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 {
 	struct ts *t = calloc(1, sizeof(*t));
@@ -48,6 +59,11 @@ static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 static int ts_setup_mem(void **state)
 {
 	return ts_setup(state, ts_open_mem);
+}
+
+static int ts_setup_sqlite(void **state)
+{
+	return ts_setup(state, ts_open_sqlite);
 }
 
 /* Removes the store's directory (the database and its -wal, -shm). */
@@ -707,8 +723,10 @@ static void test_store_concurrent_cas(void **state)
 int main(void)
 {
 	const struct CMUnitTest mem[] = TS_TESTS(ts_setup_mem);
+	const struct CMUnitTest sqlite[] = TS_TESTS(ts_setup_sqlite);
 	int failed = 0;
 
 	failed += cmocka_run_group_tests_name("store memory", mem, NULL, NULL);
+	failed += cmocka_run_group_tests_name("store sqlite", sqlite, NULL, NULL);
 	return failed;
 }
