@@ -214,7 +214,7 @@ static int server_volume_record(struct server *s, const struct model_volume *spe
 	}
 	rc = model_volume_copy(a, v, out, e);
 	if (!rc)
-		rc = server_view(s, *out, scratch, e);
+		rc = server_view(s, *out, a, e);
 out:
 	arena_free(scratch);
 	return rc;

@@ -194,6 +194,7 @@ static void test_register_idempotent_and_get(void **state)
 	spec.ncaps = 1;
 	assert_int_equal(server_volume_register(t->s, &spec, t->a, &out, &e), 0);
 	assert_string_equal(out->name, "data");
+	assert_string_equal(out->plugin_health, "healthy");
 	assert_true(out->create_index > 0);
 	/* The same spec again is the same volume; another spec under the ID is refused. */
 	assert_int_equal(server_volume_register(t->s, &spec, t->a, &out, &e), 0);
