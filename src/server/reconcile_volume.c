@@ -276,12 +276,7 @@ static Csi__V1__VolumeCapability **rv_caps(struct arena *a, const struct model_v
 	return caps;
 }
 
-static int rv_kv_cmp(const void *x, const void *y)
-{
-	return strcmp(((const struct model_kv *)x)->key, ((const struct model_kv *)y)->key);
-}
-
-/* A model map (sorted) from a protobuf map field's entries, in a. */
+/* A model map from a protobuf map field's entries (every entry is base, key, value), in a. */
 static int rv_map_from(struct arena *a, void *const *entries, size_t n, struct model_map *out)
 {
 	const struct {
@@ -292,39 +287,10 @@ static int rv_map_from(struct arena *a, void *const *entries, size_t n, struct m
 
 	out->kv = NULL;
 	out->n = 0;
-	if (n == 0)
-		return 0;
-	out->kv = arena_alloc(a, n * sizeof(*out->kv));
-	if (out->kv == NULL)
-		return CSID_ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		out->kv[i].key = arena_strdup(a, kv[i]->key ? kv[i]->key : "");
-		out->kv[i].value = arena_strdup(a, kv[i]->value ? kv[i]->value : "");
-		if (out->kv[i].key == NULL || out->kv[i].value == NULL)
+	for (size_t i = 0; i < n; i++)
+		if (model_map_put(a, out, kv[i]->key ? kv[i]->key : "",
+				  kv[i]->value ? kv[i]->value : "", NULL) < 0)
 			return CSID_ENOMEM;
-	}
-	out->n = n;
-	qsort(out->kv, n, sizeof(*out->kv), rv_kv_cmp);
-	return 0;
-}
-
-/* base with every key of over set to its value (sorted), in a. */
-static int rv_map_merge(struct arena *a, const struct model_map *base, const struct model_map *over,
-			struct model_map *out)
-{
-	struct model_kv *kv = arena_alloc(a, (base->n + over->n + 1) * sizeof(*kv));
-	size_t n = 0;
-
-	if (kv == NULL)
-		return CSID_ENOMEM;
-	for (size_t i = 0; i < base->n; i++)
-		if (model_map_get(over, base->kv[i].key) == NULL)
-			kv[n++] = base->kv[i];
-	for (size_t i = 0; i < over->n; i++)
-		kv[n++] = over->kv[i];
-	qsort(kv, n, sizeof(*kv), rv_kv_cmp);
-	out->kv = kv;
-	out->n = n;
 	return 0;
 }
 
@@ -584,34 +550,25 @@ out:
 	return rc;
 }
 
-static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to, const char *note)
+/*
+ * Moves claims[i] on: to controller-unpublished and at once to freed (one
+ * write), or from controller-unpublished to freed.
+ */
+static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
 {
 	struct model_volume *v = s->v;
+	const char *alloc = v->claims[i].alloc_id;
+	int64_t now = clock_wall_ms(s->p.env->clock);
 	struct err e;
 	int rc;
 
 	err_clear(&e);
-	rc = model_claim_transition(s->p.a, v->id, &v->claims[i], to, note,
-				    clock_wall_ms(s->p.env->clock), &e);
+	rc = model_volume_claim_move(s->p.a, v, alloc, to, NULL, now, &e);
+	if (rc == 0 && to != MODEL_CLAIM_FREED)
+		rc = model_volume_claim_move(s->p.a, v, alloc, MODEL_CLAIM_FREED, NULL, now, &e);
 	if (rc < 0)
 		return reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: claim %s: %s", s->what,
-				      v->claims[i].alloc_id, e.msg);
-	if (to == MODEL_CLAIM_FREED) {
-		size_t keep = v->npast_claims < MODEL_PAST_CLAIMS_MAX ? v->npast_claims
-								      : MODEL_PAST_CLAIMS_MAX - 1;
-		struct model_claim *past = arena_alloc(s->p.a, (keep + 1) * sizeof(*past));
-
-		if (past == NULL)
-			return rv_nomem(s);
-		/* Newest last; the oldest drop out beyond the cap. */
-		memcpy(past, v->past_claims + (v->npast_claims - keep), keep * sizeof(*past));
-		past[keep] = v->claims[i];
-		v->past_claims = past;
-		v->npast_claims = keep + 1;
-		memmove(&v->claims[i], &v->claims[i + 1],
-			(v->nclaims - i - 1) * sizeof(*v->claims));
-		v->nclaims--;
-	}
+				      alloc, e.msg);
 	return rv_write(s);
 }
 
@@ -623,7 +580,8 @@ static int rv_pub_add(struct rv_pass *s, size_t i)
 
 	if (pubs == NULL)
 		return rv_nomem(s);
-	memcpy(pubs, v->pubs, v->npubs * sizeof(*pubs));
+	if (v->npubs > 0)
+		memcpy(pubs, v->pubs, v->npubs * sizeof(*pubs));
 	memset(&pubs[v->npubs], 0, sizeof(*pubs));
 	pubs[v->npubs].node_id = c->node_id;
 	pubs[v->npubs].plugin_node_id = c->plugin_node_id;
@@ -740,9 +698,10 @@ static int rv_modify(struct rv_pass *s)
 			  s->res) < 0)
 		return -1;
 	csi_msg_free(resp);
-	if (rv_map_merge(s->p.a, &v->mutable_parameters, &v->pending_mutable,
-			 &v->mutable_parameters) < 0)
-		return rv_nomem(s);
+	for (size_t i = 0; i < v->pending_mutable.n; i++)
+		if (model_map_put(s->p.a, &v->mutable_parameters, v->pending_mutable.kv[i].key,
+				  v->pending_mutable.kv[i].value, NULL) < 0)
+			return rv_nomem(s);
 	v->pending_mutable.kv = NULL;
 	v->pending_mutable.n = 0;
 	return rv_write(s);
@@ -794,10 +753,10 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 		rv_write(s);
 		return;
 	case RSTEP_CLAIM_FREE:
-		rv_claim_move(s, st->index, MODEL_CLAIM_FREED, NULL);
+		rv_claim_move(s, st->index, MODEL_CLAIM_FREED);
 		return;
 	case RSTEP_CLAIM_CONTROLLER_DONE:
-		rv_claim_move(s, st->index, MODEL_CLAIM_CONTROLLER_UNPUBLISHED, NULL);
+		rv_claim_move(s, st->index, MODEL_CLAIM_CONTROLLER_UNPUBLISHED);
 		return;
 	case RSTEP_PUB_UNPUBLISHING:
 		v->pubs[st->index].state = MODEL_PUB_UNPUBLISHING;

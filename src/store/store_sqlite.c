@@ -33,6 +33,7 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -647,6 +648,38 @@ static int sqlite_check_owner(const char *path, int64_t app_id, int64_t version,
 }
 
 /*
+ * The URI of the probe's connection to path. Without a WAL file, the
+ * database file alone is the whole database: it is opened immutable, so
+ * not even a -wal or -shm file is created next to a file we may refuse.
+ * With one (a crash), the WAL is read as usual, read-only.
+ */
+static int sqlite_probe_uri(const char *path, char *uri, size_t size, struct err *e)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char wal[PATH_MAX + 8];
+	struct stat sb;
+	size_t n = 0;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (strlen(path) >= PATH_MAX)
+		return err_set(e, CSID_EINVAL, "sqlite store: path too long");
+	memcpy(uri, "file:", 5);
+	n = 5;
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (strchr("?#%", *p) == NULL && *p > ' ' && *p < 0x7f) {
+			uri[n++] = (char)*p;
+		} else {
+			uri[n++] = '%';
+			uri[n++] = hex[*p >> 4];
+			uri[n++] = hex[*p & 15];
+		}
+	}
+	snprintf(uri + n, size - n, "%s",
+		 stat(wal, &sb) == 0 ? "?mode=ro" : "?mode=ro&immutable=1");
+	return 0;
+}
+
+/*
  * Checks an existing file on a read-only connection, so that a file we
  * refuse is never written: it must be a SQLite database, a csid store (or
  * empty), of a schema version we know, and pass quick_check.
@@ -655,6 +688,7 @@ static int sqlite_probe(const char *path, struct err *e)
 {
 	sqlite3 *db = NULL;
 	int64_t app_id = 0, version = 0, tables = 0;
+	char uri[3 * PATH_MAX + 32];
 	struct stat sb;
 	sqlite3_stmt *q = NULL;
 	const char *verdict;
@@ -662,7 +696,11 @@ static int sqlite_probe(const char *path, struct err *e)
 
 	if (stat(path, &sb) != 0 || sb.st_size == 0)
 		return 0; /* created below; a bad path fails there */
-	rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite_probe_uri(path, uri, sizeof(uri), e);
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+			     NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite_query_int(db, "PRAGMA application_id", &app_id);
 	if (rc == SQLITE_OK)
@@ -682,11 +720,16 @@ static int sqlite_probe(const char *path, struct err *e)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(q);
 	verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-	if (verdict == NULL || strcmp(verdict, "ok") != 0)
-		rc = err_set(e, CSID_EIO, "store %s: corrupt (%s); left untouched", path,
-			     verdict ? verdict : sqlite3_errmsg(db));
-	else
+	if (verdict != NULL && strcmp(verdict, "ok") == 0) {
 		rc = 0;
+		goto done;
+	}
+	rc = err_set(e, CSID_EIO, "store %s: corrupt (%s); left untouched", path,
+		     verdict ? verdict : sqlite3_errmsg(db));
+	/* quick_check reports on several lines: one line of message. */
+	for (char *p = e ? e->msg : NULL; p && *p; p++)
+		if (*p == '\n')
+			*p = ' ';
 done:
 	sqlite3_finalize(q);
 	sqlite3_close_v2(db);

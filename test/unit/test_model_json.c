@@ -374,7 +374,7 @@ static void test_spec_decode_errors(void **state)
 	     "\"x\"}]}",
 	     "volume spec: capabilities[1].acces_mode: unknown key"},
 	    {"{\"capabilities\": [{\"access_mode\": \"single-node-writr\"}]}",
-	     "volume spec: capabilities[0].access_mode: unknown value"},
+	     "volume spec: capabilities[0].access_mode: unknown access mode (expected one of: "},
 	    {"{\"capabilities\": [{}]}", "volume spec: capabilities[0].access_mode: required"},
 	    {"{\"capabilities\": {}}", "volume spec: capabilities: expected an array"},
 	    {"{\"id\": 7}", "volume spec: id: expected a string"},
