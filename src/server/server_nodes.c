@@ -128,13 +128,8 @@ int server_node_put(struct server *s, const struct model_node *node, struct aren
 {
 	int rc;
 
-	if (!node->id)
-		return err_set(e, CSID_EINVAL, "node: id required");
-	if ((rc = model_id_check("node id", node->id, strlen(node->id), e)))
+	if ((rc = model_node_validate(node, e)))
 		return rc;
-	for (size_t i = 0; i < node->nplugins; i++)
-		if ((rc = model_plugin_id_check(node->plugins[i].plugin_id, e)))
-			return err_wrap(e, "node %s: plugins[%zu]", node->id, i);
 	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
 		struct model_node *old = NULL, *cur;
 		int64_t now = clock_wall_ms(s->clock);

@@ -20,25 +20,10 @@ static bool server_snapshot_same(const struct model_snapshot *old,
 	       model_map_equal(&old->secrets, &spec->secrets);
 }
 
-static int server_snapshot_check(const struct model_snapshot *spec, struct err *e)
-{
-	int rc;
-
-	if (!spec->id || !spec->volume_id)
-		return err_set(e, CSID_EINVAL, "create snapshot: id and volume_id required");
-	if ((rc = model_id_check("snapshot id", spec->id, strlen(spec->id), e)) ||
-	    (rc = model_id_check("volume id", spec->volume_id, strlen(spec->volume_id), e)))
-		return err_wrap(e, "create snapshot");
-	if (spec->name && (!spec->name[0] || strlen(spec->name) > MODEL_STRING_MAX))
-		return err_set(e, CSID_EINVAL, "create snapshot %s: name must be 1..%d bytes",
-			       spec->id, MODEL_STRING_MAX);
-	return 0;
-}
-
 int server_snapshot_create(struct server *s, const struct model_snapshot *spec, struct arena *a,
 			   struct model_snapshot **out, struct err *e)
 {
-	int rc = server_snapshot_check(spec, e);
+	int rc = model_snapshot_validate(spec, e);
 
 	*out = NULL;
 	if (rc)

@@ -1,10 +1,12 @@
 /*
  * Unit tests of the server facade (src/server/server*.c) in virtual time,
- * on the memory store, with the reconciler stepped by hand and a fake
- * controller seam: plugin "ctl.csi" has no controller service (acquire
- * says ENOTFOUND, so registered volumes become ready without an RPC) and
- * plugin "down.csi" has one that is unavailable (so its volumes fail and
- * show their status). Nodes report the plugins' health and topology.
+ * on the memory store, with the reconciler stepped by hand and the fake
+ * controller plugins of test/lib/csi_fake.h: plugin "ctl.csi" has no
+ * controller service (registered volumes become ready without an RPC),
+ * "down.csi" has one that is unavailable (its volumes fail and show their
+ * status), and "pub.csi" has a working one with controller publish (the
+ * whole claim cycle through the reconciler). Nodes report the plugins'
+ * health and topology.
  *
  * Covered: register/create/get/list with filters and pages, claims under
  * compare-and-set (100 threads race for one single-writer volume), the
@@ -23,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "csi_fake.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "util/arena.h"
@@ -30,6 +33,7 @@
 
 #define T_PLUGIN "ctl.csi"
 #define T_DOWN_PLUGIN "down.csi"
+#define T_PUB_PLUGIN "pub.csi"
 #define T_WALL 1700000000000LL
 
 struct t_env {
@@ -37,24 +41,11 @@ struct t_env {
 	struct store *store;
 	struct server *s;
 	struct arena *a;
+	struct csi_fake ctl, down, pub;
 	/* What local_controllers reports (the server's own controller plugins). */
 	struct server_local_controller local[2];
 	size_t nlocal;
 };
-
-static int t_acquire(void *ctx, const char *plugin_id, struct csi_client **client, uint64_t *caps,
-		     struct err *e)
-{
-	*client = NULL;
-	*caps = 0;
-	if (strcmp(plugin_id, T_DOWN_PLUGIN) == 0)
-		return err_set(e, CSID_EUNAVAIL, "no healthy controller for plugin %s", plugin_id);
-	return err_set(e, CSID_ENOTFOUND, "no controller plugin %s", plugin_id);
-}
-
-static void t_release(void *ctx, const char *plugin_id, struct csi_client *client)
-{
-}
 
 static size_t t_local(void *ctx, struct server_local_controller *out, size_t cap, struct arena *a)
 {
@@ -72,12 +63,17 @@ static int t_setup(void **state)
 	struct err e;
 
 	assert_non_null(t);
+	csi_fake_init(&t->ctl, T_PLUGIN);
+	csi_fake_init(&t->down, T_DOWN_PLUGIN);
+	csi_fake_init(&t->pub, T_PUB_PLUGIN);
+	t->ctl.no_controller = true;
+	t->down.down = true;
+	t->ctl.next = &t->down;
+	t->down.next = &t->pub;
 	clock_fake_init(&t->clock, 1000, T_WALL);
 	assert_int_equal(store_mem_new(&t->store, &e), 0);
 	cfg.store = t->store;
-	cfg.controllers.acquire = t_acquire;
-	cfg.controllers.release = t_release;
-	cfg.controllers.ctx = t;
+	cfg.controllers = csi_fake_controllers(&t->ctl);
 	cfg.clock = &t->clock.base;
 	cfg.manual_reconciler = true;
 	cfg.node_ttl_ms = 10000;
@@ -101,6 +97,9 @@ static int t_teardown(void **state)
 	store_close(t->store);
 	arena_free(t->a);
 	clock_fake_destroy(&t->clock);
+	csi_fake_fini(&t->ctl);
+	csi_fake_fini(&t->down);
+	csi_fake_fini(&t->pub);
 	free(t);
 	return 0;
 }
@@ -370,21 +369,26 @@ static void test_claim_refusals(void **state)
 
 /* ---- operator exits ---- */
 
-/* A node whose controller plugin requires publish, so claims get publications. */
-static void t_node_with_controller(struct t_env *t, const char *id, bool ctl_healthy)
+/* A node whose controller plugin requires publish, so claims get publications; zone z1. */
+static void t_node_with_controller(struct t_env *t, const char *id, const char *plugin,
+				   bool ctl_healthy)
 {
 	struct model_node n = {0};
 	struct model_node_plugin p[2] = {{0}};
 	char *caps[] = {"CREATE_DELETE_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"};
+	/* The zone the fake controller puts its volumes in. */
+	struct model_kv seg = {.key = "zone", .value = "z1"};
 	struct err e;
 
-	p[0].plugin_id = T_PLUGIN;
+	p[0].plugin_id = (char *)plugin;
 	p[0].type = MODEL_PLUGIN_NODE;
 	p[0].healthy = true;
 	p[0].health = "healthy";
 	p[0].version = "1.0.0";
 	p[0].plugin_node_id = "csi-node";
-	p[1].plugin_id = T_PLUGIN;
+	p[0].topology.segments.kv = &seg;
+	p[0].topology.segments.n = 1;
+	p[1].plugin_id = (char *)plugin;
 	p[1].type = MODEL_PLUGIN_CONTROLLER;
 	p[1].healthy = ctl_healthy;
 	p[1].health = ctl_healthy ? "healthy" : "Probe: UNAVAILABLE";
@@ -407,7 +411,7 @@ static void test_release_and_force_free(void **state)
 
 	t_node(t, "n2", T_PLUGIN, true, NULL);
 	t_volume(t, "shared", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
-	t_node_with_controller(t, "n1", true);
+	t_node_with_controller(t, "n1", T_PLUGIN, true);
 	assert_int_equal(t_claim(t, "shared", "a1", "n1", MODEL_CLAIM_WRITE,
 				 MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
 			 0);
@@ -476,7 +480,7 @@ static void test_deregister_and_delete(void **state)
 	char *skipped = NULL;
 	struct err e;
 
-	t_node_with_controller(t, "n1", true);
+	t_node_with_controller(t, "n1", T_PLUGIN, true);
 	t_volume(t, "gone", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
 	t_volume(t, "del", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
 	t_volume(t, "free", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
@@ -560,7 +564,7 @@ static void test_plugins_view(void **state)
 	size_t n = 0;
 	struct err e;
 
-	t_node_with_controller(t, "n1", false);
+	t_node_with_controller(t, "n1", T_PLUGIN, false);
 	t_node(t, "n2", T_PLUGIN, false, NULL);
 	t_node(t, "n3", T_PLUGIN, true, NULL);
 	t->local[0].plugin_id = T_PLUGIN;
@@ -603,7 +607,7 @@ static void test_schedulability(void **state)
 	struct model_volume *v = NULL;
 	struct err e;
 
-	t_node_with_controller(t, "n1", false);
+	t_node_with_controller(t, "n1", T_PLUGIN, false);
 	t_node(t, "n2", "other.csi", true, NULL);
 	t_volume(t, "v", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
 	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
@@ -614,7 +618,7 @@ static void test_schedulability(void **state)
 	    CSID_EPRECOND);
 	t_contains(e.msg, "no healthy controller");
 	/* The controller is back; the node without the node plugin is still refused. */
-	t_node_with_controller(t, "n1", true);
+	t_node_with_controller(t, "n1", T_PLUGIN, true);
 	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
 	assert_true(v->schedulable);
 	assert_int_equal(
@@ -761,6 +765,56 @@ static void test_snapshots(void **state)
 	assert_int_equal(server_snapshot_delete(t->s, "s8", t->a, &snap, &e), CSID_ENOTFOUND);
 }
 
+/* ---- the whole cycle through the reconciler ---- */
+
+static void test_claim_cycle_with_controller(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER};
+	struct model_volume spec = {0}, *v = NULL;
+	char ext[64], *skipped = NULL;
+	struct err e;
+
+	t_node_with_controller(t, "n1", T_PUB_PLUGIN, true);
+	spec.id = "cyc";
+	spec.plugin_id = T_PUB_PLUGIN;
+	spec.caps = &cap;
+	spec.ncaps = 1;
+	spec.capacity_min = 1 << 20;
+	assert_int_equal(server_volume_create(t->s, &spec, t->a, &v, &e), 0);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
+	assert_int_equal(v->state, MODEL_VOL_READY);
+	assert_true(csi_fake_has_volume(&t->pub, "cyc"));
+	csi_fake_volume_id(&t->pub, "cyc", ext, sizeof(ext));
+	assert_string_equal(v->external_id, ext);
+	assert_int_equal(
+	    t_claim(t, "cyc", "a1", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e),
+	    0);
+	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
+	assert_int_equal(v->npubs, 1);
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHING);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHED);
+	assert_true(csi_fake_has_pub(&t->pub, ext, "csi-node"));
+	/* Released: the reconciler unpublishes, then frees the claim. */
+	assert_int_equal(server_volume_release(t->s, "cyc", "a1", false, t->a, &v, &skipped, &e),
+			 0);
+	assert_null(skipped);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
+	assert_int_equal(v->nclaims, 0);
+	assert_int_equal(v->npubs, 0);
+	assert_int_equal(v->npast_claims, 1);
+	assert_false(csi_fake_has_pub(&t->pub, ext, "csi-node"));
+	/* Delete: DeleteVolume, then the record goes. */
+	assert_int_equal(server_volume_delete(t->s, "cyc", t->a, &v, &e), 0);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), CSID_ENOTFOUND);
+	assert_false(csi_fake_has_volume(&t->pub, "cyc"));
+}
+
 #define T_TEST(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
 
 int main(void)
@@ -780,6 +834,7 @@ int main(void)
 	    T_TEST(test_failing_volume_shows_status),
 	    T_TEST(test_expand_and_modify),
 	    T_TEST(test_snapshots),
+	    T_TEST(test_claim_cycle_with_controller),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
