@@ -4,7 +4,9 @@
  * server on the same data_dir is refused, SIGTERM stops it with status 0
  * (its socket removed) and what it acknowledged is there after a restart,
  * a store file from a newer schema is refused and left byte for byte as
- * it was, and a bad config names the JSON path at fault.
+ * it was, and a bad config names the JSON path at fault. With csi-hostpath
+ * as a supervised controller plugin, the plugins view shows it healthy, a
+ * volume is created and deleted through it, and SIGTERM stops it too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,11 @@
 #include "agent_proc.h"
 #include "http_client.h"
 #include "proc_guard.h"
+
+#ifndef CSI_HOSTPATH_BIN
+#define CSI_HOSTPATH_BIN "csi-hostpath"
+#endif
+#define T_HP "hostpath.csi.csid.dev"
 
 extern char **environ;
 
@@ -219,12 +226,95 @@ static void test_bad_config(void **state)
 	agent_proc_cleanup(&t.p);
 }
 
+/* Polls GET path until check(doc) holds, at most 30 s. */
+struct t_watch {
+	const char *base, *path;
+	bool (*check)(json_t *doc);
+	long status;
+};
+
+static bool t_watch_once(void *ctx)
+{
+	struct t_watch *w = ctx;
+	struct http_client *c = http_client_new(w->base);
+	json_t *doc = NULL;
+	bool ok;
+
+	w->status = c ? http_client_json(c, "GET", w->path, NULL, &doc) : -1;
+	ok = w->check(doc);
+	json_decref(doc);
+	http_client_free(c);
+	return ok;
+}
+
+static bool t_ctl_healthy(json_t *doc)
+{
+	return json_integer_value(
+		   json_object_get(json_object_get(doc, "controllers"), "healthy")) == 1;
+}
+
+static bool t_vol_ready(json_t *doc)
+{
+	const char *state = json_string_value(json_object_get(doc, "state"));
+
+	return state && strcmp(state, "ready") == 0 &&
+	       json_string_value(json_object_get(doc, "external_id"));
+}
+
+static bool t_vol_gone(json_t *doc)
+{
+	return doc && json_object_get(doc, "error") &&
+	       strcmp(json_string_value(json_object_get(doc, "code")), "not_found") == 0;
+}
+
+static void test_supervised_controller_plugin(void **state)
+{
+	static const char spec[] =
+	    "{\"id\": \"v1\", \"plugin_id\": \"" T_HP "\", \"capacity_min\": 1048576,"
+	    " \"capabilities\": [{\"access_mode\": \"single-node-writer\","
+	    " \"attachment_mode\": \"file-system\"}]}";
+	struct t_watch w;
+	char json[1024];
+	struct t_srv t;
+	pid_t pids[4];
+
+	t_srv_init(&t);
+	snprintf(json, sizeof(json),
+		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"127.0.0.1:%d\","
+		 " \"backoff_min\": \"50ms\", \"backoff_max\": \"500ms\","
+		 " \"controller_plugins\": [{\"id\": \"" T_HP "\", \"command\": [\"%s\","
+		 " \"--endpoint\", \"${CSI_ENDPOINT}\", \"--data-dir\", \"@DIR@/hp\","
+		 " \"--node-id\", \"server\", \"--mode\", \"controller\"]}]}",
+		 t.port, CSI_HOSTPATH_BIN);
+	assert_int_equal(agent_proc_write_config(&t.p, json), 0);
+	t_srv_start(&t);
+	assert_true(agent_proc_poll(t_srv_healthy, &t, 20000));
+	w = (struct t_watch){t.base, "/v1/plugin/" T_HP, t_ctl_healthy, 0};
+	assert_true(agent_proc_poll(t_watch_once, &w, 30000));
+	assert_int_equal(agent_proc_plugin_pids(&t.p, pids, 4), 1);
+
+	assert_int_equal(t_http(t.base, "PUT", "/v1/volume/v1/create", spec, NULL), 200);
+	w = (struct t_watch){t.base, "/v1/volume/v1", t_vol_ready, 0};
+	assert_true(agent_proc_poll(t_watch_once, &w, 30000));
+	assert_int_equal(t_http(t.base, "DELETE", "/v1/volume/v1/delete", NULL, NULL), 200);
+	w = (struct t_watch){t.base, "/v1/volume/v1", t_vol_gone, 0};
+	assert_true(agent_proc_poll(t_watch_once, &w, 30000));
+	assert_int_equal(w.status, 404);
+
+	/* SIGTERM stops the plugin with the server. */
+	assert_int_equal(agent_proc_stop(&t.p, SIGTERM, 20000), 0);
+	assert_int_equal(kill(pids[0], 0), -1);
+	assert_int_equal(agent_proc_plugin_pids(&t.p, pids, 4), 0);
+	agent_proc_cleanup(&t.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_serve_refuse_second_and_stop),
 	    cmocka_unit_test(test_newer_schema_refused_untouched),
 	    cmocka_unit_test(test_bad_config),
+	    cmocka_unit_test(test_supervised_controller_plugin),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

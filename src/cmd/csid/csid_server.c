@@ -192,6 +192,7 @@ static void csid_server_plugins_done(void *ctx)
 
 	uv_close((uv_handle_t *)&s->sig_term, csid_server_close_cb);
 	uv_close((uv_handle_t *)&s->sig_int, csid_server_close_cb);
+	log_info("msg=\"server stopped\"");
 }
 
 /* API first (no new work), then the reconciler, then the plugins (loop thread). */
