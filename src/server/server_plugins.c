@@ -63,7 +63,9 @@ static int server_local_caps(uint64_t bits, struct arena *a, char ***out, size_t
 	for (int bit = 0; bit < 64; bit++) {
 		const char *name;
 
-		if (!(bits & ((uint64_t)1 << bit)) || !(name = plugin_controller_cap_name(bit)))
+		/* Bits this program has no name for are left out, not shown as UNKNOWN. */
+		if (!(bits & ((uint64_t)1 << bit)) || !(name = plugin_controller_cap_name(bit)) ||
+		    strcmp(name, "UNKNOWN") == 0)
 			continue;
 		if (!((*out)[count++] = arena_strdup(a, name)))
 			return CSID_ENOMEM;

@@ -571,7 +571,8 @@ static void test_plugins_view(void **state)
 	t->local[0].healthy = true;
 	t->local[0].health = "healthy";
 	t->local[0].version = "2.0.0";
-	t->local[0].controller_caps = 1u << 1; /* CREATE_DELETE_VOLUME */
+	/* CREATE_DELETE_VOLUME, and bits 0 and 63 that have no name. */
+	t->local[0].controller_caps = 1u << 1 | 1u | (uint64_t)1 << 63;
 	t->local[1].plugin_id = "solo.csi";
 	t->local[1].health = "not registered yet";
 	t->nlocal = 2;
@@ -588,6 +589,8 @@ static void test_plugins_view(void **state)
 	assert_int_equal(p->nversions, 3);
 	assert_int_equal(p->ninstances, 5);
 	assert_int_equal(p->ncontroller_caps, 2);
+	assert_string_equal(p->controller_caps[0], "CREATE_DELETE_VOLUME");
+	assert_string_equal(p->controller_caps[1], "PUBLISH_UNPUBLISH_VOLUME");
 	assert_int_equal(server_plugin_get(t->s, "solo.csi", t->a, &p, &e), 0);
 	assert_int_equal(p->controllers_expected, 1);
 	assert_int_equal(p->controllers_healthy, 0);
