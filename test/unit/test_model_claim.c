@@ -343,6 +343,12 @@ static void test_claim_preconditions(void **state)
 	assert_int_equal(check(v, &req, &env, &e), PRECOND);
 	assert_non_null(strstr(e.msg, "node plugin on node n1"));
 	env = env_ok();
+	env.plugin_node_id = NULL;
+	assert_int_equal(check(v, &req, &env, &e), PRECOND);
+	assert_non_null(strstr(e.msg, "no node ID"));
+	env.controller_required = false; /* only ControllerPublishVolume needs it */
+	assert_int_equal(check(v, &req, &env, &e), GRANT);
+	env = env_ok();
 
 	zone_a.segments = (struct model_map){&kv_a, 1};
 	zone_b.segments = (struct model_map){&kv_b, 1};
