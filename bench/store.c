@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,19 @@ static double bench_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * CPU time (user + system) of this process in seconds: on a shared machine
+ * the wall-clock rates depend on the load, the CPU cost per op does not.
+ */
+static double bench_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static int bench_dcmp(const void *a, const void *b)
@@ -96,7 +110,7 @@ static size_t bench_value(char *buf, size_t size, size_t i)
 static void bench_load(struct store *s, const char *name)
 {
 	char id[32], val[BENCH_VALUE + 64];
-	double t0 = bench_now(), dt;
+	double t0 = bench_now(), c0 = bench_cpu(), dt;
 	struct err e;
 
 	for (size_t i = 0; i < BENCH_OBJECTS; i++) {
@@ -108,15 +122,15 @@ static void bench_load(struct store *s, const char *name)
 			bench_die("load", &e);
 	}
 	dt = bench_now() - t0;
-	printf("%-7s %-24s txn_per_s=%.0f n=%d\n", name, "put (new, 1 KiB)", BENCH_OBJECTS / dt,
-	       BENCH_OBJECTS);
+	printf("%-7s %-24s txn_per_s=%.0f cpu_us_per_txn=%.1f n=%d\n", name, "put (new, 1 KiB)",
+	       BENCH_OBJECTS / dt, (bench_cpu() - c0) * 1e6 / BENCH_OBJECTS, BENCH_OBJECTS);
 }
 
 static void bench_cas(struct store *s, const char *name)
 {
 	char id[32];
 	unsigned seed = 1;
-	double t0 = bench_now(), dt;
+	double t0 = bench_now(), c0 = bench_cpu(), dt;
 	struct store_obj o;
 	struct err e;
 
@@ -134,8 +148,8 @@ static void bench_cas(struct store *s, const char *name)
 		store_obj_free(&o);
 	}
 	dt = bench_now() - t0;
-	printf("%-7s %-24s txn_per_s=%.0f n=%d\n", name, "get + CAS put", BENCH_CAS / dt,
-	       BENCH_CAS);
+	printf("%-7s %-24s txn_per_s=%.0f cpu_us_per_txn=%.1f n=%d\n", name, "get + CAS put",
+	       BENCH_CAS / dt, (bench_cpu() - c0) * 1e6 / BENCH_CAS, BENCH_CAS);
 }
 
 static void bench_get(struct store *s, const char *name)
@@ -167,7 +181,7 @@ static void bench_pages(struct store *s, const char *name)
 	char last[64];
 	size_t total = 0;
 	struct store_list l;
-	double t0;
+	double t0, c0;
 	bool more;
 	struct err e;
 
@@ -181,6 +195,7 @@ static void bench_pages(struct store *s, const char *name)
 	bench_report(name, "first page of 100", v, BENCH_PAGES, " (target <= 10 ms)");
 	free(v);
 	t0 = bench_now();
+	c0 = bench_cpu();
 	do {
 		if (store_list(s, STORE_VOLUME, NULL, after, 1000, &l, &e) != 0)
 			bench_die("list", &e);
@@ -190,8 +205,8 @@ static void bench_pages(struct store *s, const char *name)
 		more = l.more;
 		store_list_free(&l);
 	} while (more);
-	printf("%-7s %-24s ms=%.1f objects=%zu\n", name, "list all, pages of 1000",
-	       (bench_now() - t0) * 1e3, total);
+	printf("%-7s %-24s ms=%.1f cpu_ms=%.1f objects=%zu\n", name, "list all, pages of 1000",
+	       (bench_now() - t0) * 1e3, (bench_cpu() - c0) * 1e3, total);
 }
 
 static void bench_changes(struct store *s, const char *name)

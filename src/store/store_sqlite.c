@@ -683,7 +683,7 @@ static int sqlite_probe(const char *path, struct err *e)
 	struct stat sb;
 	sqlite3_stmt *q = NULL;
 	const char *verdict;
-	bool wal_there;
+	bool wal_there = false;
 	int rc;
 
 	if (stat(path, &sb) != 0 || sb.st_size == 0)
