@@ -999,6 +999,29 @@ static void test_change_log_and_start_enqueue(void **state)
 	arena_free(a);
 }
 
+/* A change log compacted past the reconciler's position: it lists everything again. */
+static void test_change_log_compacted(void **state)
+{
+	struct t *t = *state;
+	struct arena *a = arena_new();
+	struct store_op op = {STORE_OP_PUT, STORE_NODE, "n1", "{}", 2, STORE_ANY};
+	struct err e;
+
+	t_new(t);
+	t_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	t_run(t, 0);
+	t_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	for (int i = 0; i < STORE_CHANGES_KEEP + 2048; i++)
+		assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	t_run(t, 0);
+	assert_int_equal(t_get(t, a, "v2")->state, MODEL_VOL_READY);
+	/* And it follows the log again from there. */
+	t_add(t, "v3", MODEL_VOL_CREATING, NULL);
+	t_run(t, 0);
+	assert_int_equal(t_get(t, a, "v3")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
 /* ---- threads ---- */
 
 /* Waits (real time, bounded) until volumes <prefix>-0..n-1 are ready. */
@@ -1237,6 +1260,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_failing_volume_does_not_delay_others, t_setup,
 					    t_teardown),
 	    cmocka_unit_test_setup_teardown(test_change_log_and_start_enqueue, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_change_log_compacted, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, t_setup, t_teardown),
 	};
