@@ -15,23 +15,26 @@
  * carries them: the API encoding and every message leave them out.
  *
  * JSON shapes (keys in snake_case; maps are objects of strings; absent
- * keys take the documented defaults):
+ * or null keys take the documented defaults: "", 0, false, empty; the
+ * encoders always write maps and arrays, and leave out unset strings):
  *   volume spec (PUT /v1/volume/<id>, /create; spec files):
- *     {"id", "name", "plugin_id", "external_id" (register only),
+ *     {"id" (may be left to the URL), "name", "plugin_id",
+ *      "external_id" (register only),
  *      "capacity_min", "capacity_max" (bytes; or strings "10GiB", "500M"),
  *      "capabilities": [{"access_mode": "single-node-writer",
- *                        "attachment_mode": "file-system"}],
+ *                        "attachment_mode": "file-system" (default)}],
  *      "mount_options": {"fs_type", "mount_flags": [...]},
  *      "parameters", "mutable_parameters", "secrets", "context" (maps),
  *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
  *      "snapshot_source", "clone_source" (IDs)}
- *   volume (API view, store view adds secrets and mount_flags):
- *     the spec keys plus "state", "capacity", "accessible_topology",
+ *   volume: the spec keys plus "state", "capacity", "accessible_topology",
  *     "claims": [claim], "past_claims": [claim], "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
- *     "mutable_parameters"}, "status": {"last_error", "attempts",
- *     "next_attempt_ms"}, "create_index", "modify_index",
- *     "schedulable", "plugin_health" (filled by the server)
+ *     "mutable_parameters"}, "created_ms", "updated_ms".
+ *     The store view keeps "secrets" and "mount_options.mount_flags".
+ *     The API view leaves both out and adds "status": {"last_error",
+ *     "attempts", "next_attempt_ms"}, "create_index", "modify_index",
+ *     "schedulable", "plugin_health" (filled by the server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
  *           "claimed_ms", "updated_ms", "note"}
@@ -40,11 +43,17 @@
  *           "context": {...}}
  *   snapshot: {"id", "volume_id", "plugin_id", "external_id", "name",
  *           "parameters", "secrets" (store only), "state", "ready_to_use",
- *           "size_bytes", "creation_time_ms", "create_index", "modify_index"}
- *   node: {"id", "status": "ready|down", "registered_ms", "updated_ms",
- *          "plugins": [{"plugin_id", "type": "controller|node",
+ *           "size_bytes", "creation_time_ms", "created_ms"; the API view
+ *           adds "status", "create_index", "modify_index"}
+ *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
+ *           "parameters", "secrets"}
+ *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
+ *          "updated_ms", "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
  *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
+ *          (one encoding; the API layer adds the indices if it shows them)
+ * Store decoders skip unknown keys (an older program reads a newer
+ * record); the spec decoders refuse them.
  */
 #ifndef CSID_MODEL_MODEL_H
 #define CSID_MODEL_MODEL_H

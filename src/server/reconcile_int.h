@@ -92,6 +92,13 @@ int reconcile_rpc(struct reconcile_pass *p, const char *what, enum csi_rpc rpc,
 int reconcile_map_set(struct arena *a, ProtobufCMessage *m, const char *field,
 		      const struct model_map *map);
 
+/*
+ * Reads (kind, id) for a pass into *o (free with store_obj_free). Returns
+ * 0, or -1 with res set: IDLE when it is gone (nothing left to do), RETRY
+ * on a store error.
+ */
+int reconcile_read(const struct reconcile_env *env, enum store_kind kind, const char *id,
+		   const char *what, struct store_obj *o, struct reconcile_result *res);
 /* Writes value over (kind, id) on expect (0: must not exist); a conflict gives AGAIN. */
 int reconcile_put(const struct reconcile_env *env, enum store_kind kind, const char *id,
 		  const char *value, size_t len, uint64_t expect, struct reconcile_result *res);
@@ -108,7 +115,7 @@ int reconcile_fail(struct reconcile_result *res, enum reconcile_outcome outcome,
 enum reconcile_step_kind {
 	RSTEP_NONE, /* nothing to do */
 	RSTEP_FAILED, /* the volume is failed: nothing to do, keep its status */
-	RSTEP_CREATE, /* CreateVolume */
+	RSTEP_CREATE, /* CreateVolume (deleting without a plugin ID: to find it by name) */
 	RSTEP_CREATE_LACKS, /* the plugin cannot create it (missing): record failed */
 	RSTEP_VALIDATE, /* ValidateVolumeCapabilities */
 	RSTEP_REGISTERED, /* no controller service: nothing to validate, ready */

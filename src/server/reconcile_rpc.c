@@ -129,6 +129,23 @@ int reconcile_map_set(struct arena *a, ProtobufCMessage *m, const char *field,
 	return 0;
 }
 
+int reconcile_read(const struct reconcile_env *env, enum store_kind kind, const char *id,
+		   const char *what, struct store_obj *o, struct reconcile_result *res)
+{
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = store_get(env->store, kind, id, o, &e);
+	if (rc == CSID_ENOTFOUND) {
+		res->outcome = RECONCILE_IDLE;
+		return -1;
+	}
+	if (rc < 0)
+		return reconcile_fail(res, RECONCILE_RETRY, rc, "%s: store: %s", what, e.msg);
+	return 0;
+}
+
 static int reconcile_txn(const struct reconcile_env *env, const struct store_op *op,
 			 struct reconcile_result *res)
 {

@@ -196,15 +196,8 @@ void reconcile_snapshot(const struct reconcile_env *env, const char *id,
 		reconcile_fail(res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s.what);
 		return;
 	}
-	rc = store_get(env->store, STORE_SNAPSHOT, id, &o, &e);
-	if (rc == CSID_ENOTFOUND) {
-		res->outcome = RECONCILE_IDLE;
+	if (reconcile_read(env, STORE_SNAPSHOT, id, s.what, &o, res) < 0)
 		goto out;
-	}
-	if (rc < 0) {
-		reconcile_fail(res, RECONCILE_RETRY, rc, "%s: store: %s", s.what, e.msg);
-		goto out;
-	}
 	rc = model_snapshot_decode(a, o.value, o.len, &s.s, &e);
 	s.index = o.modify_index;
 	if (rc == 0) {

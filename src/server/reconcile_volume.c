@@ -8,7 +8,8 @@
  *   claim controller-unpublished           -> freed (into past claims)
  *   claim node-unpublished on node N:
  *     no publication on N, or another claim
- *     on N still claimed (it needs the pub)  -> controller-unpublished
+ *     on N still claimed (it needs the pub)  -> controller-unpublished, and
+ *                                               freed in the same write
  *     publication on N not yet unpublishing  -> publication unpublishing
  *   publication with no active claim on N    -> unpublishing
  *   publication unpublishing, N claimed again -> publishing
@@ -219,8 +220,19 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 	/* Deleting: once every claim is freed and every publication gone. */
 	if (v->nclaims > 0 || v->npubs > 0)
 		return;
+	/*
+	 * Never created as far as the record knows; but a CreateVolume whose
+	 * answer was lost may have made it, so it is looked up by name
+	 * (CreateVolume is idempotent by name) before the record goes.
+	 */
 	if (v->external_id == NULL)
-		rv_set(out, RSTEP_REMOVE, 0);
+		rv_set(out,
+		       ctrl == RECONCILE_CTRL_DOWN ||
+			       (ctrl == RECONCILE_CTRL_UP &&
+				(caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
+			   ? RSTEP_CREATE
+			   : RSTEP_REMOVE,
+		       0);
 	else
 		rv_gate(out, ctrl, caps, RECONCILE_CAP(CREATE_DELETE_VOLUME),
 			"CREATE_DELETE_VOLUME", RSTEP_DELETE, 0);
@@ -398,6 +410,20 @@ static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, ch
 	return 0;
 }
 
+/* Removes the record on the index read. */
+static int rv_remove(struct rv_pass *s)
+{
+	if (reconcile_remove(s->p.env, STORE_VOLUME, s->v->id, s->index, s->res) < 0)
+		return -1;
+	s->res->outcome = RECONCILE_AGAIN;
+	return 0;
+}
+
+/*
+ * CreateVolume: for a volume being created, then ready; for one being
+ * deleted that has no plugin ID, to find it (kept deleting, DeleteVolume
+ * follows), and when the plugin cannot have it, the record goes.
+ */
 static int rv_create(struct rv_pass *s)
 {
 	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
@@ -410,6 +436,7 @@ static int rv_create(struct rv_pass *s)
 	Csi__V1__TopologyRequirement topo = CSI__V1__TOPOLOGY_REQUIREMENT__INIT;
 	Csi__V1__CreateVolumeResponse *resp = NULL;
 	struct model_volume *v = s->v;
+	bool deleting = v->state == MODEL_VOL_DELETING;
 	struct arena *a = s->p.a;
 	int rc = -1;
 
@@ -428,13 +455,13 @@ static int rv_create(struct rv_pass *s)
 		return rv_nomem(s);
 	if (v->snapshot_source != NULL) {
 		if (rv_source(s, STORE_SNAPSHOT, v->snapshot_source, &snap.snapshot_id) < 0)
-			return -1;
+			return deleting ? rv_remove(s) : -1;
 		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
 		src.snapshot = &snap;
 		req.volume_content_source = &src;
 	} else if (v->clone_source != NULL) {
 		if (rv_source(s, STORE_VOLUME, v->clone_source, &vol.volume_id) < 0)
-			return -1;
+			return deleting ? rv_remove(s) : -1;
 		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME;
 		src.volume = &vol;
 		req.volume_content_source = &src;
@@ -449,8 +476,11 @@ static int rv_create(struct rv_pass *s)
 		req.accessibility_requirements = &topo;
 	}
 	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CREATE_VOLUME, &req.base,
-			  (ProtobufCMessage **)&resp, s->res) < 0)
-		return s->res->outcome == RECONCILE_FINAL ? rv_failed(s) : -1;
+			  (ProtobufCMessage **)&resp, s->res) < 0) {
+		if (s->res->outcome != RECONCILE_FINAL)
+			return -1;
+		return deleting ? rv_remove(s) : rv_failed(s);
+	}
 	if (resp == NULL || resp->volume == NULL || resp->volume->volume_id == NULL ||
 	    resp->volume->volume_id[0] == '\0') {
 		reconcile_fail(s->res, RECONCILE_RETRY, CSID_EPROTO,
@@ -480,7 +510,8 @@ static int rv_create(struct rv_pass *s)
 		rv_nomem(s);
 		goto out;
 	}
-	v->state = MODEL_VOL_READY;
+	if (!deleting)
+		v->state = MODEL_VOL_READY;
 	rc = rv_write(s);
 out:
 	csi_msg_free(resp ? &resp->base : NULL);
@@ -718,10 +749,7 @@ static int rv_delete(struct rv_pass *s)
 	if (reconcile_rpc(&s->p, s->what, CSI_RPC_DELETE_VOLUME, &req.base, &resp, s->res) < 0)
 		return -1;
 	csi_msg_free(resp);
-	if (reconcile_remove(s->p.env, STORE_VOLUME, s->v->id, s->index, s->res) < 0)
-		return -1;
-	s->res->outcome = RECONCILE_AGAIN;
-	return 0;
+	return rv_remove(s);
 }
 
 /* Runs step on the pass's volume. */
@@ -790,8 +818,7 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 		rv_delete(s);
 		return;
 	case RSTEP_REMOVE:
-		if (reconcile_remove(s->p.env, STORE_VOLUME, v->id, s->index, s->res) == 0)
-			s->res->outcome = RECONCILE_AGAIN;
+		rv_remove(s);
 		return;
 	case RSTEP_LACKS:
 		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL, "%s: %s: plugin %s lacks %s",
@@ -819,15 +846,8 @@ void reconcile_volume(const struct reconcile_env *env, const char *id, struct re
 		reconcile_fail(res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s.what);
 		return;
 	}
-	rc = store_get(env->store, STORE_VOLUME, id, &o, &e);
-	if (rc == CSID_ENOTFOUND) {
-		res->outcome = RECONCILE_IDLE;
+	if (reconcile_read(env, STORE_VOLUME, id, s.what, &o, res) < 0)
 		goto out;
-	}
-	if (rc < 0) {
-		reconcile_fail(res, RECONCILE_RETRY, rc, "%s: store: %s", s.what, e.msg);
-		goto out;
-	}
 	rc = model_volume_decode(a, o.value, o.len, &s.v, &e);
 	s.index = o.modify_index;
 	if (rc == 0)

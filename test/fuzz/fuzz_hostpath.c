@@ -10,7 +10,8 @@
  * reach past the "not found" checks, the placeholder IDs
  * vol-0000000000000000 and snap-0000000000000000 in a top-level
  * volume_id, source_volume_id or snapshot_id field stand for the volume
- * and snapshot the target created last.
+ * and snapshot the target created last. The plugin runs with
+ * --enable-alpha, so the alpha methods are fuzzed too.
  */
 #include <ftw.h>
 #include <stdint.h>
@@ -102,7 +103,8 @@ static int fuzz_hp_init(void)
 				.controller_publish = true,
 				.capacity = 1LL << 40,
 				.node_id = "node-1",
-				.max_volumes_per_node = 64};
+				.max_volumes_per_node = 64,
+				.enable_alpha = true};
 	char data[96];
 	struct err e;
 

@@ -56,6 +56,7 @@ static void test_other_names(void **state)
 {
 	enum model_attachment at;
 	enum model_claim_state cs;
+	enum model_claim_mode mode;
 	struct err e;
 
 	(void)state;
@@ -74,6 +75,12 @@ static void test_other_names(void **state)
 	assert_null(model_claim_state_name((enum model_claim_state)MODEL_CLAIM_STATE_COUNT));
 	assert_string_equal(model_claim_mode_name(MODEL_CLAIM_READ), "read");
 	assert_string_equal(model_claim_mode_name(MODEL_CLAIM_WRITE), "write");
+	assert_int_equal(model_claim_mode_parse("write", &mode, &e), 0);
+	assert_int_equal(mode, MODEL_CLAIM_WRITE);
+	assert_int_equal(model_claim_mode_parse("rw", &mode, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "unknown claim mode (expected one of: read, write)");
+	assert_string_equal(model_plugin_type_name(MODEL_PLUGIN_CONTROLLER), "controller");
+	assert_string_equal(model_node_status_name(MODEL_NODE_DOWN), "down");
 	assert_string_equal(model_pub_state_name(MODEL_PUB_UNPUBLISHING), "unpublishing");
 	assert_string_equal(model_volume_state_name(MODEL_VOL_REGISTERING), "registering");
 	assert_string_equal(model_snapshot_state_name(MODEL_SNAP_FAILED), "failed");
@@ -474,6 +481,81 @@ static void test_volume_copy(void **state)
 	arena_free(b);
 }
 
+static void test_snapshot_validate(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_snapshot s = {.id = "snap-1", .volume_id = "data"}, *c = NULL;
+	char long_name[MODEL_STRING_MAX + 2];
+	struct err e;
+
+	(void)state;
+	assert_int_equal(model_map_put(a, &s.secrets, "k", "canary-snap", &e), 0);
+	assert_int_equal(model_snapshot_validate(&s, &e), 0);
+	memset(long_name, 'n', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	s.id = "a/b";
+	s.volume_id = NULL;
+	s.name = long_name;
+	assert_int_equal(model_map_put(a, &s.secrets, "", "canary-snap", &e), 0);
+	assert_int_equal(model_snapshot_validate(&s, &e), CSID_EINVAL);
+	assert_true(strncmp(e.msg, "snapshot spec: ", 15) == 0);
+	assert_non_null(strstr(e.msg, "id \"a?b\""));
+	assert_non_null(strstr(e.msg, "volume_id: missing"));
+	assert_non_null(strstr(e.msg, "name: longer than 128 bytes"));
+	assert_non_null(strstr(e.msg, "secrets: empty key"));
+	assert_null(strstr(e.msg, "canary"));
+	assert_int_equal(model_snapshot_copy(a, &s, &c, &e), 0);
+	assert_string_equal(c->name, long_name);
+	assert_true(c->name != long_name);
+	assert_string_equal(model_map_get(&c->secrets, "k"), "canary-snap");
+	arena_free(a);
+}
+
+static void test_node_validate(void **state)
+{
+	struct arena *a = arena_new(), *b = arena_new();
+	struct model_node_plugin p[3] = {
+	    {.plugin_id = "hostpath.csi.csid.dev",
+	     .type = MODEL_PLUGIN_NODE,
+	     .plugin_node_id = "n1"},
+	    {.plugin_id = "hostpath.csi.csid.dev", .type = MODEL_PLUGIN_CONTROLLER},
+	    {.plugin_id = "ebs", .type = MODEL_PLUGIN_NODE, .max_volumes = 4}};
+	char *caps[] = {"STAGE_UNSTAGE_VOLUME"};
+	struct model_node n = {.id = "n1", .plugins = p, .nplugins = 3}, *c = NULL;
+	char node_id[MODEL_NODE_ID_MAX + 2];
+	struct err e;
+
+	(void)state;
+	p[0].caps = caps;
+	p[0].ncaps = 1;
+	assert_int_equal(model_map_put(a, &p[0].topology.segments, "zone", "a", &e), 0);
+	assert_int_equal(model_node_validate(&n, &e), 0);
+	assert_int_equal(model_node_copy(b, &n, &c, &e), 0);
+	arena_free(a);
+	p[0].topology.segments = (struct model_map){0};
+	assert_string_equal(c->plugins[0].caps[0], "STAGE_UNSTAGE_VOLUME");
+	assert_string_equal(model_map_get(&c->plugins[0].topology.segments, "zone"), "a");
+	assert_int_equal(c->plugins[2].max_volumes, 4);
+	arena_free(b);
+
+	memset(node_id, 'i', sizeof(node_id) - 1);
+	node_id[sizeof(node_id) - 1] = '\0';
+	n.id = "..";
+	p[0].plugin_node_id = node_id;
+	p[1].type = (enum model_plugin_type)5;
+	p[2].plugin_id = "hostpath.csi.csid.dev";
+	p[2].max_volumes = -1;
+	n.status = (enum model_node_status)9;
+	assert_int_equal(model_node_validate(&n, &e), CSID_EINVAL);
+	assert_true(strncmp(e.msg, "node: ", 6) == 0);
+	assert_non_null(strstr(e.msg, "id \"..\": not a valid ID"));
+	assert_non_null(strstr(e.msg, "status: unknown"));
+	assert_non_null(strstr(e.msg, "plugins[0].plugin_node_id: longer than 256 bytes"));
+	assert_non_null(strstr(e.msg, "plugins[1].type: unknown"));
+	assert_non_null(strstr(e.msg, "plugins[2].max_volumes: negative"));
+	assert_non_null(strstr(e.msg, "plugins[2]: duplicate of plugins[0]"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +572,8 @@ int main(void)
 	    cmocka_unit_test(test_validate_all_problems),
 	    cmocka_unit_test(test_validate_bounded),
 	    cmocka_unit_test(test_volume_copy),
+	    cmocka_unit_test(test_snapshot_validate),
+	    cmocka_unit_test(test_node_validate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

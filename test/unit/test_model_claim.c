@@ -343,6 +343,12 @@ static void test_claim_preconditions(void **state)
 	assert_int_equal(check(v, &req, &env, &e), PRECOND);
 	assert_non_null(strstr(e.msg, "node plugin on node n1"));
 	env = env_ok();
+	env.plugin_node_id = NULL;
+	assert_int_equal(check(v, &req, &env, &e), PRECOND);
+	assert_non_null(strstr(e.msg, "no node ID"));
+	env.controller_required = false; /* only ControllerPublishVolume needs it */
+	assert_int_equal(check(v, &req, &env, &e), GRANT);
+	env = env_ok();
 
 	zone_a.segments = (struct model_map){&kv_a, 1};
 	zone_b.segments = (struct model_map){&kv_b, 1};
@@ -457,6 +463,59 @@ static void test_claim_add(void **state)
 	arena_free(a);
 }
 
+/* A claim keeps what it was granted under, so that it can be released
+ * after the volume's capabilities and the node's plugin changed. */
+static void test_claim_keeps_its_grant(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = vol_new(a), *back = NULL;
+	struct model_claim_env env = env_ok();
+	struct model_claim_request req = {
+	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_BLOCK_DEVICE}};
+	struct model_claim *c;
+	char *text = NULL;
+	size_t len = 0;
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	assert_int_equal(check(v, &req, &env, &e), GRANT);
+	assert_int_equal(model_claim_add(a, v, &req, &env, 10, &e), 0);
+	/* The operator narrows the volume; the node's plugin gets another ID. */
+	v->ncaps = 1;
+	env.plugin_node_id = "csi-n1-new";
+	assert_int_equal(model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, &e), 0);
+	assert_int_equal(model_volume_decode(a, text, len, &back, &e), 0);
+	model_wipe_free(text, len);
+	c = model_volume_claim(back, "web-1");
+	assert_non_null(c);
+	assert_int_equal(c->cap.access, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	assert_int_equal(c->cap.attachment, MODEL_ATTACH_BLOCK_DEVICE);
+	assert_false(c->read_only);
+	assert_string_equal(c->node_id, "n1");
+	assert_string_equal(c->plugin_node_id, "csi-n1");
+	assert_string_equal(model_volume_pub(back, "n1")->plugin_node_id, "csi-n1");
+	/* Re-claiming with the same request is still ALREADY, and release goes through. */
+	assert_int_equal(check(back, &req, &env, &e), ALREADY);
+	assert_int_equal(model_volume_claim_move(a, back, "web-1", MODEL_CLAIM_NODE_UNPUBLISHED,
+						 "released", 20, &e),
+			 0);
+	assert_int_equal(model_volume_claim_move(a, back, "web-1",
+						 MODEL_CLAIM_CONTROLLER_UNPUBLISHED, NULL, 30, &e),
+			 0);
+	assert_int_equal(model_volume_claim_move(a, back, "web-1", MODEL_CLAIM_FREED, NULL, 40, &e),
+			 0);
+	assert_int_equal(back->nclaims, 0);
+	assert_int_equal(back->npast_claims, 1);
+	assert_string_equal(back->past_claims[0].plugin_node_id, "csi-n1");
+	/* Freed, the volume takes a claim in another mode. */
+	req.cap.attachment = MODEL_ATTACH_FILE_SYSTEM;
+	req.cap.access = MODEL_ACCESS_SINGLE_NODE_WRITER;
+	req.alloc_id = "web-2";
+	assert_int_equal(check(back, &req, &env, &e), GRANT);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +526,7 @@ int main(void)
 	    cmocka_unit_test(test_claim_preconditions),
 	    cmocka_unit_test(test_claim_already_first),
 	    cmocka_unit_test(test_claim_add),
+	    cmocka_unit_test(test_claim_keeps_its_grant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

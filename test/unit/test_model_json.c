@@ -534,6 +534,69 @@ static void test_spec_example(void **state)
 	arena_free(a);
 }
 
+static void test_snapshot_spec_decode(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_snapshot *s = NULL;
+	const char *ok =
+	    "{\"id\": \"snap-1\", \"volume_id\": \"data\", \"name\": \"nightly\","
+	    " \"parameters\": {\"tier\": \"cold\"}, \"secrets\": {\"k\": \"" CANARY "\"}}";
+	const char *unknown = "{\"id\": \"snap-1\", \"state\": \"ready\"}";
+	const char *bad_secret = "{\"secrets\": {\"" CANARY "\": [\"" CANARY "\"]}}";
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	assert_int_equal(model_snapshot_spec_decode(a, ok, strlen(ok), &s, &e), 0);
+	assert_string_equal(s->volume_id, "data");
+	assert_string_equal(s->name, "nightly");
+	assert_string_equal(model_map_get(&s->secrets, "k"), CANARY);
+	assert_int_equal(model_snapshot_validate(s, &e), 0);
+	assert_int_equal(model_snapshot_spec_decode(a, unknown, strlen(unknown), &s, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "snapshot spec: state: unknown key");
+	assert_int_equal(model_snapshot_spec_decode(a, bad_secret, strlen(bad_secret), &s, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "snapshot spec: secrets: every value must be a string");
+	arena_free(a);
+}
+
+static void test_node_spec_decode(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_node *n = NULL;
+	const char *ok = "{\"plugins\": [{\"plugin_id\": \"hostpath.csi.csid.dev\", \"type\": "
+			 "\"node\", \"healthy\": true, \"plugin_node_id\": \"csi-n1\","
+			 " \"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"topology\": {\"zone\": "
+			 "\"a\"}}]}";
+	const char *typo = "{\"id\": \"n1\", \"plugins\": [{\"plugin_id\": \"p\", \"type\": "
+			   "\"node\", \"healty\": true}]}";
+	const char *bad_type = "{\"id\": \"n1\", \"plugins\": [{\"plugin_id\": \"p\", \"type\": "
+			       "\"monolith\"}]}";
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	/* The ID may come from the URL. */
+	assert_int_equal(model_node_spec_decode(a, ok, strlen(ok), &n, &e), 0);
+	assert_null(n->id);
+	assert_int_equal(n->nplugins, 1);
+	assert_true(n->plugins[0].healthy);
+	assert_string_equal(n->plugins[0].plugin_node_id, "csi-n1");
+	assert_int_equal(model_node_validate(n, &e), CSID_EINVAL);
+	n->id = "n1";
+	assert_int_equal(model_node_validate(n, &e), 0);
+	assert_int_equal(model_node_spec_decode(a, typo, strlen(typo), &n, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "node: plugins[0].healty: unknown key");
+	assert_int_equal(model_node_spec_decode(a, bad_type, strlen(bad_type), &n, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "node: plugins[0].type: unknown plugin type (expected one of: "
+				   "controller, node)");
+	assert_int_equal(model_node_spec_decode(a, "{", 1, &n, &e), CSID_EINVAL);
+	assert_true(strncmp(e.msg, "node: line 1", 12) == 0);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +611,8 @@ int main(void)
 	    cmocka_unit_test(test_spec_hostile_ids),
 	    cmocka_unit_test(test_spec_comments),
 	    cmocka_unit_test(test_spec_example),
+	    cmocka_unit_test(test_snapshot_spec_decode),
+	    cmocka_unit_test(test_node_spec_decode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

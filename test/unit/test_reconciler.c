@@ -551,12 +551,29 @@ static void test_delete(void **state)
 	assert_null(t_get(t, a, "v1"));
 	assert_false(csi_fake_has_volume(&t->fake, "v1"));
 	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_DELETE_VOLUME), 2);
-	/* A volume never created has nothing at the plugin: the record just goes. */
-	t_add(t, "v2", MODEL_VOL_FAILED, NULL);
-	t_set_state(t, "v2", MODEL_VOL_DELETING);
+	/*
+	 * A volume without plugin ID may still exist at the plugin (the answer
+	 * to its CreateVolume was lost): it is found by name and deleted.
+	 */
+	{
+		struct csi_fake_vol *fv = &t->fake.vols[t->fake.nvols++];
+
+		memset(fv, 0, sizeof(*fv));
+		snprintf(fv->id, CSI_FAKE_ID, "lost-1");
+		snprintf(fv->name, CSI_FAKE_ID, "v2");
+	}
+	t_add(t, "v2", MODEL_VOL_DELETING, NULL);
 	t_run(t, 0);
 	assert_null(t_get(t, a, "v2"));
-	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_DELETE_VOLUME), 2);
+	assert_false(csi_fake_has_volume(&t->fake, "v2"));
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_DELETE_VOLUME), 3);
+	assert_string_equal(t->fake.log[t->fake.nlog - 1].volume, "lost-1");
+	/* A final answer to that lookup: nothing can exist, the record goes. */
+	t_add(t, "v3", MODEL_VOL_DELETING, NULL);
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_INVALID_ARGUMENT, 1);
+	t_run(t, 0);
+	assert_null(t_get(t, a, "v3"));
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_DELETE_VOLUME), 3);
 	arena_free(a);
 }
 
@@ -982,6 +999,29 @@ static void test_change_log_and_start_enqueue(void **state)
 	arena_free(a);
 }
 
+/* A change log compacted past the reconciler's position: it lists everything again. */
+static void test_change_log_compacted(void **state)
+{
+	struct t *t = *state;
+	struct arena *a = arena_new();
+	struct store_op op = {STORE_OP_PUT, STORE_NODE, "n1", "{}", 2, STORE_ANY};
+	struct err e;
+
+	t_new(t);
+	t_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	t_run(t, 0);
+	t_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	for (int i = 0; i < STORE_CHANGES_KEEP + 2048; i++)
+		assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	t_run(t, 0);
+	assert_int_equal(t_get(t, a, "v2")->state, MODEL_VOL_READY);
+	/* And it follows the log again from there. */
+	t_add(t, "v3", MODEL_VOL_CREATING, NULL);
+	t_run(t, 0);
+	assert_int_equal(t_get(t, a, "v3")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
 /* ---- threads ---- */
 
 /* Waits (real time, bounded) until volumes <prefix>-0..n-1 are ready. */
@@ -1181,7 +1221,14 @@ static void test_next_step_table(void **state)
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all, &st);
 	assert_int_equal(st.kind, RSTEP_PUB_UNPUBLISHING);
 	v.npubs = 0;
+	v.ncaps = 1;
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all, &st);
+	assert_int_equal(st.kind, RSTEP_CREATE);
+	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
+	assert_int_equal(st.kind, RSTEP_CREATE);
+	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
+	assert_int_equal(st.kind, RSTEP_REMOVE);
+	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all & ~(1ULL << 1), &st);
 	assert_int_equal(st.kind, RSTEP_REMOVE);
 	v.external_id = "x";
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all, &st);
@@ -1213,6 +1260,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_failing_volume_does_not_delay_others, t_setup,
 					    t_teardown),
 	    cmocka_unit_test_setup_teardown(test_change_log_and_start_enqueue, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_change_log_compacted, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, t_setup, t_teardown),
 	};

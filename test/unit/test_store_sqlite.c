@@ -263,6 +263,23 @@ static void test_sqlite_empty_file(void **state)
 	assert_int_equal(store_sqlite_open("", &s, &e), CSID_EINVAL);
 }
 
+static void test_sqlite_locked(void **state)
+{
+	struct tq *t = *state;
+	struct store *s, *s2;
+	struct err e;
+
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_txn(s, NULL, 0, NULL, &e), 0);
+	/* The store is one process's alone: a second opener is told so. */
+	assert_int_equal(store_sqlite_open(t->path, &s2, &e), CSID_EUNAVAIL);
+	assert_null(s2);
+	assert_non_null(strstr(e.msg, "another process"));
+	store_close(s);
+	assert_int_equal(store_sqlite_open(t->path, &s2, &e), 0);
+	store_close(s2);
+}
+
 /*
  * The crash child: on the store in dir, commits transaction after
  * transaction, each creating vol-<index> and moving the node "counter" to
@@ -396,10 +413,13 @@ static void test_sqlite_kill9(void **state)
 	struct tq *t = *state;
 	unsigned seed = (unsigned)time(NULL);
 	const char *env = getenv("CSID_TEST_SEED");
+	char wal[PATH_MAX + 32], shm[PATH_MAX + 32];
 
 	if (env != NULL)
 		seed = (unsigned)strtoul(env, NULL, 10);
 	print_message("kill -9 seed %u (CSID_TEST_SEED to repeat)\n", seed);
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	snprintf(shm, sizeof(shm), "%s-shm", t->path);
 	for (int round = 0; round < 4; round++) {
 		/* Enough in some rounds to trim the log (two changes each). */
 		size_t target = 20 + (size_t)rand_r(&seed) % 4000;
@@ -420,6 +440,9 @@ static void test_sqlite_kill9(void **state)
 		assert_true(WIFSIGNALED(status));
 		assert_int_equal(WTERMSIG(status), SIGKILL);
 		assert_true(got >= target);
+		/* The crash left a WAL to recover, and no shared-memory index. */
+		assert_true(tq_exists(wal));
+		assert_false(tq_exists(shm));
 		tq_check(t->path, acked);
 	}
 }
@@ -432,6 +455,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_sqlite_foreign_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_corrupt_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_empty_file, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_locked, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_kill9, tq_setup, tq_teardown),
 	};
 

@@ -49,6 +49,7 @@ struct hp_config {
 	int64_t capacity; /* total bytes GetCapacity starts from */
 	const char *faults_path; /* fault script, NULL = none */
 	bool log_requests; /* log each request (secrets redacted) at debug level */
+	bool enable_alpha; /* serve and advertise what the spec marks alpha */
 	const struct hp_mount_ops *ops; /* NULL = the real mount(2) operations */
 	void *ops_ctx;
 };
@@ -63,6 +64,7 @@ struct hp_plugin {
 	enum hp_mode mode;
 	bool controller_publish;
 	bool log_requests;
+	bool enable_alpha;
 	int64_t max_volumes_per_node;
 	int64_t capacity;
 	const struct hp_mount_ops *ops;

@@ -218,7 +218,7 @@ HP_CTL_HANDLER(hp_snap_list)
 		rc = hp_store_snap_list(
 		    p->store, after,
 		    r->source_volume_id && *r->source_volume_id ? r->source_volume_id : NULL,
-		    r->max_entries ? r->max_entries + 1 : -1, hp_snap_page_add, &pg, &e);
+		    r->max_entries ? (int64_t)r->max_entries + 1 : -1, hp_snap_page_add, &pg, &e);
 	}
 	if (rc == CSID_ENOMEM)
 		return HP_OOM(msg);

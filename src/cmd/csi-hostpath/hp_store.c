@@ -362,7 +362,7 @@ int hp_store_vol_update(struct hp_store *s, const struct hp_vol *v, struct err *
 	return hp_store_run(s, st, e, "update volume");
 }
 
-int hp_store_vol_list(struct hp_store *s, int64_t after, int limit,
+int hp_store_vol_list(struct hp_store *s, int64_t after, int64_t limit,
 		      int (*fn)(void *ctx, const struct hp_vol *v), void *ctx, struct err *e)
 {
 	sqlite3_stmt *st = hp_store_q(s, HP_Q_VOL_LIST, 0);
@@ -370,7 +370,7 @@ int hp_store_vol_list(struct hp_store *s, int64_t after, int limit,
 	int rc;
 
 	sqlite3_bind_int64(st, 1, after);
-	sqlite3_bind_int(st, 2, limit);
+	sqlite3_bind_int64(st, 2, limit);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		hp_store_read_vol(st, &v);
 		rc = fn(ctx, &v);
@@ -447,7 +447,7 @@ int hp_store_snap_delete(struct hp_store *s, const char *id, struct err *e)
 	return hp_store_run(s, hp_store_q(s, HP_Q_SNAP_DELETE, 1, id), e, "delete snapshot");
 }
 
-int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int limit,
+int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int64_t limit,
 		       int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e)
 {
 	sqlite3_stmt *st = hp_store_q(s, HP_Q_SNAP_LIST, 2, NULL, source);
@@ -455,7 +455,7 @@ int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, in
 	int rc;
 
 	sqlite3_bind_int64(st, 1, after);
-	sqlite3_bind_int(st, 3, limit);
+	sqlite3_bind_int64(st, 3, limit);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		hp_store_read_snap(st, &v);
 		rc = fn(ctx, &v);

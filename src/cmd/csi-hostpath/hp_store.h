@@ -69,8 +69,8 @@ int hp_store_vol_by_name(struct hp_store *s, const char *name, struct hp_vol *v,
 int hp_store_vol_insert(struct hp_store *s, struct hp_vol *v, struct err *e);
 int hp_store_vol_delete(struct hp_store *s, const char *id, struct err *e);
 int hp_store_vol_update(struct hp_store *s, const struct hp_vol *v, struct err *e);
-/* Calls fn for at most limit volumes with seq > after, in seq order. */
-int hp_store_vol_list(struct hp_store *s, int64_t after, int limit,
+/* Calls fn for at most limit volumes (-1 = all) with seq > after, in seq order. */
+int hp_store_vol_list(struct hp_store *s, int64_t after, int64_t limit,
 		      int (*fn)(void *ctx, const struct hp_vol *v), void *ctx, struct err *e);
 /* Bytes taken by every volume and snapshot. */
 int hp_store_used(struct hp_store *s, int64_t *bytes, struct err *e);
@@ -82,7 +82,7 @@ int hp_store_snap_by_name(struct hp_store *s, const char *name, struct hp_snap *
 int hp_store_snap_insert(struct hp_store *s, struct hp_snap *v, struct err *e);
 int hp_store_snap_delete(struct hp_store *s, const char *id, struct err *e);
 /* Snapshots with seq > after, optionally of one source volume (NULL = all). */
-int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int limit,
+int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int64_t limit,
 		       int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e);
 
 int hp_store_pub_get(struct hp_store *s, const char *vol, const char *node, struct hp_pub *p,
