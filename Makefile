@@ -8,6 +8,10 @@ DEB_PACKAGES := cmake make gcc pkg-config libgrpc-dev protobuf-c-compiler \
 JOBS ?= $(shell nproc)
 TEST_DIR := build/test
 REL_DIR := build/release
+FUZZ_DIR := build/fuzz
+# make fuzz: every fuzz target (or FUZZ_TARGET=hostpath) for FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 120
+FUZZ_TARGET ?=
 
 .PHONY: deps dev test release bench fuzz clean
 
@@ -42,6 +46,23 @@ dev: release
 bench: release
 	cmake --build $(REL_DIR) --target bench -j $(JOBS)
 	@for b in $(REL_DIR)/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+# New inputs go to $(FUZZ_DIR)/corpus/<name> (the checked-in corpus is only
+# read), crashes to $(FUZZ_DIR)/artifacts/<name>/.
+fuzz: deps
+	@command -v clang >/dev/null || { echo "make fuzz needs clang (apt-get install clang)"; exit 1; }
+	cmake --preset fuzz
+	@set -e; targets="$(FUZZ_TARGET)"; \
+	[ -n "$$targets" ] || targets=$$(cd test/fuzz && ls fuzz_*.c | sed 's/\.c$$//'); \
+	for t in $$targets; do \
+		t=fuzz_$${t#fuzz_}; short=$${t#fuzz_}; \
+		cmake --build $(FUZZ_DIR) --target $$t -j $(JOBS); \
+		mkdir -p $(FUZZ_DIR)/corpus/$$short $(FUZZ_DIR)/artifacts/$$short; \
+		echo "== $$t for $(FUZZ_SECONDS) s"; \
+		$(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_DIR)/artifacts/$$short/ \
+			$(FUZZ_DIR)/corpus/$$short test/fuzz/corpus/$$short; \
+	done
 
 clean:
 	rm -rf build

@@ -77,9 +77,8 @@ static void test_identity(void **state)
 	assert_int_equal(hpp_call(t, CSI_RPC_PROBE, &pr, &probe), CSI_OK);
 	assert_non_null(probe->ready);
 	assert_true(probe->ready->value);
-	/* The group controller service is not offered. */
-	assert_int_equal(hpp_call(t, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, &ir, NULL),
-			 CSI_UNIMPLEMENTED);
+	/* The group controller service is offered (GA in CSI v1.12). */
+	assert_int_equal(hpp_call(t, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, &ir, NULL), CSI_OK);
 }
 
 static void test_create_idempotent(void **state)
@@ -223,9 +222,10 @@ static void test_publish_rules(void **state)
 
 	/* A second node, as a node plugin sharing the data dir would register it. */
 	struct hp_config cfg = {.mode = HP_MODE_NODE, .node_id = "node-2"};
+	struct hp_config alpha = {.controller_publish = true, .enable_alpha = true};
 
 	assert_int_equal(hpp_inproc_restart(t, &cfg), 0);
-	assert_int_equal(hpp_inproc_restart(t, NULL), 0);
+	assert_int_equal(hpp_inproc_restart(t, &alpha), 0);
 	assert_int_equal(hpp_create(&t->caller, "pub", 1 << 20, 0, false, id), CSI_OK);
 	assert_int_equal(hpp_ctl_publish(&t->caller, "vol-missing", "node-1", false, SNW, false),
 			 CSI_NOT_FOUND);
@@ -317,6 +317,89 @@ static void test_list_pagination(void **state)
 	assert_int_equal(hpp_call(t, CSI_RPC_LIST_VOLUMES, &r, &out), CSI_OK);
 	assert_int_equal(out->n_entries, 4);
 	assert_true(!out->next_token || !*out->next_token);
+	/* One page of everything; max_entries + 1 must not overflow (UBSan checks it). */
+	r.max_entries = INT32_MAX;
+	assert_int_equal(hpp_call(t, CSI_RPC_LIST_VOLUMES, &r, &out), CSI_OK);
+	assert_int_equal(out->n_entries, 4);
+	assert_true(!out->next_token || !*out->next_token);
+	/* Without --enable-alpha, no volume condition (an alpha field). */
+	assert_null(out->entries[0]->status->volume_condition);
+}
+
+/* Page through every snapshot with max_entries = 1, then ask for INT32_MAX. */
+static void test_list_snapshots_edges(void **state)
+{
+	struct hpp_inproc *t = *state;
+	Csi__V1__ListSnapshotsRequest r = CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	Csi__V1__ListSnapshotsResponse *out;
+	Csi__V1__CreateSnapshotRequest cr = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
+	char vol[64], token[32] = "", name[16];
+	size_t seen = 0;
+
+	assert_int_equal(hpp_create(&t->caller, "snapsrc", 1 << 20, 0, false, vol), CSI_OK);
+	cr.source_volume_id = vol;
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s-%d", i);
+		cr.name = name;
+		assert_int_equal(hpp_call(t, CSI_RPC_CREATE_SNAPSHOT, &cr, NULL), CSI_OK);
+	}
+	r.max_entries = 1;
+	do {
+		r.starting_token = token;
+		assert_int_equal(hpp_call(t, CSI_RPC_LIST_SNAPSHOTS, &r, &out), CSI_OK);
+		assert_true(out->n_entries <= 1);
+		seen += out->n_entries;
+		snprintf(token, sizeof(token), "%s", out->next_token ? out->next_token : "");
+	} while (token[0]);
+	assert_int_equal(seen, 3);
+	r.starting_token = "";
+	r.max_entries = INT32_MAX;
+	assert_int_equal(hpp_call(t, CSI_RPC_LIST_SNAPSHOTS, &r, &out), CSI_OK);
+	assert_int_equal(out->n_entries, 3);
+	assert_true(!out->next_token || !*out->next_token);
+	r.source_volume_id = vol;
+	assert_int_equal(hpp_call(t, CSI_RPC_LIST_SNAPSHOTS, &r, &out), CSI_OK);
+	assert_int_equal(out->n_entries, 3);
+}
+
+/* The spec's alpha methods and capabilities only with --enable-alpha. */
+static void test_alpha(void **state)
+{
+	static const int alpha_caps[] = {
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT,
+	};
+	struct hpp_inproc *t = *state;
+	struct hp_config alpha = {.controller_publish = true, .enable_alpha = true};
+	Csi__V1__ControllerGetCapabilitiesRequest cq =
+	    CSI__V1__CONTROLLER_GET_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__ControllerGetCapabilitiesResponse *caps;
+	Csi__V1__ControllerGetVolumeRequest gr = CSI__V1__CONTROLLER_GET_VOLUME_REQUEST__INIT;
+	Csi__V1__GetSnapshotRequest sr = CSI__V1__GET_SNAPSHOT_REQUEST__INIT;
+	char id[64];
+
+	assert_int_equal(hpp_create(&t->caller, "alpha", 1 << 20, 0, false, id), CSI_OK);
+	gr.volume_id = id;
+	sr.snapshot_id = "snap-missing";
+	for (int on = 0; on < 2; on++) {
+		size_t found = 0;
+
+		assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_GET_CAPABILITIES, &cq, &caps),
+				 CSI_OK);
+		for (size_t i = 0; i < caps->n_capabilities; i++)
+			for (size_t k = 0; k < sizeof(alpha_caps) / sizeof(alpha_caps[0]); k++)
+				found += (int)caps->capabilities[i]->rpc->type == alpha_caps[k];
+		assert_int_equal(found, on ? 4 : 0);
+		/* MODIFY_VOLUME is GA in v1.12: always there. */
+		assert_int_equal(caps->n_capabilities, on ? 15 : 11);
+		assert_int_equal(hpp_call(t, CSI_RPC_CONTROLLER_GET_VOLUME, &gr, NULL),
+				 on ? CSI_OK : CSI_UNIMPLEMENTED);
+		assert_int_equal(hpp_call(t, CSI_RPC_GET_SNAPSHOT, &sr, NULL),
+				 on ? CSI_NOT_FOUND : CSI_UNIMPLEMENTED);
+		assert_int_equal(hpp_inproc_restart(t, &alpha), 0);
+	}
 }
 
 /* <data>/volumes/<id>/hello.txt */
@@ -636,6 +719,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_publish_rules, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_max_volumes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_pagination, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_list_snapshots_edges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_alpha, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshots_and_clones, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_expand_modify, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_validate, setup, teardown),

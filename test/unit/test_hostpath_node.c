@@ -222,6 +222,7 @@ static void test_stats_expand_info(void **state)
 	struct hpp_inproc *t = *state;
 	Csi__V1__NodeGetVolumeStatsRequest sr = CSI__V1__NODE_GET_VOLUME_STATS_REQUEST__INIT;
 	Csi__V1__NodeGetVolumeStatsResponse *st;
+	struct hp_config alpha = {.enable_alpha = true};
 	Csi__V1__NodeExpandVolumeRequest er = CSI__V1__NODE_EXPAND_VOLUME_REQUEST__INIT;
 	Csi__V1__NodeExpandVolumeResponse *eo;
 	Csi__V1__CapacityRange cr = CSI__V1__CAPACITY_RANGE__INIT;
@@ -239,7 +240,7 @@ static void test_stats_expand_info(void **state)
 	assert_int_equal(hpp_publish(&t->caller, id, STAGING, TARGET, false, SNW, false), CSI_OK);
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, &st), CSI_OK);
 	assert_int_equal(st->n_usage, 2);
-	assert_false(st->volume_condition->abnormal);
+	assert_null(st->volume_condition); /* an alpha field: only with --enable-alpha */
 	sr.volume_path = STAGING;
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, &st), CSI_OK);
 	sr.volume_id = "vol-missing";
@@ -256,8 +257,33 @@ static void test_stats_expand_info(void **state)
 	assert_int_equal(eo->capacity_bytes, 1 << 20);
 	cr.required_bytes = 2 << 20; /* the controller has not grown it */
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_EXPAND_VOLUME, &er, NULL), CSI_OUT_OF_RANGE);
-	er.volume_path = "/co/elsewhere";
-	assert_int_equal(hpp_call(t, CSI_RPC_NODE_EXPAND_VOLUME, &er, NULL), CSI_NOT_FOUND);
+	/* Spec: a path where the volume is not staged or published is NOT_FOUND. */
+	for (int i = 0; i < 2; i++) {
+		static const char *const bad[] = {"/co/elsewhere", "relative/path",
+						  "/co/pods/../t1", "/co/pods/t1/"};
+		char inside[HP_PATH_MAX + 16];
+
+		snprintf(inside, sizeof(inside), "%s/volumes/%s", t->p->data_dir, id);
+		sr.volume_id = er.volume_id = id;
+		for (size_t k = 0; k <= sizeof(bad) / sizeof(bad[0]); k++) {
+			const char *path = k < sizeof(bad) / sizeof(bad[0]) ? bad[k] : inside;
+
+			sr.volume_path = er.volume_path = (char *)path;
+			assert_int_equal(i ? hpp_call(t, CSI_RPC_NODE_EXPAND_VOLUME, &er, NULL)
+					   : hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, NULL),
+					 CSI_NOT_FOUND);
+		}
+		sr.volume_path = er.volume_path = TARGET;
+		sr.volume_id = er.volume_id = "../../etc"; /* cannot exist */
+		assert_int_equal(i ? hpp_call(t, CSI_RPC_NODE_EXPAND_VOLUME, &er, NULL)
+				   : hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, NULL),
+				 CSI_NOT_FOUND);
+		sr.volume_id = er.volume_id = id;
+		sr.volume_path = er.volume_path = "";
+		assert_int_equal(i ? hpp_call(t, CSI_RPC_NODE_EXPAND_VOLUME, &er, NULL)
+				   : hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, NULL),
+				 CSI_INVALID_ARGUMENT);
+	}
 
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_INFO, &ir, &info), CSI_OK);
 	assert_string_equal(info->node_id, "node-1");
@@ -266,6 +292,17 @@ static void test_stats_expand_info(void **state)
 	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_CAPABILITIES, &cq, &caps), CSI_OK);
 	assert_int_equal(caps->capabilities[0]->rpc->type,
 			 CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME);
+	assert_int_equal(caps->n_capabilities, 3);
+
+	/* With --enable-alpha: VOLUME_CONDITION, SINGLE_NODE_MULTI_WRITER and conditions. */
+	assert_int_equal(hpp_inproc_restart(t, &alpha), 0);
+	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_CAPABILITIES, &cq, &caps), CSI_OK);
+	assert_int_equal(caps->n_capabilities, 5);
+	sr.volume_id = id;
+	sr.volume_path = TARGET;
+	assert_int_equal(hpp_call(t, CSI_RPC_NODE_GET_VOLUME_STATS, &sr, &st), CSI_OK);
+	assert_non_null(st->volume_condition);
+	assert_false(st->volume_condition->abnormal);
 }
 
 static void test_needs_controller_publish(void **state)

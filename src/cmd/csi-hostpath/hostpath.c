@@ -3,7 +3,8 @@
  * and the Identity service. The dispatcher answers UNIMPLEMENTED for the
  * RPCs the mode does not serve (a controller-only plugin has no Node
  * service and the other way round; PUBLISH_UNPUBLISH_VOLUME can be turned
- * off), applies the fault script, then runs the handler under the plugin
+ * off; the spec's alpha methods, ControllerGetVolume and GetSnapshot, need
+ * --enable-alpha), applies the fault script, then runs the handler under the plugin
  * mutex inside one state-store transaction, committed only when the
  * handler succeeded. Handlers that change the file system before an
  * error undo it themselves.
@@ -23,6 +24,7 @@
 #include "hp_controller.h"
 #include "hp_faults.h"
 #include "hp_fs.h"
+#include "hp_group.h"
 #include "hp_node.h"
 #include "hp_snapshot.h"
 #include "hp_store.h"
@@ -141,10 +143,12 @@ static int hp_plugin_caps(struct hp_plugin *p, const void *req, ProtobufCMessage
 			  struct arena *a, char *msg)
 {
 	Csi__V1__GetPluginCapabilitiesResponse *r = arena_alloc(a, sizeof(*r));
-	Csi__V1__PluginCapability **caps = arena_alloc(a, 3 * sizeof(*caps));
-	int types[2] = {CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS,
-			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE};
-	int nservice = p->mode == HP_MODE_NODE ? 1 : 2;
+	Csi__V1__PluginCapability **caps = arena_alloc(a, 4 * sizeof(*caps));
+	/* The group controller is GA in CSI v1.12: offered wherever the controller is. */
+	int types[3] = {CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS,
+			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE,
+			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__GROUP_CONTROLLER_SERVICE};
+	int nservice = p->mode == HP_MODE_NODE ? 1 : 3;
 
 	if (!r || !caps)
 		return hp_fail(msg, CSI_RESOURCE_EXHAUSTED, "out of memory");
@@ -211,34 +215,39 @@ struct hp_route {
 	hp_fn fn;
 	enum hp_side side;
 	bool write;
+	bool alpha; /* an alpha_method of the spec: served only with --enable-alpha */
 };
 
 static const struct hp_route hp_routes[CSI_RPC_COUNT] = {
-    [CSI_RPC_GET_PLUGIN_INFO] = {hp_get_plugin_info, HP_SIDE_IDENTITY, false},
-    [CSI_RPC_GET_PLUGIN_CAPABILITIES] = {hp_plugin_caps, HP_SIDE_IDENTITY, false},
-    [CSI_RPC_CREATE_VOLUME] = {hp_ctl_create_volume, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_DELETE_VOLUME] = {hp_ctl_delete_volume, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_CONTROLLER_PUBLISH_VOLUME] = {hp_ctl_publish, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME] = {hp_ctl_unpublish, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_VALIDATE_VOLUME_CAPABILITIES] = {hp_ctl_validate, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_LIST_VOLUMES] = {hp_ctl_list_volumes, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_GET_CAPACITY] = {hp_ctl_get_capacity, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_CONTROLLER_GET_CAPABILITIES] = {hp_ctl_caps, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_CREATE_SNAPSHOT] = {hp_snap_create, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_DELETE_SNAPSHOT] = {hp_snap_delete, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_LIST_SNAPSHOTS] = {hp_snap_list, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_GET_SNAPSHOT] = {hp_snap_get, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_CONTROLLER_EXPAND_VOLUME] = {hp_ctl_expand, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_CONTROLLER_GET_VOLUME] = {hp_ctl_get_volume, HP_SIDE_CONTROLLER, false},
-    [CSI_RPC_CONTROLLER_MODIFY_VOLUME] = {hp_ctl_modify, HP_SIDE_CONTROLLER, true},
-    [CSI_RPC_NODE_STAGE_VOLUME] = {hp_node_stage, HP_SIDE_NODE, true},
-    [CSI_RPC_NODE_UNSTAGE_VOLUME] = {hp_node_unstage, HP_SIDE_NODE, true},
-    [CSI_RPC_NODE_PUBLISH_VOLUME] = {hp_node_publish, HP_SIDE_NODE, true},
-    [CSI_RPC_NODE_UNPUBLISH_VOLUME] = {hp_node_unpublish, HP_SIDE_NODE, true},
-    [CSI_RPC_NODE_GET_VOLUME_STATS] = {hp_node_stats, HP_SIDE_NODE, false},
-    [CSI_RPC_NODE_EXPAND_VOLUME] = {hp_node_expand, HP_SIDE_NODE, false},
-    [CSI_RPC_NODE_GET_CAPABILITIES] = {hp_node_caps, HP_SIDE_NODE, false},
-    [CSI_RPC_NODE_GET_INFO] = {hp_node_info, HP_SIDE_NODE, false},
+    [CSI_RPC_GET_PLUGIN_INFO] = {hp_get_plugin_info, HP_SIDE_IDENTITY, false, false},
+    [CSI_RPC_GET_PLUGIN_CAPABILITIES] = {hp_plugin_caps, HP_SIDE_IDENTITY, false, false},
+    [CSI_RPC_CREATE_VOLUME] = {hp_ctl_create_volume, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_DELETE_VOLUME] = {hp_ctl_delete_volume, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_CONTROLLER_PUBLISH_VOLUME] = {hp_ctl_publish, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME] = {hp_ctl_unpublish, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_VALIDATE_VOLUME_CAPABILITIES] = {hp_ctl_validate, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_LIST_VOLUMES] = {hp_ctl_list_volumes, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_GET_CAPACITY] = {hp_ctl_get_capacity, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_CONTROLLER_GET_CAPABILITIES] = {hp_ctl_caps, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_CREATE_SNAPSHOT] = {hp_snap_create, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_DELETE_SNAPSHOT] = {hp_snap_delete, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_LIST_SNAPSHOTS] = {hp_snap_list, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_GET_SNAPSHOT] = {hp_snap_get, HP_SIDE_CONTROLLER, false, true},
+    [CSI_RPC_CONTROLLER_EXPAND_VOLUME] = {hp_ctl_expand, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_CONTROLLER_GET_VOLUME] = {hp_ctl_get_volume, HP_SIDE_CONTROLLER, false, true},
+    [CSI_RPC_CONTROLLER_MODIFY_VOLUME] = {hp_ctl_modify, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES] = {hp_group_caps, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_CREATE_VOLUME_GROUP_SNAPSHOT] = {hp_group_create, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_GET_VOLUME_GROUP_SNAPSHOT] = {hp_group_get, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_DELETE_VOLUME_GROUP_SNAPSHOT] = {hp_group_delete, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_NODE_STAGE_VOLUME] = {hp_node_stage, HP_SIDE_NODE, true, false},
+    [CSI_RPC_NODE_UNSTAGE_VOLUME] = {hp_node_unstage, HP_SIDE_NODE, true, false},
+    [CSI_RPC_NODE_PUBLISH_VOLUME] = {hp_node_publish, HP_SIDE_NODE, true, false},
+    [CSI_RPC_NODE_UNPUBLISH_VOLUME] = {hp_node_unpublish, HP_SIDE_NODE, true, false},
+    [CSI_RPC_NODE_GET_VOLUME_STATS] = {hp_node_stats, HP_SIDE_NODE, false, false},
+    [CSI_RPC_NODE_EXPAND_VOLUME] = {hp_node_expand, HP_SIDE_NODE, false, false},
+    [CSI_RPC_NODE_GET_CAPABILITIES] = {hp_node_caps, HP_SIDE_NODE, false, false},
+    [CSI_RPC_NODE_GET_INFO] = {hp_node_info, HP_SIDE_NODE, false, false},
 };
 
 static bool hp_serves(const struct hp_plugin *p, enum csi_rpc rpc, const struct hp_route *r)
@@ -246,6 +255,8 @@ static bool hp_serves(const struct hp_plugin *p, enum csi_rpc rpc, const struct 
 	if (r->side == HP_SIDE_CONTROLLER && p->mode == HP_MODE_NODE)
 		return false;
 	if (r->side == HP_SIDE_NODE && p->mode == HP_MODE_CONTROLLER)
+		return false;
+	if (r->alpha && !p->enable_alpha)
 		return false;
 	if ((rpc == CSI_RPC_CONTROLLER_PUBLISH_VOLUME ||
 	     rpc == CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME) &&
@@ -464,6 +475,7 @@ static int hp_setup(struct hp_plugin *p, const struct hp_config *cfg, struct err
 	p->mode = cfg->mode;
 	p->controller_publish = cfg->controller_publish;
 	p->log_requests = cfg->log_requests;
+	p->enable_alpha = cfg->enable_alpha;
 	p->max_volumes_per_node = cfg->max_volumes_per_node;
 	p->capacity = cfg->capacity;
 	p->ops = cfg->ops ? cfg->ops : &hp_mount_real;

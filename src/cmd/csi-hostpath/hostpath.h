@@ -6,6 +6,7 @@
  *
  * Data model on disk, all under --data-dir:
  *   hostpath.db            SQLite state (volumes, snapshots, publications, stages, mounts)
+ *                          and volume group snapshots, whose members are snapshots
  *   volumes/<volume id>    a directory (mount volume) or a sparse file (block volume)
  *   snapshots/<snap id>    a copy of the volume's directory or file
  * Volume and snapshot IDs are generated ("vol-" / "snap-" + 16 hex digits),
@@ -49,6 +50,7 @@ struct hp_config {
 	int64_t capacity; /* total bytes GetCapacity starts from */
 	const char *faults_path; /* fault script, NULL = none */
 	bool log_requests; /* log each request (secrets redacted) at debug level */
+	bool enable_alpha; /* serve and advertise what the spec marks alpha */
 	const struct hp_mount_ops *ops; /* NULL = the real mount(2) operations */
 	void *ops_ctx;
 };
@@ -63,6 +65,7 @@ struct hp_plugin {
 	enum hp_mode mode;
 	bool controller_publish;
 	bool log_requests;
+	bool enable_alpha;
 	int64_t max_volumes_per_node;
 	int64_t capacity;
 	const struct hp_mount_ops *ops;

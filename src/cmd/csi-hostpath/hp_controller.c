@@ -81,8 +81,7 @@ int hp_ctl_range(const Csi__V1__CapacityRange *cr, int64_t *req, int64_t *lim, c
 	return 0;
 }
 
-/* Order-independent hash of a string map ("n:hash"), for idempotency checks. */
-static void hp_ctl_params_hash(void *const *entries, size_t n, char *buf, size_t len)
+void hp_ctl_params_hash(void *const *entries, size_t n, char *buf, size_t len)
 {
 	unsigned long long h = 0;
 
@@ -231,7 +230,23 @@ Csi__V1__Volume *hp_ctl_volume(struct arena *a, const struct hp_vol *v,
 	return m;
 }
 
-/* Checks the content source; fills source ("kind:id"), its path, size and type. */
+/* The argument checks of a content source: one kind set, with a valid ID. */
+static int hp_ctl_source_valid(const Csi__V1__VolumeContentSource *cs, char *msg)
+{
+	if (!cs)
+		return 0;
+	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT && cs->snapshot)
+		return hp_valid_id(cs->snapshot->snapshot_id, "source snapshot_id", msg);
+	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME && cs->volume)
+		return hp_valid_id(cs->volume->volume_id, "source volume_id", msg);
+	return hp_fail(msg, CSI_INVALID_ARGUMENT,
+		       "volume_content_source has no snapshot or volume");
+}
+
+/*
+ * Looks up a content source checked by hp_ctl_source_valid; fills source
+ * ("kind:id"), its path, size and type. NOT_FOUND when it does not exist.
+ */
 static int hp_ctl_source(struct hp_plugin *p, const Csi__V1__VolumeContentSource *cs, char *source,
 			 size_t slen, char *path, size_t plen, int64_t *size, bool *block,
 			 char *msg)
@@ -244,10 +259,7 @@ static int hp_ctl_source(struct hp_plugin *p, const Csi__V1__VolumeContentSource
 	source[0] = '\0';
 	if (!cs)
 		return 0;
-	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT && cs->snapshot) {
-		rc = hp_valid_id(cs->snapshot->snapshot_id, "source snapshot_id", msg);
-		if (rc)
-			return rc;
+	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT) {
 		snprintf(source, slen, "snapshot:%s", cs->snapshot->snapshot_id);
 		rc = hp_store_snap_get(p->store, cs->snapshot->snapshot_id, &s, &e);
 		if (rc == CSID_ENOTFOUND)
@@ -260,24 +272,17 @@ static int hp_ctl_source(struct hp_plugin *p, const Csi__V1__VolumeContentSource
 		*block = s.block;
 		return 0;
 	}
-	if (cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME && cs->volume) {
-		rc = hp_valid_id(cs->volume->volume_id, "source volume_id", msg);
-		if (rc)
-			return rc;
-		snprintf(source, slen, "volume:%s", cs->volume->volume_id);
-		rc = hp_store_vol_get(p->store, cs->volume->volume_id, &v, &e);
-		if (rc == CSID_ENOTFOUND)
-			return hp_fail(msg, CSI_NOT_FOUND, "source volume %s not found",
-				       cs->volume->volume_id);
-		if (rc)
-			return hp_ctl_store_fail(&e, msg);
-		hp_volume_path(p, v.id, path, plen);
-		*size = v.capacity;
-		*block = v.block;
-		return 0;
-	}
-	return hp_fail(msg, CSI_INVALID_ARGUMENT,
-		       "volume_content_source has no snapshot or volume");
+	snprintf(source, slen, "volume:%s", cs->volume->volume_id);
+	rc = hp_store_vol_get(p->store, cs->volume->volume_id, &v, &e);
+	if (rc == CSID_ENOTFOUND)
+		return hp_fail(msg, CSI_NOT_FOUND, "source volume %s not found",
+			       cs->volume->volume_id);
+	if (rc)
+		return hp_ctl_store_fail(&e, msg);
+	hp_volume_path(p, v.id, path, plen);
+	*size = v.capacity;
+	*block = v.block;
+	return 0;
 }
 
 static int hp_ctl_create_reply(struct hp_plugin *p, const struct hp_vol *v, ProtobufCMessage **resp,
@@ -355,27 +360,19 @@ HP_CTL_HANDLER(hp_ctl_create_volume)
 	    (rc = hp_valid_map((void *const *)r->secrets, r->n_secrets, "secrets", msg)) ||
 	    (rc = hp_valid_map((void *const *)r->mutable_parameters, r->n_mutable_parameters,
 			       "mutable_parameters", msg)) ||
-	    (rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)) ||
+	    (rc = hp_ctl_source_valid(r->volume_content_source, msg)) ||
 	    (rc = hp_ctl_mutable("", (void *const *)r->mutable_parameters, r->n_mutable_parameters,
-				 v.mut, sizeof(v.mut), msg)))
+				 v.mut, sizeof(v.mut), msg)) ||
+	    (rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)))
 		return rc;
 	hp_ctl_params_hash((void *const *)r->parameters, r->n_parameters, v.params,
 			   sizeof(v.params));
 	if (r->volume_content_source) {
 		const Csi__V1__VolumeContentSource *cs = r->volume_content_source;
-		const char *sid =
-		    cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT && cs->snapshot
-			? cs->snapshot->snapshot_id
-		    : cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME && cs->volume
-			? cs->volume->volume_id
-			: NULL;
+		bool snap = cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
 
-		if (sid)
-			snprintf(v.source, sizeof(v.source), "%s:%s",
-				 cs->type_case == CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT
-				     ? "snapshot"
-				     : "volume",
-				 sid);
+		snprintf(v.source, sizeof(v.source), "%s:%s", snap ? "snapshot" : "volume",
+			 snap ? cs->snapshot->snapshot_id : cs->volume->volume_id);
 	}
 	rc = hp_store_vol_by_name(p->store, r->name, &old, &e);
 	if (rc == 0) {
@@ -696,15 +693,16 @@ HP_CTL_HANDLER(hp_ctl_expand)
 		return rc;
 	if (!r->capacity_range)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT, "capacity_range is required");
-	if ((rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)))
+	if ((r->volume_capability &&
+	     (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg))) ||
+	    (rc = hp_valid_map((void *const *)r->secrets, r->n_secrets, "secrets", msg)))
 		return rc;
-	if (r->volume_capability &&
-	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)))
-		return rc;
-	want = rq ? rq : lim;
-	if (!want)
+	if (!r->capacity_range->required_bytes && !r->capacity_range->limit_bytes)
 		return hp_fail(msg, CSI_INVALID_ARGUMENT,
 			       "capacity_range needs required_bytes or limit_bytes");
+	if ((rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)))
+		return rc;
+	want = rq ? rq : lim;
 	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 		return rc;
 	if (r->volume_capability && block != v.block)

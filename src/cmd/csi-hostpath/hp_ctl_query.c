@@ -123,8 +123,10 @@ static int hp_ctl_list_add(void *ctx, const struct hp_vol *v)
 	csi__v1__list_volumes_response__entry__init(en);
 	csi__v1__list_volumes_response__volume_status__init(st);
 	en->volume = hp_ctl_volume(l->a, v, l->ns);
-	st->volume_condition = hp_ctl_condition(l->p, l->a, v);
-	if (!en->volume || !st->volume_condition)
+	if (!en->volume)
+		return CSID_ENOMEM;
+	/* volume_condition is an alpha_field: only with VOLUME_CONDITION advertised. */
+	if (l->p->enable_alpha && !(st->volume_condition = hp_ctl_condition(l->p, l->a, v)))
 		return CSID_ENOMEM;
 	if (l->p->controller_publish) {
 		l->rc = hp_ctl_published(l->p, l->a, v->id, &s, l->msg);
@@ -184,7 +186,9 @@ HP_CTL_HANDLER(hp_ctl_list_volumes)
 	l.ns = &ns;
 	l.msg = msg;
 	l.want = r->max_entries ? (size_t)r->max_entries : (size_t)-1;
-	rc = hp_store_vol_list(p->store, after, r->max_entries ? r->max_entries + 1 : -1,
+	/* One more than a page tells whether a next page exists; in 64 bits, as
+	 * max_entries may be INT32_MAX. */
+	rc = hp_store_vol_list(p->store, after, r->max_entries ? (int64_t)r->max_entries + 1 : -1,
 			       hp_ctl_list_add, &l, &e);
 	if (l.rc)
 		return l.rc;
@@ -237,43 +241,55 @@ HP_CTL_HANDLER(hp_ctl_get_capacity)
 
 HP_CTL_HANDLER(hp_ctl_caps)
 {
-	static const int types[] = {
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_VOLUMES,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__MODIFY_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT,
-	    /* Only with PUBLISH_UNPUBLISH_VOLUME: */
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_READONLY,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_VOLUMES_PUBLISHED_NODES,
+	/* alpha: an alpha_enum_value of spec v1.12, advertised only with --enable-alpha. */
+	static const struct {
+		int type;
+		bool alpha, publish;
+	} all[] = {
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_VOLUMES, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_CAPACITY, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT, false,
+	     false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CLONE_VOLUME, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__MODIFY_VOLUME, false, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION, true, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME, true, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER, true,
+	     false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__GET_SNAPSHOT, true, false},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME, false,
+	     true},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_READONLY, false, true},
+	    {CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_VOLUMES_PUBLISHED_NODES, false,
+	     true},
 	};
-	size_t n = sizeof(types) / sizeof(types[0]) - (p->controller_publish ? 0 : 3);
+	size_t max = sizeof(all) / sizeof(all[0]), n = 0;
 	Csi__V1__ControllerGetCapabilitiesResponse *out = arena_alloc(a, sizeof(*out));
-	Csi__V1__ControllerServiceCapability **caps = arena_alloc(a, n * sizeof(*caps));
+	Csi__V1__ControllerServiceCapability **caps = arena_alloc(a, max * sizeof(*caps));
 
 	if (!out || !caps)
 		return HP_OOM(msg);
 	csi__v1__controller_get_capabilities_response__init(out);
-	for (size_t i = 0; i < n; i++) {
-		Csi__V1__ControllerServiceCapability *c = arena_alloc(a, sizeof(*c));
-		Csi__V1__ControllerServiceCapability__RPC *rpc = arena_alloc(a, sizeof(*rpc));
+	for (size_t i = 0; i < max; i++) {
+		Csi__V1__ControllerServiceCapability *c;
+		Csi__V1__ControllerServiceCapability__RPC *rpc;
 
+		if ((all[i].alpha && !p->enable_alpha) ||
+		    (all[i].publish && !p->controller_publish))
+			continue;
+		c = arena_alloc(a, sizeof(*c));
+		rpc = arena_alloc(a, sizeof(*rpc));
 		if (!c || !rpc)
 			return HP_OOM(msg);
 		csi__v1__controller_service_capability__init(c);
 		csi__v1__controller_service_capability__rpc__init(rpc);
-		rpc->type = types[i];
+		rpc->type = all[i].type;
 		c->type_case = CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE_RPC;
 		c->rpc = rpc;
-		caps[i] = c;
+		caps[n++] = c;
 	}
 	out->capabilities = caps;
 	out->n_capabilities = n;

@@ -338,27 +338,31 @@ HP_CTL_HANDLER(hp_node_publish)
 	struct hp_node_others *o = arena_alloc(a, sizeof(*o));
 	const char *ctx_ro;
 	unsigned long flags;
-	bool block, created;
+	bool block, created, staged;
 	struct hp_vol v;
 	struct err e;
 	int rc;
 
 	if (!m || !st || !o)
 		return HP_OOM(msg);
-	if ((rc = hp_node_check_common(p, r->volume_id, r->target_path, "target_path", msg)))
+	/* Every INVALID_ARGUMENT first, then NOT_FOUND, then FAILED_PRECONDITION. */
+	staged = r->staging_target_path && *r->staging_target_path;
+	if ((rc = hp_node_check_common(p, r->volume_id, r->target_path, "target_path", msg)) ||
+	    (staged && (rc = hp_valid_path(r->staging_target_path, "staging_target_path",
+					   p->data_dir, msg))) ||
+	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)) ||
+	    (rc = hp_node_check_maps(r, msg)))
 		return rc;
-	if (!r->staging_target_path || !*r->staging_target_path)
+	if (staged && strcmp(r->staging_target_path, r->target_path) == 0)
+		return hp_fail(msg, CSI_INVALID_ARGUMENT,
+			       "target_path must differ from staging_target_path");
+	if ((rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
+		return rc;
+	/* Spec: FAILED_PRECONDITION when STAGE_UNSTAGE_VOLUME is set and no staging path. */
+	if (!staged)
 		return hp_fail(
 		    msg, CSI_FAILED_PRECONDITION,
 		    "staging_target_path is required: the plugin has STAGE_UNSTAGE_VOLUME");
-	if ((rc = hp_valid_path(r->staging_target_path, "staging_target_path", p->data_dir, msg)) ||
-	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)) ||
-	    (rc = hp_node_check_maps(r, msg)) ||
-	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
-		return rc;
-	if (strcmp(r->staging_target_path, r->target_path) == 0)
-		return hp_fail(msg, CSI_INVALID_ARGUMENT,
-			       "target_path must differ from staging_target_path");
 	if (block != v.block)
 		return hp_fail(msg, CSI_FAILED_PRECONDITION, "volume %s is a %s volume", v.id,
 			       v.block ? "block" : "mount");
@@ -495,6 +499,47 @@ check:
 	return 0;
 }
 
+/*
+ * The required fields of NodeGetVolumeStats and NodeExpandVolume: an empty
+ * volume_id or volume_path is INVALID_ARGUMENT; nothing else is checked.
+ */
+static int hp_node_path_required(const char *vol, const char *path, char *msg)
+{
+	if (!vol || !*vol)
+		return hp_fail(msg, CSI_INVALID_ARGUMENT, "volume_id is required");
+	if (!path || !*path)
+		return hp_fail(msg, CSI_INVALID_ARGUMENT, "volume_path is required");
+	return 0;
+}
+
+/*
+ * Finds the volume of NodeGetVolumeStats or NodeExpandVolume and where it
+ * is mounted. The spec's error tables of both RPCs answer NOT_FOUND for
+ * "volume not found at volume_path", so a malformed volume ID (it cannot
+ * exist) and a volume_path or staging_target_path at which the volume
+ * cannot be staged or published (relative, inside the data dir, not
+ * clean, missing, another volume's) are all NOT_FOUND, never
+ * INVALID_ARGUMENT. Call hp_node_path_required first.
+ */
+static int hp_node_locate(struct hp_plugin *p, const char *vol, const char *path,
+			  const char *staging, struct hp_vol *v, struct hp_mnt *m, char *point,
+			  size_t plen, char *msg)
+{
+	char why[CSI_STATUS_MSG_MAX];
+	int rc;
+
+	if (hp_valid_id(vol, "volume_id", why) != 0)
+		return hp_fail(msg, CSI_NOT_FOUND, "no such volume: %s", why);
+	if ((rc = hp_ctl_get_volume_row(p, vol, v, msg)))
+		return rc;
+	if (hp_valid_path(path, "volume_path", p->data_dir, why) != 0 ||
+	    (staging && *staging &&
+	     hp_valid_path(staging, "staging_target_path", p->data_dir, why) != 0))
+		return hp_fail(msg, CSI_NOT_FOUND, "volume %s is not staged or published there: %s",
+			       v->id, why);
+	return hp_node_owned(p, v, path, m, point, plen, msg);
+}
+
 static Csi__V1__VolumeUsage *hp_node_usage(struct arena *a, int unit, int64_t total, int64_t avail,
 					   int64_t used)
 {
@@ -525,12 +570,9 @@ HP_CTL_HANDLER(hp_node_stats)
 
 	if (!out || !cond || !usage || !m)
 		return HP_OOM(msg);
-	if ((rc = hp_node_check_common(p, r->volume_id, r->volume_path, "volume_path", msg)) ||
-	    (r->staging_target_path && *r->staging_target_path &&
-	     (rc = hp_valid_path(r->staging_target_path, "staging_target_path", p->data_dir,
-				 msg))) ||
-	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)) ||
-	    (rc = hp_node_owned(p, &v, r->volume_path, m, point, sizeof(point), msg)))
+	if ((rc = hp_node_path_required(r->volume_id, r->volume_path, msg)) ||
+	    (rc = hp_node_locate(p, r->volume_id, r->volume_path, r->staging_target_path, &v, m,
+				 point, sizeof(point), msg)))
 		return rc;
 	csi__v1__node_get_volume_stats_response__init(out);
 	csi__v1__volume_condition__init(cond);
@@ -551,10 +593,14 @@ HP_CTL_HANDLER(hp_node_stats)
 		if (!usage[i])
 			return HP_OOM(msg);
 	out->usage = usage;
-	hp_volume_path(p, v.id, backing, sizeof(backing));
-	cond->abnormal = lstat(backing, &sb) != 0;
-	cond->message = cond->abnormal ? "the volume's backing store is missing" : "healthy";
-	out->volume_condition = cond;
+	/* volume_condition is an alpha_field: only with VOLUME_CONDITION advertised. */
+	if (p->enable_alpha) {
+		hp_volume_path(p, v.id, backing, sizeof(backing));
+		cond->abnormal = lstat(backing, &sb) != 0;
+		cond->message =
+		    cond->abnormal ? "the volume's backing store is missing" : "healthy";
+		out->volume_condition = cond;
+	}
 	*resp = &out->base;
 	return CSI_OK;
 }
@@ -572,15 +618,13 @@ HP_CTL_HANDLER(hp_node_expand)
 
 	if (!out || !m)
 		return HP_OOM(msg);
-	if ((rc = hp_node_check_common(p, r->volume_id, r->volume_path, "volume_path", msg)) ||
-	    (r->staging_target_path && *r->staging_target_path &&
-	     (rc = hp_valid_path(r->staging_target_path, "staging_target_path", p->data_dir,
-				 msg))) ||
-	    (rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)) ||
+	if ((rc = hp_node_path_required(r->volume_id, r->volume_path, msg)) ||
 	    (r->volume_capability &&
 	     (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg))) ||
-	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)) ||
-	    (rc = hp_node_owned(p, &v, r->volume_path, m, point, sizeof(point), msg)))
+	    (rc = hp_valid_map((void *const *)r->secrets, r->n_secrets, "secrets", msg)) ||
+	    (rc = hp_ctl_range(r->capacity_range, &rq, &lim, msg)) ||
+	    (rc = hp_node_locate(p, r->volume_id, r->volume_path, r->staging_target_path, &v, m,
+				 point, sizeof(point), msg)))
 		return rc;
 	if ((rq ? rq : lim) > v.capacity)
 		return hp_fail(msg, CSI_OUT_OF_RANGE,
@@ -594,6 +638,7 @@ HP_CTL_HANDLER(hp_node_expand)
 
 HP_CTL_HANDLER(hp_node_caps)
 {
+	/* The last two are alpha_enum_values of spec v1.12: only with --enable-alpha. */
 	static const int types[] = {
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS,
@@ -601,7 +646,7 @@ HP_CTL_HANDLER(hp_node_caps)
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER,
 	};
-	size_t n = sizeof(types) / sizeof(types[0]);
+	size_t n = sizeof(types) / sizeof(types[0]) - (p->enable_alpha ? 0 : 2);
 	Csi__V1__NodeGetCapabilitiesResponse *out = arena_alloc(a, sizeof(*out));
 	Csi__V1__NodeServiceCapability **caps = arena_alloc(a, n * sizeof(*caps));
 

@@ -20,14 +20,18 @@
 static const char hp_usage[] =
     "usage: csi-hostpath [options]\n"
     "\n"
-    "A CSI plugin (Identity, Controller, Node on one unix socket) whose volumes are\n"
-    "directories (or sparse files, for block volumes) under --data-dir.\n"
+    "A CSI plugin (Identity, Controller, GroupController, Node on one unix socket)\n"
+    "whose volumes are directories (or sparse files, for block volumes) under\n"
+    "--data-dir.\n"
     "\n"
     "  --endpoint EP          unix socket to serve (default: $CSI_ENDPOINT)\n"
     "  --data-dir DIR         volumes, snapshots and state (required)\n"
     "  --node-id ID           this node's ID (default: the host name)\n"
     "  --mode MODE            controller, node or monolith (default monolith)\n"
     "  --no-controller-publish  do not offer PUBLISH_UNPUBLISH_VOLUME\n"
+    "  --enable-alpha         also serve what CSI v1.12 marks alpha: ControllerGetVolume,\n"
+    "                         GetSnapshot, the VOLUME_CONDITION, GET_VOLUME, GET_SNAPSHOT\n"
+    "                         and SINGLE_NODE_MULTI_WRITER capabilities, volume conditions\n"
     "  --max-volumes-per-node N  reported by NodeGetInfo, enforced by ControllerPublishVolume\n"
     "                         (0 = no limit)\n"
     "  --capacity BYTES       total capacity for volumes and snapshots (default 100G;\n"
@@ -63,6 +67,7 @@ enum {
 	HP_OPT_NODE_ID,
 	HP_OPT_MODE,
 	HP_OPT_NO_PUBLISH,
+	HP_OPT_ENABLE_ALPHA,
 	HP_OPT_MAX_VOLUMES,
 	HP_OPT_CAPACITY,
 	HP_OPT_NAME,
@@ -79,6 +84,7 @@ static const struct option hp_options[] = {
     {"node-id", required_argument, NULL, HP_OPT_NODE_ID},
     {"mode", required_argument, NULL, HP_OPT_MODE},
     {"no-controller-publish", no_argument, NULL, HP_OPT_NO_PUBLISH},
+    {"enable-alpha", no_argument, NULL, HP_OPT_ENABLE_ALPHA},
     {"max-volumes-per-node", required_argument, NULL, HP_OPT_MAX_VOLUMES},
     {"capacity", required_argument, NULL, HP_OPT_CAPACITY},
     {"name", required_argument, NULL, HP_OPT_NAME},
@@ -181,6 +187,9 @@ int main(int argc, char **argv)
 		case HP_OPT_NO_PUBLISH:
 			cfg.controller_publish = false;
 			break;
+		case HP_OPT_ENABLE_ALPHA:
+			cfg.enable_alpha = true;
+			break;
 		case HP_OPT_MODE:
 			if (strcmp(optarg, "controller") == 0)
 				cfg.mode = HP_MODE_CONTROLLER;
@@ -254,12 +263,13 @@ int main(int argc, char **argv)
 		log_error("msg=\"cannot start\" error=%s", log_q(q, sizeof(q), e.msg));
 		goto done;
 	}
-	log_info("msg=\"serving\" endpoint=%s node=%s mode=%s controller_publish=%d threads=%lld",
+	log_info("msg=\"serving\" endpoint=%s node=%s mode=%s controller_publish=%d alpha=%d"
+		 " threads=%lld",
 		 endpoint, p->node_id,
 		 cfg.mode == HP_MODE_NODE         ? "node"
 		 : cfg.mode == HP_MODE_CONTROLLER ? "controller"
 						  : "monolith",
-		 cfg.controller_publish, threads);
+		 cfg.controller_publish, cfg.enable_alpha, threads);
 	if (sigwait(&sigs, &sig) == 0)
 		log_info("msg=\"stopping\" signal=%d", sig);
 	hp_shutdown(p);
