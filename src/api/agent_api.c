@@ -118,7 +118,9 @@ static unsigned agent_api_route(struct agent_api *a, struct MHD_Connection *c, c
 	} else if (strncmp(url, mounts, sizeof(mounts) - 1) == 0 &&
 		   url[sizeof(mounts) - 1] == '/') {
 		if (strcmp(method, "DELETE") == 0)
-			rc = agent_api_mounts_delete(a, url, &doc, e);
+			rc = agent_api_mounts_delete(
+			    a, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "force"),
+			    &doc, e);
 		allow = "DELETE";
 	} else {
 		rc = err_set(e, CSID_ENOTFOUND, "no such endpoint: %s", url);

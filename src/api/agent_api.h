@@ -8,7 +8,7 @@
  *                                          fingerprint, supervisor state
  *   GET    /v1/agent/mounts                every mount record (no secrets)
  *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
- *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount
+ *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount; ?force=true: mounter_unmount_force
  *
  * Errors are {"error": "...", "code": "..."} with the HTTP status of the
  * csid error table (include/csid.h). Request bodies are capped

@@ -233,7 +233,10 @@ static void test_errors(void **state)
 
 		csictl_runner_run(&env->rn, &r, NULL, args);
 	}
-	csictl_expect_fail(&r, 1, "error: agent at ");
+	/* Nothing listening: say so and how to fix it, not curl's words. */
+	csictl_expect_fail(&r, 1, "error: no agent listening at ");
+	assert_non_null(strstr(r.err, "/nobody.sock: start csid agent or set CSID_AGENT_ADDR"));
+	assert_null(strstr(r.err, "port 80"));
 	csictl_runner_free(&env->rn, &r);
 	{
 		char *args[] = {"agent", "-h", NULL};
