@@ -313,6 +313,18 @@ int agent_api_parse_mount_path(const char *url, char *vol, char *alloc, struct e
 	return 0;
 }
 
+int agent_api_parse_force(const char *value, bool *out, struct err *e)
+{
+	*out = false;
+	if (!value || strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+		return 0;
+	if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+		*out = true;
+		return 0;
+	}
+	return err_set(e, CSID_EINVAL, "force: expected true or false");
+}
+
 /* Waits for the node plugin and takes a reference on its client. */
 static int agent_api_get_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
 				struct err *e)
@@ -436,11 +448,9 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *fo
 	bool forced = false;
 	int rc;
 
-	if (force && (strcmp(force, "true") == 0 || strcmp(force, "1") == 0))
-		forced = true;
-	else if (force && strcmp(force, "false") != 0 && strcmp(force, "0") != 0)
-		return err_set(e, CSID_EINVAL, "force: expected true or false");
-	rc = agent_api_parse_mount_path(url, vol, alloc, e);
+	rc = agent_api_parse_force(force, &forced, e);
+	if (rc == 0)
+		rc = agent_api_parse_mount_path(url, vol, alloc, e);
 	if (rc)
 		return rc;
 	rc = mounter_get(a->cfg.mounter, vol, alloc, &rec, e);
