@@ -131,8 +131,11 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
 int mounter_unmount(struct mounter *m, const struct mounter_plugin *plugin, const char *volume_id,
 		    const char *alloc_id, struct err *e);
 
-/* How many entries each list of a forced unmount's report holds at most. */
-#define MOUNTER_FORCE_NOTES 4
+/*
+ * How many entries each list of a forced unmount's report holds at most
+ * (the first ones; the log has every one).
+ */
+#define MOUNTER_FORCE_NOTES 8
 
 /*
  * What a forced unmount did without the plugin. Every string is owned by

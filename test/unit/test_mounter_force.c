@@ -2,7 +2,8 @@
  * Unit tests of the mounter's ways out, with the fake node plugin and
  * mount table of test/lib/mounter_fake.h: the rollback of a stage the
  * plugin refused, when the plugin refuses the unstage too (done when
- * nothing is mounted at the staging path, kept when something is);
+ * nothing is mounted at the staging path, kept when something is, also
+ * in the recovery after a restart);
  * the forced unmount (a refused unpublish or unstage, a busy target
  * detached lazily, a stage still used by another allocation, no plugin
  * at all, a record stuck in unstaging from an earlier agent); the
@@ -163,6 +164,33 @@ static void test_unconfirmed_stage_kept(void **state)
 	assert_int_equal(env->fake.table.unmount(&env->fake.table, staging, &e), 0);
 	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol2", "alloc-b", &e), 0);
 	assert_int_equal(mtf_state(env, "vol2", "alloc-b"), MOUNT_STATE_GONE);
+	mt_check_empty(env);
+}
+
+/* A crash during a stage the plugin then refuses to undo: recovery finishes it. */
+static void test_recover_unconfirmed(void **state)
+{
+	struct mt_env *env = *state;
+	struct mounter_recovery rr;
+	char staging[MOUNTER_PATH_MAX];
+	struct err e;
+
+	assert_true(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_UNSTAGING_UNCONFIRMED));
+	assert_false(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_UNSTAGING));
+	assert_true(mount_store_allowed(MOUNT_STATE_UNSTAGING_UNCONFIRMED, MOUNT_STATE_GONE));
+	assert_false(
+	    mount_store_allowed(MOUNT_STATE_UNSTAGING_UNCONFIRMED, MOUNT_STATE_PUBLISHING));
+	assert_string_equal(mount_state_name(MOUNT_STATE_UNSTAGING_UNCONFIRMED),
+			    "unstaging-unconfirmed");
+	mtf_plant(env, "vol1", "alloc-a", MOUNT_STATE_STAGING, MOUNT_STATE_STAGING, staging,
+		  sizeof(staging));
+	env->fake.fail_rpc = CSI_RPC_NODE_UNSTAGE_VOLUME;
+	env->fake.fail_code = CSI_FAILED_PRECONDITION;
+	assert_int_equal(mounter_recover(env->m, mt_lookup, NULL, env, &rr, &e), 0);
+	assert_int_equal(rr.rolled_back, 1);
+	assert_int_equal(rr.pending, 0);
+	assert_int_equal(env->fake.calls, 1);
+	assert_int_equal(mtf_state(env, "vol1", "alloc-a"), MOUNT_STATE_GONE);
 	mt_check_empty(env);
 }
 
@@ -401,6 +429,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_refused_stage_and_unstage, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_unconfirmed_stage_kept, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_unconfirmed, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_stuck_unstaging, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_busy, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_shared_stage, mt_setup, mt_teardown),
