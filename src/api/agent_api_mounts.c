@@ -5,7 +5,9 @@
  *
  * A mount waits, bounded by plugin_wait_ms, for its plugin to be healthy
  * (it may be starting with the agent); a plugin nobody configured or
- * registered is refused at once. Secrets and mount flags are passed to
+ * registered is refused at once. An unmount with ?force=true goes on
+ * without a plugin it cannot have (mounter_unmount_force) and answers
+ * what was skipped. Secrets and mount flags are passed to
  * the plugin only: they are zeroed when the request is freed and never
  * appear in a response, an error or a log line.
  */
