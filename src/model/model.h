@@ -15,23 +15,26 @@
  * carries them: the API encoding and every message leave them out.
  *
  * JSON shapes (keys in snake_case; maps are objects of strings; absent
- * keys take the documented defaults):
+ * or null keys take the documented defaults: "", 0, false, empty; the
+ * encoders always write maps and arrays, and leave out unset strings):
  *   volume spec (PUT /v1/volume/<id>, /create; spec files):
- *     {"id", "name", "plugin_id", "external_id" (register only),
+ *     {"id" (may be left to the URL), "name", "plugin_id",
+ *      "external_id" (register only),
  *      "capacity_min", "capacity_max" (bytes; or strings "10GiB", "500M"),
  *      "capabilities": [{"access_mode": "single-node-writer",
- *                        "attachment_mode": "file-system"}],
+ *                        "attachment_mode": "file-system" (default)}],
  *      "mount_options": {"fs_type", "mount_flags": [...]},
  *      "parameters", "mutable_parameters", "secrets", "context" (maps),
  *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
  *      "snapshot_source", "clone_source" (IDs)}
- *   volume (API view, store view adds secrets and mount_flags):
- *     the spec keys plus "state", "capacity", "accessible_topology",
+ *   volume: the spec keys plus "state", "capacity", "accessible_topology",
  *     "claims": [claim], "past_claims": [claim], "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
- *     "mutable_parameters"}, "status": {"last_error", "attempts",
- *     "next_attempt_ms"}, "create_index", "modify_index",
- *     "schedulable", "plugin_health" (filled by the server)
+ *     "mutable_parameters"}, "created_ms", "updated_ms".
+ *     The store view keeps "secrets" and "mount_options.mount_flags".
+ *     The API view leaves both out and adds "status": {"last_error",
+ *     "attempts", "next_attempt_ms"}, "create_index", "modify_index",
+ *     "schedulable", "plugin_health" (filled by the server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
  *           "claimed_ms", "updated_ms", "note"}
@@ -40,11 +43,17 @@
  *           "context": {...}}
  *   snapshot: {"id", "volume_id", "plugin_id", "external_id", "name",
  *           "parameters", "secrets" (store only), "state", "ready_to_use",
- *           "size_bytes", "creation_time_ms", "create_index", "modify_index"}
- *   node: {"id", "status": "ready|down", "registered_ms", "updated_ms",
- *          "plugins": [{"plugin_id", "type": "controller|node",
+ *           "size_bytes", "creation_time_ms", "created_ms"; the API view
+ *           adds "status", "create_index", "modify_index"}
+ *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
+ *           "parameters", "secrets"}
+ *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
+ *          "updated_ms", "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
  *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
+ *          (one encoding; the API layer adds the indices if it shows them)
+ * Store decoders skip unknown keys (an older program reads a newer
+ * record); the spec decoders refuse them.
  */
 #ifndef CSID_MODEL_MODEL_H
 #define CSID_MODEL_MODEL_H
@@ -66,8 +75,15 @@
 #define MODEL_CAPS_MAX 16
 #define MODEL_TOPOLOGIES_MAX 64
 #define MODEL_MOUNT_FLAGS_MAX 64
+/* Node fingerprints: CSI node IDs are at most 256 bytes (NodeGetInfo). */
+#define MODEL_NODE_ID_MAX 256
+#define MODEL_HEALTH_MAX 1024
+#define MODEL_PLUGIN_CAPS_MAX 64
+#define MODEL_NODE_PLUGINS_MAX 256
 /* Past claims kept per volume (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
+/* Largest spec text model_volume_spec_decode accepts (bytes). */
+#define MODEL_SPEC_MAX (256 * 1024)
 
 /* Access modes, numbered as on the CSI wire (VolumeCapability.AccessMode). */
 enum model_access {
@@ -107,6 +123,12 @@ struct model_map {
 
 /* Value of key, or NULL. */
 const char *model_map_get(const struct model_map *m, const char *key);
+/* Sets key to value (both copied into a), keeping the map sorted and its
+ * keys unique. Returns 0 or CSID_ENOMEM. */
+int model_map_put(struct arena *a, struct model_map *m, const char *key, const char *value,
+		  struct err *e);
+/* Whether a and b hold the same pairs. */
+bool model_map_equal(const struct model_map *a, const struct model_map *b);
 
 struct model_capability {
 	enum model_access access;
@@ -128,21 +150,30 @@ enum model_claim_mode { MODEL_CLAIM_READ, MODEL_CLAIM_WRITE };
  * Claim lifecycle (a table in model.c; every change goes through
  * model_claim_transition): claimed -> node-unpublished ->
  * controller-unpublished -> freed (moved to past claims) -> removed
- * (dropped from past claims). A claim may skip forward (a plugin without
- * controller publish goes node-unpublished -> freed by way of
- * controller-unpublished at once; an operator's force-free goes straight
- * to freed); it never goes back.
+ * (dropped from past claims). A claim may skip forward only to freed: an
+ * operator's force-free goes from claimed or node-unpublished straight to
+ * freed (a plugin without controller publish goes node-unpublished ->
+ * controller-unpublished -> freed in one write). It never goes back and
+ * never stays put (from == to is refused: callers test the state first).
+ *   claimed                 -> node-unpublished, freed
+ *   node-unpublished        -> controller-unpublished, freed
+ *   controller-unpublished  -> freed
+ *   freed                   -> removed
+ *   removed                 -> (none)
  */
 enum model_claim_state {
 	MODEL_CLAIM_CLAIMED,
 	MODEL_CLAIM_NODE_UNPUBLISHED,
 	MODEL_CLAIM_CONTROLLER_UNPUBLISHED,
 	MODEL_CLAIM_FREED,
+	MODEL_CLAIM_REMOVED, /* final: the claim is gone (never stored) */
 };
+#define MODEL_CLAIM_STATE_COUNT 5
 
 const char *model_claim_state_name(enum model_claim_state s);
 int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e);
 const char *model_claim_mode_name(enum model_claim_mode m);
+int model_claim_mode_parse(const char *s, enum model_claim_mode *out, struct err *e);
 
 struct model_claim {
 	char *alloc_id;
@@ -282,6 +313,8 @@ struct model_snapshot {
 };
 
 enum model_plugin_type { MODEL_PLUGIN_CONTROLLER, MODEL_PLUGIN_NODE };
+/* "controller" / "node". */
+const char *model_plugin_type_name(enum model_plugin_type t);
 
 /* One plugin as a node's fingerprint reports it. */
 struct model_node_plugin {
@@ -298,6 +331,8 @@ struct model_node_plugin {
 };
 
 enum model_node_status { MODEL_NODE_READY, MODEL_NODE_DOWN };
+/* "ready" / "down". */
+const char *model_node_status_name(enum model_node_status s);
 
 struct model_node {
 	char *id;
@@ -323,6 +358,13 @@ int model_plugin_id_check(const char *id, struct err *e);
  * (register) external_id is required.
  */
 int model_volume_validate(const struct model_volume *v, bool for_create, struct err *e);
+
+/* Validates a snapshot spec (id, volume_id, name, maps), every problem at
+ * once: "snapshot spec: ...", CSID_EINVAL. */
+int model_snapshot_validate(const struct model_snapshot *s, struct err *e);
+/* Validates a node fingerprint (id, plugin IDs, types, sizes, no plugin
+ * twice with one type), every problem at once: "node: ...", CSID_EINVAL. */
+int model_node_validate(const struct model_node *n, struct err *e);
 
 /* Which encoding: what the store keeps (secrets included), or what the API shows. */
 enum model_view { MODEL_VIEW_STORE, MODEL_VIEW_API };
@@ -363,6 +405,19 @@ int model_node_decode(struct arena *a, const char *json, size_t len, struct mode
 int model_volume_spec_decode(struct arena *a, const char *text, size_t len, bool allow_comments,
 			     struct model_volume **out, struct err *e);
 
+/*
+ * Strict decoders of the other bodies from outside, as
+ * model_volume_spec_decode (no comments): a snapshot spec {"id",
+ * "volume_id", "name", "parameters", "secrets"} (PUT /v1/snapshot/<id>),
+ * and a node fingerprint in the node JSON shape (PUT /v1/node/<id>; its
+ * "status" and times are ignored by the server). Call the matching
+ * *_validate next.
+ */
+int model_snapshot_spec_decode(struct arena *a, const char *text, size_t len,
+			       struct model_snapshot **out, struct err *e);
+int model_node_spec_decode(struct arena *a, const char *text, size_t len, struct model_node **out,
+			   struct err *e);
+
 /* A commented example spec file (for `csictl volume init`); static text. */
 const char *model_volume_spec_example(void);
 
@@ -373,9 +428,35 @@ int model_parse_size(const char *s, int64_t *out, struct err *e);
 int model_volume_copy(struct arena *a, const struct model_volume *v, struct model_volume **out,
 		      struct err *e);
 
+/* Deep copies of a snapshot and of a node into a. */
+int model_snapshot_copy(struct arena *a, const struct model_snapshot *s,
+			struct model_snapshot **out, struct err *e);
+int model_node_copy(struct arena *a, const struct model_node *n, struct model_node **out,
+		    struct err *e);
+
 /* The active claim of alloc_id, or NULL. */
 struct model_claim *model_volume_claim(const struct model_volume *v, const char *alloc_id);
 /* The publication for node_id, or NULL. */
 struct model_publication *model_volume_pub(const struct model_volume *v, const char *node_id);
+
+/*
+ * Moves the active claim of alloc_id to state `to` (model_claim_transition).
+ * Reaching freed moves it from claims to past_claims (newest last); when
+ * past_claims would hold more than MODEL_PAST_CLAIMS_MAX, the oldest is
+ * removed (freed -> removed, logged). New arrays come from a. Returns 0,
+ * CSID_ENOTFOUND (no active claim of alloc_id), CSID_EPRECOND (the table
+ * forbids it, v unchanged) or CSID_ENOMEM.
+ */
+int model_volume_claim_move(struct arena *a, struct model_volume *v, const char *alloc_id,
+			    enum model_claim_state to, const char *note, int64_t now_ms,
+			    struct err *e);
+
+/*
+ * Whether a node whose plugin reports topology node (NULL: none) can reach
+ * v: it matches one of v's accessible topologies, or, when the plugin
+ * reported none (a registered volume), one of the requisite ones; a
+ * volume with neither is reachable from everywhere.
+ */
+bool model_volume_reachable(const struct model_volume *v, const struct model_topology *node);
 
 #endif

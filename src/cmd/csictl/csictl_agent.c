@@ -2,7 +2,7 @@
  * `csictl agent`: drives a csid agent through its HTTP API with libcurl.
  * One request per run: GET /v1/agent/plugins, GET /v1/agent/mounts,
  * PUT /v1/agent/mounts with a body built from flags, or
- * DELETE /v1/agent/mounts/<volume>/<alloc>. Answers are read into a
+ * DELETE /v1/agent/mounts/<volume>/<alloc> (?force=true with -force). Answers are read into a
  * capped buffer, parsed with jansson, and printed as a table or passed
  * through as JSON. Renderers accept the documented field names and a few
  * close variants, so a table still shows what it can when the agent adds
@@ -10,6 +10,7 @@
  */
 #include "csictl_agent.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,97 @@ static json_t *csictl_agent_kv_json(const struct csictl_kv *kv)
 	return o;
 }
 
+int csictl_agent_context_parse(const char *text, size_t len, json_t **out, struct err *e)
+{
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *ctx, *v;
+	const char *key;
+	int rc = 0;
+
+	*out = NULL;
+	if (!json_is_object(root)) {
+		rc = err_set(e, CSID_EINVAL,
+			     "expected a JSON object: a volume context, or the output of "
+			     "csictl csi create-volume -o json");
+		goto out;
+	}
+	if (json_is_object(json_object_get(root, "volume")))
+		ctx = json_object_get(json_object_get(root, "volume"), "volume_context");
+	else if (json_object_get(root, "volume_context"))
+		ctx = json_object_get(root, "volume_context");
+	else
+		ctx = root;
+	if (ctx && !json_is_object(ctx)) {
+		rc = err_set(e, CSID_EINVAL, "volume_context: expected an object of strings");
+		goto out;
+	}
+	json_object_foreach(ctx, key, v)
+	{
+		if (!json_is_string(v)) {
+			char clean[80];
+
+			rc = err_set(e, CSID_EINVAL, "volume context: \"%s\" is not a string",
+				     csictl_out_clean(key, clean, sizeof(clean)));
+			goto out;
+		}
+	}
+	*out = ctx ? json_incref(ctx) : json_object();
+	if (!*out)
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+out:
+	json_decref(root);
+	return rc;
+}
+
+/* Largest -context-file read. */
+#define CSICTL_AGENT_CONTEXT_FILE_MAX (64 * 1024)
+
+/* Reads o->context_file into o->context_doc. */
+static int csictl_agent_context_load(struct csictl_agent_opts *o, struct err *e)
+{
+	char *buf = malloc(CSICTL_AGENT_CONTEXT_FILE_MAX + 1);
+	FILE *f = fopen(o->context_file, "r");
+	size_t n = 0;
+	int rc = 0;
+
+	if (!f) {
+		rc = err_errno(e, errno, "-context-file %.200s", o->context_file);
+		goto out;
+	}
+	if (!buf) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	n = fread(buf, 1, CSICTL_AGENT_CONTEXT_FILE_MAX + 1, f);
+	if (n > CSICTL_AGENT_CONTEXT_FILE_MAX)
+		rc = err_set(e, CSID_ETOOBIG, "is larger than %d bytes",
+			     CSICTL_AGENT_CONTEXT_FILE_MAX);
+	else
+		rc = csictl_agent_context_parse(buf, n, &o->context_doc, e);
+	if (rc)
+		err_wrap(e, "-context-file %.200s", o->context_file);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return rc;
+}
+
+/* The volume context of a mount: the -context-file's, then the -context pairs. */
+static json_t *csictl_agent_context_json(const struct csictl_agent_opts *o)
+{
+	json_t *c = o->context_doc ? json_deep_copy(o->context_doc) : json_object();
+	json_t *pairs = csictl_agent_kv_json(&o->context);
+
+	if (!c || !pairs || json_object_update(c, pairs) != 0) {
+		json_decref(c);
+		json_decref(pairs);
+		return NULL;
+	}
+	json_decref(pairs);
+	return c;
+}
+
 int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volume,
 			    const char *alloc, json_t **out, struct err *e)
 {
@@ -151,13 +243,18 @@ int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volum
 		      csictl_out_json_str(o->plugin), "alloc_id", csictl_out_json_str(alloc),
 		      "read_only", o->readonly, "attachment_mode", attach, "access_mode", access,
 		      "fs_type", csictl_out_json_str(o->fs_type), "mount_flags", flags,
-		      "volume_context", csictl_agent_kv_json(&o->context), "publish_context",
+		      "volume_context", csictl_agent_context_json(o), "publish_context",
 		      csictl_agent_kv_json(&o->publish_context), "secrets",
 		      csictl_agent_kv_json(&o->secrets));
 	if (!j)
 		return err_set(e, CSID_ENOMEM, "out of memory building the request");
 	*out = j;
 	return 0;
+}
+
+static int csictl_agent_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The first of the keys that obj has, as text ("" when none). */
@@ -290,32 +387,65 @@ static const char *csictl_agent_usage(const json_t *m, char *buf, size_t len)
 	return buf;
 }
 
+/* "k=v,k2=v2" from the object member key of m (sorted keys), "" when none. */
+static const char *csictl_agent_map(const json_t *m, const char *key, char *buf, size_t len)
+{
+	const json_t *o = json_object_get(m, key);
+	const char **keys;
+	size_t n = 0, used = 0;
+	const char *k;
+	json_t *v;
+
+	buf[0] = '\0';
+	if (!json_is_object(o) || json_object_size(o) == 0)
+		return buf;
+	keys = calloc(json_object_size(o), sizeof(*keys));
+	if (!keys)
+		return buf;
+	json_object_foreach((json_t *)o, k, v) keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), csictl_agent_strcmp);
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		const json_t *val = json_object_get(o, keys[i]);
+		int w = snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "", keys[i],
+				 json_is_string(val) ? json_string_value(val) : "?");
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	free(keys);
+	return buf;
+}
+
 int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e)
 {
-	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN",
-					      "USAGE",  "STATE", "TARGET"};
+	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN",  "EXTERNAL-ID",
+					      "USAGE",  "STATE", "CONTEXT", "TARGET"};
 	const json_t *l = csictl_agent_list(j, "mounts", e), *m;
 	struct csictl_table *t;
 	size_t i;
 
 	if (!l)
 		return e ? e->code : CSID_EPROTO;
-	t = csictl_table_new(6, headers);
+	t = csictl_table_new(8, headers);
 	if (!t)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	json_array_foreach(l, i, m)
 	{
 		char vol[256], alloc[256], plugin[256], usage[256], state[64], target[1024];
+		char ext[1100], ctx[1024];
 
 		if (!json_is_object(m))
 			continue;
 		csictl_agent_field(m, vol, sizeof(vol), "volume_id", "volume", NULL);
 		csictl_agent_field(m, alloc, sizeof(alloc), "alloc_id", "alloc", NULL);
 		csictl_agent_field(m, plugin, sizeof(plugin), "plugin_id", "plugin", NULL);
+		csictl_agent_field(m, ext, sizeof(ext), "external_id", NULL);
 		csictl_agent_usage(m, usage, sizeof(usage));
 		csictl_agent_field(m, state, sizeof(state), "state", "status", NULL);
+		csictl_agent_map(m, "volume_context", ctx, sizeof(ctx));
 		csictl_agent_field(m, target, sizeof(target), "target", "target_path", NULL);
-		csictl_table_addv(t, vol, alloc, plugin, usage, state, target);
+		csictl_table_addv(t, vol, alloc, plugin, ext, usage, state, ctx, target);
 	}
 	csictl_table_print(t, out);
 	csictl_table_free(t);
@@ -387,6 +517,63 @@ int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e)
 	csictl_table_print(t, out);
 	csictl_table_free(t);
 	return 0;
+}
+
+/* The text of a JSON string, "" for anything else. */
+static const char *csictl_agent_str(const json_t *v)
+{
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e)
+{
+	const json_t *l, *v;
+	struct csictl_table *t;
+	char vol[256], alloc[256], path[1024], lazy[16], msg[600];
+	size_t i;
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, vol, sizeof(vol), "volume_id", NULL);
+	csictl_agent_field(j, alloc, sizeof(alloc), "alloc_id", NULL);
+	snprintf(msg, sizeof(msg), "volume %s unmounted for allocation %s%s", vol, alloc,
+		 json_is_true(json_object_get(j, "forced")) ? " (forced)" : "");
+	t = csictl_table_new(2, NULL);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	l = json_object_get(j, "skipped");
+	json_array_foreach(l, i, v) csictl_table_addv(t, "skipped:", csictl_agent_str(v));
+	l = json_object_get(j, "detached");
+	json_array_foreach(l, i, v)
+	{
+		char cell[1100];
+
+		csictl_agent_field(v, path, sizeof(path), "path", NULL);
+		csictl_agent_field(v, lazy, sizeof(lazy), "lazy", NULL);
+		snprintf(cell, sizeof(cell), "%s%s", path,
+			 strcmp(lazy, "yes") == 0 ? " (lazily: it was busy)" : "");
+		csictl_table_addv(t, "unmounted by the agent:", cell);
+	}
+	l = json_object_get(j, "kept");
+	json_array_foreach(l, i, v) csictl_table_addv(t, "left in place:", csictl_agent_str(v));
+	fprintf(out, "%s\n", csictl_out_clean(msg, path, sizeof(path)));
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
+const char *csictl_agent_connect_error(int curl_code, const char *where, const char *detail,
+				       char *buf, size_t len)
+{
+	char tmp[1200];
+
+	if (curl_code == CURLE_COULDNT_CONNECT)
+		snprintf(tmp, sizeof(tmp),
+			 "no agent listening at %s: start csid agent or set CSID_AGENT_ADDR",
+			 where);
+	else
+		snprintf(tmp, sizeof(tmp), "agent at %s: %s", where, detail);
+	return csictl_out_clean(tmp, buf, len);
 }
 
 const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
@@ -504,10 +691,11 @@ static int csictl_agent_http(struct csictl_agent *a, const char *method, const c
 			fprintf(a->err, "error: the agent's answer is larger than %u bytes\n",
 				CSICTL_AGENT_BODY_MAX);
 		else
-			fprintf(a->err, "error: agent at %s: %s\n",
-				a->addr.socket[0] ? a->addr.socket : a->addr.base,
-				csictl_out_clean(errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
-						 sizeof(clean)));
+			fprintf(a->err, "error: %s\n",
+				csictl_agent_connect_error(
+				    (int)rc, a->addr.socket[0] ? a->addr.socket : a->addr.base,
+				    errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
+				    sizeof(clean)));
 		goto out;
 	}
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
@@ -600,7 +788,7 @@ static int csictl_agent_mount(struct csictl_agent *a)
 
 static int csictl_agent_unmount(struct csictl_agent *a)
 {
-	char vol[1024], alloc[1024], path[2200], msg[2200], clean[2200];
+	char vol[1024], alloc[1024], path[2200];
 
 	if (!*a->args.v[1] || !*a->args.v[2]) {
 		fputs("error: volume and allocation IDs must not be empty\n", a->err);
@@ -611,11 +799,9 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 		fputs("error: volume or allocation ID is too long\n", a->err);
 		return CSICTL_EXIT_USAGE;
 	}
-	snprintf(path, sizeof(path), "/v1/agent/mounts/%s/%s", vol, alloc);
-	snprintf(msg, sizeof(msg), "volume %s unmounted for allocation %s", a->args.v[1],
-		 a->args.v[2]);
-	return csictl_agent_request(a, "DELETE", path, NULL, NULL,
-				    csictl_out_clean(msg, clean, sizeof(clean)));
+	snprintf(path, sizeof(path), "/v1/agent/mounts/%s/%s%s", vol, alloc,
+		 a->o.force ? "?force=true" : "");
+	return csictl_agent_request(a, "DELETE", path, NULL, csictl_agent_render_unmount, NULL);
 }
 
 #define CSICTL_AGENT_FLAGS_MAX 24
@@ -647,6 +833,11 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
 	    {"secrets-file", CSICTL_FLAG_STRING, &o->secrets_file, "FILE",
 	     "mount: secrets from a JSON object of strings"},
+	    {"context-file", CSICTL_FLAG_STRING, &o->context_file, "FILE",
+	     "mount: volume context from a JSON file (an object of strings, or the output of "
+	     "csictl csi create-volume -o json); -context wins"},
+	    {"force", CSICTL_FLAG_BOOL, &o->force, NULL,
+	     "unmount: when the plugin fails, unmount and drop the record anyway"},
 	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
@@ -670,6 +861,9 @@ static void csictl_agent_help(FILE *f)
 	      "  mounts                        volumes the agent has mounted\n"
 	      "  mount VOLUME ALLOC -plugin ID mount a volume for an allocation\n"
 	      "  unmount VOLUME ALLOC          unmount it (unpublish, unstage when unused)\n"
+	      "  unmount VOLUME ALLOC -force   the RPCs once, then the agent unmounts what is\n"
+	      "                                left itself and drops the record; says what it\n"
+	      "                                skipped\n"
 	      "\nFlags (before or after the command):\n",
 	      f);
 	csictl_flags_help(flags, n, f);
@@ -745,7 +939,8 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 		addr = CSICTL_AGENT_DEFAULT_ADDR;
 	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.timeout_ms, &e)) ||
 	    csictl_agent_addr_parse(addr, &a.addr, &e) ||
-	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e))) {
+	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e)) ||
+	    (a.o.context_file && csictl_agent_context_load(&a.o, &e))) {
 		fprintf(errf, "error: %s\n", e.msg);
 		status = CSICTL_EXIT_USAGE;
 		goto out;
@@ -757,5 +952,6 @@ out:
 	csictl_kv_free(&a.o.context);
 	csictl_kv_free(&a.o.publish_context);
 	csictl_kv_free(&a.o.secrets);
+	json_decref(a.o.context_doc);
 	return status;
 }

@@ -41,6 +41,9 @@ struct csictl_agent_opts {
 	struct csictl_kv publish_context;
 	struct csictl_kv secrets;
 	const char *secrets_file;
+	const char *context_file;
+	json_t *context_doc; /* the volume context read from context_file; owned by the run */
+	bool force;
 };
 
 /* Where requests go: a unix socket path, or a base URL for TCP. */
@@ -63,10 +66,20 @@ int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct e
 int csictl_agent_escape(const char *s, char *buf, size_t len);
 
 /*
+ * The volume context in the JSON text[0..len) of a -context-file: an
+ * object of strings, an object with a "volume_context" object, or the
+ * output of `csictl csi create-volume -o json` ({"volume":
+ * {"volume_context": {...}}}). Returns 0 and a new object in *out, or
+ * CSID_EINVAL with e set (never quoting a value).
+ */
+int csictl_agent_context_parse(const char *text, size_t len, json_t **out, struct err *e);
+
+/*
  * The JSON body of PUT /v1/agent/mounts for volume and alloc from o:
  * volume_id, external_id (the volume ID unless -external-id), plugin_id,
  * alloc_id, read_only, attachment_mode, access_mode, fs_type,
- * mount_flags, volume_context, publish_context, secrets. Access modes are
+ * mount_flags, volume_context (o->context_doc, then the -context pairs,
+ * which win), publish_context, secrets. Access modes are
  * accepted as our names or CSI's (SINGLE_NODE_WRITER) and sent as ours.
  * Returns 0 and a new reference in *out, or CSID_EINVAL with e set.
  */
@@ -84,6 +97,22 @@ int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e);
 int csictl_agent_render_object(const json_t *j, FILE *out, struct err *e);
 /* Renders the answer of PUT /v1/agent/mounts ({"source","target","is_device"}). */
 int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e);
+/*
+ * Renders the answer of DELETE /v1/agent/mounts/<vol>/<alloc>: the
+ * volume and allocation, and for a forced unmount what the plugin
+ * skipped, what the agent detached itself and what it left in place.
+ */
+int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e);
+
+/*
+ * The message when the agent cannot be reached at where (a socket path
+ * or a URL): "no agent listening at <where>: start csid agent or set
+ * CSID_AGENT_ADDR" when nothing accepts connections there (curl_code
+ * CURLE_COULDNT_CONNECT), else "agent at <where>: <detail>". Writes to
+ * buf and returns it.
+ */
+const char *csictl_agent_connect_error(int curl_code, const char *where, const char *detail,
+				       char *buf, size_t len);
 
 /*
  * The message for a failed HTTP answer: "<code>: <error>" from an API
