@@ -47,6 +47,8 @@
 #define STORE_VALUE_MAX (4 * 1024 * 1024)
 /* Fewest changes a backend keeps in its log. */
 #define STORE_CHANGES_KEEP 10000
+/* Most ops in one transaction (etcd's default --max-txn-ops). */
+#define STORE_TXN_OPS_MAX 128
 
 enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_KIND_COUNT_ };
 
@@ -83,7 +85,10 @@ struct store_op {
 	uint64_t expect_index;
 };
 
-/* One recorded change: the object as written (PUT) or its ID (DELETE). */
+/*
+ * One recorded change: the object as written (PUT) or its ID (DELETE; the
+ * object's create_index, modify_index the index of the delete).
+ */
 struct store_change {
 	uint64_t index;
 	enum store_op_type type;
@@ -148,16 +153,19 @@ int store_list(struct store *s, enum store_kind kind, const char *prefix, const 
  * nothing returns the current index and records nothing), CSID_ECONFLICT
  * when a condition fails (e names the kind and ID), CSID_EINVAL for a bad
  * op (empty ID, ID over STORE_ID_MAX, value over STORE_VALUE_MAX, the same
- * object twice), or an I/O code. Values are copied.
+ * object twice, more than STORE_TXN_OPS_MAX ops), or an I/O code. Values
+ * are copied. Every change of one transaction carries its index.
  */
 int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
 	      struct err *e);
 
 /*
  * The changes with index > after, oldest first, at most limit (0: no
- * limit). Returns 0, or CSID_ERANGE when changes after `after` were
- * compacted away (resynchronise with store_list). Free with
- * store_changes_free.
+ * limit), except that a page never ends inside a transaction: it holds
+ * every change of its last index (so it may exceed limit), and the next
+ * page starts after that index. Returns 0, or CSID_ERANGE when changes
+ * after `after` were compacted away (resynchronise with store_list). Free
+ * with store_changes_free.
  */
 int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
 		  struct err *e);
@@ -167,7 +175,8 @@ uint64_t store_index(struct store *s);
 
 /*
  * Blocks until the index is greater than after or timeout_ms passed
- * (real time; 0: does not wait), and returns the index.
+ * (real time; 0 or negative: does not wait), and returns the index. It
+ * also returns, early, when the store is being closed.
  */
 uint64_t store_wait(struct store *s, uint64_t after, int64_t timeout_ms);
 
@@ -182,10 +191,19 @@ void store_changes_free(struct store_changes *c);
 int store_mem_new(struct store **out, struct err *e);
 
 /*
+ * Fault injection for tests: the next count write transactions on s (a
+ * memory store) fail with code (e.g. CSID_EIO) and write nothing; count 0
+ * stops it. Transactions refused for a bad argument do not count.
+ */
+void store_mem_fail_txn(struct store *s, int code, unsigned count);
+
+/*
  * Opens (creating it when missing) the SQLite store at path. The schema is
  * versioned and migrated forward in one transaction; a file whose schema
  * is newer than this program knows, or that is not a csid store, or that
  * is corrupt, is refused with CSID_EPRECOND / CSID_EIO and left untouched.
+ * The store is this process's alone while open: another process (or a
+ * second open in this one) gets CSID_EUNAVAIL ("locked").
  */
 int store_sqlite_open(const char *path, struct store **out, struct err *e);
 

@@ -1,0 +1,323 @@
+/*
+ * The store seam: the store_* calls check their arguments once, here, for
+ * every backend, then dispatch to the backend's struct store_ops. Also the
+ * pieces every backend shares (store_int.h): the condition check and its
+ * conflict message, copying objects out, the index notifier behind
+ * store_wait, and the _free functions of what the calls return.
+ */
+#include "store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+
+static const char *const store_kind_names[STORE_KIND_COUNT_] = {
+    [STORE_VOLUME] = "volume",
+    [STORE_NODE] = "node",
+    [STORE_SNAPSHOT] = "snapshot",
+};
+
+const char *store_kind_name(enum store_kind k)
+{
+	if ((unsigned)k >= STORE_KIND_COUNT_)
+		return NULL;
+	return store_kind_names[k];
+}
+
+static bool store_kind_ok(enum store_kind k)
+{
+	return (unsigned)k < STORE_KIND_COUNT_;
+}
+
+/* Checks an ID: not NULL, not empty, at most STORE_ID_MAX bytes. */
+static int store_check_id(const char *id, struct err *e)
+{
+	if (id == NULL || id[0] == '\0')
+		return err_set(e, CSID_EINVAL, "store: empty object ID");
+	if (strnlen(id, STORE_ID_MAX + 1) > STORE_ID_MAX)
+		return err_set(e, CSID_EINVAL, "store: object ID longer than %d bytes",
+			       STORE_ID_MAX);
+	return 0;
+}
+
+int store_get(struct store *s, enum store_kind kind, const char *id, struct store_obj *out,
+	      struct err *e)
+{
+	int rc;
+
+	err_clear(e);
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (s == NULL || out == NULL)
+		return err_set(e, CSID_EINVAL, "store get: no store or no result");
+	if (!store_kind_ok(kind))
+		return err_set(e, CSID_EINVAL, "store get: unknown kind %d", (int)kind);
+	rc = store_check_id(id, e);
+	if (rc < 0)
+		return rc;
+	return s->ops->get(s, kind, id, out, e);
+}
+
+int store_list(struct store *s, enum store_kind kind, const char *prefix, const char *after_id,
+	       size_t limit, struct store_list *out, struct err *e)
+{
+	err_clear(e);
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (s == NULL || out == NULL)
+		return err_set(e, CSID_EINVAL, "store list: no store or no result");
+	if (!store_kind_ok(kind))
+		return err_set(e, CSID_EINVAL, "store list: unknown kind %d", (int)kind);
+	if ((prefix && strnlen(prefix, STORE_ID_MAX + 1) > STORE_ID_MAX) ||
+	    (after_id && strnlen(after_id, STORE_ID_MAX + 1) > STORE_ID_MAX))
+		return err_set(e, CSID_EINVAL, "store list: prefix or start longer than %d bytes",
+			       STORE_ID_MAX);
+	return s->ops->list(s, kind, prefix ? prefix : "", after_id ? after_id : "", limit, out, e);
+}
+
+/* Orders ops by (kind, id), to find the same object twice. */
+static int store_op_cmp(const void *a, const void *b)
+{
+	const struct store_op *x = *(const struct store_op *const *)a;
+	const struct store_op *y = *(const struct store_op *const *)b;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+/* Checks one op; i is its position, for the message. */
+static int store_check_op(const struct store_op *op, size_t i, struct err *e)
+{
+	int rc;
+
+	if (op->type != STORE_OP_PUT && op->type != STORE_OP_DELETE)
+		return err_set(e, CSID_EINVAL, "store txn: op %zu: unknown type %d", i,
+			       (int)op->type);
+	if (!store_kind_ok(op->kind))
+		return err_set(e, CSID_EINVAL, "store txn: op %zu: unknown kind %d", i,
+			       (int)op->kind);
+	rc = store_check_id(op->id, e);
+	if (rc < 0)
+		return err_wrap(e, "store txn: op %zu", i);
+	if (op->type == STORE_OP_PUT && op->value == NULL && op->len > 0)
+		return err_set(e, CSID_EINVAL, "store txn: %s %s: no value",
+			       store_kind_name(op->kind), op->id);
+	if (op->type == STORE_OP_PUT && op->len > STORE_VALUE_MAX)
+		return err_set(e, CSID_EINVAL, "store txn: %s %s: value of %zu bytes over %d",
+			       store_kind_name(op->kind), op->id, op->len, STORE_VALUE_MAX);
+	return 0;
+}
+
+/* Refuses the same object twice in ops[0..n). */
+static int store_check_unique(const struct store_op *ops, size_t n, struct err *e)
+{
+	const struct store_op *sorted[STORE_TXN_OPS_MAX];
+
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &ops[i];
+	qsort(sorted, n, sizeof(sorted[0]), store_op_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (store_op_cmp(&sorted[i - 1], &sorted[i]) == 0)
+			return err_set(e, CSID_EINVAL, "store txn: %s %s written twice",
+				       store_kind_name(sorted[i]->kind), sorted[i]->id);
+	}
+	return 0;
+}
+
+int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index, struct err *e)
+{
+	int rc;
+
+	err_clear(e);
+	if (s == NULL || (n > 0 && ops == NULL))
+		return err_set(e, CSID_EINVAL, "store txn: no store or no ops");
+	if (n > STORE_TXN_OPS_MAX)
+		return err_set(e, CSID_EINVAL, "store txn: %zu ops, more than %d", n,
+			       STORE_TXN_OPS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		rc = store_check_op(&ops[i], i, e);
+		if (rc < 0)
+			return rc;
+	}
+	rc = store_check_unique(ops, n, e);
+	if (rc < 0)
+		return rc;
+	if (n == 0) {
+		if (index != NULL)
+			*index = s->ops->index(s);
+		return 0;
+	}
+	return s->ops->txn(s, ops, n, index, e);
+}
+
+int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		  struct err *e)
+{
+	err_clear(e);
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (s == NULL || out == NULL)
+		return err_set(e, CSID_EINVAL, "store changes: no store or no result");
+	return s->ops->changes(s, after, limit, out, e);
+}
+
+uint64_t store_index(struct store *s)
+{
+	return s ? s->ops->index(s) : 0;
+}
+
+uint64_t store_wait(struct store *s, uint64_t after, int64_t timeout_ms)
+{
+	return s ? s->ops->wait(s, after, timeout_ms) : 0;
+}
+
+void store_close(struct store *s)
+{
+	if (s != NULL)
+		s->ops->close(s);
+}
+
+void store_obj_free(struct store_obj *o)
+{
+	if (o == NULL)
+		return;
+	free(o->id);
+	free(o->value);
+	memset(o, 0, sizeof(*o));
+}
+
+void store_list_free(struct store_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		store_obj_free(&l->objs[i]);
+	free(l->objs);
+	memset(l, 0, sizeof(*l));
+}
+
+void store_changes_free(struct store_changes *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		store_obj_free(&c->changes[i].obj);
+	free(c->changes);
+	memset(c, 0, sizeof(*c));
+}
+
+bool store_cond_holds(uint64_t expect, uint64_t have)
+{
+	return expect == STORE_ANY || expect == have;
+}
+
+int store_conflict(struct err *e, const struct store_op *op, uint64_t have)
+{
+	const char *kind = store_kind_name(op->kind);
+
+	if (have == 0)
+		return err_set(e, CSID_ECONFLICT,
+			       "%s %s: does not exist (expected modify index %llu)", kind, op->id,
+			       (unsigned long long)op->expect_index);
+	if (op->expect_index == 0)
+		return err_set(e, CSID_ECONFLICT, "%s %s: already exists (modify index %llu)", kind,
+			       op->id, (unsigned long long)have);
+	return err_set(e, CSID_ECONFLICT, "%s %s: modify index is %llu, expected %llu", kind,
+		       op->id, (unsigned long long)have, (unsigned long long)op->expect_index);
+}
+
+int store_obj_set(struct store_obj *o, enum store_kind kind, const char *id, size_t id_len,
+		  const char *value, size_t len, uint64_t create_index, uint64_t modify_index,
+		  struct err *e)
+{
+	memset(o, 0, sizeof(*o));
+	o->id = malloc(id_len + 1);
+	if (o->id == NULL)
+		goto nomem;
+	memcpy(o->id, id, id_len);
+	o->id[id_len] = '\0';
+	if (value != NULL) {
+		o->value = malloc(len + 1);
+		if (o->value == NULL)
+			goto nomem;
+		if (len > 0)
+			memcpy(o->value, value, len);
+		o->value[len] = '\0';
+		o->len = len;
+	}
+	o->kind = kind;
+	o->create_index = create_index;
+	o->modify_index = modify_index;
+	return 0;
+nomem:
+	store_obj_free(o);
+	return err_set(e, CSID_ENOMEM, "store: copy %s: out of memory", store_kind_name(kind));
+}
+
+int store_notify_init(struct store_notify *n, uint64_t index)
+{
+	memset(n, 0, sizeof(*n));
+	if (clock_cond_init(&n->cond) != 0)
+		return CSID_ENOMEM;
+	if (pthread_cond_init(&n->left, NULL) != 0) {
+		pthread_cond_destroy(&n->cond);
+		return CSID_ENOMEM;
+	}
+	pthread_mutex_init(&n->mu, NULL);
+	n->index = index;
+	return 0;
+}
+
+void store_notify_publish(struct store_notify *n, uint64_t index)
+{
+	pthread_mutex_lock(&n->mu);
+	if (index > n->index) {
+		n->index = index;
+		pthread_cond_broadcast(&n->cond);
+	}
+	pthread_mutex_unlock(&n->mu);
+}
+
+uint64_t store_notify_index(struct store_notify *n)
+{
+	uint64_t index;
+
+	pthread_mutex_lock(&n->mu);
+	index = n->index;
+	pthread_mutex_unlock(&n->mu);
+	return index;
+}
+
+uint64_t store_notify_wait(struct store_notify *n, uint64_t after, int64_t timeout_ms)
+{
+	struct clock *c = clock_real();
+	int64_t now = clock_now_ms(c);
+	int64_t until = timeout_ms > CLOCK_NEVER - now ? CLOCK_NEVER : now + timeout_ms;
+	uint64_t index;
+
+	pthread_mutex_lock(&n->mu);
+	n->waiters++;
+	while (n->index <= after && !n->closing && timeout_ms > 0 && clock_now_ms(c) < until)
+		clock_wait(c, &n->cond, &n->mu, until);
+	index = n->index;
+	n->waiters--;
+	if (n->closing && n->waiters == 0)
+		pthread_cond_broadcast(&n->left);
+	pthread_mutex_unlock(&n->mu);
+	return index;
+}
+
+void store_notify_fini(struct store_notify *n)
+{
+	pthread_mutex_lock(&n->mu);
+	n->closing = true;
+	pthread_cond_broadcast(&n->cond);
+	while (n->waiters > 0)
+		pthread_cond_wait(&n->left, &n->mu);
+	pthread_mutex_unlock(&n->mu);
+	pthread_cond_destroy(&n->left);
+	pthread_cond_destroy(&n->cond);
+	pthread_mutex_destroy(&n->mu);
+}
