@@ -35,6 +35,8 @@
 #define PLUGIN2 "other.csi.csid.dev"
 #define MIN_MS 100
 #define MAX_MS 10000
+/* Volumes per plugin in the threaded tests. */
+#define THREADS_VOLUMES 24
 
 struct t {
 	struct clock_fake clock;
@@ -1074,23 +1076,23 @@ static void t_threads(struct t *t, int concurrency)
 	t->cfg.clock = NULL;
 	t->cfg.workers = 4;
 	t->cfg.plugin_concurrency = concurrency;
-	t->fake.delay_ms = 3;
-	t->fake2.delay_ms = 3;
+	t->fake.delay_ms = 2;
+	t->fake2.delay_ms = 2;
 	t_new(t);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < THREADS_VOLUMES; i++) {
 		snprintf(id, sizeof(id), "a-%d", i);
 		t_add_on(t, id, PLUGIN);
 	}
 	assert_int_equal(reconciler_start(t->r, &e), 0);
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < THREADS_VOLUMES; i++) {
 		snprintf(id, sizeof(id), "b-%d", i);
 		t_add_on(t, id, PLUGIN2);
 	}
-	t_wait_ready(t, "a", 8, 20000);
-	t_wait_ready(t, "b", 8, 20000);
+	t_wait_ready(t, "a", THREADS_VOLUMES, 20000);
+	t_wait_ready(t, "b", THREADS_VOLUMES, 20000);
 	reconciler_stop(t->r);
-	assert_int_equal(t->fake.nlog, 8);
-	assert_int_equal(t->fake2.nlog, 8);
+	assert_int_equal(t->fake.nlog, THREADS_VOLUMES);
+	assert_int_equal(t->fake2.nlog, THREADS_VOLUMES);
 	assert_true(t->fake.max_in_flight >= 1 && t->fake.max_in_flight <= concurrency);
 	assert_true(t->fake2.max_in_flight >= 1 && t->fake2.max_in_flight <= concurrency);
 	assert_int_equal(t->fake.in_flight, 0);
