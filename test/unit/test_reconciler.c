@@ -859,6 +859,8 @@ static void test_snapshots(void **state)
 	struct arena *a = arena_new();
 	struct model_snapshot *s;
 	struct model_volume *v;
+	struct model_status st;
+	char err[512];
 
 	t_new(t);
 	t->fake.snapshot_polls = 2;
@@ -899,6 +901,16 @@ static void test_snapshots(void **state)
 	csi_fake_script(&t->fake, CSI_RPC_CREATE_SNAPSHOT, CSI_ALREADY_EXISTS, 1);
 	t_run(t, MAX_MS);
 	assert_int_equal(t_get_snap(t, a, "s2")->state, MODEL_SNAP_FAILED);
+	/* A volume restored from it never can be: failed, saying why. */
+	t_add(t, "r3", MODEL_VOL_CREATING, "\"snapshot_source\": \"s2\"");
+	t_run(t, 0);
+	assert_int_equal(t_get(t, a, "r3")->state, MODEL_VOL_FAILED);
+	assert_int_equal(t_status(t, "r3", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "snapshot source s2: failed"));
+	/* Deleting a volume whose source is gone: nothing to look up, the record goes. */
+	t_add(t, "r4", MODEL_VOL_DELETING, "\"clone_source\": \"nope\"");
+	t_run(t, 0);
+	assert_null(t_get(t, a, "r4"));
 	/* Without CREATE_DELETE_SNAPSHOT, a restore is refused up front. */
 	t->fake.caps &= ~(1ULL << 5);
 	t_add(t, "r2", MODEL_VOL_CREATING, "\"snapshot_source\": \"s1\"");
