@@ -896,6 +896,25 @@ static void test_snapshots(void **state)
 	t_run(t, 0);
 	assert_null(t_get_snap(t, a, "s1"));
 
+	/* Deleting one whose CreateSnapshot answer was lost: found by name, deleted. */
+	{
+		struct csi_fake_snap *fs = &t->fake.snaps[t->fake.nsnaps++];
+
+		memset(fs, 0, sizeof(*fs));
+		snprintf(fs->id, CSI_FAKE_ID, "lost-snap");
+		snprintf(fs->name, CSI_FAKE_ID, "s3");
+		snprintf(fs->volume, CSI_FAKE_ID, "%s", t_get(t, a, "v1")->external_id);
+	}
+	t_put_snap(t, "s3", "v1", MODEL_SNAP_DELETING, NULL);
+	t_run(t, 0);
+	assert_null(t_get_snap(t, a, "s3"));
+	assert_false(csi_fake_has_snapshot(&t->fake, "s3"));
+	assert_string_equal(t->fake.log[t->fake.nlog - 1].snapshot, "lost-snap");
+	/* ...and one whose source volume is gone: nothing to look up, the record goes. */
+	t_put_snap(t, "s4", "nope", MODEL_SNAP_DELETING, NULL);
+	t_run(t, 0);
+	assert_null(t_get_snap(t, a, "s4"));
+
 	/* A final CreateSnapshot error: failed. */
 	t_put_snap(t, "s2", "v1", MODEL_SNAP_CREATING, NULL);
 	csi_fake_script(&t->fake, CSI_RPC_CREATE_SNAPSHOT, CSI_ALREADY_EXISTS, 1);
