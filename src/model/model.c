@@ -1,8 +1,8 @@
 /*
  * The model's plain functions: names and parsers of its enums, ID checks,
  * string maps (sorted, unique keys), topology matching, the claim
- * lifecycle table and its one transition function, volume spec
- * validation (every problem at once), sizes, deep copies and lookups.
+ * lifecycle table and its one transition function, sizes, deep copies
+ * and lookups. Validation is in model_validate.c.
  * No I/O except the log line of a claim transition.
  *
  * Claim lifecycle (model_claim_table below; see model.h):
@@ -15,7 +15,6 @@
 #include "model/model.h"
 #include "model/model_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +22,11 @@
 
 /* ---- names ---- */
 
-static const char *const model_access_names[] = {
+#define MODEL_NAMES_N(t) (sizeof(t) / sizeof((t)[0]))
+#define MODEL_NAMES(var, what, table) \
+	const struct model_names var = {what, table, (int)MODEL_NAMES_N(table)}
+
+static const char *const model_access_table[] = {
     [MODEL_ACCESS_SINGLE_NODE_WRITER] = "single-node-writer",
     [MODEL_ACCESS_SINGLE_NODE_READER_ONLY] = "single-node-reader-only",
     [MODEL_ACCESS_MULTI_NODE_READER_ONLY] = "multi-node-reader-only",
@@ -32,73 +35,110 @@ static const char *const model_access_names[] = {
     [MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER] = "single-node-single-writer",
     [MODEL_ACCESS_SINGLE_NODE_MULTI_WRITER] = "single-node-multi-writer",
 };
+static const char *const model_attachment_table[] = {
+    [MODEL_ATTACH_FILE_SYSTEM] = "file-system",
+    [MODEL_ATTACH_BLOCK_DEVICE] = "block-device",
+};
+static const char *const model_claim_state_table[] = {
+    [MODEL_CLAIM_CLAIMED] = "claimed",
+    [MODEL_CLAIM_NODE_UNPUBLISHED] = "node-unpublished",
+    [MODEL_CLAIM_CONTROLLER_UNPUBLISHED] = "controller-unpublished",
+    [MODEL_CLAIM_FREED] = "freed",
+    [MODEL_CLAIM_REMOVED] = "removed",
+};
+static const char *const model_claim_mode_table[] = {
+    [MODEL_CLAIM_READ] = "read",
+    [MODEL_CLAIM_WRITE] = "write",
+};
+static const char *const model_pub_state_table[] = {
+    [MODEL_PUB_PUBLISHING] = "publishing",
+    [MODEL_PUB_PUBLISHED] = "published",
+    [MODEL_PUB_UNPUBLISHING] = "unpublishing",
+};
+static const char *const model_volume_state_table[] = {
+    [MODEL_VOL_CREATING] = "creating", [MODEL_VOL_REGISTERING] = "registering",
+    [MODEL_VOL_READY] = "ready",       [MODEL_VOL_DELETING] = "deleting",
+    [MODEL_VOL_FAILED] = "failed",
+};
+static const char *const model_snapshot_state_table[] = {
+    [MODEL_SNAP_CREATING] = "creating",
+    [MODEL_SNAP_READY] = "ready",
+    [MODEL_SNAP_DELETING] = "deleting",
+    [MODEL_SNAP_FAILED] = "failed",
+};
+static const char *const model_plugin_type_table[] = {
+    [MODEL_PLUGIN_CONTROLLER] = "controller",
+    [MODEL_PLUGIN_NODE] = "node",
+};
+static const char *const model_node_status_table[] = {
+    [MODEL_NODE_READY] = "ready",
+    [MODEL_NODE_DOWN] = "down",
+};
 
-#define MODEL_NAMES_N(t) (sizeof(t) / sizeof((t)[0]))
+MODEL_NAMES(model_names_access, "access mode", model_access_table);
+MODEL_NAMES(model_names_attachment, "attachment mode", model_attachment_table);
+MODEL_NAMES(model_names_claim_state, "claim state", model_claim_state_table);
+MODEL_NAMES(model_names_claim_mode, "claim mode", model_claim_mode_table);
+MODEL_NAMES(model_names_pub_state, "publication state", model_pub_state_table);
+MODEL_NAMES(model_names_volume_state, "volume state", model_volume_state_table);
+MODEL_NAMES(model_names_snapshot_state, "snapshot state", model_snapshot_state_table);
+MODEL_NAMES(model_names_plugin_type, "plugin type", model_plugin_type_table);
+MODEL_NAMES(model_names_node_status, "node status", model_node_status_table);
 
-/* The name of v in table t (n entries), or NULL. */
-static const char *model_name(const char *const *t, size_t n, int v)
+const char *model_names_get(const struct model_names *t, int v)
 {
-	return v >= 0 && (size_t)v < n ? t[v] : NULL;
+	return v >= 0 && v < t->n ? t->names[v] : NULL;
 }
 
-/* Finds s in table t; CSID_EINVAL naming what and the choices otherwise. */
-static int model_parse(const char *const *t, size_t n, const char *what, const char *s, int *out,
-		       struct err *e)
+int model_names_parse(const struct model_names *t, const char *s, int *out, struct err *e)
 {
 	char choices[256];
 	size_t used = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (t[i] && s && strcmp(t[i], s) == 0) {
-			*out = (int)i;
+	for (int i = 0; i < t->n; i++)
+		if (t->names[i] && s && strcmp(t->names[i], s) == 0) {
+			*out = i;
 			return 0;
 		}
 	choices[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
+	for (int i = 0; i < t->n; i++) {
 		int k;
 
-		if (!t[i])
+		if (!t->names[i])
 			continue;
 		k = snprintf(choices + used, sizeof(choices) - used, "%s%s", used ? ", " : "",
-			     t[i]);
+			     t->names[i]);
 		if (k < 0 || (size_t)k >= sizeof(choices) - used)
 			break;
 		used += (size_t)k;
 	}
-	return err_set(e, CSID_EINVAL, "unknown %s (expected one of: %s)", what, choices);
+	return err_set(e, CSID_EINVAL, "unknown %s (expected one of: %s)", t->what, choices);
 }
 
 const char *model_access_name(enum model_access a)
 {
-	return model_name(model_access_names, MODEL_NAMES_N(model_access_names), (int)a);
+	return model_names_get(&model_names_access, (int)a);
 }
 
 int model_access_parse(const char *s, enum model_access *out, struct err *e)
 {
 	int v;
-	int rc = model_parse(model_access_names, MODEL_NAMES_N(model_access_names), "access mode",
-			     s, &v, e);
+	int rc = model_names_parse(&model_names_access, s, &v, e);
 
 	if (!rc)
 		*out = (enum model_access)v;
 	return rc;
 }
 
-static const char *const model_attachment_names[] = {
-    [MODEL_ATTACH_FILE_SYSTEM] = "file-system",
-    [MODEL_ATTACH_BLOCK_DEVICE] = "block-device",
-};
-
 const char *model_attachment_name(enum model_attachment a)
 {
-	return model_name(model_attachment_names, MODEL_NAMES_N(model_attachment_names), (int)a);
+	return model_names_get(&model_names_attachment, (int)a);
 }
 
 int model_attachment_parse(const char *s, enum model_attachment *out, struct err *e)
 {
 	int v;
-	int rc = model_parse(model_attachment_names, MODEL_NAMES_N(model_attachment_names),
-			     "attachment mode", s, &v, e);
+	int rc = model_names_parse(&model_names_attachment, s, &v, e);
 
 	if (!rc)
 		*out = (enum model_attachment)v;
@@ -118,24 +158,15 @@ bool model_access_multi_node(enum model_access a)
 	       a == MODEL_ACCESS_MULTI_NODE_MULTI_WRITER;
 }
 
-static const char *const model_claim_state_names[] = {
-    [MODEL_CLAIM_CLAIMED] = "claimed",
-    [MODEL_CLAIM_NODE_UNPUBLISHED] = "node-unpublished",
-    [MODEL_CLAIM_CONTROLLER_UNPUBLISHED] = "controller-unpublished",
-    [MODEL_CLAIM_FREED] = "freed",
-    [MODEL_CLAIM_REMOVED] = "removed",
-};
-
 const char *model_claim_state_name(enum model_claim_state s)
 {
-	return model_name(model_claim_state_names, MODEL_NAMES_N(model_claim_state_names), (int)s);
+	return model_names_get(&model_names_claim_state, (int)s);
 }
 
 int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e)
 {
 	int v;
-	int rc = model_parse(model_claim_state_names, MODEL_NAMES_N(model_claim_state_names),
-			     "claim state", s, &v, e);
+	int rc = model_names_parse(&model_names_claim_state, s, &v, e);
 
 	if (!rc)
 		*out = (enum model_claim_state)v;
@@ -144,49 +175,42 @@ int model_claim_state_parse(const char *s, enum model_claim_state *out, struct e
 
 const char *model_claim_mode_name(enum model_claim_mode m)
 {
-	switch (m) {
-	case MODEL_CLAIM_READ:
-		return "read";
-	case MODEL_CLAIM_WRITE:
-		return "write";
-	}
-	return NULL;
+	return model_names_get(&model_names_claim_mode, (int)m);
 }
 
-static const char *const model_pub_state_names[] = {
-    [MODEL_PUB_PUBLISHING] = "publishing",
-    [MODEL_PUB_PUBLISHED] = "published",
-    [MODEL_PUB_UNPUBLISHING] = "unpublishing",
-};
+int model_claim_mode_parse(const char *s, enum model_claim_mode *out, struct err *e)
+{
+	int v;
+	int rc = model_names_parse(&model_names_claim_mode, s, &v, e);
+
+	if (!rc)
+		*out = (enum model_claim_mode)v;
+	return rc;
+}
 
 const char *model_pub_state_name(enum model_pub_state s)
 {
-	return model_name(model_pub_state_names, MODEL_NAMES_N(model_pub_state_names), (int)s);
+	return model_names_get(&model_names_pub_state, (int)s);
 }
-
-static const char *const model_volume_state_names[] = {
-    [MODEL_VOL_CREATING] = "creating", [MODEL_VOL_REGISTERING] = "registering",
-    [MODEL_VOL_READY] = "ready",       [MODEL_VOL_DELETING] = "deleting",
-    [MODEL_VOL_FAILED] = "failed",
-};
 
 const char *model_volume_state_name(enum model_volume_state s)
 {
-	return model_name(model_volume_state_names, MODEL_NAMES_N(model_volume_state_names),
-			  (int)s);
+	return model_names_get(&model_names_volume_state, (int)s);
 }
-
-static const char *const model_snapshot_state_names[] = {
-    [MODEL_SNAP_CREATING] = "creating",
-    [MODEL_SNAP_READY] = "ready",
-    [MODEL_SNAP_DELETING] = "deleting",
-    [MODEL_SNAP_FAILED] = "failed",
-};
 
 const char *model_snapshot_state_name(enum model_snapshot_state s)
 {
-	return model_name(model_snapshot_state_names, MODEL_NAMES_N(model_snapshot_state_names),
-			  (int)s);
+	return model_names_get(&model_names_snapshot_state, (int)s);
+}
+
+const char *model_plugin_type_name(enum model_plugin_type t)
+{
+	return model_names_get(&model_names_plugin_type, (int)t);
+}
+
+const char *model_node_status_name(enum model_node_status s)
+{
+	return model_names_get(&model_names_node_status, (int)s);
 }
 
 /* ---- IDs ---- */
@@ -517,234 +541,6 @@ int model_parse_size(const char *s, int64_t *out, struct err *e)
 		       "P, PB, PiB)");
 }
 
-/* ---- validation ---- */
-
-/* Every problem of one validation, joined with "; " into a bounded text. */
-struct model_problems {
-	char text[ERR_MSG_MAX - 32];
-	size_t len;
-	int n;
-	int dropped;
-};
-
-static void model_problem(struct model_problems *p, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void model_problem(struct model_problems *p, const char *fmt, ...)
-{
-	char one[256];
-	va_list ap;
-	size_t need;
-
-	va_start(ap, fmt);
-	vsnprintf(one, sizeof(one), fmt, ap);
-	va_end(ap);
-	need = strlen(one) + (p->n ? 2 : 0);
-	/* Leave room for the " (and N more)" tail. */
-	if (p->len + need + 24 >= sizeof(p->text)) {
-		p->dropped++;
-		return;
-	}
-	p->len += (size_t)snprintf(p->text + p->len, sizeof(p->text) - p->len, "%s%s",
-				   p->n ? "; " : "", one);
-	p->n++;
-}
-
-/* An ID field through model_id_check, its message as a problem. */
-static void model_check_id(struct model_problems *p, const char *what, const char *id)
-{
-	struct err e;
-
-	err_clear(&e);
-	if (model_id_check(what, id, id ? strlen(id) : 0, &e))
-		model_problem(p, "%s", e.msg);
-}
-
-static bool model_has_ctl(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
-}
-
-/* A CSI string field: at most MODEL_STRING_MAX bytes, no control characters. */
-static void model_check_string(struct model_problems *p, const char *what, const char *s,
-			       bool secret)
-{
-	char q[48];
-
-	if (strlen(s) > MODEL_STRING_MAX)
-		model_problem(p, "%s: longer than %d bytes", what, MODEL_STRING_MAX);
-	else if (model_has_ctl(s) && secret)
-		model_problem(p, "%s: contains a control character", what);
-	else if (model_has_ctl(s))
-		model_problem(p, "%s \"%s\": contains a control character", what,
-			      model_sanitize(q, sizeof(q), s, strlen(s)));
-}
-
-/* A map: keys non-empty, sorted and unique, at most MODEL_MAP_BYTES_MAX
- * bytes of keys and values. Names no key of a secret map. */
-static void model_check_map(struct model_problems *p, const char *what, const struct model_map *m,
-			    bool secret)
-{
-	size_t bytes = 0;
-	char q[48];
-
-	for (size_t i = 0; i < m->n; i++) {
-		const struct model_kv *kv = &m->kv[i];
-
-		if (!kv->key || !kv->value) {
-			model_problem(p, "%s: a key or value is missing", what);
-			return;
-		}
-		bytes += strlen(kv->key) + strlen(kv->value);
-		if (!kv->key[0])
-			model_problem(p, "%s: empty key", what);
-		else if (i && strcmp(m->kv[i - 1].key, kv->key) >= 0 && secret)
-			model_problem(p, "%s: keys not sorted or not unique", what);
-		else if (i && strcmp(m->kv[i - 1].key, kv->key) >= 0)
-			model_problem(p, "%s: key \"%s\" not sorted or not unique", what,
-				      model_sanitize(q, sizeof(q), kv->key, strlen(kv->key)));
-	}
-	if (bytes > MODEL_MAP_BYTES_MAX)
-		model_problem(p, "%s: more than %d bytes of keys and values", what,
-			      MODEL_MAP_BYTES_MAX);
-}
-
-static bool model_topology_equal(const struct model_topology *a, const struct model_topology *b)
-{
-	return model_map_equal(&a->segments, &b->segments);
-}
-
-static void model_check_topologies(struct model_problems *p, const char *what,
-				   const struct model_topology *t, size_t n)
-{
-	char path[64];
-
-	if (n > MODEL_TOPOLOGIES_MAX)
-		model_problem(p, "%s: more than %d topologies", what, MODEL_TOPOLOGIES_MAX);
-	for (size_t i = 0; i < n && i < MODEL_TOPOLOGIES_MAX; i++) {
-		snprintf(path, sizeof(path), "%s[%zu]", what, i);
-		if (t[i].segments.n == 0)
-			model_problem(p, "%s: no segments", path);
-		model_check_map(p, path, &t[i].segments, false);
-	}
-}
-
-static void model_check_caps(struct model_problems *p, const struct model_volume *v)
-{
-	if (v->ncaps == 0)
-		model_problem(p, "capabilities: at least one is required");
-	if (v->ncaps > MODEL_CAPS_MAX)
-		model_problem(p, "capabilities: more than %d", MODEL_CAPS_MAX);
-	for (size_t i = 0; i < v->ncaps && i < MODEL_CAPS_MAX; i++) {
-		const struct model_capability *c = &v->caps[i];
-
-		if (!model_access_name(c->access))
-			model_problem(p, "capabilities[%zu].access_mode: unknown", i);
-		if (!model_attachment_name(c->attachment))
-			model_problem(p, "capabilities[%zu].attachment_mode: unknown", i);
-		for (size_t j = 0; j < i; j++)
-			if (v->caps[j].access == c->access &&
-			    v->caps[j].attachment == c->attachment)
-				model_problem(
-				    p, "capabilities[%zu]: duplicate of capabilities[%zu]", i, j);
-	}
-}
-
-static void model_check_mount(struct model_problems *p, const struct model_volume *v)
-{
-	bool fs = false;
-
-	for (size_t i = 0; i < v->ncaps; i++)
-		fs |= v->caps[i].attachment == MODEL_ATTACH_FILE_SYSTEM;
-	/* CSI: mount options belong to MountVolume, the file-system access type. */
-	if ((v->fs_type || v->nmount_flags) && v->ncaps && !fs)
-		model_problem(p, "mount_options: only for file-system capabilities");
-	if (v->fs_type)
-		model_check_string(p, "mount_options.fs_type", v->fs_type, false);
-	if (v->nmount_flags > MODEL_MOUNT_FLAGS_MAX)
-		model_problem(p, "mount_options.mount_flags: more than %d flags",
-			      MODEL_MOUNT_FLAGS_MAX);
-	for (size_t i = 0; i < v->nmount_flags && i < MODEL_MOUNT_FLAGS_MAX; i++) {
-		char what[64];
-
-		snprintf(what, sizeof(what), "mount_options.mount_flags[%zu]", i);
-		if (!v->mount_flags[i] || !v->mount_flags[i][0])
-			model_problem(p, "%s: empty", what);
-		else
-			model_check_string(p, what, v->mount_flags[i], true);
-	}
-}
-
-static void model_check_topology_request(struct model_problems *p, const struct model_volume *v)
-{
-	model_check_topologies(p, "topology_request.requisite", v->requisite, v->nrequisite);
-	model_check_topologies(p, "topology_request.preferred", v->preferred, v->npreferred);
-	/* CSI: "If requisite is specified, all topologies in preferred list
-	 * MUST also be present in the list of requisite topologies." */
-	if (!v->nrequisite)
-		return;
-	for (size_t i = 0; i < v->npreferred && i < MODEL_TOPOLOGIES_MAX; i++) {
-		bool found = false;
-
-		for (size_t j = 0; j < v->nrequisite && !found; j++)
-			found = model_topology_equal(&v->preferred[i], &v->requisite[j]);
-		if (!found)
-			model_problem(p, "topology_request.preferred[%zu]: not in requisite", i);
-	}
-}
-
-int model_volume_validate(const struct model_volume *v, bool for_create, struct err *e)
-{
-	struct model_problems p = {.len = 0};
-	struct err sub;
-
-	p.text[0] = '\0';
-	model_check_id(&p, "id", v->id);
-	if (v->name) {
-		if (!v->name[0])
-			model_problem(&p, "name: empty");
-		model_check_string(&p, "name", v->name, false);
-	}
-	err_clear(&sub);
-	if (model_plugin_id_check(v->plugin_id, &sub))
-		model_problem(&p, "%s", sub.msg);
-	if (for_create && v->external_id)
-		model_problem(&p, "external_id: only for registering an existing volume");
-	if (!for_create && (!v->external_id || !v->external_id[0]))
-		model_problem(&p, "external_id: required to register an existing volume");
-	else if (!for_create)
-		model_check_string(&p, "external_id", v->external_id, false);
-	if (v->capacity_min < 0)
-		model_problem(&p, "capacity_min: negative");
-	if (v->capacity_max < 0)
-		model_problem(&p, "capacity_max: negative");
-	if (v->capacity_min > 0 && v->capacity_max > 0 && v->capacity_max < v->capacity_min)
-		model_problem(&p, "capacity_max: smaller than capacity_min");
-	model_check_caps(&p, v);
-	model_check_mount(&p, v);
-	model_check_map(&p, "parameters", &v->parameters, false);
-	model_check_map(&p, "mutable_parameters", &v->mutable_parameters, false);
-	model_check_map(&p, "secrets", &v->secrets, true);
-	model_check_map(&p, "context", &v->context, false);
-	model_check_topology_request(&p, v);
-	if (!for_create && (v->snapshot_source || v->clone_source))
-		model_problem(&p, "snapshot_source, clone_source: only for creating a volume");
-	if (for_create && v->snapshot_source && v->clone_source)
-		model_problem(&p, "snapshot_source, clone_source: at most one of them");
-	if (for_create && v->snapshot_source)
-		model_check_id(&p, "snapshot_source", v->snapshot_source);
-	if (for_create && v->clone_source)
-		model_check_id(&p, "clone_source", v->clone_source);
-	if (!p.n && !p.dropped)
-		return 0;
-	if (p.dropped)
-		return err_set(e, CSID_EINVAL, "volume spec: %s; (and %d more)", p.text, p.dropped);
-	return err_set(e, CSID_EINVAL, "volume spec: %s", p.text);
-}
-
 /* ---- copies ---- */
 
 /* Copies a string into a; *ok turns false when memory runs out. */
@@ -851,6 +647,58 @@ int model_volume_copy(struct arena *a, const struct model_volume *v, struct mode
 	d->plugin_health = model_dup(a, v->plugin_health, &ok);
 	if (!ok)
 		return err_set(e, CSID_ENOMEM, "volume copy: out of memory");
+	*out = d;
+	return 0;
+}
+
+int model_snapshot_copy(struct arena *a, const struct model_snapshot *s,
+			struct model_snapshot **out, struct err *e)
+{
+	struct model_snapshot *d = arena_alloc(a, sizeof(*d));
+	bool ok = d != NULL;
+
+	if (!ok)
+		return err_set(e, CSID_ENOMEM, "snapshot copy: out of memory");
+	*d = *s;
+	d->id = model_dup(a, s->id, &ok);
+	d->volume_id = model_dup(a, s->volume_id, &ok);
+	d->plugin_id = model_dup(a, s->plugin_id, &ok);
+	d->external_id = model_dup(a, s->external_id, &ok);
+	d->name = model_dup(a, s->name, &ok);
+	model_copy_map(a, &d->parameters, &ok);
+	model_copy_map(a, &d->secrets, &ok);
+	d->status.last_error = model_dup(a, s->status.last_error, &ok);
+	if (!ok)
+		return err_set(e, CSID_ENOMEM, "snapshot copy: out of memory");
+	*out = d;
+	return 0;
+}
+
+int model_node_copy(struct arena *a, const struct model_node *n, struct model_node **out,
+		    struct err *e)
+{
+	struct model_node *d = arena_alloc(a, sizeof(*d));
+	bool ok = d != NULL;
+
+	if (!ok)
+		return err_set(e, CSID_ENOMEM, "node copy: out of memory");
+	*d = *n;
+	d->id = model_dup(a, n->id, &ok);
+	d->plugins = model_dup_array(a, n->plugins, n->nplugins, sizeof(*n->plugins), &ok);
+	for (size_t i = 0; ok && i < n->nplugins; i++) {
+		struct model_node_plugin *p = &d->plugins[i];
+
+		p->plugin_id = model_dup(a, p->plugin_id, &ok);
+		p->health = model_dup(a, p->health, &ok);
+		p->version = model_dup(a, p->version, &ok);
+		p->plugin_node_id = model_dup(a, p->plugin_node_id, &ok);
+		p->caps = model_dup_array(a, p->caps, p->ncaps, sizeof(*p->caps), &ok);
+		for (size_t j = 0; ok && j < p->ncaps; j++)
+			p->caps[j] = model_dup(a, p->caps[j], &ok);
+		model_copy_map(a, &p->topology.segments, &ok);
+	}
+	if (!ok)
+		return err_set(e, CSID_ENOMEM, "node copy: out of memory");
 	*out = d;
 	return 0;
 }

@@ -15,23 +15,26 @@
  * carries them: the API encoding and every message leave them out.
  *
  * JSON shapes (keys in snake_case; maps are objects of strings; absent
- * keys take the documented defaults):
+ * or null keys take the documented defaults: "", 0, false, empty; the
+ * encoders always write maps and arrays, and leave out unset strings):
  *   volume spec (PUT /v1/volume/<id>, /create; spec files):
- *     {"id", "name", "plugin_id", "external_id" (register only),
+ *     {"id" (may be left to the URL), "name", "plugin_id",
+ *      "external_id" (register only),
  *      "capacity_min", "capacity_max" (bytes; or strings "10GiB", "500M"),
  *      "capabilities": [{"access_mode": "single-node-writer",
- *                        "attachment_mode": "file-system"}],
+ *                        "attachment_mode": "file-system" (default)}],
  *      "mount_options": {"fs_type", "mount_flags": [...]},
  *      "parameters", "mutable_parameters", "secrets", "context" (maps),
  *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
  *      "snapshot_source", "clone_source" (IDs)}
- *   volume (API view, store view adds secrets and mount_flags):
- *     the spec keys plus "state", "capacity", "accessible_topology",
+ *   volume: the spec keys plus "state", "capacity", "accessible_topology",
  *     "claims": [claim], "past_claims": [claim], "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
- *     "mutable_parameters"}, "status": {"last_error", "attempts",
- *     "next_attempt_ms"}, "create_index", "modify_index",
- *     "schedulable", "plugin_health" (filled by the server)
+ *     "mutable_parameters"}, "created_ms", "updated_ms".
+ *     The store view keeps "secrets" and "mount_options.mount_flags".
+ *     The API view leaves both out and adds "status": {"last_error",
+ *     "attempts", "next_attempt_ms"}, "create_index", "modify_index",
+ *     "schedulable", "plugin_health" (filled by the server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
  *           "claimed_ms", "updated_ms", "note"}
@@ -40,11 +43,17 @@
  *           "context": {...}}
  *   snapshot: {"id", "volume_id", "plugin_id", "external_id", "name",
  *           "parameters", "secrets" (store only), "state", "ready_to_use",
- *           "size_bytes", "creation_time_ms", "create_index", "modify_index"}
- *   node: {"id", "status": "ready|down", "registered_ms", "updated_ms",
- *          "plugins": [{"plugin_id", "type": "controller|node",
+ *           "size_bytes", "creation_time_ms", "created_ms"; the API view
+ *           adds "status", "create_index", "modify_index"}
+ *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
+ *           "parameters", "secrets"}
+ *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
+ *          "updated_ms", "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
  *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
+ *          (one encoding; the API layer adds the indices if it shows them)
+ * Store decoders skip unknown keys (an older program reads a newer
+ * record); the spec decoders refuse them.
  */
 #ifndef CSID_MODEL_MODEL_H
 #define CSID_MODEL_MODEL_H
@@ -66,6 +75,11 @@
 #define MODEL_CAPS_MAX 16
 #define MODEL_TOPOLOGIES_MAX 64
 #define MODEL_MOUNT_FLAGS_MAX 64
+/* Node fingerprints: CSI node IDs are at most 256 bytes (NodeGetInfo). */
+#define MODEL_NODE_ID_MAX 256
+#define MODEL_HEALTH_MAX 1024
+#define MODEL_PLUGIN_CAPS_MAX 64
+#define MODEL_NODE_PLUGINS_MAX 256
 /* Past claims kept per volume (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
 /* Largest spec text model_volume_spec_decode accepts (bytes). */
@@ -159,6 +173,7 @@ enum model_claim_state {
 const char *model_claim_state_name(enum model_claim_state s);
 int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e);
 const char *model_claim_mode_name(enum model_claim_mode m);
+int model_claim_mode_parse(const char *s, enum model_claim_mode *out, struct err *e);
 
 struct model_claim {
 	char *alloc_id;
@@ -298,6 +313,8 @@ struct model_snapshot {
 };
 
 enum model_plugin_type { MODEL_PLUGIN_CONTROLLER, MODEL_PLUGIN_NODE };
+/* "controller" / "node". */
+const char *model_plugin_type_name(enum model_plugin_type t);
 
 /* One plugin as a node's fingerprint reports it. */
 struct model_node_plugin {
@@ -314,6 +331,8 @@ struct model_node_plugin {
 };
 
 enum model_node_status { MODEL_NODE_READY, MODEL_NODE_DOWN };
+/* "ready" / "down". */
+const char *model_node_status_name(enum model_node_status s);
 
 struct model_node {
 	char *id;
@@ -339,6 +358,13 @@ int model_plugin_id_check(const char *id, struct err *e);
  * (register) external_id is required.
  */
 int model_volume_validate(const struct model_volume *v, bool for_create, struct err *e);
+
+/* Validates a snapshot spec (id, volume_id, name, maps), every problem at
+ * once: "snapshot spec: ...", CSID_EINVAL. */
+int model_snapshot_validate(const struct model_snapshot *s, struct err *e);
+/* Validates a node fingerprint (id, plugin IDs, types, sizes, no plugin
+ * twice with one type), every problem at once: "node: ...", CSID_EINVAL. */
+int model_node_validate(const struct model_node *n, struct err *e);
 
 /* Which encoding: what the store keeps (secrets included), or what the API shows. */
 enum model_view { MODEL_VIEW_STORE, MODEL_VIEW_API };
@@ -379,6 +405,19 @@ int model_node_decode(struct arena *a, const char *json, size_t len, struct mode
 int model_volume_spec_decode(struct arena *a, const char *text, size_t len, bool allow_comments,
 			     struct model_volume **out, struct err *e);
 
+/*
+ * Strict decoders of the other bodies from outside, as
+ * model_volume_spec_decode (no comments): a snapshot spec {"id",
+ * "volume_id", "name", "parameters", "secrets"} (PUT /v1/snapshot/<id>),
+ * and a node fingerprint in the node JSON shape (PUT /v1/node/<id>; its
+ * "status" and times are ignored by the server). Call the matching
+ * *_validate next.
+ */
+int model_snapshot_spec_decode(struct arena *a, const char *text, size_t len,
+			       struct model_snapshot **out, struct err *e);
+int model_node_spec_decode(struct arena *a, const char *text, size_t len, struct model_node **out,
+			   struct err *e);
+
 /* A commented example spec file (for `csictl volume init`); static text. */
 const char *model_volume_spec_example(void);
 
@@ -388,6 +427,12 @@ int model_parse_size(const char *s, int64_t *out, struct err *e);
 /* Deep copy of v into a (to change a decoded volume safely). */
 int model_volume_copy(struct arena *a, const struct model_volume *v, struct model_volume **out,
 		      struct err *e);
+
+/* Deep copies of a snapshot and of a node into a. */
+int model_snapshot_copy(struct arena *a, const struct model_snapshot *s,
+			struct model_snapshot **out, struct err *e);
+int model_node_copy(struct arena *a, const struct model_node *n, struct model_node **out,
+		    struct err *e);
 
 /* The active claim of alloc_id, or NULL. */
 struct model_claim *model_volume_claim(const struct model_volume *v, const char *alloc_id);

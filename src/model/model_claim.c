@@ -202,6 +202,12 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 			       "volume %s: not schedulable: plugin %s has no healthy node plugin "
 			       "on node %s",
 			       v->id, v->plugin_id, req->node_id);
+	/* ControllerPublishVolume needs the plugin's node ID (NodeGetInfo). */
+	if (env->controller_required && (!env->plugin_node_id || !env->plugin_node_id[0]))
+		return err_set(e, CSID_EPRECOND,
+			       "volume %s: not schedulable: plugin %s on node %s reported no node "
+			       "ID",
+			       v->id, v->plugin_id, req->node_id);
 	if (!model_volume_reachable(v, env->node_topology))
 		return err_set(e, CSID_EPRECOND, "volume %s: not reachable from node %s (topology)",
 			       v->id, req->node_id);

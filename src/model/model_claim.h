@@ -15,6 +15,11 @@
  *   multi-node-reader-only     readers on any nodes; no writer
  *   multi-node-single-writer   one writer anywhere, readers anywhere
  *   multi-node-multi-writer    anything
+ * (CSI: SINGLE_NODE_WRITER is "published once as read/write on a single
+ * node"; the alpha SINGLE_NODE_SINGLE_WRITER is read/write "by a single
+ * workload" and SINGLE_NODE_MULTI_WRITER "by many workloads" on a single
+ * node; MULTI_NODE_SINGLE_WRITER has "only one node read/write, the rest
+ * read-only".)
  * Every active claim (claimed, node-unpublished, controller-unpublished)
  * holds the volume: a claim being released still counts until it is
  * freed. A write claim needs a writable mode; a read claim is read-only.
@@ -52,17 +57,27 @@ enum model_claim_verdict {
 };
 
 /*
- * Checks req against v and env. Returns 0 with *verdict, or:
- *   CSID_ENOTFOUND  - never (the caller looked the volume up);
- *   CSID_EPRECOND   - the volume is not ready (creating, deleting, failed),
- *                     not schedulable (plugin unhealthy: says which part),
- *                     or the node cannot see its topology, or the node is
- *                     at its plugin's max volumes;
- *   CSID_EINVAL     - the capability is not one of the volume's, or a write
- *                     claim with a read-only mode;
- *   CSID_ECONFLICT  - the holders prevent it; e->msg names them
- *                     ("volume data: single-node-writer: held for writing by
- *                     alloc web-1 on node n1").
+ * Checks req against v and env, in this order, and returns 0 with
+ * *verdict, or the first reason it fails:
+ *   MODEL_CLAIM_ALREADY - the allocation holds a claimed (not releasing)
+ *                     claim with the same node, mode and capability;
+ *   CSID_EINVAL     - a hostile alloc or node ID, an unknown mode, a
+ *                     capability that is not one of the volume's, or a
+ *                     write claim with a read-only mode;
+ *   CSID_ECONFLICT  - the allocation holds another (or a releasing)
+ *                     claim; or the holders prevent it, e->msg naming
+ *                     them ("volume data: single-node-writer: held for
+ *                     writing by alloc web-1 (write) on node n1"; a
+ *                     releasing holder shows its state; four are named,
+ *                     the rest counted);
+ *   CSID_EPRECOND   - the volume is not ready (creating, registering,
+ *                     deleting, failed), not schedulable (no healthy
+ *                     controller when one is required, no healthy node
+ *                     plugin on the node, or no plugin node ID for
+ *                     ControllerPublishVolume), the node cannot see its
+ *                     topology, or the node is at its plugin's max volumes
+ *                     (a volume in use on the node already does not count).
+ * The holder conflicts are checked after the preconditions.
  */
 int model_claim_check(const struct model_volume *v, const struct model_claim_request *req,
 		      const struct model_claim_env *env, enum model_claim_verdict *verdict,
@@ -70,9 +85,13 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 
 /*
  * Adds the claim of req to v (allocated in a), in state claimed, at
- * now_ms, with env->plugin_node_id, and the publication it needs
- * (publishing) when the plugin requires controller publish and the node
- * has none yet. Call only after model_claim_check granted it.
+ * now_ms, read-only for a read claim, with env->plugin_node_id. When the
+ * plugin requires controller publish it also makes sure of the
+ * publication to the node: a new one (publishing) when there is none; an
+ * unpublishing one is wanted again (publishing); a read-only one with a
+ * new writer becomes read/write and publishing. Call only after
+ * model_claim_check granted it (CSID_EEXIST when the allocation holds a
+ * claim already; v unchanged).
  */
 int model_claim_add(struct arena *a, struct model_volume *v, const struct model_claim_request *req,
 		    const struct model_claim_env *env, int64_t now_ms, struct err *e);

@@ -11,6 +11,22 @@
 
 #include "model/model.h"
 
+/* The names of one of the model's enums, indexed by value (NULL: none). */
+struct model_names {
+	const char *what; /* "access mode", for messages */
+	const char *const *names;
+	int n;
+};
+
+extern const struct model_names model_names_access, model_names_attachment, model_names_claim_state,
+    model_names_claim_mode, model_names_pub_state, model_names_volume_state,
+    model_names_snapshot_state, model_names_plugin_type, model_names_node_status;
+
+/* The name of v, or NULL outside the table. */
+const char *model_names_get(const struct model_names *t, int v);
+/* The value named s; CSID_EINVAL listing the names otherwise. */
+int model_names_parse(const struct model_names *t, const char *s, int *out, struct err *e);
+
 /* Longest JSON path kept for a message. */
 #define MODEL_PATH_MAX 160
 
@@ -54,6 +70,8 @@ int model_dec_int(struct model_dec *d, json_t *obj, const char *key, const char 
 /* A map of strings; secret: neither keys nor values are named in errors. */
 int model_dec_map(struct model_dec *d, json_t *obj, const char *key, const char *path, bool secret,
 		  struct model_map *out);
+/* A node fingerprint from root (keys checked when strict). */
+int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n);
 /* The spec keys of a volume from obj (keys checked by the caller). */
 int model_dec_volume_spec(struct model_dec *d, json_t *obj, struct model_volume *v);
 

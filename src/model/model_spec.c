@@ -5,8 +5,9 @@
  * comments. Errors name the JSON path ("capabilities[1].acces_mode:
  * unknown key") and never echo a value: a JSON syntax error gives its
  * line and column and jansson's reason without the text it stopped near,
- * since that text may be a secret. Also the commented example spec that
- * `csictl volume init` writes.
+ * since that text may be a secret. The same for snapshot specs and node
+ * fingerprints. Also the commented example spec that `csictl volume
+ * init` writes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,56 +68,114 @@ static void model_spec_reason(char *buf, size_t cap, const char *text)
 			buf[i] = '?';
 }
 
+/*
+ * Parses text (at most MODEL_SPEC_MAX bytes; comment lines blanked when
+ * allow_comments) into *root, a JSON object holding only the keys of
+ * allowed. The caller wipes and frees *root.
+ */
+static int model_spec_load(struct model_dec *d, const char *text, size_t len, bool allow_comments,
+			   const char *const *allowed, json_t **root)
+{
+	json_error_t jerr;
+	char *copy = NULL;
+
+	*root = NULL;
+	if (len > MODEL_SPEC_MAX)
+		return err_set(d->e, CSID_ETOOBIG, "%s: larger than %d bytes", d->what,
+			       MODEL_SPEC_MAX);
+	if (allow_comments) {
+		copy = malloc(len ? len : 1);
+		if (!copy)
+			return err_set(d->e, CSID_ENOMEM, "%s: out of memory", d->what);
+		memcpy(copy, text, len);
+		model_spec_uncomment(copy, len);
+		text = copy;
+	}
+	*root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (copy) {
+		memset(copy, 0, len);
+		free(copy);
+	}
+	if (!*root) {
+		char reason[128];
+
+		model_spec_reason(reason, sizeof(reason), jerr.text);
+		return err_set(d->e, CSID_EINVAL, "%s: line %d column %d: %s", d->what, jerr.line,
+			       jerr.column, reason);
+	}
+	return model_dec_object(d, *root, "", allowed);
+}
+
+static void model_spec_free(json_t *root)
+{
+	if (root) {
+		model_json_wipe(root);
+		json_decref(root);
+	}
+}
+
 int model_volume_spec_decode(struct arena *a, const char *text, size_t len, bool allow_comments,
 			     struct model_volume **out, struct err *e)
 {
 	struct model_dec d = {.a = a, .e = e, .strict = true, .what = "volume spec"};
 	struct model_volume *v = NULL;
-	json_error_t jerr;
 	json_t *root = NULL;
-	char *copy = NULL;
-	int rc;
+	int rc = model_spec_load(&d, text, len, allow_comments, model_spec_keys, &root);
 
-	if (len > MODEL_SPEC_MAX)
-		return err_set(e, CSID_ETOOBIG, "volume spec: larger than %d bytes",
-			       MODEL_SPEC_MAX);
-	if (allow_comments) {
-		copy = malloc(len ? len : 1);
-		if (!copy)
-			return err_set(e, CSID_ENOMEM, "volume spec: out of memory");
-		memcpy(copy, text, len);
-		model_spec_uncomment(copy, len);
-		text = copy;
-	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		char reason[128];
-
-		model_spec_reason(reason, sizeof(reason), jerr.text);
-		rc = err_set(e, CSID_EINVAL, "volume spec: line %d column %d: %s", jerr.line,
-			     jerr.column, reason);
-		goto out;
-	}
-	rc = model_dec_object(&d, root, "", model_spec_keys);
-	if (rc)
-		goto out;
-	v = arena_alloc(a, sizeof(*v));
-	if (!v) {
+	if (!rc && !(v = arena_alloc(a, sizeof(*v))))
 		rc = err_set(e, CSID_ENOMEM, "volume spec: out of memory");
-		goto out;
-	}
-	rc = model_dec_volume_spec(&d, root, v);
+	if (!rc)
+		rc = model_dec_volume_spec(&d, root, v);
 	if (!rc)
 		*out = v;
-out:
-	if (root) {
-		model_json_wipe(root);
-		json_decref(root);
-	}
-	if (copy) {
-		memset(copy, 0, len);
-		free(copy);
-	}
+	model_spec_free(root);
+	return rc;
+}
+
+static const char *const model_snapshot_spec_keys[] = {"id",         "volume_id", "name",
+						       "parameters", "secrets",   NULL};
+
+int model_snapshot_spec_decode(struct arena *a, const char *text, size_t len,
+			       struct model_snapshot **out, struct err *e)
+{
+	struct model_dec d = {.a = a, .e = e, .strict = true, .what = "snapshot spec"};
+	struct model_snapshot *s = NULL;
+	json_t *root = NULL;
+	int rc = model_spec_load(&d, text, len, false, model_snapshot_spec_keys, &root);
+
+	if (!rc && !(s = arena_alloc(a, sizeof(*s))))
+		rc = err_set(e, CSID_ENOMEM, "snapshot spec: out of memory");
+	if (!rc)
+		rc = model_dec_str(&d, root, "id", "", MODEL_ID_MAX, &s->id);
+	if (!rc)
+		rc = model_dec_str(&d, root, "volume_id", "", MODEL_ID_MAX, &s->volume_id);
+	if (!rc)
+		rc = model_dec_str(&d, root, "name", "", MODEL_STRING_MAX, &s->name);
+	if (!rc)
+		rc = model_dec_map(&d, root, "parameters", "", false, &s->parameters);
+	if (!rc)
+		rc = model_dec_map(&d, root, "secrets", "", true, &s->secrets);
+	if (!rc)
+		*out = s;
+	model_spec_free(root);
+	return rc;
+}
+
+int model_node_spec_decode(struct arena *a, const char *text, size_t len, struct model_node **out,
+			   struct err *e)
+{
+	struct model_dec d = {.a = a, .e = e, .strict = true, .what = "node"};
+	struct model_node *n = NULL;
+	json_t *root = NULL;
+	int rc = model_spec_load(&d, text, len, false, NULL, &root);
+
+	if (!rc && !(n = arena_alloc(a, sizeof(*n))))
+		rc = err_set(e, CSID_ENOMEM, "node: out of memory");
+	if (!rc)
+		rc = model_dec_node(&d, root, n);
+	if (!rc)
+		*out = n;
+	model_spec_free(root);
 	return rc;
 }
 

@@ -191,10 +191,19 @@ void store_changes_free(struct store_changes *c);
 int store_mem_new(struct store **out, struct err *e);
 
 /*
+ * Fault injection for tests: the next count write transactions on s (a
+ * memory store) fail with code (e.g. CSID_EIO) and write nothing; count 0
+ * stops it. Transactions refused for a bad argument do not count.
+ */
+void store_mem_fail_txn(struct store *s, int code, unsigned count);
+
+/*
  * Opens (creating it when missing) the SQLite store at path. The schema is
  * versioned and migrated forward in one transaction; a file whose schema
  * is newer than this program knows, or that is not a csid store, or that
  * is corrupt, is refused with CSID_EPRECOND / CSID_EIO and left untouched.
+ * The store is this process's alone while open: another process (or a
+ * second open in this one) gets CSID_EUNAVAIL ("locked").
  */
 int store_sqlite_open(const char *path, struct store **out, struct err *e);
 

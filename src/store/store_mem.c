@@ -57,6 +57,8 @@ struct store_mem {
 	struct mem_change *log;
 	size_t log_cap, log_head, log_n;
 	struct store_notify notify;
+	int fail_code; /* store_mem_fail_txn */
+	unsigned fail_count;
 };
 
 static void mem_val_put(struct mem_val *v)
@@ -412,6 +414,11 @@ static int mem_txn(struct store *st, const struct store_op *ops, size_t n, uint6
 
 	memset(prep, 0, n * sizeof(prep[0]));
 	pthread_mutex_lock(&s->mu);
+	if (s->fail_count > 0) {
+		s->fail_count--;
+		rc = err_set(e, s->fail_code, "store txn: injected failure");
+		goto done;
+	}
 	for (size_t i = 0; i < n; i++) {
 		prep[i].node = mem_find(s->root[ops[i].kind], ops[i].id);
 		have = prep[i].node ? prep[i].node->modify_index : 0;
@@ -531,6 +538,16 @@ static void mem_close(struct store *st)
 	free(s->log);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+void store_mem_fail_txn(struct store *st, int code, unsigned count)
+{
+	struct store_mem *s = (struct store_mem *)st;
+
+	pthread_mutex_lock(&s->mu);
+	s->fail_code = code;
+	s->fail_count = count;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static const struct store_ops mem_ops = {

@@ -1,7 +1,9 @@
 /*
  * The store contract (src/store/store.h), one suite run against every
- * backend: each test below runs once per entry of ts_backends (a cmocka
- * group per backend), on a fresh, empty store.
+ * backend: each contract test runs once per backend (a cmocka group per
+ * backend: TS_TESTS with the backend's setup), on a fresh, empty store.
+ * A last group checks the shared internals (closing wakes waiters) and the
+ * memory store's fault injection.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,13 +14,14 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
+#include "store/store_int.h"
 
 struct ts {
 	struct store *s;
@@ -41,6 +44,21 @@ static int ts_open_sqlite(struct ts *t, struct err *e)
 	return store_sqlite_open(path, &t->s, e);
 }
 
+/* Removes the store's directory (the database and its -wal, -shm). */
+static void ts_rmdir(const char *dir)
+{
+	const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+	char path[PATH_MAX + 32];
+
+	if (dir[0] == '\0')
+		return;
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		snprintf(path, sizeof(path), "%s/store.db%s", dir, suffix[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 {
 	struct ts *t = calloc(1, sizeof(*t));
@@ -49,6 +67,7 @@ static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 	assert_non_null(t);
 	if (open(t, &e) != 0) {
 		fprintf(stderr, "open store: %s\n", e.msg);
+		ts_rmdir(t->dir);
 		free(t);
 		return -1;
 	}
@@ -64,21 +83,6 @@ static int ts_setup_mem(void **state)
 static int ts_setup_sqlite(void **state)
 {
 	return ts_setup(state, ts_open_sqlite);
-}
-
-/* Removes the store's directory (the database and its -wal, -shm). */
-static void ts_rmdir(const char *dir)
-{
-	const char *suffix[] = {"", "-wal", "-shm", "-journal"};
-	char path[PATH_MAX + 32];
-
-	if (dir[0] == '\0')
-		return;
-	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		snprintf(path, sizeof(path), "%s/store.db%s", dir, suffix[i]);
-		unlink(path);
-	}
-	rmdir(dir);
 }
 
 static int ts_teardown(void **state)
@@ -703,6 +707,68 @@ static void test_store_concurrent_cas(void **state)
 	store_changes_free(&c);
 }
 
+/* Closing wakes a waiter and waits until it has left (store_int.h). */
+struct ts_notify_waiter {
+	struct store_notify *n;
+	uint64_t got;
+};
+
+static void *ts_notify_wait_main(void *arg)
+{
+	struct ts_notify_waiter *w = arg;
+
+	w->got = store_notify_wait(w->n, 7, 600000);
+	return NULL;
+}
+
+static void test_store_notify_close(void **state)
+{
+	struct store_notify n;
+	struct ts_notify_waiter w = {&n, 0};
+	int64_t deadline = ts_now_ms() + 30000;
+	unsigned waiters = 0;
+	pthread_t th;
+
+	assert_int_equal(store_notify_init(&n, 7), 0);
+	assert_int_equal(pthread_create(&th, NULL, ts_notify_wait_main, &w), 0);
+	while (waiters == 0 && ts_now_ms() < deadline) {
+		pthread_mutex_lock(&n.mu);
+		waiters = n.waiters;
+		pthread_mutex_unlock(&n.mu);
+		sched_yield();
+	}
+	assert_int_equal(waiters, 1);
+	store_notify_fini(&n);
+	pthread_join(th, NULL);
+	assert_int_equal(w.got, 7);
+}
+
+/* The memory store's injected failures write nothing. */
+static void test_store_mem_faults(void **state)
+{
+	struct store *s;
+	struct store_obj o;
+	uint64_t index;
+	struct err e;
+
+	assert_int_equal(store_mem_new(&s, &e), 0);
+	store_mem_fail_txn(s, CSID_EIO, 2);
+	assert_int_equal(ts_put(s, STORE_VOLUME, "v", "x", 0, &index, &e), CSID_EIO);
+	assert_non_null(strstr(e.msg, "injected"));
+	assert_int_equal(ts_put(s, STORE_VOLUME, "", "x", 0, &index, &e), CSID_EINVAL);
+	assert_int_equal(ts_put(s, STORE_VOLUME, "v", "x", 0, &index, &e), CSID_EIO);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_index(s), 0);
+	assert_int_equal(ts_put(s, STORE_VOLUME, "v", "x", 0, &index, &e), 0);
+	assert_int_equal(index, 1);
+	store_mem_fail_txn(s, CSID_EUNAVAIL, 5);
+	assert_int_equal(ts_put(s, STORE_VOLUME, "v", "y", 1, &index, &e), CSID_EUNAVAIL);
+	store_mem_fail_txn(s, 0, 0);
+	assert_int_equal(ts_put(s, STORE_VOLUME, "v", "y", 1, &index, &e), 0);
+	assert_int_equal(index, 2);
+	store_close(s);
+}
+
 /* Every contract test, for one backend's setup. */
 #define TS_TESTS(setup)                                                                            \
 	{                                                                                          \
@@ -724,9 +790,14 @@ int main(void)
 {
 	const struct CMUnitTest mem[] = TS_TESTS(ts_setup_mem);
 	const struct CMUnitTest sqlite[] = TS_TESTS(ts_setup_sqlite);
+	const struct CMUnitTest internals[] = {
+	    cmocka_unit_test(test_store_notify_close),
+	    cmocka_unit_test(test_store_mem_faults),
+	};
 	int failed = 0;
 
 	failed += cmocka_run_group_tests_name("store memory", mem, NULL, NULL);
 	failed += cmocka_run_group_tests_name("store sqlite", sqlite, NULL, NULL);
+	failed += cmocka_run_group_tests_name("store internals", internals, NULL, NULL);
 	return failed;
 }

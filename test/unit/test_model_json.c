@@ -1,0 +1,625 @@
+/*
+ * Unit tests of the model's JSON (src/model/model_json.c, model_spec.c):
+ * store round trips of volumes, snapshots and nodes (the store view keeps
+ * secrets and mount flags; the API view never holds a canary secret or
+ * mount flag), damaged store records, the strict spec decoder's errors
+ * with their JSON paths, comments, sizes, hostile IDs, and the example
+ * spec that `csictl volume init` writes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model/model.h"
+
+#define CANARY "canary-Zq9xT"
+#define FLAG_CANARY "canary-flag-Kp3"
+
+/* A volume with every field set, in a. */
+static struct model_volume *vol_full(struct arena *a)
+{
+	struct model_volume *v = arena_alloc(a, sizeof(*v));
+	struct err e;
+
+	v->id = "data";
+	v->name = "data-name";
+	v->plugin_id = "hostpath.csi.csid.dev";
+	v->external_id = "vol-0001";
+	v->capacity_min = 1 << 20;
+	v->capacity_max = 1 << 30;
+	v->caps = arena_alloc(a, 2 * sizeof(*v->caps));
+	v->caps[0] = (struct model_capability){MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER,
+					       MODEL_ATTACH_FILE_SYSTEM};
+	v->caps[1] =
+	    (struct model_capability){MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_BLOCK_DEVICE};
+	v->ncaps = 2;
+	v->fs_type = "ext4";
+	v->mount_flags = arena_alloc(a, 2 * sizeof(char *));
+	v->mount_flags[0] = "noatime";
+	v->mount_flags[1] = FLAG_CANARY;
+	v->nmount_flags = 2;
+	assert_int_equal(model_map_put(a, &v->parameters, "type", "ssd", &e), 0);
+	assert_int_equal(model_map_put(a, &v->mutable_parameters, "iops", "3000", &e), 0);
+	assert_int_equal(model_map_put(a, &v->secrets, "password", CANARY, &e), 0);
+	assert_int_equal(model_map_put(a, &v->secrets, "canary-key", "x", &e), 0);
+	assert_int_equal(model_map_put(a, &v->context, "share", "/srv", &e), 0);
+	v->requisite = arena_alloc(a, 2 * sizeof(*v->requisite));
+	assert_int_equal(model_map_put(a, &v->requisite[0].segments, "zone", "a", &e), 0);
+	assert_int_equal(model_map_put(a, &v->requisite[1].segments, "zone", "b", &e), 0);
+	v->nrequisite = 2;
+	v->preferred = arena_alloc(a, sizeof(*v->preferred));
+	assert_int_equal(model_map_put(a, &v->preferred[0].segments, "zone", "b", &e), 0);
+	v->npreferred = 1;
+	v->snapshot_source = "snap-1";
+	v->state = MODEL_VOL_READY;
+	v->capacity = 1 << 30;
+	v->accessible = arena_alloc(a, sizeof(*v->accessible));
+	assert_int_equal(model_map_put(a, &v->accessible[0].segments, "zone", "b", &e), 0);
+	v->naccessible = 1;
+	v->node_expansion_required = true;
+	v->pending_capacity_min = 2LL << 30;
+	assert_int_equal(model_map_put(a, &v->pending_mutable, "iops", "6000", &e), 0);
+	v->claims = arena_alloc(a, sizeof(*v->claims));
+	v->claims[0] =
+	    (struct model_claim){"web-1",
+				 "n1",
+				 "csi-n1",
+				 MODEL_CLAIM_WRITE,
+				 {MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+				 false,
+				 MODEL_CLAIM_NODE_UNPUBLISHED,
+				 100,
+				 200,
+				 "released"};
+	v->nclaims = 1;
+	v->past_claims = arena_alloc(a, sizeof(*v->past_claims));
+	v->past_claims[0] = v->claims[0];
+	v->past_claims[0].alloc_id = "web-0";
+	v->past_claims[0].state = MODEL_CLAIM_FREED;
+	v->past_claims[0].mode = MODEL_CLAIM_READ;
+	v->past_claims[0].read_only = true;
+	v->npast_claims = 1;
+	v->pubs = arena_alloc(a, sizeof(*v->pubs));
+	v->pubs[0] = (struct model_publication){
+	    "n1",
+	    "csi-n1",
+	    {MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+	    false,
+	    MODEL_PUB_PUBLISHED,
+	    {0}};
+	assert_int_equal(model_map_put(a, &v->pubs[0].context, "device", "/dev/xvdf", &e), 0);
+	v->npubs = 1;
+	v->created_ms = 1700000000000;
+	v->updated_ms = 1700000000500;
+	v->create_index = 4;
+	v->modify_index = 8;
+	v->status = (struct model_status){"plugin ebs: deadline exceeded", 3, 1700000009000};
+	v->schedulable = true;
+	v->plugin_health = "healthy";
+	return v;
+}
+
+static char *encode(const struct model_volume *v, enum model_view view)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(model_volume_encode(v, view, &text, &len, &e), 0);
+	assert_int_equal(strlen(text), len);
+	return text;
+}
+
+static void test_volume_store_round_trip(void **state)
+{
+	struct arena *a = arena_new(), *b = arena_new();
+	struct model_volume *v = vol_full(a), *d = NULL;
+	char *text = encode(v, MODEL_VIEW_STORE), *again;
+	struct err e;
+
+	(void)state;
+	/* The store view keeps what the plugin needs, and no server status. */
+	assert_non_null(strstr(text, CANARY));
+	assert_non_null(strstr(text, FLAG_CANARY));
+	assert_null(strstr(text, "deadline exceeded"));
+	assert_null(strstr(text, "schedulable"));
+	assert_null(strstr(text, "modify_index"));
+	assert_int_equal(model_volume_decode(b, text, strlen(text), &d, &e), 0);
+	again = encode(d, MODEL_VIEW_STORE);
+	assert_string_equal(text, again);
+
+	assert_string_equal(d->id, "data");
+	assert_string_equal(d->name, "data-name");
+	assert_int_equal(d->capacity_max, 1 << 30);
+	assert_int_equal(d->ncaps, 2);
+	assert_int_equal(d->caps[1].attachment, MODEL_ATTACH_BLOCK_DEVICE);
+	assert_int_equal(d->nmount_flags, 2);
+	assert_string_equal(d->mount_flags[1], FLAG_CANARY);
+	assert_string_equal(model_map_get(&d->secrets, "password"), CANARY);
+	assert_int_equal(d->nrequisite, 2);
+	assert_string_equal(model_map_get(&d->preferred[0].segments, "zone"), "b");
+	assert_string_equal(d->snapshot_source, "snap-1");
+	assert_int_equal(d->state, MODEL_VOL_READY);
+	assert_true(d->node_expansion_required);
+	assert_int_equal(d->pending_capacity_min, 2LL << 30);
+	assert_string_equal(model_map_get(&d->pending_mutable, "iops"), "6000");
+	assert_int_equal(d->nclaims, 1);
+	assert_string_equal(d->claims[0].plugin_node_id, "csi-n1");
+	assert_int_equal(d->claims[0].state, MODEL_CLAIM_NODE_UNPUBLISHED);
+	assert_int_equal(d->claims[0].cap.access, MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER);
+	assert_string_equal(d->claims[0].note, "released");
+	assert_int_equal(d->npast_claims, 1);
+	assert_true(d->past_claims[0].read_only);
+	assert_int_equal(d->npubs, 1);
+	assert_int_equal(d->pubs[0].state, MODEL_PUB_PUBLISHED);
+	assert_string_equal(model_map_get(&d->pubs[0].context, "device"), "/dev/xvdf");
+	assert_int_equal(d->created_ms, 1700000000000);
+	/* Indices come from the store, not the record. */
+	assert_int_equal(d->modify_index, 0);
+	model_wipe_free(text, strlen(text));
+	model_wipe_free(again, strlen(again));
+	arena_free(a);
+	arena_free(b);
+}
+
+static void test_volume_api_view(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = vol_full(a);
+	char *text = encode(v, MODEL_VIEW_API);
+
+	(void)state;
+	assert_null(strstr(text, "canary"));
+	assert_null(strstr(text, "secrets"));
+	assert_null(strstr(text, "mount_flags"));
+	assert_null(strstr(text, "noatime"));
+	assert_non_null(strstr(text, "\"fs_type\":\"ext4\""));
+	assert_non_null(strstr(text, "\"last_error\":\"plugin ebs: deadline exceeded\""));
+	assert_non_null(strstr(text, "\"modify_index\":8"));
+	assert_non_null(strstr(text, "\"schedulable\":true"));
+	assert_non_null(strstr(text, "\"plugin_health\":\"healthy\""));
+	assert_non_null(strstr(text, "\"access_mode\":\"multi-node-single-writer\""));
+	free(text);
+	arena_free(a);
+}
+
+static void test_snapshot_round_trip(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_snapshot s = {.id = "snap-1",
+				   .volume_id = "data",
+				   .plugin_id = "hostpath.csi.csid.dev",
+				   .external_id = "ext-snap",
+				   .name = "snap-1",
+				   .state = MODEL_SNAP_READY,
+				   .ready_to_use = true,
+				   .size_bytes = 4096,
+				   .creation_time_ms = 1700000000000,
+				   .created_ms = 1700000000001,
+				   .modify_index = 12},
+			      *d = NULL;
+	char *store = NULL, *api = NULL, *again = NULL;
+	size_t len;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(model_map_put(a, &s.secrets, "key", CANARY, &e), 0);
+	assert_int_equal(model_map_put(a, &s.parameters, "tier", "cold", &e), 0);
+	assert_int_equal(model_snapshot_encode(&s, MODEL_VIEW_STORE, &store, &len, &e), 0);
+	assert_non_null(strstr(store, CANARY));
+	assert_int_equal(model_snapshot_encode(&s, MODEL_VIEW_API, &api, &len, &e), 0);
+	assert_null(strstr(api, CANARY));
+	assert_null(strstr(api, "secrets"));
+	assert_non_null(strstr(api, "\"modify_index\":12"));
+	assert_int_equal(model_snapshot_decode(a, store, strlen(store), &d, &e), 0);
+	assert_int_equal(model_snapshot_encode(d, MODEL_VIEW_STORE, &again, &len, &e), 0);
+	assert_string_equal(store, again);
+	assert_true(d->ready_to_use);
+	assert_int_equal(d->state, MODEL_SNAP_READY);
+	assert_string_equal(model_map_get(&d->secrets, "key"), CANARY);
+	model_wipe_free(store, strlen(store));
+	model_wipe_free(again, strlen(again));
+	free(api);
+	arena_free(a);
+}
+
+static void test_node_round_trip(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_node_plugin p[2] = {{.plugin_id = "hostpath.csi.csid.dev",
+					  .type = MODEL_PLUGIN_NODE,
+					  .healthy = true,
+					  .health = "healthy",
+					  .version = "1.0.0",
+					  .plugin_node_id = "csi-n1",
+					  .max_volumes = 16},
+					 {.plugin_id = "hostpath.csi.csid.dev",
+					  .type = MODEL_PLUGIN_CONTROLLER,
+					  .healthy = false,
+					  .health = "probe: unavailable \xff"}};
+	char *caps[] = {"STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"};
+	struct model_node n = {.id = "n1",
+			       .status = MODEL_NODE_DOWN,
+			       .registered_ms = 5,
+			       .updated_ms = 6,
+			       .plugins = p,
+			       .nplugins = 2},
+			  *d = NULL;
+	char *text = NULL, *again = NULL;
+	size_t len;
+	struct err e;
+
+	(void)state;
+	p[0].caps = caps;
+	p[0].ncaps = 2;
+	assert_int_equal(model_map_put(a, &p[0].topology.segments, "zone", "a", &e), 0);
+	assert_int_equal(model_map_put(a, &p[1].topology.segments,
+				       "r\xff"
+				       "ck",
+				       "7\xfe", &e),
+			 0);
+	assert_int_equal(model_node_encode(&n, &text, &len, &e), 0);
+	/* Texts and keys that are not UTF-8 (from a plugin) are kept as ASCII. */
+	assert_non_null(strstr(text, "unavailable ?"));
+	assert_non_null(strstr(text, "\"r?ck\":\"7?\""));
+	assert_int_equal(model_node_decode(a, text, len, &d, &e), 0);
+	assert_int_equal(model_node_encode(d, &again, &len, &e), 0);
+	assert_string_equal(text, again);
+	assert_int_equal(d->status, MODEL_NODE_DOWN);
+	assert_int_equal(d->nplugins, 2);
+	assert_int_equal(d->plugins[1].type, MODEL_PLUGIN_CONTROLLER);
+	assert_string_equal(d->plugins[0].caps[1], "EXPAND_VOLUME");
+	assert_int_equal(d->plugins[0].max_volumes, 16);
+	assert_string_equal(model_map_get(&d->plugins[0].topology.segments, "zone"), "a");
+	free(text);
+	free(again);
+	arena_free(a);
+}
+
+/* Damaged records: CSID_EPROTO, never a crash. */
+static void test_store_damaged(void **state)
+{
+	static const char *const bad[] = {
+	    "",
+	    "[]",
+	    "{",
+	    "{\"state\":\"ready\"}",
+	    "{\"id\":\"v\",\"state\":\"melting\"}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"capacity\":-1}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"claims\":{}}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"claims\":[{\"alloc_id\":\"a\"}]}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"claims\":[{\"alloc_id\":\"a\",\"node_id\":\"n\","
+	    "\"mode\":\"read\",\"access_mode\":\"nope\",\"state\":\"claimed\"}]}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"secrets\":{\"k\":1}}",
+	    "{\"id\":\"v\",\"state\":\"ready\",\"parameters\":[]}",
+	    "{\"id\":7,\"state\":\"ready\"}",
+	};
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	struct model_node *n = NULL;
+	struct model_snapshot *s = NULL;
+	const char *future = "{\"id\":\"v\",\"state\":\"ready\",\"future\":{\"x\":1}}";
+	const char *no_type = "{\"id\":\"n\",\"plugins\":[{\"plugin_id\":\"p\"}]}";
+	struct err e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err_clear(&e);
+		assert_int_equal(model_volume_decode(a, bad[i], strlen(bad[i]), &v, &e),
+				 CSID_EPROTO);
+		assert_true(strncmp(e.msg, "volume record", 13) == 0);
+	}
+	assert_int_equal(model_node_decode(a, "{}", 2, &n, &e), CSID_EPROTO);
+	assert_int_equal(model_node_decode(a, no_type, strlen(no_type), &n, &e), CSID_EPROTO);
+	assert_int_equal(model_snapshot_decode(a, "{\"id\":\"s\"}", 10, &s, &e), CSID_EPROTO);
+	/* Unknown keys of a newer record are skipped. */
+	assert_int_equal(model_volume_decode(a, future, strlen(future), &v, &e), 0);
+	assert_string_equal(v->id, "v");
+	arena_free(a);
+}
+
+static int spec(struct arena *a, const char *text, bool comments, struct model_volume **out,
+		struct err *e)
+{
+	err_clear(e);
+	return model_volume_spec_decode(a, text, strlen(text), comments, out, e);
+}
+
+static void test_spec_decode_ok(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	struct err e;
+	const char *text = "{\"id\": \"data\", \"plugin_id\": \"hostpath.csi.csid.dev\","
+			   " \"capacity_min\": \"10GiB\", \"capacity_max\": 21474836480,"
+			   " \"capabilities\": [{\"access_mode\": \"single-node-writer\"},"
+			   "  {\"access_mode\": \"multi-node-reader-only\","
+			   "   \"attachment_mode\": \"block-device\"}],"
+			   " \"mount_options\": {\"fs_type\": \"xfs\", \"mount_flags\": [\"ro\"]},"
+			   " \"parameters\": {\"b\": \"2\", \"a\": \"1\"},"
+			   " \"secrets\": {\"k\": \"" CANARY "\"},"
+			   " \"topology_request\": {\"requisite\": [{\"zone\": \"a\"}],"
+			   "  \"preferred\": [{\"zone\": \"a\"}]},"
+			   " \"clone_source\": \"old\", \"external_id\": null}";
+
+	(void)state;
+	assert_int_equal(spec(a, text, false, &v, &e), 0);
+	assert_string_equal(v->id, "data");
+	assert_int_equal(v->capacity_min, 10737418240);
+	assert_int_equal(v->capacity_max, 21474836480);
+	assert_int_equal(v->ncaps, 2);
+	assert_int_equal(v->caps[0].attachment, MODEL_ATTACH_FILE_SYSTEM);
+	assert_int_equal(v->caps[1].access, MODEL_ACCESS_MULTI_NODE_READER_ONLY);
+	assert_int_equal(v->caps[1].attachment, MODEL_ATTACH_BLOCK_DEVICE);
+	assert_string_equal(v->mount_flags[0], "ro");
+	/* Maps come out sorted. */
+	assert_string_equal(v->parameters.kv[0].key, "a");
+	assert_string_equal(v->parameters.kv[1].key, "b");
+	assert_null(v->external_id);
+	assert_int_equal(model_volume_validate(v, true, &e), 0);
+	arena_free(a);
+}
+
+/* Each bad spec and the start of its error (the JSON path first). */
+static void test_spec_decode_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} cases[] = {
+	    {"[]", "volume spec: expected an object"},
+	    {"{\"idd\": \"x\"}", "volume spec: idd: unknown key"},
+	    {"{\"capabilities\": [{\"access_mode\": \"single-node-writer\"}, {\"acces_mode\": "
+	     "\"x\"}]}",
+	     "volume spec: capabilities[1].acces_mode: unknown key"},
+	    {"{\"capabilities\": [{\"access_mode\": \"single-node-writr\"}]}",
+	     "volume spec: capabilities[0].access_mode: unknown access mode (expected one of: "},
+	    {"{\"capabilities\": [{}]}", "volume spec: capabilities[0].access_mode: required"},
+	    {"{\"capabilities\": {}}", "volume spec: capabilities: expected an array"},
+	    {"{\"id\": 7}", "volume spec: id: expected a string"},
+	    {"{\"capacity_min\": -5}", "volume spec: capacity_min: negative"},
+	    {"{\"capacity_min\": 1.5}", "volume spec: capacity_min: expected bytes"},
+	    {"{\"capacity_max\": \"10 GB\"}", "volume spec: capacity_max: size: unknown unit"},
+	    {"{\"mount_options\": {\"fs_type\": \"ext4\", \"flags\": []}}",
+	     "volume spec: mount_options.flags: unknown key"},
+	    {"{\"mount_options\": {\"mount_flags\": [\"a\", 3]}}",
+	     "volume spec: mount_options.mount_flags[1]: expected a string"},
+	    {"{\"parameters\": {\"a\": 1}}", "volume spec: parameters.a: expected a string"},
+	    {"{\"parameters\": {\"\": \"x\"}}", "volume spec: parameters: empty key"},
+	    {"{\"secrets\": {\"" CANARY "\": 1}}",
+	     "volume spec: secrets: every value must be a string"},
+	    {"{\"topology_request\": {\"required\": []}}",
+	     "volume spec: topology_request.required: unknown key"},
+	    {"{\"topology_request\": {\"requisite\": [{\"zone\": 1}]}}",
+	     "volume spec: topology_request.requisite[0].zone: expected a string"},
+	    {"{\"topology_request\": {\"preferred\": [\"a\"]}}",
+	     "volume spec: topology_request.preferred[0]: expected an object"},
+	    {"{\"name\": \"a\\u0000b\"}", "volume spec: line 1 column"},
+	    {"{\"id\": \"a\", \"id\": \"b\"}", "volume spec: line 1 column"},
+	    {"{\"secrets\": {\"k\": \"" CANARY, "volume spec: line 1 column"},
+	    {"", "volume spec: line 1 column"},
+	    {"{\"state\": \"ready\"}", "volume spec: state: unknown key"},
+	};
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	struct err e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(spec(a, cases[i].text, false, &v, &e), CSID_EINVAL);
+		if (strncmp(e.msg, cases[i].msg, strlen(cases[i].msg)) != 0)
+			fail_msg("spec %s: expected \"%s...\", got \"%s\"", cases[i].text,
+				 cases[i].msg, e.msg);
+		assert_null(strstr(e.msg, CANARY));
+	}
+	arena_free(a);
+}
+
+/* prefix, n times c, suffix into buf (cap bytes). */
+static const char *fill(char *buf, size_t cap, const char *prefix, char c, size_t n,
+			const char *suffix)
+{
+	size_t lp = strlen(prefix), ls = strlen(suffix);
+
+	assert_true(lp + n + ls < cap);
+	memcpy(buf, prefix, lp);
+	memset(buf + lp, c, n);
+	memcpy(buf + lp + n, suffix, ls + 1);
+	return buf;
+}
+
+static void test_spec_sizes(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	size_t big = MODEL_SPEC_MAX + 1, used;
+	char *text = malloc(big + 64);
+	struct err e;
+
+	(void)state;
+	memset(text, ' ', big);
+	memcpy(text, "{}", 2);
+	assert_int_equal(model_volume_spec_decode(a, text, big, false, &v, &e), CSID_ETOOBIG);
+
+	/* A 10 KiB ID, a 200-byte name, a 5 KiB map, too many capabilities. */
+	fill(text, big, "{\"id\": \"", 'a', 10240, "\"}");
+	assert_int_equal(spec(a, text, false, &v, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "volume spec: id: longer than 128 bytes");
+	fill(text, big, "{\"name\": \"", 'n', 200, "\"}");
+	assert_int_equal(spec(a, text, false, &v, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "name: longer than 128 bytes"));
+	fill(text, big, "{\"secrets\": {\"k\": \"", 's', 5000, "\"}}");
+	assert_int_equal(spec(a, text, false, &v, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "volume spec: secrets: more than 4096 bytes of keys and values");
+	used = (size_t)snprintf(text, big, "{\"capabilities\": [");
+	for (int i = 0; i <= MODEL_CAPS_MAX; i++)
+		used +=
+		    (size_t)snprintf(text + used, big - used,
+				     "%s{\"access_mode\": \"single-node-writer\"}", i ? "," : "");
+	snprintf(text + used, big - used, "]}");
+	assert_int_equal(spec(a, text, false, &v, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "capabilities: more than 16 entries"));
+	free(text);
+	arena_free(a);
+}
+
+/* Hostile IDs decode (they are strings) and are refused by validation. */
+static void test_spec_hostile_ids(void **state)
+{
+	static const char *const ids[] = {"..", "a/b",  "../../etc/passwd", "a\\u0001b", "a b",
+					  ".",  "a\\nb"};
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	char text[256];
+	struct err e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"id\": \"%s\", \"plugin_id\": \"p.example\", \"capabilities\": "
+			 "[{\"access_mode\": \"single-node-writer\"}]}",
+			 ids[i]);
+		assert_int_equal(spec(a, text, false, &v, &e), 0);
+		assert_int_equal(model_volume_validate(v, true, &e), CSID_EINVAL);
+		assert_true(strncmp(e.msg, "volume spec: id ", 16) == 0);
+		for (const char *m = e.msg; *m; m++)
+			assert_true((unsigned char)*m >= 0x20 && *m != '/');
+	}
+	arena_free(a);
+}
+
+static void test_spec_comments(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	struct err e;
+	const char *text = "# a comment\n"
+			   "  // another, indented\n"
+			   "{\"id\": \"x\", # not a comment here\n"
+			   "}\n";
+
+	(void)state;
+	assert_int_equal(spec(a, "# c\n{\"id\": \"x\"}\n", true, &v, &e), 0);
+	assert_string_equal(v->id, "x");
+	assert_int_equal(spec(a, "# c\n{\"id\": \"x\"}\n", false, &v, &e), CSID_EINVAL);
+	/* Only whole lines are comments; line numbers are kept. */
+	assert_int_equal(spec(a, text, true, &v, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "line 3"));
+	assert_int_equal(spec(a, "{\"id\": \"a#b\",\n\"name\": \"//x\"}", true, &v, &e), 0);
+	assert_string_equal(v->id, "a#b");
+	assert_string_equal(v->name, "//x");
+	arena_free(a);
+}
+
+static void test_spec_example(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	const char *text = model_volume_spec_example();
+	char *api;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(spec(a, text, true, &v, &e), 0);
+	assert_int_equal(model_volume_validate(v, true, &e), 0);
+	assert_string_equal(v->id, "data");
+	assert_int_equal(v->capacity_min, 1LL << 30);
+	assert_int_equal(v->ncaps, 1);
+	assert_int_equal(spec(a, text, false, &v, &e), CSID_EINVAL);
+	/* What a spec decodes to encodes for the API without its mount flags. */
+	api = encode(v, MODEL_VIEW_API);
+	assert_null(strstr(api, "noatime"));
+	free(api);
+	arena_free(a);
+}
+
+static void test_snapshot_spec_decode(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_snapshot *s = NULL;
+	const char *ok =
+	    "{\"id\": \"snap-1\", \"volume_id\": \"data\", \"name\": \"nightly\","
+	    " \"parameters\": {\"tier\": \"cold\"}, \"secrets\": {\"k\": \"" CANARY "\"}}";
+	const char *unknown = "{\"id\": \"snap-1\", \"state\": \"ready\"}";
+	const char *bad_secret = "{\"secrets\": {\"" CANARY "\": [\"" CANARY "\"]}}";
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	assert_int_equal(model_snapshot_spec_decode(a, ok, strlen(ok), &s, &e), 0);
+	assert_string_equal(s->volume_id, "data");
+	assert_string_equal(s->name, "nightly");
+	assert_string_equal(model_map_get(&s->secrets, "k"), CANARY);
+	assert_int_equal(model_snapshot_validate(s, &e), 0);
+	assert_int_equal(model_snapshot_spec_decode(a, unknown, strlen(unknown), &s, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "snapshot spec: state: unknown key");
+	assert_int_equal(model_snapshot_spec_decode(a, bad_secret, strlen(bad_secret), &s, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "snapshot spec: secrets: every value must be a string");
+	arena_free(a);
+}
+
+static void test_node_spec_decode(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_node *n = NULL;
+	const char *ok = "{\"plugins\": [{\"plugin_id\": \"hostpath.csi.csid.dev\", \"type\": "
+			 "\"node\", \"healthy\": true, \"plugin_node_id\": \"csi-n1\","
+			 " \"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"topology\": {\"zone\": "
+			 "\"a\"}}]}";
+	const char *typo = "{\"id\": \"n1\", \"plugins\": [{\"plugin_id\": \"p\", \"type\": "
+			   "\"node\", \"healty\": true}]}";
+	const char *bad_type = "{\"id\": \"n1\", \"plugins\": [{\"plugin_id\": \"p\", \"type\": "
+			       "\"monolith\"}]}";
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	/* The ID may come from the URL. */
+	assert_int_equal(model_node_spec_decode(a, ok, strlen(ok), &n, &e), 0);
+	assert_null(n->id);
+	assert_int_equal(n->nplugins, 1);
+	assert_true(n->plugins[0].healthy);
+	assert_string_equal(n->plugins[0].plugin_node_id, "csi-n1");
+	assert_int_equal(model_node_validate(n, &e), CSID_EINVAL);
+	n->id = "n1";
+	assert_int_equal(model_node_validate(n, &e), 0);
+	assert_int_equal(model_node_spec_decode(a, typo, strlen(typo), &n, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "node: plugins[0].healty: unknown key");
+	assert_int_equal(model_node_spec_decode(a, bad_type, strlen(bad_type), &n, &e),
+			 CSID_EINVAL);
+	assert_string_equal(e.msg, "node: plugins[0].type: unknown plugin type (expected one of: "
+				   "controller, node)");
+	assert_int_equal(model_node_spec_decode(a, "{", 1, &n, &e), CSID_EINVAL);
+	assert_true(strncmp(e.msg, "node: line 1", 12) == 0);
+	arena_free(a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_volume_store_round_trip),
+	    cmocka_unit_test(test_volume_api_view),
+	    cmocka_unit_test(test_snapshot_round_trip),
+	    cmocka_unit_test(test_node_round_trip),
+	    cmocka_unit_test(test_store_damaged),
+	    cmocka_unit_test(test_spec_decode_ok),
+	    cmocka_unit_test(test_spec_decode_errors),
+	    cmocka_unit_test(test_spec_sizes),
+	    cmocka_unit_test(test_spec_hostile_ids),
+	    cmocka_unit_test(test_spec_comments),
+	    cmocka_unit_test(test_spec_example),
+	    cmocka_unit_test(test_snapshot_spec_decode),
+	    cmocka_unit_test(test_node_spec_decode),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
