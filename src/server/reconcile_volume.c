@@ -3,6 +3,22 @@
  * its stored state (reconcile_volume_next, pure), run that step (at most
  * one controller RPC) and write the result on the index read.
  *
+ * By volume state:
+ *   creating     -> CreateVolume (a snapshot or volume source resolved to
+ *                   the plugin's ID through the store), then ready with
+ *                   the plugin's ID, context, capacity and topology; a
+ *                   final error (or a missing capability) -> failed
+ *   registering  -> ValidateVolumeCapabilities; every requested
+ *                   capability confirmed -> ready, else failed (no
+ *                   controller service at all: ready, nothing to check)
+ *   ready        -> the claim steps below, then ControllerExpandVolume
+ *                   (node expansion flagged when asked), then
+ *                   ControllerModifyVolume (mutable parameters merged)
+ *   deleting     -> the claim steps, then once no claim nor publication
+ *                   is left DeleteVolume and the record goes (no plugin
+ *                   ID: looked up by name with CreateVolume first)
+ *   failed       -> nothing (the error stays in the status)
+ *
  * The claim and publication rules, level-triggered (every pass re-derives
  * them from the record):
  *   claim controller-unpublished           -> freed (into past claims)
@@ -659,7 +675,11 @@ static int rv_publish(struct rv_pass *s, size_t p)
 	int rc = -1;
 
 	req.volume_id = v->external_id ? v->external_id : "";
-	req.node_id = pub->plugin_node_id ? pub->plugin_node_id : "";
+	req.node_id = pub->plugin_node_id;
+	if (req.node_id == NULL || req.node_id[0] == '\0')
+		return reconcile_fail(s->res, RECONCILE_FINAL, CSID_EINVAL,
+				      "%s: ControllerPublishVolume: node %s: no plugin node ID",
+				      s->what, pub->node_id);
 	req.volume_capability = rv_cap(s->p.a, v, &pub->cap);
 	/* "the CO MUST set readonly to false" when the SP lacks PUBLISH_READONLY. */
 	req.readonly = pub->read_only && (s->p.caps & RECONCILE_CAP(PUBLISH_READONLY));
