@@ -693,8 +693,14 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 
 int64_t reconciler_step(struct reconciler *r)
 {
+	bool stopping;
 	int64_t next;
 
+	pthread_mutex_lock(&r->mu);
+	stopping = r->stopping;
+	pthread_mutex_unlock(&r->mu);
+	if (stopping)
+		return CLOCK_NEVER;
 	for (int passes = 0; passes < REC_STEP_MAX_PASSES;) {
 		int64_t now = clock_now_ms(r->clock);
 		struct rec_item *it;
