@@ -127,8 +127,7 @@ static void rs_create(struct rs_pass *s)
 	const Csi__V1__Snapshot *r;
 	bool changed;
 
-	if (s->p.ctrl != RECONCILE_CTRL_DOWN &&
-	    (s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
+	if ((s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
 		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
 			       "%s: create: plugin %s lacks CREATE_DELETE_SNAPSHOT", s->what,
 			       s->p.plugin_id);
@@ -191,8 +190,7 @@ static void rs_delete(struct rs_pass *s)
 	Csi__V1__DeleteSnapshotRequest req = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
 	ProtobufCMessage *resp = NULL;
 
-	if (s->p.ctrl != RECONCILE_CTRL_DOWN &&
-	    (s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
+	if ((s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
 		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
 			       "%s: delete: plugin %s lacks CREATE_DELETE_SNAPSHOT", s->what,
 			       s->p.plugin_id);
@@ -250,7 +248,8 @@ void reconcile_snapshot(const struct reconcile_env *env, const char *id,
 	case MODEL_SNAP_CREATING:
 	case MODEL_SNAP_DELETING:
 		reconcile_pass_begin(&s.p, env, a, s.s->plugin_id);
-		if (s.p.ctrl == RECONCILE_CTRL_DOWN)
+		/* Only a controller that answered can rule a step out. */
+		if (s.p.ctrl != RECONCILE_CTRL_UP)
 			reconcile_fail(res, RECONCILE_RETRY, s.p.ctrl_err.code, "%s: %s", s.what,
 				       s.p.ctrl_err.msg);
 		else if (s.s->state == MODEL_SNAP_DELETING && s.s->external_id != NULL)

@@ -59,7 +59,6 @@ const char *reconcile_step_name(enum reconcile_step_kind k)
 	    [RSTEP_PUB_UNPUBLISHING] = "mark unpublishing",
 	    [RSTEP_PUB_REPUBLISH] = "mark publishing",
 	    [RSTEP_PUB_ADD] = "add publication",
-	    [RSTEP_NEED_CONTROLLER] = "check publication",
 	    [RSTEP_UNPUBLISH] = "controller unpublish",
 	    [RSTEP_PUBLISH] = "controller publish",
 	    [RSTEP_EXPAND] = "expand",
@@ -114,12 +113,15 @@ static void rv_set(struct reconcile_step *out, enum reconcile_step_kind k, size_
 	out->index = index;
 }
 
-/* The step k, or LACKS when the controller is known to lack cap (name). */
+/*
+ * The step k, or LACKS when a controller that answered lacks cap (name).
+ * Without one (down, or none found) the step stays k and waits for it.
+ */
 static void rv_gate(struct reconcile_step *out, enum reconcile_ctrl ctrl, uint64_t caps,
 		    uint64_t cap, const char *name, enum reconcile_step_kind k, size_t index)
 {
 	rv_set(out, k, index);
-	if (ctrl != RECONCILE_CTRL_DOWN && (caps & cap) == 0) {
+	if (ctrl == RECONCILE_CTRL_UP && (caps & cap) == 0) {
 		out->kind = RSTEP_LACKS;
 		out->blocked = k;
 		out->missing = name;
@@ -167,10 +169,11 @@ static bool rv_next_claims(const struct model_volume *v, enum reconcile_ctrl ctr
 		if (v->claims[i].state != MODEL_CLAIM_CLAIMED ||
 		    rv_pub_index(v, v->claims[i].node_id) != SIZE_MAX)
 			continue;
-		if (ctrl == RECONCILE_CTRL_DOWN) {
-			rv_set(out, RSTEP_NEED_CONTROLLER, i);
-			return true;
-		}
+		/*
+		 * The server adds the publication with the claim when the plugin
+		 * needs one; this repairs a record that lacks it, so it waits for
+		 * a controller that says so.
+		 */
 		if (ctrl == RECONCILE_CTRL_UP && (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME))) {
 			rv_set(out, RSTEP_PUB_ADD, i);
 			return true;
@@ -191,7 +194,7 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 		return;
 	case MODEL_VOL_CREATING:
 		rv_set(out, RSTEP_CREATE, 0);
-		if (ctrl == RECONCILE_CTRL_DOWN)
+		if (ctrl != RECONCILE_CTRL_UP)
 			return;
 		if ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) == 0)
 			out->missing = "CREATE_DELETE_VOLUME";
@@ -242,9 +245,8 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 	 */
 	if (v->external_id == NULL)
 		rv_set(out,
-		       ctrl == RECONCILE_CTRL_DOWN ||
-			       (ctrl == RECONCILE_CTRL_UP &&
-				(caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
+		       ctrl != RECONCILE_CTRL_UP ||
+			       ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
 			   ? RSTEP_CREATE
 			   : RSTEP_REMOVE,
 		       0);
@@ -841,11 +843,6 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 		return;
 	case RSTEP_PUB_ADD:
 		rv_pub_add(s, st->index);
-		return;
-	case RSTEP_NEED_CONTROLLER:
-		reconcile_fail(s->res, RECONCILE_RETRY, s->p.ctrl_err.code,
-			       "%s: claim %s: controller publish: %s", s->what,
-			       v->claims[st->index].alloc_id, s->p.ctrl_err.msg);
 		return;
 	case RSTEP_UNPUBLISH:
 		rv_unpublish(s, st->index);

@@ -50,7 +50,10 @@ static void test_next_step_table(void **state)
 	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE);
+	/* No controller found: waited for, never ruled out. */
 	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
+	assert_int_equal(st.kind, RSTEP_CREATE);
+	reconcile_volume_next(&v, RECONCILE_CTRL_UP, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE_LACKS);
 	v.clone_source = "src";
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all & ~(1ULL << 7), &st);
@@ -76,7 +79,7 @@ static void test_next_step_table(void **state)
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, nopub, &st);
 	assert_int_equal(st.kind, RSTEP_NONE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
-	assert_int_equal(st.kind, RSTEP_NEED_CONTROLLER);
+	assert_int_equal(st.kind, RSTEP_NONE);
 	/* Publishing -> publish; lacking the capability -> lacks. */
 	v.npubs = 1;
 	pubs[0].state = MODEL_PUB_PUBLISHING;
@@ -143,7 +146,7 @@ static void test_next_step_table(void **state)
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
-	assert_int_equal(st.kind, RSTEP_REMOVE);
+	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all & ~(1ULL << 1), &st);
 	assert_int_equal(st.kind, RSTEP_REMOVE);
 	v.external_id = "x";
@@ -577,6 +580,23 @@ static void test_no_controller_register(void **state)
 	rfx_run(t, RFX_MAX_MS);
 	assert_int_equal(rfx_get(t, a, "r1")->state, MODEL_VOL_READY);
 	assert_int_equal(csi_fake_calls(&t->fake2, CSI_RPC_VALIDATE_VOLUME_CAPABILITIES), 0);
+
+	/*
+	 * A create with no controller found (the plugin may still be
+	 * starting): retried and shown, never failed; done once it is there.
+	 */
+	v = rfx_spec(a, "c1", NULL);
+	v->plugin_id = RFX_PLUGIN2;
+	v->state = MODEL_VOL_CREATING;
+	rfx_put_volume(t, v);
+	rfx_run(t, 2 * RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "c1")->state, MODEL_VOL_CREATING);
+	assert_int_equal(rfx_status(t, "c1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "volume c1: create: no controller plugin " RFX_PLUGIN2));
+	assert_true(st.attempts > 1);
+	t->fake2.no_controller = false;
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "c1")->state, MODEL_VOL_READY);
 	arena_free(a);
 }
 
