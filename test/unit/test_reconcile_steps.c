@@ -6,7 +6,8 @@
  * every state and every step failing once, NOT_FOUND as done on delete and
  * unpublish, delete (with the lookup of a volume whose create answer was
  * lost), idempotence of a step whose write lost a race, capability gating,
- * snapshots, restore, clone, expand and modify.
+ * snapshots (polled by ListSnapshots or CreateSnapshot), restore, clone,
+ * expand and modify.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -627,7 +628,18 @@ static void test_snapshots(void **state)
 	assert_true(s->ready_to_use);
 	assert_int_equal(s->size_bytes, 1 << 20);
 	assert_int_equal(s->creation_time_ms, 1700000000000LL);
-	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 3);
+	/* Created once, then polled by ListSnapshots of its ID. */
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 1);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_LIST_SNAPSHOTS), 2);
+	assert_string_equal(t->fake.log[t->fake.nlog - 1].snapshot, s->external_id);
+	/* A plugin that does not list snapshots is asked with CreateSnapshot again. */
+	t->fake.caps &= ~(1ULL << 6);
+	rfx_put_snap(t, "s5", "v1", MODEL_SNAP_CREATING, NULL);
+	rfx_run(t, 10 * RFX_MIN_MS);
+	assert_int_equal(rfx_get_snap(t, a, "s5")->state, MODEL_SNAP_READY);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 4);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_LIST_SNAPSHOTS), 2);
+	t->fake.caps |= 1ULL << 6;
 
 	/* Restore from it and clone the volume: the plugin's IDs are the sources. */
 	rfx_add(t, "restored", MODEL_VOL_CREATING, "\"snapshot_source\": \"s1\"");
