@@ -37,6 +37,9 @@ struct reconcile_result {
 	enum reconcile_outcome outcome;
 	char plugin_id[MODEL_PLUGIN_ID_MAX + 1]; /* BUSY: the plugin */
 	struct err e; /* RETRY, FINAL: why */
+	/* RETRY: waiting for this object (a source not ready yet), "" none */
+	enum store_kind wait_kind;
+	char wait_id[MODEL_ID_MAX + 1];
 };
 
 /* What a pass needs from the reconciler. */

@@ -109,6 +109,10 @@ static int rs_source(struct rs_pass *s, char **out)
 	if (v != NULL)
 		state = model_volume_state_name(v->state);
 	wait = v != NULL && (v->state == MODEL_VOL_CREATING || v->state == MODEL_VOL_REGISTERING);
+	if (wait) {
+		s->res->wait_kind = STORE_VOLUME;
+		snprintf(s->res->wait_id, sizeof(s->res->wait_id), "%s", s->s->volume_id);
+	}
 	return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL, CSID_EPRECOND,
 			      "%s: source volume %s: %s", s->what, s->s->volume_id,
 			      wait ? "not ready" : state);

@@ -388,8 +388,9 @@ static int rv_failed(struct rv_pass *s)
 
 /*
  * The plugin's ID of a snapshot or volume source, when it is ready. A
- * source still being made is waited for (RETRY); one that is gone,
- * failed or being deleted never will be (FINAL).
+ * source still being made is waited for (RETRY, naming it in res so the
+ * queue works this volume again as soon as the source moves); one that is
+ * gone, failed or being deleted never will be (FINAL).
  */
 static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, char **out)
 {
@@ -433,6 +434,10 @@ static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, ch
 	if (rc < 0 && rc != CSID_ENOTFOUND)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s source %s: %s",
 				      s->what, store_kind_name(kind), id, e.msg);
+	if (*out == NULL && wait) {
+		s->res->wait_kind = kind;
+		snprintf(s->res->wait_id, sizeof(s->res->wait_id), "%s", id);
+	}
 	if (*out == NULL)
 		return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL,
 				      CSID_EPRECOND, "%s: create: %s source %s: %s", s->what,

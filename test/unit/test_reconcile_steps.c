@@ -700,6 +700,41 @@ static void test_snapshots(void **state)
 	arena_free(a);
 }
 
+/*
+ * A volume waiting for its source is worked again as soon as the source
+ * is ready, not at the end of its own backoff.
+ */
+static void test_source_wakes_waiters(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+
+	rfx_new(t);
+	t->fake.snapshot_polls = 4;
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_UNAVAILABLE, 6);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_add(t, "clone", MODEL_VOL_CREATING, "\"clone_source\": \"v1\"");
+	rfx_put_snap(t, "s1", "v1", MODEL_SNAP_CREATING, NULL);
+	rfx_add(t, "restored", MODEL_VOL_CREATING, "\"snapshot_source\": \"s1\"");
+	for (int i = 0; i < 1000; i++) {
+		int64_t next = reconciler_step(t->r);
+		bool v1 = rfx_get(t, a, "v1")->state == MODEL_VOL_READY;
+		bool s1 = rfx_get_snap(t, a, "s1")->state == MODEL_SNAP_READY;
+
+		/* Whenever a source is ready, its waiters are done at the same time. */
+		if (v1)
+			assert_int_equal(rfx_get(t, a, "clone")->state, MODEL_VOL_READY);
+		if (s1) {
+			assert_int_equal(rfx_get(t, a, "restored")->state, MODEL_VOL_READY);
+			break;
+		}
+		assert_true(next != CLOCK_NEVER);
+		clock_fake_set(&t->clock, next);
+	}
+	assert_int_equal(rfx_get(t, a, "restored")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
 static void test_expand_modify(void **state)
 {
 	struct rfx *t = *state;
@@ -742,6 +777,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_capability_gating, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_controller_register, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshots, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_source_wakes_waiters, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_expand_modify, rfx_setup, rfx_teardown),
 	};
 
