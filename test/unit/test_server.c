@@ -347,6 +347,7 @@ static void test_claim_race_one_winner(void **state)
 static void test_claim_refusals(void **state)
 {
 	struct t_env *t = *state;
+	struct model_volume *v = NULL;
 	struct err e;
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
@@ -365,6 +366,16 @@ static void test_claim_refusals(void **state)
 	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_READ, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
 	    CSID_EINVAL);
 	t_contains(e.msg, "not one of its capabilities");
+	/* A store that fails the write: the error says where, and nothing is claimed. */
+	store_mem_fail_txn(t->store, CSID_EIO, 1);
+	assert_int_equal(
+	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e),
+	    CSID_EIO);
+	t_contains(e.msg, "volume v: write");
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
+	assert_int_equal(v->nclaims, 0);
+	assert_int_equal(
+	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e), 0);
 }
 
 /* ---- operator exits ---- */
