@@ -274,6 +274,8 @@ static void test_list_filters_and_pages(void **state)
 
 struct t_racer {
 	struct server *s;
+	const char *volume;
+	enum model_access access;
 	char alloc[32];
 	int rc;
 	char msg[ERR_MSG_MAX];
@@ -282,17 +284,16 @@ struct t_racer {
 static void *t_race_main(void *arg)
 {
 	struct t_racer *r = arg;
-	struct model_claim_request req = {
-	    .alloc_id = r->alloc,
-	    .node_id = "n1",
-	    .mode = MODEL_CLAIM_WRITE,
-	    .cap = {.access = MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER}};
+	struct model_claim_request req = {.alloc_id = r->alloc,
+					  .node_id = "n1",
+					  .mode = MODEL_CLAIM_WRITE,
+					  .cap = {.access = r->access}};
 	struct arena *a = arena_new();
 	struct model_volume *out = NULL;
 	struct err e;
 
 	err_clear(&e);
-	r->rc = server_volume_claim(r->s, "solo", &req, a, &out, &e);
+	r->rc = server_volume_claim(r->s, r->volume, &req, a, &out, &e);
 	snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
 	arena_free(a);
 	return NULL;
@@ -313,6 +314,8 @@ static void test_claim_race_one_winner(void **state)
 	t_volume(t, "solo", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER);
 	for (int i = 0; i < 100; i++) {
 		racers[i].s = t->s;
+		racers[i].volume = "solo";
+		racers[i].access = MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER;
 		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
 		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
 	}
@@ -342,6 +345,35 @@ static void test_claim_race_one_winner(void **state)
 				 MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER, &e),
 			 0);
 	assert_int_equal(store_index(t->store), before);
+}
+
+/* 100 writers on a multi-writer volume: every claim is kept (no lost update). */
+static void test_claim_race_no_lost_update(void **state)
+{
+	struct t_env *t = *state;
+	struct t_racer racers[100];
+	pthread_t th[100];
+	struct model_volume *v = NULL;
+	struct err e;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "many", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	for (int i = 0; i < 100; i++) {
+		racers[i].s = t->s;
+		racers[i].volume = "many";
+		racers[i].access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER;
+		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
+		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
+	}
+	for (int i = 0; i < 100; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < 100; i++)
+		if (racers[i].rc != 0)
+			fail_msg("%s: rc %d: %s", racers[i].alloc, racers[i].rc, racers[i].msg);
+	assert_int_equal(server_volume_get(t->s, "many", t->a, &v, &e), 0);
+	assert_int_equal(v->nclaims, 100);
+	for (int i = 0; i < 100; i++)
+		assert_non_null(model_volume_claim(v, racers[i].alloc));
 }
 
 static void test_claim_refusals(void **state)
@@ -837,6 +869,7 @@ int main(void)
 	    T_TEST(test_register_idempotent_and_get),
 	    T_TEST(test_list_filters_and_pages),
 	    T_TEST(test_claim_race_one_winner),
+	    T_TEST(test_claim_race_no_lost_update),
 	    T_TEST(test_claim_refusals),
 	    T_TEST(test_release_and_force_free),
 	    T_TEST(test_detach),
