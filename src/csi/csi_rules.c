@@ -117,6 +117,12 @@ static const struct csi_rules_row csi_rules_special[] = {
     /* DeleteSnapshot: "Snapshot in use ... retry with exponential back off." */
     {CSI_RPC_DELETE_SNAPSHOT, CSI_FAILED_PRECONDITION, R},
     /*
+     * DeleteVolumeGroupSnapshot: "Volume group snapshot in use ... Caller
+     * SHOULD ensure that there are no other resources using the volume
+     * group snapshot, and then retry with exponential back off."
+     */
+    {CSI_RPC_DELETE_VOLUME_GROUP_SNAPSHOT, CSI_FAILED_PRECONDITION, R},
+    /*
      * NodeExpandVolume: "FAILED_PRECONDITION ... the volume cannot be
      * expanded while staged or published. Caller MUST NOT retry."
      */

@@ -143,7 +143,7 @@ struct reconcile_step {
 
 /* "create", "publish", ... */
 const char *reconcile_step_name(enum reconcile_step_kind k);
-/* Whether a step calls the controller (it then needs ctrl UP). */
+/* Whether a step calls the controller (it then needs ctrl UP, else it is retried). */
 bool reconcile_step_rpc(enum reconcile_step_kind k);
 
 /*

@@ -359,23 +359,45 @@ bool reconciler_plugin_enter(struct reconciler *r, const char *plugin_id)
 	return ok;
 }
 
-void reconciler_plugin_leave(struct reconciler *r, const char *plugin_id)
+/*
+ * Makes parked items due again, oldest first, one per free slot of their
+ * plugin; with mu held. Called whenever a slot frees or a pass ends, so a
+ * free slot never stays unused while items wait for it (a woken item that
+ * no longer needs the plugin ends its pass, which wakes the next one).
+ */
+static void rec_wake(struct reconciler *r)
 {
 	int64_t now = clock_now_ms(r->clock);
+
+	for (size_t i = 0; i < r->nplugins; i++) {
+		struct rec_plugin *p = &r->plugins[i];
+		size_t n = 0;
+
+		while (n < p->nparked && p->inflight + (int)n < r->cfg.plugin_concurrency) {
+			p->parked[n]->parked = false;
+			r->parked--;
+			if (rec_schedule(r, p->parked[n], now) < 0)
+				log_warn("msg=\"reconciler: out of memory, %s %s left for the "
+					 "next resync\"",
+					 store_kind_name(p->parked[n]->kind), p->parked[n]->id);
+			n++;
+		}
+		if (n > 0) {
+			memmove(p->parked, p->parked + n, (p->nparked - n) * sizeof(*p->parked));
+			p->nparked -= n;
+		}
+	}
+}
+
+void reconciler_plugin_leave(struct reconciler *r, const char *plugin_id)
+{
 	struct rec_plugin *p;
 
 	pthread_mutex_lock(&r->mu);
 	p = rec_plugin(r, plugin_id, false);
-	if (p != NULL) {
-		if (p->inflight > 0)
-			p->inflight--;
-		for (size_t i = 0; i < p->nparked; i++) {
-			p->parked[i]->parked = false;
-			r->parked--;
-			rec_schedule(r, p->parked[i], now);
-		}
-		p->nparked = 0;
-	}
+	if (p != NULL && p->inflight > 0)
+		p->inflight--;
+	rec_wake(r);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -419,7 +441,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 {
 	int64_t now = clock_now_ms(r->clock);
 	int64_t due = CLOCK_NEVER;
-	bool keep = false;
+	char q[ERR_MSG_MAX + 8];
 
 	it->busy = false;
 	r->busy--;
@@ -430,7 +452,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		rec_set_error(r, it, NULL);
 		break;
 	case RECONCILE_IDLE_FAILED:
-		keep = it->last_error != NULL;
+		/* Failed for good: the error that made it so stays shown. */
 		break;
 	case RECONCILE_AGAIN:
 		it->attempts = 0;
@@ -458,10 +480,10 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 							 it->kind, it->id));
 		log_msg(res->outcome == RECONCILE_FINAL ? LOG_WARN : LOG_INFO,
 			"msg=\"reconciler: %s %s failed\" outcome=%s attempts=%d retry_ms=%lld "
-			"error=\"%s\"",
+			"error=%s",
 			store_kind_name(it->kind), it->id,
 			res->outcome == RECONCILE_FINAL ? "final" : "retry", it->attempts,
-			(long long)(due - now), it->last_error);
+			(long long)(due - now), log_q(q, sizeof(q), it->last_error));
 		break;
 	case RECONCILE_BUSY:
 		if (it->again) {
@@ -481,7 +503,8 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
 	}
-	if (keep || it->last_error != NULL)
+	/* Out of the queue: kept only to show its error. */
+	if (it->last_error != NULL)
 		it->next_wall = 0;
 	else
 		rec_drop(r, it);
@@ -500,6 +523,7 @@ static void rec_work(struct reconciler *r, struct rec_item *it)
 		res.outcome = RECONCILE_IDLE;
 	pthread_mutex_lock(&r->mu);
 	rec_finish(r, it, &res);
+	rec_wake(r);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->mu);
 }

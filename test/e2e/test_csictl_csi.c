@@ -2,8 +2,9 @@
  * End-to-end tests of `csictl csi` against the real csi-hostpath plugin:
  * both programs run as processes, csictl through posix_spawn with its
  * stdout, stderr and exit status captured (test/lib/csictl_run.h). Covers the whole volume
- * lifecycle through the command line, JSON output checked with jansson,
- * error codes and messages, usage errors (exit 2) and hostile input.
+ * lifecycle through the command line, snapshots and group snapshots,
+ * JSON output checked with jansson, error codes and messages, usage
+ * errors (exit 2) and hostile input.
  * Every mount under the temporary directory is removed in teardown.
  */
 #include <setjmp.h>
@@ -133,6 +134,9 @@ static void test_help(void **state)
 							  "snapshot create",
 							  "snapshot delete",
 							  "snapshot list",
+							  "group-snapshot create",
+							  "group-snapshot get",
+							  "group-snapshot delete",
 							  "node-info",
 							  NULL};
 	     *c; c++)
@@ -450,6 +454,120 @@ static void test_snapshots(void **state)
 	free(id);
 }
 
+/* The member snapshot IDs of a group snapshot answer (JSON), into ids (caller frees each). */
+static size_t group_members(json_t *group, char **ids, size_t max, const char *group_id)
+{
+	json_t *snaps = json_object_get(group, "snapshots");
+	const char *when = json_string_value(json_object_get(group, "creation_time"));
+	size_t n = json_array_size(snaps);
+
+	assert_true(n >= 1 && n <= max);
+	assert_non_null(when);
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(snaps, i);
+
+		ids[i] = strdup(json_string_value(json_object_get(s, "snapshot_id")));
+		assert_non_null(ids[i]);
+		assert_string_equal(json_string_value(json_object_get(s, "group_snapshot_id")),
+				    group_id);
+		/* Every member is cut at the group's one point in time. */
+		assert_string_equal(json_string_value(json_object_get(s, "creation_time")), when);
+	}
+	return n;
+}
+
+static void test_group_snapshots(void **state)
+{
+	struct env *env = *state;
+	char *v1 = create_volume(env, "gs-a", NULL), *v2 = create_volume(env, "gs-b", NULL);
+	char *gid, *snaps[2], *again[2];
+	struct csictl_run r;
+	json_t *j;
+
+	CSICTL(env, &r, "-o", "json", "group-snapshot", "create", "gs-1", v1, v2);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
+	gid = strdup(json_string_value(
+	    json_object_get(json_object_get(j, "group_snapshot"), "group_snapshot_id")));
+	assert_non_null(gid);
+	assert_int_equal(group_members(json_object_get(j, "group_snapshot"), snaps, 2, gid), 2);
+	json_decref(j);
+	csictl_runner_free(&env->rn, &r);
+
+	/* The same request again (sources in another order): the same group. */
+	CSICTL(env, &r, "-o", "json", "group-snapshot", "create", "gs-1", v2, v1);
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
+	assert_int_equal(group_members(json_object_get(j, "group_snapshot"), again, 2, gid), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_string_equal(again[i], snaps[i]);
+		free(again[i]);
+	}
+	json_decref(j);
+	csictl_runner_free(&env->rn, &r);
+
+	CSICTL(env, &r, "group-snapshot", "get", gid, snaps[1], snaps[0]);
+	csictl_expect_ok(&r);
+	assert_non_null(strstr(r.out, "group snapshot id:"));
+	assert_non_null(strstr(r.out, gid));
+	assert_non_null(strstr(r.out, "SNAPSHOT ID"));
+	assert_non_null(strstr(r.out, snaps[0]));
+	assert_non_null(strstr(r.out, snaps[1]));
+	assert_non_null(strstr(r.out, v1));
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "snapshot", "list", "-o", "json", "-snapshot-id", snaps[0]);
+	csictl_expect_ok(&r);
+	assert_non_null(strstr(r.out, "\"group_snapshot_id\""));
+	assert_non_null(strstr(r.out, gid));
+	csictl_runner_free(&env->rn, &r);
+
+	/* Each error code reaches the user with the plugin's message. */
+	CSICTL(env, &r, "group-snapshot", "get", gid, snaps[0]);
+	csictl_expect_fail(&r, 1, "error: INVALID_ARGUMENT: snapshot_ids do not match");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "snapshot", "delete", snaps[0]);
+	csictl_expect_fail(&r, 1, "error: INVALID_ARGUMENT: snapshot");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "group-snapshot", "create", "gs-1", v1);
+	csictl_expect_fail(&r, 1, "error: ALREADY_EXISTS: group snapshot");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "group-snapshot", "create", "gs-2", v1, "vol-0123456789abcdef");
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND: volume vol-0123456789abcdef not found");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "group-snapshot", "create", "gs-3");
+	csictl_expect_fail(&r, 2, "usage: csictl csi group-snapshot create NAME VOL...");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "group-snapshot", "remove", gid);
+	csictl_expect_fail(&r, 2, "usage: csictl csi group-snapshot create|get|delete");
+	csictl_runner_free(&env->rn, &r);
+
+	/* Delete takes the members along, and is idempotent. */
+	CSICTL(env, &r, "group-snapshot", "delete", gid, snaps[0], snaps[1]);
+	csictl_expect_ok(&r);
+	assert_non_null(strstr(r.out, "deleted"));
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "-o", "json", "group-snapshot", "delete", gid, snaps[0], snaps[1]);
+	csictl_expect_ok(&r);
+	assert_string_equal(r.out, "{}\n");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "group-snapshot", "get", gid, snaps[0], snaps[1]);
+	csictl_expect_fail(&r, 1, "error: NOT_FOUND: group snapshot");
+	csictl_runner_free(&env->rn, &r);
+	CSICTL(env, &r, "snapshot", "list", "-o", "json", "-source-volume", v1);
+	csictl_expect_ok(&r);
+	assert_null(strstr(r.out, snaps[0]));
+	csictl_runner_free(&env->rn, &r);
+	for (int i = 0; i < 2; i++) {
+		CSICTL(env, &r, "delete-volume", i ? v2 : v1);
+		csictl_expect_ok(&r);
+		csictl_runner_free(&env->rn, &r);
+		free(snaps[i]);
+	}
+	free(gid);
+	free(v1);
+	free(v2);
+}
+
 static void test_pagination(void **state)
 {
 	struct env *env = *state;
@@ -689,7 +807,7 @@ int main(void)
 	    cmocka_unit_test(test_lifecycle), cmocka_unit_test(test_block),
 	    cmocka_unit_test(test_snapshots), cmocka_unit_test(test_pagination),
 	    cmocka_unit_test(test_errors),    cmocka_unit_test(test_faults),
-	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_hostile),   cmocka_unit_test(test_group_snapshots),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -8,10 +8,12 @@
  * mounted and no CO path is touched. Every response is encoded, as the
  * server would, to check it is well formed. So that mutated requests
  * reach past the "not found" checks, the placeholder IDs
- * vol-0000000000000000 and snap-0000000000000000 in a top-level
- * volume_id, source_volume_id or snapshot_id field stand for the volume
- * and snapshot the target created last. The plugin runs with
- * --enable-alpha, so the alpha methods are fuzzed too.
+ * vol-0000000000000000, snap-0000000000000000 and group-0000000000000000
+ * in a top-level ID field (volume_id, source_volume_id, snapshot_id,
+ * group_snapshot_id, or an entry of source_volume_ids or snapshot_ids)
+ * stand for the volume, snapshot and group snapshot the target created
+ * last. The plugin runs with --enable-alpha, so the alpha methods are
+ * fuzzed too.
  */
 #include <ftw.h>
 #include <stdint.h>
@@ -29,40 +31,62 @@ static char fuzz_hp_dir[64];
 
 static char fuzz_hp_last_vol[64] = "vol-0000000000000000";
 static char fuzz_hp_last_snap[64] = "snap-0000000000000000";
+static char fuzz_hp_last_group[64] = "group-0000000000000000";
 
-struct fuzz_hp_swap {
-	char **field;
-	char *orig;
+/* Placeholder fields swapped for one call, restored after it (at most FUZZ_HP_SWAPS). */
+#define FUZZ_HP_SWAPS 16
+
+struct fuzz_hp_swaps {
+	char **field[FUZZ_HP_SWAPS];
+	char *orig[FUZZ_HP_SWAPS];
+	int n;
 };
 
-/* Points a placeholder ID field at the last ID of its kind; see fuzz_hp_restore. */
-static void fuzz_hp_substitute(ProtobufCMessage *m, const char *name, struct fuzz_hp_swap *sw)
+/* Points one string at the last ID of its kind when it holds a placeholder. */
+static void fuzz_hp_swap(char **field, struct fuzz_hp_swaps *sw)
+{
+	char *last = NULL;
+
+	if (!*field || sw->n == FUZZ_HP_SWAPS)
+		return;
+	if (strcmp(*field, "vol-0000000000000000") == 0)
+		last = fuzz_hp_last_vol;
+	else if (strcmp(*field, "snap-0000000000000000") == 0)
+		last = fuzz_hp_last_snap;
+	else if (strcmp(*field, "group-0000000000000000") == 0)
+		last = fuzz_hp_last_group;
+	if (!last)
+		return;
+	sw->field[sw->n] = field;
+	sw->orig[sw->n++] = *field;
+	*field = last;
+}
+
+/* Swaps the placeholders of the string field name (single or repeated); see fuzz_hp_restore. */
+static void fuzz_hp_substitute(ProtobufCMessage *m, const char *name, struct fuzz_hp_swaps *sw)
 {
 	const ProtobufCFieldDescriptor *fd =
 	    protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
-	char **field;
 
-	sw->field = NULL;
-	if (!fd || fd->type != PROTOBUF_C_TYPE_STRING || fd->label == PROTOBUF_C_LABEL_REPEATED)
+	if (!fd || fd->type != PROTOBUF_C_TYPE_STRING)
 		return;
-	field = (char **)((char *)m + fd->offset);
-	if (!*field)
+	if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+		size_t n = *(size_t *)((char *)m + fd->quantifier_offset);
+		char **v = *(char ***)((char *)m + fd->offset);
+
+		for (size_t i = 0; i < n; i++)
+			fuzz_hp_swap(&v[i], sw);
 		return;
-	if (strcmp(*field, "vol-0000000000000000") == 0) {
-		sw->field = field;
-		sw->orig = *field;
-		*field = fuzz_hp_last_vol;
-	} else if (strcmp(*field, "snap-0000000000000000") == 0) {
-		sw->field = field;
-		sw->orig = *field;
-		*field = fuzz_hp_last_snap;
 	}
+	fuzz_hp_swap((char **)((char *)m + fd->offset), sw);
 }
 
-static void fuzz_hp_restore(struct fuzz_hp_swap *sw)
+static void fuzz_hp_restore(struct fuzz_hp_swaps *sw)
 {
-	if (sw->field)
-		*sw->field = sw->orig;
+	while (sw->n > 0) {
+		sw->n--;
+		*sw->field[sw->n] = sw->orig[sw->n];
+	}
 }
 
 /* Remembers the IDs of what a call created. */
@@ -80,6 +104,16 @@ static void fuzz_hp_remember(enum csi_rpc rpc, const ProtobufCMessage *resp)
 		if (r->snapshot && r->snapshot->snapshot_id)
 			snprintf(fuzz_hp_last_snap, sizeof(fuzz_hp_last_snap), "%s",
 				 r->snapshot->snapshot_id);
+	} else if (rpc == CSI_RPC_CREATE_VOLUME_GROUP_SNAPSHOT) {
+		const Csi__V1__CreateVolumeGroupSnapshotResponse *r = (const void *)resp;
+		const Csi__V1__VolumeGroupSnapshot *g = r->group_snapshot;
+
+		if (g && g->group_snapshot_id)
+			snprintf(fuzz_hp_last_group, sizeof(fuzz_hp_last_group), "%s",
+				 g->group_snapshot_id);
+		if (g && g->n_snapshots && g->snapshots[0]->snapshot_id)
+			snprintf(fuzz_hp_last_snap, sizeof(fuzz_hp_last_snap), "%s",
+				 g->snapshots[0]->snapshot_id);
 	}
 }
 
@@ -129,8 +163,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const id_fields[3] = {"volume_id", "source_volume_id", "snapshot_id"};
-	struct fuzz_hp_swap sw[3];
+	static const char *const id_fields[] = {"volume_id",         "source_volume_id",
+						"snapshot_id",       "group_snapshot_id",
+						"source_volume_ids", "snapshot_ids"};
+	struct fuzz_hp_swaps sw = {.n = 0};
 	const struct csi_rpc_info *info;
 	enum csi_rpc rpc;
 	ProtobufCMessage *req, *resp = NULL;
@@ -163,11 +199,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!a)
 		abort();
 	msg[0] = '\0';
-	for (int i = 0; i < 3; i++)
-		fuzz_hp_substitute(req, id_fields[i], &sw[i]);
+	for (size_t i = 0; i < sizeof(id_fields) / sizeof(id_fields[0]); i++)
+		fuzz_hp_substitute(req, id_fields[i], &sw);
 	code = hp_handle(fuzz_hp_plugin, rpc, req, &resp, a, msg);
-	for (int i = 0; i < 3; i++)
-		fuzz_hp_restore(&sw[i]);
+	fuzz_hp_restore(&sw);
 	if (code < 0 || code > 16)
 		abort();
 	if (code == CSI_OK && resp) {

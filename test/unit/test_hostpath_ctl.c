@@ -77,9 +77,8 @@ static void test_identity(void **state)
 	assert_int_equal(hpp_call(t, CSI_RPC_PROBE, &pr, &probe), CSI_OK);
 	assert_non_null(probe->ready);
 	assert_true(probe->ready->value);
-	/* The group controller service is not offered. */
-	assert_int_equal(hpp_call(t, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, &ir, NULL),
-			 CSI_UNIMPLEMENTED);
+	/* The group controller service is offered (GA in CSI v1.12). */
+	assert_int_equal(hpp_call(t, CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES, &ir, NULL), CSI_OK);
 }
 
 static void test_create_idempotent(void **state)

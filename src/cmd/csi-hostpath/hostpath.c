@@ -24,6 +24,7 @@
 #include "hp_controller.h"
 #include "hp_faults.h"
 #include "hp_fs.h"
+#include "hp_group.h"
 #include "hp_node.h"
 #include "hp_snapshot.h"
 #include "hp_store.h"
@@ -142,10 +143,12 @@ static int hp_plugin_caps(struct hp_plugin *p, const void *req, ProtobufCMessage
 			  struct arena *a, char *msg)
 {
 	Csi__V1__GetPluginCapabilitiesResponse *r = arena_alloc(a, sizeof(*r));
-	Csi__V1__PluginCapability **caps = arena_alloc(a, 3 * sizeof(*caps));
-	int types[2] = {CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS,
-			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE};
-	int nservice = p->mode == HP_MODE_NODE ? 1 : 2;
+	Csi__V1__PluginCapability **caps = arena_alloc(a, 4 * sizeof(*caps));
+	/* The group controller is GA in CSI v1.12: offered wherever the controller is. */
+	int types[3] = {CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS,
+			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE,
+			CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__GROUP_CONTROLLER_SERVICE};
+	int nservice = p->mode == HP_MODE_NODE ? 1 : 3;
 
 	if (!r || !caps)
 		return hp_fail(msg, CSI_RESOURCE_EXHAUSTED, "out of memory");
@@ -233,6 +236,10 @@ static const struct hp_route hp_routes[CSI_RPC_COUNT] = {
     [CSI_RPC_CONTROLLER_EXPAND_VOLUME] = {hp_ctl_expand, HP_SIDE_CONTROLLER, true, false},
     [CSI_RPC_CONTROLLER_GET_VOLUME] = {hp_ctl_get_volume, HP_SIDE_CONTROLLER, false, true},
     [CSI_RPC_CONTROLLER_MODIFY_VOLUME] = {hp_ctl_modify, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_GROUP_CONTROLLER_GET_CAPABILITIES] = {hp_group_caps, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_CREATE_VOLUME_GROUP_SNAPSHOT] = {hp_group_create, HP_SIDE_CONTROLLER, true, false},
+    [CSI_RPC_GET_VOLUME_GROUP_SNAPSHOT] = {hp_group_get, HP_SIDE_CONTROLLER, false, false},
+    [CSI_RPC_DELETE_VOLUME_GROUP_SNAPSHOT] = {hp_group_delete, HP_SIDE_CONTROLLER, true, false},
     [CSI_RPC_NODE_STAGE_VOLUME] = {hp_node_stage, HP_SIDE_NODE, true, false},
     [CSI_RPC_NODE_UNSTAGE_VOLUME] = {hp_node_unstage, HP_SIDE_NODE, true, false},
     [CSI_RPC_NODE_PUBLISH_VOLUME] = {hp_node_publish, HP_SIDE_NODE, true, false},

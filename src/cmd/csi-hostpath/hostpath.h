@@ -6,6 +6,7 @@
  *
  * Data model on disk, all under --data-dir:
  *   hostpath.db            SQLite state (volumes, snapshots, publications, stages, mounts)
+ *                          and volume group snapshots, whose members are snapshots
  *   volumes/<volume id>    a directory (mount volume) or a sparse file (block volume)
  *   snapshots/<snap id>    a copy of the volume's directory or file
  * Volume and snapshot IDs are generated ("vol-" / "snap-" + 16 hex digits),

@@ -81,8 +81,7 @@ int hp_ctl_range(const Csi__V1__CapacityRange *cr, int64_t *req, int64_t *lim, c
 	return 0;
 }
 
-/* Order-independent hash of a string map ("n:hash"), for idempotency checks. */
-static void hp_ctl_params_hash(void *const *entries, size_t n, char *buf, size_t len)
+void hp_ctl_params_hash(void *const *entries, size_t n, char *buf, size_t len)
 {
 	unsigned long long h = 0;
 

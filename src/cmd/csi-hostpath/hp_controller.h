@@ -54,6 +54,8 @@ int hp_ctl_token(struct hp_plugin *p, const char *tok, bool snapshots, int64_t *
 int hp_ctl_get_volume_row(struct hp_plugin *p, const char *id, struct hp_vol *v, char *msg);
 /* A store error as a gRPC status (ABORTED when the db is busy, else INTERNAL). */
 int hp_ctl_store_fail(const struct err *e, char *msg);
+/* Order-independent hash of a string map ("n:hash", < 40 bytes), for idempotency checks. */
+void hp_ctl_params_hash(void *const *entries, size_t n, char *buf, size_t len);
 /* Random ID "<prefix>-<16 hex digits>" into buf (at least 32 bytes). */
 void hp_ctl_new_id(const char *prefix, char *buf, size_t len);
 

@@ -6,7 +6,8 @@
  * size_bytes is the source's capacity, which GetCapacity counts as used.
  * CreateSnapshot is idempotent by name (same name, same source → the same
  * snapshot; another source → ALREADY_EXISTS); DeleteSnapshot of an
- * unknown ID is OK. Listing pages like ListVolumes.
+ * unknown ID is OK, of a member of a volume group snapshot (hp_group)
+ * INVALID_ARGUMENT. Listing pages like ListVolumes.
  */
 #include "hp_snapshot.h"
 
@@ -21,7 +22,7 @@
 
 #define HP_OOM(msg) hp_fail(msg, CSI_RESOURCE_EXHAUSTED, "out of memory")
 
-static Csi__V1__Snapshot *hp_snap_msg(struct arena *a, const struct hp_snap *s)
+Csi__V1__Snapshot *hp_snap_msg(struct arena *a, const struct hp_snap *s)
 {
 	Csi__V1__Snapshot *m = arena_alloc(a, sizeof(*m));
 	Google__Protobuf__Timestamp *ts = arena_alloc(a, sizeof(*ts));
@@ -37,6 +38,11 @@ static Csi__V1__Snapshot *hp_snap_msg(struct arena *a, const struct hp_snap *s)
 	ts->nanos = (int32_t)(s->created_ns % 1000000000LL);
 	m->creation_time = ts;
 	m->ready_to_use = true;
+	if (s->group[0]) {
+		m->group_snapshot_id = arena_strdup(a, s->group);
+		if (!m->group_snapshot_id)
+			return NULL;
+	}
 	return m->snapshot_id && m->source_volume_id ? m : NULL;
 }
 
@@ -130,6 +136,11 @@ HP_CTL_HANDLER(hp_snap_delete)
 		return CSI_OK;
 	if (rc)
 		return hp_ctl_store_fail(&e, msg);
+	/* "Snapshot is part of a group": it goes only with DeleteVolumeGroupSnapshot. */
+	if (s.group[0])
+		return hp_fail(msg, CSI_INVALID_ARGUMENT,
+			       "snapshot %s is part of group snapshot %s: delete the group", s.id,
+			       s.group);
 	if (hp_store_snap_delete(p->store, s.id, &e) != 0)
 		return hp_ctl_store_fail(&e, msg);
 	hp_snapshot_path(p, s.id, path, sizeof(path));

@@ -13,4 +13,8 @@ HP_CTL_HANDLER(hp_snap_delete);
 HP_CTL_HANDLER(hp_snap_list);
 HP_CTL_HANDLER(hp_snap_get);
 
+struct hp_snap;
+/* The CSI Snapshot message of s (with its group_snapshot_id); NULL when out of memory. */
+Csi__V1__Snapshot *hp_snap_msg(struct arena *a, const struct hp_snap *s);
+
 #endif

@@ -12,8 +12,9 @@
  * plugins), which a hand-written journal would have to reimplement.
  *
  * Tables: volumes, snapshots (seq = AUTOINCREMENT key, the paging token),
- * publications (volume, node), stages (node, volume), mounts (target path)
- * and nodes. Statements are prepared once and reused.
+ * publications (volume, node), stages (node, volume), mounts (target path),
+ * nodes, and group_snapshots with group_members (snapshot -> group).
+ * Statements are prepared once and reused.
  */
 #include "hp_store.h"
 
@@ -56,6 +57,14 @@ enum hp_store_q {
 	HP_Q_NODE_ADD,
 	HP_Q_NODE_KNOWN,
 	HP_Q_NODE_LIST,
+	HP_Q_GROUP_GET,
+	HP_Q_GROUP_BY_NAME,
+	HP_Q_GROUP_INSERT,
+	HP_Q_GROUP_MEMBER_ADD,
+	HP_Q_GROUP_MEMBERS,
+	HP_Q_GROUP_DELETE_SNAPS,
+	HP_Q_GROUP_DELETE_MEMBERS,
+	HP_Q_GROUP_DELETE,
 	HP_Q_BEGIN,
 	HP_Q_BEGIN_WRITE,
 	HP_Q_COMMIT,
@@ -64,8 +73,13 @@ enum hp_store_q {
 };
 
 #define HP_VOL_COLS "seq, id, name, capacity, block, source, params, mut"
-#define HP_SNAP_COLS "seq, id, name, source, size, block, created_ns"
+/* A snapshot's group (hp_snap.group) comes from the group_members table. */
+#define HP_SNAP_COLS                                      \
+	"seq, id, name, source, size, block, created_ns," \
+	" coalesce((SELECT group_id FROM group_members"   \
+	" WHERE snapshot_id = snapshots.id), '')"
 #define HP_MNT_COLS "node_id, volume_id, path, staging, readonly, mode, cap"
+#define HP_GROUP_COLS "seq, id, name, params, created_ns"
 
 static const char *const hp_store_sql[HP_Q_COUNT] = {
     [HP_Q_VOL_GET] = "SELECT " HP_VOL_COLS " FROM volumes WHERE id = ?1",
@@ -116,6 +130,18 @@ static const char *const hp_store_sql[HP_Q_COUNT] = {
     [HP_Q_NODE_ADD] = "INSERT OR IGNORE INTO nodes(node_id) VALUES (?1)",
     [HP_Q_NODE_KNOWN] = "SELECT 1 FROM nodes WHERE node_id = ?1",
     [HP_Q_NODE_LIST] = "SELECT node_id FROM nodes ORDER BY node_id LIMIT 64",
+    [HP_Q_GROUP_GET] = "SELECT " HP_GROUP_COLS " FROM group_snapshots WHERE id = ?1",
+    [HP_Q_GROUP_BY_NAME] = "SELECT " HP_GROUP_COLS " FROM group_snapshots WHERE name = ?1",
+    [HP_Q_GROUP_INSERT] = "INSERT INTO group_snapshots(id, name, params, created_ns)"
+			  " VALUES (?1, ?2, ?3, ?4)",
+    [HP_Q_GROUP_MEMBER_ADD] = "INSERT INTO group_members(snapshot_id, group_id) VALUES (?1, ?2)",
+    [HP_Q_GROUP_MEMBERS] = "SELECT " HP_SNAP_COLS " FROM snapshots WHERE id IN"
+			   " (SELECT snapshot_id FROM group_members WHERE group_id = ?1)"
+			   " ORDER BY seq",
+    [HP_Q_GROUP_DELETE_SNAPS] = "DELETE FROM snapshots WHERE id IN"
+				" (SELECT snapshot_id FROM group_members WHERE group_id = ?1)",
+    [HP_Q_GROUP_DELETE_MEMBERS] = "DELETE FROM group_members WHERE group_id = ?1",
+    [HP_Q_GROUP_DELETE] = "DELETE FROM group_snapshots WHERE id = ?1",
     [HP_Q_BEGIN] = "BEGIN",
     [HP_Q_BEGIN_WRITE] = "BEGIN IMMEDIATE",
     [HP_Q_COMMIT] = "COMMIT",
@@ -146,7 +172,18 @@ static const char hp_store_schema[] =
     " path TEXT PRIMARY KEY, staging TEXT NOT NULL, readonly INTEGER NOT NULL,"
     " mode INTEGER NOT NULL, cap TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS mounts_volume ON mounts(volume_id, node_id);"
-    "CREATE TABLE IF NOT EXISTS nodes(node_id TEXT PRIMARY KEY);";
+    "CREATE TABLE IF NOT EXISTS nodes(node_id TEXT PRIMARY KEY);"
+    /*
+     * Volume group snapshots (added after the first release: new tables,
+     * so an older data dir gains them on open). Member snapshots are rows
+     * of snapshots; group_members says which group each belongs to.
+     */
+    "CREATE TABLE IF NOT EXISTS group_snapshots(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE, name TEXT NOT NULL UNIQUE, params TEXT NOT NULL,"
+    " created_ns INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS group_members(snapshot_id TEXT PRIMARY KEY,"
+    " group_id TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS group_members_group ON group_members(group_id);";
 
 struct hp_store {
 	sqlite3 *db;
@@ -405,6 +442,7 @@ static void hp_store_read_snap(sqlite3_stmt *st, struct hp_snap *v)
 	v->size = sqlite3_column_int64(st, 4);
 	v->block = sqlite3_column_int(st, 5) != 0;
 	v->created_ns = sqlite3_column_int64(st, 6);
+	hp_store_text(st, 7, v->group, sizeof(v->group));
 }
 
 static int hp_store_snap_one(struct hp_store *s, sqlite3_stmt *st, struct hp_snap *v, struct err *e)
@@ -447,15 +485,14 @@ int hp_store_snap_delete(struct hp_store *s, const char *id, struct err *e)
 	return hp_store_run(s, hp_store_q(s, HP_Q_SNAP_DELETE, 1, id), e, "delete snapshot");
 }
 
-int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int64_t limit,
-		       int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e)
+/* Calls fn for each snapshot row of st; fn's non-zero return stops and is returned. */
+static int hp_store_snap_each(struct hp_store *s, sqlite3_stmt *st,
+			      int (*fn)(void *ctx, const struct hp_snap *v), void *ctx,
+			      struct err *e)
 {
-	sqlite3_stmt *st = hp_store_q(s, HP_Q_SNAP_LIST, 2, NULL, source);
 	struct hp_snap v;
 	int rc;
 
-	sqlite3_bind_int64(st, 1, after);
-	sqlite3_bind_int64(st, 3, limit);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		hp_store_read_snap(st, &v);
 		rc = fn(ctx, &v);
@@ -466,6 +503,16 @@ int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, in
 	}
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : hp_store_fail(s, e, "list snapshots");
+}
+
+int hp_store_snap_list(struct hp_store *s, int64_t after, const char *source, int64_t limit,
+		       int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e)
+{
+	sqlite3_stmt *st = hp_store_q(s, HP_Q_SNAP_LIST, 2, NULL, source);
+
+	sqlite3_bind_int64(st, 1, after);
+	sqlite3_bind_int64(st, 3, limit);
+	return hp_store_snap_each(s, st, fn, ctx, e);
 }
 
 /* --- controller publications --- */
@@ -658,4 +705,68 @@ int hp_store_node_list(struct hp_store *s, int (*fn)(void *ctx, const char *node
 	}
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? 0 : hp_store_fail(s, e, "list nodes");
+}
+
+/* --- volume group snapshots --- */
+
+static int hp_store_group_one(struct hp_store *s, sqlite3_stmt *st, struct hp_group *g,
+			      struct err *e)
+{
+	int rc = hp_store_row(s, st, e, "group snapshot");
+
+	if (rc)
+		return rc;
+	g->seq = sqlite3_column_int64(st, 0);
+	hp_store_text(st, 1, g->id, sizeof(g->id));
+	hp_store_text(st, 2, g->name, sizeof(g->name));
+	hp_store_text(st, 3, g->params, sizeof(g->params));
+	g->created_ns = sqlite3_column_int64(st, 4);
+	sqlite3_reset(st);
+	return 0;
+}
+
+int hp_store_group_get(struct hp_store *s, const char *id, struct hp_group *g, struct err *e)
+{
+	return hp_store_group_one(s, hp_store_q(s, HP_Q_GROUP_GET, 1, id), g, e);
+}
+
+int hp_store_group_by_name(struct hp_store *s, const char *name, struct hp_group *g, struct err *e)
+{
+	return hp_store_group_one(s, hp_store_q(s, HP_Q_GROUP_BY_NAME, 1, name), g, e);
+}
+
+int hp_store_group_insert(struct hp_store *s, struct hp_group *g, struct err *e)
+{
+	sqlite3_stmt *st = hp_store_q(s, HP_Q_GROUP_INSERT, 3, g->id, g->name, g->params);
+	int rc;
+
+	sqlite3_bind_int64(st, 4, g->created_ns);
+	rc = hp_store_run(s, st, e, "insert group snapshot");
+	if (!rc)
+		g->seq = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+int hp_store_group_member_add(struct hp_store *s, const char *group, const char *snap,
+			      struct err *e)
+{
+	return hp_store_run(s, hp_store_q(s, HP_Q_GROUP_MEMBER_ADD, 2, snap, group), e,
+			    "add group member");
+}
+
+int hp_store_group_members(struct hp_store *s, const char *group,
+			   int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e)
+{
+	return hp_store_snap_each(s, hp_store_q(s, HP_Q_GROUP_MEMBERS, 1, group), fn, ctx, e);
+}
+
+int hp_store_group_delete(struct hp_store *s, const char *id, struct err *e)
+{
+	static const enum hp_store_q steps[3] = {HP_Q_GROUP_DELETE_SNAPS, HP_Q_GROUP_DELETE_MEMBERS,
+						 HP_Q_GROUP_DELETE};
+	int rc = 0;
+
+	for (int i = 0; i < 3 && !rc; i++)
+		rc = hp_store_run(s, hp_store_q(s, steps[i], 1, id), e, "delete group snapshot");
+	return rc;
 }

@@ -35,6 +35,16 @@ struct hp_snap {
 	int64_t size;
 	bool block;
 	int64_t created_ns;
+	char group[HP_ID_MAX + 1]; /* ID of its volume group snapshot, "" when none */
+};
+
+/* A volume group snapshot; its members are snapshots (hp_store_group_members). */
+struct hp_group {
+	int64_t seq;
+	char id[HP_ID_MAX + 1];
+	char name[HP_NAME_MAX + 1];
+	char params[40]; /* hash of the creation parameters */
+	int64_t created_ns; /* also every member's created_ns */
 };
 
 /* A controller publication of a volume to a node. */
@@ -115,5 +125,18 @@ int hp_store_node_add(struct hp_store *s, const char *node, struct err *e);
 int hp_store_node_known(struct hp_store *s, const char *node, bool *known, struct err *e);
 int hp_store_node_list(struct hp_store *s, int (*fn)(void *ctx, const char *node), void *ctx,
 		       struct err *e);
+
+/* Volume group snapshots; the members are inserted with hp_store_snap_insert first. */
+int hp_store_group_get(struct hp_store *s, const char *id, struct hp_group *g, struct err *e);
+int hp_store_group_by_name(struct hp_store *s, const char *name, struct hp_group *g, struct err *e);
+int hp_store_group_insert(struct hp_store *s, struct hp_group *g, struct err *e);
+/* Makes snapshot snap a member of group. */
+int hp_store_group_member_add(struct hp_store *s, const char *group, const char *snap,
+			      struct err *e);
+/* Calls fn for each member snapshot of group, in creation order. */
+int hp_store_group_members(struct hp_store *s, const char *group,
+			   int (*fn)(void *ctx, const struct hp_snap *v), void *ctx, struct err *e);
+/* Deletes group with its member snapshots' rows (not their copies on disk). */
+int hp_store_group_delete(struct hp_store *s, const char *id, struct err *e);
 
 #endif

@@ -20,8 +20,9 @@
 static const char hp_usage[] =
     "usage: csi-hostpath [options]\n"
     "\n"
-    "A CSI plugin (Identity, Controller, Node on one unix socket) whose volumes are\n"
-    "directories (or sparse files, for block volumes) under --data-dir.\n"
+    "A CSI plugin (Identity, Controller, GroupController, Node on one unix socket)\n"
+    "whose volumes are directories (or sparse files, for block volumes) under\n"
+    "--data-dir.\n"
     "\n"
     "  --endpoint EP          unix socket to serve (default: $CSI_ENDPOINT)\n"
     "  --data-dir DIR         volumes, snapshots and state (required)\n"

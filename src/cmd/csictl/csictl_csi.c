@@ -13,10 +13,8 @@
 #include <string.h>
 
 static const struct csictl_csi_cmd *const csictl_csi_groups[] = {
-    csictl_csi_identity_cmds,
-    csictl_csi_volume_cmds,
-    csictl_csi_node_cmds,
-    csictl_csi_snapshot_cmds,
+    csictl_csi_identity_cmds, csictl_csi_volume_cmds, csictl_csi_node_cmds,
+    csictl_csi_snapshot_cmds, csictl_csi_group_cmds,
 };
 
 #define CSICTL_CSI_NGROUPS (sizeof(csictl_csi_groups) / sizeof(csictl_csi_groups[0]))
@@ -198,6 +196,11 @@ int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf)
 	if (!cmd && strcmp(pos.v[0], "snapshot") == 0) {
 		status =
 		    csictl_csi_usage_error(&c, "usage: csictl csi snapshot create|delete|list");
+		goto out;
+	}
+	if (!cmd && strcmp(pos.v[0], "group-snapshot") == 0) {
+		status = csictl_csi_usage_error(
+		    &c, "usage: csictl csi group-snapshot create|get|delete");
 		goto out;
 	}
 	if (!cmd) {

@@ -1,10 +1,11 @@
 /*
  * `csictl csi`: a command-line client for any CSI plugin at a unix socket.
  * csictl_csi.c parses the flags shared by every command, opens the client
- * and dispatches to the command groups (identity, volume, node, snapshot),
- * each in its own file with its own table of commands. This header is the
- * contract between the dispatcher and the groups: the parsed options, the
- * run context, and helpers that turn flags into request fields.
+ * and dispatches to the command groups (identity, volume, node, snapshot,
+ * group-snapshot), each in its own file with its own table of commands.
+ * This header is the contract between the dispatcher and the groups: the
+ * parsed options, the run context, and helpers that turn flags into
+ * request fields.
  *
  * Exit status of every command: 0 when the plugin answered OK, 1 when a
  * call failed (the gRPC code name and message are printed on stderr as
@@ -87,6 +88,7 @@ extern const struct csictl_csi_cmd csictl_csi_identity_cmds[];
 extern const struct csictl_csi_cmd csictl_csi_volume_cmds[];
 extern const struct csictl_csi_cmd csictl_csi_node_cmds[];
 extern const struct csictl_csi_cmd csictl_csi_snapshot_cmds[];
+extern const struct csictl_csi_cmd csictl_csi_group_cmds[];
 
 /*
  * Runs `csictl csi` with argv holding what follows "csi". Output goes to
@@ -169,6 +171,13 @@ typedef int (*csictl_csi_page_fn)(struct csictl_csi *c, void *req, const char *t
  */
 int csictl_csi_list(struct csictl_csi *c, void *req, csictl_csi_page_fn page, size_t ncols,
 		    const char *const *headers);
+
+/*
+ * The size and creation-time cells of a snapshot: "1Mi" and
+ * "2026-01-02T03:04:05Z" ("" without a creation time).
+ */
+void csictl_csi_snapshot_cells(const Csi__V1__Snapshot *s, char *size, size_t size_len,
+			       char *created, size_t created_len);
 
 /* Prints m as JSON on c->out; returns CSICTL_EXIT_OK or a failure status. */
 int csictl_csi_print_json(struct csictl_csi *c, const ProtobufCMessage *m);

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-static void csictl_csi_snapshot_cells(const Csi__V1__Snapshot *s, char *size, size_t size_len,
-				      char *created, size_t created_len)
+void csictl_csi_snapshot_cells(const Csi__V1__Snapshot *s, char *size, size_t size_len,
+			       char *created, size_t created_len)
 {
 	struct tm tm;
 	time_t t;
