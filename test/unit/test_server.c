@@ -272,6 +272,8 @@ static void test_list_filters_and_pages(void **state)
 
 /* ---- claims ---- */
 
+#define T_RACERS 100
+
 struct t_racer {
 	struct server *s;
 	const char *volume;
@@ -299,11 +301,27 @@ static void *t_race_main(void *arg)
 	return NULL;
 }
 
+/* T_RACERS threads claim volume for writing on node n1 at once, each its own alloc. */
+static void t_race(struct t_env *t, const char *volume, enum model_access access,
+		   struct t_racer *racers)
+{
+	pthread_t th[T_RACERS];
+
+	for (int i = 0; i < T_RACERS; i++) {
+		racers[i].s = t->s;
+		racers[i].volume = volume;
+		racers[i].access = access;
+		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
+		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
+	}
+	for (int i = 0; i < T_RACERS; i++)
+		pthread_join(th[i], NULL);
+}
+
 static void test_claim_race_one_winner(void **state)
 {
 	struct t_env *t = *state;
-	struct t_racer racers[100];
-	pthread_t th[100];
+	struct t_racer racers[T_RACERS];
 	struct model_volume *v = NULL;
 	const char *winner = NULL;
 	char want[64];
@@ -312,15 +330,7 @@ static void test_claim_race_one_winner(void **state)
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	t_volume(t, "solo", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER);
-	for (int i = 0; i < 100; i++) {
-		racers[i].s = t->s;
-		racers[i].volume = "solo";
-		racers[i].access = MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER;
-		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
-		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
-	}
-	for (int i = 0; i < 100; i++)
-		pthread_join(th[i], NULL);
+	t_race(t, "solo", MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER, racers);
 	for (int i = 0; i < 100; i++)
 		if (racers[i].rc == 0) {
 			wins++;
@@ -351,22 +361,13 @@ static void test_claim_race_one_winner(void **state)
 static void test_claim_race_no_lost_update(void **state)
 {
 	struct t_env *t = *state;
-	struct t_racer racers[100];
-	pthread_t th[100];
+	struct t_racer racers[T_RACERS];
 	struct model_volume *v = NULL;
 	struct err e;
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	t_volume(t, "many", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
-	for (int i = 0; i < 100; i++) {
-		racers[i].s = t->s;
-		racers[i].volume = "many";
-		racers[i].access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER;
-		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
-		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
-	}
-	for (int i = 0; i < 100; i++)
-		pthread_join(th[i], NULL);
+	t_race(t, "many", MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, racers);
 	for (int i = 0; i < 100; i++)
 		if (racers[i].rc != 0)
 			fail_msg("%s: rc %d: %s", racers[i].alloc, racers[i].rc, racers[i].msg);
