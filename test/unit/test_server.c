@@ -331,14 +331,14 @@ static void test_claim_race_one_winner(void **state)
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	t_volume(t, "solo", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER);
 	t_race(t, "solo", MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER, racers);
-	for (int i = 0; i < 100; i++)
+	for (int i = 0; i < T_RACERS; i++)
 		if (racers[i].rc == 0) {
 			wins++;
 			winner = racers[i].alloc;
 		}
 	assert_int_equal(wins, 1);
 	snprintf(want, sizeof(want), "alloc %s", winner);
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < T_RACERS; i++) {
 		if (racers[i].rc == 0)
 			continue;
 		if (racers[i].rc != CSID_ECONFLICT)
@@ -368,12 +368,12 @@ static void test_claim_race_no_lost_update(void **state)
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	t_volume(t, "many", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
 	t_race(t, "many", MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, racers);
-	for (int i = 0; i < 100; i++)
+	for (int i = 0; i < T_RACERS; i++)
 		if (racers[i].rc != 0)
 			fail_msg("%s: rc %d: %s", racers[i].alloc, racers[i].rc, racers[i].msg);
 	assert_int_equal(server_volume_get(t->s, "many", t->a, &v, &e), 0);
-	assert_int_equal(v->nclaims, 100);
-	for (int i = 0; i < 100; i++)
+	assert_int_equal(v->nclaims, T_RACERS);
+	for (int i = 0; i < T_RACERS; i++)
 		assert_non_null(model_volume_claim(v, racers[i].alloc));
 }
 
