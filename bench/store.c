@@ -5,7 +5,8 @@
  * one transaction each (put txn/s), then measures compare-and-set updates
  * (get + conditional put, txn/s), get latency, the first page of 100,
  * listing all 100,000 in pages of 1,000, reading the change log in pages
- * of 1,000, and the RSS with the 100,000 objects loaded.
+ * of 1,000, the RSS with the 100,000 objects loaded, and (SQLite) the
+ * time to open the store again.
  *
  *   bench_store [memory|sqlite [dir]]
  *
@@ -263,6 +264,15 @@ static int bench_backend(const char *name, const char *base)
 	bench_pages(s, name);
 	bench_changes(s, name);
 	store_close(s);
+	if (dir[0] != '\0') {
+		/* Reopening: the probe (quick_check) and loading the index. */
+		double t0 = bench_now();
+
+		if (store_sqlite_open(path, &s, &e) != 0)
+			bench_die("reopen", &e);
+		printf("%-7s %-24s ms=%.1f\n", name, "reopen with 100k", (bench_now() - t0) * 1e3);
+		store_close(s);
+	}
 	if (dir[0] != '\0') {
 		const char *suffix[] = {"", "-wal", "-shm"};
 

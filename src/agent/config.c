@@ -326,10 +326,12 @@ static int config_get_duration(json_t *obj, const char *key, int64_t min, int64_
 static int config_check_vars(const char *s, const char *path, struct err *e)
 {
 	for (const char *p = strstr(s, "${"); p; p = strstr(p + 2, "${")) {
-		if (strncmp(p, "${CSI_ENDPOINT}", 15) != 0 && strncmp(p, "${NODE_NAME}", 12) != 0)
+		if (strncmp(p, "${CSI_ENDPOINT}", 15) != 0 &&
+		    strncmp(p, "${CSI_ENDPOINT_PATH}", 20) != 0 &&
+		    strncmp(p, "${NODE_NAME}", 12) != 0)
 			return err_set(e, CSID_EINVAL,
-				       "%s: unknown variable (only ${CSI_ENDPOINT} and "
-				       "${NODE_NAME} are expanded)",
+				       "%s: unknown variable (only ${CSI_ENDPOINT}, "
+				       "${CSI_ENDPOINT_PATH} and ${NODE_NAME} are expanded)",
 				       path);
 	}
 	return 0;
@@ -760,8 +762,14 @@ int config_finalize(struct config *cfg, struct err *e)
 char *config_expand(const char *tmpl, const char *endpoint, const char *node_name)
 {
 	size_t cap = strlen(tmpl) + 1, len = 0;
-	const char *p = tmpl;
+	const char *p = tmpl, *path = endpoint;
 	char *out;
+
+	/* The bare socket path, for plugins that take a path rather than a URL. */
+	if (strncmp(endpoint, "unix://", 7) == 0)
+		path = endpoint + 7;
+	else if (strncmp(endpoint, "unix:", 5) == 0)
+		path = endpoint + 5;
 
 	for (const char *q = strstr(tmpl, "${"); q; q = strstr(q + 2, "${"))
 		cap += strlen(endpoint) + strlen(node_name);
@@ -775,6 +783,9 @@ char *config_expand(const char *tmpl, const char *endpoint, const char *node_nam
 		if (strncmp(p, "${CSI_ENDPOINT}", 15) == 0) {
 			val = endpoint;
 			skip = 15;
+		} else if (strncmp(p, "${CSI_ENDPOINT_PATH}", 20) == 0) {
+			val = path;
+			skip = 20;
 		} else if (strncmp(p, "${NODE_NAME}", 12) == 0) {
 			val = node_name;
 			skip = 12;

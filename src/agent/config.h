@@ -20,6 +20,10 @@
  *     ]
  *   }
  *
+ * In args and env values, ${CSI_ENDPOINT} is the instance's socket as a
+ * unix:// URL, ${CSI_ENDPOINT_PATH} the same socket as a bare path (for
+ * plugins that take --csi-address=/path), ${NODE_NAME} the node name.
+ *
  * Validation is strict: unknown keys, wrong types, bad durations and hostile
  * plugin IDs are reported with the JSON path of the offending value. A
  * struct config owns every string it points to.
@@ -46,7 +50,7 @@ enum config_plugin_type {
 
 struct config_env {
 	char *name;
-	char *value; /* may hold ${CSI_ENDPOINT} / ${NODE_NAME} */
+	char *value; /* may hold ${CSI_ENDPOINT} / ${CSI_ENDPOINT_PATH} / ${NODE_NAME} */
 };
 
 struct config_plugin {
@@ -129,7 +133,9 @@ int config_plugin_copy(struct config_plugin *dst, const struct config_plugin *sr
 void config_plugin_clear(struct config_plugin *p);
 
 /*
- * Expands ${CSI_ENDPOINT} and ${NODE_NAME} in tmpl. Returns a malloc'd
+ * Expands ${CSI_ENDPOINT} (endpoint, a unix:// URL), ${CSI_ENDPOINT_PATH}
+ * (the same without its unix:// or unix: scheme: the bare socket path, for
+ * plugins that take a path) and ${NODE_NAME} in tmpl. Returns a malloc'd
  * string, or NULL when out of memory.
  */
 char *config_expand(const char *tmpl, const char *endpoint, const char *node_name);

@@ -42,6 +42,7 @@ static const char *const mount_state_names[MOUNT_STATE_COUNT_] = {
     [MOUNT_STATE_PUBLISHED] = "published",
     [MOUNT_STATE_UNPUBLISHING] = "unpublishing",
     [MOUNT_STATE_UNSTAGING] = "unstaging",
+    [MOUNT_STATE_UNSTAGING_UNCONFIRMED] = "unstaging-unconfirmed",
     [MOUNT_STATE_GONE] = "gone",
 };
 
@@ -52,7 +53,7 @@ static const unsigned mount_store_next[MOUNT_STATE_COUNT_] = {
     [MOUNT_STATE_NEW] = MOUNT_STORE_BIT(MOUNT_STATE_STAGING) | MOUNT_STORE_BIT(MOUNT_STATE_STAGED),
     [MOUNT_STATE_STAGING] = MOUNT_STORE_BIT(MOUNT_STATE_STAGED) |
 			    MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
-			    MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING),
+			    MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING_UNCONFIRMED),
     [MOUNT_STATE_STAGED] = MOUNT_STORE_BIT(MOUNT_STATE_PUBLISHING) |
 			   MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) |
 			   MOUNT_STORE_BIT(MOUNT_STATE_GONE),
@@ -62,6 +63,7 @@ static const unsigned mount_store_next[MOUNT_STATE_COUNT_] = {
     [MOUNT_STATE_UNPUBLISHING] =
 	MOUNT_STORE_BIT(MOUNT_STATE_UNSTAGING) | MOUNT_STORE_BIT(MOUNT_STATE_GONE),
     [MOUNT_STATE_UNSTAGING] = MOUNT_STORE_BIT(MOUNT_STATE_GONE),
+    [MOUNT_STATE_UNSTAGING_UNCONFIRMED] = MOUNT_STORE_BIT(MOUNT_STATE_GONE),
     [MOUNT_STATE_GONE] = 0,
 };
 
@@ -483,5 +485,39 @@ out:
 	if (rc != 0)
 		err_wrap(e, "mount %s/%s: %s -> %s", r->volume_id, r->alloc_id,
 			 mount_state_name(r->state), mount_state_name(to));
+	return rc;
+}
+
+int mount_store_forget(struct mount_store *s, struct mount_record *r, struct err *e)
+{
+	sqlite3_stmt *st = NULL;
+	char line[400];
+	char q[800];
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = mount_store_stmt(s, MOUNT_STORE_SQL_DELETE, &st, e);
+	if (rc != 0)
+		goto out;
+	sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		rc = mount_store_sqlerr(s, rc, "delete", e);
+		goto out;
+	}
+	if (sqlite3_changes(s->db) != 1) {
+		rc = err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", r->volume_id,
+			     r->alloc_id);
+		goto out;
+	}
+	snprintf(line, sizeof(line), "mount %s/%s: %s -> gone (forced)", r->volume_id, r->alloc_id,
+		 mount_state_name(r->state));
+	log_warn("msg=%s", log_q(q, sizeof(q), line));
+	r->state = MOUNT_STATE_GONE;
+	rc = 0;
+out:
+	mount_store_stmt_done(st);
+	pthread_mutex_unlock(&s->lock);
 	return rc;
 }

@@ -7,18 +7,27 @@
  *   from          allowed next states
  *   new           staging (stage needed), staged (no stage, or already staged)
  *   staging       publishing (stage OK, publish about to be sent), staged
- *                 (stage OK), unstaging (stage failed or rolled back)
+ *                 (stage OK), unstaging-unconfirmed (stage failed or rolled
+ *                 back)
  *   staged        publishing, unstaging (rollback, last user), gone (rollback)
  *   publishing    published (OK, or adopted), unpublishing (failed, rollback)
  *   published     unpublishing (unmount, or target found unmounted)
  *   unpublishing  unstaging (last user of the staging path), gone
  *   unstaging     gone
+ *   unstaging-unconfirmed
+ *                 gone
  *
  * staging -> publishing is the one write between the two RPCs of a mount:
  * "the stage is done" and "the publish may be in flight" are recorded
  * together, before NodePublish is sent, so what recovery reads is the
  * same as after staged -> publishing (the stage is done, the publish may
  * have happened), one commit earlier.
+ *
+ * unstaging-unconfirmed is the rollback of a stage that was never
+ * confirmed: like unstaging, but when nothing is mounted at the staging
+ * path a plugin that refuses the NodeUnstage (a final error, such as
+ * INVALID_ARGUMENT for a volume ID it rejected) does not keep the record
+ * for ever (see mounter_down).
  *
  * "gone" deletes the row. The staging reference count is not a counter
  * that could drift: it is the number of rows that name the same staging
@@ -48,6 +57,7 @@ enum mount_state {
 	MOUNT_STATE_PUBLISHED, /* mounted at the target */
 	MOUNT_STATE_UNPUBLISHING, /* NodeUnpublishVolume may be in flight */
 	MOUNT_STATE_UNSTAGING, /* NodeUnstageVolume may be in flight (last user) */
+	MOUNT_STATE_UNSTAGING_UNCONFIRMED, /* the same, for a stage never confirmed */
 	MOUNT_STATE_GONE, /* row deleted */
 	MOUNT_STATE_COUNT_
 };
@@ -125,5 +135,14 @@ int mount_store_stage_users(struct mount_store *s, const char *staging_path,
  */
 int mount_store_transition(struct mount_store *s, struct mount_record *r, enum mount_state to,
 			   struct err *e);
+
+/*
+ * The one way around the table, for the operator's force path: deletes
+ * r's row from any state (r->state becomes gone) and logs
+ * "mount <volume>/<alloc>: <from> -> gone (forced)" at warn level.
+ * Returns 0, CSID_ENOTFOUND when the row is gone already, or a database
+ * error.
+ */
+int mount_store_forget(struct mount_store *s, struct mount_record *r, struct err *e);
 
 #endif

@@ -13,12 +13,23 @@
  * NodeUnpublish, then unstaging before NodeUnstage only when no other
  * record still holds the staging path staged, then the row is deleted.
  * NOT_FOUND from NodeUnpublish/NodeUnstage counts as done (csi_rules.h).
+ * A stage that was never confirmed is rolled back through
+ * unstaging-unconfirmed: there, a plugin that refuses the NodeUnstage for
+ * good while nothing is mounted at the staging path does not hold the
+ * record (the plugin rejected the volume; nothing was staged).
+ *
+ * One volume is one plugin volume: a mount naming another plugin or
+ * external ID than the other allocations' records of the volume is
+ * refused (CSID_ECONFLICT), so a stage is never shared between two
+ * plugin volumes nor unstaged with the wrong ID.
  *
  * A failed mount is rolled back at once (the target and the stage may be
  * half made when an RPC times out, and the next attempt starts clean). If
  * the rollback fails too, the record keeps the state it reached and the
  * next mount or unmount of that (volume, alloc), or mounter_recover,
- * finishes it before doing anything else. A failed unmount keeps its
+ * finishes it before doing anything else; when the plugin never will,
+ * the operator forces it (mounter_force.c). A rollback that is done
+ * removes the target's parent directory at once. A failed unmount keeps its
  * record in unpublishing/unstaging; a retry continues from there.
  *
  * Recovery after a restart (mounter_recover: what each recorded state
@@ -243,6 +254,31 @@ out:
 	pthread_mutex_unlock(&m->dir_mu);
 }
 
+void mounter_dir_remove(struct mounter *m, const char *dir)
+{
+	int i;
+
+	pthread_mutex_lock(&m->dir_mu);
+	i = mounter_parked_find(m, dir);
+	if (i >= 0)
+		mounter_parked_drop(m, i);
+	mounter_prune_locked(m, dir);
+	pthread_mutex_unlock(&m->dir_mu);
+}
+
+void mounter_dir_remove_parent(struct mounter *m, const char *path)
+{
+	char parent[MOUNTER_PATH_MAX];
+	char *slash;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (slash != NULL) {
+		*slash = '\0';
+		mounter_dir_remove(m, parent);
+	}
+}
+
 /* Removes every parked directory (and its empty parents). */
 static void mounter_unpark_all(struct mounter *m)
 {
@@ -337,6 +373,33 @@ static int mounter_unstage_rpc(struct mounter *m, const struct mounter_plugin *p
 }
 
 /*
+ * A NodeUnstage of a stage that was never confirmed failed with rc (e):
+ * when the plugin refused it for good (a final, not a retryable error)
+ * and nothing is mounted at the staging path, the stage never happened
+ * as far as this node can see, and waiting for the plugin's cooperation
+ * would keep the record (and the volume) stuck for ever: the step counts
+ * as done. Returns 0 then, else rc with e unchanged.
+ */
+static int mounter_unstage_refused(struct mounter *m, const struct mount_record *r, int rc,
+				   struct err *e)
+{
+	bool mounted = true;
+	struct err me;
+
+	err_clear(&me);
+	if (csid_err_retryable(rc) || r->staging_path == NULL ||
+	    mount_table_is_mounted(m->table, r->staging_path, &mounted, &me) != 0 || mounted)
+		return rc;
+	mounter_log(LOG_WARN,
+		    "plugin refused to unstage a stage it never confirmed; nothing is mounted "
+		    "there, counted as done",
+		    r, e != NULL ? e->msg : NULL);
+	mounter_park(m, r->staging_path);
+	err_clear(e);
+	return 0;
+}
+
+/*
  * Once r no longer uses the stage (publish undone or never started): on
  * to unstaging when r is the last holder of its staging path, else gone.
  */
@@ -373,7 +436,8 @@ int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount
 	while (rc == 0 && r->state != MOUNT_STATE_GONE) {
 		switch (r->state) {
 		case MOUNT_STATE_STAGING:
-			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNSTAGING, e);
+			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNSTAGING_UNCONFIRMED,
+						    e);
 			break;
 		case MOUNT_STATE_STAGED:
 			rc = mounter_drop_stage_ref(m, r, &last, e);
@@ -390,10 +454,13 @@ int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount
 			decided = true;
 			break;
 		case MOUNT_STATE_UNSTAGING:
+		case MOUNT_STATE_UNSTAGING_UNCONFIRMED:
 			if (!decided)
 				rc = mounter_last_user(m, r, &last, e);
 			if (rc == 0 && last)
 				rc = mounter_unstage_rpc(m, p, r, e);
+			if (rc != 0 && r->state == MOUNT_STATE_UNSTAGING_UNCONFIRMED)
+				rc = mounter_unstage_refused(m, r, rc, e);
 			if (rc == 0)
 				rc = mount_store_transition(m->store, r, MOUNT_STATE_GONE, e);
 			break;
@@ -564,15 +631,23 @@ void mounter_log(enum log_level level, const char *msg, const struct mount_recor
 		error ? log_q(qerr, sizeof(qerr), error) : "");
 }
 
-/* Rolls back a failed mount; the original error in e is kept, a rollback failure logged. */
+/*
+ * Rolls back a failed mount; the original error in e is kept, a rollback
+ * failure logged. A rollback that is done also removes the target's
+ * parent (per-alloc/<alloc>/<volume>) and, when empty, the allocation's
+ * directory: nothing of a mount that failed stays on the node.
+ */
 static void mounter_rollback(struct mounter *m, const struct mounter_plugin *p,
 			     struct mount_record *r)
 {
 	struct err re;
 
 	err_clear(&re);
-	if (mounter_down(m, p, r, &re) != 0)
+	if (mounter_down(m, p, r, &re) != 0) {
 		mounter_log(LOG_WARN, "mount rollback incomplete, left for retry", r, re.msg);
+		return;
+	}
+	mounter_dir_remove_parent(m, r->target_path);
 }
 
 /* Creates the directories, records the mount and sends stage and publish. */
@@ -642,9 +717,25 @@ static void mounter_fill_result(const struct mount_record *r, struct mounter_res
 	res->is_device = r->attachment == MOUNT_ATTACH_BLOCK_DEVICE;
 }
 
+int mounter_lock_record(struct mounter *m, const char *volume_id, const char *alloc_id,
+			struct mounter_vlock **v, struct mount_record **r, struct err *e)
+{
+	int rc;
+
+	*v = NULL;
+	*r = NULL;
+	rc = mount_name_check("volume id", volume_id, e);
+	if (rc == 0)
+		rc = mount_name_check("alloc id", alloc_id, e);
+	if (rc == 0)
+		rc = mounter_lock(m, volume_id, v, e);
+	if (rc == 0)
+		rc = mount_store_get(m->store, volume_id, alloc_id, r, e);
+	return rc;
+}
+
 /* Checks that p is the plugin r was mounted through. */
-static int mounter_check_owner(const struct mount_record *r, const struct mounter_plugin *p,
-			       struct err *e)
+int mounter_check_owner(const struct mount_record *r, const struct mounter_plugin *p, struct err *e)
 {
 	if (p == NULL || p->client == NULL || p->plugin_id == NULL)
 		return err_set(e, CSID_EINVAL, "no node plugin given");
@@ -652,6 +743,38 @@ static int mounter_check_owner(const struct mount_record *r, const struct mounte
 		return err_set(e, CSID_EINVAL, "volume %s was mounted through plugin %s, not %s",
 			       r->volume_id, r->plugin_id, p->plugin_id);
 	return 0;
+}
+
+/*
+ * One volume, one plugin volume: every other allocation's record of
+ * req's volume (staged, published, or on its way down) must name the
+ * same plugin and external ID, else the last unmount would unstage one
+ * plugin volume with the ID of another. Returns 0 or CSID_ECONFLICT
+ * naming both IDs.
+ */
+static int mounter_check_same_volume(struct mounter *m, const struct mounter_request *req,
+				     struct err *e)
+{
+	struct mount_record **rs = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = mount_store_list(m->store, req->volume_id, &rs, &n, e);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		const struct mount_record *o = rs[i];
+
+		if (strcmp(o->alloc_id, req->alloc_id) == 0 ||
+		    (strcmp(o->plugin_id, req->plugin_id) == 0 &&
+		     strcmp(o->external_id, req->external_id) == 0))
+			continue;
+		rc = err_set(e, CSID_ECONFLICT,
+			     "volume %s is mounted through plugin %s as external id \"%.128s\" "
+			     "(alloc %s), not plugin %s external id \"%.128s\"",
+			     req->volume_id, o->plugin_id, o->external_id, o->alloc_id,
+			     req->plugin_id, req->external_id);
+	}
+	mount_records_free(rs, n);
+	return rc;
 }
 
 int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
@@ -665,6 +788,8 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 	rc = mounter_check_request(p, req, e);
 	if (rc == 0)
 		rc = mounter_lock(m, req->volume_id, &v, e);
+	if (rc == 0)
+		rc = mounter_check_same_volume(m, req, e);
 	if (rc != 0)
 		goto out;
 	rc = mount_store_get(m->store, req->volume_id, req->alloc_id, &r, e);
@@ -724,13 +849,7 @@ int mounter_unmount(struct mounter *m, const struct mounter_plugin *p, const cha
 	struct mount_record *r = NULL;
 	int rc;
 
-	rc = mount_name_check("volume id", volume_id, e);
-	if (rc == 0)
-		rc = mount_name_check("alloc id", alloc_id, e);
-	if (rc == 0)
-		rc = mounter_lock(m, volume_id, &v, e);
-	if (rc == 0)
-		rc = mount_store_get(m->store, volume_id, alloc_id, &r, e);
+	rc = mounter_lock_record(m, volume_id, alloc_id, &v, &r, e);
 	if (rc == 0)
 		rc = mounter_check_owner(r, p, e);
 	if (rc == 0)

@@ -5,6 +5,8 @@
  * recorded durably before and after its RPC (agent/mount_store.h), so a
  * restarted agent adopts what is mounted and finishes or rolls back what
  * was half done (mounter_recover; the rules are in mounter_recover.c).
+ * When a plugin cannot take a mount down, mounter_unmount_force is the
+ * operator's way out (mounter_force.c).
  *
  * The mounter does not know the plugin manager: each call gets a small
  * struct mounter_plugin describing the node plugin to use.
@@ -110,8 +112,10 @@ void mounter_close(struct mounter *m);
  * be rolled back stays recorded and is finished by the next call on the
  * same volume and allocation, or by mounter_recover). Returns 0 and
  * *result, CSID_EINVAL for a bad request, CSID_ECONFLICT when the
- * allocation has the volume mounted with another usage, or the code of the
- * failing RPC (csi_status_to_err) with e naming the step and the plugin.
+ * allocation has the volume mounted with another usage or when another
+ * allocation has it mounted through another plugin or external ID (e
+ * names both), or the code of the failing RPC (csi_status_to_err) with e
+ * naming the step and the plugin.
  */
 int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
 		  const struct mounter_request *req, struct mounter_result *result, struct err *e);
@@ -126,6 +130,48 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *plugin,
  */
 int mounter_unmount(struct mounter *m, const struct mounter_plugin *plugin, const char *volume_id,
 		    const char *alloc_id, struct err *e);
+
+/*
+ * How many entries each list of a forced unmount's report holds at most
+ * (the first ones; the log has every one).
+ */
+#define MOUNTER_FORCE_NOTES 8
+
+/*
+ * What a forced unmount did without the plugin. Every string is owned by
+ * the report (fixed arrays: allocate the report on the heap).
+ */
+struct mounter_force_report {
+	/* The RPCs did not finish: the rest below was done by the agent. */
+	bool forced;
+	/* Steps the plugin did not do, each with why ("unpublish: ..."). */
+	int n_skipped;
+	char skipped[MOUNTER_FORCE_NOTES][ERR_MSG_MAX];
+	/* Paths the agent unmounted itself; lazy: detached while busy. */
+	int n_detached;
+	char detached[MOUNTER_FORCE_NOTES][MOUNTER_PATH_MAX];
+	bool lazy[MOUNTER_FORCE_NOTES];
+	/* Paths left in place (used by another allocation, or not empty), with why. */
+	int n_kept;
+	char kept[MOUNTER_FORCE_NOTES][ERR_MSG_MAX];
+};
+
+/*
+ * The operator's way out of a mount the plugin cannot take down: tries
+ * the RPCs once (mounter_unmount's sequence, through plugin p when p is
+ * not NULL; when it is NULL, no_plugin says why, e.g. "node plugin X is
+ * not running"); then, whatever they left, unmounts every mount at or
+ * under the target and (when no other allocation names it) the staging
+ * path, lazily when busy, removes those directories, and drops the
+ * record. *rep (zeroed first) says what was skipped. Returns 0 (also when
+ * something was skipped), CSID_ENOTFOUND when nothing is recorded,
+ * CSID_EINVAL for a bad name or a plugin that did not mount it, or
+ * another code with e set when the agent itself could not unmount a path
+ * or drop the record (the record then stays).
+ */
+int mounter_unmount_force(struct mounter *m, const struct mounter_plugin *p, const char *no_plugin,
+			  const char *volume_id, const char *alloc_id,
+			  struct mounter_force_report *rep, struct err *e);
 
 /*
  * Whether volume_id is published for alloc_id and its target is still a

@@ -1,8 +1,9 @@
 /*
  * Private structures and helpers of the volume mounter, shared by
- * mounter.c (open/close, mount, unmount, directory parking) and
- * mounter_recover.c (start-up recovery and the sweep). Not part of the
- * library contract: only those two files include it.
+ * mounter.c (open/close, mount, unmount, directory parking),
+ * mounter_recover.c (start-up recovery and the sweep) and
+ * mounter_force.c (the forced unmount). Not part of the library
+ * contract: only those files include it.
  *
  * Ownership: the mounter owns its store, its volume locks and its parked
  * directory names; the mount table is borrowed (from the options, or the
@@ -50,6 +51,26 @@ int mounter_lock(struct mounter *m, const char *volume_id, struct mounter_vlock 
 /* Releases a lock from mounter_lock; NULL is a no-op. */
 void mounter_unlock(struct mounter *m, struct mounter_vlock *v);
 
+/*
+ * Checks the names, locks volume_id (*v) and loads the record of the pair
+ * (*r, to free). Returns 0, CSID_EINVAL for a bad name, CSID_ENOTFOUND,
+ * or another code; *v may be set even on failure (unlock it).
+ */
+int mounter_lock_record(struct mounter *m, const char *volume_id, const char *alloc_id,
+			struct mounter_vlock **v, struct mount_record **r, struct err *e);
+/* Checks that p is a plugin and the one r was mounted through (CSID_EINVAL if not). */
+int mounter_check_owner(const struct mount_record *r, const struct mounter_plugin *p,
+			struct err *e);
+
+/*
+ * Removes the agent-made directory dir (forgetting it if parked) and its
+ * empty parents below <mounts>/staging or <mounts>/per-alloc; rmdir only,
+ * so content and mount points stay.
+ */
+void mounter_dir_remove(struct mounter *m, const char *dir);
+/* mounter_dir_remove of the directory that holds path (a target's parent). */
+void mounter_dir_remove_parent(struct mounter *m, const char *path);
+
 /* Forgets parked directory i without removing it. The caller holds dir_mu. */
 void mounter_parked_drop(struct mounter *m, int i);
 
@@ -59,6 +80,9 @@ void mounter_parked_drop(struct mounter *m, int i);
  */
 int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount_record *r,
 		 struct err *e);
+
+/* Whether path is p or lies under p. */
+bool mounter_under(const char *path, const char *p);
 
 /* Logs msg with r's volume/alloc and state, and error when not NULL. */
 void mounter_log(enum log_level level, const char *msg, const struct mount_record *r,

@@ -14,6 +14,10 @@
  *   staging       the stage may or may not have happened: rolled back with
  *                 NodeUnstage (idempotent) unless another record holds it.
  *   staged        publish never started: rolled back (unstage if last).
+ *   unstaging-unconfirmed
+ *                 a rollback of a stage was under way: finished (a plugin
+ *                 refusing the unstage for good is not needed when
+ *                 nothing is mounted at the staging path, see mounter_down).
  *   unpublishing, unstaging
  *                 the unmount was under way: finished.
  * NodeStage is never sent during recovery, so what is staged is never
@@ -172,8 +176,7 @@ out:
 	return ret;
 }
 
-/* Whether path is p or lies under p. */
-static bool mounter_under(const char *path, const char *p)
+bool mounter_under(const char *path, const char *p)
 {
 	size_t n = strlen(p);
 

@@ -2,7 +2,8 @@
  * The real mount table: reads /proc/self/mountinfo (proc(5): "36 35 98:0
  * /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw"), whose fifth
  * field is the mount point with space, tab, newline and backslash written
- * as octal escapes, and removes orphan mounts with umount2(MNT_DETACH).
+ * as octal escapes, and removes orphan mounts with umount2(MNT_DETACH)
+ * (a forced unmount tries a plain umount2 first, lazy only when busy).
  * This is the only Linux-specific file of the mounter. A mount set is a
  * sorted array of strings so that a recovery over thousands of records
  * reads the table once and answers each record with a binary search.
@@ -229,6 +230,17 @@ static int mountinfo_unmount(struct mount_table *t, const char *path, struct err
 	return 0;
 }
 
+static int mountinfo_detach(struct mount_table *t, const char *path, bool *lazy, struct err *e)
+{
+	*lazy = false;
+	if (umount2(path, UMOUNT_NOFOLLOW) == 0 || errno == EINVAL || errno == ENOENT)
+		return 0;
+	if (errno != EBUSY)
+		return err_errno(e, errno, "umount %s", path);
+	*lazy = true;
+	return mountinfo_unmount(t, path, e);
+}
+
 static int mountinfo_is_mounted(struct mount_table *t, const char *path, bool *out, struct err *e)
 {
 	struct mount_set s;
@@ -257,6 +269,7 @@ static struct mount_table mountinfo_real = {
     .load = mountinfo_load,
     .unmount = mountinfo_unmount,
     .is_mounted = mountinfo_is_mounted,
+    .detach = mountinfo_detach,
     .ctx = NULL,
 };
 
@@ -279,4 +292,12 @@ int mount_table_is_mounted(struct mount_table *t, const char *path, bool *out, s
 	*out = mount_set_has(&s, path);
 	mount_set_clear(&s);
 	return 0;
+}
+
+int mount_table_detach(struct mount_table *t, const char *path, bool *lazy, struct err *e)
+{
+	*lazy = false;
+	if (t->detach != NULL)
+		return t->detach(t, path, lazy, e);
+	return t->unmount(t, path, e);
 }

@@ -34,6 +34,13 @@ struct mount_table {
 	 * whole table. Returns 0 with *out, or a negative code with e set.
 	 */
 	int (*is_mounted)(struct mount_table *t, const char *path, bool *out, struct err *e);
+	/*
+	 * Optional (NULL: unmount, reported as not lazy): unmounts path,
+	 * lazily (detached, cleaned up once no longer busy) only when a
+	 * plain unmount finds it busy; *lazy says which. Not mounted is
+	 * fine. Returns 0 or a negative code with e set.
+	 */
+	int (*detach)(struct mount_table *t, const char *path, bool *lazy, struct err *e);
 	void *ctx; /* for the implementation */
 };
 
@@ -59,5 +66,8 @@ void mount_set_clear(struct mount_set *s);
  * loaded into a set and path looked up.
  */
 int mount_table_is_mounted(struct mount_table *t, const char *path, bool *out, struct err *e);
+
+/* Unmounts path through t->detach when t has it, else t->unmount (*lazy false). */
+int mount_table_detach(struct mount_table *t, const char *path, bool *lazy, struct err *e);
 
 #endif

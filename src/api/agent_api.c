@@ -39,7 +39,8 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 	if (strncmp(url, mounts, sizeof(mounts) - 1) == 0 && url[sizeof(mounts) - 1] == '/') {
 		rep->allow = "DELETE";
 		if (strcmp(method, "DELETE") == 0)
-			return agent_api_mounts_delete(a, url, &rep->doc, e);
+			return agent_api_mounts_delete(a, url, http_query(req, "force"), &rep->doc,
+						       e);
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", url);

@@ -8,7 +8,7 @@
  *                                          fingerprint, supervisor state
  *   GET    /v1/agent/mounts                every mount record (no secrets)
  *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
- *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount
+ *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount; ?force=true: mounter_unmount_force
  *
  * Errors are {"error": "...", "code": "..."} with the HTTP status of the
  * csid error table (include/csid.h). Request bodies are capped
@@ -18,6 +18,7 @@
 #ifndef CSID_API_AGENT_API_H
 #define CSID_API_AGENT_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,5 +78,12 @@ void agent_api_mount_req_free(struct agent_api_mount_req *r);
  * or CSID_EINVAL with e set.
  */
 int agent_api_parse_mount_path(const char *url, char *vol, char *alloc, struct err *e);
+
+/*
+ * The "force" query parameter of a DELETE: NULL (absent), "false" or "0"
+ * give false, "true" or "1" true. Returns 0 with *out, or CSID_EINVAL
+ * with e set for any other value.
+ */
+int agent_api_parse_force(const char *value, bool *out, struct err *e);
 
 #endif

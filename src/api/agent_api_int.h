@@ -26,7 +26,9 @@ struct agent_api {
 int agent_api_mounts_list(struct agent_api *a, json_t **out, struct err *e);
 int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json_t **out,
 			 struct err *e);
-int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, struct err *e);
+/* force: the value of the "force" query parameter ("true", "false"), NULL when absent. */
+int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,
+			    struct err *e);
 
 /* agent_api_plugins.c */
 int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);

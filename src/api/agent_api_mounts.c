@@ -5,7 +5,9 @@
  *
  * A mount waits, bounded by plugin_wait_ms, for its plugin to be healthy
  * (it may be starting with the agent); a plugin nobody configured or
- * registered is refused at once. Secrets and mount flags are passed to
+ * registered is refused at once. An unmount with ?force=true goes on
+ * without a plugin it cannot have (mounter_unmount_force) and answers
+ * what was skipped. Secrets and mount flags are passed to
  * the plugin only: they are zeroed when the request is freed and never
  * appear in a response, an error or a log line.
  */
@@ -313,6 +315,18 @@ int agent_api_parse_mount_path(const char *url, char *vol, char *alloc, struct e
 	return 0;
 }
 
+int agent_api_parse_force(const char *value, bool *out, struct err *e)
+{
+	*out = false;
+	if (!value || strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+		return 0;
+	if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+		*out = true;
+		return 0;
+	}
+	return err_set(e, CSID_EINVAL, "force: expected true or false");
+}
+
 /* Waits for the node plugin and takes a reference on its client. */
 static int agent_api_get_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
 				struct err *e)
@@ -371,16 +385,74 @@ out:
 	return rc;
 }
 
-int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, struct err *e)
+/* The answer of a forced unmount: what the agent did itself and what it skipped. */
+static json_t *agent_api_force_json(const char *vol, const char *alloc,
+				    const struct mounter_force_report *rep)
+{
+	json_t *skipped = json_array(), *detached = json_array(), *kept = json_array();
+
+	for (int i = 0; skipped && i < rep->n_skipped; i++)
+		json_array_append_new(skipped, json_string(rep->skipped[i]));
+	for (int i = 0; detached && i < rep->n_detached; i++)
+		json_array_append_new(detached, json_pack("{s:s, s:b}", "path", rep->detached[i],
+							  "lazy", rep->lazy[i]));
+	for (int i = 0; kept && i < rep->n_kept; i++)
+		json_array_append_new(kept, json_string(rep->kept[i]));
+	return json_pack("{s:s, s:s, s:b, s:b, s:o*, s:o*, s:o*}", "volume_id", vol, "alloc_id",
+			 alloc, "unmounted", 1, "forced", rep->forced, "skipped", skipped,
+			 "detached", detached, "kept", kept);
+}
+
+/*
+ * DELETE ...?force=true: the plugin is waited for as for an unmount, but
+ * one that cannot be had is no reason to stop; the mounter tries the
+ * RPCs once and undoes the rest itself.
+ */
+static int agent_api_mounts_force(struct agent_api *a, const char *vol, const char *alloc,
+				  const char *plugin, json_t **out, struct err *e)
+{
+	struct mounter_force_report *rep = calloc(1, sizeof(*rep));
+	struct plugin_ref ref = {0};
+	struct mounter_plugin mp;
+	struct err pe;
+	int rc;
+
+	if (!rep)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	err_clear(&pe);
+	mp.plugin_id = plugin;
+	mp.has_stage_unstage = false;
+	mp.client = NULL;
+	if (agent_api_get_plugin(a, plugin, &ref, &pe) == 0) {
+		mp.client = ref.client;
+		mp.has_stage_unstage = ref.fingerprint.stage_unstage;
+	}
+	rc = mounter_unmount_force(a->cfg.mounter, mp.client ? &mp : NULL, pe.msg, vol, alloc, rep,
+				   e);
+	plugin_ref_release(&ref);
+	if (rc == 0) {
+		*out = agent_api_force_json(vol, alloc, rep);
+		if (!*out)
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	free(rep);
+	return rc;
+}
+
+int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,
+			    struct err *e)
 {
 	char vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
 	char plugin[MOUNT_NAME_MAX + 1] = "";
 	struct mount_record *rec = NULL;
 	struct plugin_ref ref = {0};
 	struct mounter_plugin mp;
+	bool forced = false;
 	int rc;
 
-	rc = agent_api_parse_mount_path(url, vol, alloc, e);
+	rc = agent_api_parse_force(force, &forced, e);
+	if (rc == 0)
+		rc = agent_api_parse_mount_path(url, vol, alloc, e);
 	if (rc)
 		return rc;
 	rc = mounter_get(a->cfg.mounter, vol, alloc, &rec, e);
@@ -390,6 +462,8 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, 
 		return rc;
 	snprintf(plugin, sizeof(plugin), "%s", rec->plugin_id);
 	mount_record_free(rec);
+	if (forced)
+		return agent_api_mounts_force(a, vol, alloc, plugin, out, e);
 	rc = agent_api_get_plugin(a, plugin, &ref, e);
 	if (rc)
 		return err_wrap(e, "unmount %s for %s", vol, alloc);
@@ -406,18 +480,21 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, json_t **out, 
 
 static json_t *agent_api_record_json(const struct mount_record *r)
 {
-	json_t *o, *pc;
+	json_t *o, *pc, *vc;
 
+	/* Contexts only: secrets and mount flags are never recorded. */
 	pc = r->publish_context ? json_loads(r->publish_context, 0, NULL) : NULL;
+	vc = r->volume_context ? json_loads(r->volume_context, 0, NULL) : NULL;
 	o = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s?, s:s, s:s, s:I, s:o}", "volume_id",
+	    "{s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s?, s:s, s:s, s:I, s:o, s:o}", "volume_id",
 	    r->volume_id, "alloc_id", r->alloc_id, "plugin_id", r->plugin_id, "external_id",
 	    r->external_id ? r->external_id : "", "read_only", r->read_only, "attachment_mode",
 	    mount_attachment_name(r->attachment) ? mount_attachment_name(r->attachment) : "unknown",
 	    "access_mode", mount_access_name(r->access) ? mount_access_name(r->access) : "unknown",
 	    "fs_type", r->fs_type ? r->fs_type : "", "staging_path", r->staging_path, "target_path",
 	    r->target_path ? r->target_path : "", "state", mount_state_name(r->state), "updated_ms",
-	    (json_int_t)r->updated_ms, "publish_context", pc ? pc : json_object());
+	    (json_int_t)r->updated_ms, "publish_context", pc ? pc : json_object(), "volume_context",
+	    vc ? vc : json_object());
 	return o;
 }
 

@@ -14,6 +14,17 @@
 
 /* ---- encoding ---- */
 
+/* A copy of s with every non-ASCII byte as '?' (malloc'd), or NULL. */
+static char *model_ascii(const char *s)
+{
+	char *copy = strdup(s);
+
+	for (char *p = copy; p && *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	return copy;
+}
+
 json_t *model_json_str(const char *s)
 {
 	json_t *j = json_string(s);
@@ -22,12 +33,9 @@ json_t *model_json_str(const char *s)
 	if (j)
 		return j;
 	/* Not valid UTF-8 (a plugin's health text, say): keep the ASCII. */
-	copy = strdup(s);
+	copy = model_ascii(s);
 	if (!copy)
 		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
 	j = json_string(copy);
 	free(copy);
 	return j;
@@ -48,10 +56,11 @@ void model_json_wipe(json_t *v)
 	}
 }
 
-/* Sets o[k] = v (v consumed); *ok turns false on failure. */
+/* Sets o[k] = v; v is consumed even when o is NULL (jansson frees it on
+ * failure); *ok turns false on failure. */
 static void model_set(bool *ok, json_t *o, const char *k, json_t *v)
 {
-	if (!v || !o || json_object_set_new(o, k, v) != 0)
+	if (json_object_set_new(o, k, v) != 0)
 		*ok = false;
 }
 
@@ -68,7 +77,7 @@ static void model_set_int(bool *ok, json_t *o, const char *k, int64_t n)
 
 static void model_append(bool *ok, json_t *arr, json_t *v)
 {
-	if (!v || !arr || json_array_append_new(arr, v) != 0)
+	if (json_array_append_new(arr, v) != 0)
 		*ok = false;
 }
 
@@ -77,8 +86,17 @@ static json_t *model_enc_map(const struct model_map *m)
 	json_t *o = json_object();
 	bool ok = true;
 
-	for (size_t i = 0; i < m->n; i++)
-		model_set_str(&ok, o, m->kv[i].key, m->kv[i].value);
+	for (size_t i = 0; i < m->n; i++) {
+		char *key;
+
+		if (json_object_set_new(o, m->kv[i].key, model_json_str(m->kv[i].value)) == 0)
+			continue;
+		/* A key that is not valid UTF-8 (from a plugin) is kept as ASCII. */
+		key = model_ascii(m->kv[i].key);
+		if (!key || json_object_set_new(o, key, model_json_str(m->kv[i].value)) != 0)
+			ok = false;
+		free(key);
+	}
 	if (!ok) {
 		model_json_wipe(o);
 		json_decref(o);

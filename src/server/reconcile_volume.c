@@ -3,6 +3,22 @@
  * its stored state (reconcile_volume_next, pure), run that step (at most
  * one controller RPC) and write the result on the index read.
  *
+ * By volume state:
+ *   creating     -> CreateVolume (a snapshot or volume source resolved to
+ *                   the plugin's ID through the store), then ready with
+ *                   the plugin's ID, context, capacity and topology; a
+ *                   final error (or a missing capability) -> failed
+ *   registering  -> ValidateVolumeCapabilities; every requested
+ *                   capability confirmed -> ready, else failed (no
+ *                   controller service at all: ready, nothing to check)
+ *   ready        -> the claim steps below, then ControllerExpandVolume
+ *                   (node expansion flagged when asked), then
+ *                   ControllerModifyVolume (mutable parameters merged)
+ *   deleting     -> the claim steps, then once no claim nor publication
+ *                   is left DeleteVolume and the record goes (no plugin
+ *                   ID: looked up by name with CreateVolume first)
+ *   failed       -> nothing (the error stays in the status)
+ *
  * The claim and publication rules, level-triggered (every pass re-derives
  * them from the record):
  *   claim controller-unpublished           -> freed (into past claims)
@@ -43,7 +59,6 @@ const char *reconcile_step_name(enum reconcile_step_kind k)
 	    [RSTEP_PUB_UNPUBLISHING] = "mark unpublishing",
 	    [RSTEP_PUB_REPUBLISH] = "mark publishing",
 	    [RSTEP_PUB_ADD] = "add publication",
-	    [RSTEP_NEED_CONTROLLER] = "check publication",
 	    [RSTEP_UNPUBLISH] = "controller unpublish",
 	    [RSTEP_PUBLISH] = "controller publish",
 	    [RSTEP_EXPAND] = "expand",
@@ -61,13 +76,12 @@ const char *reconcile_step_name(enum reconcile_step_kind k)
 bool reconcile_step_rpc(enum reconcile_step_kind k)
 {
 	return k == RSTEP_CREATE || k == RSTEP_VALIDATE || k == RSTEP_UNPUBLISH ||
-	       k == RSTEP_PUBLISH || k == RSTEP_EXPAND || k == RSTEP_MODIFY || k == RSTEP_DELETE ||
-	       k == RSTEP_NEED_CONTROLLER;
+	       k == RSTEP_PUBLISH || k == RSTEP_EXPAND || k == RSTEP_MODIFY || k == RSTEP_DELETE;
 }
 
 /* ---- the decision (pure) ---- */
 
-/* Whether a claim on node is still claimed (skipping claims[skip]). */
+/* Whether a claim on node is still claimed (so needs the node's publication). */
 static bool rv_node_claimed(const struct model_volume *v, const char *node)
 {
 	for (size_t i = 0; i < v->nclaims; i++)
@@ -77,6 +91,7 @@ static bool rv_node_claimed(const struct model_volume *v, const char *node)
 	return false;
 }
 
+/* Whether any active claim is on node. */
 static bool rv_node_active(const struct model_volume *v, const char *node)
 {
 	for (size_t i = 0; i < v->nclaims; i++)
@@ -87,10 +102,9 @@ static bool rv_node_active(const struct model_volume *v, const char *node)
 
 static size_t rv_pub_index(const struct model_volume *v, const char *node)
 {
-	for (size_t i = 0; i < v->npubs; i++)
-		if (strcmp(v->pubs[i].node_id, node) == 0)
-			return i;
-	return SIZE_MAX;
+	const struct model_publication *p = model_volume_pub(v, node);
+
+	return p != NULL ? (size_t)(p - v->pubs) : SIZE_MAX;
 }
 
 static void rv_set(struct reconcile_step *out, enum reconcile_step_kind k, size_t index)
@@ -99,12 +113,15 @@ static void rv_set(struct reconcile_step *out, enum reconcile_step_kind k, size_
 	out->index = index;
 }
 
-/* The step k, or LACKS when the controller is known to lack cap (name). */
+/*
+ * The step k, or LACKS when a controller that answered lacks cap (name).
+ * Without one (down, or none found) the step stays k and waits for it.
+ */
 static void rv_gate(struct reconcile_step *out, enum reconcile_ctrl ctrl, uint64_t caps,
 		    uint64_t cap, const char *name, enum reconcile_step_kind k, size_t index)
 {
 	rv_set(out, k, index);
-	if (ctrl != RECONCILE_CTRL_DOWN && (caps & cap) == 0) {
+	if (ctrl == RECONCILE_CTRL_UP && (caps & cap) == 0) {
 		out->kind = RSTEP_LACKS;
 		out->blocked = k;
 		out->missing = name;
@@ -152,10 +169,11 @@ static bool rv_next_claims(const struct model_volume *v, enum reconcile_ctrl ctr
 		if (v->claims[i].state != MODEL_CLAIM_CLAIMED ||
 		    rv_pub_index(v, v->claims[i].node_id) != SIZE_MAX)
 			continue;
-		if (ctrl == RECONCILE_CTRL_DOWN) {
-			rv_set(out, RSTEP_NEED_CONTROLLER, i);
-			return true;
-		}
+		/*
+		 * The server adds the publication with the claim when the plugin
+		 * needs one; this repairs a record that lacks it, so it waits for
+		 * a controller that says so.
+		 */
 		if (ctrl == RECONCILE_CTRL_UP && (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME))) {
 			rv_set(out, RSTEP_PUB_ADD, i);
 			return true;
@@ -176,7 +194,7 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 		return;
 	case MODEL_VOL_CREATING:
 		rv_set(out, RSTEP_CREATE, 0);
-		if (ctrl == RECONCILE_CTRL_DOWN)
+		if (ctrl != RECONCILE_CTRL_UP)
 			return;
 		if ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) == 0)
 			out->missing = "CREATE_DELETE_VOLUME";
@@ -227,9 +245,8 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 	 */
 	if (v->external_id == NULL)
 		rv_set(out,
-		       ctrl == RECONCILE_CTRL_DOWN ||
-			       (ctrl == RECONCILE_CTRL_UP &&
-				(caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
+		       ctrl != RECONCILE_CTRL_UP ||
+			       ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
 			   ? RSTEP_CREATE
 			   : RSTEP_REMOVE,
 		       0);
@@ -369,9 +386,16 @@ static int rv_failed(struct rv_pass *s)
 	return -1;
 }
 
-/* The plugin's ID of a snapshot or volume source, when it is ready. */
+/*
+ * The plugin's ID of a snapshot or volume source, when it is ready. A
+ * source still being made is waited for (RETRY, naming it in res so the
+ * queue works this volume again as soon as the source moves); one that is
+ * gone, failed or being deleted never will be (FINAL).
+ */
 static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, char **out)
 {
+	const char *state = "not found";
+	bool wait = false;
 	struct store_obj o;
 	struct err e;
 	int rc;
@@ -379,34 +403,45 @@ static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, ch
 	err_clear(&e);
 	*out = NULL;
 	rc = store_get(s->p.env->store, kind, id, &o, &e);
-	if (rc == CSID_ENOTFOUND)
-		return reconcile_fail(s->res, RECONCILE_RETRY, rc,
-				      "%s: create: %s source %s: not found", s->what,
-				      store_kind_name(kind), id);
-	if (rc < 0)
+	if (rc < 0 && rc != CSID_ENOTFOUND)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s", s->what,
 				      e.msg);
-	if (kind == STORE_SNAPSHOT) {
+	if (rc == 0 && kind == STORE_SNAPSHOT) {
 		struct model_snapshot *snap;
 
 		rc = model_snapshot_decode(s->p.a, o.value, o.len, &snap, &e);
 		if (rc == 0 && snap->state == MODEL_SNAP_READY && snap->ready_to_use)
 			*out = snap->external_id;
-	} else {
+		if (rc == 0) {
+			state = model_snapshot_state_name(snap->state);
+			wait =
+			    snap->state == MODEL_SNAP_CREATING || snap->state == MODEL_SNAP_READY;
+		}
+		store_obj_free(&o);
+	} else if (rc == 0) {
 		struct model_volume *src;
 
 		rc = model_volume_decode(s->p.a, o.value, o.len, &src, &e);
 		if (rc == 0 && src->state == MODEL_VOL_READY)
 			*out = src->external_id;
+		if (rc == 0) {
+			state = model_volume_state_name(src->state);
+			wait =
+			    src->state == MODEL_VOL_CREATING || src->state == MODEL_VOL_REGISTERING;
+		}
+		store_obj_free(&o);
 	}
-	store_obj_free(&o);
-	if (rc < 0)
+	if (rc < 0 && rc != CSID_ENOTFOUND)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s source %s: %s",
 				      s->what, store_kind_name(kind), id, e.msg);
+	if (*out == NULL && wait) {
+		s->res->wait_kind = kind;
+		snprintf(s->res->wait_id, sizeof(s->res->wait_id), "%s", id);
+	}
 	if (*out == NULL)
-		return reconcile_fail(s->res, RECONCILE_RETRY, CSID_EPRECOND,
-				      "%s: create: %s source %s: not ready", s->what,
-				      store_kind_name(kind), id);
+		return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL,
+				      CSID_EPRECOND, "%s: create: %s source %s: %s", s->what,
+				      store_kind_name(kind), id, wait ? "not ready" : state);
 	return 0;
 }
 
@@ -417,6 +452,22 @@ static int rv_remove(struct rv_pass *s)
 		return -1;
 	s->res->outcome = RECONCILE_AGAIN;
 	return 0;
+}
+
+/*
+ * A create that did not go through. For a volume being deleted, its
+ * record goes when the plugin cannot hold it: the create failed for good,
+ * or its source is not there (still being made: the volume cannot have
+ * been made from it; gone: it cannot be looked up). Otherwise a final
+ * error makes the volume failed. (rv_source reports an unusable source
+ * with CSID_EPRECOND, a store error with its own code.)
+ */
+static int rv_create_failed(struct rv_pass *s, bool deleting, bool source)
+{
+	if (deleting && ((source && s->res->e.code == CSID_EPRECOND) ||
+			 (!source && s->res->outcome == RECONCILE_FINAL)))
+		return rv_remove(s);
+	return s->res->outcome == RECONCILE_FINAL ? rv_failed(s) : -1;
 }
 
 /*
@@ -455,13 +506,13 @@ static int rv_create(struct rv_pass *s)
 		return rv_nomem(s);
 	if (v->snapshot_source != NULL) {
 		if (rv_source(s, STORE_SNAPSHOT, v->snapshot_source, &snap.snapshot_id) < 0)
-			return deleting ? rv_remove(s) : -1;
+			return rv_create_failed(s, deleting, true);
 		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
 		src.snapshot = &snap;
 		req.volume_content_source = &src;
 	} else if (v->clone_source != NULL) {
 		if (rv_source(s, STORE_VOLUME, v->clone_source, &vol.volume_id) < 0)
-			return deleting ? rv_remove(s) : -1;
+			return rv_create_failed(s, deleting, true);
 		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME;
 		src.volume = &vol;
 		req.volume_content_source = &src;
@@ -476,11 +527,8 @@ static int rv_create(struct rv_pass *s)
 		req.accessibility_requirements = &topo;
 	}
 	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CREATE_VOLUME, &req.base,
-			  (ProtobufCMessage **)&resp, s->res) < 0) {
-		if (s->res->outcome != RECONCILE_FINAL)
-			return -1;
-		return deleting ? rv_remove(s) : rv_failed(s);
-	}
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return rv_create_failed(s, deleting, false);
 	if (resp == NULL || resp->volume == NULL || resp->volume->volume_id == NULL ||
 	    resp->volume->volume_id[0] == '\0') {
 		reconcile_fail(s->res, RECONCILE_RETRY, CSID_EPROTO,
@@ -634,7 +682,11 @@ static int rv_publish(struct rv_pass *s, size_t p)
 	int rc = -1;
 
 	req.volume_id = v->external_id ? v->external_id : "";
-	req.node_id = pub->plugin_node_id ? pub->plugin_node_id : "";
+	req.node_id = pub->plugin_node_id;
+	if (req.node_id == NULL || req.node_id[0] == '\0')
+		return reconcile_fail(s->res, RECONCILE_FINAL, CSID_EINVAL,
+				      "%s: ControllerPublishVolume: node %s: no plugin node ID",
+				      s->what, pub->node_id);
 	req.volume_capability = rv_cap(s->p.a, v, &pub->cap);
 	/* "the CO MUST set readonly to false" when the SP lacks PUBLISH_READONLY. */
 	req.readonly = pub->read_only && (s->p.caps & RECONCILE_CAP(PUBLISH_READONLY));
@@ -797,11 +849,6 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 	case RSTEP_PUB_ADD:
 		rv_pub_add(s, st->index);
 		return;
-	case RSTEP_NEED_CONTROLLER:
-		reconcile_fail(s->res, RECONCILE_RETRY, s->p.ctrl_err.code,
-			       "%s: claim %s: controller publish: %s", s->what,
-			       v->claims[st->index].alloc_id, s->p.ctrl_err.msg);
-		return;
 	case RSTEP_UNPUBLISH:
 		rv_unpublish(s, st->index);
 		return;
@@ -860,8 +907,7 @@ void reconcile_volume(const struct reconcile_env *env, const char *id, struct re
 	s.v->modify_index = s.index;
 	reconcile_pass_begin(&s.p, env, a, s.v->plugin_id);
 	reconcile_volume_next(s.v, s.p.ctrl, s.p.caps, &st);
-	if (reconcile_step_rpc(st.kind) && st.kind != RSTEP_NEED_CONTROLLER &&
-	    s.p.ctrl != RECONCILE_CTRL_UP)
+	if (reconcile_step_rpc(st.kind) && s.p.ctrl != RECONCILE_CTRL_UP)
 		reconcile_fail(res, RECONCILE_RETRY, s.p.ctrl_err.code, "%s: %s: %s", s.what,
 			       reconcile_step_name(st.kind), s.p.ctrl_err.msg);
 	else

@@ -3,9 +3,9 @@
  * object's keys are checked against a fixed list, so a typo is an error
  * rather than a setting silently ignored, and every error names the JSON
  * path of the value at fault. Durations use the agent's syntax
- * (config_parse_duration: "100ms", "15s", "1m"), plugin IDs its rules
- * (config_check_id), and a controller plugin becomes the agent's struct
- * config_plugin, so the supervisor runs it unchanged.
+ * (config_parse_duration: "100ms", "15s", "1m"), plugin IDs the model's
+ * rules (model_plugin_id_check), and a controller plugin becomes the
+ * agent's struct config_plugin, so the supervisor runs it unchanged.
  */
 #include "server/server_config.h"
 
@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "model/model.h"
 #include "util/log.h"
 
 #define SERVER_CONFIG_PATH_MAX 4096
@@ -329,9 +330,11 @@ static int server_config_plugin(json_t *obj, size_t idx, struct config_plugin *p
 	v = json_object_get(obj, "id");
 	if (!v)
 		return err_set(e, CSID_EINVAL, "%s: missing", sub);
-	if ((rc = server_config_str(v, sub, CONFIG_ID_MAX, false, &p->id, e)) ||
-	    (rc = config_check_id(sub, p->id, e)))
+	if ((rc = server_config_str(v, sub, CONFIG_ID_MAX, false, &p->id, e)))
 		return rc;
+	/* The ID volumes name their plugin with: the model's domain notation. */
+	if ((rc = model_plugin_id_check(p->id, e)))
+		return err_wrap(e, "%s", sub);
 	v = json_object_get(obj, "socket");
 	if (v) {
 		if (json_object_get(obj, "command") || json_object_get(obj, "env"))

@@ -202,6 +202,8 @@ void store_mem_fail_txn(struct store *s, int code, unsigned count);
  * versioned and migrated forward in one transaction; a file whose schema
  * is newer than this program knows, or that is not a csid store, or that
  * is corrupt, is refused with CSID_EPRECOND / CSID_EIO and left untouched.
+ * The store is this process's alone while open: another process (or a
+ * second open in this one) gets CSID_EUNAVAIL ("locked").
  */
 int store_sqlite_open(const char *path, struct store **out, struct err *e);
 

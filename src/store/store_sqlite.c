@@ -5,17 +5,17 @@
  * and whose user_version is its schema version. Opening probes the file
  * first on a read-only connection: a file that is not a database, not a
  * csid store, from a newer schema, or that fails quick_check is refused
- * and nothing is written to it. Then migrations (sqlite_steps[i] takes
+ * and nothing is written to it. Then migrations (sq_steps[i] takes
  * version i to i+1) run forward in one IMMEDIATE transaction.
  *
  * Tables. objects(kind, id, value, create_index, modify_index), keyed on
  * (kind, id), so a list page is a range scan. changes(seq, idx, type,
  * kind, id, value, create_index) is the change log: seq = idx *
- * SQLITE_SEQ_PER_INDEX + the change's position in its transaction, so the
+ * SQ_SEQ_PER_INDEX + the change's position in its transaction, so the
  * log is ordered and found by index through its primary key alone; the
  * index is that of the last change (the log is never empty once written).
  * meta holds `compacted`, the highest index whose changes may be gone.
- * The log is trimmed in the transaction that makes it SQLITE_TRIM_BATCH
+ * The log is trimmed in the transaction that makes it SQ_TRIM_BATCH
  * changes longer than STORE_CHANGES_KEEP, at a transaction boundary.
  *
  * Connection. One connection with its prepared statements, serialised by
@@ -43,20 +43,20 @@
 #include "util/array.h"
 
 /* 'csid' */
-#define SQLITE_APP_ID 0x63736964
+#define SQ_APP_ID 0x63736964
 /* Rides out a previous owner's exit; nothing else ever waits on a lock. */
-#define SQLITE_BUSY_MS 200
+#define SQ_BUSY_MS 200
 /* A checkpoint per 32 MiB of WAL (measured: fewer, larger ones cost less). */
-#define SQLITE_PRAGMAS                                                                       \
+#define SQ_PRAGMAS                                                                           \
 	"PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" \
 	"PRAGMA wal_autocheckpoint=8192;"
-#define SQLITE_SEQ_PER_INDEX 1024
-#define SQLITE_TRIM_BATCH 1024
+#define SQ_SEQ_PER_INDEX 1024
+#define SQ_TRIM_BATCH 1024
 
-_Static_assert(STORE_TXN_OPS_MAX <= SQLITE_SEQ_PER_INDEX, "a transaction's changes fit in seq");
+_Static_assert(STORE_TXN_OPS_MAX <= SQ_SEQ_PER_INDEX, "a transaction's changes fit in seq");
 
 /* The schema, one migration per version. */
-static const char *const sqlite_steps[] = {
+static const char *const sq_steps[] = {
     /* 0 -> 1 */
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO meta (key, value) VALUES ('compacted', 0);"
@@ -68,9 +68,9 @@ static const char *const sqlite_steps[] = {
     " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
     " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT NULL);",
 };
-#define SQLITE_VERSION_NOW ((int)(sizeof(sqlite_steps) / sizeof(sqlite_steps[0])))
+#define SQ_VERSION_NOW ((int)(sizeof(sq_steps) / sizeof(sq_steps[0])))
 
-enum sqlite_stmt_id {
+enum sq_stmt_id {
 	SQ_BEGIN_WRITE,
 	SQ_COMMIT,
 	SQ_ROLLBACK,
@@ -97,7 +97,7 @@ enum sqlite_stmt_id {
 #define SQ_OBJ_COLS "id, value, create_index, modify_index"
 #define SQ_LIST_FROM "SELECT " SQ_OBJ_COLS " FROM objects WHERE kind = ?1 AND id "
 
-static const char *const sqlite_sql[SQ_COUNT_] = {
+static const char *const sq_sql[SQ_COUNT_] = {
     [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
     [SQ_COMMIT] = "COMMIT",
     [SQ_ROLLBACK] = "ROLLBACK",
@@ -123,7 +123,7 @@ static const char *const sqlite_sql[SQ_COUNT_] = {
     [SQ_TRIM] = "DELETE FROM changes WHERE seq < ?1",
 };
 
-struct sqlite_conn {
+struct sq_conn {
 	pthread_mutex_t mu;
 	sqlite3 *db;
 	sqlite3_stmt *st[SQ_COUNT_];
@@ -131,7 +131,7 @@ struct sqlite_conn {
 
 struct store_sqlite {
 	struct store base;
-	struct sqlite_conn c;
+	struct sq_conn c;
 	uint64_t index; /* under c.mu, like the rest */
 	uint64_t compacted;
 	uint64_t nchanges; /* rows in changes */
@@ -140,7 +140,7 @@ struct store_sqlite {
 };
 
 /* Maps a SQLite result code to a csid code. */
-static int sqlite_code(int rc)
+static int sq_code(int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_OK:
@@ -165,9 +165,9 @@ static int sqlite_code(int rc)
 }
 
 /* Sets e from the connection's last error; returns the code. */
-static int sqlite_fail(struct err *e, sqlite3 *db, int rc, const char *what)
+static int sq_fail(struct err *e, sqlite3 *db, int rc, const char *what)
 {
-	int code = sqlite_code(rc);
+	int code = sq_code(rc);
 
 	if (code == 0)
 		code = CSID_EINTERNAL;
@@ -176,7 +176,7 @@ static int sqlite_fail(struct err *e, sqlite3 *db, int rc, const char *what)
 }
 
 /* Resets and clears a cached statement for its next use. */
-static sqlite3_stmt *sqlite_stmt(struct sqlite_conn *c, enum sqlite_stmt_id id)
+static sqlite3_stmt *sq_stmt(struct sq_conn *c, enum sq_stmt_id id)
 {
 	sqlite3_stmt *st = c->st[id];
 
@@ -186,31 +186,30 @@ static sqlite3_stmt *sqlite_stmt(struct sqlite_conn *c, enum sqlite_stmt_id id)
 }
 
 /* Runs a statement that returns no rows. */
-static int sqlite_run(struct sqlite_conn *c, sqlite3_stmt *st, const char *what, struct err *e)
+static int sq_run(struct sq_conn *c, sqlite3_stmt *st, const char *what, struct err *e)
 {
 	int rc = sqlite3_step(st);
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return sqlite_fail(e, c->db, rc, what);
+		return sq_fail(e, c->db, rc, what);
 	return 0;
 }
 
-static int sqlite_exec(struct sqlite_conn *c, enum sqlite_stmt_id id, const char *what,
-		       struct err *e)
+static int sq_exec(struct sq_conn *c, enum sq_stmt_id id, const char *what, struct err *e)
 {
-	return sqlite_run(c, sqlite_stmt(c, id), what, e);
+	return sq_run(c, sq_stmt(c, id), what, e);
 }
 
-static void sqlite_rollback(struct sqlite_conn *c)
+static void sq_rollback(struct sq_conn *c)
 {
 	if (!sqlite3_get_autocommit(c->db))
-		sqlite_exec(c, SQ_ROLLBACK, "rollback", NULL);
+		sq_exec(c, SQ_ROLLBACK, "rollback", NULL);
 }
 
-static int sqlite_meta_get(struct sqlite_conn *c, const char *key, uint64_t *v, struct err *e)
+static int sq_meta_get(struct sq_conn *c, const char *key, uint64_t *v, struct err *e)
 {
-	sqlite3_stmt *st = sqlite_stmt(c, SQ_META_GET);
+	sqlite3_stmt *st = sq_stmt(c, SQ_META_GET);
 	int rc;
 
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -219,29 +218,28 @@ static int sqlite_meta_get(struct sqlite_conn *c, const char *key, uint64_t *v, 
 		*v = (uint64_t)sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
 	if (rc != SQLITE_ROW)
-		return sqlite_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, key);
+		return sq_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, key);
 	return 0;
 }
 
-static int sqlite_meta_set(struct sqlite_conn *c, const char *key, uint64_t v, struct err *e)
+static int sq_meta_set(struct sq_conn *c, const char *key, uint64_t v, struct err *e)
 {
-	sqlite3_stmt *st = sqlite_stmt(c, SQ_META_SET);
+	sqlite3_stmt *st = sq_stmt(c, SQ_META_SET);
 
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)v);
-	return sqlite_run(c, st, key, e);
+	return sq_run(c, st, key, e);
 }
 
 /* Binds (kind, id) as ?1, ?2. */
-static void sqlite_bind_key(sqlite3_stmt *st, enum store_kind kind, const char *id)
+static void sq_bind_key(sqlite3_stmt *st, enum store_kind kind, const char *id)
 {
 	sqlite3_bind_int(st, 1, (int)kind);
 	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
 }
 
 /* Copies the object of a row of SQ_OBJ_COLS into *o. */
-static int sqlite_row_obj(sqlite3_stmt *st, enum store_kind kind, struct store_obj *o,
-			  struct err *e)
+static int sq_row_obj(sqlite3_stmt *st, enum store_kind kind, struct store_obj *o, struct err *e)
 {
 	const char *id = (const char *)sqlite3_column_text(st, 0);
 	size_t id_len = (size_t)sqlite3_column_bytes(st, 0);
@@ -255,24 +253,24 @@ static int sqlite_row_obj(sqlite3_stmt *st, enum store_kind kind, struct store_o
 			     (uint64_t)sqlite3_column_int64(st, 3), e);
 }
 
-static int sqlite_get(struct store *st, enum store_kind kind, const char *id, struct store_obj *out,
-		      struct err *e)
+static int sq_get(struct store *st, enum store_kind kind, const char *id, struct store_obj *out,
+		  struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sqlite_conn *c = &s->c;
+	struct sq_conn *c = &s->c;
 	sqlite3_stmt *q;
 	int rc;
 
 	pthread_mutex_lock(&c->mu);
-	q = sqlite_stmt(c, SQ_GET);
-	sqlite_bind_key(q, kind, id);
+	q = sq_stmt(c, SQ_GET);
+	sq_bind_key(q, kind, id);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
-		rc = sqlite_row_obj(q, kind, out, e);
+		rc = sq_row_obj(q, kind, out, e);
 	else if (rc == SQLITE_DONE)
 		rc = err_set(e, CSID_ENOTFOUND, "%s %s: not found", store_kind_name(kind), id);
 	else
-		rc = sqlite_fail(e, c->db, rc, "get");
+		rc = sq_fail(e, c->db, rc, "get");
 	sqlite3_reset(q);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
@@ -283,7 +281,7 @@ static int sqlite_get(struct store *st, enum store_kind kind, const char *id, st
  * end: prefix with its last byte below 0xff incremented and the rest cut.
  * Returns false when there is none (empty or all 0xff: no upper bound).
  */
-static bool sqlite_prefix_end(const char *prefix, char *end)
+static bool sq_prefix_end(const char *prefix, char *end)
 {
 	size_t n = strlen(prefix);
 
@@ -298,16 +296,15 @@ static bool sqlite_prefix_end(const char *prefix, char *end)
 }
 
 /* Reads one list page into out (inside the caller's read transaction). */
-static int sqlite_list_rows(struct sqlite_conn *c, enum store_kind kind, const char *prefix,
-			    const char *after_id, size_t limit, struct store_list *out,
-			    struct err *e)
+static int sq_list_rows(struct sq_conn *c, enum store_kind kind, const char *prefix,
+			const char *after_id, size_t limit, struct store_list *out, struct err *e)
 {
 	char end[STORE_ID_MAX + 1];
 	bool gt = after_id[0] != '\0' && strcmp(after_id, prefix) >= 0;
-	bool bounded = sqlite_prefix_end(prefix, end);
-	enum sqlite_stmt_id id =
+	bool bounded = sq_prefix_end(prefix, end);
+	enum sq_stmt_id id =
 	    gt ? (bounded ? SQ_LIST_GT_LT : SQ_LIST_GT) : (bounded ? SQ_LIST_GE_LT : SQ_LIST_GE);
-	sqlite3_stmt *q = sqlite_stmt(c, id);
+	sqlite3_stmt *q = sq_stmt(c, id);
 	size_t cap = 0;
 	int rc;
 
@@ -327,27 +324,27 @@ static int sqlite_list_rows(struct sqlite_conn *c, enum store_kind kind, const c
 			rc = err_set(e, rc, "out of memory");
 			goto done;
 		}
-		rc = sqlite_row_obj(q, kind, &out->objs[out->n], e);
+		rc = sq_row_obj(q, kind, &out->objs[out->n], e);
 		if (rc < 0)
 			goto done;
 		out->n++;
 	}
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sqlite_fail(e, c->db, rc, "list");
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_fail(e, c->db, rc, "list");
 done:
 	sqlite3_reset(q);
 	return rc;
 }
 
-static int sqlite_list(struct store *st, enum store_kind kind, const char *prefix,
-		       const char *after_id, size_t limit, struct store_list *out, struct err *e)
+static int sq_list(struct store *st, enum store_kind kind, const char *prefix, const char *after_id,
+		   size_t limit, struct store_list *out, struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sqlite_conn *c = &s->c;
+	struct sq_conn *c = &s->c;
 	int rc;
 
 	pthread_mutex_lock(&c->mu);
 	out->index = s->index;
-	rc = sqlite_list_rows(c, kind, prefix, after_id, limit, out, e);
+	rc = sq_list_rows(c, kind, prefix, after_id, limit, out, e);
 	if (rc < 0) {
 		store_list_free(out);
 		err_wrap(e, "list %s", store_kind_name(kind));
@@ -360,10 +357,10 @@ static int sqlite_list(struct store *st, enum store_kind kind, const char *prefi
  * Reads changes with seq in [from, to) into out, at most limit (0: all).
  * *last is the seq of the last one read (unchanged when none).
  */
-static int sqlite_change_rows(struct sqlite_conn *c, uint64_t from, uint64_t to, size_t limit,
-			      struct store_changes *out, size_t *cap, uint64_t *last, struct err *e)
+static int sq_change_rows(struct sq_conn *c, uint64_t from, uint64_t to, size_t limit,
+			  struct store_changes *out, size_t *cap, uint64_t *last, struct err *e)
 {
-	sqlite3_stmt *q = sqlite_stmt(c, SQ_CHANGES);
+	sqlite3_stmt *q = sq_stmt(c, SQ_CHANGES);
 	struct store_change *ch;
 	int rc;
 
@@ -393,17 +390,17 @@ static int sqlite_change_rows(struct sqlite_conn *c, uint64_t from, uint64_t to,
 		*last = (uint64_t)sqlite3_column_int64(q, 0);
 		out->n++;
 	}
-	rc = rc == SQLITE_DONE ? 0 : sqlite_fail(e, c->db, rc, "changes");
+	rc = rc == SQLITE_DONE ? 0 : sq_fail(e, c->db, rc, "changes");
 done:
 	sqlite3_reset(q);
 	return rc;
 }
 
-static int sqlite_changes(struct store *st, uint64_t after, size_t limit, struct store_changes *out,
-			  struct err *e)
+static int sq_changes(struct store *st, uint64_t after, size_t limit, struct store_changes *out,
+		      struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sqlite_conn *c = &s->c;
+	struct sq_conn *c = &s->c;
 	uint64_t last = 0;
 	size_t cap = 0;
 	int rc = 0;
@@ -415,13 +412,13 @@ static int sqlite_changes(struct store *st, uint64_t after, size_t limit, struct
 			     "changes after index %llu: compacted (the log starts after %llu)",
 			     (unsigned long long)after, (unsigned long long)s->compacted);
 	if (rc == 0 && after < out->index) {
-		rc = sqlite_change_rows(c, (after + 1) * SQLITE_SEQ_PER_INDEX, INT64_MAX, limit,
-					out, &cap, &last, e);
+		rc = sq_change_rows(c, (after + 1) * SQ_SEQ_PER_INDEX, INT64_MAX, limit, out, &cap,
+				    &last, e);
 		/* Never end a page inside a transaction: add the rest of the last one. */
 		if (rc == 0 && limit > 0 && out->n == limit)
-			rc = sqlite_change_rows(
-			    c, last + 1, (last / SQLITE_SEQ_PER_INDEX + 1) * SQLITE_SEQ_PER_INDEX,
-			    0, out, &cap, &last, e);
+			rc = sq_change_rows(c, last + 1,
+					    (last / SQ_SEQ_PER_INDEX + 1) * SQ_SEQ_PER_INDEX, 0,
+					    out, &cap, &last, e);
 	}
 	if (rc < 0)
 		store_changes_free(out);
@@ -430,13 +427,13 @@ static int sqlite_changes(struct store *st, uint64_t after, size_t limit, struct
 }
 
 /* Reads the modify and create index of (kind, id); 0 and 0 when missing. */
-static int sqlite_have(struct sqlite_conn *c, enum store_kind kind, const char *id, uint64_t *have,
-		       uint64_t *created, struct err *e)
+static int sq_have(struct sq_conn *c, enum store_kind kind, const char *id, uint64_t *have,
+		   uint64_t *created, struct err *e)
 {
-	sqlite3_stmt *q = sqlite_stmt(c, SQ_HAVE);
+	sqlite3_stmt *q = sq_stmt(c, SQ_HAVE);
 	int rc;
 
-	sqlite_bind_key(q, kind, id);
+	sq_bind_key(q, kind, id);
 	rc = sqlite3_step(q);
 	*have = *created = 0;
 	if (rc == SQLITE_ROW) {
@@ -445,32 +442,32 @@ static int sqlite_have(struct sqlite_conn *c, enum store_kind kind, const char *
 	}
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sqlite_fail(e, c->db, rc, "read");
+		return sq_fail(e, c->db, rc, "read");
 	return 0;
 }
 
 /* Writes op and its change (position pos of transaction index). */
-static int sqlite_apply(struct sqlite_conn *c, const struct store_op *op, uint64_t have,
-			uint64_t created, uint64_t index, uint64_t pos, struct err *e)
+static int sq_apply(struct sq_conn *c, const struct store_op *op, uint64_t have, uint64_t created,
+		    uint64_t index, uint64_t pos, struct err *e)
 {
 	const char *value = op->value ? op->value : "";
 	sqlite3_stmt *q;
 	int rc;
 
 	if (op->type == STORE_OP_DELETE)
-		q = sqlite_stmt(c, SQ_DELETE);
+		q = sq_stmt(c, SQ_DELETE);
 	else
-		q = sqlite_stmt(c, have ? SQ_UPDATE : SQ_INSERT);
-	sqlite_bind_key(q, op->kind, op->id);
+		q = sq_stmt(c, have ? SQ_UPDATE : SQ_INSERT);
+	sq_bind_key(q, op->kind, op->id);
 	if (op->type == STORE_OP_PUT) {
 		sqlite3_bind_blob64(q, 3, value, op->len, SQLITE_STATIC);
 		sqlite3_bind_int64(q, 4, (sqlite3_int64)index);
 	}
-	rc = sqlite_run(c, q, "write", e);
+	rc = sq_run(c, q, "write", e);
 	if (rc < 0)
 		return rc;
-	q = sqlite_stmt(c, SQ_CHANGE_ADD);
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)(index * SQLITE_SEQ_PER_INDEX + pos));
+	q = sq_stmt(c, SQ_CHANGE_ADD);
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)(index * SQ_SEQ_PER_INDEX + pos));
 	sqlite3_bind_int64(q, 2, (sqlite3_int64)index);
 	sqlite3_bind_int(q, 3, (int)op->type);
 	sqlite3_bind_int(q, 4, (int)op->kind);
@@ -478,45 +475,44 @@ static int sqlite_apply(struct sqlite_conn *c, const struct store_op *op, uint64
 	if (op->type == STORE_OP_PUT)
 		sqlite3_bind_blob64(q, 6, value, op->len, SQLITE_STATIC);
 	sqlite3_bind_int64(q, 7, (sqlite3_int64)(have ? created : index));
-	return sqlite_run(c, q, "record change", e);
+	return sq_run(c, q, "record change", e);
 }
 
 /*
  * Drops the oldest whole transactions of the log beyond
- * STORE_CHANGES_KEEP once it is SQLITE_TRIM_BATCH longer; updates
+ * STORE_CHANGES_KEEP once it is SQ_TRIM_BATCH longer; updates
  * *nchanges and *compacted.
  */
-static int sqlite_trim(struct sqlite_conn *c, uint64_t *nchanges, uint64_t *compacted,
-		       struct err *e)
+static int sq_trim(struct sq_conn *c, uint64_t *nchanges, uint64_t *compacted, struct err *e)
 {
 	sqlite3_stmt *q;
 	uint64_t keep_from;
 	int rc;
 
-	if (*nchanges < STORE_CHANGES_KEEP + SQLITE_TRIM_BATCH)
+	if (*nchanges < STORE_CHANGES_KEEP + SQ_TRIM_BATCH)
 		return 0;
-	q = sqlite_stmt(c, SQ_TRIM_AT);
+	q = sq_stmt(c, SQ_TRIM_AT);
 	sqlite3_bind_int(q, 1, STORE_CHANGES_KEEP - 1);
 	rc = sqlite3_step(q);
 	keep_from = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(q, 0) : 0;
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW)
-		return sqlite_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, "trim");
-	q = sqlite_stmt(c, SQ_TRIM);
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)(keep_from * SQLITE_SEQ_PER_INDEX));
-	rc = sqlite_run(c, q, "trim", e);
+		return sq_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, "trim");
+	q = sq_stmt(c, SQ_TRIM);
+	sqlite3_bind_int64(q, 1, (sqlite3_int64)(keep_from * SQ_SEQ_PER_INDEX));
+	rc = sq_run(c, q, "trim", e);
 	if (rc < 0)
 		return rc;
 	*nchanges -= (uint64_t)sqlite3_changes(c->db);
 	*compacted = keep_from - 1;
-	return sqlite_meta_set(c, "compacted", *compacted, e);
+	return sq_meta_set(c, "compacted", *compacted, e);
 }
 
-static int sqlite_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
-		      struct err *e)
+static int sq_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
+		  struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sqlite_conn *c = &s->c;
+	struct sq_conn *c = &s->c;
 	uint64_t have[STORE_TXN_OPS_MAX], created[STORE_TXN_OPS_MAX];
 	uint64_t next, pos = 0, nchanges, compacted;
 	int rc;
@@ -525,25 +521,25 @@ static int sqlite_txn(struct store *st, const struct store_op *ops, size_t n, ui
 	next = s->index + 1;
 	nchanges = s->nchanges;
 	compacted = s->compacted;
-	rc = sqlite_exec(c, SQ_BEGIN_WRITE, "begin", e);
+	rc = sq_exec(c, SQ_BEGIN_WRITE, "begin", e);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rc = sqlite_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], e);
+		rc = sq_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], e);
 		if (rc == 0 && !store_cond_holds(ops[i].expect_index, have[i]))
 			rc = store_conflict(e, &ops[i], have[i]);
 	}
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		if (ops[i].type == STORE_OP_DELETE && have[i] == 0)
 			continue;
-		rc = sqlite_apply(c, &ops[i], have[i], created[i], next, pos++, e);
+		rc = sq_apply(c, &ops[i], have[i], created[i], next, pos++, e);
 	}
 	if (rc == 0 && pos > 0) {
 		nchanges += pos;
-		rc = sqlite_trim(c, &nchanges, &compacted, e);
+		rc = sq_trim(c, &nchanges, &compacted, e);
 	}
 	if (rc == 0)
-		rc = sqlite_exec(c, SQ_COMMIT, "commit", e);
+		rc = sq_exec(c, SQ_COMMIT, "commit", e);
 	if (rc < 0) {
-		sqlite_rollback(c);
+		sq_rollback(c);
 		if (rc != CSID_ECONFLICT)
 			err_wrap(e, "store txn");
 	} else if (pos > 0) {
@@ -558,17 +554,17 @@ static int sqlite_txn(struct store *st, const struct store_op *ops, size_t n, ui
 	return rc;
 }
 
-static uint64_t sqlite_index(struct store *st)
+static uint64_t sq_index(struct store *st)
 {
 	return store_notify_index(&((struct store_sqlite *)st)->notify);
 }
 
-static uint64_t sqlite_wait(struct store *st, uint64_t after, int64_t timeout_ms)
+static uint64_t sq_wait(struct store *st, uint64_t after, int64_t timeout_ms)
 {
 	return store_notify_wait(&((struct store_sqlite *)st)->notify, after, timeout_ms);
 }
 
-static void sqlite_conn_close(struct sqlite_conn *c)
+static void sq_conn_close(struct sq_conn *c)
 {
 	for (int i = 0; i < SQ_COUNT_; i++)
 		sqlite3_finalize(c->st[i]);
@@ -577,28 +573,28 @@ static void sqlite_conn_close(struct sqlite_conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void sqlite_close(struct store *st)
+static void sq_close(struct store *st)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
 
 	store_notify_fini(&s->notify);
-	sqlite_conn_close(&s->c);
+	sq_conn_close(&s->c);
 	free(s->path);
 	free(s);
 }
 
-static const struct store_ops sqlite_ops = {
-    .get = sqlite_get,
-    .list = sqlite_list,
-    .txn = sqlite_txn,
-    .changes = sqlite_changes,
-    .index = sqlite_index,
-    .wait = sqlite_wait,
-    .close = sqlite_close,
+static const struct store_ops sq_ops = {
+    .get = sq_get,
+    .list = sq_list,
+    .txn = sq_txn,
+    .changes = sq_changes,
+    .index = sq_index,
+    .wait = sq_wait,
+    .close = sq_close,
 };
 
 /* One integer from the first row of sql. */
-static int sqlite_query_int(sqlite3 *db, const char *sql, int64_t *v)
+static int sq_query_int(sqlite3 *db, const char *sql, int64_t *v)
 {
 	sqlite3_stmt *q = NULL;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
@@ -617,21 +613,21 @@ static int sqlite_query_int(sqlite3 *db, const char *sql, int64_t *v)
 }
 
 /* Refuses a file that is not ours or from a newer schema (version, app_id read). */
-static int sqlite_check_owner(const char *path, int64_t app_id, int64_t version, int64_t tables,
-			      struct err *e)
+static int sq_check_owner(const char *path, int64_t app_id, int64_t version, int64_t tables,
+			  struct err *e)
 {
 	if (app_id == 0 && version == 0 && tables == 0)
 		return 0; /* an empty database: ours to fill */
-	if (app_id != SQLITE_APP_ID)
+	if (app_id != SQ_APP_ID)
 		return err_set(
 		    e, CSID_EPRECOND,
 		    "store %s: not a csid store (application_id 0x%08llx); left untouched", path,
 		    (unsigned long long)(uint32_t)app_id);
-	if (version > SQLITE_VERSION_NOW)
+	if (version > SQ_VERSION_NOW)
 		return err_set(e, CSID_EPRECOND,
 			       "store %s: schema version %lld is newer than this program knows "
 			       "(%d); left untouched",
-			       path, (long long)version, SQLITE_VERSION_NOW);
+			       path, (long long)version, SQ_VERSION_NOW);
 	return 0;
 }
 
@@ -643,8 +639,7 @@ static int sqlite_check_owner(const char *path, int64_t app_id, int64_t version,
  * must be read too, which takes a read-write connection; the probe then
  * never checkpoints, so the database file is still not written.
  */
-static int sqlite_probe_uri(const char *path, char *uri, size_t size, bool *wal_there,
-			    struct err *e)
+static int sq_probe_uri(const char *path, char *uri, size_t size, bool *wal_there, struct err *e)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	char wal[PATH_MAX + 8];
@@ -675,7 +670,7 @@ static int sqlite_probe_uri(const char *path, char *uri, size_t size, bool *wal_
  * refuse is never written: it must be a SQLite database, a csid store (or
  * empty), of a schema version we know, and pass quick_check.
  */
-static int sqlite_probe(const char *path, struct err *e)
+static int sq_probe(const char *path, struct err *e)
 {
 	sqlite3 *db = NULL;
 	int64_t app_id = 0, version = 0, tables = 0;
@@ -688,7 +683,7 @@ static int sqlite_probe(const char *path, struct err *e)
 
 	if (stat(path, &sb) != 0 || sb.st_size == 0)
 		return 0; /* created below; a bad path fails there */
-	rc = sqlite_probe_uri(path, uri, sizeof(uri), &wal_there, e);
+	rc = sq_probe_uri(path, uri, sizeof(uri), &wal_there, e);
 	if (rc < 0)
 		return rc;
 	rc = sqlite3_open_v2(uri, &db,
@@ -701,11 +696,11 @@ static int sqlite_probe(const char *path, struct err *e)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "PRAGMA application_id", &app_id);
+		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "PRAGMA user_version", &version);
+		rc = sq_query_int(db, "PRAGMA user_version", &version);
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
 	if ((rc & 0xff) == SQLITE_BUSY) {
 		rc = err_set(e, CSID_EUNAVAIL, "store %s: locked: another process has it open",
 			     path);
@@ -717,7 +712,7 @@ static int sqlite_probe(const char *path, struct err *e)
 			     path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		goto done;
 	}
-	rc = sqlite_check_owner(path, app_id, version, tables, e);
+	rc = sq_check_owner(path, app_id, version, tables, e);
 	if (rc < 0 || tables == 0)
 		goto done;
 	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &q, NULL);
@@ -740,8 +735,8 @@ done:
 	return rc;
 }
 
-/* Brings the schema to SQLITE_VERSION_NOW in one transaction. */
-static int sqlite_migrate(struct store_sqlite *s, struct err *e)
+/* Brings the schema to SQ_VERSION_NOW in one transaction. */
+static int sq_migrate(struct store_sqlite *s, struct err *e)
 {
 	sqlite3 *db = s->c.db;
 	int64_t app_id = 0, version = 0, tables = 0;
@@ -751,32 +746,32 @@ static int sqlite_migrate(struct store_sqlite *s, struct err *e)
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	/* Again under the write lock: the file may have changed since the probe. */
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "PRAGMA application_id", &app_id);
+		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "PRAGMA user_version", &version);
+		rc = sq_query_int(db, "PRAGMA user_version", &version);
 	if (rc == SQLITE_OK)
-		rc = sqlite_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
 	if (rc != SQLITE_OK) {
-		rc = sqlite_fail(e, db, rc, "read schema version");
+		rc = sq_fail(e, db, rc, "read schema version");
 		goto fail;
 	}
-	rc = sqlite_check_owner(s->path, app_id, version, tables, e);
+	rc = sq_check_owner(s->path, app_id, version, tables, e);
 	if (rc < 0)
 		goto fail;
-	for (int64_t v = version; v < SQLITE_VERSION_NOW; v++) {
-		rc = sqlite3_exec(db, sqlite_steps[v], NULL, NULL, NULL);
+	for (int64_t v = version; v < SQ_VERSION_NOW; v++) {
+		rc = sqlite3_exec(db, sq_steps[v], NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
-			rc = sqlite_fail(e, db, rc, "migrate schema");
+			rc = sq_fail(e, db, rc, "migrate schema");
 			goto fail;
 		}
 	}
 	snprintf(pragma, sizeof(pragma), "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-		 SQLITE_APP_ID, SQLITE_VERSION_NOW);
-	rc = version < SQLITE_VERSION_NOW ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
+		 SQ_APP_ID, SQ_VERSION_NOW);
+	rc = version < SQ_VERSION_NOW ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		rc = sqlite_fail(e, db, rc, "migrate schema");
+		rc = sq_fail(e, db, rc, "migrate schema");
 		goto fail;
 	}
 	return 0;
@@ -789,59 +784,59 @@ fail:
  * Opens the connection: exclusive locking first (so the WAL index is never
  * shared memory), then WAL. A store another process holds is "locked".
  */
-static int sqlite_conn_open(struct sqlite_conn *c, const char *path, struct err *e)
+static int sq_conn_open(struct sq_conn *c, const char *path, struct err *e)
 {
 	int rc;
 
 	rc = sqlite3_open_v2(
 	    path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK)
-		return sqlite_fail(e, c->db, rc, "open");
+		return sq_fail(e, c->db, rc, "open");
 	sqlite3_extended_result_codes(c->db, 1);
-	sqlite3_busy_timeout(c->db, SQLITE_BUSY_MS);
-	rc = sqlite3_exec(c->db, SQLITE_PRAGMAS, NULL, NULL, NULL);
+	sqlite3_busy_timeout(c->db, SQ_BUSY_MS);
+	rc = sqlite3_exec(c->db, SQ_PRAGMAS, NULL, NULL, NULL);
 	if ((rc & 0xff) == SQLITE_BUSY)
 		return err_set(e, CSID_EUNAVAIL, "locked: another process has it open");
 	if (rc != SQLITE_OK)
-		return sqlite_fail(e, c->db, rc, "set WAL mode");
+		return sq_fail(e, c->db, rc, "set WAL mode");
 	return 0;
 }
 
-static int sqlite_prepare(struct sqlite_conn *c, struct err *e)
+static int sq_prepare(struct sq_conn *c, struct err *e)
 {
 	int rc;
 
 	for (int i = 0; i < SQ_COUNT_; i++) {
-		rc = sqlite3_prepare_v3(c->db, sqlite_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-					&c->st[i], NULL);
+		rc = sqlite3_prepare_v3(c->db, sq_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i],
+					NULL);
 		if (rc != SQLITE_OK)
-			return sqlite_fail(e, c->db, rc, "prepare");
+			return sq_fail(e, c->db, rc, "prepare");
 	}
 	return 0;
 }
 
 /* Reads the index, compaction point and log length. */
-static int sqlite_load(struct store_sqlite *s, struct err *e)
+static int sq_load(struct store_sqlite *s, struct err *e)
 {
 	sqlite3_stmt *q;
 	int rc;
 
-	rc = sqlite_meta_get(&s->c, "compacted", &s->compacted, e);
+	rc = sq_meta_get(&s->c, "compacted", &s->compacted, e);
 	if (rc < 0)
 		return rc;
-	q = sqlite_stmt(&s->c, SQ_LAST_SEQ);
+	q = sq_stmt(&s->c, SQ_LAST_SEQ);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
-		s->index = (uint64_t)sqlite3_column_int64(q, 0) / SQLITE_SEQ_PER_INDEX;
+		s->index = (uint64_t)sqlite3_column_int64(q, 0) / SQ_SEQ_PER_INDEX;
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW)
-		return sqlite_fail(e, s->c.db, rc, "read index");
-	q = sqlite_stmt(&s->c, SQ_CHANGE_COUNT);
+		return sq_fail(e, s->c.db, rc, "read index");
+	q = sq_stmt(&s->c, SQ_CHANGE_COUNT);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
 		s->nchanges = (uint64_t)sqlite3_column_int64(q, 0);
 	sqlite3_reset(q);
-	return rc == SQLITE_ROW ? 0 : sqlite_fail(e, s->c.db, rc, "count changes");
+	return rc == SQLITE_ROW ? 0 : sq_fail(e, s->c.db, rc, "count changes");
 }
 
 int store_sqlite_open(const char *path, struct store **out, struct err *e)
@@ -853,7 +848,7 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	*out = NULL;
 	if (path == NULL || path[0] == '\0')
 		return err_set(e, CSID_EINVAL, "sqlite store: empty path");
-	rc = sqlite_probe(path, e);
+	rc = sq_probe(path, e);
 	if (rc < 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
@@ -864,19 +859,19 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 		free(s);
 		return err_set(e, CSID_ENOMEM, "sqlite store %s: out of memory", path);
 	}
-	s->base.ops = &sqlite_ops;
+	s->base.ops = &sq_ops;
 	s->base.backend = "sqlite";
 	pthread_mutex_init(&s->c.mu, NULL);
-	rc = sqlite_conn_open(&s->c, path, e);
+	rc = sq_conn_open(&s->c, path, e);
 	if (rc == 0)
-		rc = sqlite_migrate(s, e);
+		rc = sq_migrate(s, e);
 	if (rc == 0)
-		rc = sqlite_prepare(&s->c, e);
+		rc = sq_prepare(&s->c, e);
 	if (rc == 0)
-		rc = sqlite_load(s, e);
+		rc = sq_load(s, e);
 	if (rc < 0) {
 		err_wrap(e, "sqlite store %s", path);
-		sqlite_close(&s->base);
+		sq_close(&s->base);
 		return rc;
 	}
 	store_notify_publish(&s->notify, s->index);

@@ -1,10 +1,13 @@
 /*
  * End-to-end tests of `csictl agent` against a real `csid agent` that
  * supervises csi-hostpath (test/lib/agent_proc.h): plugins and mounts as
- * tables and JSON, a mount and an unmount through the command line (the
- * mount checked in the mount table), the address from the flag and from
- * CSID_AGENT_ADDR, API errors printed as "error: <code>: <message>" with
- * exit status 1, and usage errors with exit status 2. Teardown kills the
+ * tables and JSON (with the external ID and the volume context), a mount
+ * and an unmount through the command line (the mount checked in the
+ * mount table, the context from a -context-file), unmount -force when the
+ * plugin refuses to unpublish and unstage, the address from the flag and
+ * from CSID_AGENT_ADDR, API errors printed as "error: <code>: <message>"
+ * with exit status 1, the message when no agent listens, and usage errors
+ * with exit status 2. Teardown kills the
  * agent and its plugin and detaches every mount under the directory.
  */
 #include <setjmp.h>
@@ -112,18 +115,30 @@ static void test_plugins(void **state)
 static void test_mount_unmount(void **state)
 {
 	struct env *env = *state;
-	char target[1024], target2[1024];
+	char target[1024], target2[1024], ctxfile[AGENT_PROC_PATH + 16];
 	struct csictl_run r;
-	json_t *j;
+	json_t *j, *m;
 	const char *line;
+	size_t i;
+	FILE *f;
 
 	AGENT(env, &r, "mounts");
 	csictl_expect_ok(&r);
 	assert_null(strstr(r.out, env->vol));
 	csictl_runner_free(&env->rn, &r);
 
+	/* The volume context from the output of csictl csi create-volume -o json, as is. */
+	snprintf(ctxfile, sizeof(ctxfile), "%s/volume.json", env->a.dir);
+	f = fopen(ctxfile, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"volume\": {\"capacity_bytes\": 1048576, \"volume_id\": \"%s\", "
+		"\"volume_context\": {\"tier\": \"gold\"}, \"accessible_topology\": []}}\n",
+		env->vol);
+	fclose(f);
 	AGENT(env, &r, "mount", env->vol, "alloc-1", "-plugin", AGENT_PROC_HP_ID, "-access-mode",
-	      "single-node-multi-writer", "-secret", "token=csictl-s3cr3t");
+	      "single-node-multi-writer", "-secret", "token=csictl-s3cr3t", "-context-file",
+	      ctxfile);
 	csictl_expect_ok(&r);
 	line = strstr(r.out, "target:");
 	assert_non_null(line);
@@ -147,12 +162,25 @@ static void test_mount_unmount(void **state)
 	assert_non_null(strstr(r.out, "alloc-1"));
 	assert_non_null(strstr(r.out, "alloc-2"));
 	assert_non_null(strstr(r.out, "rw-file-system-single-node-multi-writer"));
+	assert_non_null(strstr(r.out, "EXTERNAL-ID"));
+	assert_non_null(strstr(r.out, "tier=gold"));
 	assert_null(strstr(r.out, "csictl-s3cr3t"));
 	csictl_runner_free(&env->rn, &r);
 	AGENT(env, &r, "mounts", "-o", "json");
 	csictl_expect_ok(&r);
 	j = csictl_expect_json(&r);
 	assert_int_equal(json_array_size(json_object_get(j, "mounts")), 2);
+	json_array_foreach(json_object_get(j, "mounts"), i, m)
+	{
+		const json_t *vc = json_object_get(m, "volume_context");
+
+		assert_string_equal(json_string_value(json_object_get(m, "external_id")), env->vol);
+		assert_true(json_is_object(vc));
+		if (strcmp(json_string_value(json_object_get(m, "alloc_id")), "alloc-1") == 0)
+			assert_string_equal(json_string_value(json_object_get(vc, "tier")), "gold");
+		else
+			assert_int_equal(json_object_size(vc), 0);
+	}
 	json_decref(j);
 	assert_null(strstr(r.out, "csictl-s3cr3t"));
 	csictl_runner_free(&env->rn, &r);
@@ -180,6 +208,64 @@ static void test_mount_unmount(void **state)
 	csictl_runner_free(&env->rn, &r);
 	assert_false(agent_proc_is_mount(target2));
 	assert_int_equal(agent_proc_mount_count(&env->a), 0);
+}
+
+/*
+ * unmount -force when the plugin refuses NodeUnpublish and NodeUnstage:
+ * the first allocation's target is unmounted by the agent, the stage the
+ * second still uses is left (and said so); the second's forced unmount
+ * takes the stage down too. Nothing stays mounted.
+ */
+static void test_force(void **state)
+{
+	struct env *env = *state;
+	char mounts[AGENT_PROC_PATH + 16], t1[1024], t2[1024];
+	struct csictl_run r;
+	json_t *j = NULL;
+
+	assert_int_equal(agent_proc_mount(&env->a, env->vol, "f1", &j), 200);
+	snprintf(t1, sizeof(t1), "%s", json_string_value(json_object_get(j, "target")));
+	json_decref(j);
+	assert_int_equal(agent_proc_mount(&env->a, env->vol, "f2", &j), 200);
+	snprintf(t2, sizeof(t2), "%s", json_string_value(json_object_get(j, "target")));
+	json_decref(j);
+	assert_int_equal(agent_proc_write_faults(&env->a,
+						 "NodeUnpublishVolume code=INVALID_ARGUMENT "
+						 "msg=\"will not\"\n"
+						 "NodeUnstageVolume code=INVALID_ARGUMENT "
+						 "msg=\"will not\"\n"),
+			 0);
+	AGENT(env, &r, "unmount", env->vol, "f1");
+	csictl_expect_fail(&r, 1, "will not");
+	csictl_runner_free(&env->rn, &r);
+	assert_true(agent_proc_is_mount(t1));
+
+	AGENT(env, &r, "unmount", env->vol, "f1", "-force");
+	csictl_expect_ok(&r);
+	assert_non_null(strstr(r.out, "unmounted for allocation f1 (forced)"));
+	assert_non_null(strstr(r.out, "skipped:"));
+	assert_non_null(strstr(r.out, "INVALID_ARGUMENT: will not"));
+	assert_non_null(strstr(r.out, "unmounted by the agent:"));
+	assert_non_null(strstr(r.out, t1));
+	assert_non_null(strstr(r.out, "left in place:"));
+	assert_non_null(strstr(r.out, "still used by 1 other allocation"));
+	csictl_runner_free(&env->rn, &r);
+	assert_false(agent_proc_is_mount(t1));
+	assert_true(agent_proc_is_mount(t2));
+
+	AGENT(env, &r, "-o", "json", "unmount", env->vol, "f2", "-force");
+	csictl_expect_ok(&r);
+	j = csictl_expect_json(&r);
+	assert_true(json_is_true(json_object_get(j, "forced")));
+	/* The target and the staging path, both unmounted by the agent. */
+	assert_int_equal(json_array_size(json_object_get(j, "detached")), 2);
+	assert_int_equal(json_array_size(json_object_get(j, "kept")), 0);
+	json_decref(j);
+	csictl_runner_free(&env->rn, &r);
+	snprintf(mounts, sizeof(mounts), "%s/mounts", env->a.data_dir);
+	assert_int_equal(agent_proc_mounts_under(mounts), 0);
+	assert_int_equal(agent_proc_mount_count(&env->a), 0);
+	assert_int_equal(agent_proc_write_faults(&env->a, ""), 0);
 }
 
 static void test_errors(void **state)
@@ -233,7 +319,10 @@ static void test_errors(void **state)
 
 		csictl_runner_run(&env->rn, &r, NULL, args);
 	}
-	csictl_expect_fail(&r, 1, "error: agent at ");
+	/* Nothing listening: say so and how to fix it, not curl's words. */
+	csictl_expect_fail(&r, 1, "error: no agent listening at ");
+	assert_non_null(strstr(r.err, "/nobody.sock: start csid agent or set CSID_AGENT_ADDR"));
+	assert_null(strstr(r.err, "port 80"));
 	csictl_runner_free(&env->rn, &r);
 	{
 		char *args[] = {"agent", "-h", NULL};
@@ -250,6 +339,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plugins),
 	    cmocka_unit_test(test_mount_unmount),
+	    cmocka_unit_test(test_force),
 	    cmocka_unit_test(test_errors),
 	};
 

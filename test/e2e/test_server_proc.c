@@ -7,6 +7,7 @@
  * it was, and a bad config names the JSON path at fault. With csi-hostpath
  * as a supervised controller plugin, the plugins view shows it healthy, a
  * volume is created and deleted through it, and SIGTERM stops it too.
+ * The config's ACL tokens guard the API.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,15 +96,26 @@ static void t_srv_start(struct t_srv *t)
 	proc_guard_track(t->p.pid);
 }
 
-static bool t_srv_healthy(void *ctx)
+/* The status of GET /v1/status/health, or -1 when nothing answers. */
+static long t_srv_health(struct t_srv *t)
 {
-	struct t_srv *t = ctx;
 	struct http_client *c = http_client_new(t->base);
 	long status =
 	    c ? http_client_do(c, "GET", "/v1/status/health", NULL, NULL, NULL, 1000) : -1;
 
 	http_client_free(c);
-	return status == 200;
+	return status;
+}
+
+static bool t_srv_healthy(void *ctx)
+{
+	return t_srv_health(ctx) == 200;
+}
+
+/* The server answers HTTP at all (403 counts: ACL tokens are on). */
+static bool t_srv_up(void *ctx)
+{
+	return t_srv_health(ctx) > 0;
 }
 
 static long t_http(const char *base, const char *method, const char *path, const char *body,
@@ -308,6 +320,44 @@ static void test_supervised_controller_plugin(void **state)
 	agent_proc_cleanup(&t.p);
 }
 
+static long t_http_token(const char *base, const char *token, const char *method, const char *path,
+			 const char *body)
+{
+	struct http_client *c = http_client_new(base);
+	long status;
+
+	assert_non_null(c);
+	http_client_token(c, token);
+	status = http_client_do(c, method, path, body, NULL, NULL, 10000);
+	http_client_free(c);
+	return status;
+}
+
+/* The config's ACL tokens reach the API: none 403, read-only may only read. */
+static void test_acl_tokens(void **state)
+{
+	static const char node[] = "{\"id\": \"n1\", \"plugins\": []}";
+	char json[512];
+	struct t_srv t;
+
+	t_srv_init(&t);
+	snprintf(json, sizeof(json),
+		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"127.0.0.1:%d\","
+		 " \"acl_tokens\": [{\"secret\": \"write-token-1\", \"write\": true},"
+		 " {\"secret\": \"read-token-1\"}]}",
+		 t.port);
+	assert_int_equal(agent_proc_write_config(&t.p, json), 0);
+	t_srv_start(&t);
+	assert_true(agent_proc_poll(t_srv_up, &t, 20000));
+	assert_int_equal(t_http_token(t.base, NULL, "GET", "/v1/nodes", NULL), 403);
+	assert_int_equal(t_http_token(t.base, "wrong-token", "GET", "/v1/nodes", NULL), 403);
+	assert_int_equal(t_http_token(t.base, "read-token-1", "GET", "/v1/nodes", NULL), 200);
+	assert_int_equal(t_http_token(t.base, "read-token-1", "PUT", "/v1/node/n1", node), 403);
+	assert_int_equal(t_http_token(t.base, "write-token-1", "PUT", "/v1/node/n1", node), 200);
+	assert_int_equal(agent_proc_stop(&t.p, SIGTERM, 20000), 0);
+	agent_proc_cleanup(&t.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +365,7 @@ int main(void)
 	    cmocka_unit_test(test_newer_schema_refused_untouched),
 	    cmocka_unit_test(test_bad_config),
 	    cmocka_unit_test(test_supervised_controller_plugin),
+	    cmocka_unit_test(test_acl_tokens),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

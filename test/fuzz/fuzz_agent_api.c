@@ -1,10 +1,12 @@
 /*
  * Fuzz target: decoding of agent API requests. The input is split at its
  * first newline: the part before is used as a DELETE path
- * (/v1/agent/mounts/<vol>/<alloc>), the rest as a PUT /v1/agent/mounts
+ * (/v1/agent/mounts/<vol>/<alloc>) and as the value of its force query
+ * parameter, the rest as a PUT /v1/agent/mounts
  * body. Either must decode or give a clear error; a decoded request must
  * hold only safe names and known modes.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +18,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_agent_api_path(const uint8_t *data, size_t n)
 {
 	char url[512], vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
+	bool force = false;
 	struct err e;
+	int rc;
 
 	if (n >= sizeof(url))
 		n = sizeof(url) - 1;
 	memcpy(url, data, n);
 	url[n] = '\0';
+	err_clear(&e);
+	/* The path line doubles as the value of ?force=. */
+	rc = agent_api_parse_force(url, &force, &e);
+	if (rc != 0 && (!e.msg[0] || force))
+		abort();
+	if (rc == 0 && force != (strcmp(url, "true") == 0 || strcmp(url, "1") == 0))
+		abort();
 	err_clear(&e);
 	if (agent_api_parse_mount_path(url, vol, alloc, &e) != 0) {
 		if (!e.msg[0])

@@ -1,7 +1,7 @@
 /*
  * Fuzz target: what csictl reads from outside. The input is taken as an
  * agent answer (rendered as plugins, mounts and a mount result, and as an
- * error body) and as command-line values (sizes, durations, counts, agent
+ * error body, and as a -context-file) and as command-line values (sizes, durations, counts, agent
  * addresses, path escaping). Every input must give output or a clear
  * error: never a crash, a leak, or an escape character on the terminal.
  */
@@ -23,6 +23,7 @@ static void fuzz_csictl_render(const json_t *j)
 	    csictl_agent_render_plugins,
 	    csictl_agent_render_mounts,
 	    csictl_agent_render_mount,
+	    csictl_agent_render_unmount,
 	};
 
 	for (size_t i = 0; i < sizeof(renders) / sizeof(renders[0]); i++) {
@@ -47,7 +48,7 @@ static void fuzz_csictl_render(const json_t *j)
 
 static void fuzz_csictl_values(const char *s)
 {
-	struct csictl_agent_addr a;
+	struct csictl_http_addr a;
 	char esc[256];
 	struct err e;
 	int64_t v;
@@ -59,9 +60,9 @@ static void fuzz_csictl_values(const char *s)
 		abort();
 	if (csictl_int_parse(s, &n, &e) == 0 && n < 0)
 		abort();
-	if (csictl_agent_addr_parse(s, &a, &e) == 0 && a.socket[0] && a.socket[0] != '/')
+	if (csictl_http_addr_parse("agent", s, &a, &e) == 0 && a.socket[0] && a.socket[0] != '/')
 		abort();
-	if (csictl_agent_escape(s, esc, sizeof(esc)) == 0 && strpbrk(esc, "/ ?#"))
+	if (csictl_http_escape(s, esc, sizeof(esc)) == 0 && strpbrk(esc, "/ ?#"))
 		abort();
 }
 
@@ -78,7 +79,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (j)
 		fuzz_csictl_render(j);
 	json_decref(j);
-	csictl_agent_error_text(500, (const char *)data, size, msg, sizeof(msg));
+	/* As a -context-file: an object of strings, or nothing. */
+	if (csictl_agent_context_parse((const char *)data, size, &j, NULL) == 0) {
+		const char *key;
+		json_t *v;
+
+		if (!json_is_object(j))
+			abort();
+		json_object_foreach(j, key, v) if (!json_is_string(v)) abort();
+		json_decref(j);
+	}
+	csictl_http_error_text(500, (const char *)data, size, msg, sizeof(msg));
 	for (const char *p = msg; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			abort();

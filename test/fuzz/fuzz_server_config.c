@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "model/model.h"
 #include "server/server_config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -26,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < cfg->nplugins; i++) {
 		const struct config_plugin *p = &cfg->plugins[i];
 
-		if (config_check_id("id", p->id, &e) != 0 || (!p->socket == !p->command))
+		if (model_plugin_id_check(p->id, &e) != 0 ||
+		    config_check_id("id", p->id, &e) != 0 || (!p->socket == !p->command))
 			abort();
 	}
 	if (cfg->listen && cfg->listen[0] && server_config_check_listen("listen", cfg->listen, &e))

@@ -203,7 +203,8 @@ static int mounter_fake_call(struct csi_client *c, enum csi_rpc rpc, const Proto
 	pthread_mutex_lock(&f->mu);
 	n = f->calls++;
 	f->last_timeout_ms = timeout_ms;
-	fail = f->fail_at >= 0 && n >= f->fail_at && n < f->fail_at + f->fail_count;
+	fail = (f->fail_at >= 0 && n >= f->fail_at && n < f->fail_at + f->fail_count) ||
+	       (f->fail_rpc >= 0 && (int)rpc == f->fail_rpc);
 	if (mounter_fake_find(f->busy, f->n_busy, vol) >= 0)
 		overlap = 1;
 	else if (f->n_busy < MOUNTER_FAKE_MAX)
@@ -302,6 +303,15 @@ out:
 	return rc;
 }
 
+static int mounter_fake_table_detach(struct mount_table *t, const char *path, bool *lazy,
+				     struct err *e)
+{
+	struct mounter_fake *f = t->ctx;
+
+	*lazy = f->busy_mount[0] != '\0' && strcmp(f->busy_mount, path) == 0;
+	return mounter_fake_table_unmount(t, path, e);
+}
+
 void mounter_fake_init(struct mounter_fake *f, const char *state_file)
 {
 	struct mounter_fake_view v;
@@ -312,10 +322,12 @@ void mounter_fake_init(struct mounter_fake *f, const char *state_file)
 	f->client.endpoint = "fake";
 	f->table.load = mounter_fake_table_load;
 	f->table.unmount = mounter_fake_table_unmount;
+	f->table.detach = mounter_fake_table_detach;
 	f->table.ctx = f;
 	snprintf(f->state_file, sizeof(f->state_file), "%s", state_file);
 	f->fail_at = -1;
 	f->fail_count = 1;
+	f->fail_rpc = -1;
 	f->crash_at = -1;
 	f->needs_stage = true;
 	pthread_mutex_init(&f->mu, NULL);

@@ -11,8 +11,10 @@
  * a publish without a stage, two RPCs of one volume at once.
  *
  * Faults, per process: fail the Nth node RPC (0-based, counted across all
- * node RPCs) with a gRPC code, or crash (_exit) at the Nth RPC either
- * before the plugin acts or after it acted but before it answered.
+ * node RPCs) with a gRPC code, fail every RPC of one kind, or crash
+ * (_exit) at the Nth RPC either before the plugin acts or after it acted
+ * but before it answered. One mount point can be marked busy, so that
+ * the table's detach reports a lazy unmount.
  *
  * The mount table seam reports the staged paths and published targets as
  * mount points (as csi-hostpath's bind mounts would be).
@@ -52,6 +54,10 @@ struct mounter_fake {
 	int calls; /* node RPCs seen by this process */
 	int64_t last_timeout_ms;
 	int delay_ms; /* simulated work per RPC, to widen races */
+	/* A mount point a plain unmount finds busy (the table's detach goes lazy); "" for none. */
+	char busy_mount[MOUNTER_FAKE_PATH];
+	/* Fail every RPC of this kind (enum csi_rpc) with fail_code; -1 for none. */
+	int fail_rpc;
 	pthread_mutex_t mu;
 	char busy[MOUNTER_FAKE_MAX][MOUNTER_FAKE_PATH]; /* volumes with an RPC in flight */
 	int n_busy;

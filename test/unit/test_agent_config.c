@@ -246,6 +246,17 @@ static void test_expand_and_equal(void **state)
 	s = config_expand("${OTHER}", "e", "n");
 	assert_string_equal(s, "${OTHER}");
 	free(s);
+	/* The bare socket path, for plugins that take a path. */
+	s = config_expand("--csi-address=${CSI_ENDPOINT_PATH} ${CSI_ENDPOINT}",
+			  "unix:///d/csi.sock", "n");
+	assert_string_equal(s, "--csi-address=/d/csi.sock unix:///d/csi.sock");
+	free(s);
+	s = config_expand("${CSI_ENDPOINT_PATH}${CSI_ENDPOINT_PATH}", "unix:/s", "n");
+	assert_string_equal(s, "/s/s");
+	free(s);
+	config_free(parse_ok("{\"plugins\": [{\"id\": \"c\", \"type\": \"node\", "
+			     "\"command\": \"/x\", \"args\": [\"${CSI_ENDPOINT_PATH}\"], "
+			     "\"env\": {\"ADDRESS\": \"${CSI_ENDPOINT_PATH}\"}}]}"));
 	assert_false(config_plugin_equal(&cfg->plugins[0], &cfg->plugins[1]));
 	assert_int_equal(config_plugin_copy(&copy, &cfg->plugins[0]), 0);
 	assert_true(config_plugin_equal(&copy, &cfg->plugins[0]));

@@ -48,48 +48,50 @@ static json_t *parse(const char *text)
 
 static void test_addr(void **state)
 {
-	struct csictl_agent_addr a;
+	struct csictl_http_addr a;
 	struct err e;
 	char longpath[200];
 
-	assert_int_equal(csictl_agent_addr_parse("unix:/var/lib/csid/agent.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:/var/lib/csid/agent.sock", &a, &e),
+			 0);
 	assert_string_equal(a.socket, "/var/lib/csid/agent.sock");
 	assert_string_equal(a.base, "http://localhost");
-	assert_int_equal(csictl_agent_addr_parse("unix:///run/a.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:///run/a.sock", &a, &e), 0);
 	assert_string_equal(a.socket, "/run/a.sock");
-	assert_int_equal(csictl_agent_addr_parse("/run/b.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "/run/b.sock", &a, &e), 0);
 	assert_string_equal(a.socket, "/run/b.sock");
-	assert_int_equal(csictl_agent_addr_parse("http://127.0.0.1:4646/", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "http://127.0.0.1:4646/", &a, &e), 0);
 	assert_string_equal(a.socket, "");
 	assert_string_equal(a.base, "http://127.0.0.1:4646");
-	assert_int_equal(csictl_agent_addr_parse("node1:4646", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "node1:4646", &a, &e), 0);
 	assert_string_equal(a.base, "http://node1:4646");
 
-	assert_int_equal(csictl_agent_addr_parse("unix:relative.sock", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:relative.sock", &a, &e),
+			 CSID_EINVAL);
 	assert_non_null(strstr(e.msg, "absolute"));
-	assert_int_equal(csictl_agent_addr_parse("", &a, &e), CSID_EINVAL);
-	assert_int_equal(csictl_agent_addr_parse("ftp://x", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "ftp://x", &a, &e), CSID_EINVAL);
 	memset(longpath, 'a', sizeof(longpath) - 1);
 	longpath[0] = '/';
 	longpath[sizeof(longpath) - 1] = '\0';
-	assert_int_equal(csictl_agent_addr_parse(longpath, &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", longpath, &a, &e), CSID_EINVAL);
 }
 
 static void test_escape(void **state)
 {
 	char buf[64];
 
-	assert_int_equal(csictl_agent_escape("vol-1_a.b~c", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("vol-1_a.b~c", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "vol-1_a.b~c");
-	assert_int_equal(csictl_agent_escape("../etc/passwd", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("../etc/passwd", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "..%2Fetc%2Fpasswd");
-	assert_int_equal(csictl_agent_escape("a b?#%", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("a b?#%", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "a%20b%3F%23%25");
-	assert_int_equal(csictl_agent_escape("\xff", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("\xff", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "%FF");
-	assert_int_equal(csictl_agent_escape("abcdef", buf, 6), CSID_ETOOBIG);
-	assert_int_equal(csictl_agent_escape("abcde/", buf, 8), CSID_ETOOBIG);
-	assert_int_equal(csictl_agent_escape("abcde", buf, 6), 0);
+	assert_int_equal(csictl_http_escape("abcdef", buf, 6), CSID_ETOOBIG);
+	assert_int_equal(csictl_http_escape("abcde/", buf, 8), CSID_ETOOBIG);
+	assert_int_equal(csictl_http_escape("abcde", buf, 6), 0);
 }
 
 /* Fills the map flags of o the way the command line does. */
@@ -270,7 +272,9 @@ static void test_render_mounts(void **state)
 	j = parse("{\"mounts\": [{\"volume_id\": \"vol-1\", \"alloc_id\": \"a1\","
 		  " \"plugin_id\": \"hp\", \"read_only\": false, \"attachment_mode\": "
 		  "\"file-system\", \"access_mode\": \"single-node-writer\", \"state\": "
-		  "\"published\", \"target_path\": \"/d/mounts/per-alloc/a1/vol-1/x\"},"
+		  "\"published\", \"target_path\": \"/d/mounts/per-alloc/a1/vol-1/x\", "
+		  "\"external_id\": \"ext-77\", \"volume_context\": {\"z\": \"1\", \"a\": "
+		  "\"2\"}},"
 		  " {\"volume_id\": \"evil\\u001b[2J\", \"alloc_id\": \"a2\", \"usage\": "
 		  "\"ro-block-device-multi-node-reader-only\"}]}");
 	capture_open(&c);
@@ -280,6 +284,9 @@ static void test_render_mounts(void **state)
 	assert_non_null(strstr(out, "ro-block-device-multi-node-reader-only"));
 	assert_non_null(strstr(out, "/d/mounts/per-alloc/a1/vol-1/x"));
 	assert_non_null(strstr(out, "published"));
+	assert_non_null(strstr(out, "EXTERNAL-ID"));
+	assert_non_null(strstr(out, "ext-77"));
+	assert_non_null(strstr(out, "a=2,z=1"));
 	/* A terminal escape from the agent never reaches the terminal. */
 	assert_null(strchr(out, '\x1b'));
 	assert_non_null(strstr(out, "evil?[2J"));
@@ -349,21 +356,119 @@ static void test_error_text(void **state)
 	const char *b2 = "<html>bad gateway</html>\n";
 	const char *b3 = "{\"error\": \"line\\nbreak\"}";
 
-	assert_string_equal(csictl_agent_error_text(503, b1, strlen(b1), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(503, b1, strlen(b1), buf, sizeof(buf)),
 			    "unavailable: plugin hostpath is not healthy");
-	assert_string_equal(csictl_agent_error_text(502, b2, strlen(b2), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(502, b2, strlen(b2), buf, sizeof(buf)),
 			    "HTTP 502: <html>bad gateway</html>");
-	assert_string_equal(csictl_agent_error_text(500, NULL, 0, buf, sizeof(buf)), "HTTP 500");
-	assert_string_equal(csictl_agent_error_text(400, b3, strlen(b3), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(500, NULL, 0, buf, sizeof(buf)), "HTTP 500");
+	assert_string_equal(csictl_http_error_text(400, b3, strlen(b3), buf, sizeof(buf)),
 			    "line?break");
 	/* A long body is cut, never overflows. */
 	{
 		char big[4096];
 
 		memset(big, 'x', sizeof(big));
-		csictl_agent_error_text(500, big, sizeof(big), buf, sizeof(buf));
+		csictl_http_error_text(500, big, sizeof(big), buf, sizeof(buf));
 		assert_true(strlen(buf) < sizeof(buf));
 	}
+}
+
+static void test_render_unmount(void **state)
+{
+	struct capture c;
+	struct err e;
+	json_t *j;
+	const char *out;
+
+	j = parse("{\"volume_id\": \"v1\", \"alloc_id\": \"a1\", \"unmounted\": true}");
+	capture_open(&c);
+	assert_int_equal(csictl_agent_render_unmount(j, c.f, &e), 0);
+	out = capture_close(&c);
+	assert_string_equal(out, "volume v1 unmounted for allocation a1\n");
+	free(c.buf);
+	json_decref(j);
+	j = parse("{\"volume_id\": \"v1\", \"alloc_id\": \"a1\", \"unmounted\": true, "
+		  "\"forced\": true, \"skipped\": [\"node unstage: plugin p: INVALID_ARGUMENT: "
+		  "no\", 7], \"detached\": [{\"path\": \"/t\", \"lazy\": true}, {\"path\": "
+		  "\"/s\", \"lazy\": false}], \"kept\": [\"staging path /s2: in use\"]}");
+	capture_open(&c);
+	assert_int_equal(csictl_agent_render_unmount(j, c.f, &e), 0);
+	out = capture_close(&c);
+	assert_non_null(strstr(out, "volume v1 unmounted for allocation a1 (forced)\n"));
+	assert_non_null(strstr(out, "skipped:"));
+	assert_non_null(strstr(out, "INVALID_ARGUMENT: no"));
+	assert_non_null(strstr(out, "/t (lazily: it was busy)"));
+	assert_non_null(strstr(out, "/s\n"));
+	assert_non_null(strstr(out, "left in place:"));
+	assert_non_null(strstr(out, "staging path /s2: in use"));
+	free(c.buf);
+	json_decref(j);
+	assert_int_equal(csictl_agent_render_unmount(NULL, stdout, &e), CSID_EPROTO);
+}
+
+static void test_connect_error(void **state)
+{
+	char buf[512];
+
+	assert_string_equal(csictl_http_connect_error("agent",
+						      "start csid agent or set CSID_AGENT_ADDR", 7,
+						      "/run/a.sock", "x", buf, sizeof(buf)),
+			    "no agent listening at /run/a.sock: start csid agent or set "
+			    "CSID_AGENT_ADDR");
+	assert_string_equal(
+	    csictl_http_connect_error("agent", "start csid agent or set CSID_AGENT_ADDR", 28,
+				      "http://h:1", "Timeout was reached", buf, sizeof(buf)),
+	    "agent at http://h:1: Timeout was reached");
+}
+
+/* csictl_agent_context_parse of a C string. */
+static int ctx_parse(const char *text, json_t **out, struct err *e)
+{
+	return csictl_agent_context_parse(text, strlen(text), out, e);
+}
+
+static void test_context_file(void **state)
+{
+	struct csictl_agent_opts o;
+	json_t *j = NULL, *ctx;
+	struct err e;
+	static const char create_volume_out[] =
+	    "{\"volume\": {\"capacity_bytes\": 1073741824, \"volume_id\": \"vol-12\", "
+	    "\"volume_context\": {\"k1\": \"file\", \"k2\": \"file\"}, "
+	    "\"accessible_topology\": [{\"segments\": {\"t\": \"n1\"}}]}}";
+
+	/* The output of csictl csi create-volume -o json works as is. */
+	assert_int_equal(
+	    csictl_agent_context_parse(create_volume_out, strlen(create_volume_out), &j, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(j, "k2")), "file");
+	opts_with_kv(&o);
+	o.context_doc = j;
+	assert_int_equal(csictl_agent_mount_body(&o, "v", "a", &ctx, &e), 0);
+	/* -context k1=v1 wins over the file. */
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(ctx, "volume_context"), "k1")), "v1");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(ctx, "volume_context"), "k2")),
+	    "file");
+	json_decref(ctx);
+	opts_free(&o);
+	json_decref(j);
+
+	assert_int_equal(ctx_parse("{\"a\": \"b\"}", &j, &e), 0);
+	assert_int_equal(json_object_size(j), 1);
+	json_decref(j);
+	assert_int_equal(ctx_parse("{\"volume_context\": {\"a\": \"b\"}}", &j, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(j, "a")), "b");
+	json_decref(j);
+	assert_int_equal(ctx_parse("{\"volume\": {}}", &j, &e), 0);
+	assert_int_equal(json_object_size(j), 0);
+	json_decref(j);
+	assert_int_equal(ctx_parse("[1]", &j, &e), CSID_EINVAL);
+	assert_null(j);
+	assert_int_equal(ctx_parse("{\"a\": 1}", &j, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "\"a\" is not a string"));
+	assert_int_equal(ctx_parse("{\"volume_context\": 1}", &j, &e), CSID_EINVAL);
+	assert_int_equal(ctx_parse("{\"a\": \"b\"", &j, &e), CSID_EINVAL);
 }
 
 int main(void)
@@ -373,7 +478,8 @@ int main(void)
 	    cmocka_unit_test(test_mount_body),     cmocka_unit_test(test_mount_body_errors),
 	    cmocka_unit_test(test_render_plugins), cmocka_unit_test(test_render_mounts),
 	    cmocka_unit_test(test_render_mount),   cmocka_unit_test(test_error_text),
-	    cmocka_unit_test(test_render_object),
+	    cmocka_unit_test(test_render_object),  cmocka_unit_test(test_render_unmount),
+	    cmocka_unit_test(test_connect_error),  cmocka_unit_test(test_context_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -260,9 +260,15 @@ static void test_node_round_trip(void **state)
 	p[0].caps = caps;
 	p[0].ncaps = 2;
 	assert_int_equal(model_map_put(a, &p[0].topology.segments, "zone", "a", &e), 0);
+	assert_int_equal(model_map_put(a, &p[1].topology.segments,
+				       "r\xff"
+				       "ck",
+				       "7\xfe", &e),
+			 0);
 	assert_int_equal(model_node_encode(&n, &text, &len, &e), 0);
-	/* A health text that is not UTF-8 is kept as ASCII. */
+	/* Texts and keys that are not UTF-8 (from a plugin) are kept as ASCII. */
 	assert_non_null(strstr(text, "unavailable ?"));
+	assert_non_null(strstr(text, "\"r?ck\":\"7?\""));
 	assert_int_equal(model_node_decode(a, text, len, &d, &e), 0);
 	assert_int_equal(model_node_encode(d, &again, &len, &e), 0);
 	assert_string_equal(text, again);

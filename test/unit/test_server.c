@@ -272,8 +272,12 @@ static void test_list_filters_and_pages(void **state)
 
 /* ---- claims ---- */
 
+#define T_RACERS 100
+
 struct t_racer {
 	struct server *s;
+	const char *volume;
+	enum model_access access;
 	char alloc[32];
 	int rc;
 	char msg[ERR_MSG_MAX];
@@ -282,27 +286,42 @@ struct t_racer {
 static void *t_race_main(void *arg)
 {
 	struct t_racer *r = arg;
-	struct model_claim_request req = {
-	    .alloc_id = r->alloc,
-	    .node_id = "n1",
-	    .mode = MODEL_CLAIM_WRITE,
-	    .cap = {.access = MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER}};
+	struct model_claim_request req = {.alloc_id = r->alloc,
+					  .node_id = "n1",
+					  .mode = MODEL_CLAIM_WRITE,
+					  .cap = {.access = r->access}};
 	struct arena *a = arena_new();
 	struct model_volume *out = NULL;
 	struct err e;
 
 	err_clear(&e);
-	r->rc = server_volume_claim(r->s, "solo", &req, a, &out, &e);
+	r->rc = server_volume_claim(r->s, r->volume, &req, a, &out, &e);
 	snprintf(r->msg, sizeof(r->msg), "%s", e.msg);
 	arena_free(a);
 	return NULL;
 }
 
+/* T_RACERS threads claim volume for writing on node n1 at once, each its own alloc. */
+static void t_race(struct t_env *t, const char *volume, enum model_access access,
+		   struct t_racer *racers)
+{
+	pthread_t th[T_RACERS];
+
+	for (int i = 0; i < T_RACERS; i++) {
+		racers[i].s = t->s;
+		racers[i].volume = volume;
+		racers[i].access = access;
+		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
+		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
+	}
+	for (int i = 0; i < T_RACERS; i++)
+		pthread_join(th[i], NULL);
+}
+
 static void test_claim_race_one_winner(void **state)
 {
 	struct t_env *t = *state;
-	struct t_racer racers[100];
-	pthread_t th[100];
+	struct t_racer racers[T_RACERS];
 	struct model_volume *v = NULL;
 	const char *winner = NULL;
 	char want[64];
@@ -311,21 +330,15 @@ static void test_claim_race_one_winner(void **state)
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	t_volume(t, "solo", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER);
-	for (int i = 0; i < 100; i++) {
-		racers[i].s = t->s;
-		snprintf(racers[i].alloc, sizeof(racers[i].alloc), "alloc-%d", i);
-		assert_int_equal(pthread_create(&th[i], NULL, t_race_main, &racers[i]), 0);
-	}
-	for (int i = 0; i < 100; i++)
-		pthread_join(th[i], NULL);
-	for (int i = 0; i < 100; i++)
+	t_race(t, "solo", MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER, racers);
+	for (int i = 0; i < T_RACERS; i++)
 		if (racers[i].rc == 0) {
 			wins++;
 			winner = racers[i].alloc;
 		}
 	assert_int_equal(wins, 1);
 	snprintf(want, sizeof(want), "alloc %s", winner);
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < T_RACERS; i++) {
 		if (racers[i].rc == 0)
 			continue;
 		if (racers[i].rc != CSID_ECONFLICT)
@@ -344,9 +357,30 @@ static void test_claim_race_one_winner(void **state)
 	assert_int_equal(store_index(t->store), before);
 }
 
+/* 100 writers on a multi-writer volume: every claim is kept (no lost update). */
+static void test_claim_race_no_lost_update(void **state)
+{
+	struct t_env *t = *state;
+	struct t_racer racers[T_RACERS];
+	struct model_volume *v = NULL;
+	struct err e;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "many", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	t_race(t, "many", MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, racers);
+	for (int i = 0; i < T_RACERS; i++)
+		if (racers[i].rc != 0)
+			fail_msg("%s: rc %d: %s", racers[i].alloc, racers[i].rc, racers[i].msg);
+	assert_int_equal(server_volume_get(t->s, "many", t->a, &v, &e), 0);
+	assert_int_equal(v->nclaims, T_RACERS);
+	for (int i = 0; i < T_RACERS; i++)
+		assert_non_null(model_volume_claim(v, racers[i].alloc));
+}
+
 static void test_claim_refusals(void **state)
 {
 	struct t_env *t = *state;
+	struct model_volume *v = NULL;
 	struct err e;
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
@@ -365,6 +399,16 @@ static void test_claim_refusals(void **state)
 	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_READ, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
 	    CSID_EINVAL);
 	t_contains(e.msg, "not one of its capabilities");
+	/* A store that fails the write: the error says where, and nothing is claimed. */
+	store_mem_fail_txn(t->store, CSID_EIO, 1);
+	assert_int_equal(
+	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e),
+	    CSID_EIO);
+	t_contains(e.msg, "volume v: write");
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
+	assert_int_equal(v->nclaims, 0);
+	assert_int_equal(
+	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e), 0);
 }
 
 /* ---- operator exits ---- */
@@ -826,6 +870,7 @@ int main(void)
 	    T_TEST(test_register_idempotent_and_get),
 	    T_TEST(test_list_filters_and_pages),
 	    T_TEST(test_claim_race_one_winner),
+	    T_TEST(test_claim_race_no_lost_update),
 	    T_TEST(test_claim_refusals),
 	    T_TEST(test_release_and_force_free),
 	    T_TEST(test_detach),

@@ -177,7 +177,9 @@ static void test_bad(void **state)
 	sc_parse_bad("{\"controller_plugins\": [{\"socket\": \"/s\"}]}",
 		     "controller_plugins[0].id: missing");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a/b\", \"socket\": \"/s\"}]}",
-		     "controller_plugins[0].id");
+		     "controller_plugins[0].id: plugin id");
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"-a\", \"socket\": \"/s\"}]}",
+		     "must start and end with a letter or digit");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\"}]}",
 		     "controller_plugins[0]: needs either");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"socket\": \"/s\", "

@@ -44,6 +44,21 @@ static int ts_open_sqlite(struct ts *t, struct err *e)
 	return store_sqlite_open(path, &t->s, e);
 }
 
+/* Removes the store's directory (the database and its -wal, -shm). */
+static void ts_rmdir(const char *dir)
+{
+	const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+	char path[PATH_MAX + 32];
+
+	if (dir[0] == '\0')
+		return;
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		snprintf(path, sizeof(path), "%s/store.db%s", dir, suffix[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 {
 	struct ts *t = calloc(1, sizeof(*t));
@@ -52,6 +67,7 @@ static int ts_setup(void **state, int (*open)(struct ts *, struct err *))
 	assert_non_null(t);
 	if (open(t, &e) != 0) {
 		fprintf(stderr, "open store: %s\n", e.msg);
+		ts_rmdir(t->dir);
 		free(t);
 		return -1;
 	}
@@ -67,21 +83,6 @@ static int ts_setup_mem(void **state)
 static int ts_setup_sqlite(void **state)
 {
 	return ts_setup(state, ts_open_sqlite);
-}
-
-/* Removes the store's directory (the database and its -wal, -shm). */
-static void ts_rmdir(const char *dir)
-{
-	const char *suffix[] = {"", "-wal", "-shm", "-journal"};
-	char path[PATH_MAX + 32];
-
-	if (dir[0] == '\0')
-		return;
-	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
-		snprintf(path, sizeof(path), "%s/store.db%s", dir, suffix[i]);
-		unlink(path);
-	}
-	rmdir(dir);
 }
 
 static int ts_teardown(void **state)

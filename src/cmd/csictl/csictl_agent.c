@@ -1,8 +1,8 @@
 /*
- * `csictl agent`: drives a csid agent through its HTTP API with libcurl.
+ * `csictl agent`: drives a csid agent through its HTTP API (csictl_http.c).
  * One request per run: GET /v1/agent/plugins, GET /v1/agent/mounts,
  * PUT /v1/agent/mounts with a body built from flags, or
- * DELETE /v1/agent/mounts/<volume>/<alloc>. Answers are read into a
+ * DELETE /v1/agent/mounts/<volume>/<alloc> (?force=true with -force). Answers are read into a
  * capped buffer, parsed with jansson, and printed as a table or passed
  * through as JSON. Renderers accept the documented field names and a few
  * close variants, so a table still shows what it can when the agent adds
@@ -10,6 +10,7 @@
  */
 #include "csictl_agent.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,79 +20,8 @@
 #include "csictl_csi.h"
 #include "csictl_out.h"
 
-/* Largest answer read from the agent. */
-#define CSICTL_AGENT_BODY_MAX (16u << 20)
 /* Default deadline of one request; a mount may wait for its plugin. */
 #define CSICTL_AGENT_TIMEOUT_MS 120000
-
-int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e)
-{
-	const char *path = NULL;
-
-	memset(a, 0, sizeof(*a));
-	if (!s || !*s)
-		return err_set(e, CSID_EINVAL, "empty agent address");
-	if (strncmp(s, "unix://", 7) == 0)
-		path = s + 7;
-	else if (strncmp(s, "unix:", 5) == 0)
-		path = s + 5;
-	else if (s[0] == '/')
-		path = s;
-	if (path) {
-		if (path[0] != '/')
-			return err_set(e, CSID_EINVAL,
-				       "agent socket \"%.64s\" is not an absolute path", path);
-		if (strlen(path) >= sizeof(a->socket))
-			return err_set(e, CSID_EINVAL, "agent socket path is longer than %zu bytes",
-				       sizeof(a->socket) - 1);
-		strncpy(a->socket, path, sizeof(a->socket) - 1);
-		snprintf(a->base, sizeof(a->base), "http://localhost");
-		return 0;
-	}
-	if (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0) {
-		if (strlen(s) >= sizeof(a->base) - 256)
-			return err_set(e, CSID_EINVAL, "agent address is too long");
-		snprintf(a->base, sizeof(a->base), "%s", s);
-	} else if (strstr(s, "://")) {
-		return err_set(e, CSID_EINVAL,
-			       "agent address \"%.64s\": expected unix:PATH or http://HOST:PORT",
-			       s);
-	} else {
-		if (strlen(s) >= sizeof(a->base) - 256)
-			return err_set(e, CSID_EINVAL, "agent address is too long");
-		snprintf(a->base, sizeof(a->base), "http://%s", s);
-	}
-	/* No trailing slash: paths are appended as "/v1/...". */
-	for (size_t n = strlen(a->base); n > 0 && a->base[n - 1] == '/'; n--)
-		a->base[n - 1] = '\0';
-	return 0;
-}
-
-int csictl_agent_escape(const char *s, char *buf, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-
-		if (o + (plain ? 1 : 3) >= len)
-			return CSID_ETOOBIG;
-		if (plain) {
-			buf[o++] = (char)c;
-		} else {
-			buf[o++] = '%';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 15];
-		}
-	}
-	if (o >= len)
-		return CSID_ETOOBIG;
-	buf[o] = '\0';
-	return 0;
-}
 
 static json_t *csictl_agent_kv_json(const struct csictl_kv *kv)
 {
@@ -104,6 +34,97 @@ static json_t *csictl_agent_kv_json(const struct csictl_kv *kv)
 			return NULL;
 		}
 	return o;
+}
+
+int csictl_agent_context_parse(const char *text, size_t len, json_t **out, struct err *e)
+{
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	json_t *ctx, *v;
+	const char *key;
+	int rc = 0;
+
+	*out = NULL;
+	if (!json_is_object(root)) {
+		rc = err_set(e, CSID_EINVAL,
+			     "expected a JSON object: a volume context, or the output of "
+			     "csictl csi create-volume -o json");
+		goto out;
+	}
+	if (json_is_object(json_object_get(root, "volume")))
+		ctx = json_object_get(json_object_get(root, "volume"), "volume_context");
+	else if (json_object_get(root, "volume_context"))
+		ctx = json_object_get(root, "volume_context");
+	else
+		ctx = root;
+	if (ctx && !json_is_object(ctx)) {
+		rc = err_set(e, CSID_EINVAL, "volume_context: expected an object of strings");
+		goto out;
+	}
+	json_object_foreach(ctx, key, v)
+	{
+		if (!json_is_string(v)) {
+			char clean[80];
+
+			rc = err_set(e, CSID_EINVAL, "volume context: \"%s\" is not a string",
+				     csictl_out_clean(key, clean, sizeof(clean)));
+			goto out;
+		}
+	}
+	*out = ctx ? json_incref(ctx) : json_object();
+	if (!*out)
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+out:
+	json_decref(root);
+	return rc;
+}
+
+/* Largest -context-file read. */
+#define CSICTL_AGENT_CONTEXT_FILE_MAX (64 * 1024)
+
+/* Reads o->context_file into o->context_doc. */
+static int csictl_agent_context_load(struct csictl_agent_opts *o, struct err *e)
+{
+	char *buf = malloc(CSICTL_AGENT_CONTEXT_FILE_MAX + 1);
+	FILE *f = fopen(o->context_file, "r");
+	size_t n = 0;
+	int rc = 0;
+
+	if (!f) {
+		rc = err_errno(e, errno, "-context-file %.200s", o->context_file);
+		goto out;
+	}
+	if (!buf) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	n = fread(buf, 1, CSICTL_AGENT_CONTEXT_FILE_MAX + 1, f);
+	if (n > CSICTL_AGENT_CONTEXT_FILE_MAX)
+		rc = err_set(e, CSID_ETOOBIG, "is larger than %d bytes",
+			     CSICTL_AGENT_CONTEXT_FILE_MAX);
+	else
+		rc = csictl_agent_context_parse(buf, n, &o->context_doc, e);
+	if (rc)
+		err_wrap(e, "-context-file %.200s", o->context_file);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return rc;
+}
+
+/* The volume context of a mount: the -context-file's, then the -context pairs. */
+static json_t *csictl_agent_context_json(const struct csictl_agent_opts *o)
+{
+	json_t *c = o->context_doc ? json_deep_copy(o->context_doc) : json_object();
+	json_t *pairs = csictl_agent_kv_json(&o->context);
+
+	if (!c || !pairs || json_object_update(c, pairs) != 0) {
+		json_decref(c);
+		json_decref(pairs);
+		return NULL;
+	}
+	json_decref(pairs);
+	return c;
 }
 
 int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volume,
@@ -151,13 +172,18 @@ int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volum
 		      csictl_out_json_str(o->plugin), "alloc_id", csictl_out_json_str(alloc),
 		      "read_only", o->readonly, "attachment_mode", attach, "access_mode", access,
 		      "fs_type", csictl_out_json_str(o->fs_type), "mount_flags", flags,
-		      "volume_context", csictl_agent_kv_json(&o->context), "publish_context",
+		      "volume_context", csictl_agent_context_json(o), "publish_context",
 		      csictl_agent_kv_json(&o->publish_context), "secrets",
 		      csictl_agent_kv_json(&o->secrets));
 	if (!j)
 		return err_set(e, CSID_ENOMEM, "out of memory building the request");
 	*out = j;
 	return 0;
+}
+
+static int csictl_agent_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The first of the keys that obj has, as text ("" when none). */
@@ -290,32 +316,65 @@ static const char *csictl_agent_usage(const json_t *m, char *buf, size_t len)
 	return buf;
 }
 
+/* "k=v,k2=v2" from the object member key of m (sorted keys), "" when none. */
+static const char *csictl_agent_map(const json_t *m, const char *key, char *buf, size_t len)
+{
+	const json_t *o = json_object_get(m, key);
+	const char **keys;
+	size_t n = 0, used = 0;
+	const char *k;
+	json_t *v;
+
+	buf[0] = '\0';
+	if (!json_is_object(o) || json_object_size(o) == 0)
+		return buf;
+	keys = calloc(json_object_size(o), sizeof(*keys));
+	if (!keys)
+		return buf;
+	json_object_foreach((json_t *)o, k, v) keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), csictl_agent_strcmp);
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		const json_t *val = json_object_get(o, keys[i]);
+		int w = snprintf(buf + used, len - used, "%s%s=%s", i ? "," : "", keys[i],
+				 json_is_string(val) ? json_string_value(val) : "?");
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	free(keys);
+	return buf;
+}
+
 int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e)
 {
-	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN",
-					      "USAGE",  "STATE", "TARGET"};
+	static const char *const headers[] = {"VOLUME", "ALLOC", "PLUGIN",  "EXTERNAL-ID",
+					      "USAGE",  "STATE", "CONTEXT", "TARGET"};
 	const json_t *l = csictl_agent_list(j, "mounts", e), *m;
 	struct csictl_table *t;
 	size_t i;
 
 	if (!l)
 		return e ? e->code : CSID_EPROTO;
-	t = csictl_table_new(6, headers);
+	t = csictl_table_new(8, headers);
 	if (!t)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	json_array_foreach(l, i, m)
 	{
 		char vol[256], alloc[256], plugin[256], usage[256], state[64], target[1024];
+		char ext[1100], ctx[1024];
 
 		if (!json_is_object(m))
 			continue;
 		csictl_agent_field(m, vol, sizeof(vol), "volume_id", "volume", NULL);
 		csictl_agent_field(m, alloc, sizeof(alloc), "alloc_id", "alloc", NULL);
 		csictl_agent_field(m, plugin, sizeof(plugin), "plugin_id", "plugin", NULL);
+		csictl_agent_field(m, ext, sizeof(ext), "external_id", NULL);
 		csictl_agent_usage(m, usage, sizeof(usage));
 		csictl_agent_field(m, state, sizeof(state), "state", "status", NULL);
+		csictl_agent_map(m, "volume_context", ctx, sizeof(ctx));
 		csictl_agent_field(m, target, sizeof(target), "target", "target_path", NULL);
-		csictl_table_addv(t, vol, alloc, plugin, usage, state, target);
+		csictl_table_addv(t, vol, alloc, plugin, ext, usage, state, ctx, target);
 	}
 	csictl_table_print(t, out);
 	csictl_table_free(t);
@@ -389,134 +448,58 @@ int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e)
 	return 0;
 }
 
-const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
-				    size_t buflen)
+/* The text of a JSON string, "" for anything else. */
+static const char *csictl_agent_str(const json_t *v)
 {
-	json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
-	const char *msg = json_string_value(json_object_get(j, "error"));
-	const char *code = json_string_value(json_object_get(j, "code"));
-	char raw[512];
-
-	if (msg) {
-		char tmp[1024];
-
-		if (code && *code)
-			snprintf(tmp, sizeof(tmp), "%s: %s", code, msg);
-		else
-			snprintf(tmp, sizeof(tmp), "%s", msg);
-		csictl_out_clean(tmp, buf, buflen);
-	} else {
-		size_t n = len < sizeof(raw) - 1 ? len : sizeof(raw) - 1;
-		char tmp[600];
-
-		if (n)
-			memcpy(raw, body, n);
-		raw[n] = '\0';
-		while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
-			raw[--n] = '\0';
-		snprintf(tmp, sizeof(tmp), "HTTP %ld%s%s", http_status, raw[0] ? ": " : "", raw);
-		csictl_out_clean(tmp, buf, buflen);
-	}
-	json_decref(j);
-	return buf;
+	return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* An answer read from the agent. */
-struct csictl_agent_body {
-	char *data;
-	size_t len;
-	bool too_big;
-};
-
-static size_t csictl_agent_write(char *ptr, size_t size, size_t nmemb, void *arg)
+int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e)
 {
-	struct csictl_agent_body *b = arg;
-	size_t n = size * nmemb;
-	char *p;
+	const json_t *l, *v;
+	struct csictl_table *t;
+	char vol[256], alloc[256], path[1024], lazy[16], msg[600];
+	size_t i;
 
-	if (b->len + n > CSICTL_AGENT_BODY_MAX) {
-		b->too_big = true;
-		return 0;
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, vol, sizeof(vol), "volume_id", NULL);
+	csictl_agent_field(j, alloc, sizeof(alloc), "alloc_id", NULL);
+	snprintf(msg, sizeof(msg), "volume %s unmounted for allocation %s%s", vol, alloc,
+		 json_is_true(json_object_get(j, "forced")) ? " (forced)" : "");
+	t = csictl_table_new(2, NULL);
+	if (!t)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	l = json_object_get(j, "skipped");
+	json_array_foreach(l, i, v) csictl_table_addv(t, "skipped:", csictl_agent_str(v));
+	l = json_object_get(j, "detached");
+	json_array_foreach(l, i, v)
+	{
+		char cell[1100];
+
+		csictl_agent_field(v, path, sizeof(path), "path", NULL);
+		csictl_agent_field(v, lazy, sizeof(lazy), "lazy", NULL);
+		snprintf(cell, sizeof(cell), "%s%s", path,
+			 strcmp(lazy, "yes") == 0 ? " (lazily: it was busy)" : "");
+		csictl_table_addv(t, "unmounted by the agent:", cell);
 	}
-	p = realloc(b->data, b->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, n);
-	b->data = p;
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
+	l = json_object_get(j, "kept");
+	json_array_foreach(l, i, v) csictl_table_addv(t, "left in place:", csictl_agent_str(v));
+	fprintf(out, "%s\n", csictl_out_clean(msg, path, sizeof(path)));
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
 }
 
 /* One run of one agent command. */
 struct csictl_agent {
 	struct csictl_agent_opts o;
-	struct csictl_agent_addr addr;
+	struct csictl_http http;
 	struct csictl_args args;
-	int64_t timeout_ms;
 	bool json;
 	FILE *out;
 	FILE *err;
 };
-
-/*
- * Sends method path (with an optional JSON body) and reads the answer.
- * Returns 0 with *status and *b filled, or CSICTL_EXIT_FAIL after printing
- * why the agent could not be reached.
- */
-static int csictl_agent_http(struct csictl_agent *a, const char *method, const char *path,
-			     const char *body, long *status, struct csictl_agent_body *b)
-{
-	char url[CSICTL_AGENT_URL_MAX + 1024], errbuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdrs = NULL;
-	CURL *curl;
-	CURLcode rc;
-	int ret = CSICTL_EXIT_FAIL;
-
-	snprintf(url, sizeof(url), "%s%s", a->addr.base, path);
-	curl = curl_easy_init();
-	if (!curl) {
-		fputs("error: cannot start libcurl\n", a->err);
-		return CSICTL_EXIT_FAIL;
-	}
-	hdrs = curl_slist_append(hdrs, "Accept: application/json");
-	if (body)
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	if (a->addr.socket[0])
-		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, a->addr.socket);
-	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-	if (body) {
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, csictl_agent_write);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
-	rc = curl_easy_perform(curl);
-	if (rc != CURLE_OK) {
-		char clean[CURL_ERROR_SIZE];
-
-		if (b->too_big)
-			fprintf(a->err, "error: the agent's answer is larger than %u bytes\n",
-				CSICTL_AGENT_BODY_MAX);
-		else
-			fprintf(a->err, "error: agent at %s: %s\n",
-				a->addr.socket[0] ? a->addr.socket : a->addr.base,
-				csictl_out_clean(errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
-						 sizeof(clean)));
-		goto out;
-	}
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
-	ret = 0;
-out:
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
-	return ret;
-}
 
 typedef int (*csictl_agent_render_fn)(const json_t *j, FILE *out, struct err *e);
 
@@ -528,21 +511,20 @@ static int csictl_agent_request(struct csictl_agent *a, const char *method, cons
 				const char *body, csictl_agent_render_fn render,
 				const char *done_msg)
 {
-	struct csictl_agent_body b = {0};
+	struct csictl_http_answer b;
 	json_t *j = NULL;
-	long status = 0;
 	struct err e;
 	int ret;
 
 	err_clear(&e);
-	ret = csictl_agent_http(a, method, path, body, &status, &b);
+	ret = csictl_http_do(&a->http, method, path, body, &b);
 	if (ret)
-		goto out;
-	if (status < 200 || status > 299) {
-		char msg[1024];
+		return ret;
+	if (b.status < 200 || b.status > 299) {
+		char msg[1200];
 
 		fprintf(a->err, "error: %s\n",
-			csictl_agent_error_text(status, b.data, b.len, msg, sizeof(msg)));
+			csictl_http_error_text(b.status, b.data, b.len, msg, sizeof(msg)));
 		ret = CSICTL_EXIT_FAIL;
 		goto out;
 	}
@@ -568,7 +550,7 @@ static int csictl_agent_request(struct csictl_agent *a, const char *method, cons
 	}
 out:
 	json_decref(j);
-	free(b.data);
+	csictl_http_answer_free(&b);
 	return ret;
 }
 
@@ -600,22 +582,20 @@ static int csictl_agent_mount(struct csictl_agent *a)
 
 static int csictl_agent_unmount(struct csictl_agent *a)
 {
-	char vol[1024], alloc[1024], path[2200], msg[2200], clean[2200];
+	char vol[1024], alloc[1024], path[2200];
 
 	if (!*a->args.v[1] || !*a->args.v[2]) {
 		fputs("error: volume and allocation IDs must not be empty\n", a->err);
 		return CSICTL_EXIT_USAGE;
 	}
-	if (csictl_agent_escape(a->args.v[1], vol, sizeof(vol)) ||
-	    csictl_agent_escape(a->args.v[2], alloc, sizeof(alloc))) {
+	if (csictl_http_escape(a->args.v[1], vol, sizeof(vol)) ||
+	    csictl_http_escape(a->args.v[2], alloc, sizeof(alloc))) {
 		fputs("error: volume or allocation ID is too long\n", a->err);
 		return CSICTL_EXIT_USAGE;
 	}
-	snprintf(path, sizeof(path), "/v1/agent/mounts/%s/%s", vol, alloc);
-	snprintf(msg, sizeof(msg), "volume %s unmounted for allocation %s", a->args.v[1],
-		 a->args.v[2]);
-	return csictl_agent_request(a, "DELETE", path, NULL, NULL,
-				    csictl_out_clean(msg, clean, sizeof(clean)));
+	snprintf(path, sizeof(path), "/v1/agent/mounts/%s/%s%s", vol, alloc,
+		 a->o.force ? "?force=true" : "");
+	return csictl_agent_request(a, "DELETE", path, NULL, csictl_agent_render_unmount, NULL);
 }
 
 #define CSICTL_AGENT_FLAGS_MAX 24
@@ -647,6 +627,11 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	    {"secret", CSICTL_FLAG_KV, &o->secrets, "K=V", "mount: secret (repeatable)"},
 	    {"secrets-file", CSICTL_FLAG_STRING, &o->secrets_file, "FILE",
 	     "mount: secrets from a JSON object of strings"},
+	    {"context-file", CSICTL_FLAG_STRING, &o->context_file, "FILE",
+	     "mount: volume context from a JSON file (an object of strings, or the output of "
+	     "csictl csi create-volume -o json); -context wins"},
+	    {"force", CSICTL_FLAG_BOOL, &o->force, NULL,
+	     "unmount: when the plugin fails, unmount and drop the record anyway"},
 	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
@@ -670,6 +655,9 @@ static void csictl_agent_help(FILE *f)
 	      "  mounts                        volumes the agent has mounted\n"
 	      "  mount VOLUME ALLOC -plugin ID mount a volume for an allocation\n"
 	      "  unmount VOLUME ALLOC          unmount it (unpublish, unstage when unused)\n"
+	      "  unmount VOLUME ALLOC -force   the RPCs once, then the agent unmounts what is\n"
+	      "                                left itself and drops the record; says what it\n"
+	      "                                skipped\n"
 	      "\nFlags (before or after the command):\n",
 	      f);
 	csictl_flags_help(flags, n, f);
@@ -710,7 +698,14 @@ static int csictl_agent_run(struct csictl_agent *a)
 
 int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-	struct csictl_agent a = {.out = out, .err = errf, .timeout_ms = CSICTL_AGENT_TIMEOUT_MS};
+	struct csictl_agent a = {
+	    .out = out,
+	    .err = errf,
+	    .http = {.what = "agent",
+		     .hint = "start csid agent or set CSID_AGENT_ADDR",
+		     .timeout_ms = CSICTL_AGENT_TIMEOUT_MS,
+		     .err = errf},
+	};
 	struct csictl_flag flags[CSICTL_AGENT_FLAGS_MAX];
 	size_t nflags = csictl_agent_flags(&a.o, flags);
 	const char *addr;
@@ -743,9 +738,10 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 	addr = a.o.address ? a.o.address : getenv("CSID_AGENT_ADDR");
 	if (!addr || !*addr)
 		addr = CSICTL_AGENT_DEFAULT_ADDR;
-	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.timeout_ms, &e)) ||
-	    csictl_agent_addr_parse(addr, &a.addr, &e) ||
-	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e))) {
+	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.http.timeout_ms, &e)) ||
+	    csictl_http_addr_parse("agent", addr, &a.http.addr, &e) ||
+	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e)) ||
+	    (a.o.context_file && csictl_agent_context_load(&a.o, &e))) {
 		fprintf(errf, "error: %s\n", e.msg);
 		status = CSICTL_EXIT_USAGE;
 		goto out;
@@ -757,5 +753,6 @@ out:
 	csictl_kv_free(&a.o.context);
 	csictl_kv_free(&a.o.publish_context);
 	csictl_kv_free(&a.o.secrets);
+	json_decref(a.o.context_doc);
 	return status;
 }

@@ -18,10 +18,10 @@
 #include <jansson.h>
 
 #include "csictl_flags.h"
+#include "csictl_http.h"
 #include "util/err.h"
 
 #define CSICTL_AGENT_DEFAULT_ADDR "unix:/var/lib/csid/agent.sock"
-#define CSICTL_AGENT_URL_MAX 4096
 
 /* What the flags say; strings point into argv. */
 struct csictl_agent_opts {
@@ -41,32 +41,26 @@ struct csictl_agent_opts {
 	struct csictl_kv publish_context;
 	struct csictl_kv secrets;
 	const char *secrets_file;
-};
-
-/* Where requests go: a unix socket path, or a base URL for TCP. */
-struct csictl_agent_addr {
-	char socket[108]; /* "" for TCP */
-	char base[CSICTL_AGENT_URL_MAX]; /* "http://localhost" for a socket */
+	const char *context_file;
+	json_t *context_doc; /* the volume context read from context_file; owned by the run */
+	bool force;
 };
 
 /*
- * Parses an address: "unix:PATH", "unix://PATH", an absolute path,
- * "http://host:port" or "host:port". Returns 0, or CSID_EINVAL with e set
- * (relative or too long socket path, empty address, other schemes).
+ * The volume context in the JSON text[0..len) of a -context-file: an
+ * object of strings, an object with a "volume_context" object, or the
+ * output of `csictl csi create-volume -o json` ({"volume":
+ * {"volume_context": {...}}}). Returns 0 and a new object in *out, or
+ * CSID_EINVAL with e set (never quoting a value).
  */
-int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e);
-
-/*
- * Percent-encodes s for one URL path segment (everything but
- * A-Z a-z 0-9 - . _ ~) into buf. Returns 0 or CSID_ETOOBIG.
- */
-int csictl_agent_escape(const char *s, char *buf, size_t len);
+int csictl_agent_context_parse(const char *text, size_t len, json_t **out, struct err *e);
 
 /*
  * The JSON body of PUT /v1/agent/mounts for volume and alloc from o:
  * volume_id, external_id (the volume ID unless -external-id), plugin_id,
  * alloc_id, read_only, attachment_mode, access_mode, fs_type,
- * mount_flags, volume_context, publish_context, secrets. Access modes are
+ * mount_flags, volume_context (o->context_doc, then the -context pairs,
+ * which win), publish_context, secrets. Access modes are
  * accepted as our names or CSI's (SINGLE_NODE_WRITER) and sent as ours.
  * Returns 0 and a new reference in *out, or CSID_EINVAL with e set.
  */
@@ -84,14 +78,12 @@ int csictl_agent_render_mounts(const json_t *j, FILE *out, struct err *e);
 int csictl_agent_render_object(const json_t *j, FILE *out, struct err *e);
 /* Renders the answer of PUT /v1/agent/mounts ({"source","target","is_device"}). */
 int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e);
-
 /*
- * The message for a failed HTTP answer: "<code>: <error>" from an API
- * error body, else "HTTP <status>: <start of the body>" (cleaned for a
- * terminal). Writes to buf and returns it.
+ * Renders the answer of DELETE /v1/agent/mounts/<vol>/<alloc>: the
+ * volume and allocation, and for a forced unmount what the plugin
+ * skipped, what the agent detached itself and what it left in place.
  */
-const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
-				    size_t buflen);
+int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e);
 
 /*
  * Runs `csictl agent` with argv holding what follows "agent". Returns the

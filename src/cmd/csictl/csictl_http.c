@@ -107,6 +107,18 @@ const char *csictl_http_error_text(long status, const char *body, size_t len, ch
 	return buf;
 }
 
+const char *csictl_http_connect_error(const char *what, const char *hint, int curl_code,
+				      const char *where, const char *detail, char *buf, size_t len)
+{
+	char tmp[1200];
+
+	if (curl_code == CURLE_COULDNT_CONNECT)
+		snprintf(tmp, sizeof(tmp), "no %s listening at %s: %s", what, where, hint);
+	else
+		snprintf(tmp, sizeof(tmp), "%s at %s: %s", what, where, detail);
+	return csictl_out_clean(tmp, buf, len);
+}
+
 struct csictl_http_rd {
 	struct csictl_http_answer *ans;
 	bool too_big;
@@ -203,18 +215,16 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 	memset(tokhdr, 0, sizeof(tokhdr));
 	if (rc != CURLE_OK) {
 		const char *where = h->addr.socket[0] ? h->addr.socket : h->addr.base;
-		char clean[CURL_ERROR_SIZE];
+		char msg[1200];
 
 		if (rd.too_big)
 			fprintf(h->err, "error: the %s's answer is larger than %u bytes\n", h->what,
 				CSICTL_HTTP_BODY_MAX);
-		else if (rc == CURLE_COULDNT_CONNECT)
-			fprintf(h->err, "error: no %s listening at %s: %s\n", h->what, where,
-				h->hint);
 		else
-			fprintf(h->err, "error: %s at %s: %s\n", h->what, where,
-				csictl_out_clean(errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
-						 sizeof(clean)));
+			fprintf(h->err, "error: %s\n",
+				csictl_http_connect_error(
+				    h->what, h->hint, (int)rc, where,
+				    errbuf[0] ? errbuf : curl_easy_strerror(rc), msg, sizeof(msg)));
 		csictl_http_answer_free(ans);
 		goto out;
 	}

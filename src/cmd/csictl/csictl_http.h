@@ -69,6 +69,15 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 void csictl_http_answer_free(struct csictl_http_answer *ans);
 
 /*
+ * The message when the endpoint cannot be reached at where (a socket path
+ * or a URL): "no <what> listening at <where>: <hint>" when nothing accepts
+ * connections there (curl_code CURLE_COULDNT_CONNECT), else "<what> at
+ * <where>: <detail>". Cleaned for a terminal; writes to buf, returns it.
+ */
+const char *csictl_http_connect_error(const char *what, const char *hint, int curl_code,
+				      const char *where, const char *detail, char *buf, size_t len);
+
+/*
  * "code: message" of an API error answer, or "HTTP <status>: <start of
  * the body>" when it is not our JSON; cleaned for a terminal. Returns buf.
  */

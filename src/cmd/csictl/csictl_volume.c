@@ -114,8 +114,8 @@ static int volume_read_spec(struct csictl_server *s, const char *file, bool crea
 {
 	struct model_volume *v = NULL;
 	struct arena *a = NULL;
-	char *text = NULL, *out = NULL;
-	size_t len = 0, o = 0;
+	char *text = NULL;
+	size_t len = 0;
 	struct err e;
 	FILE *f;
 	int ret = CSICTL_EXIT_FAIL;
@@ -144,35 +144,16 @@ static int volume_read_spec(struct csictl_server *s, const char *file, bool crea
 		goto out;
 	}
 	snprintf(id, idlen, "%s", v->id);
-	/* The API takes plain JSON: drop the comment lines. */
-	out = malloc(len + 1);
-	if (!out)
-		goto out;
-	for (size_t i = 0; i < len;) {
-		size_t j = i, k;
-
-		while (j < len && text[j] != '\n')
-			j++;
-		for (k = i; k < j && (text[k] == ' ' || text[k] == '\t'); k++)
-			;
-		if (!(k < j &&
-		      (text[k] == '#' || (text[k] == '/' && k + 1 < j && text[k + 1] == '/')))) {
-			memcpy(out + o, text + i, j - i);
-			o += j - i;
-			out[o++] = '\n';
-		}
-		i = j + 1;
-	}
-	out[o] = '\0';
-	*body = out;
-	out = NULL;
+	/* The API takes plain JSON: blank the comment lines. */
+	model_spec_uncomment(text, len);
+	*body = text;
+	text = NULL;
 	ret = 0;
 out:
 	if (text) {
 		memset(text, 0, len);
 		free(text);
 	}
-	free(out);
 	arena_free(a);
 	return ret;
 }
