@@ -13,14 +13,22 @@
  *
  * Outcomes are classified by csi_rules_outcome (src/csi/csi_rules.c):
  * DONE moves on, RETRY re-queues with capped exponential backoff with
- * jitter (backoff_min_ms doubling to backoff_max_ms), FINAL records the
- * error on the object (and backs off at the cap, so an operator's fix is
- * picked up). Every RPC has a deadline (rpc_timeout_ms). A failing item
- * shows its last error, attempt count and next attempt time
- * (reconciler_status) and never delays other items: items are taken in
- * due-time order, never two workers on one item, and controller RPCs to
- * one plugin are limited to plugin_concurrency at a time (default 1,
- * since some providers race across volumes of one host).
+ * jitter (backoff_min_ms doubling to backoff_max_ms), FINAL is shown and
+ * tried again only at the cap (so an operator's fix is picked up); a
+ * create or register that fails for good (or that the plugin's
+ * capabilities rule out) marks the volume or snapshot failed, which the
+ * reconciler then leaves alone. Capabilities gate every optional RPC: a
+ * plugin without PUBLISH_UNPUBLISH_VOLUME is never sent a controller
+ * publish (its claims skip the controller steps), a missing capability
+ * for a wanted step (expand, modify, delete, ...) is a final error. Every
+ * RPC has a deadline (rpc_timeout_ms). A failing item shows its last
+ * error, attempt count and next attempt time (reconciler_status, kept in
+ * memory) and never delays other items: items are taken in due-time
+ * order, never two workers on one item, and controller RPCs to one plugin
+ * are limited to plugin_concurrency at a time (default 1, since some
+ * providers race across volumes of one host); an item whose plugin is at
+ * its limit waits aside and does not hold a worker. A store change to an
+ * item makes it due at once, even while it backs off.
  *
  * Virtual time: reconciler_step() works every item due at the clock's now
  * on the calling thread and returns when the next item is due; tests run
@@ -77,6 +85,16 @@ struct reconciler_config {
 };
 
 struct reconciler;
+
+/*
+ * The delay before attempt `attempts` + 1 of an item that failed
+ * `attempts` times in a row (>= 1): min_ms doubling per failure, capped at
+ * max_ms, with jitter in [3/4 d, d] of that value d drawn from a hash of
+ * seed, kind, id and attempts, so that items failing together spread out
+ * and a run with the same seed repeats exactly. Pure.
+ */
+int64_t reconciler_backoff_ms(int attempts, int64_t min_ms, int64_t max_ms, uint64_t seed,
+			      enum store_kind kind, const char *id);
 
 int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out, struct err *e);
 

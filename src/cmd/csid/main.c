@@ -1,12 +1,13 @@
 /*
- * csid: the node agent (`csid agent`), and room for the control plane
- * subcommands to come. main() only dispatches; each subcommand lives in a
- * file of its own (csid_agent.c).
+ * csid: the node agent (`csid agent`) and the control plane (`csid
+ * server`). main() only dispatches; each subcommand lives in a file of its
+ * own (csid_agent.c, csid_server.c).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "csid_agent.h"
+#include "csid_server.h"
 
 static void csid_usage(FILE *f)
 {
@@ -15,6 +16,8 @@ static void csid_usage(FILE *f)
 		   "commands:\n"
 		   "  agent     run the node agent: plugin supervisor, registry, plugin manager,\n"
 		   "            volume mounter and the agent HTTP API\n"
+		   "  server    run the control plane: state store, controller plugins,\n"
+		   "            reconciler and the server HTTP API\n"
 		   "  version   print the version\n"
 		   "\n"
 		   "Run `csid <command> -h` for the flags of a command.\n");
@@ -40,6 +43,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "agent") == 0)
 		return csid_agent_main(argc - 2, argv + 2);
+	if (strcmp(cmd, "server") == 0)
+		return csid_server_main(argc - 2, argv + 2);
 	fprintf(stderr, "csid: unknown command \"%s\"\n\n", cmd);
 	csid_usage(stderr);
 	return 2;

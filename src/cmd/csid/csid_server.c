@@ -1,0 +1,282 @@
+/*
+ * `csid server`: wires the control plane together and runs it.
+ *
+ * Start: config (file, then flags) -> data_dir created and locked (flock
+ * on <data_dir>/server.lock: a second server on the same data_dir is
+ * refused before it touches anything) -> state store (SQLite file
+ * <data_dir>/server.db, or memory) -> host controller plugins on the
+ * libuv loop (main thread) -> server core and its reconciler -> HTTP API.
+ *
+ * Stop (SIGTERM/SIGINT): the API stops accepting and finishes the
+ * requests in flight, the reconciler drains (each step bounded by its RPC
+ * deadline), the controller plugins are stopped, the store closed; exit 0.
+ * Logs are key=value lines on stderr.
+ */
+#include "csid_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "agent/mount_paths.h"
+#include "api/server_api.h"
+#include "csi/csi_client.h"
+#include "csid_agent.h"
+#include "server/controllers.h"
+#include "server/server.h"
+#include "server/server_config.h"
+#include "store/store.h"
+#include "util/log.h"
+
+struct csid_server {
+	const char *flag_config, *flag_data_dir, *flag_listen, *flag_socket, *flag_level;
+	struct server_config_file *cfg;
+	int lock_fd;
+	struct store *store;
+	struct controllers *ctl;
+	struct server *server;
+	struct server_api *api;
+	struct server_api_token *tokens;
+	uv_loop_t loop;
+	uv_signal_t sig_term, sig_int;
+	bool stopping;
+	int exit_code;
+};
+
+static void csid_server_usage(FILE *f)
+{
+	fprintf(f, "usage: csid server [-config FILE] [-data-dir DIR] [-listen HOST:PORT]\n"
+		   "                   [-socket PATH] [-log-level LEVEL]\n"
+		   "\n"
+		   "Runs the control plane: state store, controller plugins, reconciler and\n"
+		   "the HTTP API (default 127.0.0.1:4646; -listen \"\" for none). Flags\n"
+		   "override the JSON config file. SIGTERM/SIGINT drain and stop it.\n");
+}
+
+/* "-name value", "-name=value" and "--name" forms. 0, 1 (help shown) or 2 (bad). */
+static int csid_server_flags(struct csid_server *s, int argc, char **argv)
+{
+	const struct {
+		const char *name;
+		const char **dst;
+	} flags[] = {{"config", &s->flag_config},
+		     {"data-dir", &s->flag_data_dir},
+		     {"listen", &s->flag_listen},
+		     {"socket", &s->flag_socket},
+		     {"log-level", &s->flag_level}};
+	const size_t nflags = sizeof(flags) / sizeof(flags[0]);
+
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+		size_t k = nflags, len = 0;
+
+		if (!strcmp(arg, "-h") || !strcmp(arg, "-help") || !strcmp(arg, "--help")) {
+			csid_server_usage(stdout);
+			return 1;
+		}
+		if (arg[0] == '-') {
+			arg += arg[1] == '-' ? 2 : 1;
+			len = strcspn(arg, "=");
+			for (k = 0; k < nflags; k++)
+				if (strlen(flags[k].name) == len &&
+				    !strncmp(arg, flags[k].name, len))
+					break;
+		}
+		if (k == nflags || (arg[len] != '=' && i + 1 >= argc)) {
+			fprintf(stderr, "csid server: bad flag or missing value: \"%s\"\n",
+				argv[i]);
+			csid_server_usage(stderr);
+			return 2;
+		}
+		*flags[k].dst = arg[len] == '=' ? arg + len + 1 : argv[++i];
+	}
+	return 0;
+}
+
+static int csid_server_config(struct csid_server *s, struct err *e)
+{
+	int rc;
+
+	if (s->flag_config)
+		rc = server_config_load(s->flag_config, &s->cfg, e);
+	else
+		rc = (s->cfg = server_config_new()) ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	if (!rc)
+		rc = server_config_override(s->cfg, s->flag_data_dir, s->flag_listen,
+					    s->flag_socket, s->flag_level, e);
+	if (!rc)
+		rc = server_config_finalize(s->cfg, e);
+	return rc;
+}
+
+/* Creates and locks the data_dir, then opens the store. */
+static int csid_server_open_store(struct csid_server *s, struct err *e)
+{
+	const struct server_config_file *cfg = s->cfg;
+	int rc;
+
+	if ((rc = mount_mkdir_p(cfg->data_dir, e)))
+		return err_wrap(e, "data_dir");
+	s->lock_fd = open(cfg->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0)
+		return err_errno(e, errno, "open %s", cfg->lock_path);
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+		return err_set(e, CSID_EEXIST,
+			       "data_dir %s: another csid server is running on it (%s is locked)",
+			       cfg->data_dir, cfg->lock_path);
+	if (cfg->store == SERVER_CONFIG_STORE_MEMORY)
+		return store_mem_new(&s->store, e);
+	rc = store_sqlite_open(cfg->store_path, &s->store, e);
+	return rc ? err_wrap(e, "store") : 0;
+}
+
+static int csid_server_open(struct csid_server *s, struct err *e)
+{
+	const struct server_config_file *cfg = s->cfg;
+	struct controllers_config cc = {0};
+	struct server_config sc = {0};
+	struct server_api_config ac = {0};
+	int rc;
+
+	if ((rc = csid_server_open_store(s, e)))
+		return rc;
+	cc.loop = &s->loop;
+	cc.data_dir = cfg->data_dir;
+	cc.plugins = cfg->plugins;
+	cc.nplugins = cfg->nplugins;
+	cc.rpc_timeout_ms = cfg->rpc_timeout_ms;
+	if ((rc = controllers_new(&cc, &s->ctl, e)))
+		return rc;
+	sc.store = s->store;
+	sc.controllers = controllers_seam(s->ctl);
+	sc.workers = cfg->workers;
+	sc.backoff_min_ms = cfg->backoff_min_ms;
+	sc.backoff_max_ms = cfg->backoff_max_ms;
+	sc.rpc_timeout_ms = cfg->rpc_timeout_ms;
+	sc.plugin_concurrency = cfg->plugin_concurrency;
+	sc.node_ttl_ms = cfg->node_ttl_ms;
+	sc.local_controllers = controllers_local;
+	sc.local_controllers_ctx = s->ctl;
+	if ((rc = server_new(&sc, &s->server, e)) || (rc = server_start(s->server, e)))
+		return rc;
+	if (cfg->ntokens && !(s->tokens = calloc(cfg->ntokens, sizeof(*s->tokens))))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	for (size_t i = 0; i < cfg->ntokens; i++) {
+		s->tokens[i].secret = cfg->tokens[i].secret;
+		s->tokens[i].write = cfg->tokens[i].write;
+	}
+	ac.server = s->server;
+	ac.tcp_addr = cfg->listen;
+	ac.socket_path = cfg->socket;
+	ac.tokens = s->tokens;
+	ac.ntokens = cfg->ntokens;
+	return server_api_start(&ac, &s->api, e);
+}
+
+static void csid_server_close_cb(uv_handle_t *h)
+{
+}
+
+/* The controller plugins are gone: let the loop end. */
+static void csid_server_plugins_done(void *ctx)
+{
+	struct csid_server *s = ctx;
+
+	uv_close((uv_handle_t *)&s->sig_term, csid_server_close_cb);
+	uv_close((uv_handle_t *)&s->sig_int, csid_server_close_cb);
+	log_info("msg=\"server stopped\"");
+}
+
+/* API first (no new work), then the reconciler, then the plugins (loop thread). */
+static void csid_server_begin_shutdown(struct csid_server *s)
+{
+	struct err e;
+
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	err_clear(&e);
+	server_api_stop(s->api);
+	s->api = NULL;
+	server_free(s->server);
+	s->server = NULL;
+	if (!s->ctl || controllers_shutdown(s->ctl, csid_server_plugins_done, s, &e) != 0)
+		csid_server_plugins_done(s);
+}
+
+static void csid_server_on_signal(uv_signal_t *h, int signo)
+{
+	struct csid_server *s = h->data;
+
+	log_info("msg=\"shutting down\" signal=%d", signo);
+	csid_server_begin_shutdown(s);
+}
+
+static void csid_server_close(struct csid_server *s)
+{
+	server_api_stop(s->api);
+	server_free(s->server);
+	controllers_free(s->ctl);
+	store_close(s->store);
+	free(s->tokens);
+	server_config_free(s->cfg);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
+	uv_library_shutdown();
+	csi_grpc_shutdown();
+}
+
+int csid_server_main(int argc, char **argv)
+{
+	struct csid_server s;
+	struct err e;
+	char q[600];
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.lock_fd = -1;
+	err_clear(&e);
+	rc = csid_server_flags(&s, argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (csid_server_config(&s, &e) != 0) {
+		log_error("msg=\"bad configuration\" error=%s", log_q(q, sizeof(q), e.msg));
+		server_config_free(s.cfg);
+		return 2;
+	}
+	if (s.cfg->log_level >= 0)
+		log_set_level((enum log_level)s.cfg->log_level);
+	signal(SIGPIPE, SIG_IGN);
+	uv_loop_init(&s.loop);
+	uv_signal_init(&s.loop, &s.sig_term);
+	uv_signal_init(&s.loop, &s.sig_int);
+	s.sig_term.data = s.sig_int.data = &s;
+	uv_signal_start(&s.sig_term, csid_server_on_signal, SIGTERM);
+	uv_signal_start(&s.sig_int, csid_server_on_signal, SIGINT);
+	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
+		 CSID_AGENT_VERSION, s.cfg->data_dir,
+		 s.cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite", s.cfg->nplugins);
+	rc = csid_server_open(&s, &e);
+	if (rc) {
+		log_error("msg=\"server failed to start\" error=%s", log_q(q, sizeof(q), e.msg));
+		s.exit_code = 1;
+		csid_server_begin_shutdown(&s);
+	} else {
+		log_info("msg=\"server ready\" listen=%s socket=%s",
+			 s.cfg->listen[0] ? s.cfg->listen : "-",
+			 s.cfg->socket ? s.cfg->socket : "-");
+	}
+	uv_run(&s.loop, UV_RUN_DEFAULT);
+	uv_loop_close(&s.loop);
+	csid_server_close(&s);
+	return s.exit_code;
+}

@@ -1,0 +1,896 @@
+/*
+ * One reconciler pass over a volume: read it, derive the next step from
+ * its stored state (reconcile_volume_next, pure), run that step (at most
+ * one controller RPC) and write the result on the index read.
+ *
+ * The claim and publication rules, level-triggered (every pass re-derives
+ * them from the record):
+ *   claim controller-unpublished           -> freed (into past claims)
+ *   claim node-unpublished on node N:
+ *     no publication on N, or another claim
+ *     on N still claimed (it needs the pub)  -> controller-unpublished, and
+ *                                               freed in the same write
+ *     publication on N not yet unpublishing  -> publication unpublishing
+ *   publication with no active claim on N    -> unpublishing
+ *   publication unpublishing, N claimed again -> publishing
+ *   claim claimed, no publication on N, the
+ *     plugin has PUBLISH_UNPUBLISH_VOLUME    -> publication publishing
+ *   publication unpublishing                 -> ControllerUnpublishVolume, dropped
+ *   publication publishing                   -> ControllerPublishVolume, published
+ * So a claim is freed only after the unpublish of its node succeeded (or
+ * was never needed), and the claim's plugin node ID from claim time is
+ * what the publication and the unpublish use (DESIGN.md lesson 3).
+ */
+#include "server/reconcile_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csi/csi_rules.h"
+
+const char *reconcile_step_name(enum reconcile_step_kind k)
+{
+	static const char *const names[] = {
+	    [RSTEP_NONE] = "none",
+	    [RSTEP_FAILED] = "failed",
+	    [RSTEP_CREATE] = "create",
+	    [RSTEP_CREATE_LACKS] = "create",
+	    [RSTEP_VALIDATE] = "validate",
+	    [RSTEP_REGISTERED] = "register",
+	    [RSTEP_CLAIM_FREE] = "free claim",
+	    [RSTEP_CLAIM_CONTROLLER_DONE] = "claim controller-unpublished",
+	    [RSTEP_PUB_UNPUBLISHING] = "mark unpublishing",
+	    [RSTEP_PUB_REPUBLISH] = "mark publishing",
+	    [RSTEP_PUB_ADD] = "add publication",
+	    [RSTEP_NEED_CONTROLLER] = "check publication",
+	    [RSTEP_UNPUBLISH] = "controller unpublish",
+	    [RSTEP_PUBLISH] = "controller publish",
+	    [RSTEP_EXPAND] = "expand",
+	    [RSTEP_MODIFY] = "modify",
+	    [RSTEP_DELETE] = "delete",
+	    [RSTEP_REMOVE] = "remove",
+	    [RSTEP_LACKS] = "lacks",
+	};
+
+	if ((unsigned)k >= sizeof(names) / sizeof(names[0]) || names[k] == NULL)
+		return "unknown";
+	return names[k];
+}
+
+bool reconcile_step_rpc(enum reconcile_step_kind k)
+{
+	return k == RSTEP_CREATE || k == RSTEP_VALIDATE || k == RSTEP_UNPUBLISH ||
+	       k == RSTEP_PUBLISH || k == RSTEP_EXPAND || k == RSTEP_MODIFY || k == RSTEP_DELETE;
+}
+
+/* ---- the decision (pure) ---- */
+
+/* Whether a claim on node is still claimed (so needs the node's publication). */
+static bool rv_node_claimed(const struct model_volume *v, const char *node)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (v->claims[i].state == MODEL_CLAIM_CLAIMED &&
+		    strcmp(v->claims[i].node_id, node) == 0)
+			return true;
+	return false;
+}
+
+/* Whether any active claim is on node. */
+static bool rv_node_active(const struct model_volume *v, const char *node)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (strcmp(v->claims[i].node_id, node) == 0)
+			return true;
+	return false;
+}
+
+static size_t rv_pub_index(const struct model_volume *v, const char *node)
+{
+	const struct model_publication *p = model_volume_pub(v, node);
+
+	return p != NULL ? (size_t)(p - v->pubs) : SIZE_MAX;
+}
+
+static void rv_set(struct reconcile_step *out, enum reconcile_step_kind k, size_t index)
+{
+	out->kind = k;
+	out->index = index;
+}
+
+/* The step k, or LACKS when the controller is known to lack cap (name). */
+static void rv_gate(struct reconcile_step *out, enum reconcile_ctrl ctrl, uint64_t caps,
+		    uint64_t cap, const char *name, enum reconcile_step_kind k, size_t index)
+{
+	rv_set(out, k, index);
+	if (ctrl != RECONCILE_CTRL_DOWN && (caps & cap) == 0) {
+		out->kind = RSTEP_LACKS;
+		out->blocked = k;
+		out->missing = name;
+	}
+}
+
+/* The store-only steps of claims and publications; false when there is none. */
+static bool rv_next_claims(const struct model_volume *v, enum reconcile_ctrl ctrl, uint64_t caps,
+			   struct reconcile_step *out)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (v->claims[i].state == MODEL_CLAIM_CONTROLLER_UNPUBLISHED) {
+			rv_set(out, RSTEP_CLAIM_FREE, i);
+			return true;
+		}
+	for (size_t i = 0; i < v->nclaims; i++) {
+		const struct model_claim *c = &v->claims[i];
+		size_t p;
+
+		if (c->state != MODEL_CLAIM_NODE_UNPUBLISHED)
+			continue;
+		p = rv_pub_index(v, c->node_id);
+		if (p == SIZE_MAX || rv_node_claimed(v, c->node_id)) {
+			rv_set(out, RSTEP_CLAIM_CONTROLLER_DONE, i);
+			return true;
+		}
+		if (v->pubs[p].state != MODEL_PUB_UNPUBLISHING) {
+			rv_set(out, RSTEP_PUB_UNPUBLISHING, p);
+			return true;
+		}
+	}
+	for (size_t p = 0; p < v->npubs; p++) {
+		const struct model_publication *pub = &v->pubs[p];
+
+		if (pub->state != MODEL_PUB_UNPUBLISHING && !rv_node_active(v, pub->node_id)) {
+			rv_set(out, RSTEP_PUB_UNPUBLISHING, p);
+			return true;
+		}
+		if (pub->state == MODEL_PUB_UNPUBLISHING && rv_node_claimed(v, pub->node_id)) {
+			rv_set(out, RSTEP_PUB_REPUBLISH, p);
+			return true;
+		}
+	}
+	for (size_t i = 0; i < v->nclaims; i++) {
+		if (v->claims[i].state != MODEL_CLAIM_CLAIMED ||
+		    rv_pub_index(v, v->claims[i].node_id) != SIZE_MAX)
+			continue;
+		if (ctrl == RECONCILE_CTRL_DOWN) {
+			rv_set(out, RSTEP_NEED_CONTROLLER, i);
+			return true;
+		}
+		if (ctrl == RECONCILE_CTRL_UP && (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME))) {
+			rv_set(out, RSTEP_PUB_ADD, i);
+			return true;
+		}
+	}
+	return false;
+}
+
+void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctrl, uint64_t caps,
+			   struct reconcile_step *out)
+{
+	const uint64_t pubcap = RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME);
+
+	memset(out, 0, sizeof(*out));
+	switch (v->state) {
+	case MODEL_VOL_FAILED:
+		rv_set(out, RSTEP_FAILED, 0);
+		return;
+	case MODEL_VOL_CREATING:
+		rv_set(out, RSTEP_CREATE, 0);
+		if (ctrl == RECONCILE_CTRL_DOWN)
+			return;
+		if ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) == 0)
+			out->missing = "CREATE_DELETE_VOLUME";
+		else if (v->snapshot_source && (caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0)
+			out->missing = "CREATE_DELETE_SNAPSHOT";
+		else if (v->clone_source && (caps & RECONCILE_CAP(CLONE_VOLUME)) == 0)
+			out->missing = "CLONE_VOLUME";
+		if (out->missing != NULL)
+			out->kind = RSTEP_CREATE_LACKS;
+		return;
+	case MODEL_VOL_REGISTERING:
+		rv_set(out, ctrl == RECONCILE_CTRL_NONE ? RSTEP_REGISTERED : RSTEP_VALIDATE, 0);
+		return;
+	case MODEL_VOL_READY:
+	case MODEL_VOL_DELETING:
+		break;
+	}
+	if (rv_next_claims(v, ctrl, caps, out))
+		return;
+	for (size_t p = 0; p < v->npubs; p++)
+		if (v->pubs[p].state == MODEL_PUB_UNPUBLISHING) {
+			rv_gate(out, ctrl, caps, pubcap, "PUBLISH_UNPUBLISH_VOLUME",
+				RSTEP_UNPUBLISH, p);
+			return;
+		}
+	for (size_t p = 0; p < v->npubs; p++)
+		if (v->pubs[p].state == MODEL_PUB_PUBLISHING) {
+			rv_gate(out, ctrl, caps, pubcap, "PUBLISH_UNPUBLISH_VOLUME", RSTEP_PUBLISH,
+				p);
+			return;
+		}
+	if (v->state == MODEL_VOL_READY) {
+		if (v->pending_capacity_min > 0)
+			rv_gate(out, ctrl, caps, RECONCILE_CAP(EXPAND_VOLUME), "EXPAND_VOLUME",
+				RSTEP_EXPAND, 0);
+		else if (v->pending_mutable.n > 0)
+			rv_gate(out, ctrl, caps, RECONCILE_CAP(MODIFY_VOLUME), "MODIFY_VOLUME",
+				RSTEP_MODIFY, 0);
+		return;
+	}
+	/* Deleting: once every claim is freed and every publication gone. */
+	if (v->nclaims > 0 || v->npubs > 0)
+		return;
+	/*
+	 * Never created as far as the record knows; but a CreateVolume whose
+	 * answer was lost may have made it, so it is looked up by name
+	 * (CreateVolume is idempotent by name) before the record goes.
+	 */
+	if (v->external_id == NULL)
+		rv_set(out,
+		       ctrl == RECONCILE_CTRL_DOWN ||
+			       (ctrl == RECONCILE_CTRL_UP &&
+				(caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
+			   ? RSTEP_CREATE
+			   : RSTEP_REMOVE,
+		       0);
+	else
+		rv_gate(out, ctrl, caps, RECONCILE_CAP(CREATE_DELETE_VOLUME),
+			"CREATE_DELETE_VOLUME", RSTEP_DELETE, 0);
+}
+
+/* ---- request and response conversions ---- */
+
+/* A CSI VolumeCapability for cap with the volume's mount options, in a. */
+static Csi__V1__VolumeCapability *rv_cap(struct arena *a, const struct model_volume *v,
+					 const struct model_capability *cap)
+{
+	Csi__V1__VolumeCapability *c = arena_alloc(a, sizeof(*c));
+	Csi__V1__VolumeCapability__AccessMode *m = arena_alloc(a, sizeof(*m));
+
+	if (c == NULL || m == NULL)
+		return NULL;
+	csi__v1__volume_capability__init(c);
+	csi__v1__volume_capability__access_mode__init(m);
+	m->mode = (Csi__V1__VolumeCapability__AccessMode__Mode)cap->access;
+	c->access_mode = m;
+	if (cap->attachment == MODEL_ATTACH_BLOCK_DEVICE) {
+		Csi__V1__VolumeCapability__BlockVolume *b = arena_alloc(a, sizeof(*b));
+
+		if (b == NULL)
+			return NULL;
+		csi__v1__volume_capability__block_volume__init(b);
+		c->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+		c->block = b;
+	} else {
+		Csi__V1__VolumeCapability__MountVolume *mv = arena_alloc(a, sizeof(*mv));
+
+		if (mv == NULL)
+			return NULL;
+		csi__v1__volume_capability__mount_volume__init(mv);
+		if (v->fs_type != NULL)
+			mv->fs_type = v->fs_type;
+		mv->n_mount_flags = v->nmount_flags;
+		mv->mount_flags = v->mount_flags;
+		c->access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+		c->mount = mv;
+	}
+	return c;
+}
+
+/* Every capability of v, for CreateVolume and ValidateVolumeCapabilities. */
+static Csi__V1__VolumeCapability **rv_caps(struct arena *a, const struct model_volume *v)
+{
+	Csi__V1__VolumeCapability **caps = arena_alloc(a, (v->ncaps + 1) * sizeof(*caps));
+
+	for (size_t i = 0; caps != NULL && i < v->ncaps; i++)
+		if ((caps[i] = rv_cap(a, v, &v->caps[i])) == NULL)
+			return NULL;
+	return caps;
+}
+
+/* A model map from a protobuf map field's entries (every entry is base, key, value), in a. */
+static int rv_map_from(struct arena *a, void *const *entries, size_t n, struct model_map *out)
+{
+	const struct {
+		ProtobufCMessage base;
+		char *key;
+		char *value;
+	} *const *kv = (const void *)entries;
+
+	out->kv = NULL;
+	out->n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (model_map_put(a, out, kv[i]->key ? kv[i]->key : "",
+				  kv[i]->value ? kv[i]->value : "", NULL) < 0)
+			return CSID_ENOMEM;
+	return 0;
+}
+
+static Csi__V1__Topology **rv_topologies(struct arena *a, const struct model_topology *t, size_t n)
+{
+	Csi__V1__Topology **out = arena_alloc(a, (n + 1) * sizeof(*out));
+
+	for (size_t i = 0; out != NULL && i < n; i++) {
+		out[i] = arena_alloc(a, sizeof(**out));
+		if (out[i] == NULL)
+			return NULL;
+		csi__v1__topology__init(out[i]);
+		if (reconcile_map_set(a, &out[i]->base, "segments", &t[i].segments) < 0)
+			return NULL;
+	}
+	return out;
+}
+
+/* ---- the pass ---- */
+
+struct rv_pass {
+	struct reconcile_pass p;
+	struct model_volume *v;
+	uint64_t index; /* modify_index read */
+	char what[MODEL_ID_MAX + 16]; /* "volume <id>" */
+	struct reconcile_result *res;
+};
+
+/* Writes the changed volume on the index read; success gives AGAIN. */
+static int rv_write(struct rv_pass *s)
+{
+	char *json = NULL;
+	size_t len = 0;
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	s->v->updated_ms = clock_wall_ms(s->p.env->clock);
+	rc = model_volume_encode(s->v, MODEL_VIEW_STORE, &json, &len, &e);
+	if (rc < 0)
+		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: encode: %s", s->what,
+				      e.msg);
+	rc = reconcile_put(s->p.env, STORE_VOLUME, s->v->id, json, len, s->index, s->res);
+	model_wipe_free(json, len);
+	if (rc == 0)
+		s->res->outcome = RECONCILE_AGAIN;
+	return rc;
+}
+
+static int rv_nomem(struct rv_pass *s)
+{
+	return reconcile_fail(s->res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s->what);
+}
+
+/* A final error of create or register: the volume is failed, the error shown. */
+static int rv_failed(struct rv_pass *s)
+{
+	struct reconcile_result keep = *s->res;
+
+	s->v->state = MODEL_VOL_FAILED;
+	if (rv_write(s) < 0)
+		return -1;
+	*s->res = keep;
+	return -1;
+}
+
+/*
+ * The plugin's ID of a snapshot or volume source, when it is ready. A
+ * source still being made is waited for (RETRY); one that is gone,
+ * failed or being deleted never will be (FINAL).
+ */
+static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, char **out)
+{
+	const char *state = "not found";
+	bool wait = false;
+	struct store_obj o;
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	*out = NULL;
+	rc = store_get(s->p.env->store, kind, id, &o, &e);
+	if (rc < 0 && rc != CSID_ENOTFOUND)
+		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s", s->what,
+				      e.msg);
+	if (rc == 0 && kind == STORE_SNAPSHOT) {
+		struct model_snapshot *snap;
+
+		rc = model_snapshot_decode(s->p.a, o.value, o.len, &snap, &e);
+		if (rc == 0 && snap->state == MODEL_SNAP_READY && snap->ready_to_use)
+			*out = snap->external_id;
+		if (rc == 0) {
+			state = model_snapshot_state_name(snap->state);
+			wait =
+			    snap->state == MODEL_SNAP_CREATING || snap->state == MODEL_SNAP_READY;
+		}
+		store_obj_free(&o);
+	} else if (rc == 0) {
+		struct model_volume *src;
+
+		rc = model_volume_decode(s->p.a, o.value, o.len, &src, &e);
+		if (rc == 0 && src->state == MODEL_VOL_READY)
+			*out = src->external_id;
+		if (rc == 0) {
+			state = model_volume_state_name(src->state);
+			wait =
+			    src->state == MODEL_VOL_CREATING || src->state == MODEL_VOL_REGISTERING;
+		}
+		store_obj_free(&o);
+	}
+	if (rc < 0 && rc != CSID_ENOTFOUND)
+		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s source %s: %s",
+				      s->what, store_kind_name(kind), id, e.msg);
+	if (*out == NULL)
+		return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL,
+				      CSID_EPRECOND, "%s: create: %s source %s: %s", s->what,
+				      store_kind_name(kind), id, wait ? "not ready" : state);
+	return 0;
+}
+
+/* Removes the record on the index read. */
+static int rv_remove(struct rv_pass *s)
+{
+	if (reconcile_remove(s->p.env, STORE_VOLUME, s->v->id, s->index, s->res) < 0)
+		return -1;
+	s->res->outcome = RECONCILE_AGAIN;
+	return 0;
+}
+
+/*
+ * A create that did not go through. For a volume being deleted, its
+ * record goes when the plugin cannot hold it: the create failed for good,
+ * or its source is not there (still being made: the volume cannot have
+ * been made from it; gone: it cannot be looked up). Otherwise a final
+ * error makes the volume failed. (rv_source reports an unusable source
+ * with CSID_EPRECOND, a store error with its own code.)
+ */
+static int rv_create_failed(struct rv_pass *s, bool deleting, bool source)
+{
+	if (deleting && ((source && s->res->e.code == CSID_EPRECOND) ||
+			 (!source && s->res->outcome == RECONCILE_FINAL)))
+		return rv_remove(s);
+	return s->res->outcome == RECONCILE_FINAL ? rv_failed(s) : -1;
+}
+
+/*
+ * CreateVolume: for a volume being created, then ready; for one being
+ * deleted that has no plugin ID, to find it (kept deleting, DeleteVolume
+ * follows), and when the plugin cannot have it, the record goes.
+ */
+static int rv_create(struct rv_pass *s)
+{
+	Csi__V1__CreateVolumeRequest req = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
+	Csi__V1__VolumeContentSource__SnapshotSource snap =
+	    CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
+	Csi__V1__VolumeContentSource__VolumeSource vol =
+	    CSI__V1__VOLUME_CONTENT_SOURCE__VOLUME_SOURCE__INIT;
+	Csi__V1__TopologyRequirement topo = CSI__V1__TOPOLOGY_REQUIREMENT__INIT;
+	Csi__V1__CreateVolumeResponse *resp = NULL;
+	struct model_volume *v = s->v;
+	bool deleting = v->state == MODEL_VOL_DELETING;
+	struct arena *a = s->p.a;
+	int rc = -1;
+
+	req.name = v->name ? v->name : v->id;
+	if (v->capacity_min > 0 || v->capacity_max > 0) {
+		range.required_bytes = v->capacity_min;
+		range.limit_bytes = v->capacity_max;
+		req.capacity_range = &range;
+	}
+	req.n_volume_capabilities = v->ncaps;
+	req.volume_capabilities = rv_caps(a, v);
+	if (req.volume_capabilities == NULL ||
+	    reconcile_map_set(a, &req.base, "parameters", &v->parameters) < 0 ||
+	    reconcile_map_set(a, &req.base, "secrets", &v->secrets) < 0 ||
+	    reconcile_map_set(a, &req.base, "mutable_parameters", &v->mutable_parameters) < 0)
+		return rv_nomem(s);
+	if (v->snapshot_source != NULL) {
+		if (rv_source(s, STORE_SNAPSHOT, v->snapshot_source, &snap.snapshot_id) < 0)
+			return rv_create_failed(s, deleting, true);
+		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+		src.snapshot = &snap;
+		req.volume_content_source = &src;
+	} else if (v->clone_source != NULL) {
+		if (rv_source(s, STORE_VOLUME, v->clone_source, &vol.volume_id) < 0)
+			return rv_create_failed(s, deleting, true);
+		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_VOLUME;
+		src.volume = &vol;
+		req.volume_content_source = &src;
+	}
+	if (v->nrequisite > 0 || v->npreferred > 0) {
+		topo.n_requisite = v->nrequisite;
+		topo.requisite = rv_topologies(a, v->requisite, v->nrequisite);
+		topo.n_preferred = v->npreferred;
+		topo.preferred = rv_topologies(a, v->preferred, v->npreferred);
+		if (topo.requisite == NULL || topo.preferred == NULL)
+			return rv_nomem(s);
+		req.accessibility_requirements = &topo;
+	}
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CREATE_VOLUME, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return rv_create_failed(s, deleting, false);
+	if (resp == NULL || resp->volume == NULL || resp->volume->volume_id == NULL ||
+	    resp->volume->volume_id[0] == '\0') {
+		reconcile_fail(s->res, RECONCILE_RETRY, CSID_EPROTO,
+			       "%s: CreateVolume: plugin %s: answer without a volume ID", s->what,
+			       s->p.plugin_id);
+		goto out;
+	}
+	v->external_id = arena_strdup(a, resp->volume->volume_id);
+	v->capacity = resp->volume->capacity_bytes;
+	if (v->external_id == NULL ||
+	    (resp->volume->n_volume_context > 0 &&
+	     rv_map_from(a, (void *const *)resp->volume->volume_context,
+			 resp->volume->n_volume_context, &v->context) < 0)) {
+		rv_nomem(s);
+		goto out;
+	}
+	v->naccessible = resp->volume->n_accessible_topology;
+	v->accessible = arena_alloc(a, (v->naccessible + 1) * sizeof(*v->accessible));
+	for (size_t i = 0; v->accessible != NULL && i < v->naccessible; i++) {
+		const Csi__V1__Topology *t = resp->volume->accessible_topology[i];
+
+		if (rv_map_from(a, (void *const *)t->segments, t->n_segments,
+				&v->accessible[i].segments) < 0)
+			v->accessible = NULL;
+	}
+	if (v->accessible == NULL) {
+		rv_nomem(s);
+		goto out;
+	}
+	if (!deleting)
+		v->state = MODEL_VOL_READY;
+	rc = rv_write(s);
+out:
+	csi_msg_free(resp ? &resp->base : NULL);
+	return rc;
+}
+
+/* Whether confirmed lists a capability matching cap (access mode and type). */
+static bool rv_confirmed(const Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *c,
+			 const struct model_capability *cap)
+{
+	for (size_t i = 0; i < c->n_volume_capabilities; i++) {
+		const Csi__V1__VolumeCapability *vc = c->volume_capabilities[i];
+		bool block = vc->access_type_case == CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+
+		if (vc->access_mode != NULL && (int)vc->access_mode->mode == (int)cap->access &&
+		    block == (cap->attachment == MODEL_ATTACH_BLOCK_DEVICE))
+			return true;
+	}
+	return false;
+}
+
+static int rv_validate(struct rv_pass *s)
+{
+	Csi__V1__ValidateVolumeCapabilitiesRequest req =
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__ValidateVolumeCapabilitiesResponse *resp = NULL;
+	struct model_volume *v = s->v;
+	struct arena *a = s->p.a;
+	int rc = -1;
+
+	req.volume_id = v->external_id ? v->external_id : "";
+	req.n_volume_capabilities = v->ncaps;
+	req.volume_capabilities = rv_caps(a, v);
+	if (req.volume_capabilities == NULL ||
+	    reconcile_map_set(a, &req.base, "volume_context", &v->context) < 0 ||
+	    reconcile_map_set(a, &req.base, "parameters", &v->parameters) < 0 ||
+	    reconcile_map_set(a, &req.base, "secrets", &v->secrets) < 0 ||
+	    reconcile_map_set(a, &req.base, "mutable_parameters", &v->mutable_parameters) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_VALIDATE_VOLUME_CAPABILITIES, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return s->res->outcome == RECONCILE_FINAL ? rv_failed(s) : -1;
+	/* "The CO SHALL compare the confirmed capabilities with the ones it requested." */
+	if (resp == NULL || resp->confirmed == NULL) {
+		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EPRECOND,
+			       "%s: ValidateVolumeCapabilities: plugin %s: not confirmed%s%s",
+			       s->what, s->p.plugin_id, resp && resp->message[0] ? ": " : "",
+			       resp ? resp->message : "");
+		rc = rv_failed(s);
+		goto out;
+	}
+	for (size_t i = 0; i < v->ncaps; i++)
+		if (!rv_confirmed(resp->confirmed, &v->caps[i])) {
+			reconcile_fail(s->res, RECONCILE_FINAL, CSID_EPRECOND,
+				       "%s: ValidateVolumeCapabilities: plugin %s: capability %s "
+				       "%s not confirmed",
+				       s->what, s->p.plugin_id,
+				       model_access_name(v->caps[i].access),
+				       model_attachment_name(v->caps[i].attachment));
+			rc = rv_failed(s);
+			goto out;
+		}
+	v->state = MODEL_VOL_READY;
+	rc = rv_write(s);
+out:
+	csi_msg_free(resp ? &resp->base : NULL);
+	return rc;
+}
+
+/*
+ * Moves claims[i] on: to controller-unpublished and at once to freed (one
+ * write), or from controller-unpublished to freed.
+ */
+static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
+{
+	struct model_volume *v = s->v;
+	const char *alloc = v->claims[i].alloc_id;
+	int64_t now = clock_wall_ms(s->p.env->clock);
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = model_volume_claim_move(s->p.a, v, alloc, to, NULL, now, &e);
+	if (rc == 0 && to != MODEL_CLAIM_FREED)
+		rc = model_volume_claim_move(s->p.a, v, alloc, MODEL_CLAIM_FREED, NULL, now, &e);
+	if (rc < 0)
+		return reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: claim %s: %s", s->what,
+				      alloc, e.msg);
+	return rv_write(s);
+}
+
+static int rv_pub_add(struct rv_pass *s, size_t i)
+{
+	struct model_volume *v = s->v;
+	const struct model_claim *c = &v->claims[i];
+	struct model_publication *pubs = arena_alloc(s->p.a, (v->npubs + 1) * sizeof(*pubs));
+
+	if (pubs == NULL)
+		return rv_nomem(s);
+	if (v->npubs > 0)
+		memcpy(pubs, v->pubs, v->npubs * sizeof(*pubs));
+	memset(&pubs[v->npubs], 0, sizeof(*pubs));
+	pubs[v->npubs].node_id = c->node_id;
+	pubs[v->npubs].plugin_node_id = c->plugin_node_id;
+	pubs[v->npubs].cap = c->cap;
+	pubs[v->npubs].read_only = c->read_only;
+	pubs[v->npubs].state = MODEL_PUB_PUBLISHING;
+	v->pubs = pubs;
+	v->npubs++;
+	return rv_write(s);
+}
+
+static int rv_publish(struct rv_pass *s, size_t p)
+{
+	Csi__V1__ControllerPublishVolumeRequest req =
+	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerPublishVolumeResponse *resp = NULL;
+	struct model_volume *v = s->v;
+	struct model_publication *pub = &v->pubs[p];
+	int rc = -1;
+
+	req.volume_id = v->external_id ? v->external_id : "";
+	req.node_id = pub->plugin_node_id ? pub->plugin_node_id : "";
+	req.volume_capability = rv_cap(s->p.a, v, &pub->cap);
+	/* "the CO MUST set readonly to false" when the SP lacks PUBLISH_READONLY. */
+	req.readonly = pub->read_only && (s->p.caps & RECONCILE_CAP(PUBLISH_READONLY));
+	if (req.volume_capability == NULL ||
+	    reconcile_map_set(s->p.a, &req.base, "secrets", &v->secrets) < 0 ||
+	    reconcile_map_set(s->p.a, &req.base, "volume_context", &v->context) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return -1;
+	if (resp != NULL && rv_map_from(s->p.a, (void *const *)resp->publish_context,
+					resp->n_publish_context, &pub->context) < 0) {
+		rv_nomem(s);
+		goto out;
+	}
+	pub->state = MODEL_PUB_PUBLISHED;
+	rc = rv_write(s);
+out:
+	csi_msg_free(resp ? &resp->base : NULL);
+	return rc;
+}
+
+static int rv_unpublish(struct rv_pass *s, size_t p)
+{
+	Csi__V1__ControllerUnpublishVolumeRequest req =
+	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	struct model_volume *v = s->v;
+
+	req.volume_id = v->external_id ? v->external_id : "";
+	/* Never empty: an empty node ID would unpublish from every node. */
+	req.node_id = v->pubs[p].plugin_node_id;
+	if (req.node_id == NULL || req.node_id[0] == '\0')
+		return reconcile_fail(s->res, RECONCILE_FINAL, CSID_EINVAL,
+				      "%s: ControllerUnpublishVolume: node %s: no plugin node ID",
+				      s->what, v->pubs[p].node_id);
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &v->secrets) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME, &req.base, &resp,
+			  s->res) < 0)
+		return -1;
+	csi_msg_free(resp);
+	memmove(&v->pubs[p], &v->pubs[p + 1], (v->npubs - p - 1) * sizeof(*v->pubs));
+	v->npubs--;
+	return rv_write(s);
+}
+
+static int rv_expand(struct rv_pass *s)
+{
+	Csi__V1__ControllerExpandVolumeRequest req =
+	    CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__ControllerExpandVolumeResponse *resp = NULL;
+	struct model_volume *v = s->v;
+	int rc;
+
+	req.volume_id = v->external_id ? v->external_id : "";
+	range.required_bytes = v->pending_capacity_min;
+	range.limit_bytes = v->capacity_max;
+	req.capacity_range = &range;
+	if (v->ncaps > 0 && (req.volume_capability = rv_cap(s->p.a, v, &v->caps[0])) == NULL)
+		return rv_nomem(s);
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &v->secrets) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CONTROLLER_EXPAND_VOLUME, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return -1;
+	v->capacity_min = v->pending_capacity_min;
+	v->capacity =
+	    resp && resp->capacity_bytes > 0 ? resp->capacity_bytes : v->pending_capacity_min;
+	/* "node_expansion_required=true: the CO MUST call NodeExpandVolume". */
+	if (resp && resp->node_expansion_required)
+		v->node_expansion_required = true;
+	v->pending_capacity_min = 0;
+	csi_msg_free(resp ? &resp->base : NULL);
+	rc = rv_write(s);
+	return rc;
+}
+
+static int rv_modify(struct rv_pass *s)
+{
+	Csi__V1__ControllerModifyVolumeRequest req =
+	    CSI__V1__CONTROLLER_MODIFY_VOLUME_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	struct model_volume *v = s->v;
+
+	req.volume_id = v->external_id ? v->external_id : "";
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &v->secrets) < 0 ||
+	    reconcile_map_set(s->p.a, &req.base, "mutable_parameters", &v->pending_mutable) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CONTROLLER_MODIFY_VOLUME, &req.base, &resp,
+			  s->res) < 0)
+		return -1;
+	csi_msg_free(resp);
+	for (size_t i = 0; i < v->pending_mutable.n; i++)
+		if (model_map_put(s->p.a, &v->mutable_parameters, v->pending_mutable.kv[i].key,
+				  v->pending_mutable.kv[i].value, NULL) < 0)
+			return rv_nomem(s);
+	v->pending_mutable.kv = NULL;
+	v->pending_mutable.n = 0;
+	return rv_write(s);
+}
+
+static int rv_delete(struct rv_pass *s)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+
+	req.volume_id = s->v->external_id;
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &s->v->secrets) < 0)
+		return rv_nomem(s);
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_DELETE_VOLUME, &req.base, &resp, s->res) < 0)
+		return -1;
+	csi_msg_free(resp);
+	return rv_remove(s);
+}
+
+/* Runs step on the pass's volume. */
+static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
+{
+	struct model_volume *v = s->v;
+
+	switch (st->kind) {
+	case RSTEP_NONE:
+		s->res->outcome = RECONCILE_IDLE;
+		return;
+	case RSTEP_FAILED:
+		s->res->outcome = RECONCILE_IDLE_FAILED;
+		return;
+	case RSTEP_CREATE:
+		rv_create(s);
+		return;
+	case RSTEP_CREATE_LACKS:
+		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
+			       "%s: create: plugin %s lacks %s", s->what, s->p.plugin_id,
+			       st->missing);
+		rv_failed(s);
+		return;
+	case RSTEP_VALIDATE:
+		rv_validate(s);
+		return;
+	case RSTEP_REGISTERED:
+		v->state = MODEL_VOL_READY;
+		rv_write(s);
+		return;
+	case RSTEP_CLAIM_FREE:
+		rv_claim_move(s, st->index, MODEL_CLAIM_FREED);
+		return;
+	case RSTEP_CLAIM_CONTROLLER_DONE:
+		rv_claim_move(s, st->index, MODEL_CLAIM_CONTROLLER_UNPUBLISHED);
+		return;
+	case RSTEP_PUB_UNPUBLISHING:
+		v->pubs[st->index].state = MODEL_PUB_UNPUBLISHING;
+		rv_write(s);
+		return;
+	case RSTEP_PUB_REPUBLISH:
+		v->pubs[st->index].state = MODEL_PUB_PUBLISHING;
+		rv_write(s);
+		return;
+	case RSTEP_PUB_ADD:
+		rv_pub_add(s, st->index);
+		return;
+	case RSTEP_NEED_CONTROLLER:
+		reconcile_fail(s->res, RECONCILE_RETRY, s->p.ctrl_err.code,
+			       "%s: claim %s: controller publish: %s", s->what,
+			       v->claims[st->index].alloc_id, s->p.ctrl_err.msg);
+		return;
+	case RSTEP_UNPUBLISH:
+		rv_unpublish(s, st->index);
+		return;
+	case RSTEP_PUBLISH:
+		rv_publish(s, st->index);
+		return;
+	case RSTEP_EXPAND:
+		rv_expand(s);
+		return;
+	case RSTEP_MODIFY:
+		rv_modify(s);
+		return;
+	case RSTEP_DELETE:
+		rv_delete(s);
+		return;
+	case RSTEP_REMOVE:
+		rv_remove(s);
+		return;
+	case RSTEP_LACKS:
+		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL, "%s: %s: plugin %s lacks %s",
+			       s->what, reconcile_step_name(st->blocked), s->p.plugin_id,
+			       st->missing);
+		return;
+	}
+}
+
+void reconcile_volume(const struct reconcile_env *env, const char *id, struct reconcile_result *res)
+{
+	struct rv_pass s;
+	struct reconcile_step st;
+	struct store_obj o;
+	struct arena *a = arena_new();
+	struct err e;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	memset(res, 0, sizeof(*res));
+	err_clear(&e);
+	s.res = res;
+	snprintf(s.what, sizeof(s.what), "volume %s", id);
+	if (a == NULL) {
+		reconcile_fail(res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s.what);
+		return;
+	}
+	if (reconcile_read(env, STORE_VOLUME, id, s.what, &o, res) < 0)
+		goto out;
+	rc = model_volume_decode(a, o.value, o.len, &s.v, &e);
+	s.index = o.modify_index;
+	if (rc == 0)
+		s.v->create_index = o.create_index;
+	store_obj_free(&o);
+	if (rc < 0) {
+		reconcile_fail(res, RECONCILE_FINAL, rc, "%s: damaged record: %s", s.what, e.msg);
+		goto out;
+	}
+	s.v->modify_index = s.index;
+	reconcile_pass_begin(&s.p, env, a, s.v->plugin_id);
+	reconcile_volume_next(s.v, s.p.ctrl, s.p.caps, &st);
+	if (reconcile_step_rpc(st.kind) && s.p.ctrl != RECONCILE_CTRL_UP)
+		reconcile_fail(res, RECONCILE_RETRY, s.p.ctrl_err.code, "%s: %s: %s", s.what,
+			       reconcile_step_name(st.kind), s.p.ctrl_err.msg);
+	else
+		rv_run(&s, &st);
+	reconcile_pass_end(&s.p);
+out:
+	arena_free(a);
+}

@@ -1,0 +1,890 @@
+/*
+ * Reconciler queue (see reconciler.h). State, all under mu:
+ *   - items: one per (kind, id) the reconciler is busy with, in a hash
+ *     table; an item lives while it is queued, being worked, parked, or
+ *     shows an error. Each has its attempt count, due time (monotonic),
+ *     last error and flags: busy (a worker has it: no other worker takes
+ *     it), again (enqueued while busy: worked again at once after);
+ *   - a min-heap of the queued items on (due, sequence), so items are
+ *     taken in due-time order and equal due times first come, first served;
+ *   - per plugin: how many controller RPCs are in flight, and the items
+ *     parked until one of its slots frees;
+ *   - the change-log position: the index up to which store changes have
+ *     been turned into enqueues.
+ *
+ * A pass over an item (reconcile_volume / reconcile_snapshot) runs with
+ * no lock held; its outcome decides where the item goes next: out of the
+ * queue (idle), due now (a step was done), after a backoff (retry, poll),
+ * after the capped backoff (final), or parked under its plugin (busy).
+ * A failing item only ever waits in the heap, so it never delays others.
+ */
+#include "server/reconciler.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/supervisor.h"
+#include "server/reconcile_int.h"
+#include "util/array.h"
+#include "util/log.h"
+
+/* Items listed per store page when everything is enqueued. */
+#define REC_LIST_PAGE 500
+/* Changes read from the log at a time. */
+#define REC_CHANGES_PAGE 1000
+/* How long the follower thread blocks on the store before re-checking stop. */
+#define REC_FOLLOW_WAIT_MS 250
+/* Passes one reconciler_step runs at most before returning (a safety valve). */
+#define REC_STEP_MAX_PASSES 100000
+
+struct rec_item {
+	struct rec_item *hnext;
+	enum store_kind kind;
+	int attempts; /* failures in a row */
+	int polls; /* polls in a row (snapshot not ready) */
+	int64_t due; /* monotonic; meaningful while in the heap */
+	int64_t next_wall; /* wall-clock time of the next attempt, 0: none */
+	uint64_t seq;
+	size_t heap_pos; /* REC_NOT_QUEUED when not in the heap */
+	bool busy;
+	bool again;
+	bool parked;
+	char *last_error;
+	char id[];
+};
+
+#define REC_NOT_QUEUED SIZE_MAX
+
+struct rec_plugin {
+	char *id;
+	int inflight;
+	struct rec_item **parked;
+	size_t nparked, cparked;
+};
+
+struct reconciler {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct reconciler_config cfg;
+	struct clock *clock;
+	struct reconcile_env env;
+
+	struct rec_item **buckets;
+	size_t nbuckets, nitems;
+	struct rec_item **heap;
+	size_t nheap, cheap;
+	uint64_t seq;
+	int busy; /* items being worked */
+	int parked; /* items parked under a plugin */
+	int failing; /* items with a last error */
+	struct rec_plugin *plugins;
+	size_t nplugins, cplugins;
+
+	bool listed; /* everything was enqueued; follow_index is set */
+	int64_t relist_due; /* while not listed: when to list (again) */
+	uint64_t follow_index;
+
+	bool stopping;
+	bool stopped;
+	pthread_t *workers;
+	int nworkers;
+	bool follower_started;
+	pthread_t follower;
+};
+
+/* ---- backoff ---- */
+
+/* splitmix64 finaliser: spreads every input bit over the output. */
+static uint64_t rec_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* FNV-1a over a string. */
+static uint64_t rec_hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+int64_t reconciler_backoff_ms(int attempts, int64_t min_ms, int64_t max_ms, uint64_t seed,
+			      enum store_kind kind, const char *id)
+{
+	uint64_t rnd = rec_mix(seed ^ rec_mix(rec_hash_str(id ? id : "") + (uint64_t)kind) ^
+			       (uint64_t)(unsigned)attempts);
+
+	return supervisor_backoff_ms(attempts > 1 ? (unsigned)(attempts - 1) : 0, min_ms, max_ms,
+				     rnd);
+}
+
+/* ---- items: hash table and heap (all with mu held) ---- */
+
+static size_t rec_bucket(const struct reconciler *r, enum store_kind kind, const char *id)
+{
+	return (size_t)(rec_hash_str(id) ^ (uint64_t)kind) & (r->nbuckets - 1);
+}
+
+static struct rec_item *rec_find(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	for (struct rec_item *it = r->buckets[rec_bucket(r, kind, id)]; it; it = it->hnext)
+		if (it->kind == kind && strcmp(it->id, id) == 0)
+			return it;
+	return NULL;
+}
+
+/* Doubles the table when it is full; keeps the old one when out of memory. */
+static void rec_rehash(struct reconciler *r)
+{
+	size_t n = r->nbuckets * 2;
+	struct rec_item **b = calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return;
+	for (size_t i = 0; i < r->nbuckets; i++) {
+		struct rec_item *it = r->buckets[i], *next;
+
+		for (; it; it = next) {
+			size_t j = (size_t)(rec_hash_str(it->id) ^ (uint64_t)it->kind) & (n - 1);
+
+			next = it->hnext;
+			it->hnext = b[j];
+			b[j] = it;
+		}
+	}
+	free(r->buckets);
+	r->buckets = b;
+	r->nbuckets = n;
+}
+
+static struct rec_item *rec_add(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	size_t len = strlen(id);
+	struct rec_item *it;
+	size_t b;
+
+	if (r->nitems >= r->nbuckets)
+		rec_rehash(r);
+	it = calloc(1, sizeof(*it) + len + 1);
+	if (it == NULL)
+		return NULL;
+	memcpy(it->id, id, len + 1);
+	it->kind = kind;
+	it->heap_pos = REC_NOT_QUEUED;
+	b = rec_bucket(r, kind, id);
+	it->hnext = r->buckets[b];
+	r->buckets[b] = it;
+	r->nitems++;
+	return it;
+}
+
+static void rec_drop(struct reconciler *r, struct rec_item *it)
+{
+	struct rec_item **p = &r->buckets[rec_bucket(r, it->kind, it->id)];
+
+	while (*p != it)
+		p = &(*p)->hnext;
+	*p = it->hnext;
+	r->nitems--;
+	if (it->last_error != NULL)
+		r->failing--;
+	free(it->last_error);
+	free(it);
+}
+
+static bool rec_before(const struct rec_item *a, const struct rec_item *b)
+{
+	return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void rec_heap_set(struct reconciler *r, size_t i, struct rec_item *it)
+{
+	r->heap[i] = it;
+	it->heap_pos = i;
+}
+
+static void rec_sift_up(struct reconciler *r, size_t i)
+{
+	struct rec_item *it = r->heap[i];
+
+	while (i > 0 && rec_before(it, r->heap[(i - 1) / 2])) {
+		rec_heap_set(r, i, r->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	rec_heap_set(r, i, it);
+}
+
+static void rec_sift_down(struct reconciler *r, size_t i)
+{
+	struct rec_item *it = r->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= r->nheap)
+			break;
+		if (c + 1 < r->nheap && rec_before(r->heap[c + 1], r->heap[c]))
+			c++;
+		if (!rec_before(r->heap[c], it))
+			break;
+		rec_heap_set(r, i, r->heap[c]);
+		i = c;
+	}
+	rec_heap_set(r, i, it);
+}
+
+static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
+{
+	size_t i = it->heap_pos;
+	struct rec_item *last = r->heap[--r->nheap];
+
+	it->heap_pos = REC_NOT_QUEUED;
+	if (last == it)
+		return;
+	rec_heap_set(r, i, last);
+	rec_sift_down(r, i);
+	rec_sift_up(r, last->heap_pos);
+}
+
+/* Queues it (not busy, not parked) due at `due`, or moves it there. 0 or CSID_ENOMEM. */
+static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
+{
+	int64_t now = clock_now_ms(r->clock);
+
+	if (it->heap_pos != REC_NOT_QUEUED) {
+		if (due >= it->due)
+			return 0;
+		rec_heap_remove(r, it);
+	}
+	if (array_grow((void **)&r->heap, &r->cheap, r->nheap + 1, sizeof(*r->heap)) < 0)
+		return CSID_ENOMEM;
+	it->due = due;
+	it->seq = r->seq++;
+	it->next_wall = due > now ? clock_wall_ms(r->clock) + (due - now) : 0;
+	rec_heap_set(r, r->nheap++, it);
+	rec_sift_up(r, it->heap_pos);
+	pthread_cond_broadcast(&r->cond);
+	return 0;
+}
+
+static void rec_set_error(struct reconciler *r, struct rec_item *it, const char *msg)
+{
+	if (it->last_error != NULL && msg != NULL && strcmp(it->last_error, msg) == 0)
+		return;
+	if (it->last_error != NULL)
+		r->failing--;
+	free(it->last_error);
+	it->last_error = msg ? strdup(msg) : NULL;
+	if (msg != NULL && it->last_error == NULL)
+		it->last_error = strdup("out of memory");
+	if (it->last_error != NULL)
+		r->failing++;
+}
+
+/* With mu held. */
+static void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	struct rec_item *it = rec_find(r, kind, id);
+
+	if (it == NULL)
+		it = rec_add(r, kind, id);
+	if (it == NULL) {
+		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
+			 store_kind_name(kind), id);
+		return;
+	}
+	if (it->busy) {
+		it->again = true;
+		return;
+	}
+	if (it->parked)
+		return;
+	if (rec_schedule(r, it, clock_now_ms(r->clock)) < 0)
+		log_warn("msg=\"reconciler: out of memory queueing %s %s\"", store_kind_name(kind),
+			 id);
+}
+
+void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	if (r == NULL || id == NULL || id[0] == '\0' ||
+	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
+		return;
+	pthread_mutex_lock(&r->mu);
+	rec_enqueue_locked(r, kind, id);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- plugin slots ---- */
+
+static struct rec_plugin *rec_plugin(struct reconciler *r, const char *plugin_id, bool add)
+{
+	struct rec_plugin *p;
+
+	for (size_t i = 0; i < r->nplugins; i++)
+		if (strcmp(r->plugins[i].id, plugin_id) == 0)
+			return &r->plugins[i];
+	if (!add || array_grow((void **)&r->plugins, &r->cplugins, r->nplugins + 1,
+			       sizeof(*r->plugins)) < 0)
+		return NULL;
+	p = &r->plugins[r->nplugins];
+	memset(p, 0, sizeof(*p));
+	p->id = strdup(plugin_id);
+	if (p->id == NULL)
+		return NULL;
+	r->nplugins++;
+	return p;
+}
+
+bool reconciler_plugin_enter(struct reconciler *r, const char *plugin_id)
+{
+	struct rec_plugin *p;
+	bool ok = false;
+
+	pthread_mutex_lock(&r->mu);
+	p = rec_plugin(r, plugin_id, true);
+	/* Out of memory: run the call unlimited rather than never. */
+	if (p == NULL || p->inflight < r->cfg.plugin_concurrency) {
+		if (p != NULL)
+			p->inflight++;
+		ok = true;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return ok;
+}
+
+/*
+ * Makes parked items due again, oldest first, one per free slot of their
+ * plugin; with mu held. Called whenever a slot frees or a pass ends, so a
+ * free slot never stays unused while items wait for it (a woken item that
+ * no longer needs the plugin ends its pass, which wakes the next one).
+ */
+static void rec_wake(struct reconciler *r)
+{
+	int64_t now = clock_now_ms(r->clock);
+
+	for (size_t i = 0; i < r->nplugins; i++) {
+		struct rec_plugin *p = &r->plugins[i];
+		size_t n = 0;
+
+		while (n < p->nparked && p->inflight + (int)n < r->cfg.plugin_concurrency) {
+			p->parked[n]->parked = false;
+			r->parked--;
+			if (rec_schedule(r, p->parked[n], now) < 0)
+				log_warn("msg=\"reconciler: out of memory, %s %s left for the "
+					 "next resync\"",
+					 store_kind_name(p->parked[n]->kind), p->parked[n]->id);
+			n++;
+		}
+		if (n > 0) {
+			memmove(p->parked, p->parked + n, (p->nparked - n) * sizeof(*p->parked));
+			p->nparked -= n;
+		}
+	}
+}
+
+void reconciler_plugin_leave(struct reconciler *r, const char *plugin_id)
+{
+	struct rec_plugin *p;
+
+	pthread_mutex_lock(&r->mu);
+	p = rec_plugin(r, plugin_id, false);
+	if (p != NULL && p->inflight > 0)
+		p->inflight--;
+	rec_wake(r);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Parks it until a slot of plugin_id frees (due now when one is free already). */
+static void rec_park(struct reconciler *r, struct rec_item *it, const char *plugin_id)
+{
+	struct rec_plugin *p = rec_plugin(r, plugin_id, true);
+
+	if (p == NULL || p->inflight < r->cfg.plugin_concurrency ||
+	    array_grow((void **)&p->parked, &p->cparked, p->nparked + 1, sizeof(*p->parked)) < 0) {
+		rec_schedule(r, it,
+			     clock_now_ms(r->clock) + (p == NULL ? r->cfg.backoff_min_ms : 0));
+		return;
+	}
+	p->parked[p->nparked++] = it;
+	it->parked = true;
+	r->parked++;
+}
+
+/* ---- working items ---- */
+
+/* Takes the first item due at now (busy from here); NULL when none. */
+static struct rec_item *rec_take(struct reconciler *r, int64_t now)
+{
+	struct rec_item *it;
+
+	if (r->stopping || r->nheap == 0 || r->heap[0]->due > now)
+		return NULL;
+	it = r->heap[0];
+	rec_heap_remove(r, it);
+	it->busy = true;
+	it->again = false;
+	it->next_wall = 0;
+	r->busy++;
+	return it;
+}
+
+/* Puts it where its outcome says; with mu held. */
+static void rec_finish(struct reconciler *r, struct rec_item *it,
+		       const struct reconcile_result *res)
+{
+	int64_t now = clock_now_ms(r->clock);
+	int64_t due = CLOCK_NEVER;
+	char q[ERR_MSG_MAX + 8];
+
+	it->busy = false;
+	r->busy--;
+	switch (res->outcome) {
+	case RECONCILE_IDLE:
+		it->attempts = 0;
+		it->polls = 0;
+		rec_set_error(r, it, NULL);
+		break;
+	case RECONCILE_IDLE_FAILED:
+		/* Failed for good: the error that made it so stays shown. */
+		break;
+	case RECONCILE_AGAIN:
+		it->attempts = 0;
+		it->polls = 0;
+		rec_set_error(r, it, NULL);
+		due = now;
+		break;
+	case RECONCILE_POLL:
+		it->attempts = 0;
+		rec_set_error(r, it, NULL);
+		it->polls++;
+		due = now + reconciler_backoff_ms(it->polls, r->cfg.backoff_min_ms,
+						  r->cfg.backoff_max_ms, r->cfg.seed, it->kind,
+						  it->id);
+		break;
+	case RECONCILE_RETRY:
+	case RECONCILE_FINAL:
+		if (it->attempts < INT32_MAX)
+			it->attempts++;
+		rec_set_error(r, it, res->e.msg[0] ? res->e.msg : csid_strerror(res->e.code));
+		due = now + (res->outcome == RECONCILE_FINAL
+				 ? r->cfg.backoff_max_ms
+				 : reconciler_backoff_ms(it->attempts, r->cfg.backoff_min_ms,
+							 r->cfg.backoff_max_ms, r->cfg.seed,
+							 it->kind, it->id));
+		log_msg(res->outcome == RECONCILE_FINAL ? LOG_WARN : LOG_INFO,
+			"msg=\"reconciler: %s %s failed\" outcome=%s attempts=%d retry_ms=%lld "
+			"error=%s",
+			store_kind_name(it->kind), it->id,
+			res->outcome == RECONCILE_FINAL ? "final" : "retry", it->attempts,
+			(long long)(due - now), log_q(q, sizeof(q), it->last_error));
+		break;
+	case RECONCILE_BUSY:
+		if (it->again) {
+			due = now;
+			break;
+		}
+		rec_park(r, it, res->plugin_id);
+		return;
+	}
+	/* A change arrived while it was worked: look at it again now. */
+	if (it->again)
+		due = now;
+	it->again = false;
+	if (due != CLOCK_NEVER) {
+		if (rec_schedule(r, it, due) == 0)
+			return;
+		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
+			 store_kind_name(it->kind), it->id);
+	}
+	/* Out of the queue: kept only to show its error. */
+	if (it->last_error != NULL)
+		it->next_wall = 0;
+	else
+		rec_drop(r, it);
+}
+
+static void rec_work(struct reconciler *r, struct rec_item *it)
+{
+	struct reconcile_result res;
+
+	memset(&res, 0, sizeof(res));
+	if (it->kind == STORE_VOLUME)
+		reconcile_volume(&r->env, it->id, &res);
+	else if (it->kind == STORE_SNAPSHOT)
+		reconcile_snapshot(&r->env, it->id, &res);
+	else
+		res.outcome = RECONCILE_IDLE;
+	pthread_mutex_lock(&r->mu);
+	rec_finish(r, it, &res);
+	rec_wake(r);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- enqueueing from the store ---- */
+
+/* Enqueues every object of kind, page by page. */
+static int rec_list_kind(struct reconciler *r, enum store_kind kind, struct err *e)
+{
+	char *after = NULL;
+	int rc = 0;
+
+	for (;;) {
+		struct store_list l;
+
+		rc = store_list(r->cfg.store, kind, NULL, after, REC_LIST_PAGE, &l, e);
+		if (rc < 0)
+			break;
+		pthread_mutex_lock(&r->mu);
+		for (size_t i = 0; i < l.n; i++)
+			rec_enqueue_locked(r, kind, l.objs[i].id);
+		pthread_mutex_unlock(&r->mu);
+		free(after);
+		after = l.n > 0 && l.more ? strdup(l.objs[l.n - 1].id) : NULL;
+		store_list_free(&l);
+		if (after == NULL)
+			break;
+	}
+	free(after);
+	return rc;
+}
+
+/*
+ * Enqueues every volume and snapshot and moves the change-log position to
+ * the index read before listing (changes after it are followed, so
+ * nothing written meanwhile is missed). On failure, tries again later.
+ */
+static void rec_list_all(struct reconciler *r)
+{
+	uint64_t index = store_index(r->cfg.store);
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = rec_list_kind(r, STORE_VOLUME, &e);
+	if (rc == 0)
+		rc = rec_list_kind(r, STORE_SNAPSHOT, &e);
+	pthread_mutex_lock(&r->mu);
+	if (rc < 0) {
+		r->relist_due = clock_now_ms(r->clock) + r->cfg.backoff_min_ms;
+		log_warn("msg=\"reconciler: cannot list the store\" error=\"%s\"", e.msg);
+	} else {
+		r->listed = true;
+		r->follow_index = index;
+	}
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/*
+ * Lists everything when that is due (first call, compacted log, failed
+ * listing), else turns the changes logged since the last call into
+ * enqueues. Does not block.
+ */
+static void rec_catch_up(struct reconciler *r)
+{
+	struct store_changes ch;
+	uint64_t after;
+	bool listed;
+	struct err e;
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	after = r->follow_index;
+	listed = r->listed;
+	rc = !listed && clock_now_ms(r->clock) < r->relist_due;
+	pthread_mutex_unlock(&r->mu);
+	if (rc)
+		return;
+	if (!listed) {
+		rec_list_all(r);
+		return;
+	}
+	for (;;) {
+		err_clear(&e);
+		rc = store_changes(r->cfg.store, after, REC_CHANGES_PAGE, &ch, &e);
+		if (rc == CSID_ERANGE) {
+			log_warn("msg=\"reconciler: change log compacted, listing everything\" "
+				 "after=%llu",
+				 (unsigned long long)after);
+			pthread_mutex_lock(&r->mu);
+			r->listed = false;
+			r->relist_due = 0;
+			pthread_mutex_unlock(&r->mu);
+			rec_list_all(r);
+			return;
+		}
+		if (rc < 0) {
+			log_warn("msg=\"reconciler: cannot read the change log\" error=\"%s\"",
+				 e.msg);
+			return;
+		}
+		pthread_mutex_lock(&r->mu);
+		for (size_t i = 0; i < ch.n; i++) {
+			if (ch.changes[i].obj.kind == STORE_VOLUME ||
+			    ch.changes[i].obj.kind == STORE_SNAPSHOT)
+				rec_enqueue_locked(r, ch.changes[i].obj.kind, ch.changes[i].obj.id);
+			if (ch.changes[i].index > after)
+				after = ch.changes[i].index;
+		}
+		if (after > r->follow_index)
+			r->follow_index = after;
+		pthread_mutex_unlock(&r->mu);
+		rc = (int)ch.n;
+		store_changes_free(&ch);
+		if (rc < REC_CHANGES_PAGE)
+			return;
+	}
+}
+
+/* ---- lifecycle ---- */
+
+int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out, struct err *e)
+{
+	struct reconciler *r;
+
+	*out = NULL;
+	if (cfg == NULL || cfg->store == NULL || cfg->controllers.acquire == NULL ||
+	    cfg->controllers.release == NULL)
+		return err_set(e, CSID_EINVAL, "reconciler: store and controllers are required");
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
+	r->nbuckets = 64;
+	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
+	if (r->buckets == NULL || clock_cond_init(&r->cond) < 0) {
+		free(r->buckets);
+		free(r);
+		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	r->cfg = *cfg;
+	r->clock = cfg->clock ? cfg->clock : clock_real();
+	r->cfg.clock = r->clock;
+	if (r->cfg.workers <= 0)
+		r->cfg.workers = RECONCILER_WORKERS;
+	if (r->cfg.backoff_min_ms <= 0)
+		r->cfg.backoff_min_ms = RECONCILER_BACKOFF_MIN_MS;
+	if (r->cfg.backoff_max_ms <= 0)
+		r->cfg.backoff_max_ms = RECONCILER_BACKOFF_MAX_MS;
+	if (r->cfg.backoff_max_ms < r->cfg.backoff_min_ms)
+		r->cfg.backoff_max_ms = r->cfg.backoff_min_ms;
+	if (r->cfg.rpc_timeout_ms <= 0)
+		r->cfg.rpc_timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
+	if (r->cfg.plugin_concurrency <= 0)
+		r->cfg.plugin_concurrency = 1;
+	if (r->cfg.seed == 0)
+		r->cfg.seed = rec_mix((uint64_t)clock_wall_ms(r->clock) ^ (uint64_t)(uintptr_t)r);
+	r->env.r = r;
+	r->env.store = cfg->store;
+	r->env.controllers = cfg->controllers;
+	r->env.clock = r->clock;
+	r->env.rpc_timeout_ms = r->cfg.rpc_timeout_ms;
+	*out = r;
+	return 0;
+}
+
+int64_t reconciler_step(struct reconciler *r)
+{
+	int64_t next;
+
+	for (int passes = 0; passes < REC_STEP_MAX_PASSES;) {
+		int64_t now = clock_now_ms(r->clock);
+		struct rec_item *it;
+		int worked = 0;
+
+		rec_catch_up(r);
+		for (; passes < REC_STEP_MAX_PASSES; passes++, worked++) {
+			pthread_mutex_lock(&r->mu);
+			it = rec_take(r, now);
+			pthread_mutex_unlock(&r->mu);
+			if (it == NULL)
+				break;
+			rec_work(r, it);
+		}
+		if (worked == 0)
+			break;
+	}
+	pthread_mutex_lock(&r->mu);
+	next = r->stopping || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
+	if (!r->listed && r->relist_due < next)
+		next = r->relist_due;
+	pthread_mutex_unlock(&r->mu);
+	return next;
+}
+
+static void *rec_worker(void *arg)
+{
+	struct reconciler *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	while (!r->stopping) {
+		int64_t now = clock_now_ms(r->clock);
+		struct rec_item *it = rec_take(r, now);
+
+		if (it == NULL) {
+			clock_wait(r->clock, &r->cond, &r->mu,
+				   r->nheap > 0 ? r->heap[0]->due : CLOCK_NEVER);
+			continue;
+		}
+		pthread_mutex_unlock(&r->mu);
+		rec_work(r, it);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void *rec_follower(void *arg)
+{
+	struct reconciler *r = arg;
+	uint64_t after;
+	bool listed;
+
+	pthread_mutex_lock(&r->mu);
+	while (!r->stopping) {
+		if (!r->listed && clock_now_ms(r->clock) < r->relist_due) {
+			clock_wait(r->clock, &r->cond, &r->mu, r->relist_due);
+			continue;
+		}
+		after = r->follow_index;
+		listed = r->listed;
+		pthread_mutex_unlock(&r->mu);
+		/* Bounded, so that a stop is noticed soon. */
+		if (listed)
+			store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS);
+		rec_catch_up(r);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+int reconciler_start(struct reconciler *r, struct err *e)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (r->stopping || r->workers != NULL) {
+		rc = err_set(e, CSID_EPRECOND, "reconciler: %s",
+			     r->stopping ? "stopped" : "already started");
+		pthread_mutex_unlock(&r->mu);
+		return rc;
+	}
+	r->workers = calloc((size_t)r->cfg.workers, sizeof(*r->workers));
+	if (r->workers == NULL) {
+		pthread_mutex_unlock(&r->mu);
+		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
+	}
+	pthread_mutex_unlock(&r->mu);
+	rec_catch_up(r);
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->cfg.workers; i++) {
+		if (pthread_create(&r->workers[i], NULL, rec_worker, r) != 0) {
+			rc = err_set(e, CSID_ENOMEM, "reconciler: cannot start a worker thread");
+			break;
+		}
+		r->nworkers++;
+	}
+	if (rc == 0 && pthread_create(&r->follower, NULL, rec_follower, r) != 0)
+		rc = err_set(e, CSID_ENOMEM, "reconciler: cannot start the follower thread");
+	else if (rc == 0)
+		r->follower_started = true;
+	pthread_mutex_unlock(&r->mu);
+	if (rc < 0)
+		reconciler_stop(r);
+	return rc;
+}
+
+void reconciler_stop(struct reconciler *r)
+{
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (r->stopped) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	r->stopping = true;
+	r->stopped = true;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
+	for (int i = 0; i < r->nworkers; i++)
+		pthread_join(r->workers[i], NULL);
+	if (r->follower_started)
+		pthread_join(r->follower, NULL);
+	r->nworkers = 0;
+	r->follower_started = false;
+}
+
+void reconciler_free(struct reconciler *r)
+{
+	if (r == NULL)
+		return;
+	reconciler_stop(r);
+	for (size_t i = 0; i < r->nbuckets; i++) {
+		struct rec_item *it = r->buckets[i], *next;
+
+		for (; it; it = next) {
+			next = it->hnext;
+			free(it->last_error);
+			free(it);
+		}
+	}
+	for (size_t i = 0; i < r->nplugins; i++) {
+		free(r->plugins[i].id);
+		free(r->plugins[i].parked);
+	}
+	free(r->plugins);
+	free(r->buckets);
+	free(r->heap);
+	free(r->workers);
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+/* ---- status ---- */
+
+int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id, struct arena *a,
+		      struct model_status *out)
+{
+	struct rec_item *it;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (id == NULL)
+		return CSID_ENOTFOUND;
+	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it == NULL || (it->last_error == NULL && it->attempts == 0)) {
+		rc = CSID_ENOTFOUND;
+	} else {
+		out->attempts = it->attempts;
+		out->next_attempt_ms = it->heap_pos != REC_NOT_QUEUED ? it->next_wall : 0;
+		if (it->last_error != NULL) {
+			out->last_error = arena_strdup(a, it->last_error);
+			if (out->last_error == NULL)
+				rc = CSID_ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+void reconciler_counts(struct reconciler *r, int *queued, int *failing)
+{
+	pthread_mutex_lock(&r->mu);
+	if (queued != NULL)
+		*queued = (int)r->nheap + r->busy + r->parked;
+	if (failing != NULL)
+		*failing = r->failing;
+	pthread_mutex_unlock(&r->mu);
+}

@@ -1,0 +1,397 @@
+/*
+ * Server facade: life cycle, the store helpers that turn model objects
+ * into store values and back, and the compare-and-set loops every write
+ * goes through. The operations live in server_volumes.c,
+ * server_snapshots.c, server_nodes.c and server_plugins.c.
+ *
+ * A compare-and-set write reads the object into a scratch arena, lets the
+ * operation decide on what it read, and writes on the modify_index it
+ * read; a conflict (another writer came first) throws the scratch away
+ * and starts over. Retries are bounded (SERVER_CAS_RETRIES), so a hot
+ * object gives CSID_EABORTED (retryable) rather than a spin. Every write
+ * enqueues the object in the reconciler at once.
+ */
+#include "server/server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+static int server_wrap_store(struct err *e, enum store_kind kind, const char *id, int rc)
+{
+	if (rc == CSID_ENOTFOUND)
+		return err_set(e, CSID_ENOTFOUND, "%s %s not found", store_kind_name(kind), id);
+	return err_wrap(e, "%s %s", store_kind_name(kind), id);
+}
+
+/* Reads (kind, id) and hands its value to decode; the value is wiped after. */
+static int server_get_obj(struct server *s, enum store_kind kind, const char *id,
+			  struct store_obj *o, struct err *e)
+{
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	rc = store_get(s->cfg.store, kind, id, o, e);
+	if (rc)
+		return server_wrap_store(e, kind, id, rc);
+	return 0;
+}
+
+static void server_obj_wipe(struct store_obj *o)
+{
+	if (o->value)
+		explicit_bzero(o->value, o->len);
+	store_obj_free(o);
+}
+
+int server_get_volume(struct server *s, const char *id, struct arena *a, struct model_volume **out,
+		      struct err *e)
+{
+	struct store_obj o;
+	int rc = server_get_obj(s, STORE_VOLUME, id, &o, e);
+
+	if (rc)
+		return rc;
+	rc = model_volume_decode(a, o.value, o.len, out, e);
+	if (rc)
+		err_wrap(e, "volume %s: stored record", id);
+	else {
+		(*out)->create_index = o.create_index;
+		(*out)->modify_index = o.modify_index;
+	}
+	server_obj_wipe(&o);
+	return rc;
+}
+
+int server_get_snapshot(struct server *s, const char *id, struct arena *a,
+			struct model_snapshot **out, struct err *e)
+{
+	struct store_obj o;
+	int rc = server_get_obj(s, STORE_SNAPSHOT, id, &o, e);
+
+	if (rc)
+		return rc;
+	rc = model_snapshot_decode(a, o.value, o.len, out, e);
+	if (rc)
+		err_wrap(e, "snapshot %s: stored record", id);
+	else {
+		(*out)->create_index = o.create_index;
+		(*out)->modify_index = o.modify_index;
+	}
+	server_obj_wipe(&o);
+	return rc;
+}
+
+int server_get_node(struct server *s, const char *id, struct arena *a, struct model_node **out,
+		    struct err *e)
+{
+	struct store_obj o;
+	int rc = server_get_obj(s, STORE_NODE, id, &o, e);
+
+	if (rc)
+		return rc;
+	rc = model_node_decode(a, o.value, o.len, out, e);
+	if (rc)
+		err_wrap(e, "node %s: stored record", id);
+	else {
+		(*out)->create_index = o.create_index;
+		(*out)->modify_index = o.modify_index;
+	}
+	store_obj_free(&o);
+	return rc;
+}
+
+/* Writes text (wiped and freed here) as (kind, id) on the condition expect. */
+static int server_put_text(struct server *s, enum store_kind kind, const char *id, char *text,
+			   size_t len, uint64_t expect, uint64_t *index, struct err *e)
+{
+	struct store_op op = {.type = STORE_OP_PUT,
+			      .kind = kind,
+			      .id = id,
+			      .value = text,
+			      .len = len,
+			      .expect_index = expect};
+	int rc = store_txn(s->cfg.store, &op, 1, index, e);
+
+	model_wipe_free(text, len);
+	if (rc && rc != CSID_ECONFLICT)
+		err_wrap(e, "%s %s: write", store_kind_name(kind), id);
+	return rc;
+}
+
+int server_put_volume(struct server *s, const struct model_volume *v, uint64_t expect,
+		      uint64_t *index, struct err *e)
+{
+	size_t len;
+	char *text;
+	int rc = model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, e);
+
+	if (rc)
+		return err_wrap(e, "volume %s", v->id);
+	return server_put_text(s, STORE_VOLUME, v->id, text, len, expect, index, e);
+}
+
+int server_put_snapshot(struct server *s, const struct model_snapshot *snap, uint64_t expect,
+			uint64_t *index, struct err *e)
+{
+	size_t len;
+	char *text;
+	int rc = model_snapshot_encode(snap, MODEL_VIEW_STORE, &text, &len, e);
+
+	if (rc)
+		return err_wrap(e, "snapshot %s", snap->id);
+	return server_put_text(s, STORE_SNAPSHOT, snap->id, text, len, expect, index, e);
+}
+
+int server_put_node(struct server *s, const struct model_node *n, uint64_t expect, uint64_t *index,
+		    struct err *e)
+{
+	size_t len;
+	char *text;
+	int rc = model_node_encode(n, &text, &len, e);
+
+	if (rc)
+		return err_wrap(e, "node %s", n->id);
+	return server_put_text(s, STORE_NODE, n->id, text, len, expect, index, e);
+}
+
+static int server_delete(struct server *s, enum store_kind kind, const char *id, uint64_t expect,
+			 struct err *e)
+{
+	struct store_op op = {
+	    .type = STORE_OP_DELETE, .kind = kind, .id = id, .expect_index = expect};
+	int rc = store_txn(s->cfg.store, &op, 1, NULL, e);
+
+	if (rc && rc != CSID_ECONFLICT)
+		err_wrap(e, "%s %s: delete", store_kind_name(kind), id);
+	return rc;
+}
+
+int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	struct server_plugin *plugins = NULL;
+	size_t nplugins = 0;
+	int rc = CSID_EABORTED;
+
+	if (out)
+		*out = NULL;
+	if (skipped)
+		*skipped = NULL;
+	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
+		struct arena *scratch = arena_new();
+		struct model_volume *v = NULL;
+		char *note = NULL;
+		uint64_t index = 0;
+		int what;
+
+		if (!scratch)
+			return err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
+		rc = server_get_volume(s, id, scratch, &v, e);
+		what = rc ? rc : fn(s, v, arg, scratch, &note, e);
+		if (what == SERVER_PUT)
+			rc = server_put_volume(s, v, v->modify_index, &index, e);
+		else if (what == SERVER_DELETE)
+			rc = server_delete(s, STORE_VOLUME, id, v->modify_index, e);
+		else
+			rc = what;
+		if (rc == CSID_ECONFLICT && what > SERVER_KEEP) {
+			arena_free(scratch);
+			continue;
+		}
+		if (!rc && what != SERVER_KEEP)
+			reconciler_enqueue(s->rec, STORE_VOLUME, id);
+		if (!rc && what == SERVER_PUT)
+			v->modify_index = index;
+		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
+			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
+		if (!rc && out && what != SERVER_DELETE) {
+			rc = model_volume_copy(a, v, out, e);
+			if (!rc &&
+			    !(rc = server_plugins_collect(s, scratch, &plugins, &nplugins, e)))
+				server_volume_fill(s, *out, plugins, nplugins, a);
+		}
+		arena_free(scratch);
+		return rc;
+	}
+	return err_set(e, CSID_EABORTED, "volume %s: %d writers raced; try again", id,
+		       SERVER_CAS_RETRIES);
+}
+
+int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
+			   struct arena *a, struct model_snapshot **out, struct err *e)
+{
+	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
+		struct model_snapshot *snap = NULL;
+		uint64_t index = 0;
+		int rc, what;
+
+		rc = server_get_snapshot(s, id, a, &snap, e);
+		what = rc ? rc : fn(s, snap, arg, a, e);
+		if (what == SERVER_PUT)
+			rc = server_put_snapshot(s, snap, snap->modify_index, &index, e);
+		else if (what == SERVER_DELETE)
+			rc = server_delete(s, STORE_SNAPSHOT, id, snap->modify_index, e);
+		else
+			rc = what;
+		if (rc == CSID_ECONFLICT && what > SERVER_KEEP)
+			continue;
+		if (!rc && what != SERVER_KEEP)
+			reconciler_enqueue(s->rec, STORE_SNAPSHOT, id);
+		if (!rc && what == SERVER_PUT)
+			snap->modify_index = index;
+		if (!rc && out) {
+			reconciler_status(s->rec, STORE_SNAPSHOT, id, a, &snap->status);
+			*out = what == SERVER_DELETE ? NULL : snap;
+		}
+		return rc;
+	}
+	return err_set(e, CSID_EABORTED, "snapshot %s: %d writers raced; try again", id,
+		       SERVER_CAS_RETRIES);
+}
+
+size_t server_per_page(size_t per_page)
+{
+	if (per_page == 0)
+		return SERVER_PER_PAGE_DEFAULT;
+	return per_page > SERVER_PER_PAGE_MAX ? SERVER_PER_PAGE_MAX : per_page;
+}
+
+/* ---- life cycle ---- */
+
+/* Every node of the store starts its TTL now: a restarted server gives each a full TTL. */
+static int server_live_load(struct server *s, struct err *e)
+{
+	struct arena *a = arena_new();
+	struct model_node **nodes = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_all_nodes(s, a, &nodes, &n, NULL, e);
+	for (size_t i = 0; !rc && i < n; i++)
+		server_live_seen(s, nodes[i]->id, nodes[i]->status == MODEL_NODE_DOWN);
+	arena_free(a);
+	return rc;
+}
+
+int server_new(const struct server_config *cfg, struct server **out, struct err *e)
+{
+	struct reconciler_config rc_cfg = {0};
+	struct server *s;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->store || !cfg->controllers.acquire || !cfg->controllers.release)
+		return err_set(e, CSID_EINVAL,
+			       "server: a store and a controller seam are required");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(e, CSID_ENOMEM, "server: out of memory");
+	s->cfg = *cfg;
+	s->clock = cfg->clock ? cfg->clock : clock_real();
+	s->node_ttl_ms = cfg->node_ttl_ms > 0 ? cfg->node_ttl_ms : SERVER_NODE_TTL_MS;
+	pthread_mutex_init(&s->mu, NULL);
+	if ((rc = clock_cond_init(&s->cond))) {
+		pthread_mutex_destroy(&s->mu);
+		free(s);
+		return err_set(e, rc, "server: out of memory");
+	}
+	rc_cfg.store = cfg->store;
+	rc_cfg.controllers = cfg->controllers;
+	rc_cfg.clock = s->clock;
+	rc_cfg.workers = cfg->workers;
+	rc_cfg.backoff_min_ms = cfg->backoff_min_ms;
+	rc_cfg.backoff_max_ms = cfg->backoff_max_ms;
+	rc_cfg.rpc_timeout_ms = cfg->rpc_timeout_ms;
+	rc_cfg.plugin_concurrency = cfg->plugin_concurrency;
+	rc = reconciler_new(&rc_cfg, &s->rec, e);
+	if (!rc)
+		rc = server_live_load(s, e);
+	if (rc) {
+		server_free(s);
+		return err_wrap(e, "server");
+	}
+	*out = s;
+	return 0;
+}
+
+static void *server_ticker_main(void *arg)
+{
+	struct server *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		int64_t next;
+
+		pthread_mutex_unlock(&s->mu);
+		next = server_tick(s);
+		pthread_mutex_lock(&s->mu);
+		if (!s->stopping)
+			clock_wait(s->clock, &s->cond, &s->mu, next);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int server_start(struct server *s, struct err *e)
+{
+	int rc;
+
+	if (s->cfg.manual_reconciler)
+		return 0;
+	rc = reconciler_start(s->rec, e);
+	if (rc)
+		return err_wrap(e, "server");
+	if (pthread_create(&s->ticker, NULL, server_ticker_main, s) != 0)
+		return err_set(e, CSID_ENOMEM, "server: cannot start the node TTL thread");
+	s->ticker_started = true;
+	return 0;
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	if (s->ticker_started)
+		pthread_join(s->ticker, NULL);
+	reconciler_free(s->rec);
+	for (size_t i = 0; i < s->nlive; i++)
+		free(s->live[i].id);
+	free(s->live);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+struct reconciler *server_reconciler(struct server *s)
+{
+	return s->rec;
+}
+
+struct store *server_store(struct server *s)
+{
+	return s->cfg.store;
+}
+
+void server_health(struct server *s, struct server_health *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->index = store_index(s->cfg.store);
+	reconciler_counts(s->rec, &out->queued, &out->failing);
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nlive; i++) {
+		if (s->live[i].down)
+			out->nodes_down++;
+		else
+			out->nodes_ready++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	out->store_backend = s->cfg.store->backend;
+}

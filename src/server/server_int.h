@@ -1,0 +1,107 @@
+/*
+ * Internals shared by the files of the server facade (server.c: life
+ * cycle, store helpers, the compare-and-set loop, health; server_nodes.c;
+ * server_plugins.c: the plugins view and schedulability;
+ * server_volumes.c; server_snapshots.c). Not a contract for anyone else.
+ */
+#ifndef CSID_SERVER_SERVER_INT_H
+#define CSID_SERVER_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/server.h"
+
+/* Attempts of one compare-and-set write before CSID_EABORTED. */
+#define SERVER_CAS_RETRIES 256
+
+/* In-memory liveness of one node: its last heartbeat on the monotonic clock. */
+struct server_live {
+	char *id;
+	int64_t seen_ms;
+	bool down; /* as last written to the store */
+};
+
+struct server {
+	struct server_config cfg;
+	struct clock *clock;
+	struct reconciler *rec;
+	int64_t node_ttl_ms;
+
+	pthread_mutex_t mu; /* guards live, stopping */
+	pthread_cond_t cond;
+	struct server_live *live;
+	size_t nlive, live_cap;
+	bool stopping;
+	pthread_t ticker; /* marks nodes down on real time (server_start) */
+	bool ticker_started;
+};
+
+/* What an update callback asks the compare-and-set loop to do. */
+enum server_write { SERVER_KEEP, SERVER_PUT, SERVER_DELETE };
+
+/*
+ * Changes v (decoded in scratch, which it may allocate from) as the
+ * operation asks. Returns a server_write (>= 0) or a negative code with e
+ * set; *skipped (in scratch, may stay NULL) says what an operator exit
+ * skipped. Called again on every retry with a freshly read v.
+ */
+typedef int (*server_volume_fn)(struct server *s, struct model_volume *v, void *arg,
+				struct arena *scratch, char **skipped, struct err *e);
+typedef int (*server_snapshot_fn)(struct server *s, struct model_snapshot *snap, void *arg,
+				  struct arena *scratch, struct err *e);
+
+/*
+ * Reads volume id, calls fn, writes on the index read, and retries on a
+ * conflict (at most SERVER_CAS_RETRIES times, then CSID_EABORTED). A
+ * write enqueues the volume in the reconciler. *out (may be NULL) gets
+ * the volume as written (API-view fields filled; NULL after a delete)
+ * and *skipped (may be NULL) fn's note, both in a.
+ */
+int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			 struct arena *a, struct model_volume **out, char **skipped, struct err *e);
+int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
+			   struct arena *a, struct model_snapshot **out, struct err *e);
+
+/* Store reads and writes of model objects (decoded into a; store indexes set). */
+int server_get_volume(struct server *s, const char *id, struct arena *a, struct model_volume **out,
+		      struct err *e);
+int server_get_snapshot(struct server *s, const char *id, struct arena *a,
+			struct model_snapshot **out, struct err *e);
+int server_get_node(struct server *s, const char *id, struct arena *a, struct model_node **out,
+		    struct err *e);
+/* Writes v with the condition expect (0: must not exist); *index the new index. */
+int server_put_volume(struct server *s, const struct model_volume *v, uint64_t expect,
+		      uint64_t *index, struct err *e);
+int server_put_snapshot(struct server *s, const struct model_snapshot *snap, uint64_t expect,
+			uint64_t *index, struct err *e);
+int server_put_node(struct server *s, const struct model_node *n, uint64_t expect, uint64_t *index,
+		    struct err *e);
+
+/* Every node of the store (paged through), in ID order. */
+int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
+		     uint64_t *index, struct err *e);
+
+/* Sets the node's liveness: a heartbeat now (down false) or down. */
+void server_live_seen(struct server *s, const char *id, bool down);
+
+/*
+ * The plugins view from every node and the local controllers (server_plugins.c),
+ * sorted by ID; server_plugin_find looks one up (NULL: none).
+ */
+int server_plugins_collect(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+			   struct err *e);
+const struct server_plugin *server_plugin_find(const struct server_plugin *p, size_t n,
+					       const char *id);
+/*
+ * Fills the API-view fields of v: schedulable and plugin_health from the
+ * plugins view p[0..n), status from the reconciler (strings in a).
+ */
+void server_volume_fill(struct server *s, struct model_volume *v, const struct server_plugin *p,
+			size_t n, struct arena *a);
+
+/* Clamps a page size (0: default; at most SERVER_PER_PAGE_MAX). */
+size_t server_per_page(size_t per_page);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * Nodes: registration, heartbeat and liveness. A node's record (its
+ * fingerprint: the node and controller plugins it runs, their health,
+ * capabilities, CSI node ID, max volumes and topology) is written to the
+ * store only when it changes: at registration, when the fingerprint
+ * changes, and on the transitions ready -> down (no heartbeat for the
+ * TTL, server_tick) and down -> ready (a heartbeat again). A heartbeat
+ * that changes nothing only refreshes the in-memory liveness map, whose
+ * times are on the server's monotonic clock, so tests run it in virtual
+ * time.
+ */
+#include "server/server_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/array.h"
+#include "util/log.h"
+
+/* The map entry of id, or NULL; s->mu held. */
+static struct server_live *server_live_find(struct server *s, const char *id)
+{
+	for (size_t i = 0; i < s->nlive; i++)
+		if (strcmp(s->live[i].id, id) == 0)
+			return &s->live[i];
+	return NULL;
+}
+
+void server_live_seen(struct server *s, const char *id, bool down)
+{
+	struct server_live *l;
+
+	pthread_mutex_lock(&s->mu);
+	l = server_live_find(s, id);
+	if (!l &&
+	    array_grow((void **)&s->live, &s->live_cap, s->nlive + 1, sizeof(*s->live)) == 0) {
+		char *copy = strdup(id);
+
+		if (copy) {
+			l = &s->live[s->nlive++];
+			l->id = copy;
+		}
+	}
+	/* Out of memory: the node is simply not tracked; its next heartbeat retries. */
+	if (l) {
+		l->seen_ms = clock_now_ms(s->clock);
+		l->down = down;
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
+		     uint64_t *index, struct err *e)
+{
+	struct model_node **nodes = NULL;
+	size_t count = 0, cap = 0;
+	char *after = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (bool more = true; more && !rc;) {
+		struct store_list l = {0};
+
+		rc = store_list(s->cfg.store, STORE_NODE, NULL, after, SERVER_PER_PAGE_MAX, &l, e);
+		if (rc)
+			return err_wrap(e, "list nodes");
+		if (index && !after)
+			*index = l.index;
+		more = l.more && l.n > 0;
+		for (size_t i = 0; !rc && i < l.n; i++) {
+			struct model_node *node;
+
+			if (count == cap) {
+				struct model_node **grown;
+
+				cap = cap ? cap * 2 : 16;
+				grown = arena_alloc(a, cap * sizeof(*grown));
+				if (!grown) {
+					rc = err_set(e, CSID_ENOMEM, "list nodes: out of memory");
+					break;
+				}
+				if (count)
+					memcpy(grown, nodes, count * sizeof(*grown));
+				nodes = grown;
+			}
+			rc = model_node_decode(a, l.objs[i].value, l.objs[i].len, &node, e);
+			if (rc) {
+				err_wrap(e, "node %s: stored record", l.objs[i].id);
+				break;
+			}
+			node->create_index = l.objs[i].create_index;
+			node->modify_index = l.objs[i].modify_index;
+			nodes[count++] = node;
+		}
+		if (!rc && l.n && !(after = arena_strdup(a, l.objs[l.n - 1].id)))
+			rc = err_set(e, CSID_ENOMEM, "list nodes: out of memory");
+		store_list_free(&l);
+	}
+	if (!rc) {
+		*out = nodes;
+		*n = count;
+	}
+	return rc;
+}
+
+/* Whether a and b encode alike (their fingerprint and status are the same). */
+static bool server_node_same(const struct model_node *a, const struct model_node *b)
+{
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+	bool same;
+
+	if (model_node_encode(a, &ta, &la, NULL) || model_node_encode(b, &tb, &lb, NULL)) {
+		free(ta);
+		free(tb);
+		return false;
+	}
+	same = la == lb && memcmp(ta, tb, la) == 0;
+	free(ta);
+	free(tb);
+	return same;
+}
+
+int server_node_put(struct server *s, const struct model_node *node, struct arena *a,
+		    struct model_node **out, struct err *e)
+{
+	int rc;
+
+	if ((rc = model_node_validate(node, e)))
+		return rc;
+	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
+		struct model_node *old = NULL, *cur;
+		int64_t now = clock_wall_ms(s->clock);
+		uint64_t index = 0;
+
+		rc = server_get_node(s, node->id, a, &old, e);
+		if (rc && rc != CSID_ENOTFOUND)
+			return rc;
+		cur = arena_alloc(a, sizeof(*cur));
+		if (!cur)
+			return err_set(e, CSID_ENOMEM, "node %s: out of memory", node->id);
+		*cur = *node;
+		cur->status = MODEL_NODE_READY;
+		cur->registered_ms = old ? old->registered_ms : now;
+		cur->updated_ms = old ? old->updated_ms : now;
+		if (old && server_node_same(old, cur)) {
+			cur->create_index = old->create_index;
+			cur->modify_index = old->modify_index;
+		} else {
+			cur->updated_ms = now;
+			rc = server_put_node(s, cur, old ? old->modify_index : 0, &index, e);
+			if (rc == CSID_ECONFLICT)
+				continue;
+			if (rc)
+				return rc;
+			if (!old || old->status == MODEL_NODE_DOWN)
+				log_info("msg=\"node %s\" node=%s plugins=%zu",
+					 old ? "ready again" : "registered", cur->id,
+					 cur->nplugins);
+			cur->create_index = old ? old->create_index : index;
+			cur->modify_index = index;
+		}
+		server_live_seen(s, cur->id, false);
+		if (out)
+			*out = cur;
+		return 0;
+	}
+	return err_set(e, CSID_EABORTED, "node %s: %d writers raced; try again", node->id,
+		       SERVER_CAS_RETRIES);
+}
+
+int server_node_get(struct server *s, const char *id, struct arena *a, struct model_node **out,
+		    struct err *e)
+{
+	return server_get_node(s, id, a, out, e);
+}
+
+int server_node_list(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
+		     uint64_t *index, struct err *e)
+{
+	return server_all_nodes(s, a, out, n, index, e);
+}
+
+/* Writes node id down unless a heartbeat came meanwhile (seen_ms moved). */
+static void server_node_mark_down(struct server *s, const char *id, int64_t seen_ms)
+{
+	struct arena *a = arena_new();
+	struct err e;
+	int rc = CSID_ENOMEM;
+
+	err_clear(&e);
+	for (int attempt = 0; a && attempt < SERVER_CAS_RETRIES; attempt++) {
+		struct model_node *n = NULL;
+		struct server_live *l;
+		bool fresh;
+
+		rc = server_get_node(s, id, a, &n, &e);
+		if (rc)
+			break;
+		pthread_mutex_lock(&s->mu);
+		l = server_live_find(s, id);
+		fresh = l && l->seen_ms != seen_ms;
+		pthread_mutex_unlock(&s->mu);
+		if (fresh || n->status == MODEL_NODE_DOWN) {
+			rc = 0;
+			break;
+		}
+		n->status = MODEL_NODE_DOWN;
+		n->updated_ms = clock_wall_ms(s->clock);
+		rc = server_put_node(s, n, n->modify_index, NULL, &e);
+		if (rc == CSID_ECONFLICT)
+			continue;
+		if (!rc) {
+			log_warn(
+			    "msg=\"node down: no heartbeat within the TTL\" node=%s ttl_ms=%lld",
+			    id, (long long)s->node_ttl_ms);
+			pthread_mutex_lock(&s->mu);
+			l = server_live_find(s, id);
+			if (l && l->seen_ms == seen_ms)
+				l->down = true;
+			pthread_mutex_unlock(&s->mu);
+		}
+		break;
+	}
+	if (rc == CSID_ENOTFOUND) {
+		/* The record is gone: nothing to mark; stop watching the node. */
+		struct server_live *l;
+
+		pthread_mutex_lock(&s->mu);
+		l = server_live_find(s, id);
+		if (l)
+			l->down = true;
+		pthread_mutex_unlock(&s->mu);
+	} else if (rc) {
+		char q[600];
+
+		log_error("msg=\"cannot mark node down\" node=%s error=%s", id,
+			  log_q(q, sizeof(q), e.msg));
+	}
+	arena_free(a);
+}
+
+int64_t server_tick(struct server *s)
+{
+	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER;
+	struct server_live *due = NULL;
+	size_t ndue = 0, nlive;
+
+	pthread_mutex_lock(&s->mu);
+	nlive = s->nlive;
+	if (nlive)
+		due = calloc(nlive, sizeof(*due));
+	for (size_t i = 0; i < s->nlive; i++) {
+		const struct server_live *l = &s->live[i];
+		int64_t expires = l->seen_ms + s->node_ttl_ms;
+
+		if (l->down)
+			continue;
+		if (expires <= now && due && (due[ndue].id = strdup(l->id)))
+			due[ndue++].seen_ms = l->seen_ms;
+		else if (expires < next)
+			next = expires;
+	}
+	pthread_mutex_unlock(&s->mu);
+	/* Store writes run without the lock, so heartbeats are never held up. */
+	for (size_t i = 0; i < ndue; i++) {
+		server_node_mark_down(s, due[i].id, due[i].seen_ms);
+		free(due[i].id);
+	}
+	free(due);
+	/* Out of memory: try again soon rather than never. */
+	if (nlive && !due && next == CLOCK_NEVER)
+		next = now + 1000;
+	return next;
+}

@@ -1,0 +1,674 @@
+/*
+ * Volumes: register, create, get, list, delete, deregister, claim,
+ * release, detach, expand and modify. Each write is one callback run by
+ * the compare-and-set loop (server_volume_update in server.c) on a fresh
+ * read of the volume, so the rules are always checked against what is
+ * written over. The controller work itself (CreateVolume, publish,
+ * unpublish, DeleteVolume, expansion, modification) is left to the
+ * reconciler: these calls only record what is wanted.
+ *
+ * The operator exits (force release, detach, force deregister) say what
+ * they skipped, in one sentence, so nobody is left guessing which plugin
+ * call never happened.
+ */
+#include "server/server_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+/* Appends sep (unless buf is empty) and text to a bounded sentence (buf of cap bytes). */
+static void server_note_add(char *buf, size_t cap, const char *sep, const char *text)
+{
+	size_t len = strlen(buf);
+
+	if (len + 1 < cap)
+		snprintf(buf + len, cap - len, "%s%s", len ? sep : "", text);
+}
+
+/* "alloc a1 on node n1 (claimed), ..." for v's active claims. */
+static void server_holders(const struct model_volume *v, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < v->nclaims; i++) {
+		char one[MODEL_ID_MAX * 2 + 64];
+
+		snprintf(one, sizeof(one), "alloc %s on node %s (%s)", v->claims[i].alloc_id,
+			 v->claims[i].node_id, model_claim_state_name(v->claims[i].state));
+		server_note_add(buf, cap, ", ", one);
+	}
+}
+
+/* The spec fields of v only (observed state dropped), for idempotency checks. */
+static int server_spec_of(struct arena *a, const struct model_volume *v, bool for_create,
+			  struct model_volume **out, struct err *e)
+{
+	struct model_volume *c;
+	int rc = model_volume_copy(a, v, &c, e);
+
+	if (rc)
+		return rc;
+	if (!c->name)
+		c->name = c->id;
+	if (for_create) {
+		c->external_id = NULL;
+		memset(&c->context, 0, sizeof(c->context));
+	}
+	memset(&c->mutable_parameters, 0, sizeof(c->mutable_parameters));
+	c->state = MODEL_VOL_READY;
+	c->capacity = 0;
+	c->accessible = NULL;
+	c->naccessible = 0;
+	c->node_expansion_required = false;
+	c->pending_capacity_min = 0;
+	memset(&c->pending_mutable, 0, sizeof(c->pending_mutable));
+	c->claims = c->past_claims = NULL;
+	c->nclaims = c->npast_claims = 0;
+	c->pubs = NULL;
+	c->npubs = 0;
+	c->created_ms = c->updated_ms = 0;
+	c->create_index = c->modify_index = 0;
+	memset(&c->status, 0, sizeof(c->status));
+	c->schedulable = false;
+	c->plugin_health = NULL;
+	*out = c;
+	return 0;
+}
+
+static bool server_spec_same(struct arena *a, const struct model_volume *x,
+			     const struct model_volume *y, bool for_create)
+{
+	struct model_volume *sx, *sy;
+	char *tx = NULL, *ty = NULL;
+	size_t lx = 0, ly = 0;
+	bool same = false;
+
+	if (server_spec_of(a, x, for_create, &sx, NULL) ||
+	    server_spec_of(a, y, for_create, &sy, NULL))
+		return false;
+	if (!model_volume_encode(sx, MODEL_VIEW_STORE, &tx, &lx, NULL) &&
+	    !model_volume_encode(sy, MODEL_VIEW_STORE, &ty, &ly, NULL))
+		same = lx == ly && memcmp(tx, ty, lx) == 0;
+	model_wipe_free(tx, lx);
+	model_wipe_free(ty, ly);
+	return same;
+}
+
+/* Fills the API view of v (plugins read now). */
+static int server_view(struct server *s, struct model_volume *v, struct arena *a, struct err *e)
+{
+	struct server_plugin *p = NULL;
+	size_t n = 0;
+	int rc = server_plugins_collect(s, a, &p, &n, e);
+
+	if (!rc)
+		server_volume_fill(s, v, p, n, a);
+	return rc;
+}
+
+/* Whether an active claim other than skip uses node_id. */
+static bool server_node_in_use(const struct model_volume *v, const char *node_id,
+			       const struct model_claim *skip)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (&v->claims[i] != skip && strcmp(v->claims[i].node_id, node_id) == 0)
+			return true;
+	return false;
+}
+
+static void server_pub_remove(struct model_volume *v, const char *node_id)
+{
+	for (size_t i = 0; i < v->npubs; i++) {
+		if (strcmp(v->pubs[i].node_id, node_id) != 0)
+			continue;
+		memmove(&v->pubs[i], &v->pubs[i + 1], (v->npubs - i - 1) * sizeof(*v->pubs));
+		v->npubs--;
+		return;
+	}
+}
+
+/* ---- register, create ---- */
+
+struct server_new_arg {
+	const struct model_volume *spec;
+	bool for_create;
+};
+
+static int server_volume_record(struct server *s, const struct model_volume *spec, bool for_create,
+				struct arena *a, struct model_volume **out, struct err *e)
+{
+	const char *what = for_create ? "create" : "register";
+	struct model_volume *v = NULL;
+	struct arena *scratch = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = model_volume_validate(spec, for_create, e)))
+		return err_wrap(e, "%s volume %s", what, spec->id ? spec->id : "(no id)");
+	if (!(scratch = arena_new()))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
+		struct model_volume *old = NULL;
+		const char *src =
+		    spec->snapshot_source ? spec->snapshot_source : spec->clone_source;
+		uint64_t index = 0;
+
+		rc = server_get_volume(s, spec->id, scratch, &old, e);
+		if (!rc) {
+			if (!server_spec_same(scratch, old, spec, for_create)) {
+				rc = err_set(
+				    e, CSID_EEXIST,
+				    "%s volume %s: the ID is taken by a volume with another "
+				    "spec",
+				    what, spec->id);
+				goto out;
+			}
+			v = old;
+			break;
+		}
+		if (rc != CSID_ENOTFOUND)
+			goto out;
+		if (src) {
+			struct model_snapshot *snap = NULL;
+			struct model_volume *clone = NULL;
+			const char *plugin;
+
+			rc = spec->snapshot_source ? server_get_snapshot(s, src, scratch, &snap, e)
+						   : server_get_volume(s, src, scratch, &clone, e);
+			if (rc) {
+				err_wrap(e, "create volume %s: source", spec->id);
+				goto out;
+			}
+			plugin = snap ? snap->plugin_id : clone->plugin_id;
+			if (strcmp(plugin, spec->plugin_id) != 0) {
+				rc =
+				    err_set(e, CSID_EINVAL,
+					    "create volume %s: source %s belongs to plugin %s, not "
+					    "%s",
+					    spec->id, src, plugin, spec->plugin_id);
+				goto out;
+			}
+		}
+		if ((rc = server_spec_of(scratch, spec, false, &v, e)))
+			goto out;
+		v->state = for_create ? MODEL_VOL_CREATING : MODEL_VOL_REGISTERING;
+		v->mutable_parameters = spec->mutable_parameters;
+		v->created_ms = v->updated_ms = clock_wall_ms(s->clock);
+		rc = server_put_volume(s, v, 0, &index, e);
+		if (rc == CSID_ECONFLICT) {
+			v = NULL;
+			continue;
+		}
+		if (rc)
+			goto out;
+		v->create_index = v->modify_index = index;
+		reconciler_enqueue(s->rec, STORE_VOLUME, v->id);
+		break;
+	}
+	if (!v) {
+		rc = err_set(e, CSID_EABORTED, "%s volume %s: writers raced; try again", what,
+			     spec->id);
+		goto out;
+	}
+	rc = model_volume_copy(a, v, out, e);
+	if (!rc)
+		rc = server_view(s, *out, a, e);
+out:
+	arena_free(scratch);
+	return rc;
+}
+
+int server_volume_register(struct server *s, const struct model_volume *spec, struct arena *a,
+			   struct model_volume **out, struct err *e)
+{
+	return server_volume_record(s, spec, false, a, out, e);
+}
+
+int server_volume_create(struct server *s, const struct model_volume *spec, struct arena *a,
+			 struct model_volume **out, struct err *e)
+{
+	return server_volume_record(s, spec, true, a, out, e);
+}
+
+/* ---- reads ---- */
+
+int server_volume_get(struct server *s, const char *id, struct arena *a, struct model_volume **out,
+		      struct err *e)
+{
+	int rc = server_get_volume(s, id, a, out, e);
+
+	if (!rc)
+		rc = server_view(s, *out, a, e);
+	return rc;
+}
+
+static bool server_volume_matches(const struct model_volume *v,
+				  const struct server_volume_filter *f)
+{
+	if (f->plugin_id && strcmp(v->plugin_id, f->plugin_id) != 0)
+		return false;
+	if (!f->node_id)
+		return true;
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (strcmp(v->claims[i].node_id, f->node_id) == 0)
+			return true;
+	return model_volume_pub(v, f->node_id) != NULL;
+}
+
+int server_volume_list(struct server *s, const struct server_volume_filter *f, struct arena *a,
+		       struct model_volume ***out, size_t *n, char **next_token, uint64_t *index,
+		       struct err *e)
+{
+	size_t per_page = server_per_page(f->per_page), count = 0;
+	struct model_volume **page = arena_alloc(a, per_page * sizeof(*page));
+	struct server_plugin *plugins = NULL;
+	const char *after = f->next_token;
+	bool first = true, more = true, extra = false;
+	size_t nplugins = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	*next_token = NULL;
+	if (!page)
+		return err_set(e, CSID_ENOMEM, "list volumes: out of memory");
+	/* Filters skip records: read on until the page is full and one more match is seen. */
+	while (more && !extra && !rc) {
+		struct store_list l = {0};
+
+		rc = store_list(s->cfg.store, STORE_VOLUME, f->prefix, after, per_page + 1, &l, e);
+		if (rc)
+			return err_wrap(e, "list volumes");
+		if (first && index)
+			*index = l.index;
+		first = false;
+		more = l.more && l.n > 0;
+		for (size_t i = 0; i < l.n && !rc && !extra; i++) {
+			struct model_volume *v = NULL;
+
+			rc = model_volume_decode(a, l.objs[i].value, l.objs[i].len, &v, e);
+			if (rc) {
+				err_wrap(e, "volume %s: stored record", l.objs[i].id);
+				break;
+			}
+			v->create_index = l.objs[i].create_index;
+			v->modify_index = l.objs[i].modify_index;
+			if (!server_volume_matches(v, f))
+				continue;
+			if (count == per_page)
+				extra = true;
+			else
+				page[count++] = v;
+		}
+		if (!rc && l.n && !(after = arena_strdup(a, l.objs[l.n - 1].id)))
+			rc = err_set(e, CSID_ENOMEM, "list volumes: out of memory");
+		for (size_t i = 0; i < l.n; i++)
+			explicit_bzero(l.objs[i].value, l.objs[i].len);
+		store_list_free(&l);
+	}
+	if (!rc && extra && !(*next_token = arena_strdup(a, page[count - 1]->id)))
+		rc = err_set(e, CSID_ENOMEM, "list volumes: out of memory");
+	if (!rc && count)
+		rc = server_plugins_collect(s, a, &plugins, &nplugins, e);
+	for (size_t i = 0; !rc && i < count; i++)
+		server_volume_fill(s, page[i], plugins, nplugins, a);
+	if (rc)
+		return rc;
+	*out = page;
+	*n = count;
+	return 0;
+}
+
+/* ---- delete, deregister ---- */
+
+static int server_delete_fn(struct server *s, struct model_volume *v, void *arg,
+			    struct arena *scratch, char **skipped, struct err *e)
+{
+	char holders[ERR_MSG_MAX];
+
+	if (v->nclaims) {
+		server_holders(v, holders, sizeof(holders));
+		return err_set(e, CSID_ECONFLICT,
+			       "delete volume %s: claimed by %s; release it first", v->id, holders);
+	}
+	if (v->state == MODEL_VOL_DELETING)
+		return SERVER_KEEP;
+	v->state = MODEL_VOL_DELETING;
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+int server_volume_delete(struct server *s, const char *id, struct arena *a,
+			 struct model_volume **out, struct err *e)
+{
+	return server_volume_update(s, id, server_delete_fn, NULL, a, out, NULL, e);
+}
+
+static int server_deregister_fn(struct server *s, struct model_volume *v, void *arg,
+				struct arena *scratch, char **skipped, struct err *e)
+{
+	bool force = *(const bool *)arg;
+	char holders[ERR_MSG_MAX], nodes[ERR_MSG_MAX] = "";
+
+	server_holders(v, holders, sizeof(holders));
+	for (size_t i = 0; i < v->npubs; i++)
+		server_note_add(nodes, sizeof(nodes), ", ", v->pubs[i].node_id);
+	if (!force && v->nclaims)
+		return err_set(e, CSID_ECONFLICT,
+			       "deregister volume %s: claimed by %s; release it or use force",
+			       v->id, holders);
+	if (!force && v->npubs)
+		return err_set(e, CSID_ECONFLICT,
+			       "deregister volume %s: still published to node %s; wait for the "
+			       "controller unpublish or use force",
+			       v->id, nodes);
+	if (v->nclaims || v->npubs || v->state == MODEL_VOL_CREATING) {
+		*skipped = arena_printf(
+		    scratch, "deregistered volume %s without %s%s%s%s%s%s%s", v->id,
+		    v->nclaims ? "releasing the claims of " : "", v->nclaims ? holders : "",
+		    v->nclaims && v->npubs ? "; without " : "",
+		    v->npubs ? "controller unpublish from node " : "", v->npubs ? nodes : "",
+		    v->state == MODEL_VOL_CREATING && (v->nclaims || v->npubs) ? "; without " : "",
+		    v->state == MODEL_VOL_CREATING
+			? "waiting for CreateVolume (the plugin may still hold the volume)"
+			: "");
+		if (!*skipped)
+			return err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
+	}
+	return SERVER_DELETE;
+}
+
+int server_volume_deregister(struct server *s, const char *id, bool force, struct arena *a,
+			     char **skipped, struct err *e)
+{
+	return server_volume_update(s, id, server_deregister_fn, &force, a, NULL, skipped, e);
+}
+
+/* ---- claims ---- */
+
+struct server_claim_arg {
+	const struct model_claim_request *req;
+	struct model_claim_env env;
+};
+
+static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
+			   struct arena *scratch, char **skipped, struct err *e)
+{
+	struct server_claim_arg *c = arg;
+	enum model_claim_verdict verdict;
+	int rc = model_claim_check(v, c->req, &c->env, &verdict, e);
+
+	if (rc)
+		return rc;
+	if (verdict == MODEL_CLAIM_ALREADY)
+		return SERVER_KEEP;
+	rc = model_claim_add(scratch, v, c->req, &c->env, clock_wall_ms(s->clock), e);
+	if (rc)
+		return err_wrap(e, "claim volume %s", v->id);
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+/* Volumes of plugin_id other than skip_id that node_id uses (claims or publications). */
+static int server_node_volume_count(struct server *s, const char *plugin_id, const char *node_id,
+				    const char *skip_id, int64_t *count, struct err *e)
+{
+	struct server_volume_filter f = {
+	    .plugin_id = plugin_id, .node_id = node_id, .per_page = SERVER_PER_PAGE_MAX};
+	int rc = 0;
+
+	*count = 0;
+	do {
+		struct arena *a = arena_new();
+		struct model_volume **page = NULL;
+		char *next = NULL;
+		size_t n = 0;
+
+		if (!a)
+			return err_set(e, CSID_ENOMEM, "out of memory");
+		rc = server_volume_list(s, &f, a, &page, &n, &next, NULL, e);
+		for (size_t i = 0; !rc && i < n; i++)
+			*count += strcmp(page[i]->id, skip_id) != 0;
+		f.next_token = next ? strdup(next) : NULL;
+		if (next && !f.next_token)
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+		arena_free(a);
+	} while (!rc && f.next_token);
+	free((char *)f.next_token);
+	return rc;
+}
+
+/* What the server knows of the plugin and of node_id, for model_claim_check. */
+static int server_claim_env(struct server *s, const struct model_volume *v, const char *node_id,
+			    struct arena *a, struct model_claim_env *env, struct err *e)
+{
+	struct server_plugin *plugins = NULL;
+	const struct server_plugin *p;
+	struct model_node *node = NULL;
+	size_t n = 0;
+	int rc = server_get_node(s, node_id, a, &node, e);
+
+	memset(env, 0, sizeof(*env));
+	if (rc == CSID_ENOTFOUND)
+		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is not registered",
+			       v->id, node_id);
+	if (rc)
+		return rc;
+	if (node->status == MODEL_NODE_DOWN)
+		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is down", v->id,
+			       node_id);
+	if ((rc = server_plugins_collect(s, a, &plugins, &n, e)))
+		return rc;
+	p = server_plugin_find(plugins, n, v->plugin_id);
+	env->controller_required = p && p->controller_required;
+	env->controller_healthy = p && p->controllers_healthy > 0;
+	for (size_t i = 0; i < node->nplugins; i++) {
+		const struct model_node_plugin *np = &node->plugins[i];
+
+		if (np->type != MODEL_PLUGIN_NODE || strcmp(np->plugin_id, v->plugin_id) != 0)
+			continue;
+		env->node_plugin_healthy = np->healthy;
+		env->plugin_node_id = np->plugin_node_id;
+		env->node_topology = &np->topology;
+		env->max_volumes = np->max_volumes;
+	}
+	if (env->max_volumes > 0)
+		return server_node_volume_count(s, v->plugin_id, node_id, v->id,
+						&env->node_volume_count, e);
+	return 0;
+}
+
+int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
+			struct arena *a, struct model_volume **out, struct err *e)
+{
+	struct server_claim_arg arg = {.req = req};
+	struct model_volume *v = NULL;
+	struct arena *scratch;
+	int rc;
+
+	if (!req->alloc_id || !req->node_id)
+		return err_set(e, CSID_EINVAL, "claim volume %s: alloc_id and node_id required",
+			       id);
+	if ((rc = model_id_check("alloc id", req->alloc_id, strlen(req->alloc_id), e)) ||
+	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
+		return err_wrap(e, "claim volume %s", id);
+	if (!(scratch = arena_new()))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_get_volume(s, id, scratch, &v, e);
+	if (!rc)
+		rc = server_claim_env(s, v, req->node_id, scratch, &arg.env, e);
+	if (!rc)
+		rc = server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+	arena_free(scratch);
+	return rc;
+}
+
+struct server_release_arg {
+	const char *alloc_id;
+	bool force;
+};
+
+static int server_release_fn(struct server *s, struct model_volume *v, void *arg,
+			     struct arena *scratch, char **skipped, struct err *e)
+{
+	const struct server_release_arg *r = arg;
+	struct model_claim *c = model_volume_claim(v, r->alloc_id);
+	int64_t now = clock_wall_ms(s->clock);
+	char note[ERR_MSG_MAX] = "";
+	bool pub;
+	int rc;
+
+	if (!c) {
+		for (size_t i = 0; i < v->npast_claims; i++)
+			if (strcmp(v->past_claims[i].alloc_id, r->alloc_id) == 0)
+				return SERVER_KEEP;
+		return err_set(e, CSID_ENOTFOUND, "release volume %s: alloc %s holds no claim",
+			       v->id, r->alloc_id);
+	}
+	if (!r->force) {
+		if (c->state != MODEL_CLAIM_CLAIMED)
+			return SERVER_KEEP;
+		rc = model_claim_transition(scratch, v->id, c, MODEL_CLAIM_NODE_UNPUBLISHED,
+					    "released", now, e);
+		v->updated_ms = now;
+		return rc ? rc : SERVER_PUT;
+	}
+	pub = model_volume_pub(v, c->node_id) && !server_node_in_use(v, c->node_id, c);
+	if (c->state == MODEL_CLAIM_CLAIMED)
+		snprintf(note, sizeof(note), "node unpublish on node %s", c->node_id);
+	if (pub) {
+		char step[MODEL_ID_MAX + 64];
+
+		snprintf(step, sizeof(step), "controller unpublish from node %s", c->node_id);
+		server_note_add(note, sizeof(note), " and ", step);
+		server_pub_remove(v, c->node_id);
+	}
+	*skipped = note[0]
+		       ? arena_printf(scratch, "force-freed alloc %s without %s", r->alloc_id, note)
+		       : NULL;
+	rc = model_volume_claim_move(scratch, v, r->alloc_id, MODEL_CLAIM_FREED,
+				     note[0] ? *skipped : "force-freed", now, e);
+	v->updated_ms = now;
+	return rc ? rc : SERVER_PUT;
+}
+
+int server_volume_release(struct server *s, const char *id, const char *alloc_id, bool force,
+			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	struct server_release_arg arg = {.alloc_id = alloc_id, .force = force};
+
+	if (!alloc_id)
+		return err_set(e, CSID_EINVAL, "release volume %s: alloc_id required", id);
+	return server_volume_update(s, id, server_release_fn, &arg, a, out, skipped, e);
+}
+
+static int server_detach_fn(struct server *s, struct model_volume *v, void *arg,
+			    struct arena *scratch, char **skipped, struct err *e)
+{
+	const char *node_id = arg;
+	int64_t now = clock_wall_ms(s->clock);
+	char allocs[ERR_MSG_MAX] = "";
+	int rc;
+
+	for (size_t i = 0; i < v->nclaims; i++) {
+		struct model_claim *c = &v->claims[i];
+
+		if (strcmp(c->node_id, node_id) != 0 || c->state != MODEL_CLAIM_CLAIMED)
+			continue;
+		rc = model_claim_transition(scratch, v->id, c, MODEL_CLAIM_NODE_UNPUBLISHED,
+					    "detached by the operator", now, e);
+		if (rc)
+			return rc;
+		server_note_add(allocs, sizeof(allocs), ", ", c->alloc_id);
+	}
+	if (!allocs[0])
+		return SERVER_KEEP;
+	*skipped = arena_printf(scratch,
+				"detached volume %s from node %s without node unpublish of alloc "
+				"%s (the operator asserts the node no longer uses it)",
+				v->id, node_id, allocs);
+	if (!*skipped)
+		return err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
+	v->updated_ms = now;
+	return SERVER_PUT;
+}
+
+int server_volume_detach(struct server *s, const char *id, const char *node_id, struct arena *a,
+			 struct model_volume **out, char **skipped, struct err *e)
+{
+	if (!node_id)
+		return err_set(e, CSID_EINVAL, "detach volume %s: node_id required", id);
+	return server_volume_update(s, id, server_detach_fn, (void *)node_id, a, out, skipped, e);
+}
+
+/* ---- expand, modify ---- */
+
+static int server_expand_fn(struct server *s, struct model_volume *v, void *arg,
+			    struct arena *scratch, char **skipped, struct err *e)
+{
+	int64_t want = *(const int64_t *)arg;
+
+	if (v->state != MODEL_VOL_READY)
+		return err_set(e, CSID_EPRECOND, "expand volume %s: it is %s, not ready", v->id,
+			       model_volume_state_name(v->state));
+	if (v->capacity_max && want > v->capacity_max)
+		return err_set(e, CSID_EINVAL,
+			       "expand volume %s: %lld bytes is over its capacity_max %lld", v->id,
+			       (long long)want, (long long)v->capacity_max);
+	if (v->pending_capacity_min == want || (!v->pending_capacity_min && want <= v->capacity))
+		return SERVER_KEEP;
+	if (want < v->capacity)
+		return err_set(e, CSID_EINVAL,
+			       "expand volume %s: %lld bytes is less than its capacity %lld "
+			       "(volumes do not shrink)",
+			       v->id, (long long)want, (long long)v->capacity);
+	v->pending_capacity_min = want;
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+int server_volume_expand(struct server *s, const char *id, int64_t capacity_min, struct arena *a,
+			 struct model_volume **out, struct err *e)
+{
+	if (capacity_min <= 0)
+		return err_set(e, CSID_EINVAL, "expand volume %s: capacity_min must be positive",
+			       id);
+	return server_volume_update(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
+}
+
+static int server_modify_fn(struct server *s, struct model_volume *v, void *arg,
+			    struct arena *scratch, char **skipped, struct err *e)
+{
+	const struct model_map *params = arg;
+
+	if (v->state != MODEL_VOL_READY)
+		return err_set(e, CSID_EPRECOND, "modify volume %s: it is %s, not ready", v->id,
+			       model_volume_state_name(v->state));
+	v->pending_mutable = *params;
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+int server_volume_modify(struct server *s, const char *id, const struct model_map *mutable_params,
+			 struct arena *a, struct model_volume **out, struct err *e)
+{
+	size_t bytes = 0;
+
+	if (!mutable_params || !mutable_params->n)
+		return err_set(e, CSID_EINVAL, "modify volume %s: no mutable_parameters", id);
+	for (size_t i = 0; i < mutable_params->n; i++) {
+		if (!mutable_params->kv[i].key || !mutable_params->kv[i].key[0] ||
+		    !mutable_params->kv[i].value)
+			return err_set(e, CSID_EINVAL, "modify volume %s: empty parameter name",
+				       id);
+		bytes += strlen(mutable_params->kv[i].key) + strlen(mutable_params->kv[i].value);
+	}
+	if (bytes > MODEL_MAP_BYTES_MAX)
+		return err_set(e, CSID_EINVAL,
+			       "modify volume %s: mutable_parameters over %d bytes in all", id,
+			       MODEL_MAP_BYTES_MAX);
+	return server_volume_update(s, id, server_modify_fn, (void *)mutable_params, a, out, NULL,
+				    e);
+}

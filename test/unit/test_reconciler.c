@@ -1,0 +1,382 @@
+/*
+ * Unit tests of the reconciler's queue (src/server/reconciler.c) in
+ * virtual time, with the memory store and the scripted fake controller
+ * (test/lib/reconciler_fixture.h): the backoff function and its cap on
+ * the fake clock, the CSI outcome rules (ABORTED retried, INVALID_ARGUMENT
+ * final and shown), one failing volume not delaying 100 others, every
+ * volume enqueued at start, store changes followed (and a compacted change
+ * log listed again), and per-plugin serialization on real threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "reconciler_fixture.h"
+#include "server/reconcile_int.h"
+
+/* Volumes per plugin in the threaded tests. */
+#define THREADS_VOLUMES 24
+
+/* ---- backoff ---- */
+
+static void test_backoff_function(void **state)
+{
+	/* Doubling from the minimum, jitter within [3/4 d, d], capped. */
+	for (int attempt = 1; attempt <= 40; attempt++) {
+		int64_t full = attempt >= 14 ? 600000 : (int64_t)100 << (attempt - 1);
+		int64_t lo = INT64_MAX, hi = 0;
+
+		if (full > 600000)
+			full = 600000;
+		for (int i = 0; i < 200; i++) {
+			char id[16];
+			int64_t d;
+
+			snprintf(id, sizeof(id), "v%d", i);
+			d = reconciler_backoff_ms(attempt, 100, 600000, 7, STORE_VOLUME, id);
+			assert_true(d >= full - full / 4 && d <= full);
+			lo = d < lo ? d : lo;
+			hi = d > hi ? d : hi;
+		}
+		/* Items failing together spread out. */
+		if (full >= 400)
+			assert_true(hi > lo);
+	}
+	/* Pure: the same inputs give the same delay; another seed another one somewhere. */
+	assert_int_equal(reconciler_backoff_ms(3, 100, 600000, 7, STORE_VOLUME, "a"),
+			 reconciler_backoff_ms(3, 100, 600000, 7, STORE_VOLUME, "a"));
+	assert_int_equal(
+	    reconciler_backoff_ms(INT32_MAX, 100, 600000, 1, STORE_SNAPSHOT, "x") <= 600000, 1);
+}
+
+static void test_backoff_virtual_time(void **state)
+{
+	struct rfx *t = *state;
+	struct model_status st;
+	char err[512];
+	int64_t prev_next = 0;
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_UNAVAILABLE, 12);
+	for (int attempt = 1; attempt <= 12; attempt++) {
+		int64_t next = reconciler_step(t->r), delay = next - rfx_now(t);
+		int64_t full = (int64_t)RFX_MIN_MS << (attempt - 1);
+
+		if (full > RFX_MAX_MS)
+			full = RFX_MAX_MS;
+		assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), attempt);
+		assert_true(delay >= full - full / 4 && delay <= full);
+		assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), 0);
+		assert_int_equal(st.attempts, attempt);
+		assert_non_null(strstr(err, "UNAVAILABLE"));
+		assert_int_equal(st.next_attempt_ms, RFX_WALL0 + (next - RFX_T0));
+		assert_true(st.next_attempt_ms > prev_next);
+		prev_next = st.next_attempt_ms;
+		/* Nothing happens before the due time. */
+		clock_fake_set(&t->clock, next - 1);
+		assert_int_equal(reconciler_step(t->r), next);
+		assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), attempt);
+		clock_fake_set(&t->clock, next);
+	}
+	/* The script is spent: the next attempt works and the status clears. */
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), CSID_ENOTFOUND);
+	{
+		struct arena *a = arena_new();
+		struct model_volume *v = rfx_get(t, a, "v1");
+
+		assert_int_equal(v->state, MODEL_VOL_READY);
+		arena_free(a);
+	}
+}
+
+/* ---- outcome rules ---- */
+
+static void test_create(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	char ext[64];
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING,
+		"\"name\": \"data-1\", \"parameters\": {\"k\": \"x\"}");
+	rfx_run(t, 0);
+	v = rfx_get(t, a, "v1");
+	csi_fake_volume_id(&t->fake, "data-1", ext, sizeof(ext));
+	assert_int_equal(v->state, MODEL_VOL_READY);
+	assert_string_equal(v->external_id, ext);
+	assert_int_equal(v->capacity, 1048576);
+	assert_string_equal(model_map_get(&v->context, "fake"), "1");
+	assert_int_equal(v->naccessible, 1);
+	assert_string_equal(model_map_get(&v->accessible[0].segments, "zone"), "z1");
+	assert_int_equal(t->fake.log[0].nsecrets, 1);
+	assert_int_equal(t->fake.log[0].required_bytes, 1048576);
+	/* Converged: worked again, it asks nothing of the plugin. */
+	reconciler_enqueue(t->r, STORE_VOLUME, "v1");
+	rfx_run(t, 0);
+	assert_int_equal(t->fake.nlog, 1);
+	arena_free(a);
+}
+
+static void test_aborted_retried(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_status st;
+	char err[512];
+	int queued, failing;
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_ABORTED, 2);
+	reconciler_step(t->r);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "volume v1: CreateVolume: plugin " RFX_PLUGIN ": ABORTED"));
+	reconciler_counts(t->r, &queued, &failing);
+	assert_int_equal(queued, 1);
+	assert_int_equal(failing, 1);
+	rfx_run(t, 10 * RFX_MIN_MS);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), 3);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	reconciler_counts(t->r, &queued, &failing);
+	assert_int_equal(queued, 0);
+	assert_int_equal(failing, 0);
+	arena_free(a);
+}
+
+static void test_invalid_argument_final(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_status st;
+	char err[512];
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_INVALID_ARGUMENT, 1);
+	rfx_run(t, 10 * RFX_MAX_MS);
+	/* Failed for good: recorded, shown, never sent again unchanged. */
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_FAILED);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), 1);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "INVALID_ARGUMENT"));
+	assert_null(strstr(err, "s3cret"));
+	assert_int_equal(st.attempts, 1);
+
+	/* INVALID_ARGUMENT on publish: final, shown, tried again only at the cap. */
+	rfx_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	rfx_claim(t, "v2", "a1", "n1", MODEL_CLAIM_WRITE);
+	csi_fake_script(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME, CSI_INVALID_ARGUMENT, 1);
+	assert_int_equal(reconciler_step(t->r), rfx_now(t) + RFX_MAX_MS);
+	assert_int_equal(rfx_status(t, "v2", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "ControllerPublishVolume"));
+	assert_non_null(strstr(err, "INVALID_ARGUMENT"));
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "v2")->pubs[0].state, MODEL_PUB_PUBLISHED);
+	assert_int_equal(rfx_status(t, "v2", &st, err, sizeof(err)), CSID_ENOTFOUND);
+	arena_free(a);
+}
+
+/* ---- the queue ---- */
+
+static void test_failing_volume_does_not_delay_others(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_status st;
+	char err[512];
+	int queued, failing, bad_calls;
+
+	rfx_new(t);
+	csi_fake_fail_volume(&t->fake, "bad", CSI_UNAVAILABLE);
+	rfx_add(t, "bad", MODEL_VOL_CREATING, NULL);
+	for (int i = 0; i < 100; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "ok-%03d", i);
+		rfx_add(t, id, MODEL_VOL_CREATING, NULL);
+	}
+	/* One step at the start time creates all 100; the bad one backs off. */
+	reconciler_step(t->r);
+	for (int i = 0; i < 100; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "ok-%03d", i);
+		assert_int_equal(rfx_get(t, a, id)->state, MODEL_VOL_READY);
+	}
+	assert_int_equal(rfx_now(t), RFX_T0);
+	rfx_run(t, 100 * RFX_MAX_MS);
+	assert_int_equal(rfx_status(t, "bad", &st, err, sizeof(err)), 0);
+	assert_true(st.attempts > 10);
+	assert_true(st.next_attempt_ms > 0);
+	reconciler_counts(t->r, &queued, &failing);
+	assert_int_equal(queued, 1);
+	assert_int_equal(failing, 1);
+	/*
+	 * Its retries are spaced by the capped backoff (at least 3/4 of the cap
+	 * once there), not a tight loop: about 7 to reach the cap, then one per
+	 * 7.5 to 10 s of the 1000 s run.
+	 */
+	bad_calls = csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME) - 100;
+	assert_true(bad_calls >= 100 && bad_calls <= 8 + 100 * 4 / 3 + 1);
+	arena_free(a);
+}
+
+static void test_change_log_and_start_enqueue(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+
+	/* Volumes stored before the reconciler exists are all worked at start. */
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	rfx_put_snap(t, "s1", "v1", MODEL_SNAP_CREATING, NULL);
+	rfx_new(t);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	assert_int_equal(rfx_get(t, a, "v2")->state, MODEL_VOL_READY);
+	assert_int_equal(rfx_get_snap(t, a, "s1")->state, MODEL_SNAP_READY);
+	/* A store change enqueues its volume without anyone calling enqueue. */
+	rfx_add(t, "v3", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v3")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
+/* A change log compacted past the reconciler's position: it lists everything again. */
+static void test_change_log_compacted(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct store_op op = {STORE_OP_PUT, STORE_NODE, "n1", "{}", 2, STORE_ANY};
+	struct err e;
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	rfx_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	for (int i = 0; i < STORE_CHANGES_KEEP + 2048; i++)
+		assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v2")->state, MODEL_VOL_READY);
+	/* And it follows the log again from there. */
+	rfx_add(t, "v3", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v3")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
+/* ---- threads ---- */
+
+/* Waits (real time, bounded) until volumes <prefix>-0..n-1 are ready. */
+static void t_wait_ready(struct rfx *t, const char *prefix, int n, int timeout_ms)
+{
+	struct timespec ts = {0, 2 * 1000000L};
+	int64_t end = clock_now_ms(clock_real()) + timeout_ms;
+
+	for (;;) {
+		struct arena *a = arena_new();
+		int ready = 0;
+
+		for (int i = 0; i < n; i++) {
+			char id[32];
+			struct model_volume *v;
+
+			snprintf(id, sizeof(id), "%s-%d", prefix, i);
+			v = rfx_get(t, a, id);
+			ready += v != NULL && v->state == MODEL_VOL_READY;
+		}
+		arena_free(a);
+		if (ready == n)
+			return;
+		assert_true(clock_now_ms(clock_real()) < end);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void t_add_on(struct rfx *t, const char *id, const char *plugin)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = rfx_spec(a, id, NULL);
+
+	v->plugin_id = (char *)plugin;
+	v->state = MODEL_VOL_CREATING;
+	rfx_put_volume(t, v);
+	arena_free(a);
+}
+
+/*
+ * Workers on real threads: controller RPCs to one plugin never exceed its
+ * concurrency, whatever the number of workers; volumes stored before the
+ * start are enqueued by it, those stored after by the change-log follower.
+ */
+static void t_threads(struct rfx *t, int concurrency)
+{
+	struct err e;
+	char id[32];
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 4;
+	t->cfg.plugin_concurrency = concurrency;
+	t->fake.delay_ms = 2;
+	t->fake2.delay_ms = 2;
+	rfx_new(t);
+	for (int i = 0; i < THREADS_VOLUMES; i++) {
+		snprintf(id, sizeof(id), "a-%d", i);
+		t_add_on(t, id, RFX_PLUGIN);
+	}
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+	for (int i = 0; i < THREADS_VOLUMES; i++) {
+		snprintf(id, sizeof(id), "b-%d", i);
+		t_add_on(t, id, RFX_PLUGIN2);
+	}
+	t_wait_ready(t, "a", THREADS_VOLUMES, 20000);
+	t_wait_ready(t, "b", THREADS_VOLUMES, 20000);
+	reconciler_stop(t->r);
+	assert_int_equal(t->fake.nlog, THREADS_VOLUMES);
+	assert_int_equal(t->fake2.nlog, THREADS_VOLUMES);
+	assert_true(t->fake.max_in_flight >= 1 && t->fake.max_in_flight <= concurrency);
+	assert_true(t->fake2.max_in_flight >= 1 && t->fake2.max_in_flight <= concurrency);
+	assert_int_equal(t->fake.in_flight, 0);
+}
+
+static void test_threads_serialized(void **state)
+{
+	t_threads(*state, 1);
+}
+
+static void test_threads_concurrency_two(void **state)
+{
+	t_threads(*state, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_backoff_function),
+	    cmocka_unit_test_setup_teardown(test_backoff_virtual_time, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_create, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_aborted_retried, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_argument_final, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_failing_volume_does_not_delay_others, rfx_setup,
+					    rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_change_log_and_start_enqueue, rfx_setup,
+					    rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_change_log_compacted, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
