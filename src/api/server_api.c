@@ -94,8 +94,12 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 {
 	struct server_api *api = ctx;
 	const char *u = req->url;
-	int rc = server_api_acl(api, req, e);
+	int rc;
 
+	/* Health tells nothing secret: load balancers and probes need no token. */
+	if (strcmp(u, "/v1/status/health") == 0)
+		return server_api_health(api, req, rep, e);
+	rc = server_api_acl(api, req, e);
 	if (rc)
 		return rc;
 	if (strcmp(u, "/v1/volumes") == 0)
@@ -114,8 +118,6 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_plugins(api, req, rep, e);
 	if (strncmp(u, "/v1/plugin/", 11) == 0)
 		return server_api_plugin(api, req, rep, e);
-	if (strcmp(u, "/v1/status/health") == 0)
-		return server_api_health(api, req, rep, e);
 	if (strcmp(u, "/v1/event/stream") == 0)
 		return server_api_events(api, req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);

@@ -1,18 +1,14 @@
 /*
- * Request bodies of the server API other than volume specs (which the
- * model decodes): claim, release, detach, expand, modify, snapshot and
- * node registration. Each is a strict JSON object: only its documented
- * keys (an unknown key is refused with its path), the right types, IDs
- * checked by the model, strings and maps within the CSI size limits.
- * Messages never echo a value (it may be a secret). Fuzzed by
- * test/fuzz/fuzz_server_api.c.
+ * Request bodies of the server API: claim, release, detach, expand and
+ * modify here; volume specs, snapshot specs and node fingerprints through
+ * the model's strict decoders, with the ID of the path checked. Each is a strict JSON object: only
+ * its documented keys (an unknown key is refused with its path), the right types, IDs checked by
+ * the model, strings and maps within the CSI size limits. Messages never echo a value (it may be a
+ * secret). Fuzzed by test/fuzz/fuzz_server_api.c.
  */
 #include "api/server_api_int.h"
 
 #include <string.h>
-
-#define DECODE_NODE_PLUGINS_MAX 64
-#define DECODE_CAPS_MAX 64
 
 /* Parses body as a JSON object; returns it (owned) or NULL with e set. */
 static json_t *decode_object(const char *body, size_t len, struct err *e)
@@ -143,21 +139,6 @@ static int decode_map(struct arena *a, json_t *obj, const char *key, struct mode
 	return 0;
 }
 
-static void decode_wipe(json_t *v)
-{
-	const char *key;
-	json_t *item;
-	size_t i;
-
-	if (json_is_string(v)) {
-		memset((char *)json_string_value(v), 0, json_string_length(v));
-	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item) decode_wipe(item);
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item) decode_wipe(item);
-	}
-}
-
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 			    struct model_claim_request *out, struct err *e)
 {
@@ -281,148 +262,36 @@ int server_api_decode_modify(struct arena *a, const char *body, size_t len, stru
 	return rc;
 }
 
+/* Checks that a decoded body's "id" (when given) matches the path, or fills it in. */
+static int decode_path_id(struct arena *a, char **id, const char *path_id, struct err *e)
+{
+	if (*id && strcmp(*id, path_id) != 0)
+		return err_set(e, CSID_EINVAL, "id: does not match the ID in the path");
+	if (!*id)
+		*id = arena_strdup(a, path_id);
+	return *id ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
 int server_api_decode_snapshot(struct arena *a, const char *body, size_t len, const char *path_id,
 			       struct model_snapshot **out, struct err *e)
 {
-	static const char *const keys[] = {"id",         "volume_id", "name",
-					   "parameters", "secrets",   NULL};
-	struct model_snapshot *s = arena_alloc(a, sizeof(*s));
-	int rc;
-	json_t *root = decode_object(body, len, e);
+	int rc = model_snapshot_spec_decode(a, body, len, out, e);
 
-	if (!root)
-		return CSID_EINVAL;
-	rc = s ? decode_keys(root, "", keys, e) : err_set(e, CSID_ENOMEM, "out of memory");
 	if (!rc)
-		rc = decode_id(a, root, "id", "id", false, &s->id, e);
-	if (!rc && s->id && strcmp(s->id, path_id) != 0)
-		rc = err_set(e, CSID_EINVAL, "id: does not match the ID in the path");
+		rc = decode_path_id(a, &(*out)->id, path_id, e);
 	if (!rc)
-		rc = decode_id(a, root, "volume_id", "volume_id", true, &s->volume_id, e);
-	if (!rc)
-		rc = decode_string(a, root, "name", MODEL_STRING_MAX, false, &s->name, e);
-	if (!rc)
-		rc = decode_map(a, root, "parameters", &s->parameters, e);
-	if (!rc)
-		rc = decode_map(a, root, "secrets", &s->secrets, e);
-	if (!rc && !s->id)
-		s->id = arena_strdup(a, path_id);
-	if (!rc && !s->id)
-		rc = err_set(e, CSID_ENOMEM, "out of memory");
-	if (!rc)
-		*out = s;
-	decode_wipe(json_object_get(root, "secrets"));
-	json_decref(root);
-	return rc;
-}
-
-static int decode_node_plugin(struct arena *a, json_t *o, size_t idx, struct model_node_plugin *p,
-			      struct err *e)
-{
-	static const char *const keys[] = {
-	    "plugin_id",    "type",           "healthy",     "health",   "version",
-	    "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
-	char *type = NULL, path[32];
-	json_t *caps, *mv, *item;
-	size_t i;
-	int rc;
-
-	snprintf(path, sizeof(path), "plugins[%zu]", idx);
-	if (!json_is_object(o))
-		return err_set(e, CSID_EINVAL, "%s: expected an object", path);
-	rc = decode_keys(o, path, keys, e);
-	if (!rc)
-		rc = decode_string(a, o, "plugin_id", MODEL_PLUGIN_ID_MAX, true, &p->plugin_id, e);
-	if (!rc)
-		rc = model_plugin_id_check(p->plugin_id, e);
-	if (!rc)
-		rc = decode_string(a, o, "type", 16, true, &type, e);
-	if (!rc && strcmp(type, "controller") == 0)
-		p->type = MODEL_PLUGIN_CONTROLLER;
-	else if (!rc && strcmp(type, "node") == 0)
-		p->type = MODEL_PLUGIN_NODE;
-	else if (!rc)
-		rc = err_set(e, CSID_EINVAL, "%s.type: expected controller or node", path);
-	if (!rc)
-		rc = decode_bool(o, "healthy", &p->healthy, e);
-	if (!rc)
-		rc = decode_string(a, o, "health", 512, false, &p->health, e);
-	if (!rc)
-		rc = decode_string(a, o, "version", MODEL_STRING_MAX, false, &p->version, e);
-	if (!rc)
-		rc = decode_string(a, o, "plugin_node_id", 256, false, &p->plugin_node_id, e);
-	if (!rc)
-		rc = decode_map(a, o, "topology", &p->topology.segments, e);
-	mv = json_object_get(o, "max_volumes");
-	if (!rc && mv && !(json_is_integer(mv) && json_integer_value(mv) >= 0))
-		rc = err_set(e, CSID_EINVAL, "%s.max_volumes: expected a count", path);
-	if (!rc && mv)
-		p->max_volumes = json_integer_value(mv);
-	caps = json_object_get(o, "capabilities");
-	if (!rc && caps && (!json_is_array(caps) || json_array_size(caps) > DECODE_CAPS_MAX))
-		rc = err_set(e, CSID_EINVAL, "%s.capabilities: expected at most %d names", path,
-			     DECODE_CAPS_MAX);
-	if (!rc && caps) {
-		p->caps = arena_alloc(a, (json_array_size(caps) + 1) * sizeof(*p->caps));
-		if (!p->caps)
-			return err_set(e, CSID_ENOMEM, "out of memory");
-		json_array_foreach(caps, i, item)
-		{
-			if (!json_is_string(item) || json_string_length(item) > 64 ||
-			    strlen(json_string_value(item)) != json_string_length(item))
-				return err_set(e, CSID_EINVAL,
-					       "%s.capabilities[%zu]: expected a name", path, i);
-			p->caps[i] = arena_strdup(a, json_string_value(item));
-			if (!p->caps[i])
-				return err_set(e, CSID_ENOMEM, "out of memory");
-		}
-		p->ncaps = json_array_size(caps);
-	}
-	if (rc)
-		err_wrap(e, "%s", path);
+		rc = model_snapshot_validate(*out, e);
 	return rc;
 }
 
 int server_api_decode_node(struct arena *a, const char *body, size_t len, const char *path_id,
 			   struct model_node **out, struct err *e)
 {
-	static const char *const keys[] = {"id", "plugins", NULL};
-	struct model_node *n = arena_alloc(a, sizeof(*n));
-	json_t *plugins, *item;
-	size_t i;
-	int rc;
-	json_t *root = decode_object(body, len, e);
+	int rc = model_node_spec_decode(a, body, len, out, e);
 
-	if (!root)
-		return CSID_EINVAL;
-	rc = n ? decode_keys(root, "", keys, e) : err_set(e, CSID_ENOMEM, "out of memory");
 	if (!rc)
-		rc = decode_id(a, root, "id", "id", false, &n->id, e);
-	if (!rc && n->id && strcmp(n->id, path_id) != 0)
-		rc = err_set(e, CSID_EINVAL, "id: does not match the ID in the path");
-	plugins = json_object_get(root, "plugins");
-	if (!rc && plugins &&
-	    (!json_is_array(plugins) || json_array_size(plugins) > DECODE_NODE_PLUGINS_MAX))
-		rc = err_set(e, CSID_EINVAL, "plugins: expected an array of at most %d",
-			     DECODE_NODE_PLUGINS_MAX);
-	if (!rc && plugins && json_array_size(plugins)) {
-		n->plugins = arena_alloc(a, json_array_size(plugins) * sizeof(*n->plugins));
-		if (!n->plugins)
-			rc = err_set(e, CSID_ENOMEM, "out of memory");
-		json_array_foreach(plugins, i, item)
-		{
-			if (rc)
-				break;
-			rc = decode_node_plugin(a, item, i, &n->plugins[i], e);
-		}
-		n->nplugins = rc ? 0 : json_array_size(plugins);
-	}
-	if (!rc && !n->id)
-		n->id = arena_strdup(a, path_id);
-	if (!rc && !n->id)
-		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		rc = decode_path_id(a, &(*out)->id, path_id, e);
 	if (!rc)
-		*out = n;
-	json_decref(root);
+		rc = model_node_validate(*out, e);
 	return rc;
 }

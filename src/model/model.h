@@ -418,6 +418,14 @@ int model_snapshot_spec_decode(struct arena *a, const char *text, size_t len,
 int model_node_spec_decode(struct arena *a, const char *text, size_t len, struct model_node **out,
 			   struct err *e);
 
+/*
+ * Blanks the whole-line comments ("#" or "//" after blanks) of a spec
+ * file's text in place, keeping line numbers: what is left is plain JSON
+ * for the API. model_volume_spec_decode does this itself when
+ * allow_comments.
+ */
+void model_spec_uncomment(char *s, size_t len);
+
 /* A commented example spec file (for `csictl volume init`); static text. */
 const char *model_volume_spec_example(void);
 

@@ -35,7 +35,7 @@ static const char *const model_spec_keys[] = {"id",
 /* Blanks whole-line comments ("#" or "//" after optional blanks) in place;
  * line numbers stay as they were. A JSON string cannot span lines, so a
  * line that starts so is never inside one. */
-static void model_spec_uncomment(char *s, size_t len)
+void model_spec_uncomment(char *s, size_t len)
 {
 	size_t i = 0;
 

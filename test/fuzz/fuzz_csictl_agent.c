@@ -48,7 +48,7 @@ static void fuzz_csictl_render(const json_t *j)
 
 static void fuzz_csictl_values(const char *s)
 {
-	struct csictl_agent_addr a;
+	struct csictl_http_addr a;
 	char esc[256];
 	struct err e;
 	int64_t v;
@@ -60,9 +60,9 @@ static void fuzz_csictl_values(const char *s)
 		abort();
 	if (csictl_int_parse(s, &n, &e) == 0 && n < 0)
 		abort();
-	if (csictl_agent_addr_parse(s, &a, &e) == 0 && a.socket[0] && a.socket[0] != '/')
+	if (csictl_http_addr_parse("agent", s, &a, &e) == 0 && a.socket[0] && a.socket[0] != '/')
 		abort();
-	if (csictl_agent_escape(s, esc, sizeof(esc)) == 0 && strpbrk(esc, "/ ?#"))
+	if (csictl_http_escape(s, esc, sizeof(esc)) == 0 && strpbrk(esc, "/ ?#"))
 		abort();
 }
 
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_object_foreach(j, key, v) if (!json_is_string(v)) abort();
 		json_decref(j);
 	}
-	csictl_agent_error_text(500, (const char *)data, size, msg, sizeof(msg));
+	csictl_http_error_text(500, (const char *)data, size, msg, sizeof(msg));
 	for (const char *p = msg; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			abort();

@@ -111,6 +111,8 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, http_client_header);
 	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, &b);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	/* Send "/.." as written: hostile paths are what some tests are about. */
+	curl_easy_setopt(c->curl, CURLOPT_PATH_AS_IS, 1L);
 	if (body) {
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

@@ -115,6 +115,17 @@ static int proc_guard_kill_in(const char *dir)
 	return n;
 }
 
+void proc_guard_clear_dir(const char *dir)
+{
+	/* Killed processes may be children of ours (zombies until reaped). */
+	for (int round = 0; round < 100 && proc_guard_kill_in(dir) > 0; round++) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		hpp_pause_ms(10);
+	}
+	hpp_rmrf(dir);
+}
+
 void proc_guard_run(void)
 {
 	for (int i = 0; i < PROC_GUARD_MAX; i++) {
@@ -133,13 +144,7 @@ void proc_guard_run(void)
 		if (!dir[0])
 			continue;
 		fprintf(stderr, "proc_guard: clearing leftover %s\n", dir);
-		/* Killed processes may be children of ours (zombies until reaped). */
-		for (int round = 0; round < 100 && proc_guard_kill_in(dir) > 0; round++) {
-			while (waitpid(-1, NULL, WNOHANG) > 0)
-				;
-			hpp_pause_ms(10);
-		}
-		hpp_rmrf(dir);
+		proc_guard_clear_dir(dir);
 		dir[0] = '\0';
 	}
 }

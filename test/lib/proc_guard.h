@@ -27,6 +27,9 @@ void proc_guard_untrack(pid_t pid);
 void proc_guard_track_dir(const char *dir);
 /* Forgets a directory. Unknown directories are ignored. */
 void proc_guard_untrack_dir(const char *dir);
+/* Kills every process whose working directory is under dir, detaches the
+ * mounts below it and removes it (dir need not be recorded). */
+void proc_guard_clear_dir(const char *dir);
 /* Kills, unmounts and removes everything still recorded, now; then forgets it. */
 void proc_guard_run(void);
 

@@ -48,48 +48,50 @@ static json_t *parse(const char *text)
 
 static void test_addr(void **state)
 {
-	struct csictl_agent_addr a;
+	struct csictl_http_addr a;
 	struct err e;
 	char longpath[200];
 
-	assert_int_equal(csictl_agent_addr_parse("unix:/var/lib/csid/agent.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:/var/lib/csid/agent.sock", &a, &e),
+			 0);
 	assert_string_equal(a.socket, "/var/lib/csid/agent.sock");
 	assert_string_equal(a.base, "http://localhost");
-	assert_int_equal(csictl_agent_addr_parse("unix:///run/a.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:///run/a.sock", &a, &e), 0);
 	assert_string_equal(a.socket, "/run/a.sock");
-	assert_int_equal(csictl_agent_addr_parse("/run/b.sock", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "/run/b.sock", &a, &e), 0);
 	assert_string_equal(a.socket, "/run/b.sock");
-	assert_int_equal(csictl_agent_addr_parse("http://127.0.0.1:4646/", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "http://127.0.0.1:4646/", &a, &e), 0);
 	assert_string_equal(a.socket, "");
 	assert_string_equal(a.base, "http://127.0.0.1:4646");
-	assert_int_equal(csictl_agent_addr_parse("node1:4646", &a, &e), 0);
+	assert_int_equal(csictl_http_addr_parse("agent", "node1:4646", &a, &e), 0);
 	assert_string_equal(a.base, "http://node1:4646");
 
-	assert_int_equal(csictl_agent_addr_parse("unix:relative.sock", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "unix:relative.sock", &a, &e),
+			 CSID_EINVAL);
 	assert_non_null(strstr(e.msg, "absolute"));
-	assert_int_equal(csictl_agent_addr_parse("", &a, &e), CSID_EINVAL);
-	assert_int_equal(csictl_agent_addr_parse("ftp://x", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "", &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", "ftp://x", &a, &e), CSID_EINVAL);
 	memset(longpath, 'a', sizeof(longpath) - 1);
 	longpath[0] = '/';
 	longpath[sizeof(longpath) - 1] = '\0';
-	assert_int_equal(csictl_agent_addr_parse(longpath, &a, &e), CSID_EINVAL);
+	assert_int_equal(csictl_http_addr_parse("agent", longpath, &a, &e), CSID_EINVAL);
 }
 
 static void test_escape(void **state)
 {
 	char buf[64];
 
-	assert_int_equal(csictl_agent_escape("vol-1_a.b~c", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("vol-1_a.b~c", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "vol-1_a.b~c");
-	assert_int_equal(csictl_agent_escape("../etc/passwd", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("../etc/passwd", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "..%2Fetc%2Fpasswd");
-	assert_int_equal(csictl_agent_escape("a b?#%", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("a b?#%", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "a%20b%3F%23%25");
-	assert_int_equal(csictl_agent_escape("\xff", buf, sizeof(buf)), 0);
+	assert_int_equal(csictl_http_escape("\xff", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "%FF");
-	assert_int_equal(csictl_agent_escape("abcdef", buf, 6), CSID_ETOOBIG);
-	assert_int_equal(csictl_agent_escape("abcde/", buf, 8), CSID_ETOOBIG);
-	assert_int_equal(csictl_agent_escape("abcde", buf, 6), 0);
+	assert_int_equal(csictl_http_escape("abcdef", buf, 6), CSID_ETOOBIG);
+	assert_int_equal(csictl_http_escape("abcde/", buf, 8), CSID_ETOOBIG);
+	assert_int_equal(csictl_http_escape("abcde", buf, 6), 0);
 }
 
 /* Fills the map flags of o the way the command line does. */
@@ -354,19 +356,19 @@ static void test_error_text(void **state)
 	const char *b2 = "<html>bad gateway</html>\n";
 	const char *b3 = "{\"error\": \"line\\nbreak\"}";
 
-	assert_string_equal(csictl_agent_error_text(503, b1, strlen(b1), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(503, b1, strlen(b1), buf, sizeof(buf)),
 			    "unavailable: plugin hostpath is not healthy");
-	assert_string_equal(csictl_agent_error_text(502, b2, strlen(b2), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(502, b2, strlen(b2), buf, sizeof(buf)),
 			    "HTTP 502: <html>bad gateway</html>");
-	assert_string_equal(csictl_agent_error_text(500, NULL, 0, buf, sizeof(buf)), "HTTP 500");
-	assert_string_equal(csictl_agent_error_text(400, b3, strlen(b3), buf, sizeof(buf)),
+	assert_string_equal(csictl_http_error_text(500, NULL, 0, buf, sizeof(buf)), "HTTP 500");
+	assert_string_equal(csictl_http_error_text(400, b3, strlen(b3), buf, sizeof(buf)),
 			    "line?break");
 	/* A long body is cut, never overflows. */
 	{
 		char big[4096];
 
 		memset(big, 'x', sizeof(big));
-		csictl_agent_error_text(500, big, sizeof(big), buf, sizeof(buf));
+		csictl_http_error_text(500, big, sizeof(big), buf, sizeof(buf));
 		assert_true(strlen(buf) < sizeof(buf));
 	}
 }
@@ -408,11 +410,14 @@ static void test_connect_error(void **state)
 {
 	char buf[512];
 
-	assert_string_equal(csictl_agent_connect_error(7, "/run/a.sock", "x", buf, sizeof(buf)),
+	assert_string_equal(csictl_http_connect_error("agent",
+						      "start csid agent or set CSID_AGENT_ADDR", 7,
+						      "/run/a.sock", "x", buf, sizeof(buf)),
 			    "no agent listening at /run/a.sock: start csid agent or set "
 			    "CSID_AGENT_ADDR");
 	assert_string_equal(
-	    csictl_agent_connect_error(28, "http://h:1", "Timeout was reached", buf, sizeof(buf)),
+	    csictl_http_connect_error("agent", "start csid agent or set CSID_AGENT_ADDR", 28,
+				      "http://h:1", "Timeout was reached", buf, sizeof(buf)),
 	    "agent at http://h:1: Timeout was reached");
 }
 

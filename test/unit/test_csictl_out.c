@@ -37,8 +37,10 @@ static void test_size_parse(void **state)
 	    {"7T", 7000000000000LL},
 	    {"9223372036854775807", INT64_MAX},
 	    {"8388607Ti", 8388607LL << 40},
+	    {"1GiB", 1 << 30},
+	    {"2KB", 2000},
 	};
-	static const char *const bad[] = {"",     "Gi",  "-1",   "1.5Gi", "1gi", "1GiB",
+	static const char *const bad[] = {"",     "Gi",  "-1",   "1.5Gi", "1gi", "1GiBs",
 					  "1 Gi", "12Q", "0x10", "+5",    "1Ki1"};
 	struct err e;
 	int64_t v;

@@ -1,5 +1,5 @@
 /*
- * `csictl agent`: drives a csid agent through its HTTP API with libcurl.
+ * `csictl agent`: drives a csid agent through its HTTP API (csictl_http.c).
  * One request per run: GET /v1/agent/plugins, GET /v1/agent/mounts,
  * PUT /v1/agent/mounts with a body built from flags, or
  * DELETE /v1/agent/mounts/<volume>/<alloc> (?force=true with -force). Answers are read into a
@@ -20,79 +20,8 @@
 #include "csictl_csi.h"
 #include "csictl_out.h"
 
-/* Largest answer read from the agent. */
-#define CSICTL_AGENT_BODY_MAX (16u << 20)
 /* Default deadline of one request; a mount may wait for its plugin. */
 #define CSICTL_AGENT_TIMEOUT_MS 120000
-
-int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e)
-{
-	const char *path = NULL;
-
-	memset(a, 0, sizeof(*a));
-	if (!s || !*s)
-		return err_set(e, CSID_EINVAL, "empty agent address");
-	if (strncmp(s, "unix://", 7) == 0)
-		path = s + 7;
-	else if (strncmp(s, "unix:", 5) == 0)
-		path = s + 5;
-	else if (s[0] == '/')
-		path = s;
-	if (path) {
-		if (path[0] != '/')
-			return err_set(e, CSID_EINVAL,
-				       "agent socket \"%.64s\" is not an absolute path", path);
-		if (strlen(path) >= sizeof(a->socket))
-			return err_set(e, CSID_EINVAL, "agent socket path is longer than %zu bytes",
-				       sizeof(a->socket) - 1);
-		strncpy(a->socket, path, sizeof(a->socket) - 1);
-		snprintf(a->base, sizeof(a->base), "http://localhost");
-		return 0;
-	}
-	if (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0) {
-		if (strlen(s) >= sizeof(a->base) - 256)
-			return err_set(e, CSID_EINVAL, "agent address is too long");
-		snprintf(a->base, sizeof(a->base), "%s", s);
-	} else if (strstr(s, "://")) {
-		return err_set(e, CSID_EINVAL,
-			       "agent address \"%.64s\": expected unix:PATH or http://HOST:PORT",
-			       s);
-	} else {
-		if (strlen(s) >= sizeof(a->base) - 256)
-			return err_set(e, CSID_EINVAL, "agent address is too long");
-		snprintf(a->base, sizeof(a->base), "http://%s", s);
-	}
-	/* No trailing slash: paths are appended as "/v1/...". */
-	for (size_t n = strlen(a->base); n > 0 && a->base[n - 1] == '/'; n--)
-		a->base[n - 1] = '\0';
-	return 0;
-}
-
-int csictl_agent_escape(const char *s, char *buf, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
-
-		if (o + (plain ? 1 : 3) >= len)
-			return CSID_ETOOBIG;
-		if (plain) {
-			buf[o++] = (char)c;
-		} else {
-			buf[o++] = '%';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 15];
-		}
-	}
-	if (o >= len)
-		return CSID_ETOOBIG;
-	buf[o] = '\0';
-	return 0;
-}
 
 static json_t *csictl_agent_kv_json(const struct csictl_kv *kv)
 {
@@ -562,149 +491,15 @@ int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e)
 	return 0;
 }
 
-const char *csictl_agent_connect_error(int curl_code, const char *where, const char *detail,
-				       char *buf, size_t len)
-{
-	char tmp[1200];
-
-	if (curl_code == CURLE_COULDNT_CONNECT)
-		snprintf(tmp, sizeof(tmp),
-			 "no agent listening at %s: start csid agent or set CSID_AGENT_ADDR",
-			 where);
-	else
-		snprintf(tmp, sizeof(tmp), "agent at %s: %s", where, detail);
-	return csictl_out_clean(tmp, buf, len);
-}
-
-const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
-				    size_t buflen)
-{
-	json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
-	const char *msg = json_string_value(json_object_get(j, "error"));
-	const char *code = json_string_value(json_object_get(j, "code"));
-	char raw[512];
-
-	if (msg) {
-		char tmp[1024];
-
-		if (code && *code)
-			snprintf(tmp, sizeof(tmp), "%s: %s", code, msg);
-		else
-			snprintf(tmp, sizeof(tmp), "%s", msg);
-		csictl_out_clean(tmp, buf, buflen);
-	} else {
-		size_t n = len < sizeof(raw) - 1 ? len : sizeof(raw) - 1;
-		char tmp[600];
-
-		if (n)
-			memcpy(raw, body, n);
-		raw[n] = '\0';
-		while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
-			raw[--n] = '\0';
-		snprintf(tmp, sizeof(tmp), "HTTP %ld%s%s", http_status, raw[0] ? ": " : "", raw);
-		csictl_out_clean(tmp, buf, buflen);
-	}
-	json_decref(j);
-	return buf;
-}
-
-/* An answer read from the agent. */
-struct csictl_agent_body {
-	char *data;
-	size_t len;
-	bool too_big;
-};
-
-static size_t csictl_agent_write(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-	struct csictl_agent_body *b = arg;
-	size_t n = size * nmemb;
-	char *p;
-
-	if (b->len + n > CSICTL_AGENT_BODY_MAX) {
-		b->too_big = true;
-		return 0;
-	}
-	p = realloc(b->data, b->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, n);
-	b->data = p;
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
-}
-
 /* One run of one agent command. */
 struct csictl_agent {
 	struct csictl_agent_opts o;
-	struct csictl_agent_addr addr;
+	struct csictl_http http;
 	struct csictl_args args;
-	int64_t timeout_ms;
 	bool json;
 	FILE *out;
 	FILE *err;
 };
-
-/*
- * Sends method path (with an optional JSON body) and reads the answer.
- * Returns 0 with *status and *b filled, or CSICTL_EXIT_FAIL after printing
- * why the agent could not be reached.
- */
-static int csictl_agent_http(struct csictl_agent *a, const char *method, const char *path,
-			     const char *body, long *status, struct csictl_agent_body *b)
-{
-	char url[CSICTL_AGENT_URL_MAX + 1024], errbuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdrs = NULL;
-	CURL *curl;
-	CURLcode rc;
-	int ret = CSICTL_EXIT_FAIL;
-
-	snprintf(url, sizeof(url), "%s%s", a->addr.base, path);
-	curl = curl_easy_init();
-	if (!curl) {
-		fputs("error: cannot start libcurl\n", a->err);
-		return CSICTL_EXIT_FAIL;
-	}
-	hdrs = curl_slist_append(hdrs, "Accept: application/json");
-	if (body)
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	if (a->addr.socket[0])
-		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, a->addr.socket);
-	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-	if (body) {
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, csictl_agent_write);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
-	rc = curl_easy_perform(curl);
-	if (rc != CURLE_OK) {
-		char clean[CURL_ERROR_SIZE];
-
-		if (b->too_big)
-			fprintf(a->err, "error: the agent's answer is larger than %u bytes\n",
-				CSICTL_AGENT_BODY_MAX);
-		else
-			fprintf(a->err, "error: %s\n",
-				csictl_agent_connect_error(
-				    (int)rc, a->addr.socket[0] ? a->addr.socket : a->addr.base,
-				    errbuf[0] ? errbuf : curl_easy_strerror(rc), clean,
-				    sizeof(clean)));
-		goto out;
-	}
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
-	ret = 0;
-out:
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
-	return ret;
-}
 
 typedef int (*csictl_agent_render_fn)(const json_t *j, FILE *out, struct err *e);
 
@@ -716,21 +511,20 @@ static int csictl_agent_request(struct csictl_agent *a, const char *method, cons
 				const char *body, csictl_agent_render_fn render,
 				const char *done_msg)
 {
-	struct csictl_agent_body b = {0};
+	struct csictl_http_answer b;
 	json_t *j = NULL;
-	long status = 0;
 	struct err e;
 	int ret;
 
 	err_clear(&e);
-	ret = csictl_agent_http(a, method, path, body, &status, &b);
+	ret = csictl_http_do(&a->http, method, path, body, &b);
 	if (ret)
-		goto out;
-	if (status < 200 || status > 299) {
-		char msg[1024];
+		return ret;
+	if (b.status < 200 || b.status > 299) {
+		char msg[1200];
 
 		fprintf(a->err, "error: %s\n",
-			csictl_agent_error_text(status, b.data, b.len, msg, sizeof(msg)));
+			csictl_http_error_text(b.status, b.data, b.len, msg, sizeof(msg)));
 		ret = CSICTL_EXIT_FAIL;
 		goto out;
 	}
@@ -756,7 +550,7 @@ static int csictl_agent_request(struct csictl_agent *a, const char *method, cons
 	}
 out:
 	json_decref(j);
-	free(b.data);
+	csictl_http_answer_free(&b);
 	return ret;
 }
 
@@ -794,8 +588,8 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 		fputs("error: volume and allocation IDs must not be empty\n", a->err);
 		return CSICTL_EXIT_USAGE;
 	}
-	if (csictl_agent_escape(a->args.v[1], vol, sizeof(vol)) ||
-	    csictl_agent_escape(a->args.v[2], alloc, sizeof(alloc))) {
+	if (csictl_http_escape(a->args.v[1], vol, sizeof(vol)) ||
+	    csictl_http_escape(a->args.v[2], alloc, sizeof(alloc))) {
 		fputs("error: volume or allocation ID is too long\n", a->err);
 		return CSICTL_EXIT_USAGE;
 	}
@@ -904,7 +698,14 @@ static int csictl_agent_run(struct csictl_agent *a)
 
 int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-	struct csictl_agent a = {.out = out, .err = errf, .timeout_ms = CSICTL_AGENT_TIMEOUT_MS};
+	struct csictl_agent a = {
+	    .out = out,
+	    .err = errf,
+	    .http = {.what = "agent",
+		     .hint = "start csid agent or set CSID_AGENT_ADDR",
+		     .timeout_ms = CSICTL_AGENT_TIMEOUT_MS,
+		     .err = errf},
+	};
 	struct csictl_flag flags[CSICTL_AGENT_FLAGS_MAX];
 	size_t nflags = csictl_agent_flags(&a.o, flags);
 	const char *addr;
@@ -937,8 +738,8 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 	addr = a.o.address ? a.o.address : getenv("CSID_AGENT_ADDR");
 	if (!addr || !*addr)
 		addr = CSICTL_AGENT_DEFAULT_ADDR;
-	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.timeout_ms, &e)) ||
-	    csictl_agent_addr_parse(addr, &a.addr, &e) ||
+	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.http.timeout_ms, &e)) ||
+	    csictl_http_addr_parse("agent", addr, &a.http.addr, &e) ||
 	    (a.o.secrets_file && csictl_kv_load_file(&a.o.secrets, a.o.secrets_file, &e)) ||
 	    (a.o.context_file && csictl_agent_context_load(&a.o, &e))) {
 		fprintf(errf, "error: %s\n", e.msg);

@@ -18,10 +18,10 @@
 #include <jansson.h>
 
 #include "csictl_flags.h"
+#include "csictl_http.h"
 #include "util/err.h"
 
 #define CSICTL_AGENT_DEFAULT_ADDR "unix:/var/lib/csid/agent.sock"
-#define CSICTL_AGENT_URL_MAX 4096
 
 /* What the flags say; strings point into argv. */
 struct csictl_agent_opts {
@@ -45,25 +45,6 @@ struct csictl_agent_opts {
 	json_t *context_doc; /* the volume context read from context_file; owned by the run */
 	bool force;
 };
-
-/* Where requests go: a unix socket path, or a base URL for TCP. */
-struct csictl_agent_addr {
-	char socket[108]; /* "" for TCP */
-	char base[CSICTL_AGENT_URL_MAX]; /* "http://localhost" for a socket */
-};
-
-/*
- * Parses an address: "unix:PATH", "unix://PATH", an absolute path,
- * "http://host:port" or "host:port". Returns 0, or CSID_EINVAL with e set
- * (relative or too long socket path, empty address, other schemes).
- */
-int csictl_agent_addr_parse(const char *s, struct csictl_agent_addr *a, struct err *e);
-
-/*
- * Percent-encodes s for one URL path segment (everything but
- * A-Z a-z 0-9 - . _ ~) into buf. Returns 0 or CSID_ETOOBIG.
- */
-int csictl_agent_escape(const char *s, char *buf, size_t len);
 
 /*
  * The volume context in the JSON text[0..len) of a -context-file: an
@@ -103,24 +84,6 @@ int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e);
  * skipped, what the agent detached itself and what it left in place.
  */
 int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e);
-
-/*
- * The message when the agent cannot be reached at where (a socket path
- * or a URL): "no agent listening at <where>: start csid agent or set
- * CSID_AGENT_ADDR" when nothing accepts connections there (curl_code
- * CURLE_COULDNT_CONNECT), else "agent at <where>: <detail>". Writes to
- * buf and returns it.
- */
-const char *csictl_agent_connect_error(int curl_code, const char *where, const char *detail,
-				       char *buf, size_t len);
-
-/*
- * The message for a failed HTTP answer: "<code>: <error>" from an API
- * error body, else "HTTP <status>: <start of the body>" (cleaned for a
- * terminal). Writes to buf and returns it.
- */
-const char *csictl_agent_error_text(long http_status, const char *body, size_t len, char *buf,
-				    size_t buflen);
 
 /*
  * Runs `csictl agent` with argv holding what follows "agent". Returns the

@@ -7,6 +7,8 @@
  */
 #include "csictl_flags.h"
 
+#include "model/model.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -275,28 +277,14 @@ static int csictl_flags_number(const char *s, const struct csictl_flags_unit *un
 
 int csictl_size_parse(const char *s, int64_t *out, struct err *e)
 {
-	static const struct csictl_flags_unit units[] = {
-	    {"", 1},
-	    {"K", 1000ULL},
-	    {"M", 1000ULL * 1000},
-	    {"G", 1000ULL * 1000 * 1000},
-	    {"T", 1000ULL * 1000 * 1000 * 1000},
-	    {"Ki", 1ULL << 10},
-	    {"Mi", 1ULL << 20},
-	    {"Gi", 1ULL << 30},
-	    {"Ti", 1ULL << 40},
-	};
-	uint64_t v, mult;
-	bool overflow;
+	/* One parser of sizes for every input: the model's. */
+	struct err me;
+	int rc;
 
-	if (!csictl_flags_number(s, units, sizeof(units) / sizeof(units[0]), &v, &mult, &overflow))
-		return err_set(e, CSID_EINVAL,
-			       "invalid size \"%.64s\": expected digits with an optional suffix "
-			       "K, M, G, T, Ki, Mi, Gi or Ti",
-			       s ? s : "");
-	if (overflow || v > (uint64_t)INT64_MAX / mult)
-		return err_set(e, CSID_ERANGE, "size \"%.64s\" is too large", s);
-	*out = (int64_t)(v * mult);
+	err_clear(&me);
+	rc = model_parse_size(s, out, &me);
+	if (rc)
+		return err_set(e, rc, "invalid size \"%.64s\": %s", s ? s : "", me.msg);
 	return 0;
 }
 

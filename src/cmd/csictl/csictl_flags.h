@@ -86,8 +86,9 @@ int csictl_kv_load_file(struct csictl_kv *kv, const char *path, struct err *e);
 void csictl_kv_free(struct csictl_kv *kv);
 
 /*
- * Parses a size in bytes: digits with an optional suffix K, M, G, T
- * (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024). Returns 0 and
+ * Parses a size in bytes with model_parse_size: digits with an optional
+ * suffix K, M, G, T, P (powers of 1000, also KB...) or Ki, Mi, Gi, Ti, Pi
+ * (powers of 1024, also KiB...). Returns 0 and
  * *out, or CSID_EINVAL (garbage, empty, negative) / CSID_ERANGE (does not
  * fit in int64) with e set.
  */

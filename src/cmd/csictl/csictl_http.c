@@ -1,0 +1,263 @@
+/*
+ * csictl's HTTP transport on libcurl (see csictl_http.h).
+ */
+#include "csictl_http.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "csictl_csi.h"
+#include "csictl_out.h"
+
+int csictl_http_addr_parse(const char *what, const char *s, struct csictl_http_addr *a,
+			   struct err *e)
+{
+	const char *path = NULL;
+
+	memset(a, 0, sizeof(*a));
+	if (!s || !*s)
+		return err_set(e, CSID_EINVAL, "empty %s address", what);
+	if (strncmp(s, "unix://", 7) == 0)
+		path = s + 7;
+	else if (strncmp(s, "unix:", 5) == 0)
+		path = s + 5;
+	else if (s[0] == '/')
+		path = s;
+	if (path) {
+		if (path[0] != '/')
+			return err_set(e, CSID_EINVAL,
+				       "%s socket \"%.64s\" is not an absolute path", what, path);
+		if (strlen(path) >= sizeof(a->socket))
+			return err_set(e, CSID_EINVAL, "%s socket path is longer than %zu bytes",
+				       what, sizeof(a->socket) - 1);
+		memcpy(a->socket, path, strlen(path) + 1);
+		snprintf(a->base, sizeof(a->base), "http://localhost");
+		return 0;
+	}
+	if (strlen(s) >= sizeof(a->base) - 256)
+		return err_set(e, CSID_EINVAL, "%s address is too long", what);
+	if (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0)
+		snprintf(a->base, sizeof(a->base), "%s", s);
+	else if (strstr(s, "://"))
+		return err_set(e, CSID_EINVAL,
+			       "%s address \"%.64s\": expected unix:PATH or http://HOST:PORT", what,
+			       s);
+	else
+		snprintf(a->base, sizeof(a->base), "http://%s", s);
+	/* No trailing slash: paths are appended as "/v1/...". */
+	for (size_t n = strlen(a->base); n > 0 && a->base[n - 1] == '/'; n--)
+		a->base[n - 1] = '\0';
+	return 0;
+}
+
+int csictl_http_escape(const char *s, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			     (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+
+		if (o + (plain ? 1 : 3) >= len)
+			return CSID_ETOOBIG;
+		if (plain) {
+			buf[o++] = (char)c;
+		} else {
+			buf[o++] = '%';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		}
+	}
+	if (o >= len)
+		return CSID_ETOOBIG;
+	buf[o] = '\0';
+	return 0;
+}
+
+const char *csictl_http_error_text(long status, const char *body, size_t len, char *buf,
+				   size_t buflen)
+{
+	json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+	const char *msg = json_string_value(json_object_get(j, "error"));
+	const char *code = json_string_value(json_object_get(j, "code"));
+	char tmp[1100];
+
+	if (msg) {
+		if (code && *code)
+			snprintf(tmp, sizeof(tmp), "%s: %s", code, msg);
+		else
+			snprintf(tmp, sizeof(tmp), "%s", msg);
+	} else {
+		char raw[512];
+		size_t n = len < sizeof(raw) - 1 ? len : sizeof(raw) - 1;
+
+		if (n)
+			memcpy(raw, body, n);
+		raw[n] = '\0';
+		while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\r'))
+			raw[--n] = '\0';
+		snprintf(tmp, sizeof(tmp), "HTTP %ld%s%s", status, raw[0] ? ": " : "", raw);
+	}
+	csictl_out_clean(tmp, buf, buflen);
+	json_decref(j);
+	return buf;
+}
+
+const char *csictl_http_connect_error(const char *what, const char *hint, int curl_code,
+				      const char *where, const char *detail, char *buf, size_t len)
+{
+	char tmp[1200];
+
+	if (curl_code == CURLE_COULDNT_CONNECT)
+		snprintf(tmp, sizeof(tmp), "no %s listening at %s: %s", what, where, hint);
+	else
+		snprintf(tmp, sizeof(tmp), "%s at %s: %s", what, where, detail);
+	return csictl_out_clean(tmp, buf, len);
+}
+
+struct csictl_http_rd {
+	struct csictl_http_answer *ans;
+	bool too_big;
+};
+
+static size_t csictl_http_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct csictl_http_rd *r = arg;
+	struct csictl_http_answer *a = r->ans;
+	size_t n = size * nmemb;
+	char *p;
+
+	if (a->len + n > CSICTL_HTTP_BODY_MAX) {
+		r->too_big = true;
+		return 0;
+	}
+	p = realloc(a->data, a->len + n + 1);
+	if (!p)
+		return 0;
+	memcpy(p + a->len, ptr, n);
+	a->data = p;
+	a->len += n;
+	a->data[a->len] = '\0';
+	return n;
+}
+
+static size_t csictl_http_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct csictl_http_rd *r = arg;
+	static const char name[] = "x-csid-index:";
+	size_t len = size * n, i, o = 0;
+
+	if (len > sizeof(name) && strncasecmp(data, name, sizeof(name) - 1) == 0) {
+		for (i = sizeof(name) - 1; i < len && o + 1 < sizeof(r->ans->index); i++)
+			if (data[i] >= '0' && data[i] <= '9')
+				r->ans->index[o++] = data[i];
+		r->ans->index[o] = '\0';
+	}
+	return len;
+}
+
+void csictl_http_answer_free(struct csictl_http_answer *ans)
+{
+	free(ans->data);
+	memset(ans, 0, sizeof(*ans));
+}
+
+int csictl_http_do(struct csictl_http *h, const char *method, const char *path, const char *body,
+		   struct csictl_http_answer *ans)
+{
+	char url[CSICTL_HTTP_URL_MAX + 2048], errbuf[CURL_ERROR_SIZE] = "", tokhdr[600];
+	struct csictl_http_rd rd = {ans, false};
+	struct curl_slist *hdrs = NULL;
+	CURL *curl;
+	CURLcode rc;
+	int ret = CSICTL_EXIT_FAIL;
+
+	memset(ans, 0, sizeof(*ans));
+	if (strlen(h->addr.base) + strlen(path) >= sizeof(url)) {
+		fprintf(h->err, "error: request path too long\n");
+		return CSICTL_EXIT_FAIL;
+	}
+	snprintf(url, sizeof(url), "%s%s", h->addr.base, path);
+	curl = curl_easy_init();
+	if (!curl) {
+		fputs("error: cannot start libcurl\n", h->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (body)
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	if (h->token && h->token[0]) {
+		snprintf(tokhdr, sizeof(tokhdr), "X-Csid-Token: %.512s", h->token);
+		hdrs = curl_slist_append(hdrs, tokhdr);
+	}
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	if (h->addr.socket[0])
+		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, h->addr.socket);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	if (body) {
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, csictl_http_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rd);
+	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, csictl_http_header);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &rd);
+	rc = curl_easy_perform(curl);
+	memset(tokhdr, 0, sizeof(tokhdr));
+	if (rc != CURLE_OK) {
+		const char *where = h->addr.socket[0] ? h->addr.socket : h->addr.base;
+		char msg[1200];
+
+		if (rd.too_big)
+			fprintf(h->err, "error: the %s's answer is larger than %u bytes\n", h->what,
+				CSICTL_HTTP_BODY_MAX);
+		else
+			fprintf(h->err, "error: %s\n",
+				csictl_http_connect_error(
+				    h->what, h->hint, (int)rc, where,
+				    errbuf[0] ? errbuf : curl_easy_strerror(rc), msg, sizeof(msg)));
+		csictl_http_answer_free(ans);
+		goto out;
+	}
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ans->status);
+	ret = 0;
+out:
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(curl);
+	return ret;
+}
+
+int csictl_http_json(struct csictl_http *h, const char *method, const char *path, const char *body,
+		     json_t **out)
+{
+	struct csictl_http_answer ans;
+	int ret = csictl_http_do(h, method, path, body, &ans);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	if (ans.status < 200 || ans.status > 299) {
+		char msg[1200];
+
+		fprintf(h->err, "error: %s\n",
+			csictl_http_error_text(ans.status, ans.data, ans.len, msg, sizeof(msg)));
+		ret = CSICTL_EXIT_FAIL;
+	} else {
+		*out = ans.len ? json_loadb(ans.data, ans.len, 0, NULL) : json_object();
+		if (!*out) {
+			fprintf(h->err, "error: the %s's answer is not valid JSON\n", h->what);
+			ret = CSICTL_EXIT_FAIL;
+		}
+	}
+	csictl_http_answer_free(&ans);
+	return ret;
+}

@@ -1,0 +1,57 @@
+/*
+ * `csictl plugin status [ID]` and `csictl node status [ID]`: the server's
+ * view of plugins (controllers and node plugins, healthy/expected counts,
+ * versions) and of nodes (status, fingerprinted plugins).
+ */
+#include <string.h>
+
+#include "csictl_csi.h"
+#include "csictl_server.h"
+
+static void plugin_help(FILE *f)
+{
+	struct csictl_server_opts o;
+	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
+	size_t n = csictl_server_flags(&o, flags, 0);
+
+	fputs("usage: csictl plugin status [ID] [flags]\n"
+	      "       csictl node status [ID] [flags]\n\nFlags:\n",
+	      f);
+	csictl_flags_help(flags, n, f);
+}
+
+/* One "<what> status [ID]" run. */
+static int plugin_status(const char *what, const char *list_path, csictl_server_render_fn all,
+			 csictl_server_render_fn one, int argc, char **argv, FILE *out, FILE *err)
+{
+	struct csictl_server_opts o;
+	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
+	struct csictl_server s;
+	char path[1200];
+	size_t n;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	n = csictl_server_flags(&o, flags, 0);
+	ret = csictl_server_init(&s, &o, flags, n, argc, argv, plugin_help, out, err);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (strcmp(s.args.v[0], "status") != 0 || s.args.n > 2)
+		return csictl_server_usage(&s, "usage: csictl %s status [ID]", what);
+	if (s.args.n == 1)
+		return csictl_server_request(&s, "GET", list_path, NULL, all, NULL);
+	ret = csictl_server_path(&s, what, s.args.v[1], NULL, path, sizeof(path));
+	return ret ? ret : csictl_server_request(&s, "GET", path, NULL, one, NULL);
+}
+
+int csictl_plugin_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	return plugin_status("plugin", "/v1/plugins", csictl_render_plugins, csictl_render_plugin,
+			     argc, argv, out, err);
+}
+
+int csictl_node_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	return plugin_status("node", "/v1/nodes", csictl_render_nodes, csictl_render_node, argc,
+			     argv, out, err);
+}

@@ -1,0 +1,83 @@
+/*
+ * Test helpers for end-to-end tests of `csid server`: a private directory
+ * under /tmp, a free TCP port on 127.0.0.1, the server started with
+ * posix_spawn from CSID_BIN with its stderr appended to a log file, HTTP
+ * with the test client (http_client.h), and a cleanup that works after any
+ * failure: it kills the server and every process left under the directory
+ * (the supervised plugins of a server that was killed) and removes it.
+ *
+ * Layout of a struct server_proc's directory:
+ *   server.json  config    server.log  the server's stderr
+ *   faults       hostpath fault script  hp/  hostpath data dir
+ *   d/           the server's data_dir (server.db, server.lock, plugins/)
+ */
+#ifndef CSID_TEST_SERVER_PROC_H
+#define CSID_TEST_SERVER_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "http_client.h"
+
+#define SERVER_PROC_PATH 160
+#define SERVER_PROC_HP_ID "hostpath.csi.csid.dev"
+
+struct server_proc {
+	char dir[SERVER_PROC_PATH];
+	char data_dir[SERVER_PROC_PATH];
+	char config[SERVER_PROC_PATH];
+	char log[SERVER_PROC_PATH];
+	char faults[SERVER_PROC_PATH];
+	char hp_dir[SERVER_PROC_PATH];
+	char addr[64]; /* "127.0.0.1:PORT" */
+	char base[80]; /* "http://127.0.0.1:PORT" */
+	pid_t pid; /* 0 when not running */
+	struct http_client *http;
+};
+
+/* Creates the directory (/tmp/csp-XXXXXX) and picks a free port. Returns 0 or -1. */
+int server_proc_init(struct server_proc *s);
+
+/*
+ * Writes the config: a JSON object text where "@DIR@" is the directory,
+ * "@ADDR@" the listen address and "@HP@" the csi-hostpath binary. NULL
+ * writes the default: data_dir, listen, short backoffs, and csi-hostpath
+ * (controller mode, fault script <dir>/faults) supervised as the
+ * controller plugin SERVER_PROC_HP_ID. extra (or NULL) is a text of more
+ * keys spliced into the default object ("\"acl_tokens\": [...]").
+ */
+int server_proc_write_config(struct server_proc *s, const char *json, const char *extra);
+/* Writes the hostpath fault script atomically. Returns 0 or -1. */
+int server_proc_write_faults(struct server_proc *s, const char *text);
+
+/* Starts csid server -config <config>. Returns 0 or -1. */
+int server_proc_start(struct server_proc *s);
+/* Polls GET /v1/status/health until it answers 200. */
+bool server_proc_wait_ready(struct server_proc *s, int64_t timeout_ms);
+/* Polls until plugin id has a healthy controller. */
+bool server_proc_wait_plugin(struct server_proc *s, const char *id, int64_t timeout_ms);
+/* Sends sig and waits for the exit; returns the wait status, or -1 on timeout (then kills). */
+int server_proc_stop(struct server_proc *s, int sig, int64_t timeout_ms);
+
+/* One request; *out the parsed JSON answer (may be NULL). Returns the HTTP status. */
+long server_proc_http(struct server_proc *s, const char *method, const char *path, const char *body,
+		      json_t **out);
+/*
+ * Polls GET path until the JSON field key (top level) equals want, or the
+ * deadline passes. Returns true when it did.
+ */
+bool server_proc_wait_field(struct server_proc *s, const char *path, const char *key,
+			    const char *want, int64_t timeout_ms);
+
+/* Whether the server's log holds needle. */
+bool server_proc_log_has(struct server_proc *s, const char *needle);
+/* Prints the log to stderr with a heading (for failures). */
+void server_proc_dump_log(struct server_proc *s, const char *why);
+/* Kills everything, removes the directory. */
+void server_proc_cleanup(struct server_proc *s);
+
+#endif
