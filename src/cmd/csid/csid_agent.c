@@ -430,6 +430,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	sc.unhealthy_threshold_ms = a->cfg->unhealthy_threshold_ms;
 	sc.backoff_base_ms = a->cfg->backoff_base_ms;
 	sc.backoff_max_ms = a->cfg->backoff_max_ms;
+	sc.reconnect_max_ms = a->cfg->reconnect_max_ms;
 	sc.stop_grace_ms = a->cfg->stop_grace_ms;
 	sc.log_max_bytes = a->cfg->plugin_log_max_bytes;
 	if ((rc = supervisor_new(&sc, &a->sv, e)))
