@@ -48,6 +48,7 @@ struct config *config_new(void)
 	cfg->socket_timeout_ms = 30000;
 	cfg->stop_grace_ms = 5000;
 	cfg->rpc_timeout_ms = 15000;
+	cfg->reconnect_max_ms = 30000;
 	cfg->plugin_log_max_bytes = 1024 * 1024;
 	return cfg;
 }
@@ -511,8 +512,18 @@ static int config_parse_plugins(json_t *v, struct config *cfg, struct err *e)
 }
 
 static const char *const config_timing_keys[] = {
-    "probe_interval",      "health_timeout", "resync_period", "backoff_base", "backoff_max",
-    "unhealthy_threshold", "socket_timeout", "stop_grace",    "rpc_timeout",  NULL};
+    "probe_interval",
+    "health_timeout",
+    "resync_period",
+    "backoff_base",
+    "backoff_max",
+    "unhealthy_threshold",
+    "socket_timeout",
+    "stop_grace",
+    "rpc_timeout",
+    "reconnect_max",
+    NULL,
+};
 
 static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 {
@@ -540,6 +551,8 @@ static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 		rc = config_get_duration(v, "stop_grace", 0, &cfg->stop_grace_ms, e);
 	if (!rc)
 		rc = config_get_duration(v, "rpc_timeout", 10, &cfg->rpc_timeout_ms, e);
+	if (!rc)
+		rc = config_get_duration(v, "reconnect_max", 100, &cfg->reconnect_max_ms, e);
 	if (!rc && cfg->backoff_max_ms < cfg->backoff_base_ms)
 		rc = err_set(e, CSID_EINVAL, "timings.backoff_max: shorter than backoff_base");
 	return rc;

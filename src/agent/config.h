@@ -9,7 +9,7 @@
  *     "timings": {"probe_interval": "30s", "health_timeout": "30s",
  *                 "resync_period": "30s", "backoff_base": "1s", "backoff_max": "1m",
  *                 "unhealthy_threshold": "1m", "socket_timeout": "30s",
- *                 "stop_grace": "5s", "rpc_timeout": "15s"},
+ *                 "stop_grace": "5s", "rpc_timeout": "15s", "reconnect_max": "30s"},
  *     "plugin_log_max_bytes": 1048576,
  *     "plugins": [
  *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
@@ -80,6 +80,12 @@ struct config {
 	int64_t socket_timeout_ms;
 	int64_t stop_grace_ms;
 	int64_t rpc_timeout_ms; /* deadline of each node RPC of a mount (default 15 s) */
+	/*
+	 * Cap of the delay between retries of a plugin that is down (a
+	 * connect, fingerprint or Probe failed), which doubles from 100 ms
+	 * with jitter (default 30 s).
+	 */
+	int64_t reconnect_max_ms;
 	int64_t plugin_log_max_bytes;
 	struct config_plugin *plugins;
 	size_t nplugins;
