@@ -37,6 +37,9 @@ struct reconcile_result {
 	enum reconcile_outcome outcome;
 	char plugin_id[MODEL_PLUGIN_ID_MAX + 1]; /* BUSY: the plugin */
 	struct err e; /* RETRY, FINAL: why */
+	/* RETRY: waiting for this object (a source not ready yet), "" none */
+	enum store_kind wait_kind;
+	char wait_id[MODEL_ID_MAX + 1];
 };
 
 /* What a pass needs from the reconciler. */
@@ -48,11 +51,17 @@ struct reconcile_env {
 	int64_t rpc_timeout_ms;
 };
 
-/* Whether the volume's plugin has a controller service, and what it can do. */
+/*
+ * What the pass knows of the plugin's controller. Only an acquired
+ * controller's capabilities rule a step out; without one, a step that
+ * needs it is retried (the seam may not know a plugin yet that is still
+ * starting). The one thing done without a controller: a volume of a
+ * plugin that has none (NONE) is registered without validation.
+ */
 enum reconcile_ctrl {
 	RECONCILE_CTRL_UP, /* acquired: caps known */
-	RECONCILE_CTRL_NONE, /* the plugin has no controller service (caps 0) */
-	RECONCILE_CTRL_DOWN, /* not reachable now: caps unknown */
+	RECONCILE_CTRL_NONE, /* acquire: CSID_ENOTFOUND, no controller plugin of that ID */
+	RECONCILE_CTRL_DOWN, /* acquire: another error (not healthy now) */
 };
 
 /* One pass's hold on the plugin's controller. */
@@ -124,7 +133,6 @@ enum reconcile_step_kind {
 	RSTEP_PUB_UNPUBLISHING, /* pubs[index] -> unpublishing (no claim needs it) */
 	RSTEP_PUB_REPUBLISH, /* pubs[index] unpublishing -> publishing (claimed again) */
 	RSTEP_PUB_ADD, /* claims[index] needs a publication on its node: add one */
-	RSTEP_NEED_CONTROLLER, /* a claim may need a publication: caps unknown */
 	RSTEP_UNPUBLISH, /* ControllerUnpublishVolume of pubs[index], then drop it */
 	RSTEP_PUBLISH, /* ControllerPublishVolume of pubs[index] */
 	RSTEP_EXPAND, /* ControllerExpandVolume to pending_capacity_min */

@@ -3,9 +3,11 @@
  *   creating  -> CreateSnapshot of the source volume's plugin ID (the
  *                source must be ready); the plugin's snapshot ID, size
  *                and creation time are recorded; while ready_to_use is
- *                false the same request is sent again after a growing
- *                delay ("the CO SHOULD reissue the same request
- *                periodically until ready_to_use is true"), then ready;
+ *                false it is polled after a growing delay, by
+ *                ListSnapshots of its ID when the plugin lists snapshots,
+ *                else by the same CreateSnapshot again ("the CO SHOULD
+ *                reissue the same request periodically until
+ *                ready_to_use is true"), then ready;
  *                a final error (or a plugin without
  *                CREATE_DELETE_SNAPSHOT) makes it failed;
  *   deleting  -> DeleteSnapshot (NOT_FOUND counts as done), then the
@@ -107,55 +109,30 @@ static int rs_source(struct rs_pass *s, char **out)
 	if (v != NULL)
 		state = model_volume_state_name(v->state);
 	wait = v != NULL && (v->state == MODEL_VOL_CREATING || v->state == MODEL_VOL_REGISTERING);
+	if (wait) {
+		s->res->wait_kind = STORE_VOLUME;
+		snprintf(s->res->wait_id, sizeof(s->res->wait_id), "%s", s->s->volume_id);
+	}
 	return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL, CSID_EPRECOND,
 			      "%s: source volume %s: %s", s->what, s->s->volume_id,
 			      wait ? "not ready" : state);
 }
 
 /*
- * CreateSnapshot: for a snapshot being created (recorded; ready once the
- * plugin says so, else polled), or for one being deleted that has no
- * plugin ID yet, to find it by name (the answer to an earlier
- * CreateSnapshot may have been lost).
+ * Records what the plugin answered of the snapshot (its ID, size, time,
+ * readiness): ready once the plugin says so, else polled again.
  */
-static void rs_create(struct rs_pass *s)
+static void rs_record(struct rs_pass *s, const char *rpc, const Csi__V1__Snapshot *r)
 {
-	Csi__V1__CreateSnapshotRequest req = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
-	Csi__V1__CreateSnapshotResponse *resp = NULL;
 	struct model_snapshot *snap = s->s;
 	bool creating = snap->state == MODEL_SNAP_CREATING;
-	const Csi__V1__Snapshot *r;
 	bool changed;
 
-	if (s->p.ctrl != RECONCILE_CTRL_DOWN &&
-	    (s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
-		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
-			       "%s: create: plugin %s lacks CREATE_DELETE_SNAPSHOT", s->what,
-			       s->p.plugin_id);
-		rs_create_failed(s, false);
-		return;
-	}
-	if (rs_source(s, &req.source_volume_id) < 0) {
-		rs_create_failed(s, true);
-		return;
-	}
-	req.name = snap->name ? snap->name : snap->id;
-	if (reconcile_map_set(s->p.a, &req.base, "secrets", &snap->secrets) < 0 ||
-	    reconcile_map_set(s->p.a, &req.base, "parameters", &snap->parameters) < 0) {
-		reconcile_fail(s->res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s->what);
-		return;
-	}
-	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CREATE_SNAPSHOT, &req.base,
-			  (ProtobufCMessage **)&resp, s->res) < 0) {
-		rs_create_failed(s, false);
-		return;
-	}
-	r = resp ? resp->snapshot : NULL;
 	if (r == NULL || r->snapshot_id == NULL || r->snapshot_id[0] == '\0') {
 		reconcile_fail(s->res, RECONCILE_RETRY, CSID_EPROTO,
-			       "%s: CreateSnapshot: plugin %s: answer without a snapshot ID",
-			       s->what, s->p.plugin_id);
-		goto out;
+			       "%s: %s: plugin %s: answer without a snapshot ID", s->what, rpc,
+			       s->p.plugin_id);
+		return;
 	}
 	changed = snap->external_id == NULL || strcmp(snap->external_id, r->snapshot_id) != 0 ||
 		  snap->size_bytes != r->size_bytes || snap->ready_to_use != r->ready_to_use;
@@ -174,14 +151,85 @@ static void rs_create(struct rs_pass *s)
 	}
 	if (snap->external_id == NULL) {
 		reconcile_fail(s->res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s->what);
-		goto out;
+		return;
 	}
 	if (changed && rs_write(s) < 0)
-		goto out;
-	/* "The CO SHOULD reissue the same request periodically until ready_to_use is true." */
+		return;
 	if (creating && !r->ready_to_use)
 		s->res->outcome = RECONCILE_POLL;
-out:
+}
+
+/*
+ * Polls a snapshot the plugin made but has not finished with ListSnapshots
+ * of its ID, as Kubernetes' snapshotter does, when the plugin offers
+ * LIST_SNAPSHOTS. Returns 0 when that answered (res set by rs_record or
+ * the call), 1 when the snapshot was not listed (the caller reissues
+ * CreateSnapshot).
+ */
+static int rs_list(struct rs_pass *s)
+{
+	Csi__V1__ListSnapshotsRequest req = CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	Csi__V1__ListSnapshotsResponse *resp = NULL;
+
+	req.snapshot_id = s->s->external_id;
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &s->s->secrets) < 0) {
+		reconcile_fail(s->res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s->what);
+		return 0;
+	}
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_LIST_SNAPSHOTS, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0)
+		return 0;
+	if (resp == NULL || resp->n_entries == 0 || resp->entries[0]->snapshot == NULL ||
+	    resp->entries[0]->snapshot->snapshot_id == NULL ||
+	    strcmp(resp->entries[0]->snapshot->snapshot_id, s->s->external_id) != 0) {
+		csi_msg_free(resp ? &resp->base : NULL);
+		return 1;
+	}
+	rs_record(s, "ListSnapshots", resp->entries[0]->snapshot);
+	csi_msg_free(&resp->base);
+	return 0;
+}
+
+/*
+ * CreateSnapshot: for a snapshot being created (recorded; ready once the
+ * plugin says so, else polled), or for one being deleted that has no
+ * plugin ID yet, to find it by name (the answer to an earlier
+ * CreateSnapshot may have been lost). "The CO SHOULD reissue the same
+ * request periodically until ready_to_use is true": it is, unless the
+ * plugin lists snapshots (rs_list).
+ */
+static void rs_create(struct rs_pass *s)
+{
+	Csi__V1__CreateSnapshotRequest req = CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__CreateSnapshotResponse *resp = NULL;
+	struct model_snapshot *snap = s->s;
+
+	if ((s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
+		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
+			       "%s: create: plugin %s lacks CREATE_DELETE_SNAPSHOT", s->what,
+			       s->p.plugin_id);
+		rs_create_failed(s, false);
+		return;
+	}
+	if (snap->state == MODEL_SNAP_CREATING && snap->external_id != NULL &&
+	    (s->p.caps & RECONCILE_CAP(LIST_SNAPSHOTS)) && rs_list(s) == 0)
+		return;
+	if (rs_source(s, &req.source_volume_id) < 0) {
+		rs_create_failed(s, true);
+		return;
+	}
+	req.name = snap->name ? snap->name : snap->id;
+	if (reconcile_map_set(s->p.a, &req.base, "secrets", &snap->secrets) < 0 ||
+	    reconcile_map_set(s->p.a, &req.base, "parameters", &snap->parameters) < 0) {
+		reconcile_fail(s->res, RECONCILE_RETRY, CSID_ENOMEM, "%s: out of memory", s->what);
+		return;
+	}
+	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CREATE_SNAPSHOT, &req.base,
+			  (ProtobufCMessage **)&resp, s->res) < 0) {
+		rs_create_failed(s, false);
+		return;
+	}
+	rs_record(s, "CreateSnapshot", resp ? resp->snapshot : NULL);
 	csi_msg_free(resp ? &resp->base : NULL);
 }
 
@@ -191,8 +239,7 @@ static void rs_delete(struct rs_pass *s)
 	Csi__V1__DeleteSnapshotRequest req = CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
 	ProtobufCMessage *resp = NULL;
 
-	if (s->p.ctrl != RECONCILE_CTRL_DOWN &&
-	    (s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
+	if ((s->p.caps & RECONCILE_CAP(CREATE_DELETE_SNAPSHOT)) == 0) {
 		reconcile_fail(s->res, RECONCILE_FINAL, CSID_EUNIMPL,
 			       "%s: delete: plugin %s lacks CREATE_DELETE_SNAPSHOT", s->what,
 			       s->p.plugin_id);
@@ -250,7 +297,8 @@ void reconcile_snapshot(const struct reconcile_env *env, const char *id,
 	case MODEL_SNAP_CREATING:
 	case MODEL_SNAP_DELETING:
 		reconcile_pass_begin(&s.p, env, a, s.s->plugin_id);
-		if (s.p.ctrl == RECONCILE_CTRL_DOWN)
+		/* Only a controller that answered can rule a step out. */
+		if (s.p.ctrl != RECONCILE_CTRL_UP)
 			reconcile_fail(res, RECONCILE_RETRY, s.p.ctrl_err.code, "%s: %s", s.what,
 				       s.p.ctrl_err.msg);
 		else if (s.s->state == MODEL_SNAP_DELETING && s.s->external_id != NULL)

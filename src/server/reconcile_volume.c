@@ -3,6 +3,22 @@
  * its stored state (reconcile_volume_next, pure), run that step (at most
  * one controller RPC) and write the result on the index read.
  *
+ * By volume state:
+ *   creating     -> CreateVolume (a snapshot or volume source resolved to
+ *                   the plugin's ID through the store), then ready with
+ *                   the plugin's ID, context, capacity and topology; a
+ *                   final error (or a missing capability) -> failed
+ *   registering  -> ValidateVolumeCapabilities; every requested
+ *                   capability confirmed -> ready, else failed (no
+ *                   controller service at all: ready, nothing to check)
+ *   ready        -> the claim steps below, then ControllerExpandVolume
+ *                   (node expansion flagged when asked), then
+ *                   ControllerModifyVolume (mutable parameters merged)
+ *   deleting     -> the claim steps, then once no claim nor publication
+ *                   is left DeleteVolume and the record goes (no plugin
+ *                   ID: looked up by name with CreateVolume first)
+ *   failed       -> nothing (the error stays in the status)
+ *
  * The claim and publication rules, level-triggered (every pass re-derives
  * them from the record):
  *   claim controller-unpublished           -> freed (into past claims)
@@ -43,7 +59,6 @@ const char *reconcile_step_name(enum reconcile_step_kind k)
 	    [RSTEP_PUB_UNPUBLISHING] = "mark unpublishing",
 	    [RSTEP_PUB_REPUBLISH] = "mark publishing",
 	    [RSTEP_PUB_ADD] = "add publication",
-	    [RSTEP_NEED_CONTROLLER] = "check publication",
 	    [RSTEP_UNPUBLISH] = "controller unpublish",
 	    [RSTEP_PUBLISH] = "controller publish",
 	    [RSTEP_EXPAND] = "expand",
@@ -98,12 +113,15 @@ static void rv_set(struct reconcile_step *out, enum reconcile_step_kind k, size_
 	out->index = index;
 }
 
-/* The step k, or LACKS when the controller is known to lack cap (name). */
+/*
+ * The step k, or LACKS when a controller that answered lacks cap (name).
+ * Without one (down, or none found) the step stays k and waits for it.
+ */
 static void rv_gate(struct reconcile_step *out, enum reconcile_ctrl ctrl, uint64_t caps,
 		    uint64_t cap, const char *name, enum reconcile_step_kind k, size_t index)
 {
 	rv_set(out, k, index);
-	if (ctrl != RECONCILE_CTRL_DOWN && (caps & cap) == 0) {
+	if (ctrl == RECONCILE_CTRL_UP && (caps & cap) == 0) {
 		out->kind = RSTEP_LACKS;
 		out->blocked = k;
 		out->missing = name;
@@ -151,10 +169,11 @@ static bool rv_next_claims(const struct model_volume *v, enum reconcile_ctrl ctr
 		if (v->claims[i].state != MODEL_CLAIM_CLAIMED ||
 		    rv_pub_index(v, v->claims[i].node_id) != SIZE_MAX)
 			continue;
-		if (ctrl == RECONCILE_CTRL_DOWN) {
-			rv_set(out, RSTEP_NEED_CONTROLLER, i);
-			return true;
-		}
+		/*
+		 * The server adds the publication with the claim when the plugin
+		 * needs one; this repairs a record that lacks it, so it waits for
+		 * a controller that says so.
+		 */
 		if (ctrl == RECONCILE_CTRL_UP && (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME))) {
 			rv_set(out, RSTEP_PUB_ADD, i);
 			return true;
@@ -175,7 +194,7 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 		return;
 	case MODEL_VOL_CREATING:
 		rv_set(out, RSTEP_CREATE, 0);
-		if (ctrl == RECONCILE_CTRL_DOWN)
+		if (ctrl != RECONCILE_CTRL_UP)
 			return;
 		if ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) == 0)
 			out->missing = "CREATE_DELETE_VOLUME";
@@ -226,9 +245,8 @@ void reconcile_volume_next(const struct model_volume *v, enum reconcile_ctrl ctr
 	 */
 	if (v->external_id == NULL)
 		rv_set(out,
-		       ctrl == RECONCILE_CTRL_DOWN ||
-			       (ctrl == RECONCILE_CTRL_UP &&
-				(caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
+		       ctrl != RECONCILE_CTRL_UP ||
+			       ((caps & RECONCILE_CAP(CREATE_DELETE_VOLUME)) && v->ncaps > 0)
 			   ? RSTEP_CREATE
 			   : RSTEP_REMOVE,
 		       0);
@@ -370,8 +388,9 @@ static int rv_failed(struct rv_pass *s)
 
 /*
  * The plugin's ID of a snapshot or volume source, when it is ready. A
- * source still being made is waited for (RETRY); one that is gone,
- * failed or being deleted never will be (FINAL).
+ * source still being made is waited for (RETRY, naming it in res so the
+ * queue works this volume again as soon as the source moves); one that is
+ * gone, failed or being deleted never will be (FINAL).
  */
 static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, char **out)
 {
@@ -415,6 +434,10 @@ static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, ch
 	if (rc < 0 && rc != CSID_ENOTFOUND)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: create: %s source %s: %s",
 				      s->what, store_kind_name(kind), id, e.msg);
+	if (*out == NULL && wait) {
+		s->res->wait_kind = kind;
+		snprintf(s->res->wait_id, sizeof(s->res->wait_id), "%s", id);
+	}
 	if (*out == NULL)
 		return reconcile_fail(s->res, wait ? RECONCILE_RETRY : RECONCILE_FINAL,
 				      CSID_EPRECOND, "%s: create: %s source %s: %s", s->what,
@@ -659,7 +682,11 @@ static int rv_publish(struct rv_pass *s, size_t p)
 	int rc = -1;
 
 	req.volume_id = v->external_id ? v->external_id : "";
-	req.node_id = pub->plugin_node_id ? pub->plugin_node_id : "";
+	req.node_id = pub->plugin_node_id;
+	if (req.node_id == NULL || req.node_id[0] == '\0')
+		return reconcile_fail(s->res, RECONCILE_FINAL, CSID_EINVAL,
+				      "%s: ControllerPublishVolume: node %s: no plugin node ID",
+				      s->what, pub->node_id);
 	req.volume_capability = rv_cap(s->p.a, v, &pub->cap);
 	/* "the CO MUST set readonly to false" when the SP lacks PUBLISH_READONLY. */
 	req.readonly = pub->read_only && (s->p.caps & RECONCILE_CAP(PUBLISH_READONLY));
@@ -821,11 +848,6 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 		return;
 	case RSTEP_PUB_ADD:
 		rv_pub_add(s, st->index);
-		return;
-	case RSTEP_NEED_CONTROLLER:
-		reconcile_fail(s->res, RECONCILE_RETRY, s->p.ctrl_err.code,
-			       "%s: claim %s: controller publish: %s", s->what,
-			       v->claims[st->index].alloc_id, s->p.ctrl_err.msg);
 		return;
 	case RSTEP_UNPUBLISH:
 		rv_unpublish(s, st->index);

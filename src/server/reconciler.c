@@ -10,7 +10,10 @@
  *   - per plugin: how many controller RPCs are in flight, and the items
  *     parked until one of its slots frees;
  *   - the change-log position: the index up to which store changes have
- *     been turned into enqueues.
+ *     been turned into enqueues;
+ *   - waits: items retrying because another is not ready yet (a volume
+ *     and its snapshot or clone source), made due again as soon as that
+ *     one moves on, rather than at the end of their backoff.
  *
  * A pass over an item (reconcile_volume / reconcile_snapshot) runs with
  * no lock held; its outcome decides where the item goes next: out of the
@@ -64,6 +67,14 @@ struct rec_plugin {
 	size_t nparked, cparked;
 };
 
+/* An item waiting for another (a volume for its source not ready yet). */
+struct rec_wait {
+	enum store_kind kind; /* the source */
+	char *id;
+	enum store_kind waiter_kind;
+	char *waiter_id;
+};
+
 struct reconciler {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
@@ -81,6 +92,8 @@ struct reconciler {
 	int failing; /* items with a last error */
 	struct rec_plugin *plugins;
 	size_t nplugins, cplugins;
+	struct rec_wait *waits;
+	size_t nwaits, cwaits;
 
 	bool listed; /* everything was enqueued; follow_index is set */
 	int64_t relist_due; /* while not listed: when to list (again) */
@@ -435,6 +448,51 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 	return it;
 }
 
+/* Remembers that it waits for res's wait object; with mu held. */
+static void rec_wait_add(struct reconciler *r, const struct rec_item *it,
+			 const struct reconcile_result *res)
+{
+	struct rec_wait *w;
+
+	for (size_t i = 0; i < r->nwaits; i++)
+		if (r->waits[i].kind == res->wait_kind &&
+		    strcmp(r->waits[i].id, res->wait_id) == 0 &&
+		    r->waits[i].waiter_kind == it->kind &&
+		    strcmp(r->waits[i].waiter_id, it->id) == 0)
+			return;
+	/* Out of memory: the waiter still comes back after its backoff. */
+	if (array_grow((void **)&r->waits, &r->cwaits, r->nwaits + 1, sizeof(*r->waits)) < 0)
+		return;
+	w = &r->waits[r->nwaits];
+	w->kind = res->wait_kind;
+	w->id = strdup(res->wait_id);
+	w->waiter_kind = it->kind;
+	w->waiter_id = strdup(it->id);
+	if (w->id == NULL || w->waiter_id == NULL) {
+		free(w->id);
+		free(w->waiter_id);
+		return;
+	}
+	r->nwaits++;
+}
+
+/* (kind, id) moved on or settled: its waiters are due now; with mu held. */
+static void rec_wait_wake(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	for (size_t i = 0; i < r->nwaits;) {
+		struct rec_wait *w = &r->waits[i];
+
+		if (w->kind != kind || strcmp(w->id, id) != 0) {
+			i++;
+			continue;
+		}
+		rec_enqueue_locked(r, w->waiter_kind, w->waiter_id);
+		free(w->id);
+		free(w->waiter_id);
+		*w = r->waits[--r->nwaits];
+	}
+}
+
 /* Puts it where its outcome says; with mu held. */
 static void rec_finish(struct reconciler *r, struct rec_item *it,
 		       const struct reconcile_result *res)
@@ -445,6 +503,12 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 
 	it->busy = false;
 	r->busy--;
+	if (res->outcome == RECONCILE_IDLE || res->outcome == RECONCILE_IDLE_FAILED ||
+	    res->outcome == RECONCILE_AGAIN)
+		rec_wait_wake(r, it->kind, it->id);
+	else if (res->outcome == RECONCILE_RETRY && res->wait_id[0] != '\0' &&
+		 (res->wait_kind != it->kind || strcmp(res->wait_id, it->id) != 0))
+		rec_wait_add(r, it, res);
 	switch (res->outcome) {
 	case RECONCILE_IDLE:
 		it->attempts = 0;
@@ -693,8 +757,14 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 
 int64_t reconciler_step(struct reconciler *r)
 {
+	bool stopping;
 	int64_t next;
 
+	pthread_mutex_lock(&r->mu);
+	stopping = r->stopping;
+	pthread_mutex_unlock(&r->mu);
+	if (stopping)
+		return CLOCK_NEVER;
 	for (int passes = 0; passes < REC_STEP_MAX_PASSES;) {
 		int64_t now = clock_now_ms(r->clock);
 		struct rec_item *it;
@@ -842,6 +912,11 @@ void reconciler_free(struct reconciler *r)
 		free(r->plugins[i].id);
 		free(r->plugins[i].parked);
 	}
+	for (size_t i = 0; i < r->nwaits; i++) {
+		free(r->waits[i].id);
+		free(r->waits[i].waiter_id);
+	}
+	free(r->waits);
 	free(r->plugins);
 	free(r->buckets);
 	free(r->heap);

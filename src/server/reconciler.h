@@ -30,9 +30,12 @@
  * its limit waits aside and does not hold a worker. A store change to an
  * item makes it due at once, even while it backs off.
  *
- * Virtual time: reconciler_step() works every item due at the clock's now
- * on the calling thread and returns when the next item is due; tests run
- * it on a fake clock with a scripted fake plugin and the memory store.
+ * Virtual time: reconciler_step() turns the store changes logged since
+ * its last call into enqueues (without blocking), works every item due at
+ * the clock's now on the calling thread and returns when the next item is
+ * due; tests run it on a fake clock with a scripted fake plugin and the
+ * memory store. When the change log was compacted past the reconciler's
+ * position, everything is listed and enqueued again.
  * reconciler_start() runs the same core on worker threads, plus one thread
  * that follows the store's change log and enqueues every changed object.
  * At start (step or threads) every volume and snapshot is enqueued.
@@ -64,6 +67,12 @@
  * ControllerGetCapabilities bits (indexed by the CSI enum values), or
  * CSID_EUNAVAIL ("no healthy controller for plugin X") / CSID_ENOTFOUND
  * ("no controller plugin X"); release gives it back. Both thread-safe.
+ * The reconciler takes both errors as "not now": a step that needs the
+ * controller is retried with backoff, the error shown (a plugin may still
+ * be starting); only the capabilities of an acquired controller rule a
+ * step out. CSID_ENOTFOUND also lets a registered volume become ready
+ * without ValidateVolumeCapabilities (a node-only plugin has no
+ * controller to ask).
  */
 struct reconciler_controllers {
 	int (*acquire)(void *ctx, const char *plugin_id, struct csi_client **client,

@@ -1,6 +1,6 @@
 /*
  * The reconciler on real threads and the real clock against the real
- * csi-hostpath over gRPC, with the SQLite store: create, controller
+ * csi-hostpath over gRPC, with the SQLite store: create, register, controller
  * publish to a node (publish context recorded), snapshot, restore, clone,
  * expand (node expansion flagged), modify, unpublish and free, delete of
  * snapshots and volumes (the plugin's files go too); an ABORTED answer
@@ -172,7 +172,8 @@ static void fx_update(struct fx *f, const char *id,
 	fail_msg("update %s: too many conflicts", id);
 }
 
-static void fx_create(struct fx *f, const char *id, const char *extra)
+/* Stores a new volume on the plugin from a spec (1 MiB, single-node-writer). */
+static void fx_add(struct fx *f, const char *id, const char *extra, enum model_volume_state state)
 {
 	struct arena *a = arena_new();
 	struct model_volume *v;
@@ -186,11 +187,21 @@ static void fx_create(struct fx *f, const char *id, const char *extra)
 		 id, extra ? ", " : "", extra ? extra : "");
 	if (model_volume_spec_decode(a, text, strlen(text), false, &v, &e) != 0)
 		fail_msg("spec: %s", e.msg);
-	v->state = MODEL_VOL_CREATING;
+	v->state = state;
 	assert_int_equal(model_volume_encode(v, MODEL_VIEW_STORE, &json, &len, &e), 0);
 	assert_int_equal(fx_put(f, STORE_VOLUME, id, json, len, 0), 0);
 	model_wipe_free(json, len);
 	arena_free(a);
+}
+
+static void fx_create(struct fx *f, const char *id, const char *extra)
+{
+	fx_add(f, id, extra, MODEL_VOL_CREATING);
+}
+
+static void fx_register(struct fx *f, const char *id, const char *extra)
+{
+	fx_add(f, id, extra, MODEL_VOL_REGISTERING);
 }
 
 static void fx_snapshot(struct fx *f, const char *id, const char *volume,
@@ -361,6 +372,15 @@ static void test_lifecycle(void **state)
 	assert_true(v->capacity >= 1 << 20);
 	assert_int_equal(v->naccessible, 1);
 	assert_true(fx_exists(f, "volumes", vol_ext));
+
+	/* Register the same volume under another ID: validated, ready. */
+	{
+		char extra[200];
+
+		snprintf(extra, sizeof(extra), "\"external_id\": \"%s\"", vol_ext);
+		fx_register(f, "reg", extra);
+		fx_wait(f, "reg", fx_ready, NULL, "registered");
+	}
 
 	/* Controller publish to the claiming node, with the plugin's node ID. */
 	fx_update(f, "vol", fx_claim_fn, NULL);

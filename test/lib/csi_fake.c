@@ -95,6 +95,11 @@ static void csi_fake_describe(enum csi_rpc rpc, const ProtobufCMessage *req,
 		    c->snapshot,
 		    ((const Csi__V1__DeleteSnapshotRequest *)(const void *)req)->snapshot_id);
 		break;
+	case CSI_RPC_LIST_SNAPSHOTS:
+		csi_fake_copy(
+		    c->snapshot,
+		    ((const Csi__V1__ListSnapshotsRequest *)(const void *)req)->snapshot_id);
+		break;
 	case CSI_RPC_CONTROLLER_EXPAND_VOLUME: {
 		const Csi__V1__ControllerExpandVolumeRequest *r = (const void *)req;
 
@@ -148,6 +153,37 @@ static ProtobufCMessage *csi_fake_volume_msg(const struct csi_fake_vol *v)
 	m.accessible_topology = topos;
 	out.volume = &m;
 	return csi_msg_dup(&out.base);
+}
+
+/*
+ * The CreateSnapshot (or, listed, ListSnapshots) answer for s; every
+ * answer counts as a poll, ready_to_use once f->snapshot_polls are past.
+ */
+static ProtobufCMessage *csi_fake_snapshot_msg(struct csi_fake *f, struct csi_fake_snap *s,
+					       bool listed)
+{
+	Csi__V1__CreateSnapshotResponse out = CSI__V1__CREATE_SNAPSHOT_RESPONSE__INIT;
+	Csi__V1__ListSnapshotsResponse list = CSI__V1__LIST_SNAPSHOTS_RESPONSE__INIT;
+	Csi__V1__ListSnapshotsResponse__Entry entry = CSI__V1__LIST_SNAPSHOTS_RESPONSE__ENTRY__INIT;
+	Csi__V1__ListSnapshotsResponse__Entry *entries[1] = {&entry};
+	Csi__V1__Snapshot m = CSI__V1__SNAPSHOT__INIT;
+	Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+
+	s->polls++;
+	m.snapshot_id = s->id;
+	m.source_volume_id = s->volume;
+	m.size_bytes = 1 << 20;
+	ts.seconds = 1700000000;
+	m.creation_time = &ts;
+	m.ready_to_use = s->polls > f->snapshot_polls;
+	if (!listed) {
+		out.snapshot = &m;
+		return csi_msg_dup(&out.base);
+	}
+	entry.snapshot = &m;
+	list.n_entries = 1;
+	list.entries = entries;
+	return csi_msg_dup(&list.base);
 }
 
 /* The default behaviour; with f->mu held. Returns the code, *resp on OK. */
@@ -253,9 +289,6 @@ static int csi_fake_apply(struct csi_fake *f, enum csi_rpc rpc, const ProtobufCM
 	}
 	case CSI_RPC_CREATE_SNAPSHOT: {
 		const Csi__V1__CreateSnapshotRequest *r = (const void *)req;
-		Csi__V1__CreateSnapshotResponse out = CSI__V1__CREATE_SNAPSHOT_RESPONSE__INIT;
-		Csi__V1__Snapshot s = CSI__V1__SNAPSHOT__INIT;
-		Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
 
 		if (csi_fake_find_vol(f, r->source_volume_id, false) < 0)
 			return CSI_NOT_FOUND;
@@ -269,15 +302,15 @@ static int csi_fake_apply(struct csi_fake *f, enum csi_rpc rpc, const ProtobufCM
 			csi_fake_copy(f->snaps[i].name, r->name);
 			csi_fake_copy(f->snaps[i].volume, r->source_volume_id);
 		}
-		f->snaps[i].polls++;
-		s.snapshot_id = f->snaps[i].id;
-		s.source_volume_id = f->snaps[i].volume;
-		s.size_bytes = 1 << 20;
-		ts.seconds = 1700000000;
-		s.creation_time = &ts;
-		s.ready_to_use = f->snaps[i].polls > f->snapshot_polls;
-		out.snapshot = &s;
-		*resp = csi_msg_dup(&out.base);
+		*resp = csi_fake_snapshot_msg(f, &f->snaps[i], false);
+		return CSI_OK;
+	}
+	case CSI_RPC_LIST_SNAPSHOTS: {
+		const Csi__V1__ListSnapshotsRequest *r = (const void *)req;
+
+		i = csi_fake_find_snap(f, r->snapshot_id, false);
+		*resp = i >= 0 ? csi_fake_snapshot_msg(f, &f->snaps[i], true)
+			       : csi_fake_empty(CSI_RPC_LIST_SNAPSHOTS);
 		return CSI_OK;
 	}
 	case CSI_RPC_DELETE_SNAPSHOT:

@@ -57,7 +57,7 @@ struct csi_fake_snap {
 	char id[CSI_FAKE_ID];
 	char name[CSI_FAKE_ID];
 	char volume[CSI_FAKE_ID];
-	int polls; /* CreateSnapshot calls seen */
+	int polls; /* CreateSnapshot and ListSnapshots answers about it */
 };
 
 struct csi_fake_pub {
@@ -72,7 +72,7 @@ struct csi_fake {
 	uint64_t caps; /* ControllerGetCapabilities bits; CSI_FAKE_CAPS_ALL by default */
 	bool down; /* acquire: CSID_EUNAVAIL */
 	bool no_controller; /* acquire: CSID_ENOTFOUND */
-	int snapshot_polls; /* CreateSnapshot calls answering ready_to_use=false first */
+	int snapshot_polls; /* answers about a snapshot with ready_to_use=false first */
 	bool node_expansion; /* ControllerExpandVolume asks for node expansion */
 	int delay_ms; /* real delay of every call */
 	/* Called (no lock held) after the fake answered a call, before it returns. */

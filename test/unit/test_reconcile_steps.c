@@ -6,7 +6,8 @@
  * every state and every step failing once, NOT_FOUND as done on delete and
  * unpublish, delete (with the lookup of a volume whose create answer was
  * lost), idempotence of a step whose write lost a race, capability gating,
- * snapshots, restore, clone, expand and modify.
+ * snapshots (polled by ListSnapshots or CreateSnapshot), restore, clone,
+ * expand and modify.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,7 +51,10 @@ static void test_next_step_table(void **state)
 	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE);
+	/* No controller found: waited for, never ruled out. */
 	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
+	assert_int_equal(st.kind, RSTEP_CREATE);
+	reconcile_volume_next(&v, RECONCILE_CTRL_UP, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE_LACKS);
 	v.clone_source = "src";
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all & ~(1ULL << 7), &st);
@@ -76,7 +80,7 @@ static void test_next_step_table(void **state)
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, nopub, &st);
 	assert_int_equal(st.kind, RSTEP_NONE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
-	assert_int_equal(st.kind, RSTEP_NEED_CONTROLLER);
+	assert_int_equal(st.kind, RSTEP_NONE);
 	/* Publishing -> publish; lacking the capability -> lacks. */
 	v.npubs = 1;
 	pubs[0].state = MODEL_PUB_PUBLISHING;
@@ -143,7 +147,7 @@ static void test_next_step_table(void **state)
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
 	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
-	assert_int_equal(st.kind, RSTEP_REMOVE);
+	assert_int_equal(st.kind, RSTEP_CREATE);
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, all & ~(1ULL << 1), &st);
 	assert_int_equal(st.kind, RSTEP_REMOVE);
 	v.external_id = "x";
@@ -577,6 +581,23 @@ static void test_no_controller_register(void **state)
 	rfx_run(t, RFX_MAX_MS);
 	assert_int_equal(rfx_get(t, a, "r1")->state, MODEL_VOL_READY);
 	assert_int_equal(csi_fake_calls(&t->fake2, CSI_RPC_VALIDATE_VOLUME_CAPABILITIES), 0);
+
+	/*
+	 * A create with no controller found (the plugin may still be
+	 * starting): retried and shown, never failed; done once it is there.
+	 */
+	v = rfx_spec(a, "c1", NULL);
+	v->plugin_id = RFX_PLUGIN2;
+	v->state = MODEL_VOL_CREATING;
+	rfx_put_volume(t, v);
+	rfx_run(t, 2 * RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "c1")->state, MODEL_VOL_CREATING);
+	assert_int_equal(rfx_status(t, "c1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "volume c1: create: no controller plugin " RFX_PLUGIN2));
+	assert_true(st.attempts > 1);
+	t->fake2.no_controller = false;
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "c1")->state, MODEL_VOL_READY);
 	arena_free(a);
 }
 
@@ -607,7 +628,18 @@ static void test_snapshots(void **state)
 	assert_true(s->ready_to_use);
 	assert_int_equal(s->size_bytes, 1 << 20);
 	assert_int_equal(s->creation_time_ms, 1700000000000LL);
-	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 3);
+	/* Created once, then polled by ListSnapshots of its ID. */
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 1);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_LIST_SNAPSHOTS), 2);
+	assert_string_equal(t->fake.log[t->fake.nlog - 1].snapshot, s->external_id);
+	/* A plugin that does not list snapshots is asked with CreateSnapshot again. */
+	t->fake.caps &= ~(1ULL << 6);
+	rfx_put_snap(t, "s5", "v1", MODEL_SNAP_CREATING, NULL);
+	rfx_run(t, 10 * RFX_MIN_MS);
+	assert_int_equal(rfx_get_snap(t, a, "s5")->state, MODEL_SNAP_READY);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_SNAPSHOT), 4);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_LIST_SNAPSHOTS), 2);
+	t->fake.caps |= 1ULL << 6;
 
 	/* Restore from it and clone the volume: the plugin's IDs are the sources. */
 	rfx_add(t, "restored", MODEL_VOL_CREATING, "\"snapshot_source\": \"s1\"");
@@ -668,6 +700,41 @@ static void test_snapshots(void **state)
 	arena_free(a);
 }
 
+/*
+ * A volume waiting for its source is worked again as soon as the source
+ * is ready, not at the end of its own backoff.
+ */
+static void test_source_wakes_waiters(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+
+	rfx_new(t);
+	t->fake.snapshot_polls = 4;
+	csi_fake_script(&t->fake, CSI_RPC_CREATE_VOLUME, CSI_UNAVAILABLE, 6);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_add(t, "clone", MODEL_VOL_CREATING, "\"clone_source\": \"v1\"");
+	rfx_put_snap(t, "s1", "v1", MODEL_SNAP_CREATING, NULL);
+	rfx_add(t, "restored", MODEL_VOL_CREATING, "\"snapshot_source\": \"s1\"");
+	for (int i = 0; i < 1000; i++) {
+		int64_t next = reconciler_step(t->r);
+		bool v1 = rfx_get(t, a, "v1")->state == MODEL_VOL_READY;
+		bool s1 = rfx_get_snap(t, a, "s1")->state == MODEL_SNAP_READY;
+
+		/* Whenever a source is ready, its waiters are done at the same time. */
+		if (v1)
+			assert_int_equal(rfx_get(t, a, "clone")->state, MODEL_VOL_READY);
+		if (s1) {
+			assert_int_equal(rfx_get(t, a, "restored")->state, MODEL_VOL_READY);
+			break;
+		}
+		assert_true(next != CLOCK_NEVER);
+		clock_fake_set(&t->clock, next);
+	}
+	assert_int_equal(rfx_get(t, a, "restored")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
 static void test_expand_modify(void **state)
 {
 	struct rfx *t = *state;
@@ -710,6 +777,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_capability_gating, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_controller_register, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshots, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_source_wakes_waiters, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_expand_modify, rfx_setup, rfx_teardown),
 	};
 

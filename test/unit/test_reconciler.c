@@ -188,6 +188,29 @@ static void test_invalid_argument_final(void **state)
 	arena_free(a);
 }
 
+/* A store write that fails after the RPC: retried, the RPC repeated idempotently. */
+static void test_store_write_fails(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_status st;
+	char err[512];
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	store_mem_fail_txn(t->store, CSID_EIO, 1);
+	reconciler_step(t->r);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "volume v1: store: "));
+	assert_int_equal(st.attempts, 1);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_CREATING);
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), 2);
+	assert_int_equal(t->fake.nvols, 1);
+	arena_free(a);
+}
+
 /* ---- the queue ---- */
 
 static void test_failing_volume_does_not_delay_others(void **state)
@@ -369,6 +392,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_create, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_aborted_retried, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_argument_final, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_store_write_fails, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_failing_volume_does_not_delay_others, rfx_setup,
 					    rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_change_log_and_start_enqueue, rfx_setup,
