@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "util/err.h"
 
 /* Longest plugin ID accepted (bytes). */
@@ -118,6 +120,19 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
  * fits, a data_dir). Returns 0 or CSID_EINVAL with e set.
  */
 int config_finalize(struct config *cfg, struct err *e);
+
+/*
+ * Parses v, a JSON array of plugin definitions in the shape of the
+ * agent's "plugins" key: {"id", "type", "command", "args", "env"} or
+ * {"id", "type", "socket"}. key names the array in messages
+ * ("plugins[2].command: ..."). A definition without "type" gets
+ * default_type (an enum config_plugin_type), or is refused when it is -1.
+ * IDs must be unique. On success *out (n entries) belongs to the caller
+ * (config_plugin_clear each, then free); on failure too, with *n the
+ * entries filled so far. Returns 0 or CSID_EINVAL / CSID_ENOMEM with e set.
+ */
+int config_parse_plugin_list(json_t *v, const char *key, int default_type,
+			     struct config_plugin **out, size_t *n, struct err *e);
 
 /*
  * Checks a plugin ID (or node name): 1..CONFIG_ID_MAX bytes, no '/', '\\',
