@@ -5,10 +5,13 @@
  * calls in flight (8 threads making blocking calls on one client, then one
  * thread keeping 8 asynchronous calls in flight), the mean of a create+delete
  * volume cycle and of a stage+publish+unpublish+unstage cycle (real bind
- * mounts, needs root), and the plugin's peak RSS. Everything it mounted and
- * created is removed at the end, also after a failure.
+ * mounts, needs root; also per call), the plugin's peak RSS, and the
+ * first connect of a client made before its plugin (socket appears ->
+ * first successful call, median of a few runs, a fresh plugin each).
+ * Everything it mounted and created is removed at the end, also after a
+ * failure.
  *
- *   bench_csi_rpc [probe_calls [plugin_threads [async][,pin]]]
+ *   bench_csi_rpc [probe_calls [plugin_threads [async][,pin][,first]]]
  *
  * plugin_threads is passed to csi-hostpath as --threads (its default when
  * absent; "-" for the default too). With "async" it measures only the
@@ -16,7 +19,8 @@
  * 0 and every plugin thread on CPU 1: the scheduler otherwise tends to
  * wake each side of a unix socket on the other's CPU, so that the two
  * processes take turns on one core; pinned figures show what two
- * separate cores would give, and are labelled so.
+ * separate cores would give, and are labelled so. With "first" it
+ * measures only the first connect.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +49,7 @@
 #define BENCH_CYCLES 2000
 #define BENCH_MOUNT_CYCLES 1000
 #define BENCH_TIMEOUT_MS 10000
+#define BENCH_FIRST_CONNECTS 7
 
 extern char **environ;
 
@@ -79,7 +84,9 @@ static int bench_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int bench_start_plugin(struct bench *b)
+/* Starts csi-hostpath on endpoint with data_dir (made here); 0 and *pid, or -1. */
+static int bench_spawn_plugin(struct bench *b, const char *endpoint, const char *data_dir,
+			      pid_t *pid)
 {
 	char data[96], ep[160];
 	char *argv[] = {(char *)CSI_HOSTPATH_BIN,
@@ -94,19 +101,48 @@ static int bench_start_plugin(struct bench *b)
 			b->plugin_threads ? "--threads" : NULL,
 			(char *)b->plugin_threads,
 			NULL};
-	double until;
 	int rc;
 
-	snprintf(data, sizeof(data), "%s/data", b->dir);
-	snprintf(ep, sizeof(ep), "%s", b->endpoint);
+	snprintf(data, sizeof(data), "%s", data_dir);
+	snprintf(ep, sizeof(ep), "%s", endpoint);
 	if (mkdir(data, 0700) != 0)
 		return -1;
-	rc = posix_spawn(&b->pid, CSI_HOSTPATH_BIN, NULL, NULL, argv, environ);
+	rc = posix_spawn(pid, CSI_HOSTPATH_BIN, NULL, NULL, argv, environ);
 	if (rc != 0) {
 		fprintf(stderr, "spawn %s: %s\n", CSI_HOSTPATH_BIN, strerror(rc));
-		b->pid = 0;
+		*pid = 0;
 		return -1;
 	}
+	return 0;
+}
+
+/* Stops the plugin pid (SIGTERM, then SIGKILL after 5 s) and reaps it. */
+static void bench_kill_plugin(pid_t pid)
+{
+	double until = bench_now_us() + 5e6;
+	int status;
+
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (bench_now_us() > until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+	}
+}
+
+static int bench_start_plugin(struct bench *b)
+{
+	char data[96];
+	double until;
+
+	snprintf(data, sizeof(data), "%s/data", b->dir);
+	if (bench_spawn_plugin(b, b->endpoint, data, &b->pid) != 0)
+		return -1;
 	/* Wait for the plugin to answer, bounded. */
 	until = bench_now_us() + 10e6;
 	while (bench_now_us() < until) {
@@ -118,6 +154,92 @@ static int bench_start_plugin(struct bench *b)
 	}
 	fprintf(stderr, "csi-hostpath did not come up on %s\n", b->endpoint);
 	return -1;
+}
+
+/* Watches for a socket file; notes when it appears. */
+struct bench_watch {
+	const char *path;
+	double deadline_us;
+	double seen_us; /* 0: not seen */
+};
+
+static void *bench_watch_main(void *arg)
+{
+	struct bench_watch *w = arg;
+	struct stat sb;
+
+	while (bench_now_us() < w->deadline_us) {
+		if (lstat(w->path, &sb) == 0) {
+			w->seen_us = bench_now_us();
+			break;
+		}
+		nanosleep(&(struct timespec){0, 50 * 1000}, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * First connect of a library user: a client made, and failing, before its
+ * plugin exists; the time from the plugin's socket appearing (seen by a
+ * thread polling lstat every 50 us) to the first successful Probe, with
+ * Probe retried every millisecond.
+ */
+static void bench_first_connect(struct bench *b)
+{
+	double lat[BENCH_FIRST_CONNECTS], ok_us;
+	int n = 0, failures = 0;
+
+	for (int i = 0; i < BENCH_FIRST_CONNECTS; i++) {
+		char endpoint[160], path[128], data[96];
+		struct bench_watch w = {.path = path, .seen_us = 0};
+		struct csi_client *c = NULL;
+		pthread_t watcher;
+		pid_t pid = 0;
+		struct err e;
+
+		snprintf(path, sizeof(path), "%s/first-%d.sock", b->dir, i);
+		snprintf(endpoint, sizeof(endpoint), "unix://%s", path);
+		snprintf(data, sizeof(data), "%s/first-%d", b->dir, i);
+		if (csi_client_grpc_new(endpoint, &c, &e) != 0) {
+			failures++;
+			continue;
+		}
+		/* The user's first calls fail: nothing listens yet. */
+		for (int j = 0; j < 3; j++) {
+			csi_probe(c, NULL, NULL, 1000, NULL);
+			nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+		}
+		w.deadline_us = bench_now_us() + 10e6;
+		ok_us = 0;
+		if (pthread_create(&watcher, NULL, bench_watch_main, &w) != 0) {
+			csi_client_free(c);
+			failures++;
+			continue;
+		}
+		if (bench_spawn_plugin(b, endpoint, data, &pid) == 0)
+			while (bench_now_us() < w.deadline_us) {
+				if (csi_probe(c, NULL, NULL, 1000, NULL) == 0) {
+					ok_us = bench_now_us();
+					break;
+				}
+				nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+			}
+		pthread_join(watcher, NULL);
+		if (ok_us > 0 && w.seen_us > 0)
+			lat[n++] = (ok_us > w.seen_us ? ok_us - w.seen_us : 0) / 1e3;
+		else
+			failures++;
+		csi_client_free(c);
+		bench_kill_plugin(pid);
+	}
+	if (!n) {
+		printf("first connect:         failed (%d tries)\n", failures);
+		return;
+	}
+	qsort(lat, (size_t)n, sizeof(double), bench_cmp);
+	printf("first connect:         median %.1f ms  max %.1f ms  (socket appears -> first "
+	       "successful call; %d runs, %d failed; target <= 100 ms)\n",
+	       lat[n / 2], lat[n - 1], n, failures);
 }
 
 static void bench_probe_seq(struct bench *b)
@@ -380,8 +502,14 @@ struct bench_paths {
 	char target[128];
 };
 
-static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up, struct csi_status *st)
+/*
+ * Stage + publish (up) or unpublish + unstage; adds each call's time (us)
+ * to us[0] and us[1] when us is not NULL.
+ */
+static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up, struct csi_status *st,
+			    double *us)
 {
+	double t0 = bench_now_us(), t1;
 	Csi__V1__VolumeCapability cap;
 	Csi__V1__VolumeCapability__MountVolume mv;
 	Csi__V1__VolumeCapability__AccessMode am;
@@ -402,21 +530,28 @@ static int bench_node_cycle(struct bench *b, struct bench_paths *p, bool up, str
 		pr.staging_target_path = p->staging;
 		pr.target_path = p->target;
 		pr.volume_capability = &cap;
-		return csi_node_publish_volume(b->c, &pr, NULL, BENCH_TIMEOUT_MS, st);
+		t1 = bench_now_us();
+		rc = csi_node_publish_volume(b->c, &pr, NULL, BENCH_TIMEOUT_MS, st);
 	} else {
 		Csi__V1__NodeUnpublishVolumeRequest ur =
 		    CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
-		Csi__V1__NodeUnstageVolumeRequest us = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+		Csi__V1__NodeUnstageVolumeRequest usr = CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
 
 		ur.volume_id = (char *)p->id;
 		ur.target_path = p->target;
 		rc = csi_node_unpublish_volume(b->c, &ur, NULL, BENCH_TIMEOUT_MS, st);
 		if (rc)
 			return rc;
-		us.volume_id = (char *)p->id;
-		us.staging_target_path = p->staging;
-		return csi_node_unstage_volume(b->c, &us, NULL, BENCH_TIMEOUT_MS, st);
+		usr.volume_id = (char *)p->id;
+		usr.staging_target_path = p->staging;
+		t1 = bench_now_us();
+		rc = csi_node_unstage_volume(b->c, &usr, NULL, BENCH_TIMEOUT_MS, st);
 	}
+	if (us) {
+		us[0] += t1 - t0;
+		us[1] += bench_now_us() - t1;
+	}
+	return rc;
 }
 
 static int bench_controller_publish(struct bench *b, const char *id, bool publish,
@@ -449,7 +584,7 @@ static void bench_mounts(struct bench *b)
 	struct bench_paths p;
 	struct csi_status st;
 	char parent[128];
-	double t0, t1;
+	double t0, t1, us[4] = {0, 0, 0, 0};
 	int failures = 0, done = 0;
 	char *id;
 
@@ -470,8 +605,8 @@ static void bench_mounts(struct bench *b)
 	}
 	t0 = bench_now_us();
 	for (int i = 0; i < BENCH_MOUNT_CYCLES; i++) {
-		if (bench_node_cycle(b, &p, true, &st) != 0 ||
-		    bench_node_cycle(b, &p, false, &st) != 0) {
+		if (bench_node_cycle(b, &p, true, &st, &us[0]) != 0 ||
+		    bench_node_cycle(b, &p, false, &st, &us[2]) != 0) {
 			if (failures++ == 0)
 				fprintf(stderr, "stage..unstage: %s: %s\n", csi_code_name(st.code),
 					st.message);
@@ -486,10 +621,15 @@ static void bench_mounts(struct bench *b)
 		printf("stage..unstage cycle:  mean %.3f ms  (%d cycles, %d failed; target <= 1 "
 		       "ms)\n",
 		       (t1 - t0) / done / 1e3, done, failures);
+	if (done)
+		printf("  per call:            stage %.3f  publish %.3f  unpublish %.3f  unstage "
+		       "%.3f ms\n",
+		       us[0] / done / 1e3, us[1] / done / 1e3, us[2] / done / 1e3,
+		       us[3] / done / 1e3);
 	else
 		printf("stage..unstage cycle:  failed (%s: %s)\n", csi_code_name(st.code),
 		       st.message);
-	bench_node_cycle(b, &p, false, &st);
+	bench_node_cycle(b, &p, false, &st, NULL);
 	bench_controller_publish(b, id, false, &st);
 out:
 	bench_delete(b, id, &st);
@@ -546,20 +686,7 @@ static long bench_peak_rss_kib(pid_t pid)
 
 static void bench_stop_plugin(struct bench *b)
 {
-	double until = bench_now_us() + 5e6;
-	int status;
-
-	if (b->pid <= 0)
-		return;
-	kill(b->pid, SIGTERM);
-	while (waitpid(b->pid, &status, WNOHANG) == 0) {
-		if (bench_now_us() > until) {
-			kill(b->pid, SIGKILL);
-			waitpid(b->pid, &status, 0);
-			break;
-		}
-		nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
-	}
+	bench_kill_plugin(b->pid);
 	b->pid = 0;
 }
 
@@ -601,6 +728,7 @@ int main(int argc, char **argv)
 			  .plugin_threads = argc > 2 && strcmp(argv[2], "-") ? argv[2] : NULL};
 	bool async_only = argc > 3 && strstr(argv[3], "async");
 	bool pin = argc > 3 && strstr(argv[3], "pin");
+	bool first_only = argc > 3 && strstr(argv[3], "first");
 	struct err e;
 	long rss;
 	int rc = 1;
@@ -615,6 +743,11 @@ int main(int argc, char **argv)
 	snprintf(b.endpoint, sizeof(b.endpoint), "unix://%s/csi.sock", b.dir);
 	if (csi_client_grpc_new(b.endpoint, &b.c, &e) != 0) {
 		fprintf(stderr, "client: %s\n", e.msg);
+		goto out;
+	}
+	if (first_only) {
+		bench_first_connect(&b);
+		rc = 0;
 		goto out;
 	}
 	if (bench_start_plugin(&b) != 0)
@@ -640,6 +773,7 @@ int main(int argc, char **argv)
 		printf("stage..unstage cycle:  skipped (needs root for mount(2))\n");
 	rss = bench_peak_rss_kib(b.pid);
 	printf("plugin peak RSS:       %.1f MiB  (VmHWM; target <= 16 MiB)\n", rss / 1024.0);
+	bench_first_connect(&b);
 	rc = 0;
 out:
 	bench_stop_plugin(&b);

@@ -48,6 +48,7 @@ struct config *config_new(void)
 	cfg->socket_timeout_ms = 30000;
 	cfg->stop_grace_ms = 5000;
 	cfg->rpc_timeout_ms = 15000;
+	cfg->reconnect_max_ms = 30000;
 	cfg->plugin_log_max_bytes = 1024 * 1024;
 	return cfg;
 }
@@ -410,14 +411,15 @@ static int config_parse_env(json_t *v, const char *path, struct config_plugin *p
 static const char *const config_plugin_keys[] = {"id",  "type",   "command", "args",
 						 "env", "socket", NULL};
 
-static int config_parse_plugin(json_t *obj, size_t idx, struct config_plugin *p, struct err *e)
+static int config_parse_plugin(json_t *obj, const char *key, size_t idx, int default_type,
+			       struct config_plugin *p, struct err *e)
 {
-	char path[64], sub[96];
+	char path[96], sub[128];
 	const char *type;
 	json_t *v;
 	int rc;
 
-	snprintf(path, sizeof(path), "plugins[%zu]", idx);
+	snprintf(path, sizeof(path), "%.64s[%zu]", key, idx);
 	if (!json_is_object(obj))
 		return err_set(e, CSID_EINVAL, "%s: expected an object", path);
 	rc = config_check_keys(obj, path, config_plugin_keys, e);
@@ -433,15 +435,14 @@ static int config_parse_plugin(json_t *obj, size_t idx, struct config_plugin *p,
 	if (rc)
 		return rc;
 	v = json_object_get(obj, "type");
-	if (!v || !json_is_string(v))
-		return err_set(e, CSID_EINVAL,
-			       "%s.type: expected \"controller\", \"node\" or \"monolith\"", path);
-	type = json_string_value(v);
-	if (strcmp(type, "controller") == 0)
+	type = v ? json_string_value(v) : NULL;
+	if (!v && default_type >= 0)
+		p->type = (enum config_plugin_type)default_type;
+	else if (type && strcmp(type, "controller") == 0)
 		p->type = CONFIG_PLUGIN_CONTROLLER;
-	else if (strcmp(type, "node") == 0)
+	else if (type && strcmp(type, "node") == 0)
 		p->type = CONFIG_PLUGIN_NODE;
-	else if (strcmp(type, "monolith") == 0)
+	else if (type && strcmp(type, "monolith") == 0)
 		p->type = CONFIG_PLUGIN_MONOLITH;
 	else
 		return err_set(e, CSID_EINVAL,
@@ -482,37 +483,48 @@ static int config_parse_plugin(json_t *obj, size_t idx, struct config_plugin *p,
 	return 0;
 }
 
-static int config_parse_plugins(json_t *v, struct config *cfg, struct err *e)
+int config_parse_plugin_list(json_t *v, const char *key, int default_type,
+			     struct config_plugin **out, size_t *n, struct err *e)
 {
 	size_t i;
 	json_t *item;
 
 	if (!json_is_array(v))
-		return err_set(e, CSID_EINVAL, "plugins: expected an array");
+		return err_set(e, CSID_EINVAL, "%s: expected an array", key);
 	if (json_array_size(v) > CONFIG_ARGS_MAX)
-		return err_set(e, CSID_EINVAL, "plugins: more than %d plugins", CONFIG_ARGS_MAX);
-	cfg->plugins = calloc(json_array_size(v) + 1, sizeof(*cfg->plugins));
-	if (!cfg->plugins)
-		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+		return err_set(e, CSID_EINVAL, "%s: more than %d plugins", key, CONFIG_ARGS_MAX);
+	*out = calloc(json_array_size(v) + 1, sizeof(**out));
+	if (!*out)
+		return err_set(e, CSID_ENOMEM, "%s: out of memory", key);
 	json_array_foreach(v, i, item)
 	{
-		int rc = config_parse_plugin(item, i, &cfg->plugins[i], e);
+		int rc = config_parse_plugin(item, key, i, default_type, &(*out)[i], e);
 
-		cfg->nplugins++;
+		(*n)++;
 		if (rc)
 			return rc;
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(cfg->plugins[j].id, cfg->plugins[i].id) == 0)
+			if (strcmp((*out)[j].id, (*out)[i].id) == 0)
 				return err_set(e, CSID_EINVAL,
-					       "plugins[%zu].id: duplicate of plugins[%zu].id", i,
+					       "%s[%zu].id: duplicate of %s[%zu].id", key, i, key,
 					       j);
 	}
 	return 0;
 }
 
 static const char *const config_timing_keys[] = {
-    "probe_interval",      "health_timeout", "resync_period", "backoff_base", "backoff_max",
-    "unhealthy_threshold", "socket_timeout", "stop_grace",    "rpc_timeout",  NULL};
+    "probe_interval",
+    "health_timeout",
+    "resync_period",
+    "backoff_base",
+    "backoff_max",
+    "unhealthy_threshold",
+    "socket_timeout",
+    "stop_grace",
+    "rpc_timeout",
+    "reconnect_max",
+    NULL,
+};
 
 static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 {
@@ -540,6 +552,8 @@ static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 		rc = config_get_duration(v, "stop_grace", 0, &cfg->stop_grace_ms, e);
 	if (!rc)
 		rc = config_get_duration(v, "rpc_timeout", 10, &cfg->rpc_timeout_ms, e);
+	if (!rc)
+		rc = config_get_duration(v, "reconnect_max", 100, &cfg->reconnect_max_ms, e);
 	if (!rc && cfg->backoff_max_ms < cfg->backoff_base_ms)
 		rc = err_set(e, CSID_EINVAL, "timings.backoff_max: shorter than backoff_base");
 	return rc;
@@ -616,7 +630,7 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 	}
 	v = json_object_get(root, "plugins");
 	if (v)
-		return config_parse_plugins(v, cfg, e);
+		return config_parse_plugin_list(v, "plugins", -1, &cfg->plugins, &cfg->nplugins, e);
 	return 0;
 }
 

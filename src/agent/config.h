@@ -9,7 +9,7 @@
  *     "timings": {"probe_interval": "30s", "health_timeout": "30s",
  *                 "resync_period": "30s", "backoff_base": "1s", "backoff_max": "1m",
  *                 "unhealthy_threshold": "1m", "socket_timeout": "30s",
- *                 "stop_grace": "5s", "rpc_timeout": "15s"},
+ *                 "stop_grace": "5s", "rpc_timeout": "15s", "reconnect_max": "30s"},
  *     "plugin_log_max_bytes": 1048576,
  *     "plugins": [
  *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "util/err.h"
 
@@ -80,6 +82,12 @@ struct config {
 	int64_t socket_timeout_ms;
 	int64_t stop_grace_ms;
 	int64_t rpc_timeout_ms; /* deadline of each node RPC of a mount (default 15 s) */
+	/*
+	 * Cap of the delay between retries of a plugin that is down (a
+	 * connect, fingerprint or Probe failed), which doubles from 100 ms
+	 * with jitter (default 30 s).
+	 */
+	int64_t reconnect_max_ms;
 	int64_t plugin_log_max_bytes;
 	struct config_plugin *plugins;
 	size_t nplugins;
@@ -112,6 +120,19 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
  * fits, a data_dir). Returns 0 or CSID_EINVAL with e set.
  */
 int config_finalize(struct config *cfg, struct err *e);
+
+/*
+ * Parses v, a JSON array of plugin definitions in the shape of the
+ * agent's "plugins" key: {"id", "type", "command", "args", "env"} or
+ * {"id", "type", "socket"}. key names the array in messages
+ * ("plugins[2].command: ..."). A definition without "type" gets
+ * default_type (an enum config_plugin_type), or is refused when it is -1.
+ * IDs must be unique. On success *out (n entries) belongs to the caller
+ * (config_plugin_clear each, then free); on failure too, with *n the
+ * entries filled so far. Returns 0 or CSID_EINVAL / CSID_ENOMEM with e set.
+ */
+int config_parse_plugin_list(json_t *v, const char *key, int default_type,
+			     struct config_plugin **out, size_t *n, struct err *e);
 
 /*
  * Checks a plugin ID (or node name): 1..CONFIG_ID_MAX bytes, no '/', '\\',

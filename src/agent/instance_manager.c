@@ -3,9 +3,14 @@
  * instance as seen by the plugin manager. Three timers drive it: connect
  * (until a client exists), fingerprint (until one succeeds, then every
  * fingerprint interval) and probe (every probe interval once
- * fingerprinted). Failed connects and fingerprints are retried with a
- * doubling delay from 100 ms, capped, so a dead plugin is never polled in
- * a tight loop.
+ * fingerprinted). While the plugin is down, failed connects, fingerprints
+ * and Probes are retried with a doubling, jittered delay from 100 ms up to
+ * a cap (supervisor_backoff_ms), so a dead plugin is never polled in a
+ * tight loop; a success resets it. The status counts the failed attempts
+ * and says when the next one is due, so every change of health can be
+ * logged with both. Each attempt is a real connection attempt: the gRPC
+ * client renews a failed channel on the next call and makes no retries of
+ * its own in between (csi_client.h).
  *
  * Health: healthy when the last fingerprint and the last Probe both
  * succeeded and Probe said ready; the description says which call failed
@@ -23,9 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/supervisor.h"
 #include "util/log.h"
-
-#define IM_RETRY_MIN_MS 100
 
 /* A client shared by the manager and the plugin_refs handed out. */
 struct im_conn {
@@ -44,6 +48,10 @@ struct instance_manager {
 	int64_t probe_interval;
 	int64_t fingerprint_interval;
 	int64_t rpc_timeout;
+	int64_t retry_max;
+	uint64_t (*random)(void *ctx);
+	void *random_ctx;
+	uint64_t rng; /* state of the internal generator */
 
 	/* Guarded by mu. */
 	struct instance_manager_status st;
@@ -59,7 +67,6 @@ struct instance_manager {
 	int64_t next_connect;
 	int64_t next_fingerprint;
 	int64_t next_probe;
-	int64_t retry_ms;
 	bool fp_ok;
 	bool probe_ok;
 	char fp_err[PLUGIN_HEALTH_DESC_MAX];
@@ -177,6 +184,11 @@ int instance_manager_new(const struct instance_manager_config *cfg, struct insta
 				       : INSTANCE_MANAGER_FINGERPRINT_INTERVAL_MS;
 	im->rpc_timeout =
 	    cfg->rpc_timeout_ms > 0 ? cfg->rpc_timeout_ms : INSTANCE_MANAGER_RPC_TIMEOUT_MS;
+	im->retry_max = cfg->retry_max_ms > 0 ? cfg->retry_max_ms : INSTANCE_MANAGER_RETRY_MAX_MS;
+	im->random = cfg->random;
+	im->random_ctx = cfg->random_ctx;
+	/* Seeded per manager, so that managers started together spread out. */
+	im->rng = ((uint64_t)(uintptr_t)im ^ (uint64_t)clock_wall_ms(im->clock)) | 1;
 	im->st.type = cfg->type;
 	snprintf(im->st.name, sizeof(im->st.name), "%s", cfg->name);
 	im->st.instance = *cfg->instance;
@@ -186,20 +198,39 @@ int instance_manager_new(const struct instance_manager_config *cfg, struct insta
 	im->next_connect = clock_now_ms(im->clock);
 	im->next_fingerprint = CLOCK_NEVER;
 	im->next_probe = CLOCK_NEVER;
-	im->retry_ms = IM_RETRY_MIN_MS;
 	*out = im;
 	return 0;
 }
 
-/* Next retry delay after a failure, doubling up to the cap. */
+static uint64_t im_random(struct instance_manager *im)
+{
+	if (im->random != NULL)
+		return im->random(im->random_ctx);
+	/* xorshift64: jitter needs spread, not secrecy. */
+	im->rng ^= im->rng << 13;
+	im->rng ^= im->rng >> 7;
+	im->rng ^= im->rng << 17;
+	return im->rng;
+}
+
+/* Counts a failed attempt and returns the delay before the next; with mu held. */
 static int64_t im_backoff(struct instance_manager *im)
 {
-	int64_t d = im->retry_ms;
+	int64_t d = supervisor_backoff_ms(im->st.attempts, INSTANCE_MANAGER_RETRY_MIN_MS,
+					  im->retry_max, im_random(im));
 
-	im->retry_ms = im->retry_ms * 2 > INSTANCE_MANAGER_RETRY_MAX_MS
-			   ? INSTANCE_MANAGER_RETRY_MAX_MS
-			   : im->retry_ms * 2;
+	im->st.attempts++;
+	im->st.retry_delay_ms = d;
+	im->st.next_attempt_ms = clock_wall_ms(im->clock) + d;
 	return d;
+}
+
+/* A call succeeded: the plugin is up, the next failure retries soon again. */
+static void im_backoff_reset(struct instance_manager *im)
+{
+	im->st.attempts = 0;
+	im->st.retry_delay_ms = 0;
+	im->st.next_attempt_ms = 0;
 }
 
 /* Formats a failed call into buf: "GetPluginInfo: DEADLINE_EXCEEDED: message". */
@@ -495,7 +526,6 @@ static void im_do_connect(struct instance_manager *im)
 	im->st.state = INSTANCE_MANAGER_FINGERPRINTING;
 	im->next_connect = CLOCK_NEVER;
 	im->next_fingerprint = clock_now_ms(im->clock);
-	im->retry_ms = IM_RETRY_MIN_MS;
 }
 
 /* Fingerprint step; called with mu held, returns with mu held. */
@@ -519,7 +549,7 @@ static void im_do_fingerprint(struct instance_manager *im)
 		im->st.state = INSTANCE_MANAGER_RUNNING;
 		im->fp_ok = true;
 		im->fp_err[0] = '\0';
-		im->retry_ms = IM_RETRY_MIN_MS;
+		im_backoff_reset(im);
 		im->next_fingerprint = clock_now_ms(im->clock) + im->fingerprint_interval;
 		/* Probe right after a fingerprint, so health follows at once. */
 		im->next_probe = clock_now_ms(im->clock);
@@ -545,17 +575,21 @@ static void im_do_probe(struct instance_manager *im)
 	if (im->stop)
 		return;
 	im->probe_ok = rc == 0;
-	if (rc < 0)
-		snprintf(im->probe_err, sizeof(im->probe_err), "%s", buf);
 	im->st.last_probe_ms = clock_wall_ms(im->clock);
-	im->next_probe = clock_now_ms(im->clock) + im->probe_interval;
+	if (rc < 0) {
+		snprintf(im->probe_err, sizeof(im->probe_err), "%s", buf);
+		im->next_probe = clock_now_ms(im->clock) + im_backoff(im);
+	} else {
+		im_backoff_reset(im);
+		im->next_probe = clock_now_ms(im->clock) + im->probe_interval;
+	}
 }
 
 static bool im_status_differs(const struct instance_manager_status *a,
 			      const struct instance_manager_status *b)
 {
 	return a->state != b->state || a->fingerprinted != b->fingerprinted ||
-	       a->health.healthy != b->health.healthy ||
+	       a->attempts != b->attempts || a->health.healthy != b->health.healthy ||
 	       strcmp(a->health.description, b->health.description) != 0 ||
 	       memcmp(&a->fingerprint, &b->fingerprint, sizeof(a->fingerprint)) != 0;
 }
@@ -569,7 +603,8 @@ int64_t instance_manager_step(struct instance_manager *im)
 	pthread_mutex_lock(&im->mu);
 	if (im->stop || old == NULL) {
 		/* Out of memory: try again a little later rather than spin. */
-		next = im->stop ? CLOCK_NEVER : clock_now_ms(im->clock) + IM_RETRY_MIN_MS;
+		next = im->stop ? CLOCK_NEVER
+				: clock_now_ms(im->clock) + INSTANCE_MANAGER_RETRY_MIN_MS;
 		pthread_mutex_unlock(&im->mu);
 		free(old);
 		return next;

@@ -39,7 +39,14 @@
 #define INSTANCE_MANAGER_PROBE_INTERVAL_MS 30000
 #define INSTANCE_MANAGER_FINGERPRINT_INTERVAL_MS 60000
 #define INSTANCE_MANAGER_RPC_TIMEOUT_MS 15000
-/* Retry delays after a failed connect or fingerprint: 100 ms doubling to this cap. */
+/*
+ * While a plugin is down (a connect, fingerprint or Probe failed) it is
+ * retried after a delay doubling from INSTANCE_MANAGER_RETRY_MIN_MS up to
+ * a cap (default INSTANCE_MANAGER_RETRY_MAX_MS), each drawn in [3/4 d, d]
+ * (jitter, so that plugins that failed together do not retry together),
+ * and back to the minimum after a success.
+ */
+#define INSTANCE_MANAGER_RETRY_MIN_MS 100
 #define INSTANCE_MANAGER_RETRY_MAX_MS 30000
 
 struct plugin_topology_segment {
@@ -103,6 +110,10 @@ struct instance_manager_status {
 	struct plugin_fingerprint fingerprint;
 	struct plugin_health health;
 	int64_t last_probe_ms; /* wall clock of the last Probe answer; 0: none */
+	/* Failed attempts in a row (connect, fingerprint, Probe); 0 after a success. */
+	unsigned attempts;
+	int64_t retry_delay_ms; /* attempts > 0: the delay before the next attempt */
+	int64_t next_attempt_ms; /* attempts > 0: wall clock of the next attempt */
 };
 
 /*
@@ -116,7 +127,8 @@ typedef int (*instance_manager_connect_fn)(void *ctx, const char *endpoint, stru
 struct instance_manager;
 
 /*
- * Called after a step changed the manager's health, fingerprint or state,
+ * Called after a step changed the manager's health, fingerprint, state or
+ * count of failed attempts (so once per failed retry while a plugin is down),
  * on the thread that ran the step, with no lock held. old and cur are
  * copies valid during the call. Must not free the manager.
  */
@@ -136,6 +148,10 @@ struct instance_manager_config {
 	int64_t probe_interval_ms; /* 0: default */
 	int64_t fingerprint_interval_ms; /* 0: default */
 	int64_t rpc_timeout_ms; /* 0: default */
+	int64_t retry_max_ms; /* cap of the retry delay; 0: INSTANCE_MANAGER_RETRY_MAX_MS */
+	/* Randomness for the retry jitter; NULL: an internal generator. */
+	uint64_t (*random)(void *ctx);
+	void *random_ctx;
 };
 
 /*

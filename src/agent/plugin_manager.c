@@ -227,6 +227,9 @@ static int pm_launch(struct plugin_manager *pm, struct pm_entry *en,
 	    .probe_interval_ms = pm->cfg.probe_interval_ms,
 	    .fingerprint_interval_ms = pm->cfg.fingerprint_interval_ms,
 	    .rpc_timeout_ms = pm->cfg.rpc_timeout_ms,
+	    .retry_max_ms = pm->cfg.retry_max_ms,
+	    .random = pm->cfg.random,
+	    .random_ctx = pm->cfg.random_ctx,
 	};
 	struct instance_manager *im;
 	struct err e;

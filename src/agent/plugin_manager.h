@@ -59,6 +59,10 @@ struct plugin_manager_config {
 	int64_t probe_interval_ms; /* 0: instance manager default */
 	int64_t fingerprint_interval_ms; /* 0: instance manager default */
 	int64_t rpc_timeout_ms; /* 0: instance manager default */
+	int64_t retry_max_ms; /* cap of the retry delay of a down plugin; 0: default */
+	/* Randomness for the retry jitter; NULL: each manager's own generator. */
+	uint64_t (*random)(void *ctx);
+	void *random_ctx;
 	/*
 	 * Tests: do not subscribe to the registry; events come only from
 	 * plugin_manager_notify (so a test can "lose" one), plus the resync.

@@ -387,6 +387,18 @@ static void supervisor_on_probe_result(struct supervisor_instance *inst)
 			supervisor_emit(sv, SUPERVISOR_EVENT_UNHEALTHY, inst->def.id, inst->id,
 					inst->probe_msg, 0);
 		}
+		if (now >= inst->deadline_ms) {
+			/* Down for good (external): back off further, log each retry. */
+			char q[600];
+
+			inst->retry_ms = supervisor_backoff_ms(
+			    inst->probe_attempts++, SUPERVISOR_PROBE_RETRY_MAX_MS,
+			    sv->cfg.reconnect_max_ms, supervisor_rand(sv));
+			log_info("msg=\"plugin still down\" plugin=%s instance=%s attempt=%u "
+				 "next_attempt_in_ms=%lld error=%s",
+				 inst->def.id, inst->id, inst->probe_attempts,
+				 (long long)inst->retry_ms, log_q(q, sizeof(q), inst->probe_msg));
+		}
 		supervisor_arm(inst, inst->retry_ms);
 		inst->retry_ms *= 2;
 		if (inst->retry_ms > SUPERVISOR_PROBE_RETRY_MAX_MS)
@@ -461,6 +473,7 @@ static void supervisor_on_timer(uv_timer_t *t)
 			inst->state = SUPERVISOR_PROBING;
 			inst->deadline_ms = now + sv->cfg.health_timeout_ms;
 			inst->retry_ms = SUPERVISOR_PROBE_RETRY_MS;
+			inst->probe_attempts = 0;
 			supervisor_queue_probe(inst);
 		} else if (!inst->external && now >= inst->deadline_ms) {
 			char why[200];
@@ -825,6 +838,7 @@ int supervisor_new(const struct supervisor_config *cfg, struct supervisor **out,
 	sv->cfg.unhealthy_threshold_ms = supervisor_or(cfg->unhealthy_threshold_ms, 60000);
 	sv->cfg.backoff_base_ms = supervisor_or(cfg->backoff_base_ms, 1000);
 	sv->cfg.backoff_max_ms = supervisor_or(cfg->backoff_max_ms, 60000);
+	sv->cfg.reconnect_max_ms = supervisor_or(cfg->reconnect_max_ms, 30000);
 	sv->cfg.stop_grace_ms = cfg->stop_grace_ms >= 0 ? cfg->stop_grace_ms : 5000;
 	sv->cfg.log_max_bytes = supervisor_or(cfg->log_max_bytes, 1024 * 1024);
 	sv->rng = uv_hrtime() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ULL;

@@ -90,6 +90,11 @@ struct supervisor_config {
 	int64_t unhealthy_threshold_ms;
 	int64_t backoff_base_ms;
 	int64_t backoff_max_ms;
+	/*
+	 * An external plugin still not answering after health_timeout is
+	 * probed after delays doubling from 1 s with jitter up to this cap.
+	 */
+	int64_t reconnect_max_ms;
 	int64_t stop_grace_ms; /* SIGTERM, then SIGKILL after this */
 	int64_t log_max_bytes;
 };

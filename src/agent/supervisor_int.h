@@ -57,6 +57,7 @@ struct supervisor_instance {
 	/* Timing (loop ms). */
 	int64_t deadline_ms;
 	int64_t retry_ms;
+	unsigned probe_attempts; /* failed probes past the health deadline */
 	int64_t unhealthy_since_ms;
 	int64_t healthy_since_ms;
 	bool healthy;

@@ -234,6 +234,41 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 	return rep.status;
 }
 
+static int http_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Percent-decodes the path and query values in place, except "%00": a
+ * decoded NUL would cut the C string, so "/v1/volume/prod%00x" would name
+ * volume "prod". "%00" stays as written, and the ID checks refuse the '%'.
+ */
+static size_t http_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *r = s, *w = s;
+
+	while (*r) {
+		int hi, lo;
+
+		if (r[0] == '%' && (hi = http_hex(r[1])) >= 0 && (lo = http_hex(r[2])) >= 0 &&
+		    (hi || lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 static enum MHD_Result http_count_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 				      const char *value)
 {
@@ -441,7 +476,8 @@ static int http_serve(struct http_server *s, int fd, const char *where, struct M
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-	    MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_END);
+	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s, MHD_OPTION_NOTIFY_COMPLETED,
+	    http_completed, s, MHD_OPTION_END);
 	if (*out)
 		return 0;
 	close(fd);

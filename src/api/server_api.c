@@ -27,8 +27,22 @@ json_t *server_api_json(const char *text, size_t len)
 	return json_loadb(text, len, 0, NULL);
 }
 
-int server_api_block(struct server_api *api, const struct http_request *req,
-		     uint64_t (*current)(void *ctx), void *ctx, struct err *e)
+/* The index an answer about (kind, id) depends on (see server_api_block). */
+static uint64_t server_api_watched(struct server_api *api, enum store_kind kind, const char *id)
+{
+	struct store_obj o;
+	uint64_t idx;
+
+	memset(&o, 0, sizeof(o));
+	if (!id || store_get(api->store, kind, id, &o, NULL) != 0)
+		return store_index(api->store);
+	idx = o.modify_index;
+	store_obj_free(&o);
+	return idx;
+}
+
+int server_api_block(struct server_api *api, const struct http_request *req, enum store_kind kind,
+		     const char *id, struct err *e)
 {
 	struct clock *c = clock_real();
 	uint64_t index;
@@ -49,7 +63,7 @@ int server_api_block(struct server_api *api, const struct http_request *req,
 		uint64_t seen = store_index(api->store);
 		int64_t left = deadline - clock_now_ms(c);
 
-		if (current(ctx) > index || left <= 0)
+		if (server_api_watched(api, kind, id) > index || left <= 0)
 			break;
 		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
 	}

@@ -79,13 +79,14 @@ int server_api_events(struct server_api *api, const struct http_request *req,
 /* --- shared helpers (server_api.c) --- */
 
 /*
- * Blocking query: with ?index=N, waits (?wait=, bounded) until
- * current(ctx) > N, the wait ends, or the API stops. current() reads the
- * index the answer depends on (an object's modify index, or the store's).
- * Without ?index returns at once. Returns 0 or CSID_EINVAL for bad args.
+ * Blocking query: with ?index=N, waits (?wait=, bounded) until the index
+ * the answer depends on is past N, the wait ends, or the API stops: the
+ * modify index of object (kind, id), or the store's index when id is NULL
+ * (lists) or the object is gone. Without ?index returns at once. Returns
+ * 0 or CSID_EINVAL for bad arguments.
  */
-int server_api_block(struct server_api *api, const struct http_request *req,
-		     uint64_t (*current)(void *ctx), void *ctx, struct err *e);
+int server_api_block(struct server_api *api, const struct http_request *req, enum store_kind kind,
+		     const char *id, struct err *e);
 /* Writes index to rep->index. */
 void server_api_set_index(struct http_reply *rep, uint64_t index);
 /* A JSON text (malloc'd) as a json_t, or NULL when out of memory. */

@@ -22,13 +22,6 @@ static int nodes_json(const struct model_node *n, json_t **out, struct err *e)
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }
 
-static uint64_t nodes_store_index(void *ctx)
-{
-	struct server_api *api = ctx;
-
-	return store_index(api->store);
-}
-
 int server_api_nodes(struct server_api *api, const struct http_request *req, struct http_reply *rep,
 		     struct err *e)
 {
@@ -43,7 +36,7 @@ int server_api_nodes(struct server_api *api, const struct http_request *req, str
 		rep->allow = "GET";
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
-	rc = server_api_block(api, req, nodes_store_index, api, e);
+	rc = server_api_block(api, req, STORE_NODE, NULL, e);
 	if (rc)
 		return rc;
 	a = arena_new();
@@ -69,25 +62,6 @@ int server_api_nodes(struct server_api *api, const struct http_request *req, str
 	return rc;
 }
 
-struct nodes_watch {
-	struct server_api *api;
-	const char *id;
-};
-
-static uint64_t nodes_obj_index(void *ctx)
-{
-	struct nodes_watch *w = ctx;
-	struct store_obj o;
-	uint64_t idx;
-
-	memset(&o, 0, sizeof(o));
-	if (store_get(w->api->store, STORE_NODE, w->id, &o, NULL) != 0)
-		return store_index(w->api->store);
-	idx = o.modify_index;
-	store_obj_free(&o);
-	return idx;
-}
-
 int server_api_node(struct server_api *api, const struct http_request *req, struct http_reply *rep,
 		    struct err *e)
 {
@@ -110,9 +84,7 @@ int server_api_node(struct server_api *api, const struct http_request *req, stru
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	if (strcmp(req->method, "GET") == 0) {
-		struct nodes_watch w = {api, id};
-
-		rc = server_api_block(api, req, nodes_obj_index, &w, e);
+		rc = server_api_block(api, req, STORE_NODE, id, e);
 		if (!rc)
 			rc = server_node_get(api->server, id, a, &n, e);
 	} else if (strcmp(req->method, "PUT") == 0) {
@@ -178,7 +150,7 @@ int server_api_plugins(struct server_api *api, const struct http_request *req,
 		rep->allow = "GET";
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
-	rc = server_api_block(api, req, nodes_store_index, api, e);
+	rc = server_api_block(api, req, STORE_NODE, NULL, e);
 	if (rc)
 		return rc;
 	a = arena_new();
@@ -218,7 +190,7 @@ int server_api_plugin(struct server_api *api, const struct http_request *req,
 		return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
 	rc = model_plugin_id_check(id, e);
 	if (!rc)
-		rc = server_api_block(api, req, nodes_store_index, api, e);
+		rc = server_api_block(api, req, STORE_NODE, NULL, e);
 	if (rc)
 		return rc;
 	a = arena_new();

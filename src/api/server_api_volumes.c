@@ -75,8 +75,9 @@ static int vol_buf_finish(struct vol_buf *b, struct http_reply *rep, struct err 
 	return 0;
 }
 
-static int vol_put_volume(struct vol_buf *b, const struct model_volume *v, struct err *e)
+static int vol_put_volume(struct vol_buf *b, const void *item, struct err *e)
 {
+	const struct model_volume *v = item;
 	char *t;
 	size_t n;
 	int rc = model_volume_encode(v, MODEL_VIEW_API, &t, &n, e);
@@ -88,8 +89,9 @@ static int vol_put_volume(struct vol_buf *b, const struct model_volume *v, struc
 	return 0;
 }
 
-static int vol_put_snapshot(struct vol_buf *b, const struct model_snapshot *s, struct err *e)
+static int vol_put_snapshot(struct vol_buf *b, const void *item, struct err *e)
 {
+	const struct model_snapshot *s = item;
 	char *t;
 	size_t n;
 	int rc = model_snapshot_encode(s, MODEL_VIEW_API, &t, &n, e);
@@ -124,13 +126,6 @@ static int vol_answer(const struct model_volume *v, const char *skipped, struct 
 	return vol_buf_finish(&b, rep, e);
 }
 
-static uint64_t vol_store_index(void *ctx)
-{
-	struct server_api *api = ctx;
-
-	return store_index(api->store);
-}
-
 static int vol_per_page(const struct http_request *req, size_t *out, struct err *e)
 {
 	uint64_t pp;
@@ -158,16 +153,64 @@ static int vol_query_id(const struct http_request *req, const char *key, const c
 	return model_id_check(key, *out, strlen(*out), e);
 }
 
+/* The paging arguments of a list: per_page, prefix, next_token. */
+struct vol_page {
+	size_t per_page;
+	const char *prefix;
+	const char *next_token;
+};
+
+static int vol_page_args(const struct http_request *req, struct vol_page *pg, struct err *e)
+{
+	int rc = vol_per_page(req, &pg->per_page, e);
+
+	if (rc)
+		return rc;
+	pg->prefix = http_query(req, "prefix");
+	pg->next_token = http_query(req, "next_token");
+	if ((pg->prefix && strlen(pg->prefix) > MODEL_ID_MAX) ||
+	    (pg->next_token && strlen(pg->next_token) > 4 * MODEL_ID_MAX))
+		return err_set(e, CSID_EINVAL, "prefix or next_token: too long");
+	return 0;
+}
+
+/* Writes {"<key>": [items...], "next_token": next} as the answer, at index. */
+static int vol_page_answer(const char *key, void *const *items, size_t n,
+			   int (*put)(struct vol_buf *b, const void *item, struct err *e),
+			   const char *next, uint64_t index, struct http_reply *rep, struct err *e)
+{
+	struct vol_buf b = {0};
+	int rc = 0;
+
+	vol_buf_str(&b, "{\"");
+	vol_buf_str(&b, key);
+	vol_buf_str(&b, "\":[");
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (i)
+			vol_buf_str(&b, ",");
+		rc = put(&b, items[i], e);
+	}
+	vol_buf_str(&b, "],\"next_token\":");
+	vol_buf_json_str(&b, next);
+	vol_buf_str(&b, "}");
+	if (rc) {
+		free(b.p);
+		return rc;
+	}
+	server_api_set_index(rep, index);
+	return vol_buf_finish(&b, rep, e);
+}
+
 int server_api_volumes(struct server_api *api, const struct http_request *req,
 		       struct http_reply *rep, struct err *e)
 {
 	struct server_volume_filter f = {0};
 	struct model_volume **vols = NULL;
+	struct vol_page pg;
 	struct arena *a;
-	struct vol_buf b = {0};
 	char *next = NULL;
 	uint64_t index = 0;
-	size_t n = 0, i;
+	size_t n = 0;
 	int rc;
 
 	if (strcmp(req->method, "GET") != 0) {
@@ -178,62 +221,23 @@ int server_api_volumes(struct server_api *api, const struct http_request *req,
 	if (!rc)
 		rc = vol_query_id(req, "node", &f.node_id, e);
 	if (!rc)
-		rc = vol_per_page(req, &f.per_page, e);
+		rc = vol_page_args(req, &pg, e);
+	if (!rc)
+		rc = server_api_block(api, req, STORE_VOLUME, NULL, e);
 	if (rc)
 		return rc;
-	f.prefix = http_query(req, "prefix");
-	f.next_token = http_query(req, "next_token");
-	if ((f.prefix && strlen(f.prefix) > MODEL_ID_MAX) ||
-	    (f.next_token && strlen(f.next_token) > 4 * MODEL_ID_MAX))
-		return err_set(e, CSID_EINVAL, "prefix or next_token: too long");
-	rc = server_api_block(api, req, vol_store_index, api, e);
-	if (rc)
-		return rc;
+	f.per_page = pg.per_page;
+	f.prefix = pg.prefix;
+	f.next_token = pg.next_token;
 	a = arena_new();
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	rc = server_volume_list(api->server, &f, a, &vols, &n, &next, &index, e);
-	if (rc)
-		goto out;
-	vol_buf_str(&b, "{\"volumes\":[");
-	for (i = 0; i < n && !rc; i++) {
-		if (i)
-			vol_buf_str(&b, ",");
-		rc = vol_put_volume(&b, vols[i], e);
-	}
-	vol_buf_str(&b, "],\"next_token\":");
-	vol_buf_json_str(&b, next);
-	vol_buf_str(&b, "}");
-	if (rc) {
-		free(b.p);
-		goto out;
-	}
-	server_api_set_index(rep, index);
-	rc = vol_buf_finish(&b, rep, e);
-out:
+	if (!rc)
+		rc = vol_page_answer("volumes", (void *const *)vols, n, vol_put_volume, next, index,
+				     rep, e);
 	arena_free(a);
 	return rc;
-}
-
-struct vol_watch {
-	struct server_api *api;
-	enum store_kind kind;
-	const char *id;
-};
-
-/* The modify index of the watched object (the store's index when it is gone). */
-static uint64_t vol_obj_index(void *ctx)
-{
-	struct vol_watch *w = ctx;
-	struct store_obj o;
-	uint64_t idx;
-
-	memset(&o, 0, sizeof(o));
-	if (store_get(w->api->store, w->kind, w->id, &o, NULL) != 0)
-		return store_index(w->api->store);
-	idx = o.modify_index;
-	store_obj_free(&o);
-	return idx;
 }
 
 /* Decodes and validates the spec of PUT /v1/volume/<id>[/create]. */
@@ -284,9 +288,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	if (!rest[0]) {
 		if (strcmp(m, "GET") == 0) {
-			struct vol_watch w = {api, STORE_VOLUME, id};
-
-			rc = server_api_block(api, req, vol_obj_index, &w, e);
+			rc = server_api_block(api, req, STORE_VOLUME, id, e);
 			if (!rc)
 				rc = server_volume_get(api->server, id, a, &v, e);
 		} else if (strcmp(m, "PUT") == 0) {
@@ -367,12 +369,12 @@ int server_api_snapshots(struct server_api *api, const struct http_request *req,
 			 struct http_reply *rep, struct err *e)
 {
 	struct model_snapshot **snaps = NULL;
-	const char *volume = NULL, *prefix, *token;
-	struct vol_buf b = {0};
+	const char *volume = NULL;
+	struct vol_page pg;
 	struct arena *a;
 	char *next = NULL;
 	uint64_t index = 0;
-	size_t per_page, n = 0, i;
+	size_t n = 0;
 	int rc;
 
 	if (strcmp(req->method, "GET") != 0) {
@@ -381,40 +383,19 @@ int server_api_snapshots(struct server_api *api, const struct http_request *req,
 	}
 	rc = vol_query_id(req, "volume", &volume, e);
 	if (!rc)
-		rc = vol_per_page(req, &per_page, e);
-	if (rc)
-		return rc;
-	prefix = http_query(req, "prefix");
-	token = http_query(req, "next_token");
-	if ((prefix && strlen(prefix) > MODEL_ID_MAX) ||
-	    (token && strlen(token) > 4 * MODEL_ID_MAX))
-		return err_set(e, CSID_EINVAL, "prefix or next_token: too long");
-	rc = server_api_block(api, req, vol_store_index, api, e);
+		rc = vol_page_args(req, &pg, e);
+	if (!rc)
+		rc = server_api_block(api, req, STORE_SNAPSHOT, NULL, e);
 	if (rc)
 		return rc;
 	a = arena_new();
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
-	rc = server_snapshot_list(api->server, volume, prefix, per_page, token, a, &snaps, &n,
-				  &next, &index, e);
-	if (rc)
-		goto out;
-	vol_buf_str(&b, "{\"snapshots\":[");
-	for (i = 0; i < n && !rc; i++) {
-		if (i)
-			vol_buf_str(&b, ",");
-		rc = vol_put_snapshot(&b, snaps[i], e);
-	}
-	vol_buf_str(&b, "],\"next_token\":");
-	vol_buf_json_str(&b, next);
-	vol_buf_str(&b, "}");
-	if (rc) {
-		free(b.p);
-		goto out;
-	}
-	server_api_set_index(rep, index);
-	rc = vol_buf_finish(&b, rep, e);
-out:
+	rc = server_snapshot_list(api->server, volume, pg.prefix, pg.per_page, pg.next_token, a,
+				  &snaps, &n, &next, &index, e);
+	if (!rc)
+		rc = vol_page_answer("snapshots", (void *const *)snaps, n, vol_put_snapshot, next,
+				     index, rep, e);
 	arena_free(a);
 	return rc;
 }
@@ -442,9 +423,7 @@ int server_api_snapshot(struct server_api *api, const struct http_request *req,
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	if (strcmp(m, "GET") == 0) {
-		struct vol_watch w = {api, STORE_SNAPSHOT, id};
-
-		rc = server_api_block(api, req, vol_obj_index, &w, e);
+		rc = server_api_block(api, req, STORE_SNAPSHOT, id, e);
 		if (!rc)
 			rc = server_snapshot_get(api->server, id, a, &s, e);
 	} else if (strcmp(m, "PUT") == 0) {

@@ -4,13 +4,12 @@
  * message copies, typed wrappers).
  *
  * Data model: a struct csi_client_grpc owns one channel to one unix socket,
- * created once and reused by every call, with the method paths registered
- * up front. A call is one batch (send metadata + message + close, receive
- * metadata + message + status) on a completion queue private to the
- * calling thread, plucked until the batch completes; the call's deadline
- * bounds the wait. gRPC 1.51 lets at most six threads pluck one queue (a
- * seventh fails silently), so each thread gets its own queue, made on
- * first use and destroyed when the thread exits.
+ * reused by every call, with the method paths registered up front; a call
+ * that finds the channel failed replaces it (see "Reconnecting" below). A call is one batch (send
+ * metadata + message + close, receive metadata + message + status) on a completion queue private to
+ * the calling thread, plucked until the batch completes; the call's deadline bounds the wait.
+ * gRPC 1.51 lets at most six threads pluck one queue (a seventh fails silently), so each thread
+ * gets its own queue, made on first use and destroyed when the thread exits.
  *
  * Asynchronous calls (struct csi_async) send the same batch tagged with
  * its op on a queue read with grpc_completion_queue_next by the one thread
@@ -37,24 +36,49 @@
 
 /* Largest message either way; ListVolumes pages can be big. */
 #define CSI_CLIENT_MAX_MSG (16 * 1024 * 1024)
-/* Reconnect backoff after a plugin restart: local sockets come back fast. */
-#define CSI_CLIENT_BACKOFF_MS 100
-#define CSI_CLIENT_MAX_BACKOFF_MS 1000
 /*
+ * Reconnecting. gRPC 1.51's pick_first stays in TRANSIENT_FAILURE after a
+ * failed connection attempt until an attempt succeeds ("sticky"), failing
+ * every fail-fast call at once, and makes its further attempts on its own
+ * timer. While no call waits, nothing in the process polls such a
+ * background attempt's socket, so an attempt that reaches a plugin which
+ * just appeared finishes its handshake only when gRPC's backup poller
+ * runs (every 5 s): a client made before its plugin's socket connected
+ * about 5 s after the socket appeared. So a call that finds the channel in
+ * TRANSIENT_FAILURE renews the channel first (csi_client_renew): the new
+ * channel connects for that call, which waits and polls, and succeeds as
+ * soon as the plugin listens. Each call on a dead plugin is so one
+ * connection attempt, and the caller's schedule (the agent's backoff)
+ * decides how often a dead plugin is tried; gRPC's own background
+ * attempts are pushed out to CSI_CLIENT_BACKGROUND_RETRY_MS.
+ *
  * gRPC gives each connection attempt max(backoff, MIN_RECONNECT_BACKOFF) to
  * finish its HTTP/2 handshake, so the minimum is the connect timeout, not a
  * delay: 100 ms made attempts to a busy plugin (or any plugin under ASan on
  * a loaded machine) fail with "timed out before receiving SETTINGS frame".
- * Failed attempts against a dead socket fail at once (ECONNREFUSED) and are
- * still retried after CSI_CLIENT_BACKOFF_MS.
+ * With the long background backoff an attempt now has that long.
  */
+#define CSI_CLIENT_BACKGROUND_RETRY_MS 120000
 #define CSI_CLIENT_CONNECT_TIMEOUT_MS 5000
 #define CSI_CLIENT_UNIX_PATH_MAX 107
+#define CSI_CLIENT_NARGS 11
+
+/* One channel with the method paths registered on it. */
+struct csi_client_chan {
+	grpc_channel *channel;
+	void *methods[CSI_RPC_COUNT]; /* handles from grpc_channel_register_call */
+};
 
 struct csi_client_grpc {
 	struct csi_client base;
-	grpc_channel *channel;
-	void *methods[CSI_RPC_COUNT]; /* handles from grpc_channel_register_call */
+	/*
+	 * Guards chan: calls hold it for reading while they create their
+	 * grpc_call (which then keeps its channel alive), a renewal for
+	 * writing while it swaps the channel.
+	 */
+	pthread_rwlock_t lock;
+	struct csi_client_chan *chan;
+	char target[3 * CSI_CLIENT_UNIX_PATH_MAX + 8];
 	char endpoint[CSI_CLIENT_UNIX_PATH_MAX + 8];
 };
 
@@ -347,6 +371,8 @@ static void csi_client_op_release(struct csi_client_op *op)
 	op->call = NULL;
 }
 
+static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old);
+
 /*
  * Starts op's call (op->info set) as one batch whose completion is tagged
  * op on cq. Returns 0, or a negative code with st set and nothing held.
@@ -355,6 +381,7 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 			       enum csi_rpc rpc, const ProtobufCMessage *req, int64_t timeout_ms,
 			       grpc_completion_queue *cq, struct csi_status *st)
 {
+	struct csi_client_chan *chan;
 	gpr_timespec deadline;
 	grpc_op ops[6];
 
@@ -362,8 +389,18 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 				gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-	op->call = grpc_channel_create_registered_call(c->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
-						       cq, c->methods[rpc], deadline, NULL);
+	pthread_rwlock_rdlock(&c->lock);
+	chan = c->chan;
+	if (grpc_channel_check_connectivity_state(chan->channel, 0) ==
+	    GRPC_CHANNEL_TRANSIENT_FAILURE) {
+		pthread_rwlock_unlock(&c->lock);
+		csi_client_renew(c, chan);
+		pthread_rwlock_rdlock(&c->lock);
+		chan = c->chan;
+	}
+	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
+						       cq, chan->methods[rpc], deadline, NULL);
+	pthread_rwlock_unlock(&c->lock);
 	if (!op->call) {
 		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
 		return CSID_ENOMEM;
@@ -485,46 +522,35 @@ static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
 	return rc;
 }
 
-static void csi_client_grpc_free(struct csi_client *base)
+static void csi_client_chan_free(struct csi_client_chan *chan)
 {
-	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
-
-	if (!c)
+	if (!chan)
 		return;
-	if (c->channel)
-		grpc_channel_destroy(c->channel);
-	free(c);
+	/* Calls still in flight on it keep the channel alive until they end. */
+	if (chan->channel)
+		grpc_channel_destroy(chan->channel);
+	free(chan);
 }
 
-int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct err *e)
+/* A new channel to target with the methods registered; NULL on failure. */
+static struct csi_client_chan *csi_client_chan_new(const char *target)
 {
-	struct csi_client_grpc *c;
+	struct csi_client_chan *chan = calloc(1, sizeof(*chan));
 	grpc_channel_credentials *creds;
-	char path[CSI_CLIENT_UNIX_PATH_MAX + 1];
-	char target[3 * CSI_CLIENT_UNIX_PATH_MAX + 8];
-	grpc_arg args[11];
-	grpc_channel_args cargs = {.num_args = 11, .args = args};
-	int rc;
+	grpc_arg args[CSI_CLIENT_NARGS];
+	grpc_channel_args cargs = {.num_args = CSI_CLIENT_NARGS, .args = args};
 
-	*out = NULL;
-	rc = csi_endpoint_parse(endpoint, path, e);
-	if (rc)
-		return rc;
-	csi_grpc_init();
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(e, CSID_ENOMEM, "csi client: out of memory");
-	snprintf(c->endpoint, sizeof(c->endpoint), "unix://%s", path);
-	csi_endpoint_target(path, target, sizeof(target));
+	if (!chan)
+		return NULL;
 	args[0] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
-			     {.integer = CSI_CLIENT_BACKOFF_MS}};
+			     {.integer = CSI_CLIENT_BACKGROUND_RETRY_MS}};
 	args[1] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_CONNECT_TIMEOUT_MS}};
 	args[2] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-			     {.integer = CSI_CLIENT_MAX_BACKOFF_MS}};
+			     {.integer = CSI_CLIENT_BACKGROUND_RETRY_MS}};
 	args[3] = (grpc_arg){
 	    GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = CSI_CLIENT_MAX_MSG}};
 	args[4] = (grpc_arg){
@@ -547,15 +573,71 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	args[10] =
 	    (grpc_arg){GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, {.integer = 0}};
 	creds = grpc_insecure_credentials_create();
-	c->channel = grpc_channel_create(target, creds, &cargs);
+	chan->channel = grpc_channel_create(target, creds, &cargs);
 	grpc_channel_credentials_release(creds);
-	if (!c->channel) {
+	if (!chan->channel) {
+		free(chan);
+		return NULL;
+	}
+	for (int i = 0; i < CSI_RPC_COUNT; i++)
+		chan->methods[i] = grpc_channel_register_call(
+		    chan->channel, csi_rpc_info((enum csi_rpc)i)->path, NULL, NULL);
+	return chan;
+}
+
+/*
+ * Replaces old, a channel found in TRANSIENT_FAILURE, with a new one (see
+ * the top of the file), unless another thread did already; on failure the
+ * old channel stays.
+ */
+static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old)
+{
+	struct csi_client_chan *chan = csi_client_chan_new(c->target);
+
+	if (!chan)
+		return;
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->chan == old) {
+		c->chan = chan;
+		chan = old;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	csi_client_chan_free(chan);
+}
+
+static void csi_client_grpc_free(struct csi_client *base)
+{
+	struct csi_client_grpc *c = (struct csi_client_grpc *)base;
+
+	if (!c)
+		return;
+	csi_client_chan_free(c->chan);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+}
+
+int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct err *e)
+{
+	struct csi_client_grpc *c;
+	char path[CSI_CLIENT_UNIX_PATH_MAX + 1];
+	int rc;
+
+	*out = NULL;
+	rc = csi_endpoint_parse(endpoint, path, e);
+	if (rc)
+		return rc;
+	csi_grpc_init();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, CSID_ENOMEM, "csi client: out of memory");
+	snprintf(c->endpoint, sizeof(c->endpoint), "unix://%s", path);
+	csi_endpoint_target(path, c->target, sizeof(c->target));
+	c->chan = csi_client_chan_new(c->target);
+	if (!c->chan || pthread_rwlock_init(&c->lock, NULL) != 0) {
+		csi_client_chan_free(c->chan);
 		free(c);
 		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel", endpoint);
 	}
-	for (int i = 0; i < CSI_RPC_COUNT; i++)
-		c->methods[i] = grpc_channel_register_call(
-		    c->channel, csi_rpc_info((enum csi_rpc)i)->path, NULL, NULL);
 	c->base.call = csi_client_grpc_call;
 	c->base.free = csi_client_grpc_free;
 	c->base.endpoint = c->endpoint;

@@ -90,9 +90,13 @@ void csi_endpoint_target(const char *path, char *out, size_t cap);
 
 /*
  * Opens a gRPC client for endpoint (see csi_endpoint_parse). The channel
- * is created once and reused; it reconnects with a short backoff (about
- * 100 ms) after the plugin restarts. Returns 0 and *out, or a negative
- * code with e set. Initialises gRPC on first use.
+ * is created at once (the plugin need not exist yet) and reused. A call
+ * made while the last connection attempt failed makes a new attempt
+ * itself, so a plugin that appears or restarts is reached by the next call;
+ * gRPC's own attempts in the background are rare (every 2 minutes), so
+ * the caller's retry schedule decides how often a dead plugin is tried.
+ * Returns 0 and *out, or a negative code with e set. Initialises gRPC on
+ * first use.
  */
 int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct err *e);
 

@@ -105,6 +105,14 @@ fail:
 }
 
 /* The managed controller plugin id, healthy and fingerprinted, from a snapshot. */
+static bool controllers_configured(const struct controllers *c, const char *plugin_id)
+{
+	for (size_t i = 0; i < c->nplugins; i++)
+		if (strcmp(c->plugins[i].id, plugin_id) == 0)
+			return true;
+	return false;
+}
+
 static int controllers_find(struct controllers *c, const char *plugin_id, char *endpoint,
 			    uint64_t *caps, struct err *e)
 {
@@ -118,7 +126,11 @@ static int controllers_find(struct controllers *c, const char *plugin_id, char *
 		if (snap.plugins[i].type == REGISTRY_CONTROLLER &&
 		    strcmp(snap.plugins[i].name, plugin_id) == 0)
 			p = &snap.plugins[i];
-	if (!p)
+	if (!p && controllers_configured(c, plugin_id))
+		/* Configured, not registered yet (just started, or restarting): wait for it. */
+		rc = err_set(e, CSID_EUNAVAIL, "controller plugin %s: not registered yet",
+			     plugin_id);
+	else if (!p)
 		rc =
 		    err_set(e, CSID_ENOTFOUND, "no controller plugin %s on this server", plugin_id);
 	else if (!p->managed || p->status.state != INSTANCE_MANAGER_RUNNING ||

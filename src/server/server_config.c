@@ -24,8 +24,6 @@
 
 #define SERVER_CONFIG_PATH_MAX 4096
 #define SERVER_CONFIG_SOCK_MAX 107
-#define SERVER_CONFIG_ARG_MAX 4096
-#define SERVER_CONFIG_ARGS_MAX 256
 #define SERVER_CONFIG_LISTEN_MAX 256
 /* A setting's JSON path ("controller_plugins[12].env.NAME"). */
 #define SERVER_CONFIG_JPATH 128
@@ -241,145 +239,27 @@ static int server_config_tokens(json_t *v, struct server_config_file *cfg, struc
 }
 
 /* "command": [program, args...] into p->command and p->args. */
-static int server_config_command(json_t *v, const char *path, struct config_plugin *p,
-				 struct err *e)
-{
-	char sub[SERVER_CONFIG_JPATH];
-	size_t i;
-	json_t *a;
-	int rc;
-
-	if (!json_is_array(v) || json_array_size(v) == 0)
-		return err_set(e, CSID_EINVAL, "%s.command: expected a non-empty array of strings",
-			       path);
-	if (json_array_size(v) > SERVER_CONFIG_ARGS_MAX)
-		return err_set(e, CSID_EINVAL, "%s.command: more than %d strings", path,
-			       SERVER_CONFIG_ARGS_MAX);
-	p->args = calloc(json_array_size(v), sizeof(*p->args));
-	if (!p->args)
-		return err_set(e, CSID_ENOMEM, "%s.command: out of memory", path);
-	json_array_foreach(v, i, a)
-	{
-		snprintf(sub, sizeof(sub), "%s.command[%zu]", path, i);
-		if (i == 0) {
-			rc = server_config_str(a, sub, SERVER_CONFIG_PATH_MAX, false, &p->command,
-					       e);
-		} else {
-			rc = server_config_str(a, sub, SERVER_CONFIG_ARG_MAX, true,
-					       &p->args[p->nargs], e);
-			if (!rc)
-				p->nargs++;
-		}
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int server_config_env(json_t *v, const char *path, struct config_plugin *p, struct err *e)
-{
-	const char *key;
-	json_t *val;
-
-	if (!json_is_object(v))
-		return err_set(e, CSID_EINVAL, "%s.env: expected an object of strings", path);
-	if (json_object_size(v) > SERVER_CONFIG_ARGS_MAX)
-		return err_set(e, CSID_EINVAL, "%s.env: more than %d variables", path,
-			       SERVER_CONFIG_ARGS_MAX);
-	p->env = calloc(json_object_size(v) + 1, sizeof(*p->env));
-	if (!p->env)
-		return err_set(e, CSID_ENOMEM, "%s.env: out of memory", path);
-	json_object_foreach(v, key, val)
-	{
-		struct config_env *env = &p->env[p->nenv];
-		char sub[SERVER_CONFIG_JPATH];
-		size_t klen = strlen(key);
-		int rc;
-
-		if (klen == 0 || klen > 256 || strchr(key, '=') || server_config_has_ctl(key))
-			return err_set(e, CSID_EINVAL,
-				       "%s.env: invalid variable name (empty, too long, or holds "
-				       "'=' or a control character)",
-				       path);
-		env->name = strdup(key);
-		if (!env->name)
-			return err_set(e, CSID_ENOMEM, "%s.env: out of memory", path);
-		p->nenv++;
-		snprintf(sub, sizeof(sub), "%s.env.%.40s", path, key);
-		rc = server_config_str(val, sub, SERVER_CONFIG_ARG_MAX, true, &env->value, e);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int server_config_plugin(json_t *obj, size_t idx, struct config_plugin *p, struct err *e)
-{
-	static const char *const keys[] = {"id", "socket", "command", "env", NULL};
-	char path[SERVER_CONFIG_JPATH], sub[SERVER_CONFIG_JPATH];
-	json_t *v;
-	int rc;
-
-	p->type = CONFIG_PLUGIN_CONTROLLER;
-	snprintf(path, sizeof(path), "controller_plugins[%zu]", idx);
-	if (!json_is_object(obj))
-		return err_set(e, CSID_EINVAL, "%s: expected an object", path);
-	if ((rc = server_config_keys(obj, path, keys, e)))
-		return rc;
-	snprintf(sub, sizeof(sub), "%s.id", path);
-	v = json_object_get(obj, "id");
-	if (!v)
-		return err_set(e, CSID_EINVAL, "%s: missing", sub);
-	if ((rc = server_config_str(v, sub, CONFIG_ID_MAX, false, &p->id, e)))
-		return rc;
-	/* The ID volumes name their plugin with: the model's domain notation. */
-	if ((rc = model_plugin_id_check(p->id, e)))
-		return err_wrap(e, "%s", sub);
-	v = json_object_get(obj, "socket");
-	if (v) {
-		if (json_object_get(obj, "command") || json_object_get(obj, "env"))
-			return err_set(e, CSID_EINVAL,
-				       "%s: \"socket\" excludes \"command\" and \"env\"", path);
-		snprintf(sub, sizeof(sub), "%s.socket", path);
-		return server_config_abs_path(v, sub, SERVER_CONFIG_SOCK_MAX, &p->socket, e);
-	}
-	v = json_object_get(obj, "command");
-	if (!v)
-		return err_set(e, CSID_EINVAL, "%s: needs either \"socket\" or \"command\"", path);
-	if ((rc = server_config_command(v, path, p, e)))
-		return rc;
-	v = json_object_get(obj, "env");
-	return v ? server_config_env(v, path, p, e) : 0;
-}
-
+/*
+ * controller_plugins: the agent's plugin definitions (one parser for both
+ * configs); "type" defaults to controller, and may be monolith (the
+ * server drives its controller side). The IDs are the ones volumes name
+ * their plugin with, so they follow the model's domain notation.
+ */
 static int server_config_plugins(json_t *v, struct server_config_file *cfg, struct err *e)
 {
-	size_t i;
-	json_t *item;
+	int rc = config_parse_plugin_list(v, "controller_plugins", CONFIG_PLUGIN_CONTROLLER,
+					  &cfg->plugins, &cfg->nplugins, e);
 
-	if (!json_is_array(v))
-		return err_set(e, CSID_EINVAL, "controller_plugins: expected an array");
-	if (json_array_size(v) > SERVER_CONFIG_PLUGINS_MAX)
-		return err_set(e, CSID_EINVAL, "controller_plugins: more than %d plugins",
-			       SERVER_CONFIG_PLUGINS_MAX);
-	cfg->plugins = calloc(json_array_size(v) + 1, sizeof(*cfg->plugins));
-	if (!cfg->plugins)
-		return err_set(e, CSID_ENOMEM, "controller_plugins: out of memory");
-	json_array_foreach(v, i, item)
-	{
-		int rc = server_config_plugin(item, i, &cfg->plugins[i], e);
-
-		cfg->nplugins++;
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(cfg->plugins[j].id, cfg->plugins[i].id) == 0)
-				return err_set(e, CSID_EINVAL,
-					       "controller_plugins[%zu].id: duplicate of "
-					       "controller_plugins[%zu].id",
-					       i, j);
+	for (size_t i = 0; !rc && i < cfg->nplugins; i++) {
+		if (cfg->plugins[i].type == CONFIG_PLUGIN_NODE)
+			return err_set(e, CSID_EINVAL,
+				       "controller_plugins[%zu].type: a node plugin runs on the "
+				       "agents, not on the server",
+				       i);
+		if ((rc = model_plugin_id_check(cfg->plugins[i].id, e)))
+			return err_wrap(e, "controller_plugins[%zu].id", i);
 	}
-	return 0;
+	return rc;
 }
 
 static int server_config_scalars(json_t *root, struct server_config_file *cfg, struct err *e)

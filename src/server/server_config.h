@@ -15,14 +15,14 @@
  *     "controller_plugins": [
  *       {"id": "ebs.csi.aws.com", "socket": "/run/ebs/csi.sock"},
  *       {"id": "hostpath.csi.csid.dev",
- *        "command": ["/usr/bin/csi-hostpath", "--endpoint", "${CSI_ENDPOINT}"],
+ *        "command": "/usr/bin/csi-hostpath", "args": ["--endpoint", "${CSI_ENDPOINT}"],
  *        "env": {"LOG": "debug"}}
  *     ]
  *   }
  *
  * Every key is optional but data_dir (here or -data-dir). Unknown keys,
  * wrong types and bad values are refused with the JSON path of the value
- * ("controller_plugins[1].command[0]: expected a string"); an ACL secret
+ * ("controller_plugins[1].args[0]: expected a string"); an ACL secret
  * never appears in a message. A struct server_config_file owns every
  * string it points to; its secrets are zeroed when it is freed.
  */
@@ -43,7 +43,6 @@
 /* Fewest bytes in an ACL secret: a short one is guessable. */
 #define SERVER_CONFIG_SECRET_MIN 8
 #define SERVER_CONFIG_WORKERS_MAX 256
-#define SERVER_CONFIG_PLUGINS_MAX 256
 
 enum server_config_store { SERVER_CONFIG_STORE_SQLITE, SERVER_CONFIG_STORE_MEMORY };
 
@@ -69,7 +68,9 @@ struct server_config_file {
 	size_t ntokens;
 	/*
 	 * Controller plugins on this host: type CONFIG_PLUGIN_CONTROLLER, with
-	 * either socket, or command + args + env (supervised).
+	 * either socket, or command + args + env (supervised): the agent's
+	 * plugin definitions (config_parse_plugin_list), "type" controller by
+	 * default, or monolith.
 	 */
 	struct config_plugin *plugins;
 	size_t nplugins;

@@ -118,17 +118,6 @@ static bool server_node_in_use(const struct model_volume *v, const char *node_id
 	return false;
 }
 
-static void server_pub_remove(struct model_volume *v, const char *node_id)
-{
-	for (size_t i = 0; i < v->npubs; i++) {
-		if (strcmp(v->pubs[i].node_id, node_id) != 0)
-			continue;
-		memmove(&v->pubs[i], &v->pubs[i + 1], (v->npubs - i - 1) * sizeof(*v->pubs));
-		v->npubs--;
-		return;
-	}
-}
-
 /* ---- register, create ---- */
 
 struct server_new_arg {
@@ -539,11 +528,20 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 	if (c->state == MODEL_CLAIM_CLAIMED)
 		snprintf(note, sizeof(note), "node unpublish on node %s", c->node_id);
 	if (pub) {
-		char step[MODEL_ID_MAX + 64];
+		char step[MODEL_ID_MAX + 96];
 
-		snprintf(step, sizeof(step), "controller unpublish from node %s", c->node_id);
+		/*
+		 * The publication stays, marked for unpublishing: the reconciler
+		 * keeps trying ControllerUnpublishVolume in the background, so the
+		 * plugin's attachment is not forgotten (a strict plugin would
+		 * refuse the next publish elsewhere, or the delete, for ever).
+		 */
+		snprintf(step, sizeof(step),
+			 "waiting for the controller unpublish from node %s (it goes on in the "
+			 "background)",
+			 c->node_id);
 		server_note_add(note, sizeof(note), " and ", step);
-		server_pub_remove(v, c->node_id);
+		model_volume_pub(v, c->node_id)->state = MODEL_PUB_UNPUBLISHING;
 	}
 	*skipped = note[0]
 		       ? arena_printf(scratch, "force-freed alloc %s without %s", r->alloc_id, note)

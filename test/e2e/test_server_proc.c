@@ -294,7 +294,7 @@ static void test_supervised_controller_plugin(void **state)
 	snprintf(json, sizeof(json),
 		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"127.0.0.1:%d\","
 		 " \"backoff_min\": \"50ms\", \"backoff_max\": \"500ms\","
-		 " \"controller_plugins\": [{\"id\": \"" T_HP "\", \"command\": [\"%s\","
+		 " \"controller_plugins\": [{\"id\": \"" T_HP "\", \"command\": \"%s\", \"args\": ["
 		 " \"--endpoint\", \"${CSI_ENDPOINT}\", \"--data-dir\", \"@DIR@/hp\","
 		 " \"--node-id\", \"server\", \"--mode\", \"controller\"]}]}",
 		 t.port, CSI_HOSTPATH_BIN);

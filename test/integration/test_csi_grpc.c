@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -32,6 +33,7 @@
 #include "csi/csi_client.h"
 #include "csi/csi_rules.h"
 #include "csi/csi_server.h"
+#include "hostpath_proc.h"
 
 #define TG_THREADS 8
 #define TG_CALLS 400
@@ -576,6 +578,75 @@ static void test_restart(void **state)
 	assert_int_equal(tg_probe_until_ok(t->client, 5000), 0);
 }
 
+/* The real csi-hostpath, for test_first_connect, and its restarter. */
+static struct hpp_proc tg_hpp;
+static struct csi_client *tg_late;
+
+static void *tg_restart_main(void *arg)
+{
+	return (void *)(intptr_t)hpp_proc_restart(arg, NULL);
+}
+
+static int tg_hpp_teardown(void **state)
+{
+	csi_client_free(tg_late);
+	tg_late = NULL;
+	hpp_proc_cleanup(&tg_hpp);
+	(void)state;
+	return 0;
+}
+
+/*
+ * A client made before its plugin's socket exists (an embedding program, a
+ * benchmark that starts the plugin later) succeeds soon after the socket
+ * appears, although its calls failed before. The plugin is a separate
+ * process, as in real use: an in-process server's threads would poll the
+ * client's sockets too. The bound is generous for a loaded machine, but
+ * well under the 5 s this used to take (gRPC's backup poller finishing
+ * the handshake of a connection nobody polled).
+ */
+static void test_first_connect(void **state)
+{
+	char path[160];
+	struct csi_status st;
+	struct stat sb;
+	pthread_t restarter;
+	int64_t seen = 0, ok = 0, end;
+	void *started;
+	struct err e;
+
+	(void)state;
+	if (hpp_proc_start(&tg_hpp, NULL) != 0)
+		fail_msg("csi-hostpath did not start");
+	/* A graceful stop removes the socket. */
+	hpp_proc_kill(&tg_hpp, SIGTERM);
+	snprintf(path, sizeof(path), "%s/csi.sock", tg_hpp.dir);
+	assert_int_equal(lstat(path, &sb), -1);
+	err_clear(&e);
+	assert_int_equal(csi_client_grpc_new(tg_hpp.endpoint, &tg_late, &e), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(csi_probe(tg_late, NULL, NULL, 1000, &st), CSID_EUNAVAIL);
+	assert_int_equal(pthread_create(&restarter, NULL, tg_restart_main, &tg_hpp), 0);
+	/* Probe every 2 ms, noting when the socket appears. */
+	end = tg_now_ms() + 20000;
+	while (!ok && tg_now_ms() < end) {
+		if (!seen && lstat(path, &sb) == 0)
+			seen = tg_now_ms();
+		if (csi_probe(tg_late, NULL, NULL, 1000, &st) == 0)
+			ok = tg_now_ms();
+		else
+			hpp_pause_ms(2);
+	}
+	pthread_join(restarter, &started);
+	assert_int_equal((intptr_t)started, 0);
+	assert_true(ok > 0);
+	if (!seen)
+		seen = ok; /* it appeared between the last look and the call */
+	if (ok - seen > 1000)
+		fail_msg("first call succeeded %lld ms after the socket appeared",
+			 (long long)(ok - seen));
+}
+
 /* Bytes that mean something in a URI still name the socket verbatim. */
 static void test_odd_path(void **state)
 {
@@ -1031,6 +1102,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_raw_requests, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_message_caps, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_restart, tg_setup, tg_teardown),
+	    cmocka_unit_test_teardown(test_first_connect, tg_hpp_teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_under_load, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_endpoints, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_odd_path, tg_setup, tg_teardown),

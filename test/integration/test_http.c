@@ -215,6 +215,15 @@ static void test_query_and_index(void **state)
 	free(text);
 }
 
+static void test_nul_not_decoded(void **state)
+{
+	struct fixture *f = *state;
+
+	/* A decoded NUL would cut "/nope%00x" to "/nope"; it stays "%00". */
+	expect_error(f, "GET", "/ok%00x", NULL, 404, "not_found");
+	expect_error(f, "GET", "/ok?n=1%00", NULL, 400, "invalid_argument");
+}
+
 static void test_stream(void **state)
 {
 	struct fixture *f = *state;
@@ -249,6 +258,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_long_url, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_and_index, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup, teardown),
 	    cmocka_unit_test(test_path_segment),
 	};
 

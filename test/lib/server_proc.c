@@ -75,8 +75,9 @@ static const char server_proc_default[] =
     "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"20ms\","
     " \"backoff_max\": \"500ms\", \"rpc_timeout\": \"5s\", \"node_ttl\": \"30s\","
     " \"controller_plugins\": [{\"id\": \"" SERVER_PROC_HP_ID "\","
-    " \"command\": [\"@HP@\", \"--endpoint\", \"${CSI_ENDPOINT}\", \"--mode\", \"controller\","
-    " \"--data-dir\", \"@DIR@/hp\", \"--node-id\", \"node-1\", \"--faults\", \"@DIR@/faults\"]}]"
+    " \"command\": \"@HP@\", \"args\": [\"--endpoint\", \"${CSI_ENDPOINT}\", \"--mode\","
+    " \"controller\", \"--data-dir\", \"@DIR@/hp\", \"--node-id\", \"node-1\", \"--faults\","
+    " \"@DIR@/faults\"]}]"
     "@EXTRA@}";
 
 int server_proc_write_config(struct server_proc *s, const char *json, const char *extra)

@@ -51,7 +51,7 @@ static void test_full(void **state)
 	    " \"listener\": {\"socket\": \"/run/a.sock\", \"addr\": \"127.0.0.1:4650\"},"
 	    " \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"2s\","
 	    "  \"resync_period\": \"1m\", \"backoff_base\": \"10ms\", \"backoff_max\": \"1s\","
-	    "  \"rpc_timeout\": \"2s\"},"
+	    "  \"rpc_timeout\": \"2s\", \"reconnect_max\": \"5s\"},"
 	    " \"plugin_log_max_bytes\": 8192,"
 	    " \"plugins\": [{\"id\": \"hostpath.csi.csid.dev\", \"type\": \"monolith\","
 	    "   \"command\": \"/bin/hp\", \"args\": [\"--endpoint=${CSI_ENDPOINT}\"],"
@@ -68,6 +68,7 @@ static void test_full(void **state)
 	assert_int_equal(cfg->backoff_base_ms, 10);
 	assert_int_equal(cfg->backoff_max_ms, 1000);
 	assert_int_equal(cfg->rpc_timeout_ms, 2000);
+	assert_int_equal(cfg->reconnect_max_ms, 5000);
 	assert_int_equal(cfg->plugin_log_max_bytes, 8192);
 	assert_int_equal(cfg->nplugins, 2);
 	assert_string_equal(cfg->plugins[0].id, "hostpath.csi.csid.dev");
@@ -94,6 +95,7 @@ static void test_defaults_and_finalize(void **state)
 	assert_int_equal(cfg->backoff_base_ms, 1000);
 	assert_int_equal(cfg->backoff_max_ms, 60000);
 	assert_int_equal(cfg->rpc_timeout_ms, 15000);
+	assert_int_equal(cfg->reconnect_max_ms, 30000);
 	assert_int_equal(cfg->nplugins, 0);
 	/* No data_dir anywhere: a clear error. */
 	assert_int_equal(config_finalize(cfg, &e), CSID_EINVAL);

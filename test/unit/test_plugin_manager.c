@@ -2,10 +2,10 @@
  * Unit tests of the plugin manager and its instance managers
  * (src/agent/plugin_manager.c, instance_manager.c) with a memory-only
  * registry and a scripted fake CSI client, in virtual time: registration,
- * fingerprint, health changes, resync of missed events, instance changes,
- * deregistration, wait_for_plugin, references held across a replacement,
- * hanging and garbage-answering plugins. Two tests run the real threads
- * on the real clock (waiting and parallel shutdown).
+ * fingerprint, health changes, the retry backoff of a plugin that is down, resync of missed events,
+ * instance changes, deregistration, wait_for_plugin, references held across a replacement, hanging
+ * and garbage-answering plugins. Two tests run the real threads on the real clock (waiting and
+ * parallel shutdown).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,7 +62,9 @@ struct test_ctx {
 	struct fake_plugin fakes[FAKE_MAX];
 	int nfakes;
 	int health_events;
+	int attempt_events; /* changes of the failed-attempt count */
 	struct instance_manager_status last_old, last_cur;
+	uint64_t rnd; /* what the jitter's random source returns */
 };
 
 static pthread_mutex_t test_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -290,12 +292,22 @@ static void test_on_health(void *ctx, const struct instance_manager_status *old,
 	struct test_ctx *t = ctx;
 
 	pthread_mutex_lock(&test_mu);
+	if (old->attempts != cur->attempts)
+		t->attempt_events++;
 	if (old->health.healthy != cur->health.healthy) {
 		t->health_events++;
 		t->last_old = *old;
 		t->last_cur = *cur;
 	}
 	pthread_mutex_unlock(&test_mu);
+}
+
+/* The jitter's randomness: t->rnd, so that retry delays are exact. */
+static uint64_t test_random(void *ctx)
+{
+	struct test_ctx *t = ctx;
+
+	return t->rnd;
 }
 
 static struct test_ctx *test_new(bool manual, struct clock *clock)
@@ -317,6 +329,8 @@ static struct test_ctx *test_new(bool manual, struct clock *clock)
 	t->cfg.rpc_timeout_ms = 500;
 	t->cfg.resync_ms = 30000;
 	t->cfg.manual_events = manual;
+	t->cfg.random = test_random;
+	t->cfg.random_ctx = t;
 	assert_int_equal(plugin_manager_new(&t->cfg, &t->pm, &e), 0);
 	return t;
 }
@@ -678,16 +692,16 @@ static void test_hang_and_garbage(void **state)
 			    "GetPluginInfo: DEADLINE_EXCEEDED: scripted DEADLINE_EXCEEDED");
 	assert_int_equal(plugin_manager_mounter_for_plugin(t->pm, "hp", &ref, &e), CSID_EUNAVAIL);
 	assert_non_null(strstr(e.msg, "fingerprinting"));
-	/* Retries back off: 100, 200, 400 ms ... never a tight loop. */
-	assert_int_equal(next, T0 + 100);
+	/* Retries back off: 100, 200, 400 ms less jitter (rnd 0: 3/4 of each). */
+	assert_int_equal(next, T0 + 75);
 	plugin_manager_step(t->pm);
 	assert_int_equal(fake_count(p, CSI_RPC_GET_PLUGIN_INFO), 1);
 	clock_fake_set(&t->clock, next);
 	next = plugin_manager_step(t->pm);
-	assert_int_equal(next, T0 + 300);
+	assert_int_equal(next, T0 + 225);
 	clock_fake_set(&t->clock, next);
 	next = plugin_manager_step(t->pm);
-	assert_int_equal(next, T0 + 700);
+	assert_int_equal(next, T0 + 525);
 	assert_int_equal(fake_count(p, CSI_RPC_GET_PLUGIN_INFO), 3);
 
 	/* Garbage from NodeGetInfo: still unhealthy, nothing half-updated. */
@@ -728,6 +742,117 @@ static void test_hang_and_garbage(void **state)
 	assert_int_equal(plugin_manager_mounter_for_plugin(t->pm, "hp", &ref, &e), 0);
 	assert_false(ref.health.healthy);
 	plugin_ref_release(&ref);
+}
+
+/*
+ * A plugin that goes down (its socket refuses: Probe answers UNAVAILABLE)
+ * is retried after 100 ms doubling up to the cap, with jitter, never at a
+ * fixed rate; the status counts the attempts and tells when the next is
+ * due, and each attempt is reported. Recovery resets the backoff.
+ */
+static void test_down_backoff(void **state)
+{
+	struct test_ctx *t = *state;
+	struct fake_plugin *p = fake_add(t, "/run/hp/i1.sock");
+	struct instance_manager_status st;
+	int64_t next, start, delay, prev = 0;
+	int probes;
+	struct err e;
+
+	/* Only the Probe timer runs in the hour this test spans. */
+	plugin_manager_free(t->pm);
+	t->cfg.fingerprint_interval_ms = 3600000;
+	t->cfg.resync_ms = 3600000;
+	assert_int_equal(plugin_manager_new(&t->cfg, &t->pm, &e), 0);
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
+	plugin_manager_step(t->pm);
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_true(st.health.healthy);
+	assert_int_equal(st.attempts, 0);
+
+	/* Down: each retry waits twice as long, up to the 30 s default cap. */
+	p->fail[CSI_RPC_PROBE] = CSI_UNAVAILABLE;
+	next = plugin_manager_step(t->pm);
+	assert_int_equal(next, T0 + 1000); /* the next Probe is due */
+	clock_fake_set(&t->clock, next);
+	start = next;
+	for (unsigned i = 1; i <= 12; i++) {
+		int64_t now = clock_now_ms(&t->clock.base);
+		int64_t d = 100LL << (i - 1);
+
+		if (d > 30000)
+			d = 30000;
+		probes = fake_count(p, CSI_RPC_PROBE);
+		next = plugin_manager_step(t->pm);
+		assert_int_equal(fake_count(p, CSI_RPC_PROBE), probes + 1);
+		assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+		assert_false(st.health.healthy);
+		assert_int_equal(st.attempts, i);
+		assert_int_equal(st.retry_delay_ms, d - d / 4);
+		assert_int_equal(next, now + d - d / 4);
+		assert_int_equal(st.next_attempt_ms, WALL0 + (next - T0));
+		/* Nothing happens before the next attempt is due. */
+		clock_fake_set(&t->clock, next - 1);
+		assert_int_equal(plugin_manager_step(t->pm), next);
+		assert_int_equal(fake_count(p, CSI_RPC_PROBE), probes + 1);
+		clock_fake_set(&t->clock, next);
+	}
+	assert_int_equal(t->attempt_events, 12);
+	/* Twelve attempts took over a minute, not four seconds. */
+	assert_true(clock_now_ms(&t->clock.base) - start > 60000);
+
+	/* Recovery resets the count; the next failure is retried soon again. */
+	p->fail[CSI_RPC_PROBE] = 0;
+	plugin_manager_step(t->pm);
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_true(st.health.healthy);
+	assert_int_equal(st.attempts, 0);
+	assert_int_equal(st.next_attempt_ms, 0);
+	p->fail[CSI_RPC_PROBE] = CSI_UNAVAILABLE;
+	test_advance_step(t, 1000);
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_int_equal(st.attempts, 1);
+	assert_int_equal(st.retry_delay_ms, 75);
+
+	/* Jitter: delays lie in [3/4 d, d] and differ with the random source. */
+	for (unsigned i = 0; i < 6; i++) {
+		t->rnd = 0x9e3779b97f4a7c15ULL * (i + 1);
+		clock_fake_set(&t->clock, T0 + 10000000 + i * 100000);
+		plugin_manager_step(t->pm);
+		assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+		delay = st.retry_delay_ms;
+		assert_true(delay >= (100LL << (st.attempts - 1)) * 3 / 4);
+		assert_true(delay <= 100LL << (st.attempts - 1));
+		assert_true(delay != prev);
+		prev = delay;
+	}
+}
+
+/* The cap is configurable (the agent's timings.reconnect_max). */
+static void test_down_backoff_cap(void **state)
+{
+	struct test_ctx *t = *state;
+	struct fake_plugin *p = fake_add(t, "/run/hp/i1.sock");
+	struct instance_manager_status st;
+	int64_t next;
+	struct err e;
+
+	plugin_manager_free(t->pm);
+	t->cfg.retry_max_ms = 2000;
+	t->cfg.fingerprint_interval_ms = 3600000;
+	t->cfg.resync_ms = 3600000;
+	assert_int_equal(plugin_manager_new(&t->cfg, &t->pm, &e), 0);
+	p->fail[CSI_RPC_PROBE] = CSI_UNAVAILABLE;
+	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i1", p->endpoint, &e), 0);
+	next = plugin_manager_step(t->pm);
+	for (int i = 0; i < 10; i++) {
+		clock_fake_set(&t->clock, next);
+		next = plugin_manager_step(t->pm);
+	}
+	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
+	assert_int_equal(st.attempts, 11);
+	assert_int_equal(st.retry_delay_ms, 1500);
+	assert_int_equal(next, clock_now_ms(&t->clock.base) + 1500);
 }
 
 static void test_controller_without_service(void **state)
@@ -864,6 +989,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wait_for_plugin, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_wait_wakes_on_healthy, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_hang_and_garbage, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_down_backoff, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_down_backoff_cap, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_controller_without_service, test_setup,
 					    test_teardown),
 	    cmocka_unit_test_teardown(test_threads_parallel_shutdown, test_teardown),

@@ -469,13 +469,17 @@ static void test_release_and_force_free(void **state)
 			 0);
 	assert_null(skipped);
 	assert_int_equal(model_volume_claim(v, "a2")->state, MODEL_CLAIM_NODE_UNPUBLISHED);
-	/* Force-free: says it skipped both unpublishes, and drops the publication. */
+	/*
+	 * Force-free: frees the claim at once and says what it did not wait
+	 * for; the publication stays, marked for the reconciler to unpublish.
+	 */
 	assert_int_equal(server_volume_release(t->s, "shared", "a1", true, t->a, &v, &skipped, &e),
 			 0);
 	t_contains(skipped, "node unpublish on node n1");
 	t_contains(skipped, "controller unpublish from node n1");
 	assert_null(model_volume_claim(v, "a1"));
-	assert_null(model_volume_pub(v, "n1"));
+	assert_non_null(model_volume_pub(v, "n1"));
+	assert_int_equal(model_volume_pub(v, "n1")->state, MODEL_PUB_UNPUBLISHING);
 	assert_int_equal(v->npast_claims, 1);
 	assert_string_equal(v->past_claims[0].alloc_id, "a1");
 	assert_int_equal(v->past_claims[0].state, MODEL_CLAIM_FREED);

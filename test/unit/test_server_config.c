@@ -57,7 +57,7 @@ static void test_full(void **state)
 	    " \"controller_plugins\": ["
 	    "   {\"id\": \"ebs.csi.aws.com\", \"socket\": \"/run/ebs/csi.sock\"},"
 	    "   {\"id\": \"hostpath.csi.csid.dev\","
-	    "    \"command\": [\"/bin/hp\", \"--endpoint\", \"${CSI_ENDPOINT}\"],"
+	    "    \"command\": \"/bin/hp\", \"args\": [\"--endpoint\", \"${CSI_ENDPOINT}\"],"
 	    "    \"env\": {\"LOG\": \"debug\"}}]}");
 
 	assert_string_equal(cfg->data_dir, "/var/lib/csid-server");
@@ -177,32 +177,36 @@ static void test_bad(void **state)
 	sc_parse_bad("{\"controller_plugins\": [{\"socket\": \"/s\"}]}",
 		     "controller_plugins[0].id: missing");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a/b\", \"socket\": \"/s\"}]}",
-		     "controller_plugins[0].id: plugin id");
+		     "controller_plugins[0].id must not contain '/'");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"-a\", \"socket\": \"/s\"}]}",
 		     "must start and end with a letter or digit");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\"}]}",
 		     "controller_plugins[0]: needs either");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"socket\": \"/s\", "
-		     "\"command\": [\"/x\"]}]}",
+		     "\"command\": \"/x\"}]}",
 		     "controller_plugins[0]: \"socket\" excludes");
-	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": \"/bin/x\"}]}",
-		     "controller_plugins[0].command: expected a non-empty array");
-	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": []}]}",
-		     "controller_plugins[0].command: expected a non-empty array");
-	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": [\"/x\", 3]}]}",
-		     "controller_plugins[0].command[1]: expected a string");
-	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": [\"/x\"], "
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": [\"/bin/x\"]}]}",
+		     "controller_plugins[0].command: expected a string");
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": \"\"}]}",
+		     "controller_plugins[0].command: empty");
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": \"/x\", "
+		     "\"args\": [3]}]}",
+		     "controller_plugins[0].args[0]: expected a string");
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": \"/x\", "
 		     "\"env\": {\"A\": 1}}]}",
 		     "controller_plugins[0].env.A: expected a string");
-	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": [\"/x\"], "
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"command\": \"/x\", "
 		     "\"env\": {\"A=B\": \"1\"}}]}",
-		     "controller_plugins[0].env: invalid variable name");
+		     "controller_plugins[0].env");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"socket\": \"/s\"}, "
 		     "{\"id\": \"a\", \"socket\": \"/t\"}]}",
 		     "controller_plugins[1].id: duplicate of controller_plugins[0].id");
 	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"socket\": \"/s\", "
 		     "\"type\": \"node\"}]}",
-		     "controller_plugins[0]: unknown key type");
+		     "controller_plugins[0].type: a node plugin runs on the agents");
+	sc_parse_bad("{\"controller_plugins\": [{\"id\": \"a\", \"socket\": \"/s\", "
+		     "\"kind\": \"node\"}]}",
+		     "controller_plugins[0]: unknown key kind");
 	sc_parse_bad("{\"data_dir\": \"/a\", \"data_dir\": \"/b\"}", "duplicate");
 }
 

@@ -385,13 +385,15 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 {
 	char q[600];
 
-	if (old->health.healthy == cur->health.healthy && old->state == cur->state)
+	/* Every failed retry too, so that the log shows the retry rate. */
+	if (old->health.healthy == cur->health.healthy && old->state == cur->state &&
+	    old->attempts == cur->attempts)
 		return;
 	log_info("msg=\"plugin health\" type=%s plugin=%s instance=%s state=%s healthy=%d "
-		 "description=%s",
+		 "attempt=%u next_attempt_in_ms=%lld description=%s",
 		 registry_type_name(cur->type), cur->name, cur->instance.instance_id,
-		 instance_manager_state_name(cur->state), cur->health.healthy,
-		 log_q(q, sizeof(q), cur->health.description));
+		 instance_manager_state_name(cur->state), cur->health.healthy, cur->attempts,
+		 (long long)cur->retry_delay_ms, log_q(q, sizeof(q), cur->health.description));
 }
 
 static int csid_agent_open(struct csid_agent *a, struct err *e)
@@ -428,6 +430,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	sc.unhealthy_threshold_ms = a->cfg->unhealthy_threshold_ms;
 	sc.backoff_base_ms = a->cfg->backoff_base_ms;
 	sc.backoff_max_ms = a->cfg->backoff_max_ms;
+	sc.reconnect_max_ms = a->cfg->reconnect_max_ms;
 	sc.stop_grace_ms = a->cfg->stop_grace_ms;
 	sc.log_max_bytes = a->cfg->plugin_log_max_bytes;
 	if ((rc = supervisor_new(&sc, &a->sv, e)))
@@ -444,6 +447,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	pc.resync_ms = a->cfg->resync_period_ms;
 	pc.probe_interval_ms = a->cfg->probe_interval_ms;
 	pc.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
+	pc.retry_max_ms = a->cfg->reconnect_max_ms;
 	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = plugin_manager_start(a->pm, e)))
 		return rc;
 	mo.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
