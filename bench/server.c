@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -367,9 +368,21 @@ struct bench_client {
 	struct http_client *http;
 	int first, n; /* volumes vol-<first> .. vol-<first + n - 1> */
 	int rep;
+	bool wait_publish; /* the agent's flow: GET until published before the release */
 	long requests;
+	double cpu; /* this client thread's CPU time, s */
 	const char *failed;
 };
+
+/* CPU time (user + system) of the calling thread, or of the process, in seconds. */
+static double bench_cpu(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
 
 static const char *bench_pub_state(json_t *v)
 {
@@ -403,7 +416,8 @@ static void *bench_client_run(void *arg)
 			break;
 		}
 		/* Wait for ControllerPublishVolume, as the agent does before it mounts. */
-		while ((ps = bench_pub_state(v)) == NULL || strcmp(ps, "published") != 0) {
+		while (c->wait_publish &&
+		       ((ps = bench_pub_state(v)) == NULL || strcmp(ps, "published") != 0)) {
 			index = json_integer_value(json_object_get(v, "modify_index"));
 			json_decref(v);
 			v = NULL;
@@ -425,43 +439,38 @@ static void *bench_client_run(void *arg)
 			c->failed = "release";
 		c->requests++;
 	}
+	c->cpu = bench_cpu(RUSAGE_THREAD);
 	return NULL;
 }
 
-static void bench_cycles(const char *dir, int repeats)
+/*
+ * One variant of the cycles: repeats runs of BENCH_CYCLES cycles on volumes
+ * not used before (from *next_vol on), on the server b.
+ */
+static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
+				 bool wait_publish, int *next_vol)
 {
-	double rt[16], freed[16];
-	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
-	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	const char *name = wait_publish ? "claim_wait_release" : "claim_release";
+	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
-	struct bench_srv b;
-	char db[256];
-	int per = BENCH_CYCLES / BENCH_CLIENTS, ready, busy;
-	struct http_client *h;
-	static const char node[] =
-	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
-	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
-	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
+	double rt[16], freed[16], cpu[16];
 
-	snprintf(db, sizeof(db), "%s/cycles.db", dir);
-	bench_fill(db, BENCH_CYCLES * repeats, MODEL_VOL_READY);
-	bench_srv_start(&b, db, ctl, 0, 0, true);
-	bench_srv_idle(&b);
-	h = http_client_new(b.base);
-	if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
-		bench_die("node registration failed", NULL);
-	http_client_free(h);
+	pub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]);
+	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
 	for (int r = 0; r < repeats; r++) {
 		long requests = 0;
-		double t0, t1;
+		double t0, t1, cpu0, client_cpu = 0;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
-			cl[i] = (struct bench_client){
-			    .first = r * BENCH_CYCLES + i * per, .n = per, .rep = r};
-			if (!(cl[i].http = http_client_new(b.base)))
+			cl[i] = (struct bench_client){.first = *next_vol + i * per,
+						      .n = per,
+						      .rep = r,
+						      .wait_publish = wait_publish};
+			if (!(cl[i].http = http_client_new(b->base)))
 				bench_die("http client", NULL);
 		}
 		t0 = bench_now();
+		cpu0 = bench_cpu(RUSAGE_SELF);
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (pthread_create(&cl[i].thread, NULL, bench_client_run, &cl[i]) != 0)
 				bench_die("pthread_create", NULL);
@@ -469,29 +478,64 @@ static void bench_cycles(const char *dir, int repeats)
 			pthread_join(cl[i].thread, NULL);
 			http_client_free(cl[i].http);
 			requests += cl[i].requests;
+			client_cpu += cl[i].cpu;
 			if (cl[i].failed)
 				bench_die("cycle failed at", cl[i].failed);
 		}
 		t1 = bench_now();
-		bench_srv_idle(&b);
+		*next_vol += per * BENCH_CLIENTS;
+		bench_srv_idle(b);
 		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
+		/* The server's CPU: the process's but the clients' threads. */
+		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
-		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s\n",
+		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
+		       "server CPU %.0f us per cycle, clients %.0f us\n",
 		       r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
-		       (double)(per * BENCH_CLIENTS) / freed[r]);
+		       (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
+		       client_cpu / (per * BENCH_CLIENTS) * 1e6);
 	}
+	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
+	       name, bench_median(cpu, repeats) * 1e6, 2.0 / bench_median(cpu, repeats));
+	printf("%s api_round_trips_per_s median=%.0f (%s; %d clients)\n", name,
+	       bench_median(rt, repeats),
+	       wait_publish ? "claim, blocking GETs until published, release"
+			    : "claim, release at once",
+	       BENCH_CLIENTS);
+	printf("%s cycles_to_freed_per_s median=%.0f n=%d x %d, ControllerPublish=%d "
+	       "ControllerUnpublish=%d (target >= 2000)\n",
+	       name, bench_median(freed, repeats), repeats, per * BENCH_CLIENTS,
+	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
+	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0);
+	fflush(stdout);
+}
+
+static void bench_cycles(const char *dir, int repeats)
+{
+	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
+	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	struct http_client *h;
+	struct bench_srv b;
+	int next_vol = 0, ready, busy;
+	char db[256];
+	static const char node[] =
+	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
+	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
+	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
+
+	snprintf(db, sizeof(db), "%s/cycles.db", dir);
+	bench_fill(db, 2 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
+	bench_srv_start(&b, db, ctl, 0, 0, true);
+	bench_srv_idle(&b);
+	h = http_client_new(b.base);
+	if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
+		bench_die("node registration failed", NULL);
+	http_client_free(h);
+	bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
+	bench_cycles_variant(&b, &fake, repeats, true, &next_vol);
 	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
 	if (busy != 0)
 		bench_die("claims or publications left after the cycles", NULL);
-	printf("claim_release api_round_trips_per_s median=%.0f (claim + blocking GETs until "
-	       "published + release; %d clients)\n",
-	       bench_median(rt, repeats), BENCH_CLIENTS);
-	printf("claim_release cycles_to_freed_per_s median=%.0f n=%d x %d cycles, publish=%d "
-	       "unpublish=%d (target >= 2000)\n",
-	       bench_median(freed, repeats), repeats, per * BENCH_CLIENTS,
-	       atomic_load(&fake.calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]),
-	       atomic_load(&fake.calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]));
-	fflush(stdout);
 	bench_srv_stop(&b);
 }
 
@@ -688,7 +732,9 @@ int main(int argc, char **argv)
 		bench_create(dir, repeats);
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
-	hpp_rmrf(dir);
+	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
+	if (!getenv("CSID_BENCH_KEEP"))
+		hpp_rmrf(dir);
 	csi_grpc_shutdown();
 	return 0;
 }
