@@ -24,7 +24,11 @@
  *   5. that child's peak RSS (VmHWM) after it settled the 100,000 volumes
  *      and served every page of the list once.
  *
- *   bench_server [repeats]      (default 3)
+ *   bench_server [repeats [cycles|settle|create [W:P]|big]]
+ *
+ * repeats defaults to 3; a name runs that measure only; create W:P runs
+ * only W workers with plugin_concurrency P. CSID_BENCH_KEEP=1 keeps the
+ * directory (stores, server log).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -602,9 +606,11 @@ static double bench_create_run(const char *dir, struct csi_client *client, int w
 	return t;
 }
 
-static void bench_create(const char *dir, int repeats)
+/* setting: "W:P" runs only workers W with plugin_concurrency P; NULL: the usual three. */
+static void bench_create(const char *dir, int repeats, const char *setting)
 {
-	static const int settings[][2] = {{4, 1}, {4, 4}, {8, 8}};
+	int settings[][2] = {{4, 1}, {4, 4}, {8, 8}};
+	size_t nsettings = sizeof(settings) / sizeof(settings[0]);
 	char endpoint[300];
 	struct csi_server *srv = NULL;
 	struct csi_client *client = NULL;
@@ -615,7 +621,9 @@ static void bench_create(const char *dir, int repeats)
 	if (csi_server_new(endpoint, 4, bench_plugin_handler, NULL, &srv, &e) != 0 ||
 	    csi_server_start(srv, &e) != 0 || csi_client_grpc_new(endpoint, &client, &e) != 0)
 		bench_die("plugin", e.msg);
-	for (size_t s = 0; s < sizeof(settings) / sizeof(settings[0]); s++) {
+	if (setting && sscanf(setting, "%d:%d", &settings[0][0], &settings[0][1]) == 2)
+		nsettings = 1;
+	for (size_t s = 0; s < nsettings; s++) {
 		double v[16];
 
 		for (int r = 0; r < repeats; r++)
@@ -715,7 +723,7 @@ int main(int argc, char **argv)
 	char dir[256], log[300];
 
 	if (repeats < 1 || repeats > 16)
-		bench_die("usage", "bench_server [repeats 1..16] [cycles|settle|create|big]");
+		bench_die("usage", "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big]");
 	signal(SIGPIPE, SIG_IGN);
 	bench_dir(dir, sizeof(dir));
 	/* The server's log lines go to a file, as a real server's would. */
@@ -729,7 +737,7 @@ int main(int argc, char **argv)
 	if (!*only || !strcmp(only, "settle"))
 		bench_settle(dir, repeats);
 	if (!*only || !strcmp(only, "create"))
-		bench_create(dir, repeats);
+		bench_create(dir, repeats, argc > 3 ? argv[3] : NULL);
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
 	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
