@@ -27,7 +27,8 @@
  *      "parameters", "mutable_parameters", "secrets", "context" (maps),
  *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
  *      "snapshot_source", "clone_source" (IDs)}
- *   volume: the spec keys plus "state", "capacity", "accessible_topology",
+ *   volume: the spec keys plus "state", "failure" (why it failed, when it
+ *     did), "capacity", "accessible_topology",
  *     "claims": [claim], "past_claims": [claim], "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
  *     "mutable_parameters"}, "created_ms", "updated_ms".
@@ -264,6 +265,8 @@ struct model_volume {
 	struct model_topology *accessible;
 	size_t naccessible;
 	bool node_expansion_required;
+	/* state failed: the final error that failed it (kept in the store, shown) */
+	char *failure;
 	/* wanted changes the reconciler has not applied yet (0 / empty: none) */
 	int64_t pending_capacity_min;
 	struct model_map pending_mutable;
@@ -306,6 +309,7 @@ struct model_snapshot {
 	bool ready_to_use;
 	int64_t size_bytes;
 	int64_t creation_time_ms;
+	char *failure; /* state failed: the final error that failed it */
 	int64_t created_ms;
 	uint64_t create_index;
 	uint64_t modify_index;

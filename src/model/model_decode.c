@@ -559,6 +559,8 @@ static int model_dec_volume_record(struct model_dec *d, json_t *root, struct mod
 		rc = model_dec_enum(d, root, "state", "", &model_names_volume_state, true, &state);
 	v->state = (enum model_volume_state)state;
 	if (!rc)
+		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &v->failure);
+	if (!rc)
 		rc = model_dec_int(d, root, "capacity", "", &v->capacity);
 	if (!rc)
 		rc = model_dec_topologies(d, root, "accessible_topology", "", &v->accessible,
@@ -630,6 +632,8 @@ static int model_dec_snapshot_record(struct model_dec *d, json_t *root, struct m
 		rc =
 		    model_dec_enum(d, root, "state", "", &model_names_snapshot_state, true, &state);
 	s->state = (enum model_snapshot_state)state;
+	if (!rc)
+		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &s->failure);
 	if (!rc)
 		rc = model_dec_bool(d, root, "ready_to_use", "", &s->ready_to_use);
 	if (!rc)

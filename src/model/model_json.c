@@ -246,6 +246,8 @@ static json_t *model_enc_volume(const struct model_volume *v, enum model_view vi
 
 	model_enc_volume_spec(&ok, o, v, view);
 	model_set_str(&ok, o, "state", model_volume_state_name(v->state));
+	if (v->failure)
+		model_set_str(&ok, o, "failure", v->failure);
 	model_set_int(&ok, o, "capacity", v->capacity);
 	model_set(&ok, o, "accessible_topology",
 		  model_enc_topologies(v->accessible, v->naccessible));
@@ -309,6 +311,8 @@ static json_t *model_enc_snapshot(const struct model_snapshot *s, enum model_vie
 	if (view == MODEL_VIEW_STORE)
 		model_set(&ok, o, "secrets", model_enc_map(&s->secrets));
 	model_set_str(&ok, o, "state", model_snapshot_state_name(s->state));
+	if (s->failure)
+		model_set_str(&ok, o, "failure", s->failure);
 	model_set(&ok, o, "ready_to_use", json_boolean(s->ready_to_use));
 	model_set_int(&ok, o, "size_bytes", s->size_bytes);
 	model_set_int(&ok, o, "creation_time_ms", s->creation_time_ms);

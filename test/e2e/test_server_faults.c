@@ -1,13 +1,14 @@
 /*
  * End to end: `csid server` against a controller plugin that misbehaves
- * (csi-hostpath's fault script): a final error is shown on the volume and
- * not retried in a tight loop; a plugin that crashes in the middle of
+ * (csi-hostpath's fault script): a final error is shown on the volume, not
+ * retried in a tight loop, and kept across a restart; a plugin that crashes in the middle of
  * CreateVolume is restarted by the supervisor and the create completes;
  * a ControllerPublishVolume that hangs is cut by the RPC deadline, shown
  * as the volume's last error, and completes once the plugin answers
  * again; the server keeps answering throughout.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +114,15 @@ static void test_final_error_shown(void **state)
 	assert_int_equal(
 	    json_integer_value(json_object_get(json_object_get(v, "status"), "attempts")),
 	    attempts);
+	json_decref(v);
+	/* The reason outlives a restart: it is kept in the volume's record. */
+	assert_int_equal(server_proc_stop(s, SIGTERM, 10000), 0);
+	assert_int_equal(server_proc_start(s), 0);
+	assert_true(server_proc_wait_ready(s, WAIT_MS));
+	assert_int_equal(server_proc_http(s, "GET", "/v1/volume/bad", NULL, &v), 200);
+	assert_string_equal(json_string_value(json_object_get(v, "state")), "failed");
+	assert_non_null(json_string_value(json_object_get(v, "failure")));
+	assert_non_null(strstr(json_string_value(json_object_get(v, "failure")), "no such pool"));
 	json_decref(v);
 	assert_false(server_proc_log_has(s, "runtime error"));
 }
