@@ -3,7 +3,9 @@
  * plugin (healthy candidates only, the last one preferred, failover away
  * from an agent that failed, clear errors when there is none), and the
  * encodings of one controller RPC over the agent API (csi_remote.h):
- * round trips, every gRPC code, and malformed answers refused.
+ * round trips, every gRPC code, and malformed answers refused; the seam
+ * itself on the memory store: host controllers first, agents for the
+ * rest, failover after a transport failure, then the new one kept.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -327,6 +329,134 @@ static void test_client_unreachable(void **state)
 	assert_null(c);
 }
 
+/* A host seam that runs "host.plugin", starts "starting.plugin" and knows no other. */
+struct tcr_host {
+	struct csi_client client;
+	int acquired, released;
+};
+
+static int tcr_host_acquire(void *ctx, const char *plugin_id, struct csi_client **client,
+			    uint64_t *caps, struct err *e)
+{
+	struct tcr_host *h = ctx;
+
+	if (strcmp(plugin_id, "host.plugin") == 0) {
+		h->acquired++;
+		*client = &h->client;
+		*caps = 1;
+		return 0;
+	}
+	if (strcmp(plugin_id, "starting.plugin") == 0)
+		return err_set(e, CSID_EUNAVAIL, "controller plugin %s: not registered yet",
+			       plugin_id);
+	return err_set(e, CSID_ENOTFOUND, "no controller plugin %s on this server", plugin_id);
+}
+
+static void tcr_host_release(void *ctx, const char *plugin_id, struct csi_client *client)
+{
+	struct tcr_host *h = ctx;
+
+	assert_ptr_equal(client, &h->client);
+	h->released++;
+}
+
+static void tcr_put_node(struct store *s, struct model_node *n)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct store_op op = {.type = STORE_OP_PUT, .kind = STORE_NODE, .expect_index = STORE_ANY};
+	struct err e;
+
+	assert_int_equal(model_node_encode(n, &text, &len, &e), 0);
+	op.id = n->id;
+	op.value = text;
+	op.len = len;
+	assert_int_equal(store_txn(s, &op, 1, NULL, &e), 0);
+	free(text);
+}
+
+/* One DeleteVolume through c; returns the status code. */
+static int tcr_delete(struct csi_client *c, struct csi_status *st)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	Csi__V1__DeleteVolumeResponse *resp = NULL;
+
+	req.volume_id = "v";
+	csi_delete_volume(c, &req, &resp, 2000, st);
+	csi_msg_free(resp ? &resp->base : NULL);
+	return st->code;
+}
+
+static void test_seam_host_first_then_agents(void **state)
+{
+	struct tcr_host host = {.client = {.endpoint = "host"}};
+	struct controllers_remote_config cfg = {0};
+	struct controllers_remote *r = NULL;
+	struct reconciler_controllers seam;
+	struct store *s = NULL;
+	struct csi_client *c = NULL;
+	struct csi_status st;
+	struct tcr_nodes t;
+	uint64_t caps = 0;
+	struct err e;
+
+	assert_int_equal(store_mem_new(&s, &e), 0);
+	tcr_four(&t);
+	/* Nobody listens on ports 1 and 2: every call fails at the transport. */
+	for (int i = 0; i < 4; i++)
+		tcr_put_node(s, &t.n[i]);
+	cfg.store = s;
+	cfg.token = "secret-token";
+	cfg.host = (struct reconciler_controllers){tcr_host_acquire, tcr_host_release, &host};
+	assert_int_equal(controllers_remote_new(&cfg, &r, &e), 0);
+	seam = controllers_remote_seam(r);
+
+	/* The host runs it: its client, given back to it. */
+	assert_int_equal(seam.acquire(seam.ctx, "host.plugin", &c, &caps, &e), 0);
+	assert_ptr_equal(c, &host.client);
+	seam.release(seam.ctx, "host.plugin", c);
+	assert_int_equal(host.released, 1);
+	/* The host has it, not ready yet: no agent is asked. */
+	assert_int_equal(seam.acquire(seam.ctx, "starting.plugin", &c, &caps, &e), CSID_EUNAVAIL);
+	assert_null(c);
+	/* Neither has it. */
+	assert_int_equal(seam.acquire(seam.ctx, "none.plugin", &c, &caps, &e), CSID_ENOTFOUND);
+	assert_string_equal(e.msg, "no controller plugin none.plugin on any node");
+
+	/* Through the agents: node a first. */
+	assert_int_equal(seam.acquire(seam.ctx, TCR_PLUGIN, &c, &caps, &e), 0);
+	assert_string_equal(c->endpoint, "agent on node a (http://127.0.0.1:1)");
+	assert_true(
+	    caps &
+	    ((uint64_t)1
+	     << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
+	assert_int_equal(tcr_delete(c, &st), CSI_UNAVAILABLE);
+	seam.release(seam.ctx, TCR_PLUGIN, c);
+	/* a failed at the transport: b is taken, and kept while it is a candidate. */
+	assert_int_equal(seam.acquire(seam.ctx, TCR_PLUGIN, &c, &caps, &e), 0);
+	assert_string_equal(c->endpoint, "agent on node b (http://127.0.0.1:2)");
+	seam.release(seam.ctx, TCR_PLUGIN, c);
+	assert_int_equal(seam.acquire(seam.ctx, TCR_PLUGIN, &c, &caps, &e), 0);
+	assert_string_equal(c->endpoint, "agent on node b (http://127.0.0.1:2)");
+	assert_int_equal(tcr_delete(c, &st), CSI_UNAVAILABLE);
+	seam.release(seam.ctx, TCR_PLUGIN, c);
+	/* b failed too: back to a. */
+	assert_int_equal(seam.acquire(seam.ctx, TCR_PLUGIN, &c, &caps, &e), 0);
+	assert_string_equal(c->endpoint, "agent on node a (http://127.0.0.1:1)");
+	seam.release(seam.ctx, TCR_PLUGIN, c);
+	/* Both turn unhealthy (c is, d is down): nothing is left, and the message says why. */
+	t.p[0].healthy = false;
+	tcr_put_node(s, &t.n[0]);
+	t.p[1].healthy = false;
+	tcr_put_node(s, &t.n[1]);
+	assert_int_equal(seam.acquire(seam.ctx, TCR_PLUGIN, &c, &caps, &e), CSID_EUNAVAIL);
+	assert_non_null(strstr(e.msg, "no healthy controller for plugin " TCR_PLUGIN ": a: "));
+	assert_null(c);
+	assert_int_equal(host.acquired, 1);
+	controllers_remote_free(r);
+	store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +468,7 @@ int main(void)
 	    cmocka_unit_test(test_answer_roundtrip),
 	    cmocka_unit_test(test_answer_malformed),
 	    cmocka_unit_test(test_client_unreachable),
+	    cmocka_unit_test(test_seam_host_first_then_agents),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
