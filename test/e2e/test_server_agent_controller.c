@@ -9,7 +9,10 @@
  * agent), released (ControllerUnpublishVolume) and deleted; a wrong or
  * missing token is refused with 403 and no secret reaches a log; with the
  * agent gone the volume's status shows the error and the reconciler
- * retries, and the volume becomes ready once the agent is back.
+ * retries, and the volume becomes ready once the agent is back. A plugin
+ * that hangs is cut off by the server's deadline, which the agent
+ * applies to the RPC (DEADLINE_EXCEEDED from the agent, not a timeout of
+ * the HTTP request).
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -61,7 +64,7 @@ static int t_setup(void **state)
 		return -1;
 	snprintf(server_cfg, sizeof(server_cfg), "%s",
 		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"20ms\","
-		 " \"backoff_max\": \"300ms\", \"rpc_timeout\": \"5s\", \"node_ttl\": \"10m\","
+		 " \"backoff_max\": \"300ms\", \"rpc_timeout\": \"2s\", \"node_ttl\": \"10m\","
 		 " \"agent_token\": \"" T_SECRET "\"}");
 	if (server_proc_write_config(&t->s, server_cfg, NULL) != 0 ||
 	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_WAIT_MS)) {
@@ -294,12 +297,40 @@ static void test_agent_down_then_back(void **state)
 	assert_false(server_proc_log_has(&t->s, T_SECRET));
 }
 
+/* The RPC ended at the agent with the server's deadline. */
+static bool t_deadline(json_t *doc)
+{
+	const char *err =
+	    json_string_value(json_object_get(json_object_get(doc, "status"), "last_error"));
+
+	return err && strstr(err, "plugin " T_HP ": DEADLINE_EXCEEDED") &&
+	       !strstr(err, "agent on node");
+}
+
+static void test_server_deadline_at_agent(void **state)
+{
+	struct t_env *t = *state;
+
+	t_register(t);
+	assert_true(server_proc_wait_plugin(&t->s, T_HP, T_WAIT_MS));
+	/* The plugin hangs until the script changes: only a deadline ends the call. */
+	assert_int_equal(agent_proc_write_faults(t->a, "CreateVolume hang\n"), 0);
+	assert_int_equal(server_proc_http(&t->s, "PUT", "/v1/volume/v3/create", t_spec, NULL), 200);
+	assert_true(t_wait(t, "/v1/volume/v3", t_deadline));
+	assert_true(
+	    agent_proc_wait_log(t->a, "path=/v1/agent/controller/" T_HP "/CreateVolume status=200",
+				1, AGENT_PROC_LOG_MS));
+	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
+	assert_true(t_wait(t, "/v1/volume/v3", t_ready));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lifecycle_through_agent, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_token_refused, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_agent_down_then_back, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_server_deadline_at_agent, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
