@@ -60,6 +60,7 @@ int agent_api_controller_call(struct agent_api *a, const struct http_request *re
 	rc = csi_remote_request_decode((enum csi_rpc)rpc, req->body, req->len, &in, e);
 	if (rc)
 		return rc;
+	/* Its message names the plugin ("plugin controller/<id>: not registered"). */
 	rc = plugin_manager_ref(a->cfg.plugins, REGISTRY_CONTROLLER, plugin, &ref, e);
 	if (rc)
 		goto out;
@@ -71,8 +72,6 @@ int agent_api_controller_call(struct agent_api *a, const struct http_request *re
 	}
 	rc = csi_remote_answer_encode(&st, out, &rep->text, e);
 out:
-	if (rc && rc != CSID_ENOMEM)
-		err_wrap(e, "controller plugin %s", plugin);
 	csi_msg_free(out);
 	plugin_ref_release(&ref);
 	csi_msg_free(in);

@@ -69,7 +69,7 @@ int controllers_remote_choose(struct model_node *const *nodes, size_t n, const c
  * presenting token (borrowed: must outlive the client; NULL: none).
  * node_id names it in messages. Returns 0 and *out (csi_client_free), or
  * CSID_ENOMEM / CSID_EINVAL with e set. The client is not tied to a
- * struct controllers_remote (no failover marking); for tests and csictl.
+ * struct controllers_remote (it marks no failover); for tests.
  */
 int controllers_remote_client_new(const char *address, const char *node_id, const char *plugin_id,
 				  const char *token, struct csi_client **out, struct err *e);
