@@ -24,13 +24,13 @@
 #include "agent/instance_manager.h"
 #include "csi/csi_remote.h"
 #include "csi/csi_rules.h"
+#include "server/server.h"
 #include "util/array.h"
 #include "util/log.h"
 
 /* Time the agent gets beyond the RPC's own deadline to send its answer (ms). */
 #define CONTROLLERS_REMOTE_SLACK_MS 2000
 #define CONTROLLERS_REMOTE_CONNECT_MS 5000
-#define CONTROLLERS_REMOTE_PAGE 256
 
 struct controllers_remote_pref {
 	char plugin_id[MODEL_PLUGIN_ID_MAX + 1];
@@ -383,50 +383,6 @@ int controllers_remote_client_new(const char *address, const char *node_id, cons
 	return rc;
 }
 
-/* Every node record, decoded into a. */
-static int controllers_remote_nodes(struct controllers_remote *r, struct arena *a,
-				    struct model_node ***out, size_t *n, struct err *e)
-{
-	struct model_node **nodes = NULL;
-	size_t count = 0, cap = 0;
-	char *after = NULL;
-	int rc = 0;
-
-	for (bool more = true; more && !rc;) {
-		struct store_list l = {0};
-
-		rc = store_list(r->store, STORE_NODE, NULL, after, CONTROLLERS_REMOTE_PAGE, &l, e);
-		if (rc)
-			return err_wrap(e, "list nodes");
-		more = l.more && l.n > 0;
-		for (size_t i = 0; !rc && i < l.n; i++) {
-			if (count == cap) {
-				struct model_node **grown;
-
-				cap = cap ? cap * 2 : 16;
-				grown = arena_alloc(a, cap * sizeof(*grown));
-				if (!grown) {
-					rc = err_set(e, CSID_ENOMEM, "list nodes: out of memory");
-					break;
-				}
-				if (count)
-					memcpy(grown, nodes, count * sizeof(*grown));
-				nodes = grown;
-			}
-			/* A damaged record hides that node, not every controller. */
-			if (model_node_decode(a, l.objs[i].value, l.objs[i].len, &nodes[count],
-					      NULL) == 0)
-				count++;
-		}
-		if (!rc && l.n && !(after = arena_strdup(a, l.objs[l.n - 1].id)))
-			rc = err_set(e, CSID_ENOMEM, "list nodes: out of memory");
-		store_list_free(&l);
-	}
-	*out = nodes;
-	*n = count;
-	return rc;
-}
-
 static int controllers_remote_acquire_agent(struct controllers_remote *r, const char *plugin_id,
 					    struct csi_client **client, uint64_t *caps,
 					    struct err *e)
@@ -441,7 +397,7 @@ static int controllers_remote_acquire_agent(struct controllers_remote *r, const 
 
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "controller plugin %s: out of memory", plugin_id);
-	if ((rc = controllers_remote_nodes(r, a, &nodes, &n, e)))
+	if ((rc = server_store_nodes(r->store, a, &nodes, &n, NULL, e)))
 		goto out;
 	pthread_mutex_lock(&r->mu);
 	pref = controllers_remote_pref(r, plugin_id);
