@@ -82,6 +82,10 @@ void config_free(struct config *cfg)
 	free(cfg->node_name);
 	free(cfg->listen_socket);
 	free(cfg->listen_addr);
+	if (cfg->server_token) {
+		explicit_bzero(cfg->server_token, strlen(cfg->server_token));
+		free(cfg->server_token);
+	}
 	free(cfg);
 }
 
@@ -586,7 +590,8 @@ static int config_parse_listener(json_t *v, struct config *cfg, struct err *e)
 }
 
 static const char *const config_top_keys[] = {
-    "data_dir", "node_name", "listener", "timings", "plugin_log_max_bytes", "plugins", NULL};
+    "data_dir",     "node_name", "listener", "timings", "plugin_log_max_bytes",
+    "server_token", "plugins",   NULL};
 
 static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 {
@@ -627,6 +632,16 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 			return err_set(e, CSID_EINVAL,
 				       "plugin_log_max_bytes: expected an integer >= 4096");
 		cfg->plugin_log_max_bytes = json_integer_value(v);
+	}
+	v = json_object_get(root, "server_token");
+	if (v) {
+		/* The value is a secret: messages name the key, never the value. */
+		if (!json_is_string(v) || json_string_length(v) < 8 || json_string_length(v) > 256)
+			return err_set(e, CSID_EINVAL,
+				       "server_token: expected a string of 8 to 256 bytes");
+		cfg->server_token = config_strdup(json_string_value(v));
+		if (!cfg->server_token)
+			return err_set(e, CSID_ENOMEM, "config: out of memory");
 	}
 	v = json_object_get(root, "plugins");
 	if (v)

@@ -11,6 +11,7 @@
  *                 "unhealthy_threshold": "1m", "socket_timeout": "30s",
  *                 "stop_grace": "5s", "rpc_timeout": "15s", "reconnect_max": "30s"},
  *     "plugin_log_max_bytes": 1048576,
+ *     "server_token": "...",
  *     "plugins": [
  *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
  *        "command": "/usr/bin/csi-hostpath",
@@ -89,6 +90,12 @@ struct config {
 	 */
 	int64_t reconnect_max_ms;
 	int64_t plugin_log_max_bytes;
+	/*
+	 * The secret shared with the servers (a write ACL token of theirs):
+	 * a server presents it to run controller RPCs through this agent.
+	 * NULL: none. Never logged; wiped on free.
+	 */
+	char *server_token;
 	struct config_plugin *plugins;
 	size_t nplugins;
 };

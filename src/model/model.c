@@ -686,6 +686,7 @@ int model_node_copy(struct arena *a, const struct model_node *n, struct model_no
 		return err_set(e, CSID_ENOMEM, "node copy: out of memory");
 	*d = *n;
 	d->id = model_dup(a, n->id, &ok);
+	d->address = model_dup(a, n->address, &ok);
 	d->plugins = model_dup_array(a, n->plugins, n->nplugins, sizeof(*n->plugins), &ok);
 	for (size_t i = 0; ok && i < n->nplugins; i++) {
 		struct model_node_plugin *p = &d->plugins[i];

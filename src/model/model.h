@@ -49,7 +49,9 @@
  *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
  *           "parameters", "secrets"}
  *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
- *          "updated_ms", "plugins": [{"plugin_id", "type": "controller|node",
+ *          "updated_ms", "address" (the agent's API, "http://host:port"
+ *          or "host:port": where the server runs controller RPCs of the
+ *          node's controller plugins), "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
  *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
  *          (one encoding; the API layer adds the indices if it shows them)
@@ -81,6 +83,8 @@
 #define MODEL_HEALTH_MAX 1024
 #define MODEL_PLUGIN_CAPS_MAX 64
 #define MODEL_NODE_PLUGINS_MAX 256
+/* A node's agent address ("http://10.0.0.5:4650"). */
+#define MODEL_ADDRESS_MAX 256
 /* Past claims kept per volume (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
 /* Largest spec text model_volume_spec_decode accepts (bytes). */
@@ -343,6 +347,7 @@ struct model_node {
 	enum model_node_status status;
 	int64_t registered_ms;
 	int64_t updated_ms;
+	char *address; /* the agent's API address, or NULL */
 	struct model_node_plugin *plugins;
 	size_t nplugins;
 	uint64_t create_index;

@@ -670,8 +670,8 @@ int model_snapshot_decode(struct arena *a, const char *json, size_t len,
 static const char *const model_node_plugin_keys[] = {
     "plugin_id",    "type",           "healthy",     "health",   "version",
     "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
-static const char *const model_node_keys[] = {"id",         "status",  "registered_ms",
-					      "updated_ms", "plugins", NULL};
+static const char *const model_node_keys[] = {
+    "id", "status", "registered_ms", "updated_ms", "address", "plugins", NULL};
 
 static int model_dec_node_plugin(struct model_dec *d, json_t *o, const char *path,
 				 struct model_node_plugin *p)
@@ -738,6 +738,8 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 		rc = model_dec_int(d, root, "registered_ms", "", &n->registered_ms);
 	if (!rc)
 		rc = model_dec_int(d, root, "updated_ms", "", &n->updated_ms);
+	if (!rc)
+		rc = model_dec_str(d, root, "address", "", MODEL_ADDRESS_MAX, &n->address);
 	if (!rc)
 		rc = model_dec_array(d, root, "plugins", "", MODEL_NODE_PLUGINS_MAX, &arr);
 	if (rc || !arr)

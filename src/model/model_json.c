@@ -345,6 +345,7 @@ static json_t *model_enc_node(const struct model_node *n)
 	model_set_str(&ok, o, "status", model_node_status_name(n->status));
 	model_set_int(&ok, o, "registered_ms", n->registered_ms);
 	model_set_int(&ok, o, "updated_ms", n->updated_ms);
+	model_set_str(&ok, o, "address", n->address);
 	for (size_t i = 0; i < n->nplugins; i++) {
 		const struct model_node_plugin *p = &n->plugins[i];
 		json_t *po = json_object(), *caps = json_array();
