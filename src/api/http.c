@@ -29,7 +29,7 @@
 
 #define HTTP_CONN_LIMIT 512
 #define HTTP_IDLE_TIMEOUT_S 120
-#define HTTP_CONN_MEMORY (1024 * 1024)
+#define HTTP_CONN_MEMORY (128 * 1024)
 #define HTTP_STREAM_BLOCK 16384
 
 struct http_server {

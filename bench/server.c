@@ -1,0 +1,748 @@
+/*
+ * Benchmark of the control plane (not a test: it prints figures and
+ * targets, and fails only when a run breaks). Five measures, each on a
+ * SQLite store in a private directory under /tmp (or $CSID_BENCH_DIR):
+ *   1. claim + release cycles through the HTTP API: the server in this
+ *      process (server_new + server_api_start on a free port) with a
+ *      zero-latency in-process controller (a struct csi_client answering
+ *      every RPC at once), driven by several keep-alive libcurl clients on
+ *      distinct volumes. A client's cycle is the agent's: PUT claim, GET
+ *      the volume with blocking queries until the reconciler has done
+ *      ControllerPublishVolume, PUT release. Two rates: API round trips per
+ *      second (every request while the clients run), and cycles to freed
+ *      per second (cycles / time until the reconciler has unpublished and
+ *      freed every claim);
+ *   2. a restarted server settling 10,000 ready volumes: from server_new
+ *      to the reconciler idle (server_start enqueues every volume before
+ *      it returns, so queued == 0 after it means every one was worked);
+ *   3. 10,000 volumes to create through a zero-latency CSI plugin served by
+ *      csi_server on a real unix socket, reached with csi_client_grpc_new:
+ *      from server_new until every volume is ready, for a few worker and
+ *      plugin_concurrency settings;
+ *   4. GET /v1/volumes (first page of 100) with 100,000 volumes stored,
+ *      against a `csid server` child: median and p99 of 200 requests;
+ *   5. that child's peak RSS (VmHWM) after it settled the 100,000 volumes
+ *      and served every page of the list once.
+ *
+ *   bench_server [repeats [cycles|settle|create [W:P]|big]]
+ *
+ * repeats defaults to 3; a name runs that measure only; create W:P runs
+ * only W workers with plugin_concurrency P. CSID_BENCH_KEEP=1 keeps the
+ * directory (stores, server log).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "api/server_api.h"
+#include "csi/csi_client.h"
+#include "csi/csi_server.h"
+#include "hostpath_proc.h"
+#include "http_client.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "server_proc.h"
+#include "store/store.h"
+
+#define BENCH_PLUGIN "bench.csi.csid.dev"
+#define BENCH_NODE "node-1"
+#define BENCH_CLIENTS 8
+#define BENCH_CYCLES 4000 /* per repeat, over BENCH_CLIENTS clients */
+#define BENCH_SETTLE_VOLUMES 10000
+#define BENCH_CREATE_VOLUMES 10000
+#define BENCH_LIST_VOLUMES 100000
+#define BENCH_LIST_REQUESTS 200
+#define BENCH_TXN 128
+#define BENCH_WAIT_MS 120000
+/* CREATE_DELETE_VOLUME and PUBLISH_UNPUBLISH_VOLUME (CSI capability values 1, 2). */
+#define BENCH_CAPS ((1ULL << 1) | (1ULL << 2))
+
+static double bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts v[0..n) and returns its median. */
+static double bench_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void bench_die(const char *what, const char *detail)
+{
+	fflush(stdout);
+	fprintf(stdout, "bench server: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+	exit(1);
+}
+
+static void bench_dir(char *out, size_t len)
+{
+	const char *base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
+
+	snprintf(out, len, "%s/csb-XXXXXX", base);
+	if (!mkdtemp(out))
+		bench_die("mkdtemp", out);
+}
+
+/* ---- a zero-latency controller in this process ---- */
+
+/* Answers every RPC at once with an empty response of its type. */
+struct bench_fake {
+	struct csi_client client;
+	atomic_int calls[CSI_RPC_COUNT];
+};
+
+static int bench_fake_call(struct csi_client *c, enum csi_rpc rpc, const ProtobufCMessage *req,
+			   ProtobufCMessage **resp, int64_t timeout_ms, struct csi_status *st)
+{
+	struct bench_fake *f = (struct bench_fake *)c;
+	const ProtobufCMessageDescriptor *d = csi_rpc_info(rpc)->response;
+	ProtobufCMessage *m = calloc(1, d->sizeof_message);
+
+	atomic_fetch_add(&f->calls[rpc], 1);
+	if (!m)
+		bench_die("out of memory", NULL);
+	d->message_init(m);
+	*resp = m;
+	st->code = CSI_OK;
+	st->message[0] = '\0';
+	return 0;
+}
+
+static void bench_fake_free(struct csi_client *c)
+{
+}
+
+static int bench_acquire(void *ctx, const char *plugin_id, struct csi_client **client,
+			 uint64_t *caps, struct err *e)
+{
+	*client = ctx;
+	*caps = BENCH_CAPS;
+	return 0;
+}
+
+static void bench_release(void *ctx, const char *plugin_id, struct csi_client *client)
+{
+}
+
+/* The plugins view: one healthy controller of BENCH_PLUGIN on the server's host. */
+static size_t bench_local(void *ctx, struct server_local_controller *out, size_t cap,
+			  struct arena *a)
+{
+	if (cap < 1)
+		return 0;
+	out[0] =
+	    (struct server_local_controller){BENCH_PLUGIN, true, "healthy", "1.0.0", BENCH_CAPS};
+	return 1;
+}
+
+/* ---- a zero-latency CSI plugin on a unix socket ---- */
+
+static int bench_plugin_handler(void *ctx, enum csi_rpc rpc, const ProtobufCMessage *req,
+				ProtobufCMessage **resp, struct arena *a, char *msg)
+{
+	const Csi__V1__CreateVolumeRequest *cr = (const Csi__V1__CreateVolumeRequest *)req;
+	Csi__V1__CreateVolumeResponse *r;
+	Csi__V1__Volume *v;
+
+	if (rpc != CSI_RPC_CREATE_VOLUME) {
+		snprintf(msg, CSI_STATUS_MSG_MAX, "not in this benchmark");
+		return CSI_UNIMPLEMENTED;
+	}
+	r = arena_alloc(a, sizeof(*r));
+	v = arena_alloc(a, sizeof(*v));
+	if (!r || !v)
+		return CSI_RESOURCE_EXHAUSTED;
+	csi__v1__create_volume_response__init(r);
+	csi__v1__volume__init(v);
+	v->volume_id = arena_printf(a, "ext-%s", cr->name);
+	v->capacity_bytes = cr->capacity_range ? cr->capacity_range->required_bytes : 0;
+	r->volume = v;
+	*resp = &r->base;
+	return CSI_OK;
+}
+
+/* The controller seam over one shared gRPC client (thread-safe). */
+static int bench_grpc_acquire(void *ctx, const char *plugin_id, struct csi_client **client,
+			      uint64_t *caps, struct err *e)
+{
+	*client = ctx;
+	*caps = BENCH_CAPS;
+	return 0;
+}
+
+/* ---- filling a store ---- */
+
+/* Writes n volumes vol-NNNNNNN (ready, or creating) into the SQLite store at path. */
+static void bench_fill(const char *path, int n, enum model_volume_state state)
+{
+	struct store_op ops[BENCH_TXN];
+	char *texts[BENCH_TXN], ids[BENCH_TXN][32];
+	struct store *st = NULL;
+	struct err e;
+	int k = 0;
+
+	err_clear(&e);
+	if (store_sqlite_open(path, &st, &e) != 0)
+		bench_die("open store", e.msg);
+	for (int i = 0; i < n; i++) {
+		struct arena *a = arena_new();
+		struct model_volume *v = a ? arena_alloc(a, sizeof(*v)) : NULL;
+		size_t len = 0;
+
+		if (!v)
+			bench_die("out of memory", NULL);
+		snprintf(ids[k], sizeof(ids[k]), "vol-%07d", i);
+		v->id = ids[k];
+		v->name = ids[k];
+		v->plugin_id = BENCH_PLUGIN;
+		v->capacity_min = 1 << 30;
+		v->caps = arena_alloc(a, sizeof(*v->caps));
+		v->caps[0] = (struct model_capability){MODEL_ACCESS_SINGLE_NODE_WRITER,
+						       MODEL_ATTACH_FILE_SYSTEM};
+		v->ncaps = 1;
+		v->fs_type = "ext4";
+		if (model_map_put(a, &v->parameters, "type", "ssd", &e) != 0)
+			bench_die("model", e.msg);
+		v->state = state;
+		if (state == MODEL_VOL_READY) {
+			v->external_id = arena_printf(a, "ext-%s", ids[k]);
+			v->capacity = 1 << 30;
+		}
+		v->created_ms = v->updated_ms = 1700000000000;
+		if (model_volume_encode(v, MODEL_VIEW_STORE, &texts[k], &len, &e) != 0)
+			bench_die("encode", e.msg);
+		ops[k] = (struct store_op){STORE_OP_PUT, STORE_VOLUME, ids[k], texts[k], len, 0};
+		arena_free(a);
+		if (++k == BENCH_TXN || i == n - 1) {
+			if (store_txn(st, ops, (size_t)k, NULL, &e) != 0)
+				bench_die("fill", e.msg);
+			for (int j = 0; j < k; j++)
+				free(texts[j]);
+			k = 0;
+		}
+	}
+	store_close(st);
+}
+
+/* ---- the server in this process ---- */
+
+static int bench_free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	if (port < 0)
+		bench_die("no free port", NULL);
+	return port;
+}
+
+struct bench_srv {
+	struct store *store;
+	struct server *server;
+	struct server_api *api;
+	char base[64];
+};
+
+static void bench_srv_start(struct bench_srv *b, const char *db, struct reconciler_controllers ctl,
+			    int workers, int concurrency, bool api)
+{
+	struct server_config sc = {0};
+	struct err e;
+	char addr[32];
+
+	err_clear(&e);
+	memset(b, 0, sizeof(*b));
+	if (store_sqlite_open(db, &b->store, &e) != 0)
+		bench_die("open store", e.msg);
+	sc.store = b->store;
+	sc.controllers = ctl;
+	sc.workers = workers;
+	sc.plugin_concurrency = concurrency;
+	sc.node_ttl_ms = 3600 * 1000;
+	sc.local_controllers = bench_local;
+	if (server_new(&sc, &b->server, &e) != 0 || server_start(b->server, &e) != 0)
+		bench_die("server start", e.msg);
+	if (!api)
+		return;
+	/* A port the kernel just handed out and took back: free unless raced. */
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", bench_free_port());
+	{
+		struct server_api_config ac = {.server = b->server, .tcp_addr = addr};
+
+		if (server_api_start(&ac, &b->api, &e) != 0)
+			bench_die("server api start", e.msg);
+	}
+	snprintf(b->base, sizeof(b->base), "http://%s", addr);
+}
+
+static void bench_srv_stop(struct bench_srv *b)
+{
+	server_api_stop(b->api);
+	server_free(b->server);
+	store_close(b->store);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Waits until the reconciler has nothing queued, busy or parked; fails on a failing item. */
+static void bench_srv_idle(struct bench_srv *b)
+{
+	double deadline = bench_now() + BENCH_WAIT_MS / 1000.0;
+	int queued = 1, failing = 0;
+
+	for (;;) {
+		reconciler_counts(server_reconciler(b->server), &queued, &failing);
+		if (failing)
+			bench_die("reconciler items failing", NULL);
+		if (queued == 0)
+			return;
+		if (bench_now() > deadline)
+			bench_die("reconciler never idle", NULL);
+		usleep(500);
+	}
+}
+
+/* Counts the volumes of the store in state, and those with claims or publications. */
+static void bench_count(struct store *st, enum model_volume_state state, int *in_state, int *busy)
+{
+	char after[64] = "";
+	struct err e;
+
+	*in_state = *busy = 0;
+	err_clear(&e);
+	for (;;) {
+		struct store_list l;
+		bool more;
+
+		if (store_list(st, STORE_VOLUME, NULL, after, 1000, &l, &e) != 0)
+			bench_die("list", e.msg);
+		for (size_t i = 0; i < l.n; i++) {
+			struct arena *a = arena_new();
+			struct model_volume *v = NULL;
+
+			if (!a || model_volume_decode(a, l.objs[i].value, l.objs[i].len, &v, &e))
+				bench_die("decode", e.msg);
+			*in_state += v->state == state;
+			*busy += v->nclaims > 0 || v->npubs > 0;
+			arena_free(a);
+		}
+		more = l.more && l.n;
+		if (l.n)
+			snprintf(after, sizeof(after), "%s", l.objs[l.n - 1].id);
+		store_list_free(&l);
+		if (!more)
+			return;
+	}
+}
+
+/* ---- 1. claim + release cycles ---- */
+
+struct bench_client {
+	pthread_t thread;
+	struct http_client *http;
+	int first, n; /* volumes vol-<first> .. vol-<first + n - 1> */
+	int rep;
+	bool wait_publish; /* the agent's flow: GET until published before the release */
+	long requests;
+	double cpu; /* this client thread's CPU time, s */
+	const char *failed;
+};
+
+/* CPU time (user + system) of the calling thread, or of the process, in seconds. */
+static double bench_cpu(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static const char *bench_pub_state(json_t *v)
+{
+	json_t *p = json_array_get(json_object_get(v, "publications"), 0);
+
+	return p ? json_string_value(json_object_get(p, "state")) : NULL;
+}
+
+static void *bench_client_run(void *arg)
+{
+	struct bench_client *c = arg;
+	char path[128], body[256];
+
+	for (int i = c->first; i < c->first + c->n && !c->failed; i++) {
+		json_t *v = NULL;
+		json_int_t index;
+		const char *ps;
+		long st;
+
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d/claim", i);
+		snprintf(body, sizeof(body),
+			 "{\"alloc_id\": \"alloc-%d-%d\", \"node_id\": \"" BENCH_NODE
+			 "\", \"mode\": \"write\", \"access_mode\": \"single-node-writer\", "
+			 "\"attachment_mode\": \"file-system\"}",
+			 c->rep, i);
+		st = http_client_json(c->http, "PUT", path, body, &v);
+		c->requests++;
+		if (st != 200) {
+			c->failed = "claim";
+			json_decref(v);
+			break;
+		}
+		/* Wait for ControllerPublishVolume, as the agent does before it mounts. */
+		while (c->wait_publish &&
+		       ((ps = bench_pub_state(v)) == NULL || strcmp(ps, "published") != 0)) {
+			index = json_integer_value(json_object_get(v, "modify_index"));
+			json_decref(v);
+			v = NULL;
+			snprintf(path, sizeof(path), "/v1/volume/vol-%07d?index=%lld&wait=10s", i,
+				 (long long)index);
+			st = http_client_json(c->http, "GET", path, NULL, &v);
+			c->requests++;
+			if (st != 200) {
+				c->failed = "get";
+				break;
+			}
+		}
+		json_decref(v);
+		if (c->failed)
+			break;
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d/release", i);
+		snprintf(body, sizeof(body), "{\"alloc_id\": \"alloc-%d-%d\"}", c->rep, i);
+		if (http_client_do(c->http, "PUT", path, body, NULL, NULL, 0) != 200)
+			c->failed = "release";
+		c->requests++;
+	}
+	c->cpu = bench_cpu(RUSAGE_THREAD);
+	return NULL;
+}
+
+/*
+ * One variant of the cycles: repeats runs of BENCH_CYCLES cycles on volumes
+ * not used before (from *next_vol on), on the server b.
+ */
+static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
+				 bool wait_publish, int *next_vol)
+{
+	const char *name = wait_publish ? "claim_wait_release" : "claim_release";
+	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
+	struct bench_client cl[BENCH_CLIENTS];
+	double rt[16], freed[16], cpu[16];
+
+	pub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]);
+	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
+	for (int r = 0; r < repeats; r++) {
+		long requests = 0;
+		double t0, t1, cpu0, client_cpu = 0;
+
+		for (int i = 0; i < BENCH_CLIENTS; i++) {
+			cl[i] = (struct bench_client){.first = *next_vol + i * per,
+						      .n = per,
+						      .rep = r,
+						      .wait_publish = wait_publish};
+			if (!(cl[i].http = http_client_new(b->base)))
+				bench_die("http client", NULL);
+		}
+		t0 = bench_now();
+		cpu0 = bench_cpu(RUSAGE_SELF);
+		for (int i = 0; i < BENCH_CLIENTS; i++)
+			if (pthread_create(&cl[i].thread, NULL, bench_client_run, &cl[i]) != 0)
+				bench_die("pthread_create", NULL);
+		for (int i = 0; i < BENCH_CLIENTS; i++) {
+			pthread_join(cl[i].thread, NULL);
+			http_client_free(cl[i].http);
+			requests += cl[i].requests;
+			client_cpu += cl[i].cpu;
+			if (cl[i].failed)
+				bench_die("cycle failed at", cl[i].failed);
+		}
+		t1 = bench_now();
+		*next_vol += per * BENCH_CLIENTS;
+		bench_srv_idle(b);
+		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
+		/* The server's CPU: the process's but the clients' threads. */
+		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
+		rt[r] = (double)requests / (t1 - t0);
+		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
+		       "server CPU %.0f us per cycle, clients %.0f us\n",
+		       r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
+		       (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
+		       client_cpu / (per * BENCH_CLIENTS) * 1e6);
+	}
+	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
+	       name, bench_median(cpu, repeats) * 1e6, 2.0 / bench_median(cpu, repeats));
+	printf("%s api_round_trips_per_s median=%.0f (%s; %d clients)\n", name,
+	       bench_median(rt, repeats),
+	       wait_publish ? "claim, blocking GETs until published, release"
+			    : "claim, release at once",
+	       BENCH_CLIENTS);
+	printf("%s cycles_to_freed_per_s median=%.0f n=%d x %d, ControllerPublish=%d "
+	       "ControllerUnpublish=%d (target >= 2000)\n",
+	       name, bench_median(freed, repeats), repeats, per * BENCH_CLIENTS,
+	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
+	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0);
+	fflush(stdout);
+}
+
+static void bench_cycles(const char *dir, int repeats)
+{
+	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
+	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	struct http_client *h;
+	struct bench_srv b;
+	int next_vol = 0, ready, busy;
+	char db[256];
+	static const char node[] =
+	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
+	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
+	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
+
+	snprintf(db, sizeof(db), "%s/cycles.db", dir);
+	bench_fill(db, 2 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
+	bench_srv_start(&b, db, ctl, 0, 0, true);
+	bench_srv_idle(&b);
+	h = http_client_new(b.base);
+	if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
+		bench_die("node registration failed", NULL);
+	http_client_free(h);
+	bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
+	bench_cycles_variant(&b, &fake, repeats, true, &next_vol);
+	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
+	if (busy != 0)
+		bench_die("claims or publications left after the cycles", NULL);
+	bench_srv_stop(&b);
+}
+
+/* ---- 2. restart with 10,000 volumes that need no work ---- */
+
+static void bench_settle(const char *dir, int repeats)
+{
+	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
+	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	double v[16], open_s[16];
+	struct bench_srv b;
+	char db[256];
+
+	snprintf(db, sizeof(db), "%s/settle.db", dir);
+	bench_fill(db, BENCH_SETTLE_VOLUMES, MODEL_VOL_READY);
+	for (int r = 0; r < repeats; r++) {
+		double t0 = bench_now(), t1;
+		struct store *st = NULL;
+		struct err e;
+
+		/* The open alone, for the record (the server below opens it again). */
+		if (store_sqlite_open(db, &st, &e) != 0)
+			bench_die("open store", e.msg);
+		open_s[r] = bench_now() - t0;
+		store_close(st);
+		t0 = bench_now();
+		bench_srv_start(&b, db, ctl, 0, 0, false);
+		t1 = bench_now();
+		bench_srv_idle(&b);
+		v[r] = bench_now() - t0;
+		printf("  repeat %d: start %.0f ms, idle after %.0f ms\n", r + 1, (t1 - t0) * 1e3,
+		       v[r] * 1e3);
+		bench_srv_stop(&b);
+	}
+	printf("restart_settle_10000_ms median=%.0f n=%d store_open_ms=%.1f (target <= 1000)\n",
+	       bench_median(v, repeats) * 1e3, repeats, bench_median(open_s, repeats) * 1e3);
+	fflush(stdout);
+}
+
+/* ---- 3. 10,000 CreateVolume over a unix socket ---- */
+
+static double bench_create_run(const char *dir, struct csi_client *client, int workers,
+			       int concurrency)
+{
+	struct reconciler_controllers ctl = {bench_grpc_acquire, bench_release, client};
+	struct bench_srv b;
+	int ready, busy;
+	char db[256];
+	double t0, t;
+
+	snprintf(db, sizeof(db), "%s/create-%d-%d.db", dir, workers, concurrency);
+	bench_fill(db, BENCH_CREATE_VOLUMES, MODEL_VOL_CREATING);
+	t0 = bench_now();
+	bench_srv_start(&b, db, ctl, workers, concurrency, false);
+	bench_srv_idle(&b);
+	t = bench_now() - t0;
+	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
+	if (ready != BENCH_CREATE_VOLUMES) {
+		printf("  %d of %d ready\n", ready, BENCH_CREATE_VOLUMES);
+		bench_die("not every volume became ready", db);
+	}
+	bench_srv_stop(&b);
+	unlink(db);
+	return t;
+}
+
+/* setting: "W:P" runs only workers W with plugin_concurrency P; NULL: the usual three. */
+static void bench_create(const char *dir, int repeats, const char *setting)
+{
+	int settings[][2] = {{4, 1}, {4, 4}, {8, 8}};
+	size_t nsettings = sizeof(settings) / sizeof(settings[0]);
+	char endpoint[300];
+	struct csi_server *srv = NULL;
+	struct csi_client *client = NULL;
+	struct err e;
+
+	err_clear(&e);
+	snprintf(endpoint, sizeof(endpoint), "unix://%s/plugin.sock", dir);
+	if (csi_server_new(endpoint, 4, bench_plugin_handler, NULL, &srv, &e) != 0 ||
+	    csi_server_start(srv, &e) != 0 || csi_client_grpc_new(endpoint, &client, &e) != 0)
+		bench_die("plugin", e.msg);
+	if (setting && sscanf(setting, "%d:%d", &settings[0][0], &settings[0][1]) == 2)
+		nsettings = 1;
+	for (size_t s = 0; s < nsettings; s++) {
+		double v[16];
+
+		for (int r = 0; r < repeats; r++)
+			v[r] = bench_create_run(dir, client, settings[s][0], settings[s][1]);
+		printf("create_10000_s workers=%d plugin_concurrency=%d median=%.2f n=%d "
+		       "(target <= 3)\n",
+		       settings[s][0], settings[s][1], bench_median(v, repeats), repeats);
+		fflush(stdout);
+	}
+	csi_client_free(client);
+	csi_server_free(srv);
+}
+
+/* ---- 4 and 5. the list and the RSS of a `csid server` with 100,000 volumes ---- */
+
+static void bench_big(void)
+{
+	struct server_proc s;
+	double lat[BENCH_LIST_REQUESTS];
+	char db[SERVER_PROC_PATH + 16], path[256];
+	int pages = 0;
+	double t0;
+
+	if (server_proc_init(&s) != 0)
+		bench_die("server dir", NULL);
+	snprintf(db, sizeof(db), "%s/server.db", s.data_dir);
+	if (mkdir(s.data_dir, 0700) != 0)
+		bench_die("mkdir", s.data_dir);
+	bench_fill(db, BENCH_LIST_VOLUMES, MODEL_VOL_READY);
+	if (server_proc_write_config(&s, "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\"}",
+				     NULL) != 0 ||
+	    server_proc_start(&s) != 0)
+		bench_die("csid server start", s.log);
+	t0 = bench_now();
+	if (!server_proc_wait_ready(&s, BENCH_WAIT_MS))
+		bench_die("csid server never ready", s.log);
+	/* Settled: the health answer shows nothing queued. */
+	for (;;) {
+		json_t *h = NULL;
+		long st = server_proc_http(&s, "GET", "/v1/status/health", NULL, &h);
+		json_int_t q =
+		    json_integer_value(json_object_get(json_object_get(h, "reconciler"), "queued"));
+
+		json_decref(h);
+		if (st == 200 && q == 0)
+			break;
+		if (bench_now() - t0 > BENCH_WAIT_MS / 1000.0)
+			bench_die("csid server never settled", s.log);
+		usleep(10000);
+	}
+	printf("  csid server with %d volumes settled %.2f s after start\n", BENCH_LIST_VOLUMES,
+	       bench_now() - t0);
+	for (int i = 0; i < BENCH_LIST_REQUESTS + 10; i++) {
+		double t = bench_now();
+		char *text = NULL;
+
+		if (http_client_do(s.http, "GET", "/v1/volumes", NULL, &text, NULL, 0) != 200 ||
+		    !text || !strstr(text, "vol-0000099"))
+			bench_die("list failed", s.log);
+		free(text);
+		/* The first requests warm up (connection, caches). */
+		if (i >= 10)
+			lat[i - 10] = bench_now() - t;
+	}
+	bench_median(lat, BENCH_LIST_REQUESTS);
+	printf("list_first_page_100_of_100000_ms p50=%.2f p99=%.2f n=%d (target <= 10)\n",
+	       lat[BENCH_LIST_REQUESTS / 2] * 1e3, lat[BENCH_LIST_REQUESTS * 99 / 100] * 1e3,
+	       BENCH_LIST_REQUESTS);
+	fflush(stdout);
+	for (char next[128] = "";;) {
+		json_t *j = NULL;
+		const char *tok;
+
+		snprintf(path, sizeof(path), "/v1/volumes?per_page=1000%s%s",
+			 next[0] ? "&next_token=" : "", next);
+		if (server_proc_http(&s, "GET", path, NULL, &j) != 200)
+			bench_die("list page failed", s.log);
+		pages++;
+		tok = json_string_value(json_object_get(j, "next_token"));
+		snprintf(next, sizeof(next), "%s", tok ? tok : "");
+		json_decref(j);
+		if (!next[0])
+			break;
+	}
+	printf("peak_rss_100000_volumes_mib=%.1f (after settling and %d pages of 1000; target "
+	       "<= 128)\n",
+	       (double)hpp_vmhwm_kb(s.pid) / 1024.0, pages);
+	fflush(stdout);
+	server_proc_stop(&s, SIGTERM, 60000);
+	server_proc_cleanup(&s);
+}
+
+int main(int argc, char **argv)
+{
+	int repeats = argc > 1 ? atoi(argv[1]) : 3;
+	const char *only = argc > 2 ? argv[2] : "";
+	char dir[256], log[300];
+
+	if (repeats < 1 || repeats > 16)
+		bench_die("usage", "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big]");
+	signal(SIGPIPE, SIG_IGN);
+	bench_dir(dir, sizeof(dir));
+	/* The server's log lines go to a file, as a real server's would. */
+	snprintf(log, sizeof(log), "%s/server.log", dir);
+	if (!freopen(log, "a", stderr))
+		bench_die("log file", log);
+	printf("directory %s, %d repeats, server log %s\n", dir, repeats, log);
+	fflush(stdout);
+	if (!*only || !strcmp(only, "cycles"))
+		bench_cycles(dir, repeats);
+	if (!*only || !strcmp(only, "settle"))
+		bench_settle(dir, repeats);
+	if (!*only || !strcmp(only, "create"))
+		bench_create(dir, repeats, argc > 3 ? argv[3] : NULL);
+	if (!*only || !strcmp(only, "big"))
+		bench_big();
+	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
+	if (!getenv("CSID_BENCH_KEEP"))
+		hpp_rmrf(dir);
+	csi_grpc_shutdown();
+	return 0;
+}
