@@ -122,7 +122,7 @@ const char *model_access_name(enum model_access a)
 
 int model_access_parse(const char *s, enum model_access *out, struct err *e)
 {
-	int v;
+	int v = 0;
 	int rc = model_names_parse(&model_names_access, s, &v, e);
 
 	if (!rc)
@@ -137,7 +137,7 @@ const char *model_attachment_name(enum model_attachment a)
 
 int model_attachment_parse(const char *s, enum model_attachment *out, struct err *e)
 {
-	int v;
+	int v = 0;
 	int rc = model_names_parse(&model_names_attachment, s, &v, e);
 
 	if (!rc)
@@ -165,7 +165,7 @@ const char *model_claim_state_name(enum model_claim_state s)
 
 int model_claim_state_parse(const char *s, enum model_claim_state *out, struct err *e)
 {
-	int v;
+	int v = 0;
 	int rc = model_names_parse(&model_names_claim_state, s, &v, e);
 
 	if (!rc)
@@ -180,7 +180,7 @@ const char *model_claim_mode_name(enum model_claim_mode m)
 
 int model_claim_mode_parse(const char *s, enum model_claim_mode *out, struct err *e)
 {
-	int v;
+	int v = 0;
 	int rc = model_names_parse(&model_names_claim_mode, s, &v, e);
 
 	if (!rc)
