@@ -40,6 +40,8 @@ struct reconcile_result {
 	/* RETRY: waiting for this object (a source not ready yet), "" none */
 	enum store_kind wait_kind;
 	char wait_id[MODEL_ID_MAX + 1];
+	/* The store index of the write this pass made, 0: none (see rec_item.own_index). */
+	uint64_t wrote_index;
 };
 
 /* What a pass needs from the reconciler. */

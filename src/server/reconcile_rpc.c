@@ -153,7 +153,7 @@ static int reconcile_txn(const struct reconcile_env *env, const struct store_op 
 	int rc;
 
 	err_clear(&e);
-	rc = store_txn(env->store, op, 1, NULL, &e);
+	rc = store_txn(env->store, op, 1, &res->wrote_index, &e);
 	if (rc == CSID_ECONFLICT) {
 		/* Someone else changed it: read it again and decide again. */
 		res->outcome = RECONCILE_AGAIN;

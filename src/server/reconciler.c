@@ -54,6 +54,12 @@ struct rec_item {
 	bool busy;
 	bool again;
 	bool parked;
+	/*
+	 * The index of the reconciler's own last write of it: the follower
+	 * skips that change, since the pass that wrote it already queued the
+	 * item again (AGAIN); re-queueing it would cost an idle pass.
+	 */
+	uint64_t own_index;
 	char *last_error;
 	char id[];
 };
@@ -503,6 +509,8 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 
 	it->busy = false;
 	r->busy--;
+	if (res->wrote_index)
+		it->own_index = res->wrote_index;
 	if (res->outcome == RECONCILE_IDLE || res->outcome == RECONCILE_IDLE_FAILED ||
 	    res->outcome == RECONCILE_AGAIN)
 		rec_wait_wake(r, it->kind, it->id);
@@ -692,9 +700,12 @@ static void rec_catch_up(struct reconciler *r)
 		}
 		pthread_mutex_lock(&r->mu);
 		for (size_t i = 0; i < ch.n; i++) {
-			if (ch.changes[i].obj.kind == STORE_VOLUME ||
-			    ch.changes[i].obj.kind == STORE_SNAPSHOT)
-				rec_enqueue_locked(r, ch.changes[i].obj.kind, ch.changes[i].obj.id);
+			const struct store_change *c = &ch.changes[i];
+			const struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
+
+			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
+			    !(own && own->own_index == c->index))
+				rec_enqueue_locked(r, c->obj.kind, c->obj.id);
 			if (ch.changes[i].index > after)
 				after = ch.changes[i].index;
 		}
