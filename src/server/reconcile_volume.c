@@ -632,10 +632,10 @@ out:
 }
 
 /*
- * Moves claims[i] on: to controller-unpublished and at once to freed (one
- * write), or from controller-unpublished to freed.
+ * Moves claims[i] on in memory: to controller-unpublished and at once to
+ * freed, or from controller-unpublished to freed. 0, or -1 with res set.
  */
-static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
+static int rv_claim_advance(struct rv_pass *s, size_t i, enum model_claim_state to)
 {
 	struct model_volume *v = s->v;
 	const char *alloc = v->claims[i].alloc_id;
@@ -650,6 +650,14 @@ static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
 	if (rc < 0)
 		return reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: claim %s: %s", s->what,
 				      alloc, e.msg);
+	return 0;
+}
+
+/* rv_claim_advance, then the write (one write for both moves). */
+static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
+{
+	if (rv_claim_advance(s, i, to) < 0)
+		return -1;
 	return rv_write(s);
 }
 
@@ -717,6 +725,7 @@ static int rv_unpublish(struct rv_pass *s, size_t p)
 	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 	ProtobufCMessage *resp = NULL;
 	struct model_volume *v = s->v;
+	const char *node;
 
 	req.volume_id = v->external_id ? v->external_id : "";
 	/* Never empty: an empty node ID would unpublish from every node. */
@@ -731,8 +740,22 @@ static int rv_unpublish(struct rv_pass *s, size_t p)
 			  s->res) < 0)
 		return -1;
 	csi_msg_free(resp);
+	node = v->pubs[p].node_id;
 	memmove(&v->pubs[p], &v->pubs[p + 1], (v->npubs - p - 1) * sizeof(*v->pubs));
 	v->npubs--;
+	/*
+	 * The claims of that node that waited for this unpublish are done with
+	 * it: freed in the same write (never before the unpublish succeeded).
+	 */
+	for (size_t i = 0; i < v->nclaims;) {
+		if (v->claims[i].state != MODEL_CLAIM_NODE_UNPUBLISHED ||
+		    strcmp(v->claims[i].node_id, node) != 0) {
+			i++;
+			continue;
+		}
+		if (rv_claim_advance(s, i, MODEL_CLAIM_CONTROLLER_UNPUBLISHED) < 0)
+			return -1;
+	}
 	return rv_write(s);
 }
 
