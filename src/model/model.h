@@ -336,6 +336,12 @@ const char *model_node_status_name(enum model_node_status s);
 
 struct model_node {
 	char *id;
+	/*
+	 * The registering agent's instance ID (optional): while a node is
+	 * live, the server refuses a fingerprint from another instance, so two
+	 * agents configured with one node name cannot take turns.
+	 */
+	char *instance_id;
 	enum model_node_status status;
 	int64_t registered_ms;
 	int64_t updated_ms;
