@@ -144,11 +144,11 @@ static int server_node_owner_check(struct server *s, const struct model_node *ol
 	bool live;
 
 	if (!old || !old->instance_id || !node->instance_id ||
-	    strcmp(old->instance_id, node->instance_id) == 0 || old->status != MODEL_NODE_READY)
+	    strcmp(old->instance_id, node->instance_id) == 0)
 		return 0;
 	pthread_mutex_lock(&s->mu);
 	l = server_live_find(s, node->id);
-	live = l && !l->down;
+	live = old->status == MODEL_NODE_READY && l && !l->down;
 	if (live)
 		ago = clock_now_ms(s->clock) - l->seen_ms;
 	pthread_mutex_unlock(&s->mu);
