@@ -4,7 +4,8 @@
  * supervising csi-hostpath, with a 300 ms heartbeat. The node appears
  * ready with its node plugin healthy in /v1/nodes and /v1/plugins within
  * a bound, after failing over from a first server address that refuses
- * connections; a killed agent's node goes down after the TTL and its
+ * connections (or one that takes them and never answers: the request's
+ * deadline, then failover); a killed agent's node goes down after the TTL and its
  * plugin stops counting as healthy; a second agent with the same node
  * name takes the node over only once it is down, and the first agent
  * coming back is then refused (409) and says so; a server restarted on an
@@ -42,6 +43,8 @@ struct t_env {
 	struct server_proc s;
 	int refuse_fd; /* bound, never listening: connections to its port are refused */
 	int refuse_port;
+	int silent_fd; /* listening, never accepting: requests to it get no answer */
+	int silent_port;
 	void *agents[2]; /* struct agent_proc *, as agent_proc_setup_hostpath makes them */
 };
 
@@ -53,20 +56,35 @@ static int t_server_config(struct t_env *t, const char *data)
 	return server_proc_write_config(&t->s, json, NULL);
 }
 
+/* A socket bound to a free port of 127.0.0.1 (listening or not); its port in *port. */
+static int t_socket(bool listening, int *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || (listening && listen(fd, 16))) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
 static int t_setup(void **state)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
 
 	*state = t;
 	if (!t)
 		return -1;
-	t->refuse_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (t->refuse_fd < 0 || bind(t->refuse_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    getsockname(t->refuse_fd, (struct sockaddr *)&sa, &len) != 0)
+	t->refuse_fd = t_socket(false, &t->refuse_port);
+	t->silent_fd = t_socket(true, &t->silent_port);
+	if (t->refuse_fd < 0 || t->silent_fd < 0)
 		return -1;
-	t->refuse_port = ntohs(sa.sin_port);
 	if (server_proc_init(&t->s) != 0 || t_server_config(t, "d") != 0 ||
 	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, 30000)) {
 		server_proc_dump_log(&t->s, "server setup failed");
@@ -113,12 +131,17 @@ static int t_teardown(void **state)
 	server_proc_cleanup(&t->s);
 	if (t->refuse_fd >= 0)
 		close(t->refuse_fd);
+	if (t->silent_fd >= 0)
+		close(t->silent_fd);
 	free(t);
 	return 0;
 }
 
-/* Starts agent i (node T_NODE, csi-hostpath) joining servers with token. */
-static struct agent_proc *t_agent(struct t_env *t, int i, bool refused_first, const char *token)
+/*
+ * Starts agent i (node T_NODE, csi-hostpath) joining the server with
+ * token, after a first server address on 127.0.0.1:first_port (0: none).
+ */
+static struct agent_proc *t_agent(struct t_env *t, int i, int first_port, const char *token)
 {
 	char servers[256];
 	const char *edits[] = {"\"plugin_log_max_bytes\": 65536,", servers,
@@ -126,12 +149,12 @@ static struct agent_proc *t_agent(struct t_env *t, int i, bool refused_first, co
 			       "\"stop_grace\": \"3s\", \"heartbeat\": \"300ms\"}", NULL};
 	int n;
 
-	if (refused_first)
+	if (first_port)
 		n = snprintf(
 		    servers, sizeof(servers),
 		    "\"plugin_log_max_bytes\": 65536, \"servers\": [\"http://127.0.0.1:%d\","
 		    " \"%s\"], \"server_token\": \"%s\",",
-		    t->refuse_port, t->s.base, token);
+		    first_port, t->s.base, token);
 	else
 		n = snprintf(servers, sizeof(servers),
 			     "\"plugin_log_max_bytes\": 65536, \"servers\": [\"%s\"],"
@@ -228,7 +251,7 @@ static void test_join_down_takeover(void **state)
 	struct agent_proc *a, *b;
 	int64_t ms, killed;
 
-	a = t_agent(t, 0, true, T_TOKEN);
+	a = t_agent(t, 0, t->refuse_port, T_TOKEN);
 	t_instance(a, ia, sizeof(ia));
 	ms = t_wait_node(t, "ready", ia, 1, 30000);
 	print_message(
@@ -251,7 +274,7 @@ static void test_join_down_takeover(void **state)
 	assert_true(server_proc_log_has(&t->s, "node down: no heartbeat within the TTL"));
 
 	/* Another agent with the same node name takes the node over once it is down. */
-	b = t_agent(t, 1, false, T_TOKEN);
+	b = t_agent(t, 1, 0, T_TOKEN);
 	t_instance(b, ib, sizeof(ib));
 	assert_string_not_equal(ia, ib);
 	t_wait_node(t, "ready", ib, 1, 30000);
@@ -268,6 +291,25 @@ static void test_join_down_takeover(void **state)
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
 
+/* A first server that takes connections and never answers: the request's deadline, then failover.
+ */
+static void test_silent_server(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a;
+	char ia[64];
+	int64_t ms;
+
+	a = t_agent(t, 0, t->silent_port, T_TOKEN);
+	t_instance(a, ia, sizeof(ia));
+	ms = t_wait_node(t, "ready", ia, 1, 60000);
+	print_message("node ready %lld ms after its plugin, past a silent first server\n",
+		      (long long)ms);
+	assert_true(
+	    agent_proc_wait_log(a, "server unreachable, failing over", 1, AGENT_PROC_LOG_MS));
+	assert_true(agent_proc_wait_log(a, "Operation timed out", 1, AGENT_PROC_LOG_MS));
+}
+
 /* The server restarts on an empty store; the agent keeps its mount and catches up. */
 static void test_server_restart(void **state)
 {
@@ -276,7 +318,7 @@ static void test_server_restart(void **state)
 	struct agent_proc *a;
 	int64_t ms;
 
-	a = t_agent(t, 0, false, T_TOKEN);
+	a = t_agent(t, 0, 0, T_TOKEN);
 	t_instance(a, ia, sizeof(ia));
 	t_wait_node(t, "ready", ia, 1, 30000);
 	assert_int_equal(agent_proc_create_volume(a, "join-vol", vol), 0);
@@ -305,7 +347,7 @@ static void test_wrong_token(void **state)
 	struct t_env *t = *state;
 	struct agent_proc *a;
 
-	a = t_agent(t, 0, false, T_WRONG);
+	a = t_agent(t, 0, 0, T_WRONG);
 	assert_true(agent_proc_wait_log(a, "server refused the agent's token (check server_token)",
 					1, AGENT_PROC_LOG_MS));
 	assert_true(agent_proc_wait_log(a, "HTTP 403: unknown token", 1, AGENT_PROC_LOG_MS));
@@ -320,6 +362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_join_down_takeover, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_server_restart, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_silent_server, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_token, t_setup, t_teardown),
 	};
 
