@@ -29,10 +29,12 @@
  *
  * servers: the csid servers the agent joins (http:// or https:// base
  * URLs), tried in order with failover; none: the agent runs alone.
- * server_token is sent to them (X-Csid-Token) and never logged nor quoted
- * in a message. heartbeat is how often the agent sends its node's
- * fingerprint (default 10 s; it must stay well under the server's
- * node_ttl, 30 s by default).
+ * server_token (a token with write access when the servers have ACL
+ * tokens) is sent to them (X-Csid-Token) and never logged nor quoted in a
+ * message. heartbeat is how often the agent sends its node's fingerprint
+ * (default 10 s; it must stay well under the server's node_ttl, 30 s by
+ * default). These three are read at start: a SIGHUP reload applies the
+ * plugins only.
  *
  * Validation is strict: unknown keys, wrong types, bad durations and hostile
  * plugin IDs are reported with the JSON path of the offending value. A

@@ -5,7 +5,9 @@
  * between heartbeats). server_link_notify only wakes the thread; the
  * thread rebuilds the body and tells the core of a change only when the
  * body differs from the last one built, so plugin events that change
- * nothing the server sees send nothing.
+ * nothing the server sees send nothing. The plugin manager tells of every
+ * change of a plugin's health, state or fingerprint; a plugin that is
+ * removed altogether reaches the server with the next heartbeat.
  *
  * Stopping the link aborts a request in flight (curl's progress
  * callback), so an agent never waits on a silent server to shut down.

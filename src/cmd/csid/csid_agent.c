@@ -3,16 +3,19 @@
  *
  * Start: config (file, then flags) -> agent database -> registry restored
  * -> plugins left running by a crashed agent killed and deregistered ->
- * every other restored instance probed, the dead dropped -> plugin
+ * every other restored instance probed, the dead dropped -> server link
+ * (when servers are configured: the node's fingerprint sent at start, on
+ * every plugin change and as the heartbeat; server_link.h) -> plugin
  * manager -> supervisor starts the configured plugins on the libuv loop
  * (main thread). A startup thread then recovers the mounter (waiting a
  * bounded time for each plugin that owns records) and only then opens the
  * HTTP API, so no request races the recovery; records left pending (a
  * plugin still missing) are retried every resync period.
  *
- * Stop (SIGTERM/SIGINT): the plugin manager shuts down first (so nothing
- * waits for a plugin any more), the API stops accepting and finishes
- * requests in flight, the supervisor deregisters and stops every plugin;
+ * Stop (SIGTERM/SIGINT): the server link stops sending (the servers keep
+ * the node's last fingerprint until the TTL), the plugin manager shuts
+ * down (so nothing waits for a plugin any more), the API stops accepting
+ * and finishes requests in flight, the supervisor deregisters and stops every plugin;
  * mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
