@@ -15,8 +15,8 @@
  * Stop (SIGTERM/SIGINT): the server link stops sending (the servers keep
  * the node's last fingerprint until the TTL), the plugin manager shuts
  * down (so nothing waits for a plugin any more), the API stops accepting
- * and finishes requests in flight, the supervisor deregisters and stops every plugin;
- * mounts are kept (the next agent adopts them).
+ * and finishes requests in flight, the supervisor deregisters and stops
+ * every plugin; mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
  */
