@@ -508,6 +508,10 @@ static void csid_agent_close(struct csid_agent *a)
 	if (a->startup_started)
 		pthread_join(a->startup, NULL);
 	agent_api_stop(a->api);
+	/* No health callback (which notifies the link) runs after the shutdown. */
+	server_link_stop(a->link);
+	if (a->pm)
+		plugin_manager_shutdown(a->pm);
 	server_link_free(a->link);
 	plugin_manager_free(a->pm);
 	mounter_close(a->mounter);
