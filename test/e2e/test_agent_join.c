@@ -4,16 +4,16 @@
  * supervising csi-hostpath, with a 300 ms heartbeat. The node appears
  * ready with its node plugin healthy in /v1/nodes and /v1/plugins within
  * a bound, after failing over from a first server address that refuses
- * connections (or one that takes them and never answers: the request's
- * deadline, then failover); a killed agent's node goes down after the TTL and its
- * plugin stops counting as healthy; a second agent with the same node
- * name takes the node over only once it is down, and the first agent
- * coming back is then refused (409) and says so; a server restarted on an
- * empty store is caught up by the agent, which kept serving its mount
+ * connections, or one that answers 500, or one that takes connections and
+ * never answers (the request's deadline, then failover); a killed agent's node goes down after the
+ * TTL and its plugin stops counting as healthy; a second agent with the same node name takes the
+ * node over only once it is down, and the first agent coming back is then refused (409) and says
+ * so; a server restarted on an empty store is caught up by the agent, which kept serving its mount
  * meanwhile; a wrong token is refused and logged clearly. No token is in
  * any log line.
  */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -45,6 +45,11 @@ struct t_env {
 	int refuse_port;
 	int silent_fd; /* listening, never accepting: requests to it get no answer */
 	int silent_port;
+	int failing_fd; /* listening; t_failing answers every request with 500 */
+	int failing_port;
+	pthread_t failing;
+	bool failing_started;
+	int failing_answers; /* how many it answered (written by the thread) */
 	void *agents[2]; /* struct agent_proc *, as agent_proc_setup_hostpath makes them */
 };
 
@@ -83,7 +88,8 @@ static int t_setup(void **state)
 		return -1;
 	t->refuse_fd = t_socket(false, &t->refuse_port);
 	t->silent_fd = t_socket(true, &t->silent_port);
-	if (t->refuse_fd < 0 || t->silent_fd < 0)
+	t->failing_fd = t_socket(true, &t->failing_port);
+	if (t->refuse_fd < 0 || t->silent_fd < 0 || t->failing_fd < 0)
 		return -1;
 	if (server_proc_init(&t->s) != 0 || t_server_config(t, "d") != 0 ||
 	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, 30000)) {
@@ -133,6 +139,13 @@ static int t_teardown(void **state)
 		close(t->refuse_fd);
 	if (t->silent_fd >= 0)
 		close(t->silent_fd);
+	if (t->failing_started) {
+		/* Wakes the thread's accept. */
+		shutdown(t->failing_fd, SHUT_RDWR);
+		pthread_join(t->failing, NULL);
+	}
+	if (t->failing_fd >= 0)
+		close(t->failing_fd);
 	free(t);
 	return 0;
 }
@@ -291,6 +304,51 @@ static void test_join_down_takeover(void **state)
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }
 
+/* A server that answers 500 to every request, until its socket is shut down. */
+static void *t_failing(void *arg)
+{
+	static const char answer[] = "HTTP/1.1 500 Internal Server Error\r\n"
+				     "Content-Type: application/json\r\nContent-Length: 48\r\n"
+				     "Connection: close\r\n\r\n"
+				     "{\"error\": \"store: disk I/O\", \"code\": \"io_error\"}";
+	struct t_env *t = arg;
+	char buf[8192];
+	int fd;
+
+	while ((fd = accept(t->failing_fd, NULL, NULL)) >= 0) {
+		/*
+		 * The answer, whatever was asked; then the rest of the request is
+		 * drained until the client closes, so no unread byte turns the
+		 * close into a reset that would hide the answer.
+		 */
+		if (read(fd, buf, sizeof(buf)) > 0 &&
+		    write(fd, answer, sizeof(answer) - 1) == (ssize_t)sizeof(answer) - 1)
+			__atomic_add_fetch(&t->failing_answers, 1, __ATOMIC_SEQ_CST);
+		shutdown(fd, SHUT_WR);
+		while (read(fd, buf, sizeof(buf)) > 0)
+			;
+		close(fd);
+	}
+	return NULL;
+}
+
+/* A first server that answers 500: failover at once to the second. */
+static void test_failing_server(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a;
+	char ia[64];
+
+	assert_int_equal(pthread_create(&t->failing, NULL, t_failing, t), 0);
+	t->failing_started = true;
+	a = t_agent(t, 0, t->failing_port, T_TOKEN);
+	t_instance(a, ia, sizeof(ia));
+	t_wait_node(t, "ready", ia, 1, 30000);
+	assert_true(
+	    agent_proc_wait_log(a, "error=\"HTTP 500: store: disk I/O\"", 1, AGENT_PROC_LOG_MS));
+	assert_true(__atomic_load_n(&t->failing_answers, __ATOMIC_SEQ_CST) >= 1);
+}
+
 /* A first server that takes connections and never answers: the request's deadline, then failover.
  */
 static void test_silent_server(void **state)
@@ -363,6 +421,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_join_down_takeover, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_server_restart, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_silent_server, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_failing_server, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_token, t_setup, t_teardown),
 	};
 
