@@ -34,7 +34,8 @@
  * message. heartbeat is how often the agent sends its node's fingerprint
  * (default 10 s; it must stay well under the server's node_ttl, 30 s by
  * default). These three are read at start: a SIGHUP reload applies the
- * plugins only.
+ * plugins only. With servers, node_name must be a server ID (letters,
+ * digits, '.', '_' and '-'), or the agent does not start.
  *
  * Validation is strict: unknown keys, wrong types, bad durations and hostile
  * plugin IDs are reported with the JSON path of the offending value. A

@@ -31,14 +31,15 @@
 
 /* Bytes of a server's answer kept (an error body is short). */
 #define SERVER_LINK_ANSWER_MAX 4096
-/* A server URL (at most 256 bytes), "/v1/node/" and a node name (at most 128). */
-#define SERVER_LINK_URL_MAX 512
+/* A server URL (at most 256 bytes), "/v1/node/" and an escaped node name. */
+#define SERVER_LINK_URL_MAX 1024
 
 struct server_link {
 	char **servers;
 	size_t nservers;
 	char *token;
 	char *node;
+	char *node_path; /* node, %-escaped for the URL (curl_free) */
 	char *instance_id;
 	struct plugin_manager *pm;
 	struct clock *clock;
@@ -102,6 +103,8 @@ static void server_link_free_strings(struct server_link *l)
 	if (l->token)
 		model_wipe_free(l->token, strlen(l->token));
 	free(l->node);
+	if (l->node_path)
+		curl_free(l->node_path);
 	free(l->instance_id);
 }
 
@@ -111,9 +114,9 @@ int server_link_new(const struct server_link_config *cfg, struct server_link **o
 
 	*out = NULL;
 	if (!cfg->nservers || !cfg->servers || !cfg->node_name || !cfg->instance_id || !cfg->pm)
-		return err_set(e, CSID_EINVAL,
-			       "server link: servers, node, instance and "
-			       "plugin manager are required");
+		return err_set(
+		    e, CSID_EINVAL,
+		    "server link: servers, node, instance and plugin manager are required");
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return err_set(e, CSID_ENOMEM, "server link: out of memory");
@@ -122,7 +125,10 @@ int server_link_new(const struct server_link_config *cfg, struct server_link **o
 	l->instance_id = strdup(cfg->instance_id);
 	l->token = cfg->token ? strdup(cfg->token) : NULL;
 	l->curl = curl_easy_init();
-	if (!l->servers || !l->node || !l->instance_id || (cfg->token && !l->token) || !l->curl)
+	/* Escaped: a '#' or '?' in a node name must not cut the path to another node's. */
+	l->node_path = l->curl ? curl_easy_escape(l->curl, cfg->node_name, 0) : NULL;
+	if (!l->servers || !l->node || !l->instance_id || (cfg->token && !l->token) || !l->curl ||
+	    !l->node_path)
 		goto nomem;
 	for (; l->nservers < cfg->nservers; l->nservers++)
 		if (!(l->servers[l->nservers] = strdup(cfg->servers[l->nservers])))
@@ -185,7 +191,11 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 	long status = 0;
 	CURLcode cc;
 
-	snprintf(url, sizeof(url), "%s/v1/node/%s", l->servers[i], l->node);
+	if ((size_t)snprintf(url, sizeof(url), "%s/v1/node/%s", l->servers[i], l->node_path) >=
+	    sizeof(url)) {
+		snprintf(why, why_len, "node name too long for a URL");
+		return SERVER_LINK_REFUSED;
+	}
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	if (l->token) {

@@ -48,6 +48,7 @@
 #include "agent/supervisor.h"
 #include "api/agent_api.h"
 #include "csi/csi_client.h"
+#include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -423,7 +424,9 @@ static int csid_agent_link(struct csid_agent *a, struct err *e)
 		log_info("msg=\"no servers configured: the agent runs alone\"");
 		return 0;
 	}
-	if ((rc = server_link_instance_id(a->cfg->data_dir, a->instance_id, e)))
+	/* The servers name nodes with IDs: refuse at start a name they would refuse every time. */
+	if ((rc = model_id_check("node_name", a->cfg->node_name, strlen(a->cfg->node_name), e)) ||
+	    (rc = server_link_instance_id(a->cfg->data_dir, a->instance_id, e)))
 		return rc;
 	lc.servers = (const char *const *)a->cfg->servers;
 	lc.nservers = a->cfg->nservers;
