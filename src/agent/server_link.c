@@ -94,7 +94,6 @@ void server_link_core_init(struct server_link_core *c, size_t nservers,
 	if (!c->rng)
 		c->rng = 1;
 	c->due_ms = now_ms;
-	c->last = SERVER_LINK_OK;
 	c->gen = 1;
 }
 
@@ -126,7 +125,6 @@ void server_link_core_end(struct server_link_core *c, int64_t now_ms, enum serve
 	int64_t d = 0;
 
 	c->sending = false;
-	c->last = o;
 	c->joined = o == SERVER_LINK_OK;
 	c->round_done = false;
 	switch (o) {

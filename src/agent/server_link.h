@@ -93,7 +93,6 @@ struct server_link_core {
 	int64_t delay_ms; /* the wait chosen by the last outcome */
 	bool sending;
 	bool round_done; /* the last outcome ended a round of failures */
-	enum server_link_outcome last; /* of the last send; OK before the first */
 	bool joined; /* the last send succeeded */
 	uint64_t gen, sent_gen, acked_gen; /* fingerprint generations */
 };
