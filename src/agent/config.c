@@ -19,7 +19,6 @@
 
 #include <jansson.h>
 
-#include "model/model.h"
 #include "util/log.h"
 
 /* sun_path holds 108 bytes including the terminating NUL. */
@@ -83,12 +82,14 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < cfg->nservers; i++)
 		free(cfg->servers[i]);
 	free(cfg->servers);
-	if (cfg->server_token)
-		model_wipe_free(cfg->server_token, strlen(cfg->server_token));
 	free(cfg->data_dir);
 	free(cfg->node_name);
 	free(cfg->listen_socket);
 	free(cfg->listen_addr);
+	if (cfg->server_token) {
+		explicit_bzero(cfg->server_token, strlen(cfg->server_token));
+		free(cfg->server_token);
+	}
 	free(cfg);
 }
 
@@ -629,21 +630,24 @@ static int config_parse_servers(json_t *v, struct config *cfg, struct err *e)
 	return 0;
 }
 
-/* "server_token": never quoted in a message, whatever is wrong with it. */
+/*
+ * "server_token": a secret, so messages name the key, never the value. It
+ * goes into an HTTP header, so no space or control character either.
+ */
 static int config_parse_token(json_t *v, struct config *cfg, struct err *e)
 {
 	const char *t = json_string_value(v);
 	size_t len = json_string_length(v);
 
-	if (!json_is_string(v) || len == 0 || len > CONFIG_TOKEN_MAX)
-		return err_set(e, CSID_EINVAL, "server_token: expected a string of 1 to %d bytes",
+	if (!json_is_string(v) || len < 8 || len > CONFIG_TOKEN_MAX)
+		return err_set(e, CSID_EINVAL, "server_token: expected a string of 8 to %d bytes",
 			       CONFIG_TOKEN_MAX);
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)t[i] <= 0x20 || t[i] == 0x7f)
 			return err_set(e, CSID_EINVAL,
 				       "server_token: contains a space or control character");
-	cfg->server_token = strdup(t);
-	return cfg->server_token ? 0 : err_set(e, CSID_ENOMEM, "server_token: out of memory");
+	cfg->server_token = config_strdup(t);
+	return cfg->server_token ? 0 : err_set(e, CSID_ENOMEM, "config: out of memory");
 }
 
 static const char *const config_top_keys[] = {

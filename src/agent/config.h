@@ -30,8 +30,9 @@
  * servers: the csid servers the agent joins (http:// or https:// base
  * URLs), tried in order with failover; none: the agent runs alone.
  * server_token (a token with write access when the servers have ACL
- * tokens) is sent to them (X-Csid-Token) and never logged nor quoted in a
- * message. heartbeat is how often the agent sends its node's fingerprint
+ * tokens) is sent to them (X-Csid-Token), and is what a server presents
+ * (its agent_token) to run controller RPCs here; never logged nor quoted
+ * in a message. heartbeat is how often the agent sends its node's fingerprint
  * (default 10 s; it must stay well under the server's node_ttl, 30 s by
  * default). These three are read at start: a SIGHUP reload applies the
  * plugins only. With servers, node_name must be a server ID (letters,
@@ -57,7 +58,7 @@
 /* Servers an agent may list, and the longest server URL and token (bytes). */
 #define CONFIG_SERVERS_MAX 16
 #define CONFIG_SERVER_URL_MAX 256
-#define CONFIG_TOKEN_MAX 1024
+#define CONFIG_TOKEN_MAX 256
 /* Config files larger than this are refused. */
 #define CONFIG_FILE_MAX (1024 * 1024)
 
@@ -108,7 +109,13 @@ struct config {
 	int64_t plugin_log_max_bytes;
 	char **servers; /* base URLs, no trailing slash */
 	size_t nservers;
-	char *server_token; /* a secret: zeroed on free, never logged; NULL: none */
+	/*
+	 * The secret shared with the servers (a write ACL token of theirs):
+	 * the agent sends it with its node's fingerprint, and a server
+	 * presents it to run controller RPCs through this agent. NULL: none.
+	 * Never logged; wiped on free.
+	 */
+	char *server_token;
 	int64_t heartbeat_ms;
 	struct config_plugin *plugins;
 	size_t nplugins;

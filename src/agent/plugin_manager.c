@@ -624,23 +624,24 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 	return rc;
 }
 
-int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *name,
-				      struct plugin_ref *out, struct err *e)
+int plugin_manager_ref(struct plugin_manager *pm, enum registry_type type, const char *name,
+		       struct plugin_ref *out, struct err *e)
 {
+	const char *tn = registry_type_name(type);
 	struct registry_instance inst;
 	struct pm_entry *en;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (name == NULL)
-		return err_set(e, CSID_EINVAL, "mounter for plugin: no name");
+		return err_set(e, CSID_EINVAL, "plugin reference: no name");
 	pthread_mutex_lock(&pm->mu);
-	en = pm->shutdown ? NULL : pm_find(pm, REGISTRY_NODE, name);
+	en = pm->shutdown ? NULL : pm_find(pm, type, name);
 	if (pm->shutdown)
-		rc = err_set(e, CSID_EUNAVAIL, "plugin node/%s: plugin manager shut down", name);
+		rc = err_set(e, CSID_EUNAVAIL, "plugin %s/%s: plugin manager shut down", tn, name);
 	else if (en == NULL)
-		rc = pm_not_ready(pm, REGISTRY_NODE, name,
-				  registry_active(pm->cfg.registry, REGISTRY_NODE, name, &inst) == 0
+		rc = pm_not_ready(pm, type, name,
+				  registry_active(pm->cfg.registry, type, name, &inst) == 0
 				      ? CSID_EUNAVAIL
 				      : CSID_ENOTFOUND,
 				  e);
@@ -648,6 +649,12 @@ int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *nam
 		rc = instance_manager_ref(en->im, out, e);
 	pthread_mutex_unlock(&pm->mu);
 	return rc;
+}
+
+int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *name,
+				      struct plugin_ref *out, struct err *e)
+{
+	return plugin_manager_ref(pm, REGISTRY_NODE, name, out, e);
 }
 
 void plugin_manager_snapshot_free(struct plugin_manager_snapshot *s)

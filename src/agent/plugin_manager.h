@@ -153,6 +153,15 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 int plugin_manager_mounter_for_plugin(struct plugin_manager *pm, const char *name,
 				      struct plugin_ref *out, struct err *e);
 
+/*
+ * The same for any plugin type: a counted reference on the client of the
+ * active instance of (type, name) and a copy of its fingerprint, e.g. a
+ * controller plugin's for an RPC the server asks the agent to run.
+ * Returns 0, CSID_ENOTFOUND or CSID_EUNAVAIL as above.
+ */
+int plugin_manager_ref(struct plugin_manager *pm, enum registry_type type, const char *name,
+		       struct plugin_ref *out, struct err *e);
+
 /* One plugin in a snapshot (for GET /v1/agent/plugins). */
 struct plugin_manager_plugin {
 	enum registry_type type;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csi/csi_remote.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -41,6 +42,12 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 		if (strcmp(method, "DELETE") == 0)
 			return agent_api_mounts_delete(a, url, http_query(req, "force"), &rep->doc,
 						       e);
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (strncmp(url, CSI_REMOTE_PREFIX, sizeof(CSI_REMOTE_PREFIX) - 1) == 0) {
+		rep->allow = "POST";
+		if (strcmp(method, "POST") == 0)
+			return agent_api_controller_call(a, req, rep, e);
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", url);
@@ -78,7 +85,13 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	a->started_ms = clock_wall_ms(clock_real());
 	if (a->cfg.plugin_wait_ms <= 0)
 		a->cfg.plugin_wait_ms = 30000;
-	if (!a->socket_path || (cfg->tcp_addr && !a->tcp_addr) || !a->node_name || !a->data_dir) {
+	if (a->cfg.rpc_timeout_ms <= 0)
+		a->cfg.rpc_timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
+	a->cfg.server_token = NULL;
+	if (cfg->server_token && cfg->server_token[0])
+		a->server_token = strdup(cfg->server_token);
+	if (!a->socket_path || (cfg->tcp_addr && !a->tcp_addr) || !a->node_name || !a->data_dir ||
+	    (cfg->server_token && cfg->server_token[0] && !a->server_token)) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -87,8 +100,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	if (rc)
 		goto fail;
 	if (a->tcp_addr)
-		log_warn("msg=\"the agent api on TCP has no authentication: bind it to a trusted "
-			 "address\" addr=%s",
+		log_warn("msg=\"the agent api on TCP authenticates only controller RPCs: bind it "
+			 "to a trusted address\" addr=%s",
 			 a->tcp_addr);
 	*out = a;
 	return 0;
@@ -106,5 +119,9 @@ void agent_api_stop(struct agent_api *a)
 	free(a->tcp_addr);
 	free(a->node_name);
 	free(a->data_dir);
+	if (a->server_token) {
+		explicit_bzero(a->server_token, strlen(a->server_token));
+		free(a->server_token);
+	}
 	free(a);
 }

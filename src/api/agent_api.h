@@ -9,6 +9,9 @@
  *   GET    /v1/agent/mounts                every mount record (no secrets)
  *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
  *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount; ?force=true: mounter_unmount_force
+ *   POST   /v1/agent/controller/<plugin>/<Method>
+ *                                          one controller RPC for the server
+ *                                          (csi/csi_remote.h); needs server_token
  *
  * Errors are {"error": "...", "code": "..."} with the HTTP status of the
  * csid error table (include/csid.h). Request bodies are capped
@@ -41,6 +44,13 @@ struct agent_api_config {
 	const char *data_dir;
 	/* How long a mount waits for its plugin to become healthy (ms). */
 	int64_t plugin_wait_ms;
+	/*
+	 * The secret the server presents to run controller RPCs here (copied;
+	 * never logged); NULL or "": the controller endpoint refuses all.
+	 */
+	const char *server_token;
+	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
+	int64_t rpc_timeout_ms;
 };
 
 struct agent_api;

@@ -18,6 +18,7 @@ struct agent_api {
 	char *tcp_addr;
 	char *node_name;
 	char *data_dir;
+	char *server_token; /* NULL: controller RPCs refused; wiped on stop */
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
 };
@@ -35,5 +36,9 @@ int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);
 int agent_api_self(struct agent_api *a, json_t **out, struct err *e);
 /* Whether plugin_id is known here as a node plugin (registered or configured). */
 int agent_api_node_plugin_known(struct agent_api *a, const char *plugin_id, struct err *e);
+
+/* agent_api_controller.c: POST /v1/agent/controller/<plugin>/<Method>. */
+int agent_api_controller_call(struct agent_api *a, const struct http_request *req,
+			      struct http_reply *rep, struct err *e);
 
 #endif

@@ -62,6 +62,27 @@ const char *http_header(const struct http_request *r, const char *name)
 	return MHD_lookup_connection_value(r->conn_, MHD_HEADER_KIND, name);
 }
 
+const char *http_request_token(const struct http_request *r)
+{
+	const char *tok = http_header(r, "X-Csid-Token");
+	const char *auth = http_header(r, "Authorization");
+
+	if (!tok && auth && strncmp(auth, "Bearer ", 7) == 0)
+		tok = auth + 7;
+	return tok;
+}
+
+bool http_token_eq(const char *presented, const char *secret)
+{
+	size_t la = strlen(presented), lb = strlen(secret), i;
+	unsigned char d = la != lb;
+
+	/* Time depends on the secret's length only, never on where they differ. */
+	for (i = 0; i < lb; i++)
+		d |= (unsigned char)(presented[i < la ? i : 0] ^ secret[i]);
+	return d == 0;
+}
+
 static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, char *text,
 				      const char *index, const char *allow)
 {

@@ -41,6 +41,14 @@ const char *http_query(const struct http_request *r, const char *key);
 const char *http_header(const struct http_request *r, const char *name);
 
 /*
+ * The token a request presents: the X-Csid-Token header, else the
+ * "Authorization: Bearer <token>" header; NULL when none.
+ */
+const char *http_request_token(const struct http_request *r);
+/* Constant-time comparison of a presented token with a configured secret. */
+bool http_token_eq(const char *presented, const char *secret);
+
+/*
  * A streamed answer (status 200, newline-delimited JSON). next() is called
  * on the connection's thread whenever the client can take more; it writes
  * at most cap bytes to buf and returns how many, 0 to be called again

@@ -70,31 +70,17 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	return 0;
 }
 
-/* Constant-time comparison of a presented token with a configured one. */
-static bool server_api_token_eq(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), i;
-	unsigned char d = la != lb;
-
-	for (i = 0; i < lb; i++)
-		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
-	return d == 0;
-}
-
 static int server_api_acl(struct server_api *api, const struct http_request *req, struct err *e)
 {
-	const char *tok = http_header(req, "X-Csid-Token");
-	const char *auth = http_header(req, "Authorization");
+	const char *tok = http_request_token(req);
 	size_t i;
 
 	if (!api->ntokens)
 		return 0;
-	if (!tok && auth && strncmp(auth, "Bearer ", 7) == 0)
-		tok = auth + 7;
 	if (!tok || !tok[0])
 		return err_set(e, CSID_EPERM, "a token is required (X-Csid-Token header)");
 	for (i = 0; i < api->ntokens; i++) {
-		if (!server_api_token_eq(tok, api->tokens[i].secret))
+		if (!http_token_eq(tok, api->tokens[i].secret))
 			continue;
 		if (!api->tokens[i].write && strcmp(req->method, "GET") != 0)
 			return err_set(e, CSID_EPERM, "this token may only read");

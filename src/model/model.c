@@ -643,6 +643,7 @@ int model_volume_copy(struct arena *a, const struct model_volume *v, struct mode
 		d->pubs[i].plugin_node_id = model_dup(a, v->pubs[i].plugin_node_id, &ok);
 		model_copy_map(a, &d->pubs[i].context, &ok);
 	}
+	d->failure = model_dup(a, v->failure, &ok);
 	d->status.last_error = model_dup(a, v->status.last_error, &ok);
 	d->plugin_health = model_dup(a, v->plugin_health, &ok);
 	if (!ok)
@@ -667,6 +668,7 @@ int model_snapshot_copy(struct arena *a, const struct model_snapshot *s,
 	d->name = model_dup(a, s->name, &ok);
 	model_copy_map(a, &d->parameters, &ok);
 	model_copy_map(a, &d->secrets, &ok);
+	d->failure = model_dup(a, s->failure, &ok);
 	d->status.last_error = model_dup(a, s->status.last_error, &ok);
 	if (!ok)
 		return err_set(e, CSID_ENOMEM, "snapshot copy: out of memory");
@@ -684,6 +686,7 @@ int model_node_copy(struct arena *a, const struct model_node *n, struct model_no
 		return err_set(e, CSID_ENOMEM, "node copy: out of memory");
 	*d = *n;
 	d->id = model_dup(a, n->id, &ok);
+	d->address = model_dup(a, n->address, &ok);
 	d->plugins = model_dup_array(a, n->plugins, n->nplugins, sizeof(*n->plugins), &ok);
 	for (size_t i = 0; ok && i < n->nplugins; i++) {
 		struct model_node_plugin *p = &d->plugins[i];

@@ -27,7 +27,8 @@
  *      "parameters", "mutable_parameters", "secrets", "context" (maps),
  *      "topology_request": {"requisite": [{seg map}], "preferred": [...]},
  *      "snapshot_source", "clone_source" (IDs)}
- *   volume: the spec keys plus "state", "capacity", "accessible_topology",
+ *   volume: the spec keys plus "state", "failure" (why it failed, when it
+ *     did), "capacity", "accessible_topology",
  *     "claims": [claim], "past_claims": [claim], "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
  *     "mutable_parameters"}, "created_ms", "updated_ms".
@@ -47,8 +48,11 @@
  *           adds "status", "create_index", "modify_index"}
  *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
  *           "parameters", "secrets"}
- *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
- *          "updated_ms", "plugins": [{"plugin_id", "type": "controller|node",
+ *   node: {"id", "instance_id" (the registering agent's, optional),
+ *          "status": "ready|down" (default ready), "registered_ms",
+ *          "updated_ms", "address" (the agent's API, "http://host:port"
+ *          or "host:port": where the server runs controller RPCs of the
+ *          node's controller plugins), "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
  *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
  *          (one encoding; the API layer adds the indices if it shows them)
@@ -80,6 +84,8 @@
 #define MODEL_HEALTH_MAX 1024
 #define MODEL_PLUGIN_CAPS_MAX 64
 #define MODEL_NODE_PLUGINS_MAX 256
+/* A node's agent address ("http://10.0.0.5:4650"). */
+#define MODEL_ADDRESS_MAX 256
 /* Past claims kept per volume (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
 /* Largest spec text model_volume_spec_decode accepts (bytes). */
@@ -264,6 +270,8 @@ struct model_volume {
 	struct model_topology *accessible;
 	size_t naccessible;
 	bool node_expansion_required;
+	/* state failed: the final error that failed it (kept in the store, shown) */
+	char *failure;
 	/* wanted changes the reconciler has not applied yet (0 / empty: none) */
 	int64_t pending_capacity_min;
 	struct model_map pending_mutable;
@@ -306,6 +314,7 @@ struct model_snapshot {
 	bool ready_to_use;
 	int64_t size_bytes;
 	int64_t creation_time_ms;
+	char *failure; /* state failed: the final error that failed it */
 	int64_t created_ms;
 	uint64_t create_index;
 	uint64_t modify_index;
@@ -345,6 +354,7 @@ struct model_node {
 	enum model_node_status status;
 	int64_t registered_ms;
 	int64_t updated_ms;
+	char *address; /* the agent's API address, or NULL */
 	struct model_node_plugin *plugins;
 	size_t nplugins;
 	uint64_t create_index;

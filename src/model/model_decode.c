@@ -559,6 +559,8 @@ static int model_dec_volume_record(struct model_dec *d, json_t *root, struct mod
 		rc = model_dec_enum(d, root, "state", "", &model_names_volume_state, true, &state);
 	v->state = (enum model_volume_state)state;
 	if (!rc)
+		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &v->failure);
+	if (!rc)
 		rc = model_dec_int(d, root, "capacity", "", &v->capacity);
 	if (!rc)
 		rc = model_dec_topologies(d, root, "accessible_topology", "", &v->accessible,
@@ -631,6 +633,8 @@ static int model_dec_snapshot_record(struct model_dec *d, json_t *root, struct m
 		    model_dec_enum(d, root, "state", "", &model_names_snapshot_state, true, &state);
 	s->state = (enum model_snapshot_state)state;
 	if (!rc)
+		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &s->failure);
+	if (!rc)
 		rc = model_dec_bool(d, root, "ready_to_use", "", &s->ready_to_use);
 	if (!rc)
 		rc = model_dec_int(d, root, "size_bytes", "", &s->size_bytes);
@@ -667,7 +671,7 @@ static const char *const model_node_plugin_keys[] = {
     "plugin_id",    "type",           "healthy",     "health",   "version",
     "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
 static const char *const model_node_keys[] = {
-    "id", "instance_id", "status", "registered_ms", "updated_ms", "plugins", NULL};
+    "id", "instance_id", "status", "registered_ms", "updated_ms", "address", "plugins", NULL};
 
 static int model_dec_node_plugin(struct model_dec *d, json_t *o, const char *path,
 				 struct model_node_plugin *p)
@@ -736,6 +740,8 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 		rc = model_dec_int(d, root, "registered_ms", "", &n->registered_ms);
 	if (!rc)
 		rc = model_dec_int(d, root, "updated_ms", "", &n->updated_ms);
+	if (!rc)
+		rc = model_dec_str(d, root, "address", "", MODEL_ADDRESS_MAX, &n->address);
 	if (!rc)
 		rc = model_dec_array(d, root, "plugins", "", MODEL_NODE_PLUGINS_MAX, &arr);
 	if (rc || !arr)

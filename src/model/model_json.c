@@ -246,6 +246,8 @@ static json_t *model_enc_volume(const struct model_volume *v, enum model_view vi
 
 	model_enc_volume_spec(&ok, o, v, view);
 	model_set_str(&ok, o, "state", model_volume_state_name(v->state));
+	if (v->failure)
+		model_set_str(&ok, o, "failure", v->failure);
 	model_set_int(&ok, o, "capacity", v->capacity);
 	model_set(&ok, o, "accessible_topology",
 		  model_enc_topologies(v->accessible, v->naccessible));
@@ -309,6 +311,8 @@ static json_t *model_enc_snapshot(const struct model_snapshot *s, enum model_vie
 	if (view == MODEL_VIEW_STORE)
 		model_set(&ok, o, "secrets", model_enc_map(&s->secrets));
 	model_set_str(&ok, o, "state", model_snapshot_state_name(s->state));
+	if (s->failure)
+		model_set_str(&ok, o, "failure", s->failure);
 	model_set(&ok, o, "ready_to_use", json_boolean(s->ready_to_use));
 	model_set_int(&ok, o, "size_bytes", s->size_bytes);
 	model_set_int(&ok, o, "creation_time_ms", s->creation_time_ms);
@@ -342,6 +346,7 @@ static json_t *model_enc_node(const struct model_node *n)
 	model_set_str(&ok, o, "status", model_node_status_name(n->status));
 	model_set_int(&ok, o, "registered_ms", n->registered_ms);
 	model_set_int(&ok, o, "updated_ms", n->updated_ms);
+	model_set_str(&ok, o, "address", n->address);
 	for (size_t i = 0; i < n->nplugins; i++) {
 		const struct model_node_plugin *p = &n->plugins[i];
 		json_t *po = json_object(), *caps = json_array();

@@ -303,6 +303,27 @@ static void model_check_node_plugin(struct model_problems *p, const struct model
 			model_problem(p, "plugins[%zu]: duplicate of plugins[%zu]", i, j);
 }
 
+/*
+ * An agent address: "host:port" or "http(s)://host:port", the host a name,
+ * an IPv4 address or a bracketed IPv6 one; no path, user or query.
+ */
+static void model_check_address(struct model_problems *p, const char *s)
+{
+	const char *hp = s, *colon;
+	size_t n = strlen(s);
+
+	if (strncmp(s, "http://", 7) == 0)
+		hp = s + 7;
+	else if (strncmp(s, "https://", 8) == 0)
+		hp = s + 8;
+	colon = strrchr(hp, ':');
+	if (!n || n > MODEL_ADDRESS_MAX || !colon || colon == hp || !colon[1] ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5 ||
+	    strspn(hp, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]") !=
+		strlen(hp))
+		model_problem(p, "address: expected host:port or http://host:port");
+}
+
 int model_node_validate(const struct model_node *n, struct err *e)
 {
 	struct model_problems p = {.len = 0};
@@ -313,6 +334,8 @@ int model_node_validate(const struct model_node *n, struct err *e)
 		model_check_id(&p, "instance_id", n->instance_id);
 	if (!model_node_status_name(n->status))
 		model_problem(&p, "status: unknown");
+	if (n->address)
+		model_check_address(&p, n->address);
 	if (n->nplugins > MODEL_NODE_PLUGINS_MAX)
 		model_problem(&p, "plugins: more than %d", MODEL_NODE_PLUGINS_MAX);
 	for (size_t i = 0; i < n->nplugins && i < MODEL_NODE_PLUGINS_MAX; i++)

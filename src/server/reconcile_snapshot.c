@@ -74,6 +74,7 @@ static void rs_create_failed(struct rs_pass *s, bool source)
 	if (s->res->outcome != RECONCILE_FINAL)
 		return;
 	s->s->state = MODEL_SNAP_FAILED;
+	s->s->failure = arena_strdup(s->p.a, keep.e.msg);
 	if (rs_write(s) == 0)
 		*s->res = keep;
 }

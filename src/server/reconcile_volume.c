@@ -380,6 +380,8 @@ static int rv_failed(struct rv_pass *s)
 	struct reconcile_result keep = *s->res;
 
 	s->v->state = MODEL_VOL_FAILED;
+	/* Kept in the record, so the reason outlives the reconciler's memory. */
+	s->v->failure = arena_strdup(s->p.a, keep.e.msg);
 	if (rv_write(s) < 0)
 		return -1;
 	*s->res = keep;

@@ -158,6 +158,14 @@ int server_node_get(struct server *s, const char *id, struct arena *a, struct mo
 		    struct err *e);
 int server_node_list(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
 		     uint64_t *index, struct err *e);
+/*
+ * Every node record of store st (paged through), in ID order, decoded
+ * into a; *index (when not NULL) the store's index at the first page. A
+ * damaged record fails the call (CSID_EPROTO naming the node). Thread-safe
+ * as the store is; for the server core and the controllers behind agents.
+ */
+int server_store_nodes(struct store *st, struct arena *a, struct model_node ***out, size_t *n,
+		       uint64_t *index, struct err *e);
 
 struct server_plugin_instance {
 	char *node_id; /* NULL for the server's own controller */

@@ -52,6 +52,10 @@ void server_config_free(struct server_config_file *cfg)
 		}
 	}
 	free(cfg->tokens);
+	if (cfg->agent_token) {
+		explicit_bzero(cfg->agent_token, strlen(cfg->agent_token));
+		free(cfg->agent_token);
+	}
 	for (size_t i = 0; i < cfg->nplugins; i++)
 		config_plugin_clear(&cfg->plugins[i]);
 	free(cfg->plugins);
@@ -309,24 +313,27 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	    (rc = server_config_duration(root, "backoff_max", 1, &cfg->backoff_max_ms, e)) ||
 	    (rc = server_config_duration(root, "node_ttl", 100, &cfg->node_ttl_ms, e)))
 		return rc;
+	if ((v = json_object_get(root, "agent_token"))) {
+		rc = server_config_str(v, "agent_token", SERVER_CONFIG_SECRET_MAX, false,
+				       &cfg->agent_token, e);
+		if (rc)
+			return rc;
+		if (strlen(cfg->agent_token) < SERVER_CONFIG_SECRET_MIN)
+			return err_set(e, CSID_EINVAL, "agent_token: shorter than %d bytes",
+				       SERVER_CONFIG_SECRET_MIN);
+	}
 	if (cfg->backoff_min_ms && cfg->backoff_max_ms && cfg->backoff_max_ms < cfg->backoff_min_ms)
 		return err_set(e, CSID_EINVAL, "backoff_max: shorter than backoff_min");
 	return 0;
 }
 
-static const char *const server_config_top_keys[] = {"data_dir",
-						     "listen",
-						     "socket",
-						     "store",
-						     "workers",
-						     "rpc_timeout",
-						     "backoff_min",
-						     "backoff_max",
-						     "node_ttl",
-						     "plugin_concurrency",
-						     "acl_tokens",
-						     "log_level",
-						     "controller_plugins",
+static const char *const server_config_top_keys[] = {"data_dir",    "listen",
+						     "socket",      "store",
+						     "workers",     "rpc_timeout",
+						     "backoff_min", "backoff_max",
+						     "node_ttl",    "plugin_concurrency",
+						     "acl_tokens",  "agent_token",
+						     "log_level",   "controller_plugins",
 						     NULL};
 
 /* Walks a decoded document (root is consumed) into a new config. */

@@ -12,6 +12,7 @@
  *     "node_ttl": "30s",
  *     "log_level": "info",
  *     "acl_tokens": [{"secret": "...", "write": true}],
+ *     "agent_token": "...",
  *     "controller_plugins": [
  *       {"id": "ebs.csi.aws.com", "socket": "/run/ebs/csi.sock"},
  *       {"id": "hostpath.csi.csid.dev",
@@ -66,6 +67,12 @@ struct server_config_file {
 	int log_level; /* enum log_level, or -1: unset */
 	struct server_config_token *tokens;
 	size_t ntokens;
+	/*
+	 * The secret presented to agents (their "server_token") to run
+	 * controller RPCs of the plugins they supervise; NULL: none (agents
+	 * then refuse). Never logged nor shown.
+	 */
+	char *agent_token;
 	/*
 	 * Controller plugins on this host: type CONFIG_PLUGIN_CONTROLLER, with
 	 * either socket, or command + args + env (supervised): the agent's

@@ -50,8 +50,8 @@ void server_live_seen(struct server *s, const char *id, bool down)
 	pthread_mutex_unlock(&s->mu);
 }
 
-int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
-		     uint64_t *index, struct err *e)
+int server_store_nodes(struct store *st, struct arena *a, struct model_node ***out, size_t *n,
+		       uint64_t *index, struct err *e)
 {
 	struct model_node **nodes = NULL;
 	size_t count = 0, cap = 0;
@@ -63,7 +63,7 @@ int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out
 	for (bool more = true; more && !rc;) {
 		struct store_list l = {0};
 
-		rc = store_list(s->cfg.store, STORE_NODE, NULL, after, SERVER_PER_PAGE_MAX, &l, e);
+		rc = store_list(st, STORE_NODE, NULL, after, SERVER_PER_PAGE_MAX, &l, e);
 		if (rc)
 			return err_wrap(e, "list nodes");
 		if (index && !after)
@@ -103,6 +103,12 @@ int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out
 		*n = count;
 	}
 	return rc;
+}
+
+int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out, size_t *n,
+		     uint64_t *index, struct err *e)
+{
+	return server_store_nodes(s->cfg.store, a, out, n, index, e);
 }
 
 /* Whether a and b encode alike (their fingerprint and status are the same). */

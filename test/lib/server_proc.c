@@ -28,7 +28,7 @@
 
 extern char **environ;
 
-static int server_proc_free_port(void)
+int server_proc_free_port(void)
 {
 	struct sockaddr_in sa;
 	socklen_t len = sizeof(sa);

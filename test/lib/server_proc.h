@@ -39,6 +39,9 @@ struct server_proc {
 	struct http_client *http;
 };
 
+/* A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick); -1 on failure. */
+int server_proc_free_port(void);
+
 /* Creates the directory (/tmp/csp-XXXXXX) and picks a free port. Returns 0 or -1. */
 int server_proc_init(struct server_proc *s);
 

@@ -52,7 +52,7 @@ static void test_full(void **state)
 	    " \"timings\": {\"probe_interval\": \"100ms\", \"health_timeout\": \"2s\","
 	    "  \"resync_period\": \"1m\", \"backoff_base\": \"10ms\", \"backoff_max\": \"1s\","
 	    "  \"rpc_timeout\": \"2s\", \"reconnect_max\": \"5s\"},"
-	    " \"plugin_log_max_bytes\": 8192,"
+	    " \"plugin_log_max_bytes\": 8192, \"server_token\": \"shared-secret-1\","
 	    " \"plugins\": [{\"id\": \"hostpath.csi.csid.dev\", \"type\": \"monolith\","
 	    "   \"command\": \"/bin/hp\", \"args\": [\"--endpoint=${CSI_ENDPOINT}\"],"
 	    "   \"env\": {\"NODE\": \"${NODE_NAME}\"}},"
@@ -70,6 +70,7 @@ static void test_full(void **state)
 	assert_int_equal(cfg->rpc_timeout_ms, 2000);
 	assert_int_equal(cfg->reconnect_max_ms, 5000);
 	assert_int_equal(cfg->plugin_log_max_bytes, 8192);
+	assert_string_equal(cfg->server_token, "shared-secret-1");
 	assert_int_equal(cfg->nplugins, 2);
 	assert_string_equal(cfg->plugins[0].id, "hostpath.csi.csid.dev");
 	assert_int_equal(cfg->plugins[0].type, CONFIG_PLUGIN_MONOLITH);
@@ -198,6 +199,15 @@ static void test_bad(void **state)
 		  " \"extra\": 1}]}",
 		  "plugins[0]: unknown key extra");
 	parse_bad("{\"plugin_log_max_bytes\": \"big\"}", "plugin_log_max_bytes");
+	/* A bad server_token is named, never quoted. */
+	parse_bad("{\"server_token\": \"short\"}", "server_token: expected a string of 8 to 256");
+	parse_bad("{\"server_token\": 12345678}", "server_token: expected a string");
+	{
+		char long_token[300];
+
+		snprintf(long_token, sizeof(long_token), "{\"server_token\": \"%0257d\"}", 7);
+		parse_bad(long_token, "server_token: expected a string of 8 to 256");
+	}
 }
 
 static void test_plain_ids(void **state)
@@ -295,14 +305,14 @@ static void test_load_file(void **state)
 static void test_servers(void **state)
 {
 	struct config *cfg = parse_ok("{\"servers\": [\"http://10.0.0.1:4646/\","
-				      " \"https://s2:4646\"], \"server_token\": \"s3cr3t\","
+				      " \"https://s2:4646\"], \"server_token\": \"s3cr3t-9\","
 				      " \"timings\": {\"heartbeat\": \"2s\"}}");
 
 	(void)state;
 	assert_int_equal(cfg->nservers, 2);
 	assert_string_equal(cfg->servers[0], "http://10.0.0.1:4646");
 	assert_string_equal(cfg->servers[1], "https://s2:4646");
-	assert_string_equal(cfg->server_token, "s3cr3t");
+	assert_string_equal(cfg->server_token, "s3cr3t-9");
 	assert_int_equal(cfg->heartbeat_ms, 2000);
 	config_free(cfg);
 	cfg = parse_ok("{}");
@@ -319,8 +329,8 @@ static void test_servers(void **state)
 	parse_bad("{\"servers\": [\"http://a:1\", \"http://a:1/\"]}",
 		  "servers[1]: same as servers[0]");
 	parse_bad("{\"servers\": [1]}", "servers[0]: expected a string");
-	parse_bad("{\"server_token\": \"\"}", "server_token: expected a string of 1 to");
-	parse_bad("{\"server_token\": 7}", "server_token: expected a string of 1 to");
+	parse_bad("{\"server_token\": \"\"}", "server_token: expected a string of 8 to");
+	parse_bad("{\"server_token\": \"s3cr3t-\\n-line\"}", "server_token: contains a space");
 	parse_bad("{\"timings\": {\"heartbeat\": \"50ms\"}}",
 		  "timings.heartbeat: must be at least 100ms");
 	parse_bad("{\"timings\": {\"heartbeat\": \"11m\"}}", "timings.heartbeat: must be at most");

@@ -556,6 +556,38 @@ static void test_node_validate(void **state)
 	assert_non_null(strstr(e.msg, "plugins[2]: duplicate of plugins[0]"));
 }
 
+/* The agent's address: host:port or http(s)://host:port, nothing else. */
+static void test_node_address(void **state)
+{
+	static const char *const good[] = {"127.0.0.1:4650", "http://10.0.0.5:4650",
+					   "https://node-1.example.org:1", "[::1]:4650",
+					   "http://[fe80::1]:80"};
+	static const char *const bad[] = {"",
+					  "4650",
+					  "node-1",
+					  "node-1:",
+					  ":4650",
+					  "http://node-1:4650/v1",
+					  "http://user@node-1:4650",
+					  "node 1:4650",
+					  "node-1:123456",
+					  "node-1:46x0",
+					  "ftp://node-1:21"};
+	struct model_node n = {.id = "n1"};
+	struct err e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		n.address = (char *)good[i];
+		assert_int_equal(model_node_validate(&n, &e), 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n.address = (char *)bad[i];
+		assert_int_equal(model_node_validate(&n, &e), CSID_EINVAL);
+		assert_string_equal(e.msg, "node: address: expected host:port or http://host:port");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +606,7 @@ int main(void)
 	    cmocka_unit_test(test_volume_copy),
 	    cmocka_unit_test(test_snapshot_validate),
 	    cmocka_unit_test(test_node_validate),
+	    cmocka_unit_test(test_node_address),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

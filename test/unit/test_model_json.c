@@ -247,6 +247,7 @@ static void test_node_round_trip(void **state)
 	char *caps[] = {"STAGE_UNSTAGE_VOLUME", "EXPAND_VOLUME"};
 	struct model_node n = {.id = "n1",
 			       .status = MODEL_NODE_DOWN,
+			       .address = "http://10.0.0.5:4650",
 			       .registered_ms = 5,
 			       .updated_ms = 6,
 			       .plugins = p,
@@ -273,6 +274,7 @@ static void test_node_round_trip(void **state)
 	assert_int_equal(model_node_encode(d, &again, &len, &e), 0);
 	assert_string_equal(text, again);
 	assert_int_equal(d->status, MODEL_NODE_DOWN);
+	assert_string_equal(d->address, "http://10.0.0.5:4650");
 	assert_int_equal(d->nplugins, 2);
 	assert_int_equal(d->plugins[1].type, MODEL_PLUGIN_CONTROLLER);
 	assert_string_equal(d->plugins[0].caps[1], "EXPAND_VOLUME");
@@ -571,7 +573,8 @@ static void test_node_spec_decode(void **state)
 {
 	struct arena *a = arena_new();
 	struct model_node *n = NULL;
-	const char *ok = "{\"plugins\": [{\"plugin_id\": \"hostpath.csi.csid.dev\", \"type\": "
+	const char *ok = "{\"address\": \"127.0.0.1:4650\", \"plugins\": [{\"plugin_id\": "
+			 "\"hostpath.csi.csid.dev\", \"type\": "
 			 "\"node\", \"healthy\": true, \"plugin_node_id\": \"csi-n1\","
 			 " \"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"topology\": {\"zone\": "
 			 "\"a\"}}]}";
@@ -586,6 +589,7 @@ static void test_node_spec_decode(void **state)
 	/* The ID may come from the URL. */
 	assert_int_equal(model_node_spec_decode(a, ok, strlen(ok), &n, &e), 0);
 	assert_null(n->id);
+	assert_string_equal(n->address, "127.0.0.1:4650");
 	assert_int_equal(n->nplugins, 1);
 	assert_true(n->plugins[0].healthy);
 	assert_string_equal(n->plugins[0].plugin_node_id, "csi-n1");

@@ -885,6 +885,40 @@ static void test_controller_without_service(void **state)
 	assert_int_equal(q->clients, 1);
 }
 
+/* plugin_manager_ref hands out a controller's client, by type: a node plugin's name is not it. */
+static void test_ref_controller(void **state)
+{
+	struct test_ctx *t = *state;
+	struct fake_plugin *p = fake_add(t, "/run/c/i1.sock");
+	struct plugin_ref ref;
+	Csi__V1__ProbeRequest preq = CSI__V1__PROBE_REQUEST__INIT;
+	Csi__V1__ProbeResponse *presp;
+	struct csi_status cst;
+	struct err e;
+
+	assert_int_equal(plugin_manager_ref(t->pm, REGISTRY_CONTROLLER, "ctl", &ref, &e),
+			 CSID_ENOTFOUND);
+	assert_non_null(strstr(e.msg, "controller/ctl"));
+	assert_int_equal(
+	    registry_register(t->reg, REGISTRY_CONTROLLER, "ctl", "i1", p->endpoint, &e), 0);
+	plugin_manager_step(t->pm);
+	assert_int_equal(plugin_manager_ref(t->pm, REGISTRY_CONTROLLER, "ctl", &ref, &e), 0);
+	assert_int_equal(ref.type, REGISTRY_CONTROLLER);
+	assert_string_equal(ref.instance.instance_id, "i1");
+	assert_true(
+	    ref.fingerprint.controller_caps &
+	    (1u << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
+	/* The manager's own connection, not a second one. */
+	assert_int_equal(p->connects, 1);
+	assert_int_equal(csi_probe(ref.client, &preq, &presp, 100, &cst), 0);
+	csi_msg_free(&presp->base);
+	plugin_ref_release(&ref);
+	assert_int_equal(p->connects, 1);
+	assert_int_equal(plugin_manager_ref(t->pm, REGISTRY_NODE, "ctl", &ref, &e), CSID_ENOTFOUND);
+	assert_null(ref.client);
+	assert_int_equal(plugin_manager_mounter_for_plugin(t->pm, "ctl", &ref, &e), CSID_ENOTFOUND);
+}
+
 static int64_t test_real_ms(void)
 {
 	return clock_now_ms(clock_real());
@@ -993,6 +1027,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_down_backoff_cap, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_controller_without_service, test_setup,
 					    test_teardown),
+	    cmocka_unit_test_setup_teardown(test_ref_controller, test_setup, test_teardown),
 	    cmocka_unit_test_teardown(test_threads_parallel_shutdown, test_teardown),
 	    cmocka_unit_test(test_probe_grpc_dead),
 	};

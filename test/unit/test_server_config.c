@@ -54,6 +54,7 @@ static void test_full(void **state)
 	    " \"node_ttl\": \"10s\", \"plugin_concurrency\": 2, \"log_level\": \"debug\","
 	    " \"acl_tokens\": [{\"secret\": \"s3cret-write\", \"write\": true},"
 	    "                  {\"secret\": \"s3cret-read\"}],"
+	    " \"agent_token\": \"s3cret-agents\","
 	    " \"controller_plugins\": ["
 	    "   {\"id\": \"ebs.csi.aws.com\", \"socket\": \"/run/ebs/csi.sock\"},"
 	    "   {\"id\": \"hostpath.csi.csid.dev\","
@@ -75,6 +76,7 @@ static void test_full(void **state)
 	assert_string_equal(cfg->tokens[0].secret, "s3cret-write");
 	assert_true(cfg->tokens[0].write);
 	assert_false(cfg->tokens[1].write);
+	assert_string_equal(cfg->agent_token, "s3cret-agents");
 	assert_int_equal(cfg->nplugins, 2);
 	assert_string_equal(cfg->plugins[0].id, "ebs.csi.aws.com");
 	assert_int_equal(cfg->plugins[0].type, CONFIG_PLUGIN_CONTROLLER);
@@ -225,6 +227,12 @@ static void test_secrets_stay_out_of_messages(void **state)
 	assert_non_null(strstr(e.msg, "acl_tokens[1].secret: same as acl_tokens[0].secret"));
 	assert_null(strstr(e.msg, "topsecret"));
 	json = "{\"acl_tokens\": [{\"secret\": \"topsecret\\u0001x\"}]}";
+	assert_int_equal(server_config_parse(json, strlen(json), &cfg, &e), CSID_EINVAL);
+	assert_null(strstr(e.msg, "topsecret"));
+	json = "{\"agent_token\": \"tiny\"}";
+	assert_int_equal(server_config_parse(json, strlen(json), &cfg, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "agent_token: shorter than 8 bytes");
+	json = "{\"agent_token\": \"topsecret\\u0001x\"}";
 	assert_int_equal(server_config_parse(json, strlen(json), &cfg, &e), CSID_EINVAL);
 	assert_null(strstr(e.msg, "topsecret"));
 }

@@ -113,7 +113,9 @@ int csictl_render_volumes(const json_t *j, FILE *out)
 			 json_array_size(json_object_get(v, "claims")));
 		csictl_table_addv(t, rd_str(v, "id"), rd_str(v, "plugin_id"), rd_str(v, "state"),
 				  rd_size(v, "capacity", cap, sizeof(cap)), claims,
-				  rd_bool(v, "schedulable"), rd_str(st, "last_error"));
+				  rd_bool(v, "schedulable"),
+				  json_object_get(st, "last_error") ? rd_str(st, "last_error")
+								    : rd_str(v, "failure"));
 	}
 	csictl_table_print(t, out);
 	csictl_table_free(t);
@@ -193,6 +195,8 @@ int csictl_render_volume(const json_t *j, FILE *out)
 	rd_kv(t, "plugin:", rd_str(v, "plugin_id"));
 	rd_kv(t, "external id:", rd_str(v, "external_id"));
 	rd_kv(t, "state:", rd_str(v, "state"));
+	if (json_object_get(v, "failure"))
+		rd_kv(t, "failed because:", rd_str(v, "failure"));
 	rd_kv(t, "capacity:", rd_size(v, "capacity", a, sizeof(a)));
 	rd_kv(t, "capabilities:", caps);
 	rd_kv(t, "schedulable:", rd_bool(v, "schedulable"));
@@ -253,6 +257,8 @@ int csictl_render_snapshot(const json_t *s, FILE *out)
 	rd_kv(t, "plugin:", rd_str(s, "plugin_id"));
 	rd_kv(t, "external id:", rd_str(s, "external_id"));
 	rd_kv(t, "state:", rd_str(s, "state"));
+	if (json_object_get(s, "failure"))
+		rd_kv(t, "failed because:", rd_str(s, "failure"));
 	rd_kv(t, "ready to use:", rd_bool(s, "ready_to_use"));
 	rd_kv(t, "size:", rd_size(s, "size_bytes", a, sizeof(a)));
 	rd_kv(t, "created:", rd_time(s, "creation_time_ms", b, sizeof(b)));

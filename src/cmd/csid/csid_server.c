@@ -5,7 +5,9 @@
  * on <data_dir>/server.lock: a second server on the same data_dir is
  * refused before it touches anything) -> state store (SQLite file
  * <data_dir>/server.db, or memory) -> host controller plugins on the
- * libuv loop (main thread) -> server core and its reconciler -> HTTP API.
+ * libuv loop (main thread) -> controllers behind agents (the host's
+ * first for the plugins it runs) -> server core and its reconciler ->
+ * HTTP API.
  *
  * Stop (SIGTERM/SIGINT): the API stops accepting and finishes the
  * requests in flight, the reconciler drains (each step bounded by its RPC
@@ -31,6 +33,7 @@
 #include "csi/csi_client.h"
 #include "csid_agent.h"
 #include "server/controllers.h"
+#include "server/controllers_remote.h"
 #include "server/server.h"
 #include "server/server_config.h"
 #include "store/store.h"
@@ -42,6 +45,7 @@ struct csid_server {
 	int lock_fd;
 	struct store *store;
 	struct controllers *ctl;
+	struct controllers_remote *remote;
 	struct server *server;
 	struct server_api *api;
 	struct server_api_token *tokens;
@@ -142,6 +146,7 @@ static int csid_server_open(struct csid_server *s, struct err *e)
 {
 	const struct server_config_file *cfg = s->cfg;
 	struct controllers_config cc = {0};
+	struct controllers_remote_config rc_cfg = {0};
 	struct server_config sc = {0};
 	struct server_api_config ac = {0};
 	int rc;
@@ -155,8 +160,13 @@ static int csid_server_open(struct csid_server *s, struct err *e)
 	cc.rpc_timeout_ms = cfg->rpc_timeout_ms;
 	if ((rc = controllers_new(&cc, &s->ctl, e)))
 		return rc;
+	rc_cfg.store = s->store;
+	rc_cfg.token = cfg->agent_token;
+	rc_cfg.host = controllers_seam(s->ctl);
+	if ((rc = controllers_remote_new(&rc_cfg, &s->remote, e)))
+		return rc;
 	sc.store = s->store;
-	sc.controllers = controllers_seam(s->ctl);
+	sc.controllers = controllers_remote_seam(s->remote);
 	sc.workers = cfg->workers;
 	sc.backoff_min_ms = cfg->backoff_min_ms;
 	sc.backoff_max_ms = cfg->backoff_max_ms;
@@ -224,6 +234,7 @@ static void csid_server_close(struct csid_server *s)
 {
 	server_api_stop(s->api);
 	server_free(s->server);
+	controllers_remote_free(s->remote);
 	controllers_free(s->ctl);
 	store_close(s->store);
 	free(s->tokens);

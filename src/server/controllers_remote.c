@@ -1,0 +1,505 @@
+/*
+ * Controller plugins behind agents (controllers_remote.h). State: per
+ * plugin ID, the node used last and the node whose agent last failed at
+ * the transport (both under one mutex); nothing else is kept between
+ * calls: each acquire reads the node records afresh, so a node that
+ * goes down or whose plugin turns unhealthy stops being chosen at once.
+ *
+ * A client is a small object per acquire (freed by release) that runs
+ * each call as one libcurl request with its own easy handle, so calls
+ * from several reconciler workers never share one. The request bytes may
+ * hold secrets: they are wiped after the request, and never logged.
+ */
+#include "server/controllers_remote.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "agent/instance_manager.h"
+#include "csi/csi_remote.h"
+#include "csi/csi_rules.h"
+#include "server/server.h"
+#include "util/array.h"
+#include "util/log.h"
+
+/* Time the agent gets beyond the RPC's own deadline to send its answer (ms). */
+#define CONTROLLERS_REMOTE_SLACK_MS 2000
+#define CONTROLLERS_REMOTE_CONNECT_MS 5000
+
+struct controllers_remote_pref {
+	char plugin_id[MODEL_PLUGIN_ID_MAX + 1];
+	char last[MODEL_ID_MAX + 1];
+	char avoid[MODEL_ID_MAX + 1];
+};
+
+struct controllers_remote {
+	struct store *store;
+	char *token;
+	struct reconciler_controllers host;
+	pthread_mutex_t mu; /* guards prefs */
+	struct controllers_remote_pref *prefs;
+	size_t nprefs, prefs_cap;
+};
+
+struct controllers_remote_client {
+	struct csi_client base;
+	struct controllers_remote *owner; /* NULL: a bare client */
+	const char *token;
+	char plugin_id[MODEL_PLUGIN_ID_MAX + 1];
+	char node_id[MODEL_ID_MAX + 1];
+	char base_url[MODEL_ADDRESS_MAX + 16];
+	char endpoint[MODEL_ID_MAX + MODEL_ADDRESS_MAX + 32];
+};
+
+/* The capability bits of the names a fingerprint lists. */
+static uint64_t controllers_remote_caps(const struct model_node_plugin *p)
+{
+	uint64_t bits = 0;
+
+	for (int bit = 0; bit < 64; bit++) {
+		const char *name = plugin_controller_cap_name(bit);
+
+		for (size_t i = 0; name && i < p->ncaps; i++)
+			if (p->caps[i] && strcmp(p->caps[i], name) == 0)
+				bits |= (uint64_t)1 << bit;
+	}
+	return bits;
+}
+
+/* The node's controller plugin plugin_id, or NULL. */
+static const struct model_node_plugin *controllers_remote_plugin(const struct model_node *n,
+								 const char *plugin_id)
+{
+	for (size_t i = 0; i < n->nplugins; i++)
+		if (n->plugins[i].type == MODEL_PLUGIN_CONTROLLER && n->plugins[i].plugin_id &&
+		    strcmp(n->plugins[i].plugin_id, plugin_id) == 0)
+			return &n->plugins[i];
+	return NULL;
+}
+
+int controllers_remote_choose(struct model_node *const *nodes, size_t n, const char *plugin_id,
+			      const char *last, const char *avoid, size_t *chosen, uint64_t *caps,
+			      struct err *e)
+{
+	size_t first = n, other = n, prev = n, why = 0, listed = 0;
+	char reasons[ERR_MSG_MAX] = "";
+
+	for (size_t i = 0; i < n; i++) {
+		const struct model_node_plugin *p = controllers_remote_plugin(nodes[i], plugin_id);
+		const char *no = NULL;
+
+		if (!p)
+			continue;
+		listed++;
+		if (nodes[i]->status != MODEL_NODE_READY)
+			no = "node down";
+		else if (!p->healthy)
+			no = p->health && p->health[0] ? p->health : "unhealthy";
+		else if (!nodes[i]->address || !nodes[i]->address[0])
+			no = "node has no agent address";
+		if (no) {
+			if (why < sizeof(reasons))
+				why +=
+				    (size_t)snprintf(reasons + why, sizeof(reasons) - why,
+						     "%s%s: %s", why ? "; " : "", nodes[i]->id, no);
+			continue;
+		}
+		if (first == n)
+			first = i;
+		if (last && strcmp(nodes[i]->id, last) == 0)
+			prev = i;
+		if (other == n && !(avoid && strcmp(nodes[i]->id, avoid) == 0))
+			other = i;
+	}
+	if (first == n && !listed)
+		return err_set(e, CSID_ENOTFOUND, "no controller plugin %s on any node", plugin_id);
+	if (first == n)
+		return err_set(e, CSID_EUNAVAIL, "no healthy controller for plugin %s: %s",
+			       plugin_id, reasons);
+	if (prev != n && !(avoid && strcmp(nodes[prev]->id, avoid) == 0))
+		*chosen = prev;
+	else
+		*chosen = other != n ? other : first;
+	*caps = controllers_remote_caps(controllers_remote_plugin(nodes[*chosen], plugin_id));
+	return 0;
+}
+
+/* The preference entry of plugin_id (added when absent), or NULL; r->mu held. */
+static struct controllers_remote_pref *controllers_remote_pref(struct controllers_remote *r,
+							       const char *plugin_id)
+{
+	struct controllers_remote_pref *p;
+
+	for (size_t i = 0; i < r->nprefs; i++)
+		if (strcmp(r->prefs[i].plugin_id, plugin_id) == 0)
+			return &r->prefs[i];
+	if (array_grow((void **)&r->prefs, &r->prefs_cap, r->nprefs + 1, sizeof(*r->prefs)))
+		return NULL;
+	p = &r->prefs[r->nprefs++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->plugin_id, sizeof(p->plugin_id), "%s", plugin_id);
+	return p;
+}
+
+/* An agent failed at the transport: prefer another node for plugin_id. */
+static void controllers_remote_failed(struct controllers_remote *r, const char *plugin_id,
+				      const char *node_id)
+{
+	struct controllers_remote_pref *p;
+
+	pthread_mutex_lock(&r->mu);
+	p = controllers_remote_pref(r, plugin_id);
+	if (p)
+		snprintf(p->avoid, sizeof(p->avoid), "%s", node_id);
+	pthread_mutex_unlock(&r->mu);
+}
+
+struct controllers_remote_body {
+	char *buf;
+	size_t len;
+	bool too_big;
+};
+
+static size_t controllers_remote_write(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	struct controllers_remote_body *b = ctx;
+	size_t n = size * nmemb;
+	char *nb;
+
+	if (b->len + n > CSI_REMOTE_ANSWER_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	nb = realloc(b->buf, b->len + n + 1);
+	if (!nb)
+		return 0;
+	b->buf = nb;
+	memcpy(b->buf + b->len, data, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return n;
+}
+
+static void controllers_remote_status(struct csi_status *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void controllers_remote_status(struct csi_status *st, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	st->code = code;
+	va_start(ap, fmt);
+	vsnprintf(st->message, sizeof(st->message), fmt, ap);
+	va_end(ap);
+}
+
+/* An answer other than 200: the API's JSON error, as UNAVAILABLE (retried). */
+static void controllers_remote_refused(struct controllers_remote_client *c, long status,
+				       const struct controllers_remote_body *b,
+				       struct csi_status *st)
+{
+	json_t *doc = b->buf ? json_loadb(b->buf, b->len, 0, NULL) : NULL;
+	const char *msg = json_string_value(json_object_get(doc, "error"));
+
+	controllers_remote_status(st, CSI_UNAVAILABLE, "agent on node %s refused: HTTP %ld: %s",
+				  c->node_id, status, msg ? msg : "no error message");
+	json_decref(doc);
+}
+
+/* Builds the request's URL and headers; returns 0 or CSID_ENOMEM. */
+static int controllers_remote_prepare(struct controllers_remote_client *c,
+				      const struct csi_rpc_info *info, int64_t timeout_ms,
+				      char *url, size_t cap, struct curl_slist **hdrs)
+{
+	char h[600];
+	struct curl_slist *l = NULL, *t;
+
+	snprintf(url, cap, "%s%s%s/%s", c->base_url, CSI_REMOTE_PREFIX, c->plugin_id, info->name);
+	snprintf(h, sizeof(h), "%s: %lld", CSI_REMOTE_DEADLINE_HEADER, (long long)timeout_ms);
+	if (!(l = curl_slist_append(l, "Content-Type: application/x-protobuf")) ||
+	    !(t = curl_slist_append(l, "Expect:")) || !(t = curl_slist_append(l, h)))
+		goto fail;
+	if (c->token) {
+		snprintf(h, sizeof(h), "%s: %.512s", CSI_REMOTE_TOKEN_HEADER, c->token);
+		t = curl_slist_append(l, h);
+		explicit_bzero(h, sizeof(h));
+		if (!t)
+			goto fail;
+	}
+	*hdrs = l;
+	return 0;
+fail:
+	for (t = l; t; t = t->next)
+		explicit_bzero(t->data, strlen(t->data));
+	curl_slist_free_all(l);
+	return CSID_ENOMEM;
+}
+
+static void controllers_remote_headers_free(struct curl_slist *hdrs)
+{
+	/* One header holds the token: leave no copy behind. */
+	for (struct curl_slist *t = hdrs; t; t = t->next)
+		explicit_bzero(t->data, strlen(t->data));
+	curl_slist_free_all(hdrs);
+}
+
+static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
+				   const ProtobufCMessage *req, ProtobufCMessage **resp,
+				   int64_t timeout_ms, struct csi_status *st)
+{
+	struct controllers_remote_client *c = (struct controllers_remote_client *)base;
+	const struct csi_rpc_info *info = csi_rpc_info(rpc);
+	struct controllers_remote_body b = {0};
+	struct curl_slist *hdrs = NULL;
+	char url[MODEL_ADDRESS_MAX + 256], errbuf[CURL_ERROR_SIZE] = "";
+	uint8_t *bytes = NULL;
+	size_t n = 0;
+	CURL *curl = NULL;
+	CURLcode cc;
+	long status = 0;
+	struct err e;
+	int rc = CSID_EINTERNAL;
+
+	*resp = NULL;
+	err_clear(&e);
+	if (!info || !csi_remote_allowed(rpc)) {
+		controllers_remote_status(st, CSI_INTERNAL, "%s: not a controller RPC",
+					  info ? info->name : "unknown RPC");
+		return CSID_EINVAL;
+	}
+	if (timeout_ms <= 0)
+		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
+	n = protobuf_c_message_get_packed_size(req);
+	bytes = malloc(n ? n : 1);
+	curl = curl_easy_init();
+	if (!bytes || !curl ||
+	    controllers_remote_prepare(c, info, timeout_ms, url, sizeof(url), &hdrs)) {
+		controllers_remote_status(st, CSI_INTERNAL, "%s: out of memory", info->name);
+		rc = CSID_ENOMEM;
+		goto out;
+	}
+	protobuf_c_message_pack(req, bytes);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)bytes);
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)n);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+			 (long)(timeout_ms + CONTROLLERS_REMOTE_SLACK_MS));
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(timeout_ms < CONTROLLERS_REMOTE_CONNECT_MS
+				    ? timeout_ms
+				    : CONTROLLERS_REMOTE_CONNECT_MS));
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, controllers_remote_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
+	cc = curl_easy_perform(curl);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	if (cc != CURLE_OK && b.too_big) {
+		controllers_remote_status(st, CSI_INTERNAL,
+					  "agent on node %s: answer larger than %d bytes",
+					  c->node_id, CSI_REMOTE_ANSWER_MAX);
+		rc = CSID_EPROTO;
+	} else if (cc != CURLE_OK) {
+		controllers_remote_status(
+		    st, cc == CURLE_OPERATION_TIMEDOUT ? CSI_DEADLINE_EXCEEDED : CSI_UNAVAILABLE,
+		    "agent on node %s (%s): %s", c->node_id, c->base_url,
+		    errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		if (c->owner)
+			controllers_remote_failed(c->owner, c->plugin_id, c->node_id);
+		rc = csi_status_to_err(st->code);
+	} else if (status != 200) {
+		controllers_remote_refused(c, status, &b, st);
+		if (c->owner && status != 403)
+			controllers_remote_failed(c->owner, c->plugin_id, c->node_id);
+		rc = csi_status_to_err(st->code);
+	} else if (csi_remote_answer_decode(rpc, b.buf, b.len, resp, st, &e)) {
+		controllers_remote_status(st, CSI_INTERNAL, "agent on node %s: %s", c->node_id,
+					  e.msg);
+		rc = CSID_EPROTO;
+	} else {
+		rc = st->code == CSI_OK ? 0 : csi_status_to_err(st->code);
+	}
+out:
+	controllers_remote_headers_free(hdrs);
+	curl_easy_cleanup(curl);
+	if (bytes) {
+		explicit_bzero(bytes, n);
+		free(bytes);
+	}
+	free(b.buf);
+	return rc;
+}
+
+static void controllers_remote_client_free(struct csi_client *base)
+{
+	free(base);
+}
+
+static int controllers_remote_client_make(const char *address, const char *node_id,
+					  const char *plugin_id, const char *token,
+					  struct controllers_remote_client **out, struct err *e)
+{
+	struct controllers_remote_client *c;
+	size_t n;
+
+	*out = NULL;
+	if (!address || !address[0] || strlen(address) > MODEL_ADDRESS_MAX ||
+	    strlen(node_id) > MODEL_ID_MAX || strlen(plugin_id) > MODEL_PLUGIN_ID_MAX)
+		return err_set(e, CSID_EINVAL, "node %s: bad agent address", node_id);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	c->base.call = controllers_remote_call;
+	c->base.free = controllers_remote_client_free;
+	c->base.endpoint = c->endpoint;
+	c->token = token;
+	snprintf(c->plugin_id, sizeof(c->plugin_id), "%s", plugin_id);
+	snprintf(c->node_id, sizeof(c->node_id), "%s", node_id);
+	snprintf(c->base_url, sizeof(c->base_url), "%s%s", strstr(address, "://") ? "" : "http://",
+		 address);
+	for (n = strlen(c->base_url); n > 0 && c->base_url[n - 1] == '/'; n--)
+		c->base_url[n - 1] = '\0';
+	snprintf(c->endpoint, sizeof(c->endpoint), "agent on node %s (%s)", node_id, c->base_url);
+	*out = c;
+	return 0;
+}
+
+int controllers_remote_client_new(const char *address, const char *node_id, const char *plugin_id,
+				  const char *token, struct csi_client **out, struct err *e)
+{
+	struct controllers_remote_client *c;
+	int rc = controllers_remote_client_make(address, node_id, plugin_id, token, &c, e);
+
+	*out = rc ? NULL : &c->base;
+	return rc;
+}
+
+static int controllers_remote_acquire_agent(struct controllers_remote *r, const char *plugin_id,
+					    struct csi_client **client, uint64_t *caps,
+					    struct err *e)
+{
+	struct controllers_remote_client *c = NULL;
+	struct controllers_remote_pref *pref;
+	struct arena *a = arena_new();
+	struct model_node **nodes = NULL;
+	char last[MODEL_ID_MAX + 1] = "", avoid[MODEL_ID_MAX + 1] = "";
+	size_t n = 0, chosen = 0;
+	int rc;
+
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "controller plugin %s: out of memory", plugin_id);
+	if ((rc = server_store_nodes(r->store, a, &nodes, &n, NULL, e)))
+		goto out;
+	pthread_mutex_lock(&r->mu);
+	pref = controllers_remote_pref(r, plugin_id);
+	if (pref) {
+		memcpy(last, pref->last, sizeof(last));
+		memcpy(avoid, pref->avoid, sizeof(avoid));
+	}
+	pthread_mutex_unlock(&r->mu);
+	rc = controllers_remote_choose(nodes, n, plugin_id, last[0] ? last : NULL,
+				       avoid[0] ? avoid : NULL, &chosen, caps, e);
+	if (rc)
+		goto out;
+	rc = controllers_remote_client_make(nodes[chosen]->address, nodes[chosen]->id, plugin_id,
+					    r->token, &c, e);
+	if (rc)
+		goto out;
+	c->owner = r;
+	pthread_mutex_lock(&r->mu);
+	pref = controllers_remote_pref(r, plugin_id);
+	if (pref && strcmp(pref->last, nodes[chosen]->id) != 0) {
+		snprintf(pref->last, sizeof(pref->last), "%s", nodes[chosen]->id);
+		if (strcmp(pref->avoid, pref->last) == 0)
+			pref->avoid[0] = '\0';
+		log_info("msg=\"controller plugin through agent\" plugin=%s node=%s address=%s",
+			 plugin_id, nodes[chosen]->id, c->base_url);
+	}
+	pthread_mutex_unlock(&r->mu);
+	*client = &c->base;
+out:
+	arena_free(a);
+	return rc;
+}
+
+static int controllers_remote_acquire(void *ctx, const char *plugin_id, struct csi_client **client,
+				      uint64_t *caps, struct err *e)
+{
+	struct controllers_remote *r = ctx;
+	int rc;
+
+	*client = NULL;
+	if (r->host.acquire) {
+		rc = r->host.acquire(r->host.ctx, plugin_id, client, caps, e);
+		if (rc != CSID_ENOTFOUND)
+			return rc;
+		err_clear(e);
+	}
+	return controllers_remote_acquire_agent(r, plugin_id, client, caps, e);
+}
+
+static void controllers_remote_release(void *ctx, const char *plugin_id, struct csi_client *client)
+{
+	struct controllers_remote *r = ctx;
+
+	if (!client)
+		return;
+	if (client->call == controllers_remote_call)
+		csi_client_free(client);
+	else if (r->host.release)
+		r->host.release(r->host.ctx, plugin_id, client);
+}
+
+int controllers_remote_new(const struct controllers_remote_config *cfg,
+			   struct controllers_remote **out, struct err *e)
+{
+	struct controllers_remote *r;
+
+	*out = NULL;
+	if (!cfg->store)
+		return err_set(e, CSID_EINVAL, "agent controllers: a store is required");
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return err_set(e, CSID_EINTERNAL, "agent controllers: libcurl did not start");
+	r = calloc(1, sizeof(*r));
+	if (!r || (cfg->token && !(r->token = strdup(cfg->token)))) {
+		free(r);
+		curl_global_cleanup();
+		return err_set(e, CSID_ENOMEM, "agent controllers: out of memory");
+	}
+	r->store = cfg->store;
+	r->host = cfg->host;
+	pthread_mutex_init(&r->mu, NULL);
+	*out = r;
+	return 0;
+}
+
+struct reconciler_controllers controllers_remote_seam(struct controllers_remote *r)
+{
+	struct reconciler_controllers seam = {
+	    .acquire = controllers_remote_acquire, .release = controllers_remote_release, .ctx = r};
+
+	return seam;
+}
+
+void controllers_remote_free(struct controllers_remote *r)
+{
+	if (!r)
+		return;
+	if (r->token) {
+		explicit_bzero(r->token, strlen(r->token));
+		free(r->token);
+	}
+	free(r->prefs);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+	curl_global_cleanup();
+}
