@@ -227,7 +227,8 @@ static int server_link_plugin(const struct plugin_manager_plugin *sp, struct are
 }
 
 int server_link_body(const struct plugin_manager_snapshot *snap, const char *node,
-		     const char *instance_id, char **out, size_t *len, struct err *e)
+		     const char *instance_id, const char *address, char **out, size_t *len,
+		     struct err *e)
 {
 	struct arena *a = arena_new();
 	struct model_node n = {0};
@@ -239,6 +240,7 @@ int server_link_body(const struct plugin_manager_snapshot *snap, const char *nod
 		return err_set(e, CSID_ENOMEM, "node fingerprint: out of memory");
 	n.id = (char *)node;
 	n.instance_id = (char *)instance_id;
+	n.address = (char *)address;
 	n.plugins = arena_alloc(a, (snap->nplugins + 1) * sizeof(*n.plugins));
 	if (!n.plugins)
 		rc = CSID_ENOMEM;

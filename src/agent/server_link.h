@@ -2,9 +2,9 @@
  * Server link: the agent's side of joining csid servers. The agent sends
  * its node's fingerprint (every node and controller plugin it manages,
  * with health, capabilities, CSI node ID, max volumes and accessible
- * topology, plus the agent's instance ID) with PUT /v1/node/<node> to one
- * of the configured servers: at start, at once when the fingerprint
- * changes, and every heartbeat period as the node's heartbeat.
+ * topology, plus the agent's instance ID and the address of its API) with PUT /v1/node/<node> to
+ * one of the configured servers: at start, at once when the fingerprint changes, and every
+ * heartbeat period as the node's heartbeat.
  *
  * The decisions live in an I/O-free core (struct server_link_core):
  * what is due when, to which server, and how long to wait after each
@@ -114,13 +114,14 @@ bool server_link_core_begin(struct server_link_core *c, int64_t now_ms, size_t *
 void server_link_core_end(struct server_link_core *c, int64_t now_ms, enum server_link_outcome o);
 
 /*
- * The body of PUT /v1/node/<node>: instance_id and every plugin of snap
- * (managed or not yet: one not fingerprinted is sent unhealthy, so the
- * server expects it). Returns 0 and *out (malloc'd, *len bytes, no NUL
- * needed) or CSID_ENOMEM.
+ * The body of PUT /v1/node/<node>: instance_id, the agent's address (NULL:
+ * none) and every plugin of snap (managed or not yet: one not
+ * fingerprinted is sent unhealthy, so the server expects it). Returns 0
+ * and *out (malloc'd, *len bytes, no NUL needed) or CSID_ENOMEM.
  */
 int server_link_body(const struct plugin_manager_snapshot *snap, const char *node,
-		     const char *instance_id, char **out, size_t *len, struct err *e);
+		     const char *instance_id, const char *address, char **out, size_t *len,
+		     struct err *e);
 
 /*
  * The agent's instance ID, kept in <data_dir>/agent-instance-id: read, or
@@ -136,6 +137,8 @@ struct server_link_config {
 	const char *token; /* copied, wiped on free; NULL: none */
 	const char *node_name; /* copied */
 	const char *instance_id; /* copied */
+	/* The agent's API for the servers ("http://10.0.0.5:4650"); copied; NULL: none. */
+	const char *address;
 	struct plugin_manager *pm; /* borrowed; outlives the link */
 	struct clock *clock; /* borrowed; NULL: real clock */
 	struct server_link_timing timing;

@@ -41,6 +41,7 @@ struct server_link {
 	char *node;
 	char *node_path; /* node, %-escaped for the URL (curl_free) */
 	char *instance_id;
+	char *address; /* NULL: none */
 	struct plugin_manager *pm;
 	struct clock *clock;
 	struct server_link_timing timing;
@@ -106,6 +107,7 @@ static void server_link_free_strings(struct server_link *l)
 	if (l->node_path)
 		curl_free(l->node_path);
 	free(l->instance_id);
+	free(l->address);
 }
 
 int server_link_new(const struct server_link_config *cfg, struct server_link **out, struct err *e)
@@ -124,11 +126,12 @@ int server_link_new(const struct server_link_config *cfg, struct server_link **o
 	l->node = strdup(cfg->node_name);
 	l->instance_id = strdup(cfg->instance_id);
 	l->token = cfg->token ? strdup(cfg->token) : NULL;
+	l->address = cfg->address ? strdup(cfg->address) : NULL;
 	l->curl = curl_easy_init();
 	/* Escaped: a '#' or '?' in a node name must not cut the path to another node's. */
 	l->node_path = l->curl ? curl_easy_escape(l->curl, cfg->node_name, 0) : NULL;
-	if (!l->servers || !l->node || !l->instance_id || (cfg->token && !l->token) || !l->curl ||
-	    !l->node_path)
+	if (!l->servers || !l->node || !l->instance_id || (cfg->token && !l->token) ||
+	    (cfg->address && !l->address) || !l->curl || !l->node_path)
 		goto nomem;
 	for (; l->nservers < cfg->nservers; l->nservers++)
 		if (!(l->servers[l->nservers] = strdup(cfg->servers[l->nservers])))
@@ -160,7 +163,7 @@ static void server_link_rebuild(struct server_link *l)
 
 	err_clear(&e);
 	if (plugin_manager_snapshot(l->pm, &snap, &e) ||
-	    server_link_body(&snap, l->node, l->instance_id, &body, &len, &e)) {
+	    server_link_body(&snap, l->node, l->instance_id, l->address, &body, &len, &e)) {
 		/* Out of memory: the last body goes out; the next heartbeat rebuilds. */
 		log_error("msg=\"server link: cannot build the node fingerprint\" error=%s",
 			  log_q(q, sizeof(q), e.msg));

@@ -1,10 +1,10 @@
 /*
  * End-to-end tests of agents joining a server: a real `csid server` (ACL
  * token, node_ttl 2 s, no plugins of its own) and real `csid agent`s
- * supervising csi-hostpath, with a 300 ms heartbeat. The node appears
- * ready with its node plugin healthy in /v1/nodes and /v1/plugins within
- * a bound, after failing over from a first server address that refuses
- * connections, or one that answers 500, or one that takes connections and
+ * supervising csi-hostpath, with a 300 ms heartbeat and a TCP listener.
+ * The node appears ready with its node plugin healthy in /v1/nodes and
+ * /v1/plugins within a bound, with the agent's address, after failing over from a first server
+ * address that refuses connections, or one that answers 500, or one that takes connections and
  * never answers (the request's deadline, then failover); a killed agent's node goes down after the
  * TTL and its plugin stops counting as healthy; a second agent with the same node name takes the
  * node over only once it is down, and the first agent coming back is then refused (409) and says
@@ -51,6 +51,7 @@ struct t_env {
 	bool failing_started;
 	int failing_answers; /* how many it answered (written by the thread) */
 	void *agents[2]; /* struct agent_proc *, as agent_proc_setup_hostpath makes them */
+	char addresses[2][64]; /* each agent's API on TCP, as the servers are told it */
 };
 
 static int t_server_config(struct t_env *t, const char *data)
@@ -156,11 +157,23 @@ static int t_teardown(void **state)
  */
 static struct agent_proc *t_agent(struct t_env *t, int i, int first_port, const char *token)
 {
-	char servers[256];
-	const char *edits[] = {"\"plugin_log_max_bytes\": 65536,", servers,
+	char servers[256], listener[128];
+	const char *edits[] = {"\"plugin_log_max_bytes\": 65536,",
+			       servers,
 			       "\"stop_grace\": \"3s\"}",
-			       "\"stop_grace\": \"3s\", \"heartbeat\": \"300ms\"}", NULL};
-	int n;
+			       "\"stop_grace\": \"3s\", \"heartbeat\": \"300ms\"}",
+			       "\"node_name\": \"" T_NODE "\",",
+			       listener,
+			       NULL};
+	int n, port, fd = t_socket(false, &port);
+
+	/* A TCP listener on a port free a moment ago: the agent tells the servers its address. */
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(t->addresses[i], sizeof(t->addresses[i]), "http://127.0.0.1:%d", port);
+	snprintf(listener, sizeof(listener),
+		 "\"node_name\": \"" T_NODE "\", \"listener\": {\"addr\": \"127.0.0.1:%d\"},",
+		 port);
 
 	if (first_port)
 		n = snprintf(
@@ -177,6 +190,24 @@ static struct agent_proc *t_agent(struct t_env *t, int i, int first_port, const 
 	if (agent_proc_setup_hostpath(&t->agents[i], edits) != 0)
 		fail_msg("agent %d did not start", i);
 	return t->agents[i];
+}
+
+/* A string field of o, "" when absent. */
+static const char *t_str(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? v : "";
+}
+
+/* Checks the address the node's record holds. */
+static void t_node_address(struct t_env *t, const char *want)
+{
+	json_t *doc = NULL;
+
+	assert_int_equal(server_proc_http(&t->s, "GET", "/v1/node/" T_NODE, NULL, &doc), 200);
+	assert_string_equal(t_str(doc, "address"), want);
+	json_decref(doc);
 }
 
 /* The agent's instance ID, from its data_dir. */
@@ -199,14 +230,6 @@ struct t_node_want {
 	const char *instance; /* NULL: any */
 	int nodes_healthy; /* of the plugin in /v1/plugin/<hp>; -1: not checked */
 };
-
-/* A string field of o, "" when absent. */
-static const char *t_str(json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-
-	return v ? v : "";
-}
 
 static bool t_node_is(void *ctx)
 {
@@ -275,6 +298,8 @@ static void test_join_down_takeover(void **state)
 	assert_true(agent_proc_wait_log(a, "msg=\"joined server\" server=http://127.0.0.1", 1,
 					AGENT_PROC_LOG_MS));
 	assert_true(server_proc_log_has(&t->s, "msg=\"node registered\" node=" T_NODE));
+	/* Where the server would run controller RPCs through this agent. */
+	t_node_address(t, t->addresses[0]);
 
 	/* Killed: down once no heartbeat came for the TTL, never before. */
 	assert_int_equal(agent_proc_stop(a, SIGKILL, 10000), 128 + SIGKILL);
@@ -292,6 +317,7 @@ static void test_join_down_takeover(void **state)
 	assert_string_not_equal(ia, ib);
 	t_wait_node(t, "ready", ib, 1, 30000);
 	assert_true(server_proc_log_has(&t->s, "node taken over by another agent instance"));
+	t_node_address(t, t->addresses[1]);
 
 	/* The first agent comes back while b holds the node: refused, said, nothing taken. */
 	assert_int_equal(agent_proc_start(a), 0);
@@ -300,6 +326,7 @@ static void test_join_down_takeover(void **state)
 	    agent_proc_wait_log(a, "another agent holds this node name", 1, AGENT_PROC_LOG_MS));
 	assert_true(agent_proc_wait_log(a, ib, 1, AGENT_PROC_LOG_MS));
 	t_wait_node(t, "ready", ib, 1, 5000);
+	t_node_address(t, t->addresses[1]);
 	/* a still serves its own API meanwhile. */
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }

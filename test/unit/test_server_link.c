@@ -297,11 +297,13 @@ static void test_body(void **state)
 	snprintf(fp->topology[0].value, PLUGIN_TOPOLOGY_VALUE_MAX, "z1");
 	fp->ntopology = 1;
 	err_clear(&e);
-	assert_int_equal(server_link_body(&snap, "n1", "abc", &body, &len, &e), 0);
+	assert_int_equal(
+	    server_link_body(&snap, "n1", "abc", "http://10.0.0.5:4650", &body, &len, &e), 0);
 	/* Read back by the server's own decoder of PUT /v1/node. */
 	if (model_node_spec_decode(a, body, len, &n, &e) != 0)
 		fail_msg("decode %s: %s", body, e.msg);
 	assert_string_equal(n->instance_id, "abc");
+	assert_string_equal(n->address, "http://10.0.0.5:4650");
 	assert_int_equal(n->nplugins, 2);
 	assert_string_equal(n->plugins[0].plugin_id, "ctl.example");
 	assert_int_equal(n->plugins[0].type, MODEL_PLUGIN_CONTROLLER);
@@ -319,8 +321,9 @@ static void test_body(void **state)
 	p[1].status.health.healthy = false;
 	snprintf(p[1].status.health.description, PLUGIN_HEALTH_DESC_MAX, "Probe: not ready");
 	free(body);
-	assert_int_equal(server_link_body(&snap, "n1", "abc", &body, &len, &e), 0);
+	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, &body, &len, &e), 0);
 	assert_int_equal(model_node_spec_decode(a, body, len, &n, &e), 0);
+	assert_null(n->address);
 	assert_false(n->plugins[1].healthy);
 	assert_string_equal(n->plugins[1].health, "Probe: not ready");
 	free(body);

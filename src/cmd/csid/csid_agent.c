@@ -417,32 +417,60 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 }
 
 /* Joins the configured servers (before the plugin manager runs, which notifies the link). */
+/*
+ * The address the servers reach this agent's API at: "http://" + the TCP
+ * listener, unless it has none or listens on every interface (no one
+ * address to give). Returns whether there is one, in buf.
+ */
+static bool csid_agent_address(const char *listen, char *buf, size_t len)
+{
+	const char *colon = listen ? strrchr(listen, ':') : NULL;
+	size_t host = colon ? (size_t)(colon - listen) : 0;
+
+	if (!colon || host == 0 || (host == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
+	    (host == 4 && strncmp(listen, "[::]", 4) == 0))
+		return false;
+	return (size_t)snprintf(buf, len, "http://%s", listen) < len;
+}
+
 static int csid_agent_link(struct csid_agent *a, struct err *e)
 {
 	struct server_link_config lc = {0};
+	struct model_node skeleton = {0};
+	char address[300];
 	int rc;
 
 	if (!a->cfg->nservers) {
 		log_info("msg=\"no servers configured: the agent runs alone\"");
 		return 0;
 	}
-	/* The servers name nodes with IDs: refuse at start a name they would refuse every time. */
-	if ((rc = model_id_check("node_name", a->cfg->node_name, strlen(a->cfg->node_name), e)) ||
+	if (csid_agent_address(a->cfg->listen_addr, address, sizeof(address)))
+		skeleton.address = address;
+	else if (a->cfg->listen_addr)
+		log_warn("msg=\"listener.addr listens on every interface: the servers are not told "
+			 "an address, so they cannot run controller RPCs through this agent\" "
+			 "addr=%s",
+			 a->cfg->listen_addr);
+	/* Refuse at start a node name or address the servers would refuse every time. */
+	skeleton.id = a->cfg->node_name;
+	if ((rc = model_node_validate(&skeleton, e)) ||
 	    (rc = server_link_instance_id(a->cfg->data_dir, a->instance_id, e)))
-		return rc;
+		return err_wrap(e, "servers");
 	lc.servers = (const char *const *)a->cfg->servers;
 	lc.nservers = a->cfg->nservers;
 	lc.token = a->cfg->server_token;
 	lc.node_name = a->cfg->node_name;
 	lc.instance_id = a->instance_id;
+	lc.address = skeleton.address;
 	lc.pm = a->pm;
 	lc.timing.heartbeat_ms = a->cfg->heartbeat_ms;
 	if ((rc = server_link_new(&lc, &a->link, e)) || (rc = server_link_start(a->link, e)))
 		return rc;
 	log_info("msg=\"joining servers\" servers=%zu first=%s node=%s instance=%s "
-		 "heartbeat_ms=%lld token=%s",
+		 "address=%s heartbeat_ms=%lld token=%s",
 		 a->cfg->nservers, a->cfg->servers[0], a->cfg->node_name, a->instance_id,
-		 (long long)a->cfg->heartbeat_ms, a->cfg->server_token ? "set" : "none");
+		 skeleton.address ? skeleton.address : "-", (long long)a->cfg->heartbeat_ms,
+		 a->cfg->server_token ? "set" : "none");
 	return 0;
 }
 
