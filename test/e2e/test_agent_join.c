@@ -9,7 +9,9 @@
  * TTL and its plugin stops counting as healthy; a second agent with the same node name takes the
  * node over only once it is down, and the first agent coming back is then refused (409) and says
  * so; a server restarted on an empty store is caught up by the agent, which kept serving its mount
- * meanwhile; a wrong token is refused and logged clearly. No token is in
+ * meanwhile; the server runs CreateVolume through the controller plugin
+ * of an agent that joined by itself; a wrong token is refused and logged
+ * clearly. No token is in
  * any log line.
  */
 #include <netinet/in.h>
@@ -37,7 +39,9 @@
 #define T_TTL_MS 2000
 #define T_SERVER_CONFIG                                                              \
 	"{\"data_dir\": \"@DIR@/%s\", \"listen\": \"@ADDR@\", \"node_ttl\": \"2s\"," \
-	" \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}]}"
+	" \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}],"         \
+	" \"agent_token\": \"" T_TOKEN                                               \
+	"\", \"backoff_min\": \"20ms\", \"backoff_max\": \"300ms\"}"
 
 struct t_env {
 	struct server_proc s;
@@ -426,6 +430,35 @@ static void test_server_restart(void **state)
 	assert_int_equal(agent_proc_unmount(a, vol, "alloc-1"), 200);
 }
 
+/*
+ * Issue 8 end to end: the server has no controller plugin of its own; the
+ * agent joined by itself with its address, so the server creates a
+ * volume through the controller the agent supervises.
+ */
+static void test_controller_through_joined_agent(void **state)
+{
+	static const char spec[] =
+	    "{\"plugin_id\": \"" AGENT_PROC_HP_ID "\", \"capacity_min\": 1048576,"
+	    " \"capabilities\": [{\"access_mode\": \"single-node-writer\","
+	    " \"attachment_mode\": \"file-system\"}]}";
+	struct t_env *t = *state;
+	struct agent_proc *a;
+	char ia[64];
+
+	a = t_agent(t, 0, 0, T_TOKEN);
+	t_instance(a, ia, sizeof(ia));
+	t_wait_node(t, "ready", ia, 1, 30000);
+	assert_int_equal(server_proc_http(&t->s, "PUT", "/v1/volume/v1/create", spec, NULL), 200);
+	if (!server_proc_wait_field(&t->s, "/v1/volume/v1", "state", "ready", 60000)) {
+		server_proc_dump_log(&t->s, "volume not ready");
+		fail_msg("volume v1 not ready through the joined agent");
+	}
+	assert_true(agent_proc_wait_log(
+	    a, "path=/v1/agent/controller/" AGENT_PROC_HP_ID "/CreateVolume status=200", 1,
+	    AGENT_PROC_LOG_MS));
+	assert_int_equal(server_proc_http(&t->s, "DELETE", "/v1/volume/v1", NULL, NULL), 200);
+}
+
 /* A wrong token: refused, logged clearly without the token, retried slowly. */
 static void test_wrong_token(void **state)
 {
@@ -449,6 +482,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_server_restart, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_silent_server, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_failing_server, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_controller_through_joined_agent, t_setup,
+					    t_teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_token, t_setup, t_teardown),
 	};
 
