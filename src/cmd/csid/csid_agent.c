@@ -416,7 +416,6 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 		 (long long)cur->retry_delay_ms, log_q(q, sizeof(q), cur->health.description));
 }
 
-/* Joins the configured servers (before the plugin manager runs, which notifies the link). */
 /*
  * The address the servers reach this agent's API at: "http://" + the TCP
  * listener, unless it has none or listens on every interface (no one
@@ -433,6 +432,7 @@ static bool csid_agent_address(const char *listen, char *buf, size_t len)
 	return (size_t)snprintf(buf, len, "http://%s", listen) < len;
 }
 
+/* Joins the configured servers (before the plugin manager runs, which notifies the link). */
 static int csid_agent_link(struct csid_agent *a, struct err *e)
 {
 	struct server_link_config lc = {0};
