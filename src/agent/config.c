@@ -50,6 +50,7 @@ struct config *config_new(void)
 	cfg->rpc_timeout_ms = 15000;
 	cfg->reconnect_max_ms = 30000;
 	cfg->plugin_log_max_bytes = 1024 * 1024;
+	cfg->heartbeat_ms = 10000;
 	return cfg;
 }
 
@@ -78,6 +79,9 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < cfg->nplugins; i++)
 		config_plugin_clear(&cfg->plugins[i]);
 	free(cfg->plugins);
+	for (size_t i = 0; i < cfg->nservers; i++)
+		free(cfg->servers[i]);
+	free(cfg->servers);
 	free(cfg->data_dir);
 	free(cfg->node_name);
 	free(cfg->listen_socket);
@@ -517,17 +521,9 @@ int config_parse_plugin_list(json_t *v, const char *key, int default_type,
 }
 
 static const char *const config_timing_keys[] = {
-    "probe_interval",
-    "health_timeout",
-    "resync_period",
-    "backoff_base",
-    "backoff_max",
-    "unhealthy_threshold",
-    "socket_timeout",
-    "stop_grace",
-    "rpc_timeout",
-    "reconnect_max",
-    NULL,
+    "probe_interval", "health_timeout",      "resync_period",  "backoff_base",
+    "backoff_max",    "unhealthy_threshold", "socket_timeout", "stop_grace",
+    "rpc_timeout",    "reconnect_max",       "heartbeat",      NULL,
 };
 
 static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
@@ -558,6 +554,10 @@ static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 		rc = config_get_duration(v, "rpc_timeout", 10, &cfg->rpc_timeout_ms, e);
 	if (!rc)
 		rc = config_get_duration(v, "reconnect_max", 100, &cfg->reconnect_max_ms, e);
+	if (!rc)
+		rc = config_get_duration(v, "heartbeat", 100, &cfg->heartbeat_ms, e);
+	if (!rc && cfg->heartbeat_ms > 10 * 60 * 1000)
+		rc = err_set(e, CSID_EINVAL, "timings.heartbeat: must be at most 10m");
 	if (!rc && cfg->backoff_max_ms < cfg->backoff_base_ms)
 		rc = err_set(e, CSID_EINVAL, "timings.backoff_max: shorter than backoff_base");
 	return rc;
@@ -589,9 +589,70 @@ static int config_parse_listener(json_t *v, struct config *cfg, struct err *e)
 	return 0;
 }
 
+/* "servers": base URLs of csid servers, http:// or https:// and a host. */
+static int config_parse_servers(json_t *v, struct config *cfg, struct err *e)
+{
+	char path[64];
+	json_t *item;
+	size_t i;
+	int rc;
+
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return err_set(e, CSID_EINVAL, "servers: expected a non-empty array of URLs");
+	if (json_array_size(v) > CONFIG_SERVERS_MAX)
+		return err_set(e, CSID_EINVAL, "servers: more than %d", CONFIG_SERVERS_MAX);
+	cfg->servers = calloc(json_array_size(v), sizeof(*cfg->servers));
+	if (!cfg->servers)
+		return err_set(e, CSID_ENOMEM, "servers: out of memory");
+	json_array_foreach(v, i, item)
+	{
+		char *u, *host;
+		size_t n;
+
+		snprintf(path, sizeof(path), "servers[%zu]", i);
+		if ((rc = config_get_string(item, path, CONFIG_SERVER_URL_MAX, &u, e)))
+			return rc;
+		cfg->servers[cfg->nservers++] = u;
+		n = strlen(u);
+		for (; n > 0 && u[n - 1] == '/'; n--)
+			u[n - 1] = '\0';
+		host = strncmp(u, "http://", 7) == 0    ? u + 7
+		       : strncmp(u, "https://", 8) == 0 ? u + 8
+							: NULL;
+		if (!host || !host[0] || strchr(host, '/') || config_has_ctl(u, n) ||
+		    strpbrk(u, " \"'\\"))
+			return err_set(e, CSID_EINVAL,
+				       "%s: expected http://HOST:PORT or https://HOST:PORT", path);
+		for (size_t j = 0; j + 1 < cfg->nservers; j++)
+			if (strcmp(cfg->servers[j], u) == 0)
+				return err_set(e, CSID_EINVAL, "%s: same as servers[%zu]", path, j);
+	}
+	return 0;
+}
+
+/*
+ * "server_token": a secret, so messages name the key, never the value. It
+ * goes into an HTTP header, so no space or control character either.
+ */
+static int config_parse_token(json_t *v, struct config *cfg, struct err *e)
+{
+	const char *t = json_string_value(v);
+	size_t len = json_string_length(v);
+
+	if (!json_is_string(v) || len < 8 || len > CONFIG_TOKEN_MAX)
+		return err_set(e, CSID_EINVAL, "server_token: expected a string of 8 to %d bytes",
+			       CONFIG_TOKEN_MAX);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)t[i] <= 0x20 || t[i] == 0x7f)
+			return err_set(e, CSID_EINVAL,
+				       "server_token: contains a space or control character");
+	cfg->server_token = config_strdup(t);
+	return cfg->server_token ? 0 : err_set(e, CSID_ENOMEM, "config: out of memory");
+}
+
 static const char *const config_top_keys[] = {
-    "data_dir",     "node_name", "listener", "timings", "plugin_log_max_bytes",
-    "server_token", "plugins",   NULL};
+    "data_dir", "node_name",    "listener", "timings", "plugin_log_max_bytes",
+    "servers",  "server_token", "plugins",  NULL};
 
 static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 {
@@ -633,16 +694,12 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 				       "plugin_log_max_bytes: expected an integer >= 4096");
 		cfg->plugin_log_max_bytes = json_integer_value(v);
 	}
+	v = json_object_get(root, "servers");
+	if (v && (rc = config_parse_servers(v, cfg, e)))
+		return rc;
 	v = json_object_get(root, "server_token");
-	if (v) {
-		/* The value is a secret: messages name the key, never the value. */
-		if (!json_is_string(v) || json_string_length(v) < 8 || json_string_length(v) > 256)
-			return err_set(e, CSID_EINVAL,
-				       "server_token: expected a string of 8 to 256 bytes");
-		cfg->server_token = config_strdup(json_string_value(v));
-		if (!cfg->server_token)
-			return err_set(e, CSID_ENOMEM, "config: out of memory");
-	}
+	if (v && (rc = config_parse_token(v, cfg, e)))
+		return rc;
 	v = json_object_get(root, "plugins");
 	if (v)
 		return config_parse_plugin_list(v, "plugins", -1, &cfg->plugins, &cfg->nplugins, e);

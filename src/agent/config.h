@@ -9,9 +9,11 @@
  *     "timings": {"probe_interval": "30s", "health_timeout": "30s",
  *                 "resync_period": "30s", "backoff_base": "1s", "backoff_max": "1m",
  *                 "unhealthy_threshold": "1m", "socket_timeout": "30s",
- *                 "stop_grace": "5s", "rpc_timeout": "15s", "reconnect_max": "30s"},
- *     "plugin_log_max_bytes": 1048576,
+ *                 "stop_grace": "5s", "rpc_timeout": "15s", "reconnect_max": "30s",
+ *                 "heartbeat": "10s"},
+ *     "servers": ["http://10.0.0.1:4646", "http://10.0.0.2:4646"],
  *     "server_token": "...",
+ *     "plugin_log_max_bytes": 1048576,
  *     "plugins": [
  *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
  *        "command": "/usr/bin/csi-hostpath",
@@ -24,6 +26,17 @@
  * In args and env values, ${CSI_ENDPOINT} is the instance's socket as a
  * unix:// URL, ${CSI_ENDPOINT_PATH} the same socket as a bare path (for
  * plugins that take --csi-address=/path), ${NODE_NAME} the node name.
+ *
+ * servers: the csid servers the agent joins (http:// or https:// base
+ * URLs), tried in order with failover; none: the agent runs alone.
+ * server_token (a token with write access when the servers have ACL
+ * tokens) is sent to them (X-Csid-Token), and is what a server presents
+ * (its agent_token) to run controller RPCs here; never logged nor quoted
+ * in a message. heartbeat is how often the agent sends its node's fingerprint
+ * (default 10 s; it must stay well under the server's node_ttl, 30 s by
+ * default). These three are read at start: a SIGHUP reload applies the
+ * plugins only. With servers, node_name must be a server ID (letters,
+ * digits, '.', '_' and '-'), or the agent does not start.
  *
  * Validation is strict: unknown keys, wrong types, bad durations and hostile
  * plugin IDs are reported with the JSON path of the offending value. A
@@ -42,6 +55,10 @@
 
 /* Longest plugin ID accepted (bytes). */
 #define CONFIG_ID_MAX 128
+/* Servers an agent may list, and the longest server URL and token (bytes). */
+#define CONFIG_SERVERS_MAX 16
+#define CONFIG_SERVER_URL_MAX 256
+#define CONFIG_TOKEN_MAX 256
 /* Config files larger than this are refused. */
 #define CONFIG_FILE_MAX (1024 * 1024)
 
@@ -90,12 +107,16 @@ struct config {
 	 */
 	int64_t reconnect_max_ms;
 	int64_t plugin_log_max_bytes;
+	char **servers; /* base URLs, no trailing slash */
+	size_t nservers;
 	/*
 	 * The secret shared with the servers (a write ACL token of theirs):
-	 * a server presents it to run controller RPCs through this agent.
-	 * NULL: none. Never logged; wiped on free.
+	 * the agent sends it with its node's fingerprint, and a server
+	 * presents it to run controller RPCs through this agent. NULL: none.
+	 * Never logged; wiped on free.
 	 */
 	char *server_token;
+	int64_t heartbeat_ms;
 	struct config_plugin *plugins;
 	size_t nplugins;
 };

@@ -48,7 +48,8 @@
  *           adds "status", "create_index", "modify_index"}
  *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
  *           "parameters", "secrets"}
- *   node: {"id", "status": "ready|down" (default ready), "registered_ms",
+ *   node: {"id", "instance_id" (the registering agent's, optional),
+ *          "status": "ready|down" (default ready), "registered_ms",
  *          "updated_ms", "address" (the agent's API, "http://host:port"
  *          or "host:port": where the server runs controller RPCs of the
  *          node's controller plugins), "plugins": [{"plugin_id", "type": "controller|node",
@@ -344,6 +345,12 @@ const char *model_node_status_name(enum model_node_status s);
 
 struct model_node {
 	char *id;
+	/*
+	 * The registering agent's instance ID (optional): while a node is
+	 * live, the server refuses a fingerprint from another instance, so two
+	 * agents configured with one node name cannot take turns.
+	 */
+	char *instance_id;
 	enum model_node_status status;
 	int64_t registered_ms;
 	int64_t updated_ms;

@@ -671,7 +671,7 @@ static const char *const model_node_plugin_keys[] = {
     "plugin_id",    "type",           "healthy",     "health",   "version",
     "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
 static const char *const model_node_keys[] = {
-    "id", "status", "registered_ms", "updated_ms", "address", "plugins", NULL};
+    "id", "instance_id", "status", "registered_ms", "updated_ms", "address", "plugins", NULL};
 
 static int model_dec_node_plugin(struct model_dec *d, json_t *o, const char *path,
 				 struct model_node_plugin *p)
@@ -730,6 +730,8 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 		rc = model_dec_str(d, root, "id", "", MODEL_ID_MAX, &n->id);
 	else if (!rc)
 		rc = model_dec_str_req(d, root, "id", "", MODEL_ID_MAX, &n->id);
+	if (!rc)
+		rc = model_dec_str(d, root, "instance_id", "", MODEL_ID_MAX, &n->instance_id);
 	if (!rc)
 		rc =
 		    model_dec_enum(d, root, "status", "", &model_names_node_status, false, &status);

@@ -342,6 +342,7 @@ static json_t *model_enc_node(const struct model_node *n)
 	bool ok = true;
 
 	model_set_str(&ok, o, "id", n->id);
+	model_set_str(&ok, o, "instance_id", n->instance_id);
 	model_set_str(&ok, o, "status", model_node_status_name(n->status));
 	model_set_int(&ok, o, "registered_ms", n->registered_ms);
 	model_set_int(&ok, o, "updated_ms", n->updated_ms);

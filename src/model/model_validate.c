@@ -330,6 +330,8 @@ int model_node_validate(const struct model_node *n, struct err *e)
 
 	p.text[0] = '\0';
 	model_check_id(&p, "id", n->id);
+	if (n->instance_id)
+		model_check_id(&p, "instance_id", n->instance_id);
 	if (!model_node_status_name(n->status))
 		model_problem(&p, "status: unknown");
 	if (n->address)

@@ -129,6 +129,52 @@ static bool server_node_same(const struct model_node *a, const struct model_node
 	return same;
 }
 
+/*
+ * The duplicate-node rule. While a node is live (a heartbeat within the
+ * TTL), only the agent instance that holds it may update it: a
+ * fingerprint from another instance is refused with CSID_ECONFLICT naming
+ * the holder, so two agents configured with one node name never take
+ * turns overwriting each other's plugins (which would flap every volume
+ * of the node). Once the holder is silent for the TTL (the node is down;
+ * a restarted server counts the TTL from its start) any instance may take
+ * the node over. The agent keeps its instance ID in its data_dir,
+ * which one agent at a time holds, so a restarted agent is the same
+ * instance and is never locked out of its own node. A fingerprint
+ * without an instance ID (an operator's PUT) is not checked.
+ */
+static int server_node_owner_check(struct server *s, const struct model_node *old,
+				   const struct model_node *node, struct err *e)
+{
+	struct server_live *l;
+	int64_t ago = 0;
+	bool live;
+
+	if (!old || !old->instance_id || !node->instance_id ||
+	    strcmp(old->instance_id, node->instance_id) == 0)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	l = server_live_find(s, node->id);
+	live = old->status == MODEL_NODE_READY && l && !l->down;
+	if (live)
+		ago = clock_now_ms(s->clock) - l->seen_ms;
+	pthread_mutex_unlock(&s->mu);
+	if (!live) {
+		log_warn("msg=\"node taken over by another agent instance\" node=%s "
+			 "instance=%s previous_instance=%s",
+			 node->id, node->instance_id, old->instance_id);
+		return 0;
+	}
+	log_warn("msg=\"node refused: another agent instance holds it\" node=%s instance=%s "
+		 "holder=%s last_heartbeat_ms_ago=%lld",
+		 node->id, node->instance_id, old->instance_id, (long long)ago);
+	return err_set(e, CSID_ECONFLICT,
+		       "node %s is held by live agent instance %s (last heartbeat %lld ms ago); "
+		       "this agent (instance %s) may take it over once that one is silent for "
+		       "node_ttl (%lld ms)",
+		       node->id, old->instance_id, (long long)ago, node->instance_id,
+		       (long long)s->node_ttl_ms);
+}
+
 int server_node_put(struct server *s, const struct model_node *node, struct arena *a,
 		    struct model_node **out, struct err *e)
 {
@@ -143,6 +189,8 @@ int server_node_put(struct server *s, const struct model_node *node, struct aren
 
 		rc = server_get_node(s, node->id, a, &old, e);
 		if (rc && rc != CSID_ENOTFOUND)
+			return rc;
+		if ((rc = server_node_owner_check(s, old, node, e)))
 			return rc;
 		cur = arena_alloc(a, sizeof(*cur));
 		if (!cur)

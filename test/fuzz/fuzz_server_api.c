@@ -85,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc = server_api_decode_node(a, body, len, "node-1", &node, &e);
 		if (!rc) {
 			fuzz_check_id(node->id);
+			fuzz_check_id(node->instance_id);
 			for (i = 0; i < node->nplugins; i++)
 				if (model_plugin_id_check(node->plugins[i].plugin_id, NULL) != 0)
 					abort();

@@ -301,6 +301,51 @@ static void test_load_file(void **state)
 	assert_non_null(strstr(e.msg, path));
 }
 
+/* servers, server_token and timings.heartbeat; the token is never quoted in an error. */
+static void test_servers(void **state)
+{
+	struct config *cfg = parse_ok("{\"servers\": [\"http://10.0.0.1:4646/\","
+				      " \"https://s2:4646\"], \"server_token\": \"s3cr3t-9\","
+				      " \"timings\": {\"heartbeat\": \"2s\"}}");
+
+	(void)state;
+	assert_int_equal(cfg->nservers, 2);
+	assert_string_equal(cfg->servers[0], "http://10.0.0.1:4646");
+	assert_string_equal(cfg->servers[1], "https://s2:4646");
+	assert_string_equal(cfg->server_token, "s3cr3t-9");
+	assert_int_equal(cfg->heartbeat_ms, 2000);
+	config_free(cfg);
+	cfg = parse_ok("{}");
+	assert_int_equal(cfg->nservers, 0);
+	assert_null(cfg->server_token);
+	assert_int_equal(cfg->heartbeat_ms, 10000);
+	config_free(cfg);
+	parse_bad("{\"servers\": []}", "servers: expected a non-empty array");
+	parse_bad("{\"servers\": \"http://a:1\"}", "servers: expected a non-empty array");
+	parse_bad("{\"servers\": [\"a:4646\"]}", "servers[0]: expected http://HOST:PORT");
+	parse_bad("{\"servers\": [\"http://\"]}", "servers[0]: expected http://HOST:PORT");
+	parse_bad("{\"servers\": [\"http://a:1/v1\"]}", "servers[0]: expected http://");
+	parse_bad("{\"servers\": [\"http://a b:1\"]}", "servers[0]: expected http://");
+	parse_bad("{\"servers\": [\"http://a:1\", \"http://a:1/\"]}",
+		  "servers[1]: same as servers[0]");
+	parse_bad("{\"servers\": [1]}", "servers[0]: expected a string");
+	parse_bad("{\"server_token\": \"\"}", "server_token: expected a string of 8 to");
+	parse_bad("{\"server_token\": \"s3cr3t-\\n-line\"}", "server_token: contains a space");
+	parse_bad("{\"timings\": {\"heartbeat\": \"50ms\"}}",
+		  "timings.heartbeat: must be at least 100ms");
+	parse_bad("{\"timings\": {\"heartbeat\": \"11m\"}}", "timings.heartbeat: must be at most");
+	{
+		const char *bad = "{\"server_token\": \"top secret\"}";
+		struct config *c = NULL;
+		struct err e;
+
+		err_clear(&e);
+		assert_int_equal(config_parse(bad, strlen(bad), &c, &e), CSID_EINVAL);
+		assert_non_null(strstr(e.msg, "server_token: contains a space"));
+		assert_null(strstr(e.msg, "secret"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,7 +353,7 @@ int main(void)
 	    cmocka_unit_test(test_override),  cmocka_unit_test(test_durations),
 	    cmocka_unit_test(test_bad),       cmocka_unit_test(test_long_id),
 	    cmocka_unit_test(test_plain_ids), cmocka_unit_test(test_expand_and_equal),
-	    cmocka_unit_test(test_load_file),
+	    cmocka_unit_test(test_load_file), cmocka_unit_test(test_servers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -605,6 +605,41 @@ static void test_node_ttl(void **state)
 	    t_claim(t, "v", "a", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e), 0);
 }
 
+/* Two agents with one node name: the second is refused while the first is live. */
+static void test_node_duplicate_instance(void **state)
+{
+	struct t_env *t = *state;
+	struct model_node n = {.id = "n1"}, *got = NULL;
+	struct err e;
+
+	n.instance_id = "agent-a";
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	clock_fake_advance(&t->clock, 3000);
+	n.instance_id = "agent-b";
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), CSID_ECONFLICT);
+	t_contains(e.msg, "node n1 is held by live agent instance agent-a");
+	t_contains(e.msg, "last heartbeat 3000 ms ago");
+	assert_int_equal(server_node_get(t->s, "n1", t->a, &got, &e), 0);
+	assert_string_equal(got->instance_id, "agent-a");
+	/* The holder's heartbeat goes on; an operator's PUT (no instance) is not checked. */
+	n.instance_id = "agent-a";
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	n.instance_id = NULL;
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	n.instance_id = "agent-a";
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	/* Silent for the TTL: the node is down and another instance may take it over. */
+	clock_fake_advance(&t->clock, 10000);
+	server_tick(t->s);
+	n.instance_id = "agent-b";
+	assert_int_equal(server_node_put(t->s, &n, t->a, &got, &e), 0);
+	assert_string_equal(got->instance_id, "agent-b");
+	assert_int_equal(got->status, MODEL_NODE_READY);
+	n.instance_id = "agent-a";
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), CSID_ECONFLICT);
+	t_contains(e.msg, "held by live agent instance agent-b");
+}
+
 static void test_plugins_view(void **state)
 {
 	struct t_env *t = *state;
@@ -880,6 +915,7 @@ int main(void)
 	    T_TEST(test_detach),
 	    T_TEST(test_deregister_and_delete),
 	    T_TEST(test_node_ttl),
+	    T_TEST(test_node_duplicate_instance),
 	    T_TEST(test_plugins_view),
 	    T_TEST(test_schedulability),
 	    T_TEST(test_topology_refusal),

@@ -3,17 +3,20 @@
  *
  * Start: config (file, then flags) -> agent database -> registry restored
  * -> plugins left running by a crashed agent killed and deregistered ->
- * every other restored instance probed, the dead dropped -> plugin
+ * every other restored instance probed, the dead dropped -> server link
+ * (when servers are configured: the node's fingerprint sent at start, on
+ * every plugin change and as the heartbeat; server_link.h) -> plugin
  * manager -> supervisor starts the configured plugins on the libuv loop
  * (main thread). A startup thread then recovers the mounter (waiting a
  * bounded time for each plugin that owns records) and only then opens the
  * HTTP API, so no request races the recovery; records left pending (a
  * plugin still missing) are retried every resync period.
  *
- * Stop (SIGTERM/SIGINT): the plugin manager shuts down first (so nothing
- * waits for a plugin any more), the API stops accepting and finishes
- * requests in flight, the supervisor deregisters and stops every plugin;
- * mounts are kept (the next agent adopts them).
+ * Stop (SIGTERM/SIGINT): the server link stops sending (the servers keep
+ * the node's last fingerprint until the TTL), the plugin manager shuts
+ * down (so nothing waits for a plugin any more), the API stops accepting
+ * and finishes requests in flight, the supervisor deregisters and stops
+ * every plugin; mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
  */
@@ -32,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <uv.h>
 
 #include "agent/config.h"
@@ -39,10 +43,12 @@
 #include "agent/mounter.h"
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
+#include "agent/server_link.h"
 #include "agent/state.h"
 #include "agent/supervisor.h"
 #include "api/agent_api.h"
 #include "csi/csi_client.h"
+#include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -60,6 +66,8 @@ struct csid_agent {
 	struct mounter *mounter;
 	struct supervisor *sv;
 	struct agent_api *api;
+	struct server_link *link; /* NULL: no servers configured */
+	char instance_id[SERVER_LINK_INSTANCE_ID_LEN + 1];
 	uv_loop_t loop;
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_async_t wake;
@@ -309,6 +317,12 @@ static void csid_agent_begin_shutdown(struct csid_agent *a)
 	pthread_cond_broadcast(&a->cond);
 	pthread_mutex_unlock(&a->mu);
 	/*
+	 * The servers keep the node's last fingerprint, not the plugins
+	 * stopping now: a restarting agent's node stays as it was, and one
+	 * that does not come back goes down after the TTL.
+	 */
+	server_link_stop(a->link);
+	/*
 	 * Waits for plugins (the recovery's, a mount's) end at once: nothing
 	 * new starts now. RPCs in flight finish within their deadlines.
 	 */
@@ -385,7 +399,11 @@ static void csid_agent_on_signal(uv_signal_t *h, int signo)
 static void csid_agent_on_health(void *ctx, const struct instance_manager_status *old,
 				 const struct instance_manager_status *cur)
 {
+	struct csid_agent *a = ctx;
 	char q[600];
+
+	/* Any change may change the node's fingerprint; the link sends it only if it did. */
+	server_link_notify(a->link);
 
 	/* Every failed retry too, so that the log shows the retry rate. */
 	if (old->health.healthy == cur->health.healthy && old->state == cur->state &&
@@ -396,6 +414,64 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 		 registry_type_name(cur->type), cur->name, cur->instance.instance_id,
 		 instance_manager_state_name(cur->state), cur->health.healthy, cur->attempts,
 		 (long long)cur->retry_delay_ms, log_q(q, sizeof(q), cur->health.description));
+}
+
+/*
+ * The address the servers reach this agent's API at: "http://" + the TCP
+ * listener, unless it has none or listens on every interface (no one
+ * address to give). Returns whether there is one, in buf.
+ */
+static bool csid_agent_address(const char *listen, char *buf, size_t len)
+{
+	const char *colon = listen ? strrchr(listen, ':') : NULL;
+	size_t host = colon ? (size_t)(colon - listen) : 0;
+
+	if (!colon || host == 0 || (host == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
+	    (host == 4 && strncmp(listen, "[::]", 4) == 0))
+		return false;
+	return (size_t)snprintf(buf, len, "http://%s", listen) < len;
+}
+
+/* Joins the configured servers (before the plugin manager runs, which notifies the link). */
+static int csid_agent_link(struct csid_agent *a, struct err *e)
+{
+	struct server_link_config lc = {0};
+	struct model_node skeleton = {0};
+	char address[300];
+	int rc;
+
+	if (!a->cfg->nservers) {
+		log_info("msg=\"no servers configured: the agent runs alone\"");
+		return 0;
+	}
+	if (csid_agent_address(a->cfg->listen_addr, address, sizeof(address)))
+		skeleton.address = address;
+	else if (a->cfg->listen_addr)
+		log_warn("msg=\"listener.addr listens on every interface: the servers are not told "
+			 "an address, so they cannot run controller RPCs through this agent\" "
+			 "addr=%s",
+			 a->cfg->listen_addr);
+	/* Refuse at start a node name or address the servers would refuse every time. */
+	skeleton.id = a->cfg->node_name;
+	if ((rc = model_node_validate(&skeleton, e)) ||
+	    (rc = server_link_instance_id(a->cfg->data_dir, a->instance_id, e)))
+		return err_wrap(e, "servers");
+	lc.servers = (const char *const *)a->cfg->servers;
+	lc.nservers = a->cfg->nservers;
+	lc.token = a->cfg->server_token;
+	lc.node_name = a->cfg->node_name;
+	lc.instance_id = a->instance_id;
+	lc.address = skeleton.address;
+	lc.pm = a->pm;
+	lc.timing.heartbeat_ms = a->cfg->heartbeat_ms;
+	if ((rc = server_link_new(&lc, &a->link, e)) || (rc = server_link_start(a->link, e)))
+		return rc;
+	log_info("msg=\"joining servers\" servers=%zu first=%s node=%s instance=%s "
+		 "address=%s heartbeat_ms=%lld token=%s",
+		 a->cfg->nservers, a->cfg->servers[0], a->cfg->node_name, a->instance_id,
+		 skeleton.address ? skeleton.address : "-", (long long)a->cfg->heartbeat_ms,
+		 a->cfg->server_token ? "set" : "none");
+	return 0;
 }
 
 static int csid_agent_open(struct csid_agent *a, struct err *e)
@@ -450,7 +526,9 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	pc.probe_interval_ms = a->cfg->probe_interval_ms;
 	pc.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	pc.retry_max_ms = a->cfg->reconnect_max_ms;
-	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = plugin_manager_start(a->pm, e)))
+	pc.on_health_ctx = a;
+	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = csid_agent_link(a, e)) ||
+	    (rc = plugin_manager_start(a->pm, e)))
 		return rc;
 	mo.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, &mo, &a->mounter, e)))
@@ -463,6 +541,11 @@ static void csid_agent_close(struct csid_agent *a)
 	if (a->startup_started)
 		pthread_join(a->startup, NULL);
 	agent_api_stop(a->api);
+	/* No health callback (which notifies the link) runs after the shutdown. */
+	server_link_stop(a->link);
+	if (a->pm)
+		plugin_manager_shutdown(a->pm);
+	server_link_free(a->link);
 	plugin_manager_free(a->pm);
 	mounter_close(a->mounter);
 	supervisor_free(a->sv);
@@ -519,6 +602,8 @@ int csid_agent_main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* Before any thread: libcurl's global setup is not thread-safe. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	pthread_mutex_init(&a.mu, NULL);
 	clock_cond_init(&a.cond);
 	uv_loop_init(&a.loop);
@@ -544,5 +629,6 @@ int csid_agent_main(int argc, char **argv)
 	uv_run(&a.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a.loop);
 	csid_agent_close(&a);
+	curl_global_cleanup();
 	return a.exit_code;
 }
