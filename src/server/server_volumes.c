@@ -377,29 +377,6 @@ int server_volume_deregister(struct server *s, const char *id, bool force, struc
 
 /* ---- claims ---- */
 
-struct server_claim_arg {
-	const struct model_claim_request *req;
-	struct model_claim_env env;
-};
-
-static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
-			   struct arena *scratch, char **skipped, struct err *e)
-{
-	struct server_claim_arg *c = arg;
-	enum model_claim_verdict verdict;
-	int rc = model_claim_check(v, c->req, &c->env, &verdict, e);
-
-	if (rc)
-		return rc;
-	if (verdict == MODEL_CLAIM_ALREADY)
-		return SERVER_KEEP;
-	rc = model_claim_add(scratch, v, c->req, &c->env, clock_wall_ms(s->clock), e);
-	if (rc)
-		return err_wrap(e, "claim volume %s", v->id);
-	v->updated_ms = clock_wall_ms(s->clock);
-	return SERVER_PUT;
-}
-
 /* Volumes of plugin_id other than skip_id that node_id uses (claims or publications). */
 static int server_node_volume_count(struct server *s, const char *plugin_id, const char *node_id,
 				    const char *skip_id, int64_t *count, struct err *e)
@@ -469,12 +446,36 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 	return 0;
 }
 
+struct server_claim_arg {
+	const struct model_claim_request *req;
+	struct model_claim_env env;
+};
+
+static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
+			   struct arena *scratch, char **skipped, struct err *e)
+{
+	struct server_claim_arg *c = arg;
+	enum model_claim_verdict verdict;
+	/* What the server knows of the plugin and node, as of this attempt. */
+	int rc = server_claim_env(s, v, c->req->node_id, scratch, &c->env, e);
+
+	if (!rc)
+		rc = model_claim_check(v, c->req, &c->env, &verdict, e);
+	if (rc)
+		return rc;
+	if (verdict == MODEL_CLAIM_ALREADY)
+		return SERVER_KEEP;
+	rc = model_claim_add(scratch, v, c->req, &c->env, clock_wall_ms(s->clock), e);
+	if (rc)
+		return err_wrap(e, "claim volume %s", v->id);
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
 int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
 			struct arena *a, struct model_volume **out, struct err *e)
 {
 	struct server_claim_arg arg = {.req = req};
-	struct model_volume *v = NULL;
-	struct arena *scratch;
 	int rc;
 
 	if (!req->alloc_id || !req->node_id)
@@ -483,15 +484,7 @@ int server_volume_claim(struct server *s, const char *id, const struct model_cla
 	if ((rc = model_id_check("alloc id", req->alloc_id, strlen(req->alloc_id), e)) ||
 	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
 		return err_wrap(e, "claim volume %s", id);
-	if (!(scratch = arena_new()))
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	rc = server_get_volume(s, id, scratch, &v, e);
-	if (!rc)
-		rc = server_claim_env(s, v, req->node_id, scratch, &arg.env, e);
-	if (!rc)
-		rc = server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
-	arena_free(scratch);
-	return rc;
+	return server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
 }
 
 struct server_release_arg {
