@@ -19,6 +19,10 @@
  * every plugin; mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
+ *
+ * Start and stop are struct csid_agent_run (csid_agent.h), which `csid
+ * dev` runs too; `csid agent` adds its flags, its signals (the reload)
+ * and the process-wide setup around one.
  */
 #include "csid_agent.h"
 

@@ -13,6 +13,10 @@
  * requests in flight, the reconciler drains (each step bounded by its RPC
  * deadline), the controller plugins are stopped, the store closed; exit 0.
  * Logs are key=value lines on stderr.
+ *
+ * Start and stop are struct csid_server_run (csid_server.h), which `csid
+ * dev` runs too; `csid server` adds its flags, its signals and the
+ * process-wide setup around one.
  */
 #include "csid_server.h"
 
