@@ -9,7 +9,8 @@
  * agent's socket and left so; SIGTERM then ends csid dev with 0, the data
  * dir is gone, nothing is mounted under it and no process runs from it. A
  * second `csid dev` on the same port fails with a clear error and removes
- * its own temporary directory.
+ * its own temporary directory. With -keep the stopped csid dev leaves its
+ * server and agent state in place.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -38,10 +39,12 @@ struct t_env {
 	char dev_dir[SERVER_PROC_PATH + 8];
 };
 
-static int t_setup(void **state)
+/* Starts csid dev on <dir>/dev and the port of t->s, with -keep when keep. */
+static int t_start(void **state, bool keep)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
-	const char *args[] = {"dev", "-data-dir", NULL, "-listen", NULL, NULL};
+	const char *args[] = {"dev", "-data-dir",           NULL, "-listen",
+			      NULL,  keep ? "-keep" : NULL, NULL};
 
 	*state = t;
 	if (!t || server_proc_init(&t->s) != 0)
@@ -54,6 +57,16 @@ static int t_setup(void **state)
 		return -1;
 	}
 	return 0;
+}
+
+static int t_setup(void **state)
+{
+	return t_start(state, false);
+}
+
+static int t_setup_keep(void **state)
+{
+	return t_start(state, true);
 }
 
 static int t_teardown(void **state)
@@ -227,11 +240,32 @@ static void test_dev_port_taken(void **state)
 	assert_int_equal(t_procs_under(dir), 0);
 }
 
+/* -keep: the stopped csid dev leaves its state for the next run. */
+static void test_dev_keep(void **state)
+{
+	struct t_env *t = *state;
+	char path[SERVER_PROC_PATH + 32];
+	struct stat st;
+	int status;
+
+	assert_true(t_wait(t, "/v1/plugins", t_plugin_up));
+	status = server_proc_stop(&t->s, SIGTERM, T_WAIT_MS);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	snprintf(path, sizeof(path), "%s/server/server.db", t->dev_dir);
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(path, sizeof(path), "%s/agent/agent.db", t->dev_dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(t_procs_under(t->dev_dir), 0);
+	assert_true(server_proc_log_has(&t->s, "msg=\"data dir kept\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_dev_port_taken, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_dev_lifecycle, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_dev_keep, t_setup_keep, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
