@@ -1,57 +1,54 @@
 #!/usr/bin/env bash
-# `make dev`: runs csid for a first try. The node agent (`csid agent`)
-# supervises the bundled csi-hostpath plugin (controller and node in one
-# process) on a fresh temporary directory, and this script prints how to
-# drive both with csictl. Ctrl-C stops the agent; the script then unmounts
-# whatever is left under the directory and removes it.
+# `make dev`: runs `csid dev` in the foreground: a server (API on
+# 127.0.0.1:4646), an agent (node "dev") and the bundled csi-hostpath
+# (controller and node in one process, controller publish on) in one
+# process, on a fresh temporary directory. Once the plugin is up it prints
+# the csictl commands to try from another shell. Ctrl-C stops it; csid dev
+# then unmounts whatever is left under the directory and removes it.
+# Arguments after the build directory go to csid dev (-keep, -listen ...).
 set -euo pipefail
 build=$(cd "${1:-build/release}" && pwd)
-dir=$(mktemp -d /tmp/csid-dev.XXXXXX)
-node=$(hostname)
-cleanup() {
-	kill "${pid:-}" 2>/dev/null || true
-	wait "${pid:-}" 2>/dev/null || true
-	# Deepest mounts first, so nothing stays busy.
-	awk -v d="$dir" '$5 ~ "^"d { print $5 }' /proc/self/mountinfo | sort -r |
-		xargs -r -n1 umount -l 2>/dev/null || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-cat >"$dir/agent.json" <<JSON
-{
-  "data_dir": "$dir/agent",
-  "node_name": "$node",
-  "plugins": [
-    {"id": "hostpath.csi.csid.dev", "type": "monolith",
-     "command": "$build/csi-hostpath",
-     "args": ["--endpoint", "\${CSI_ENDPOINT}", "--node-id", "\${NODE_NAME}",
-              "--data-dir", "$dir/hostpath"]}
-  ]
-}
-JSON
-"$build/csid" agent -config "$dir/agent.json" &
-pid=$!
-export CSID_AGENT_ADDR="unix:$dir/agent/agent.sock"
-for _ in $(seq 200); do
-	"$build/csictl" agent plugins >/dev/null 2>&1 && break
-	kill -0 "$pid" 2>/dev/null || exit 1
-	sleep 0.05
+shift || true
+listen=127.0.0.1:4646
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+	case "${args[i]}" in
+	-listen | --listen) listen=${args[i + 1]:-$listen} ;;
+	-listen=* | --listen=*) listen=${args[i]#*=} ;;
+	esac
 done
-sock=$(find "$dir/agent" -name csi.sock -print -quit)
-cat <<TXT
+"$build/csid" dev "$@" &
+pid=$!
+# Ctrl-C reaches csid dev as well (same process group): wait for its cleanup.
+trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; exit 130' INT TERM
+export CSID_ADDR="http://$listen"
+up() {
+	"$build/csictl" plugin status -o json 2>/dev/null | tr -d ' \n' |
+		grep -q '"controllers":{"healthy":1,"expected":1},"nodes":{"healthy":1'
+}
+for _ in $(seq 600); do
+	up && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if up; then
+	cat <<TXT
 
-csid agent is running (data in $dir), supervising csi-hostpath.
+csid dev is running: server API $CSID_ADDR, node "dev", csi-hostpath supervised.
 From another shell:
 
-  export CSID_AGENT_ADDR=$CSID_AGENT_ADDR
-  $build/csictl agent plugins
-  $build/csictl csi -endpoint unix://$sock create-volume vol1 -capacity 1Gi
-  $build/csictl csi -endpoint unix://$sock controller-publish VOLUME_ID $node
-  $build/csictl agent mount vol1 alloc1 -plugin hostpath.csi.csid.dev -external-id VOLUME_ID
-  $build/csictl agent mounts
-  $build/csictl agent unmount vol1 alloc1
+  export CSID_ADDR=$CSID_ADDR PATH=$build:\$PATH
+  csictl plugin status
+  csictl node status
+  csictl volume init > vol.json
+  csictl volume create vol.json -wait
+  csictl volume status data
+  csictl volume claim data -alloc web-1 -node dev
+  csictl volume release data -alloc web-1
+  csictl volume delete data -wait
 
-Ctrl-C stops it and removes $dir.
+Ctrl-C stops it and removes its directory (csid dev -keep keeps it).
+
 TXT
+fi
 wait "$pid"

@@ -103,64 +103,13 @@ static void t_register(struct t_env *t)
 	assert_int_equal(server_proc_http(&t->s, "PUT", "/v1/node/" T_NODE, body, NULL), 200);
 }
 
-struct t_watch {
-	struct server_proc *s;
-	const char *path;
-	bool (*check)(json_t *doc);
-};
-
-static bool t_watch_once(void *ctx)
-{
-	struct t_watch *w = ctx;
-	json_t *doc = NULL;
-	bool ok;
-
-	server_proc_http(w->s, "GET", w->path, NULL, &doc);
-	ok = doc && w->check(doc);
-	json_decref(doc);
-	return ok;
-}
-
 static bool t_wait(struct t_env *t, const char *path, bool (*check)(json_t *doc))
 {
-	struct t_watch w = {&t->s, path, check};
-	bool ok = agent_proc_poll(t_watch_once, &w, T_WAIT_MS);
+	bool ok = server_proc_wait_doc(&t->s, path, check, T_WAIT_MS);
 
-	if (!ok) {
-		server_proc_dump_log(&t->s, path);
+	if (!ok)
 		agent_proc_dump_log(t->a, path);
-	}
 	return ok;
-}
-
-static bool t_ready(json_t *doc)
-{
-	const char *state = json_string_value(json_object_get(doc, "state"));
-
-	return state && strcmp(state, "ready") == 0 &&
-	       json_string_value(json_object_get(doc, "external_id"));
-}
-
-static bool t_published(json_t *doc)
-{
-	json_t *pub = json_array_get(json_object_get(doc, "publications"), 0);
-	const char *state = json_string_value(json_object_get(pub, "state"));
-
-	return state && strcmp(state, "published") == 0;
-}
-
-static bool t_freed(json_t *doc)
-{
-	return json_array_size(json_object_get(doc, "claims")) == 0 &&
-	       json_array_size(json_object_get(doc, "publications")) == 0 &&
-	       json_array_size(json_object_get(doc, "past_claims")) == 1;
-}
-
-static bool t_gone(json_t *doc)
-{
-	const char *code = json_string_value(json_object_get(doc, "code"));
-
-	return code && strcmp(code, "not_found") == 0;
 }
 
 /* The reconciler shows the agent's failure and keeps retrying. */
@@ -190,22 +139,6 @@ static long t_agent_post(struct t_env *t, const char *token, const char *path, j
 	return status;
 }
 
-/* A PUT to the server; prints the answer of a failure. */
-static long t_put(struct t_env *t, const char *path, const char *body)
-{
-	json_t *doc = NULL;
-	long status = server_proc_http(&t->s, "PUT", path, body, &doc);
-
-	if (status != 200) {
-		char *text = doc ? json_dumps(doc, 0) : NULL;
-
-		fprintf(stderr, "PUT %s: %ld %s\n", path, status, text ? text : "");
-		free(text);
-	}
-	json_decref(doc);
-	return status;
-}
-
 static const char t_spec[] = "{\"plugin_id\": \"" T_HP "\", \"capacity_min\": 1048576,"
 			     " \"capabilities\": [{\"access_mode\": \"single-node-writer\","
 			     " \"attachment_mode\": \"file-system\"}]}";
@@ -220,28 +153,28 @@ static void test_lifecycle_through_agent(void **state)
 	t_register(t);
 	assert_true(server_proc_wait_plugin(&t->s, T_HP, T_WAIT_MS));
 	assert_int_equal(server_proc_http(&t->s, "PUT", "/v1/volume/v1/create", t_spec, NULL), 200);
-	assert_true(t_wait(t, "/v1/volume/v1", t_ready));
+	assert_true(t_wait(t, "/v1/volume/v1", server_proc_volume_ready));
 	assert_true(agent_proc_wait_log(
 	    t->a, "method=POST path=/v1/agent/controller/" T_HP "/CreateVolume status=200", 1,
 	    AGENT_PROC_LOG_MS));
 	assert_true(server_proc_log_has(
 	    &t->s, "msg=\"controller plugin through agent\" plugin=" T_HP " node=" T_NODE));
 
-	assert_int_equal(t_put(t, "/v1/volume/v1/claim", claim), 200);
-	assert_true(t_wait(t, "/v1/volume/v1", t_published));
+	assert_int_equal(server_proc_put(&t->s, "/v1/volume/v1/claim", claim), 200);
+	assert_true(t_wait(t, "/v1/volume/v1", server_proc_volume_published));
 	assert_true(agent_proc_wait_log(
 	    t->a, "path=/v1/agent/controller/" T_HP "/ControllerPublishVolume status=200", 1,
 	    AGENT_PROC_LOG_MS));
 	assert_int_equal(
 	    server_proc_http(&t->s, "PUT", "/v1/volume/v1/release", "{\"alloc_id\": \"a1\"}", NULL),
 	    200);
-	assert_true(t_wait(t, "/v1/volume/v1", t_freed));
+	assert_true(t_wait(t, "/v1/volume/v1", server_proc_volume_freed));
 	assert_true(agent_proc_wait_log(
 	    t->a, "path=/v1/agent/controller/" T_HP "/ControllerUnpublishVolume status=200", 1,
 	    AGENT_PROC_LOG_MS));
 	assert_int_equal(server_proc_http(&t->s, "DELETE", "/v1/volume/v1/delete", NULL, NULL),
 			 200);
-	assert_true(t_wait(t, "/v1/volume/v1", t_gone));
+	assert_true(t_wait(t, "/v1/volume/v1", server_proc_not_found));
 	assert_true(
 	    agent_proc_wait_log(t->a, "path=/v1/agent/controller/" T_HP "/DeleteVolume status=200",
 				1, AGENT_PROC_LOG_MS));
@@ -290,10 +223,10 @@ static void test_agent_down_then_back(void **state)
 	assert_true(t_wait(t, "/v1/volume/v2", t_failing));
 	assert_int_equal(agent_proc_start(t->a), 0);
 	assert_int_equal(agent_proc_wait_ready(t->a, AGENT_PROC_HP_START_MS), 0);
-	assert_true(t_wait(t, "/v1/volume/v2", t_ready));
+	assert_true(t_wait(t, "/v1/volume/v2", server_proc_volume_ready));
 	assert_int_equal(server_proc_http(&t->s, "DELETE", "/v1/volume/v2/delete", NULL, NULL),
 			 200);
-	assert_true(t_wait(t, "/v1/volume/v2", t_gone));
+	assert_true(t_wait(t, "/v1/volume/v2", server_proc_not_found));
 	assert_false(server_proc_log_has(&t->s, T_SECRET));
 }
 
@@ -321,7 +254,7 @@ static void test_server_deadline_at_agent(void **state)
 	    agent_proc_wait_log(t->a, "path=/v1/agent/controller/" T_HP "/CreateVolume status=200",
 				1, AGENT_PROC_LOG_MS));
 	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
-	assert_true(t_wait(t, "/v1/volume/v3", t_ready));
+	assert_true(t_wait(t, "/v1/volume/v3", server_proc_volume_ready));
 }
 
 int main(void)

@@ -124,9 +124,22 @@ int server_proc_write_faults(struct server_proc *s, const char *text)
 
 int server_proc_start(struct server_proc *s)
 {
+	const char *args[] = {"server", "-config", s->config, NULL};
+
+	return server_proc_start_args(s, args);
+}
+
+int server_proc_start_args(struct server_proc *s, const char *const *args)
+{
 	posix_spawn_file_actions_t fa;
-	char *argv[] = {(char *)CSID_BIN, (char *)"server", (char *)"-config", s->config, NULL};
+	char *argv[16] = {(char *)CSID_BIN};
 	int rc;
+
+	for (size_t i = 0; args[i]; i++) {
+		if (i + 2 >= sizeof(argv) / sizeof(argv[0]))
+			return -1;
+		argv[i + 1] = (char *)args[i];
+	}
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -213,6 +226,71 @@ bool server_proc_wait_field(struct server_proc *s, const char *path, const char 
 		hpp_pause_ms(10);
 	}
 	return false;
+}
+
+bool server_proc_wait_doc(struct server_proc *s, const char *path, bool (*check)(json_t *doc),
+			  int64_t timeout_ms)
+{
+	int64_t deadline = hpp_now_ms() + timeout_ms;
+
+	while (hpp_now_ms() < deadline) {
+		json_t *j = NULL;
+		bool ok;
+
+		server_proc_http(s, "GET", path, NULL, &j);
+		ok = j && check(j);
+		json_decref(j);
+		if (ok)
+			return true;
+		hpp_pause_ms(10);
+	}
+	server_proc_dump_log(s, path);
+	return false;
+}
+
+bool server_proc_volume_ready(json_t *doc)
+{
+	const char *state = json_string_value(json_object_get(doc, "state"));
+
+	return state && strcmp(state, "ready") == 0 &&
+	       json_string_value(json_object_get(doc, "external_id"));
+}
+
+bool server_proc_volume_published(json_t *doc)
+{
+	json_t *pub = json_array_get(json_object_get(doc, "publications"), 0);
+	const char *state = json_string_value(json_object_get(pub, "state"));
+
+	return state && strcmp(state, "published") == 0;
+}
+
+bool server_proc_volume_freed(json_t *doc)
+{
+	return json_array_size(json_object_get(doc, "claims")) == 0 &&
+	       json_array_size(json_object_get(doc, "publications")) == 0 &&
+	       json_array_size(json_object_get(doc, "past_claims")) == 1;
+}
+
+bool server_proc_not_found(json_t *doc)
+{
+	const char *code = json_string_value(json_object_get(doc, "code"));
+
+	return code && strcmp(code, "not_found") == 0;
+}
+
+long server_proc_put(struct server_proc *s, const char *path, const char *body)
+{
+	json_t *doc = NULL;
+	long status = server_proc_http(s, "PUT", path, body, &doc);
+
+	if (status != 200) {
+		char *text = doc ? json_dumps(doc, 0) : NULL;
+
+		fprintf(stderr, "PUT %s: %ld %s\n", path, status, text ? text : "");
+		free(text);
+	}
+	json_decref(doc);
+	return status;
 }
 
 int server_proc_stop(struct server_proc *s, int sig, int64_t timeout_ms)

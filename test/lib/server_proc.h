@@ -59,6 +59,11 @@ int server_proc_write_faults(struct server_proc *s, const char *text);
 
 /* Starts csid server -config <config>. Returns 0 or -1. */
 int server_proc_start(struct server_proc *s);
+/*
+ * Starts CSID_BIN with args (NULL-terminated, at most 14, without argv[0])
+ * the same way, e.g. {"dev", "-listen", s->addr, NULL}. Returns 0 or -1.
+ */
+int server_proc_start_args(struct server_proc *s, const char *const *args);
 /* Polls GET /v1/status/health until it answers 200. */
 bool server_proc_wait_ready(struct server_proc *s, int64_t timeout_ms);
 /* Polls until plugin id has a healthy controller. */
@@ -75,6 +80,23 @@ long server_proc_http(struct server_proc *s, const char *method, const char *pat
  */
 bool server_proc_wait_field(struct server_proc *s, const char *path, const char *key,
 			    const char *want, int64_t timeout_ms);
+
+/*
+ * Polls GET path until check(doc) holds for its parsed answer, at most
+ * timeout_ms; prints the log when it never does. Returns whether it held.
+ */
+bool server_proc_wait_doc(struct server_proc *s, const char *path, bool (*check)(json_t *doc),
+			  int64_t timeout_ms);
+/* Checks of a volume for server_proc_wait_doc: ready, with an external ID. */
+bool server_proc_volume_ready(json_t *doc);
+/* Its first publication is published. */
+bool server_proc_volume_published(json_t *doc);
+/* No claim nor publication left, one past claim. */
+bool server_proc_volume_freed(json_t *doc);
+/* An answer with code "not_found" (a deleted volume). */
+bool server_proc_not_found(json_t *doc);
+/* A PUT whose answer is printed to stderr unless it is 200. Returns the HTTP status. */
+long server_proc_put(struct server_proc *s, const char *path, const char *body);
 
 /* Whether the server's log holds needle. */
 bool server_proc_log_has(struct server_proc *s, const char *needle);

@@ -19,6 +19,10 @@
  * every plugin; mounts are kept (the next agent adopts them).
  * SIGHUP reloads the plugin list (supervisor_apply). Logs are key=value
  * lines on stderr.
+ *
+ * Start and stop are struct csid_agent_run (csid_agent.h), which `csid
+ * dev` runs too; `csid agent` adds its flags, its signals (the reload)
+ * and the process-wide setup around one.
  */
 #include "csid_agent.h"
 
@@ -48,16 +52,16 @@
 #include "agent/supervisor.h"
 #include "api/agent_api.h"
 #include "csi/csi_client.h"
+#include "csid_flags.h"
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-struct csid_agent {
-	const char *config_path;
-	const char *data_dir;
-	const char *node_name;
-	const char *listen;
+struct csid_agent_run {
+	uv_loop_t *loop;
 	struct config *cfg;
+	csid_agent_stopped_fn on_stopped;
+	void *ctx;
 	char db_path[PATH_MAX];
 	int lock_fd; /* flock on <data_dir>/agent.lock: one agent per data_dir */
 	sqlite3 *db;
@@ -68,8 +72,6 @@ struct csid_agent {
 	struct agent_api *api;
 	struct server_link *link; /* NULL: no servers configured */
 	char instance_id[SERVER_LINK_INSTANCE_ID_LEN + 1];
-	uv_loop_t loop;
-	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_async_t wake;
 	pthread_t startup;
 	bool startup_started;
@@ -82,6 +84,18 @@ struct csid_agent {
 	int exit_code;
 };
 
+/* `csid agent`'s own state: its flags, signals and the agent. */
+struct csid_agent {
+	const char *config_path;
+	const char *data_dir;
+	const char *node_name;
+	const char *listen;
+	struct csid_agent_run *run;
+	uv_loop_t loop;
+	uv_signal_t sig_term, sig_int, sig_hup;
+	int exit_code;
+};
+
 static void csid_agent_usage(FILE *f)
 {
 	fprintf(f, "usage: csid agent [-config FILE] [-data-dir DIR] [-node-name NAME]\n"
@@ -91,49 +105,16 @@ static void csid_agent_usage(FILE *f)
 		   "stop it (plugins stopped, mounts kept); SIGHUP reloads the plugin list.\n");
 }
 
-/* Parses "-name value", "-name=value" and the "--name" forms. */
 static int csid_agent_flags(struct csid_agent *a, int argc, char **argv, const char **level)
 {
-	static const char *const names[] = {"config", "data-dir", "node-name", "listen",
-					    "log-level"};
-	const char **dst[] = {&a->config_path, &a->data_dir, &a->node_name, &a->listen, level};
-	const char *bad = "";
+	const struct csid_flag flags[] = {{"config", &a->config_path, NULL},
+					  {"data-dir", &a->data_dir, NULL},
+					  {"node-name", &a->node_name, NULL},
+					  {"listen", &a->listen, NULL},
+					  {"log-level", level, NULL}};
 
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i], *val = NULL;
-		size_t len;
-		int k;
-
-		if (strcmp(arg, "-h") == 0 || strcmp(arg, "-help") == 0 ||
-		    strcmp(arg, "--help") == 0) {
-			csid_agent_usage(stdout);
-			return 1;
-		}
-		if (arg[0] != '-') {
-			bad = argv[i];
-			goto bad;
-		}
-		arg += arg[1] == '-' ? 2 : 1;
-		len = strcspn(arg, "=");
-		for (k = 0; k < 5; k++)
-			if (strlen(names[k]) == len && strncmp(arg, names[k], len) == 0)
-				break;
-		bad = argv[i];
-		if (k == 5)
-			goto bad;
-		if (arg[len] == '=')
-			val = arg + len + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			goto bad;
-		*dst[k] = val;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "csid agent: bad flag or missing value: \"%s\"\n", bad);
-	csid_agent_usage(stderr);
-	return 2;
+	return csid_flags_parse("agent", flags, sizeof(flags) / sizeof(flags[0]), argc, argv,
+				csid_agent_usage);
 }
 
 static int csid_agent_load_config(struct csid_agent *a, struct config **out, struct err *e)
@@ -167,7 +148,7 @@ struct csid_agent_ref {
 static int csid_agent_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out,
 			     struct err *e)
 {
-	struct csid_agent *a = ctx;
+	struct csid_agent_run *a = ctx;
 	struct registry_instance ri;
 	struct csid_agent_ref *h;
 	int rc;
@@ -210,7 +191,7 @@ static void csid_agent_release(void *ctx, struct mounter_plugin *p)
 
 /* ---- startup thread: recovery, then the API ---- */
 
-static int csid_agent_recover(struct csid_agent *a)
+static int csid_agent_recover(struct csid_agent_run *a)
 {
 	struct mounter_recovery rep = {0};
 	struct err e;
@@ -227,7 +208,7 @@ static int csid_agent_recover(struct csid_agent *a)
 	return rc;
 }
 
-static bool csid_agent_stopping(struct csid_agent *a)
+static bool csid_agent_stopping(struct csid_agent_run *a)
 {
 	bool s;
 
@@ -239,7 +220,7 @@ static bool csid_agent_stopping(struct csid_agent *a)
 
 static void *csid_agent_startup_main(void *arg)
 {
-	struct csid_agent *a = arg;
+	struct csid_agent_run *a = arg;
 	struct agent_api_config ac = {0};
 	struct err e;
 	int rc;
@@ -296,18 +277,16 @@ static void csid_agent_close_cb(uv_handle_t *h)
 
 static void csid_agent_sv_done(void *ctx)
 {
-	struct csid_agent *a = ctx;
+	struct csid_agent_run *a = ctx;
 
 	if (a->pm)
 		plugin_manager_shutdown(a->pm);
-	uv_close((uv_handle_t *)&a->sig_term, csid_agent_close_cb);
-	uv_close((uv_handle_t *)&a->sig_int, csid_agent_close_cb);
-	uv_close((uv_handle_t *)&a->sig_hup, csid_agent_close_cb);
 	uv_close((uv_handle_t *)&a->wake, csid_agent_close_cb);
 	log_info("msg=\"agent stopped\" mounts=kept");
+	a->on_stopped(a->ctx, a->exit_code);
 }
 
-static void csid_agent_begin_shutdown(struct csid_agent *a)
+void csid_agent_run_stop(struct csid_agent_run *a)
 {
 	bool done;
 
@@ -337,61 +316,38 @@ static void csid_agent_begin_shutdown(struct csid_agent *a)
 	a->startup_started = false;
 	agent_api_stop(a->api);
 	a->api = NULL;
-	supervisor_shutdown(a->sv, csid_agent_sv_done, a);
+	if (a->sv)
+		supervisor_shutdown(a->sv, csid_agent_sv_done, a);
+	else
+		csid_agent_sv_done(a);
 }
 
 static void csid_agent_on_wake(uv_async_t *h)
 {
-	struct csid_agent *a = h->data;
+	struct csid_agent_run *a = h->data;
 
 	if (a->startup_rc && !csid_agent_stopping(a)) {
 		a->exit_code = 1;
 		log_error("msg=\"agent stopping after a failed start\"");
 	}
 	if (a->startup_rc || csid_agent_stopping(a))
-		csid_agent_begin_shutdown(a);
+		csid_agent_run_stop(a);
 }
 
-static void csid_agent_reload(struct csid_agent *a)
+void csid_agent_run_reload(struct csid_agent_run *a, const struct config *cfg)
 {
-	struct config *cfg = NULL;
 	struct err e;
 	char q[600];
 
 	err_clear(&e);
-	if (!a->config_path) {
-		log_warn("msg=\"SIGHUP ignored: no config file to reload\"");
+	if (csid_agent_stopping(a))
 		return;
-	}
-	if (csid_agent_load_config(a, &cfg, &e) != 0) {
-		log_error("msg=\"config reload failed, keeping the current plugins\" error=%s",
-			  log_q(q, sizeof(q), e.msg));
-		return;
-	}
 	if (strcmp(cfg->data_dir, a->cfg->data_dir) != 0)
 		log_warn("msg=\"data_dir change needs a restart; ignored\"");
 	log_info("msg=\"reloading plugins\" plugins=%zu", cfg->nplugins);
-	if (supervisor_apply(a->sv, cfg->plugins, cfg->nplugins, &e) != 0) {
-		log_error("msg=\"plugin reload failed\" error=%s", log_q(q, sizeof(q), e.msg));
-		config_free(cfg);
-		return;
-	}
 	/* Timings and listeners keep their start values; only the plugin list changes. */
-	config_free(cfg);
-}
-
-static void csid_agent_on_signal(uv_signal_t *h, int signo)
-{
-	struct csid_agent *a = h->data;
-
-	if (signo == SIGHUP) {
-		log_info("msg=\"SIGHUP received\"");
-		if (!csid_agent_stopping(a))
-			csid_agent_reload(a);
-		return;
-	}
-	log_info("msg=\"shutting down\" signal=%d", signo);
-	csid_agent_begin_shutdown(a);
+	if (supervisor_apply(a->sv, cfg->plugins, cfg->nplugins, &e) != 0)
+		log_error("msg=\"plugin reload failed\" error=%s", log_q(q, sizeof(q), e.msg));
 }
 
 /* ---- start ---- */
@@ -399,7 +355,7 @@ static void csid_agent_on_signal(uv_signal_t *h, int signo)
 static void csid_agent_on_health(void *ctx, const struct instance_manager_status *old,
 				 const struct instance_manager_status *cur)
 {
-	struct csid_agent *a = ctx;
+	struct csid_agent_run *a = ctx;
 	char q[600];
 
 	/* Any change may change the node's fingerprint; the link sends it only if it did. */
@@ -433,7 +389,7 @@ static bool csid_agent_address(const char *listen, char *buf, size_t len)
 }
 
 /* Joins the configured servers (before the plugin manager runs, which notifies the link). */
-static int csid_agent_link(struct csid_agent *a, struct err *e)
+static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 {
 	struct server_link_config lc = {0};
 	struct model_node skeleton = {0};
@@ -474,7 +430,7 @@ static int csid_agent_link(struct csid_agent *a, struct err *e)
 	return 0;
 }
 
-static int csid_agent_open(struct csid_agent *a, struct err *e)
+static int csid_agent_open(struct csid_agent_run *a, struct err *e)
 {
 	struct plugin_manager_config pc = {0};
 	struct supervisor_config sc = {0};
@@ -498,7 +454,7 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	n = registry_restore(a->registry, e);
 	if (n < 0)
 		return n;
-	sc.loop = &a->loop;
+	sc.loop = a->loop;
 	sc.data_dir = a->cfg->data_dir;
 	sc.node_name = a->cfg->node_name;
 	sc.registry = a->registry;
@@ -536,8 +492,64 @@ static int csid_agent_open(struct csid_agent *a, struct err *e)
 	return supervisor_apply(a->sv, a->cfg->plugins, a->cfg->nplugins, e);
 }
 
-static void csid_agent_close(struct csid_agent *a)
+struct csid_agent_run *csid_agent_run_new(uv_loop_t *loop, struct config *cfg,
+					  csid_agent_stopped_fn on_stopped, void *ctx)
 {
+	struct csid_agent_run *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		config_free(cfg);
+		return NULL;
+	}
+	a->loop = loop;
+	a->cfg = cfg;
+	a->on_stopped = on_stopped;
+	a->ctx = ctx;
+	a->lock_fd = -1;
+	/* Until start there is no startup thread to wait for: a stop stops at once. */
+	a->startup_done = true;
+	pthread_mutex_init(&a->mu, NULL);
+	clock_cond_init(&a->cond);
+	uv_async_init(loop, &a->wake, csid_agent_on_wake);
+	a->wake.data = a;
+	return a;
+}
+
+const struct config *csid_agent_run_config(const struct csid_agent_run *a)
+{
+	return a->cfg;
+}
+
+int csid_agent_run_start(struct csid_agent_run *a, struct err *e)
+{
+	int rc;
+
+	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
+		 CSID_AGENT_VERSION, a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
+	rc = csid_agent_open(a, e);
+	if (!rc) {
+		pthread_mutex_lock(&a->mu);
+		a->startup_done = false;
+		pthread_mutex_unlock(&a->mu);
+		if (pthread_create(&a->startup, NULL, csid_agent_startup_main, a) != 0)
+			rc = err_set(e, CSID_ENOMEM, "cannot start the startup thread");
+	}
+	if (!rc) {
+		a->startup_started = true;
+		return 0;
+	}
+	a->exit_code = 1;
+	pthread_mutex_lock(&a->mu);
+	a->startup_done = true;
+	pthread_mutex_unlock(&a->mu);
+	csid_agent_run_stop(a);
+	return rc;
+}
+
+void csid_agent_run_free(struct csid_agent_run *a)
+{
+	if (!a)
+		return;
 	if (a->startup_started)
 		pthread_join(a->startup, NULL);
 	agent_api_stop(a->api);
@@ -556,37 +568,78 @@ static void csid_agent_close(struct csid_agent *a)
 		close(a->lock_fd);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->cond);
-	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
-	uv_library_shutdown();
-	csi_grpc_shutdown();
+	free(a);
 }
 
-static void csid_agent_init_loop(struct csid_agent *a)
+/* ---- `csid agent` ---- */
+
+static void csid_agent_on_stopped(void *ctx, int exit_code)
 {
-	uv_signal_t *sigs[] = {&a->sig_term, &a->sig_int, &a->sig_hup};
+	struct csid_agent *m = ctx;
+
+	m->exit_code = exit_code;
+	uv_close((uv_handle_t *)&m->sig_term, csid_agent_close_cb);
+	uv_close((uv_handle_t *)&m->sig_int, csid_agent_close_cb);
+	uv_close((uv_handle_t *)&m->sig_hup, csid_agent_close_cb);
+}
+
+static void csid_agent_reload(struct csid_agent *m)
+{
+	struct config *cfg = NULL;
+	struct err e;
+	char q[600];
+
+	err_clear(&e);
+	if (!m->config_path) {
+		log_warn("msg=\"SIGHUP ignored: no config file to reload\"");
+		return;
+	}
+	if (csid_agent_load_config(m, &cfg, &e) != 0) {
+		log_error("msg=\"config reload failed, keeping the current plugins\" error=%s",
+			  log_q(q, sizeof(q), e.msg));
+		return;
+	}
+	csid_agent_run_reload(m->run, cfg);
+	config_free(cfg);
+}
+
+static void csid_agent_on_signal(uv_signal_t *h, int signo)
+{
+	struct csid_agent *m = h->data;
+
+	if (signo == SIGHUP) {
+		log_info("msg=\"SIGHUP received\"");
+		csid_agent_reload(m);
+		return;
+	}
+	log_info("msg=\"shutting down\" signal=%d", signo);
+	csid_agent_run_stop(m->run);
+}
+
+static void csid_agent_init_signals(struct csid_agent *m)
+{
+	uv_signal_t *sigs[] = {&m->sig_term, &m->sig_int, &m->sig_hup};
 	int signos[] = {SIGTERM, SIGINT, SIGHUP};
 
 	for (int i = 0; i < 3; i++) {
-		uv_signal_init(&a->loop, sigs[i]);
-		sigs[i]->data = a;
+		uv_signal_init(&m->loop, sigs[i]);
+		sigs[i]->data = m;
 		uv_signal_start(sigs[i], csid_agent_on_signal, signos[i]);
 	}
-	uv_async_init(&a->loop, &a->wake, csid_agent_on_wake);
-	a->wake.data = a;
 }
 
 int csid_agent_main(int argc, char **argv)
 {
-	struct csid_agent a;
+	struct csid_agent m;
+	struct config *cfg = NULL;
 	const char *level = NULL;
 	struct err e;
 	char q[600];
 	int rc;
 
-	memset(&a, 0, sizeof(a));
-	a.lock_fd = -1;
+	memset(&m, 0, sizeof(m));
 	err_clear(&e);
-	rc = csid_agent_flags(&a, argc, argv, &level);
+	rc = csid_agent_flags(&m, argc, argv, &level);
 	if (rc)
 		return rc == 1 ? 0 : 2;
 	if (level) {
@@ -597,38 +650,30 @@ int csid_agent_main(int argc, char **argv)
 		}
 		log_set_level((enum log_level)log_level_parse(level));
 	}
-	if (csid_agent_load_config(&a, &a.cfg, &e) != 0) {
+	if (csid_agent_load_config(&m, &cfg, &e) != 0) {
 		log_error("msg=\"bad configuration\" error=%s", log_q(q, sizeof(q), e.msg));
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	/* Before any thread: libcurl's global setup is not thread-safe. */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	pthread_mutex_init(&a.mu, NULL);
-	clock_cond_init(&a.cond);
-	uv_loop_init(&a.loop);
-	csid_agent_init_loop(&a);
-	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
-		 CSID_AGENT_VERSION, a.cfg->node_name, a.cfg->data_dir, a.cfg->nplugins);
-	rc = csid_agent_open(&a, &e);
-	if (!rc && pthread_create(&a.startup, NULL, csid_agent_startup_main, &a) != 0)
-		rc = err_set(&e, CSID_ENOMEM, "cannot start the startup thread");
-	if (rc) {
-		log_error("msg=\"agent failed to start\" error=%s", log_q(q, sizeof(q), e.msg));
-		a.exit_code = 1;
-		a.startup_done = true;
-		if (a.sv) {
-			a.shutdown_begun = true;
-			supervisor_shutdown(a.sv, csid_agent_sv_done, &a);
-		} else {
-			csid_agent_sv_done(&a);
-		}
+	uv_loop_init(&m.loop);
+	m.run = csid_agent_run_new(&m.loop, cfg, csid_agent_on_stopped, &m);
+	if (!m.run) {
+		log_error("msg=\"agent failed to start\" error=\"out of memory\"");
+		m.exit_code = 1;
 	} else {
-		a.startup_started = true;
+		csid_agent_init_signals(&m);
+		if (csid_agent_run_start(m.run, &e) != 0)
+			log_error("msg=\"agent failed to start\" error=%s",
+				  log_q(q, sizeof(q), e.msg));
+		uv_run(&m.loop, UV_RUN_DEFAULT);
 	}
-	uv_run(&a.loop, UV_RUN_DEFAULT);
-	uv_loop_close(&a.loop);
-	csid_agent_close(&a);
+	uv_loop_close(&m.loop);
+	csid_agent_run_free(m.run);
+	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
+	uv_library_shutdown();
+	csi_grpc_shutdown();
 	curl_global_cleanup();
-	return a.exit_code;
+	return m.exit_code;
 }

@@ -13,6 +13,10 @@
  * requests in flight, the reconciler drains (each step bounded by its RPC
  * deadline), the controller plugins are stopped, the store closed; exit 0.
  * Logs are key=value lines on stderr.
+ *
+ * Start and stop are struct csid_server_run (csid_server.h), which `csid
+ * dev` runs too; `csid server` adds its flags, its signals and the
+ * process-wide setup around one.
  */
 #include "csid_server.h"
 
@@ -32,6 +36,7 @@
 #include "api/server_api.h"
 #include "csi/csi_client.h"
 #include "csid_agent.h"
+#include "csid_flags.h"
 #include "server/controllers.h"
 #include "server/controllers_remote.h"
 #include "server/server.h"
@@ -39,9 +44,11 @@
 #include "store/store.h"
 #include "util/log.h"
 
-struct csid_server {
-	const char *flag_config, *flag_data_dir, *flag_listen, *flag_socket, *flag_level;
+struct csid_server_run {
+	uv_loop_t *loop;
 	struct server_config_file *cfg;
+	csid_server_stopped_fn on_stopped;
+	void *ctx;
 	int lock_fd;
 	struct store *store;
 	struct controllers *ctl;
@@ -49,9 +56,17 @@ struct csid_server {
 	struct server *server;
 	struct server_api *api;
 	struct server_api_token *tokens;
+	bool stopping;
+	int exit_code;
+};
+
+/* `csid server`'s own state: its flags, signals and the control plane. */
+struct csid_server {
+	const char *flag_config, *flag_data_dir, *flag_listen, *flag_socket, *flag_level;
+	struct server_config_file *cfg;
+	struct csid_server_run *run;
 	uv_loop_t loop;
 	uv_signal_t sig_term, sig_int;
-	bool stopping;
 	int exit_code;
 };
 
@@ -65,44 +80,16 @@ static void csid_server_usage(FILE *f)
 		   "override the JSON config file. SIGTERM/SIGINT drain and stop it.\n");
 }
 
-/* "-name value", "-name=value" and "--name" forms. 0, 1 (help shown) or 2 (bad). */
 static int csid_server_flags(struct csid_server *s, int argc, char **argv)
 {
-	const struct {
-		const char *name;
-		const char **dst;
-	} flags[] = {{"config", &s->flag_config},
-		     {"data-dir", &s->flag_data_dir},
-		     {"listen", &s->flag_listen},
-		     {"socket", &s->flag_socket},
-		     {"log-level", &s->flag_level}};
-	const size_t nflags = sizeof(flags) / sizeof(flags[0]);
+	const struct csid_flag flags[] = {{"config", &s->flag_config, NULL},
+					  {"data-dir", &s->flag_data_dir, NULL},
+					  {"listen", &s->flag_listen, NULL},
+					  {"socket", &s->flag_socket, NULL},
+					  {"log-level", &s->flag_level, NULL}};
 
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-		size_t k = nflags, len = 0;
-
-		if (!strcmp(arg, "-h") || !strcmp(arg, "-help") || !strcmp(arg, "--help")) {
-			csid_server_usage(stdout);
-			return 1;
-		}
-		if (arg[0] == '-') {
-			arg += arg[1] == '-' ? 2 : 1;
-			len = strcspn(arg, "=");
-			for (k = 0; k < nflags; k++)
-				if (strlen(flags[k].name) == len &&
-				    !strncmp(arg, flags[k].name, len))
-					break;
-		}
-		if (k == nflags || (arg[len] != '=' && i + 1 >= argc)) {
-			fprintf(stderr, "csid server: bad flag or missing value: \"%s\"\n",
-				argv[i]);
-			csid_server_usage(stderr);
-			return 2;
-		}
-		*flags[k].dst = arg[len] == '=' ? arg + len + 1 : argv[++i];
-	}
-	return 0;
+	return csid_flags_parse("server", flags, sizeof(flags) / sizeof(flags[0]), argc, argv,
+				csid_server_usage);
 }
 
 static int csid_server_config(struct csid_server *s, struct err *e)
@@ -122,7 +109,7 @@ static int csid_server_config(struct csid_server *s, struct err *e)
 }
 
 /* Creates and locks the data_dir, then opens the store. */
-static int csid_server_open_store(struct csid_server *s, struct err *e)
+static int csid_server_open_store(struct csid_server_run *s, struct err *e)
 {
 	const struct server_config_file *cfg = s->cfg;
 	int rc;
@@ -142,7 +129,7 @@ static int csid_server_open_store(struct csid_server *s, struct err *e)
 	return rc ? err_wrap(e, "store") : 0;
 }
 
-static int csid_server_open(struct csid_server *s, struct err *e)
+static int csid_server_open(struct csid_server_run *s, struct err *e)
 {
 	const struct server_config_file *cfg = s->cfg;
 	struct controllers_config cc = {0};
@@ -153,7 +140,7 @@ static int csid_server_open(struct csid_server *s, struct err *e)
 
 	if ((rc = csid_server_open_store(s, e)))
 		return rc;
-	cc.loop = &s->loop;
+	cc.loop = s->loop;
 	cc.data_dir = cfg->data_dir;
 	cc.plugins = cfg->plugins;
 	cc.nplugins = cfg->nplugins;
@@ -191,22 +178,39 @@ static int csid_server_open(struct csid_server *s, struct err *e)
 	return server_api_start(&ac, &s->api, e);
 }
 
-static void csid_server_close_cb(uv_handle_t *h)
+struct csid_server_run *csid_server_run_new(uv_loop_t *loop, struct server_config_file *cfg,
+					    csid_server_stopped_fn on_stopped, void *ctx)
 {
+	struct csid_server_run *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		server_config_free(cfg);
+		return NULL;
+	}
+	s->loop = loop;
+	s->cfg = cfg;
+	s->on_stopped = on_stopped;
+	s->ctx = ctx;
+	s->lock_fd = -1;
+	return s;
 }
 
-/* The controller plugins are gone: let the loop end. */
+const struct server_config_file *csid_server_run_config(const struct csid_server_run *s)
+{
+	return s->cfg;
+}
+
+/* The controller plugins are gone: the control plane has stopped. */
 static void csid_server_plugins_done(void *ctx)
 {
-	struct csid_server *s = ctx;
+	struct csid_server_run *s = ctx;
 
-	uv_close((uv_handle_t *)&s->sig_term, csid_server_close_cb);
-	uv_close((uv_handle_t *)&s->sig_int, csid_server_close_cb);
 	log_info("msg=\"server stopped\"");
+	s->on_stopped(s->ctx, s->exit_code);
 }
 
 /* API first (no new work), then the reconciler, then the plugins (loop thread). */
-static void csid_server_begin_shutdown(struct csid_server *s)
+void csid_server_run_stop(struct csid_server_run *s)
 {
 	struct err e;
 
@@ -222,16 +226,29 @@ static void csid_server_begin_shutdown(struct csid_server *s)
 		csid_server_plugins_done(s);
 }
 
-static void csid_server_on_signal(uv_signal_t *h, int signo)
+int csid_server_run_start(struct csid_server_run *s, struct err *e)
 {
-	struct csid_server *s = h->data;
+	int rc;
 
-	log_info("msg=\"shutting down\" signal=%d", signo);
-	csid_server_begin_shutdown(s);
+	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
+		 CSID_AGENT_VERSION, s->cfg->data_dir,
+		 s->cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite",
+		 s->cfg->nplugins);
+	rc = csid_server_open(s, e);
+	if (rc) {
+		s->exit_code = 1;
+		csid_server_run_stop(s);
+		return rc;
+	}
+	log_info("msg=\"server ready\" listen=%s socket=%s",
+		 s->cfg->listen[0] ? s->cfg->listen : "-", s->cfg->socket ? s->cfg->socket : "-");
+	return 0;
 }
 
-static void csid_server_close(struct csid_server *s)
+void csid_server_run_free(struct csid_server_run *s)
 {
+	if (!s)
+		return;
 	server_api_stop(s->api);
 	server_free(s->server);
 	controllers_remote_free(s->remote);
@@ -241,9 +258,28 @@ static void csid_server_close(struct csid_server *s)
 	server_config_free(s->cfg);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
-	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
-	uv_library_shutdown();
-	csi_grpc_shutdown();
+	free(s);
+}
+
+static void csid_server_close_cb(uv_handle_t *h)
+{
+}
+
+static void csid_server_on_stopped(void *ctx, int exit_code)
+{
+	struct csid_server *s = ctx;
+
+	s->exit_code = exit_code;
+	uv_close((uv_handle_t *)&s->sig_term, csid_server_close_cb);
+	uv_close((uv_handle_t *)&s->sig_int, csid_server_close_cb);
+}
+
+static void csid_server_on_signal(uv_signal_t *h, int signo)
+{
+	struct csid_server *s = h->data;
+
+	log_info("msg=\"shutting down\" signal=%d", signo);
+	csid_server_run_stop(s->run);
 }
 
 int csid_server_main(int argc, char **argv)
@@ -254,7 +290,6 @@ int csid_server_main(int argc, char **argv)
 	int rc;
 
 	memset(&s, 0, sizeof(s));
-	s.lock_fd = -1;
 	err_clear(&e);
 	rc = csid_server_flags(&s, argc, argv);
 	if (rc)
@@ -268,26 +303,25 @@ int csid_server_main(int argc, char **argv)
 		log_set_level((enum log_level)s.cfg->log_level);
 	signal(SIGPIPE, SIG_IGN);
 	uv_loop_init(&s.loop);
+	s.run = csid_server_run_new(&s.loop, s.cfg, csid_server_on_stopped, &s);
+	s.cfg = NULL;
+	if (!s.run) {
+		log_error("msg=\"server failed to start\" error=\"out of memory\"");
+		uv_loop_close(&s.loop);
+		return 1;
+	}
 	uv_signal_init(&s.loop, &s.sig_term);
 	uv_signal_init(&s.loop, &s.sig_int);
 	s.sig_term.data = s.sig_int.data = &s;
 	uv_signal_start(&s.sig_term, csid_server_on_signal, SIGTERM);
 	uv_signal_start(&s.sig_int, csid_server_on_signal, SIGINT);
-	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
-		 CSID_AGENT_VERSION, s.cfg->data_dir,
-		 s.cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite", s.cfg->nplugins);
-	rc = csid_server_open(&s, &e);
-	if (rc) {
+	if (csid_server_run_start(s.run, &e) != 0)
 		log_error("msg=\"server failed to start\" error=%s", log_q(q, sizeof(q), e.msg));
-		s.exit_code = 1;
-		csid_server_begin_shutdown(&s);
-	} else {
-		log_info("msg=\"server ready\" listen=%s socket=%s",
-			 s.cfg->listen[0] ? s.cfg->listen : "-",
-			 s.cfg->socket ? s.cfg->socket : "-");
-	}
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
-	csid_server_close(&s);
+	csid_server_run_free(s.run);
+	/* Join libuv's pool threads (their gRPC queues go with them) before gRPC stops. */
+	uv_library_shutdown();
+	csi_grpc_shutdown();
 	return s.exit_code;
 }

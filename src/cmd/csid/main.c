@@ -1,12 +1,14 @@
 /*
- * csid: the node agent (`csid agent`) and the control plane (`csid
- * server`). main() only dispatches; each subcommand lives in a file of its
- * own (csid_agent.c, csid_server.c).
+ * csid: the node agent (`csid agent`), the control plane (`csid server`)
+ * and both in one process for a first try (`csid dev`). main() only
+ * dispatches; each subcommand lives in a file of its own (csid_agent.c,
+ * csid_server.c, csid_dev.c).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "csid_agent.h"
+#include "csid_dev.h"
 #include "csid_server.h"
 
 static void csid_usage(FILE *f)
@@ -18,6 +20,8 @@ static void csid_usage(FILE *f)
 		   "            volume mounter and the agent HTTP API\n"
 		   "  server    run the control plane: state store, controller plugins,\n"
 		   "            reconciler and the server HTTP API\n"
+		   "  dev       run a server, an agent and csi-hostpath in one process on a\n"
+		   "            temporary directory, for a first try\n"
 		   "  version   print the version\n"
 		   "\n"
 		   "Run `csid <command> -h` for the flags of a command.\n");
@@ -45,6 +49,8 @@ int main(int argc, char **argv)
 		return csid_agent_main(argc - 2, argv + 2);
 	if (strcmp(cmd, "server") == 0)
 		return csid_server_main(argc - 2, argv + 2);
+	if (strcmp(cmd, "dev") == 0)
+		return csid_dev_main(argc - 2, argv + 2);
 	fprintf(stderr, "csid: unknown command \"%s\"\n\n", cmd);
 	csid_usage(stderr);
 	return 2;
