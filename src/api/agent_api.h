@@ -9,6 +9,10 @@
  *   GET    /v1/agent/mounts                every mount record (no secrets)
  *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
  *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount; ?force=true: mounter_unmount_force
+ *   PUT    /v1/agent/volumes/<vol>/mount   claim a volume of the servers for an
+ *                                          allocation on this node, then mount it
+ *   DELETE /v1/agent/volumes/<vol>/mount/<alloc>
+ *                                          unmount, then release the claim
  *   POST   /v1/agent/controller/<plugin>/<Method>
  *                                          one controller RPC for the server
  *                                          (csi/csi_remote.h); needs server_token
@@ -49,6 +53,9 @@ struct agent_api_config {
 	 * never logged); NULL or "": the controller endpoint refuses all.
 	 */
 	const char *server_token;
+	/* The servers' base URLs for claims (borrowed; outlive the api); 0: claims refused. */
+	const char *const *servers;
+	size_t nservers;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 };

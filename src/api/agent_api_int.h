@@ -31,6 +31,18 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,
 			    struct err *e);
 
+/* Waits (plugin_wait_ms) for the node plugin and takes a reference on its client. */
+int agent_api_node_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
+			  struct err *e);
+/* Unmounts vol for alloc through the plugin that mounted it; CSID_ENOTFOUND: no record. */
+int agent_api_unmount_one(struct agent_api *a, const char *vol, const char *alloc, struct err *e);
+
+/* agent_api_claims.c: a volume of the servers mounted for an allocation, and unmounted. */
+int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *body, size_t len,
+			   json_t **out, struct err *e);
+int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc, json_t **out,
+			     struct err *e);
+
 /* agent_api_plugins.c */
 int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);
 int agent_api_self(struct agent_api *a, json_t **out, struct err *e);
