@@ -125,6 +125,9 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 		goto fail;
 	}
 	hc.ctx = a;
+	a->cfg.db_path = NULL;
+	if ((rc = agent_api_release_open(a, cfg->db_path, e)))
+		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
@@ -144,6 +147,7 @@ void agent_api_stop(struct agent_api *a)
 	if (!a)
 		return;
 	http_server_stop(a->http);
+	agent_api_release_close(a);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);

@@ -56,6 +56,8 @@ struct agent_api_config {
 	/* The servers' base URLs for claims (borrowed; outlive the api); 0: claims refused. */
 	const char *const *servers;
 	size_t nservers;
+	/* The agent database, where unsent releases are recorded; NULL: not recorded. */
+	const char *db_path;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 };

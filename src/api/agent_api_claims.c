@@ -18,9 +18,10 @@
  *
  * An unmount takes the mount down through the mounter (unpublish, then
  * unstage when unused) and only then releases the claim, so the server
- * drives ControllerUnpublishVolume only once the node is done. Nothing
- * mounted counts as done, so an unmount whose release failed may simply
- * be repeated. Every server request tries the servers in order and is
+ * drives ControllerUnpublishVolume only once the node is done. The
+ * release is recorded durably first; one no server answers is retried in
+ * the background (agent_api_release.c). Nothing mounted counts as done,
+ * so an unmount may simply be repeated. Every server request tries the servers in order and is
  * retried with backoff while none can be reached, within a deadline.
  * The agent presents its server_token; it never appears in a message.
  */
@@ -95,6 +96,17 @@ static int agent_api_server_code(long status, json_t *doc)
 	return status >= 500 ? CSID_EUNAVAIL : CSID_EINVAL;
 }
 
+/* Ends a request early when the api stops. */
+static int agent_api_server_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+				     curl_off_t un)
+{
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return agent_api_release_stopping(ud);
+}
+
 /* One request to one server: 0 with *status and *doc (NULL when no JSON), or CSID_EUNAVAIL. */
 static int agent_api_server_once(struct agent_api *a, const char *base, const char *method,
 				 const char *path, const char *body, long *status, json_t **doc,
@@ -126,6 +138,9 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, agent_api_answer_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, agent_api_server_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
 	if (body)
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	cc = curl_easy_perform(c);
@@ -160,15 +175,15 @@ static void agent_api_pause_ms(int64_t ms)
 }
 
 /*
- * One request to the servers: each in order, and again with a doubling
- * pause while none answers, for at most AGENT_API_SERVER_WAIT_MS. A 2xx
- * answer gives 0 and *doc (the caller's); another gives its code with e
- * holding the server's message.
+ * One request to the servers: each in order, and (patient) again with a
+ * doubling pause while none answers, for at most AGENT_API_SERVER_WAIT_MS.
+ * A 2xx answer gives 0 and *doc (the caller's); another gives its code
+ * with e holding the server's message; CSID_EUNAVAIL: none answered.
  */
-static int agent_api_server(struct agent_api *a, const char *method, const char *path, json_t *body,
-			    json_t **doc, struct err *e)
+static int agent_api_server_try(struct agent_api *a, const char *method, const char *path,
+				json_t *body, bool patient, json_t **doc, struct err *e)
 {
-	int64_t deadline = clock_now_ms(clock_real()) + AGENT_API_SERVER_WAIT_MS;
+	int64_t deadline = clock_now_ms(clock_real()) + (patient ? AGENT_API_SERVER_WAIT_MS : 0);
 	int64_t pause = AGENT_API_RETRY_MIN_MS;
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	long status = 0;
@@ -187,7 +202,8 @@ static int agent_api_server(struct agent_api *a, const char *method, const char 
 		for (size_t i = 0; i < a->cfg.nservers && rc == CSID_EUNAVAIL; i++)
 			rc = agent_api_server_once(a, a->cfg.servers[i], method, path, text,
 						   &status, doc, e);
-		if (rc != CSID_EUNAVAIL || clock_now_ms(clock_real()) + pause > deadline)
+		if (rc != CSID_EUNAVAIL || clock_now_ms(clock_real()) + pause > deadline ||
+		    agent_api_release_stopping(a))
 			break;
 		agent_api_pause_ms(pause);
 		pause = pause * 2 > AGENT_API_RETRY_MAX_MS ? AGENT_API_RETRY_MAX_MS : pause * 2;
@@ -204,6 +220,12 @@ static int agent_api_server(struct agent_api *a, const char *method, const char 
 		*doc = NULL;
 	}
 	return rc;
+}
+
+static int agent_api_server(struct agent_api *a, const char *method, const char *path, json_t *body,
+			    json_t **doc, struct err *e)
+{
+	return agent_api_server_try(a, method, path, body, true, doc, e);
 }
 
 /* The escaped volume ID for a server path ("/v1/volume/<vol><rest>"). */
@@ -510,12 +532,28 @@ out:
 	return rc;
 }
 
+int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc, bool patient,
+			   struct err *e)
+{
+	char path[AGENT_API_URL_MAX];
+	json_t *body = json_pack("{s:s}", "alloc_id", alloc), *doc = NULL;
+	int rc;
+
+	if (!body)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = agent_api_volume_path(vol, "/release", path, sizeof(path), e);
+	if (rc == 0)
+		rc = agent_api_server_try(a, "PUT", path, body, patient, &doc, e);
+	json_decref(body);
+	json_decref(doc);
+	return rc;
+}
+
 int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc, json_t **out,
 			     struct err *e)
 {
-	char path[AGENT_API_URL_MAX];
-	json_t *body = NULL, *doc = NULL;
 	bool unmounted = false;
+	struct err ignored;
 	int rc;
 
 	if ((rc = mount_name_check("volume id", vol, e)) ||
@@ -525,21 +563,32 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 	if (rc && rc != CSID_ENOTFOUND)
 		return err_wrap(e, "the claim is kept");
 	unmounted = rc == 0;
-	body = json_pack("{s:s}", "alloc_id", alloc);
-	if (!body)
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	rc = agent_api_volume_path(vol, "/release", path, sizeof(path), e);
-	if (rc == 0)
-		rc = agent_api_server(a, "PUT", path, body, &doc, e);
-	json_decref(body);
-	json_decref(doc);
+	/* Recorded before it is sent: an agent that stops now still sends it. */
+	if ((rc = agent_api_release_record(a, vol, alloc, true, e)))
+		return err_wrap(e, "%s", unmounted ? "unmounted" : "nothing mounted");
+	/* Recorded: one try of each server, then the retry thread's backoff. */
+	rc = agent_api_release_send(a, vol, alloc, !a->rel_db, e);
+	if (rc == CSID_EUNAVAIL && a->rel_db) {
+		char q[600];
+
+		log_warn("msg=\"release pending: retried in the background\" volume=%s alloc=%s "
+			 "error=%s",
+			 vol, alloc, log_q(q, sizeof(q), e->msg));
+		agent_api_release_poke(a);
+		*out = json_pack("{s:s, s:s, s:b, s:b, s:b, s:s}", "volume_id", vol, "alloc_id",
+				 alloc, "unmounted", unmounted, "released", 0, "release_pending", 1,
+				 "release_error", e->msg);
+		err_clear(e);
+		return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	agent_api_release_record(a, vol, alloc, false, &ignored);
 	if (rc) {
 		err_wrap(e, "%s; release %s for %s (unmount again to retry)",
 			 unmounted ? "unmounted" : "nothing mounted", vol, alloc);
 		return rc;
 	}
 	log_info("msg=\"claim released\" volume=%s alloc=%s unmounted=%d", vol, alloc, unmounted);
-	*out = json_pack("{s:s, s:s, s:b, s:b}", "volume_id", vol, "alloc_id", alloc, "unmounted",
-			 unmounted, "released", 1);
+	*out = json_pack("{s:s, s:s, s:b, s:b, s:b}", "volume_id", vol, "alloc_id", alloc,
+			 "unmounted", unmounted, "released", 1, "release_pending", 0);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }

@@ -9,10 +9,13 @@
  * single-node-single-writer volume is refused naming the holder;
  * `csictl volume unmount` removes the mount and the claim ends freed
  * (past_claims), the publication gone. Unmounting again (nothing
- * mounted, the claim freed already) succeeds and says so. Every mount is detached at teardown even
+ * mounted, the claim freed already) succeeds and says so. With the
+ * server down, the unmount records the release, and the agent sends it
+ * after a restart of both. Every mount is detached at teardown even
  * when a test fails (agent_proc_cleanup).
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -226,10 +229,59 @@ static void test_mount_claim_unmount_release(void **state)
 	csictl_runner_free(&t->rn, &t->r);
 }
 
+/*
+ * The server is down when the allocation is unmounted: the mount goes,
+ * the release is recorded, and the agent, stopped and started again
+ * meanwhile, sends it once the server is back; the claim ends freed.
+ */
+static void test_release_pending_across_restarts(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a = t->a;
+	char path[1024];
+	json_t *v;
+
+	T_RUN(t, "volume", "create", t->spec, "-wait");
+	csictl_expect_ok(&t->r);
+	csictl_runner_free(&t->rn, &t->r);
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	snprintf(path, sizeof(path), "%s", t->r.out);
+	path[strcspn(path, "\n")] = '\0';
+	csictl_runner_free(&t->rn, &t->r);
+	assert_true(agent_proc_is_mount(path));
+
+	assert_int_equal(server_proc_stop(&t->s, SIGTERM, T_WAIT_MS), 0);
+	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, "keeps retrying the release"));
+	csictl_runner_free(&t->rn, &t->r);
+	assert_false(agent_proc_is_mount(path));
+	assert_int_equal(agent_proc_mount_count(a), 0);
+
+	assert_int_equal(agent_proc_stop(a, SIGTERM, T_WAIT_MS), 0);
+	assert_int_equal(server_proc_start(&t->s), 0);
+	assert_true(server_proc_wait_ready(&t->s, T_WAIT_MS));
+	/* The server still holds the claim: nobody released it. */
+	v = t_volume(t);
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 1);
+	json_decref(v);
+	assert_int_equal(agent_proc_start(a), 0);
+	assert_int_equal(agent_proc_wait_ready(a, T_WAIT_MS), 0);
+	if (!agent_proc_poll(t_freed, t, T_WAIT_MS)) {
+		server_proc_dump_log(&t->s, "claim never freed");
+		agent_proc_dump_log(a, "claim never freed");
+		fail_msg("the pending release was not sent");
+	}
+	assert_true(agent_proc_wait_log(a, "pending release sent", 1, T_WAIT_MS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_mount_claim_unmount_release, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_release_pending_across_restarts, t_setup,
+					    t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -469,9 +469,12 @@ static int csictl_agent_render_claim_unmount(const json_t *j, FILE *out, struct 
 		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
 	csictl_agent_field(j, vol, sizeof(vol), "volume_id", NULL);
 	csictl_agent_field(j, alloc, sizeof(alloc), "alloc_id", NULL);
-	fprintf(out, "volume %s %s for allocation %s; claim released\n", vol,
+	fprintf(out, "volume %s %s for allocation %s; %s\n", vol,
 		json_is_true(json_object_get(j, "unmounted")) ? "unmounted" : "was not mounted",
-		alloc);
+		alloc,
+		json_is_true(json_object_get(j, "release_pending"))
+		    ? "no server answered: the agent keeps retrying the release"
+		    : "claim released");
 	return 0;
 }
 
