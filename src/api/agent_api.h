@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "agent/mounter.h"
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
@@ -90,6 +92,16 @@ struct agent_api_mount_req {
 int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_req **out,
 			   struct err *e);
 void agent_api_mount_req_free(struct agent_api_mount_req *r);
+
+/*
+ * Decodes the body of PUT /v1/agent/volumes/<vol>/mount (len bytes: a
+ * JSON object of alloc_id, read_only, access_mode, attachment_mode, each
+ * checked) into *claim, a new body of PUT /v1/volume/<vol>/claim for
+ * node ("mode" read when read_only). Returns 0, or CSID_EINVAL /
+ * CSID_ENOMEM with e set.
+ */
+int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
+			   bool *read_only, struct err *e);
 
 /*
  * Splits "/v1/agent/mounts/<vol>/<alloc>" into its names (checked as path

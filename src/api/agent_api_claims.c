@@ -408,11 +408,10 @@ static int agent_api_claim_mount(struct agent_api *a, const char *vol, const cha
 	return rc;
 }
 
-/* Decodes the body of a claim mount into a claim for this node. */
-static int agent_api_decode_claim(struct agent_api *a, const char *body, size_t len, json_t **claim,
-				  bool *read_only, struct err *e)
+int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
+			   bool *read_only, struct err *e)
 {
-	json_t *root = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL), *v;
+	json_t *root = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL, *v;
 	const char *key, *alloc;
 	int rc = 0;
 
@@ -445,7 +444,7 @@ static int agent_api_decode_claim(struct agent_api *a, const char *body, size_t 
 		goto out;
 	}
 	*read_only = json_is_true(v);
-	*claim = json_pack("{s:s, s:s, s:s}", "alloc_id", alloc, "node_id", a->node_name, "mode",
+	*claim = json_pack("{s:s, s:s, s:s}", "alloc_id", alloc, "node_id", node, "mode",
 			   *read_only ? "read" : "write");
 	for (int i = 2; *claim && agent_api_claim_keys[i]; i++) {
 		v = json_object_get(root, agent_api_claim_keys[i]);
@@ -482,6 +481,38 @@ static void agent_api_claim_defaults(json_t *claim, json_t *v)
 		    json_string(agent_api_str(cap, "attachment_mode", "file-system")));
 }
 
+/* Waits (plugin_wait_ms) for the volume's node plugin to be healthy here. */
+static int agent_api_plugin_ready(struct agent_api *a, const char *plugin, struct err *e)
+{
+	struct plugin_ref ref = {0};
+	int rc = agent_api_node_plugin(a, plugin, &ref, e);
+
+	plugin_ref_release(&ref);
+	return rc;
+}
+
+/*
+ * The claim, retried with backoff for AGENT_API_CLAIM_WAIT_MS while the
+ * server answers failed_precondition (the volume is not ready yet, or
+ * the node's fingerprint has not shown its plugin healthy yet).
+ */
+static int agent_api_claim_put(struct agent_api *a, const char *path, json_t *claim, json_t **v,
+			       struct err *e)
+{
+	int64_t deadline = clock_now_ms(clock_real()) + AGENT_API_CLAIM_WAIT_MS;
+	int64_t pause = AGENT_API_RETRY_MIN_MS;
+	int rc;
+
+	for (;;) {
+		rc = agent_api_server(a, "PUT", path, claim, v, e);
+		if (rc != CSID_EPRECOND || clock_now_ms(clock_real()) + pause > deadline ||
+		    agent_api_release_stopping(a))
+			return rc;
+		agent_api_pause_ms(pause);
+		pause = pause * 2 > AGENT_API_RETRY_MAX_MS ? AGENT_API_RETRY_MAX_MS : pause * 2;
+	}
+}
+
 int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *body, size_t len,
 			   json_t **out, struct err *e)
 {
@@ -493,17 +524,21 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	int rc;
 
 	if ((rc = mount_name_check("volume id", vol, e)) ||
-	    (rc = agent_api_decode_claim(a, body, len, &claim, &read_only, e)))
+	    (rc = agent_api_decode_claim(a->node_name, body, len, &claim, &read_only, e)))
 		return rc;
 	alloc = json_string_value(json_object_get(claim, "alloc_id"));
 	if ((rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
 	    (rc = agent_api_server(a, "GET", path, NULL, &v, e)))
 		goto out;
 	agent_api_claim_defaults(claim, v);
+	rc = agent_api_plugin_ready(a, agent_api_str(v, "plugin_id", ""), e);
 	json_decref(v);
 	v = NULL;
-	if ((rc = agent_api_volume_path(vol, "/claim", path, sizeof(path), e)) ||
-	    (rc = agent_api_server(a, "PUT", path, claim, &v, e))) {
+	if (rc == 0)
+		rc = agent_api_volume_path(vol, "/claim", path, sizeof(path), e);
+	if (rc == 0)
+		rc = agent_api_claim_put(a, path, claim, &v, e);
+	if (rc) {
 		err_wrap(e, "claim %s for %s", vol, alloc);
 		goto out;
 	}

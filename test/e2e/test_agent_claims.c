@@ -156,6 +156,40 @@ static bool t_freed(void *ctx)
 	return ok;
 }
 
+/* The agent's answer to a request, checked: status and a part of the error. */
+static void t_agent_expect(struct t_env *t, const char *method, const char *path, const char *body,
+			   long status, const char *in_error)
+{
+	json_t *doc = NULL;
+	long got = agent_proc_http(t->a, method, path, body, &doc);
+	const char *msg = json_string_value(json_object_get(doc, "error"));
+
+	assert_int_equal(got, status);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, in_error));
+	json_decref(doc);
+}
+
+/* Bad requests get a clear error and claim nothing. */
+static void t_bad_requests(struct t_env *t)
+{
+	json_t *v;
+
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"alloc\": \"web-1\"}", 400,
+		       "unknown field \"alloc\"");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"read_only\": true}", 400,
+		       "alloc_id: required");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"alloc_id\": \"..\"}", 400,
+		       "alloc_id");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/nope/mount", "{\"alloc_id\": \"web-1\"}", 404,
+		       "nope");
+	t_agent_expect(t, "GET", "/v1/agent/volumes/data/mount", NULL, 405, "");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mountx", "{}", 404, "no such endpoint");
+	v = t_volume(t);
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 0);
+	json_decref(v);
+}
+
 static void test_mount_claim_unmount_release(void **state)
 {
 	struct t_env *t = *state;
@@ -167,6 +201,7 @@ static void test_mount_claim_unmount_release(void **state)
 	csictl_expect_ok(&t->r);
 	csictl_runner_free(&t->rn, &t->r);
 
+	t_bad_requests(t);
 	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
 	if (t->r.status != 0)
 		agent_proc_dump_log(t->a, "volume mount failed");
