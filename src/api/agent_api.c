@@ -146,6 +146,8 @@ void agent_api_stop(struct agent_api *a)
 {
 	if (!a)
 		return;
+	/* Requests to the servers in flight give up at once, so the stop does not wait on them. */
+	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
 	agent_api_release_close(a);
 	free(a->socket_path);
