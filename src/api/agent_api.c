@@ -13,10 +13,37 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* /v1/agent/volumes/<vol>/mount (PUT) and /v1/agent/volumes/<vol>/mount/<alloc> (DELETE). */
+static int agent_api_route_volume(struct agent_api *a, const struct http_request *req,
+				  struct http_reply *rep, struct err *e)
+{
+	const char *p = req->url + strlen("/v1/agent/volumes/"), *slash = strchr(p, '/');
+	char vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
+	size_t vlen = slash ? (size_t)(slash - p) : 0;
+
+	if (!slash || strncmp(slash, "/mount", 6) != 0 || vlen > MOUNT_NAME_MAX ||
+	    (slash[6] && (slash[6] != '/' || strlen(slash + 7) > MOUNT_NAME_MAX)))
+		return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
+	memcpy(vol, p, vlen);
+	vol[vlen] = '\0';
+	if (!slash[6]) {
+		rep->allow = "PUT";
+		if (strcmp(req->method, "PUT") != 0)
+			return HTTP_METHOD_NOT_ALLOWED;
+		return agent_api_volume_mount(a, vol, req->body, req->len, &rep->doc, e);
+	}
+	snprintf(alloc, sizeof(alloc), "%s", slash + 7);
+	rep->allow = "DELETE";
+	if (strcmp(req->method, "DELETE") != 0)
+		return HTTP_METHOD_NOT_ALLOWED;
+	return agent_api_volume_unmount(a, vol, alloc, &rep->doc, e);
+}
+
 static int agent_api_route(void *ctx, const struct http_request *req, struct http_reply *rep,
 			   struct err *e)
 {
 	static const char mounts[] = "/v1/agent/mounts";
+	static const char volumes[] = "/v1/agent/volumes/";
 	struct agent_api *a = ctx;
 	const char *url = req->url, *method = req->method;
 	bool get = strcmp(method, "GET") == 0;
@@ -44,6 +71,8 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 						       e);
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
+	if (strncmp(url, volumes, sizeof(volumes) - 1) == 0)
+		return agent_api_route_volume(a, req, rep, e);
 	if (strncmp(url, CSI_REMOTE_PREFIX, sizeof(CSI_REMOTE_PREFIX) - 1) == 0) {
 		rep->allow = "POST";
 		if (strcmp(method, "POST") == 0)
@@ -96,6 +125,9 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 		goto fail;
 	}
 	hc.ctx = a;
+	a->cfg.db_path = NULL;
+	if ((rc = agent_api_release_open(a, cfg->db_path, e)))
+		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
@@ -114,7 +146,10 @@ void agent_api_stop(struct agent_api *a)
 {
 	if (!a)
 		return;
+	/* Requests to the servers in flight give up at once, so the stop does not wait on them. */
+	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
+	agent_api_release_close(a);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);

@@ -9,6 +9,10 @@
  *   GET    /v1/agent/mounts                every mount record (no secrets)
  *   PUT    /v1/agent/mounts                mount; body: agent_api_decode_mount
  *   DELETE /v1/agent/mounts/<vol>/<alloc>  unmount; ?force=true: mounter_unmount_force
+ *   PUT    /v1/agent/volumes/<vol>/mount   claim a volume of the servers for an
+ *                                          allocation on this node, then mount it
+ *   DELETE /v1/agent/volumes/<vol>/mount/<alloc>
+ *                                          unmount, then release the claim
  *   POST   /v1/agent/controller/<plugin>/<Method>
  *                                          one controller RPC for the server
  *                                          (csi/csi_remote.h); needs server_token
@@ -24,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "agent/mounter.h"
 #include "agent/plugin_manager.h"
@@ -49,6 +55,11 @@ struct agent_api_config {
 	 * never logged); NULL or "": the controller endpoint refuses all.
 	 */
 	const char *server_token;
+	/* The servers' base URLs for claims (borrowed; outlive the api); 0: claims refused. */
+	const char *const *servers;
+	size_t nservers;
+	/* The agent database, where unsent releases are recorded; NULL: not recorded. */
+	const char *db_path;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 };
@@ -81,6 +92,16 @@ struct agent_api_mount_req {
 int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_req **out,
 			   struct err *e);
 void agent_api_mount_req_free(struct agent_api_mount_req *r);
+
+/*
+ * Decodes the body of PUT /v1/agent/volumes/<vol>/mount (len bytes: a
+ * JSON object of alloc_id, read_only, access_mode, attachment_mode, each
+ * checked) into *claim, a new body of PUT /v1/volume/<vol>/claim for
+ * node ("mode" read when read_only). Returns 0, or CSID_EINVAL /
+ * CSID_ENOMEM with e set.
+ */
+int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
+			   bool *read_only, struct err *e);
 
 /*
  * Splits "/v1/agent/mounts/<vol>/<alloc>" into its names (checked as path

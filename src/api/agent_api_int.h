@@ -7,7 +7,11 @@
 #ifndef CSID_API_AGENT_API_INT_H
 #define CSID_API_AGENT_API_INT_H
 
+#include <pthread.h>
+#include <stdbool.h>
+
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "api/agent_api.h"
 #include "api/http.h"
@@ -21,6 +25,13 @@ struct agent_api {
 	char *server_token; /* NULL: controller RPCs refused; wiped on stop */
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
+	/* Pending releases (agent_api_release.c); the db is used under rel_mu. */
+	sqlite3 *rel_db; /* NULL: releases are not recorded */
+	pthread_mutex_t rel_mu;
+	pthread_cond_t rel_cond;
+	pthread_t rel_thread;
+	bool rel_init, rel_started, rel_poke;
+	bool rel_stop; /* atomic */
 };
 
 /* agent_api_mounts.c */
@@ -30,6 +41,38 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 /* force: the value of the "force" query parameter ("true", "false"), NULL when absent. */
 int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,
 			    struct err *e);
+
+/* Waits (plugin_wait_ms) for the node plugin and takes a reference on its client. */
+int agent_api_node_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
+			  struct err *e);
+/* Unmounts vol for alloc through the plugin that mounted it; CSID_ENOTFOUND: no record. */
+int agent_api_unmount_one(struct agent_api *a, const char *vol, const char *alloc, struct err *e);
+
+/* agent_api_claims.c: a volume of the servers mounted for an allocation, and unmounted. */
+int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *body, size_t len,
+			   json_t **out, struct err *e);
+int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc, json_t **out,
+			     struct err *e);
+
+/*
+ * PUT /v1/volume/<vol>/release {"alloc_id": alloc} on the servers;
+ * patient: retried with backoff for a bounded time while no server
+ * answers, else one try of each. CSID_EUNAVAIL: no server answered.
+ */
+int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc, bool patient,
+			   struct err *e);
+
+/* agent_api_release.c: releases recorded until a server took them, retried by a thread. */
+/* Opens the table at db_path (NULL: none) and starts the thread when servers are set. */
+int agent_api_release_open(struct agent_api *a, const char *db_path, struct err *e);
+void agent_api_release_close(struct agent_api *a);
+/* Records (add) or forgets the pending release of vol for alloc; no-op without a db. */
+int agent_api_release_record(struct agent_api *a, const char *vol, const char *alloc, bool add,
+			     struct err *e);
+/* Wakes the retry thread. */
+void agent_api_release_poke(struct agent_api *a);
+/* Whether the api is stopping (server requests give up). */
+bool agent_api_release_stopping(struct agent_api *a);
 
 /* agent_api_plugins.c */
 int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);

@@ -327,9 +327,8 @@ int agent_api_parse_force(const char *value, bool *out, struct err *e)
 	return err_set(e, CSID_EINVAL, "force: expected true or false");
 }
 
-/* Waits for the node plugin and takes a reference on its client. */
-static int agent_api_get_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
-				struct err *e)
+int agent_api_node_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
+			  struct err *e)
 {
 	int rc = agent_api_node_plugin_known(a, plugin_id, e);
 
@@ -359,7 +358,7 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 	rc = agent_api_decode_mount(body, len, &r, e);
 	if (rc)
 		return rc;
-	rc = agent_api_get_plugin(a, r->req.plugin_id, &ref, e);
+	rc = agent_api_node_plugin(a, r->req.plugin_id, &ref, e);
 	if (rc)
 		goto out;
 	res = calloc(1, sizeof(*res));
@@ -423,7 +422,7 @@ static int agent_api_mounts_force(struct agent_api *a, const char *vol, const ch
 	mp.plugin_id = plugin;
 	mp.has_stage_unstage = false;
 	mp.client = NULL;
-	if (agent_api_get_plugin(a, plugin, &ref, &pe) == 0) {
+	if (agent_api_node_plugin(a, plugin, &ref, &pe) == 0) {
 		mp.client = ref.client;
 		mp.has_stage_unstage = ref.fingerprint.stage_unstage;
 	}
@@ -439,14 +438,55 @@ static int agent_api_mounts_force(struct agent_api *a, const char *vol, const ch
 	return rc;
 }
 
+/* Unmounts vol for alloc through plugin (mounter_unmount). */
+static int agent_api_unmount_plugin(struct agent_api *a, const char *vol, const char *alloc,
+				    const char *plugin, struct err *e)
+{
+	struct plugin_ref ref = {0};
+	struct mounter_plugin mp;
+	int rc;
+
+	rc = agent_api_node_plugin(a, plugin, &ref, e);
+	if (rc)
+		return err_wrap(e, "unmount %s for %s", vol, alloc);
+	mp.plugin_id = plugin;
+	mp.client = ref.client;
+	mp.has_stage_unstage = ref.fingerprint.stage_unstage;
+	rc = mounter_unmount(a->cfg.mounter, &mp, vol, alloc, e);
+	plugin_ref_release(&ref);
+	return rc;
+}
+
+/* The plugin that mounted vol for alloc, in plugin (MOUNT_NAME_MAX + 1 bytes). */
+static int agent_api_mount_plugin(struct agent_api *a, const char *vol, const char *alloc,
+				  char *plugin, struct err *e)
+{
+	struct mount_record *rec = NULL;
+	int rc;
+
+	rc = mounter_get(a->cfg.mounter, vol, alloc, &rec, e);
+	if (rc == CSID_ENOTFOUND)
+		return err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", vol, alloc);
+	if (rc)
+		return rc;
+	snprintf(plugin, MOUNT_NAME_MAX + 1, "%s", rec->plugin_id);
+	mount_record_free(rec);
+	return 0;
+}
+
+int agent_api_unmount_one(struct agent_api *a, const char *vol, const char *alloc, struct err *e)
+{
+	char plugin[MOUNT_NAME_MAX + 1];
+	int rc = agent_api_mount_plugin(a, vol, alloc, plugin, e);
+
+	return rc ? rc : agent_api_unmount_plugin(a, vol, alloc, plugin, e);
+}
+
 int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,
 			    struct err *e)
 {
 	char vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
 	char plugin[MOUNT_NAME_MAX + 1] = "";
-	struct mount_record *rec = NULL;
-	struct plugin_ref ref = {0};
-	struct mounter_plugin mp;
 	bool forced = false;
 	int rc;
 
@@ -455,23 +495,12 @@ int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *fo
 		rc = agent_api_parse_mount_path(url, vol, alloc, e);
 	if (rc)
 		return rc;
-	rc = mounter_get(a->cfg.mounter, vol, alloc, &rec, e);
-	if (rc == CSID_ENOTFOUND)
-		return err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", vol, alloc);
+	rc = agent_api_mount_plugin(a, vol, alloc, plugin, e);
 	if (rc)
 		return rc;
-	snprintf(plugin, sizeof(plugin), "%s", rec->plugin_id);
-	mount_record_free(rec);
 	if (forced)
 		return agent_api_mounts_force(a, vol, alloc, plugin, out, e);
-	rc = agent_api_get_plugin(a, plugin, &ref, e);
-	if (rc)
-		return err_wrap(e, "unmount %s for %s", vol, alloc);
-	mp.plugin_id = plugin;
-	mp.client = ref.client;
-	mp.has_stage_unstage = ref.fingerprint.stage_unstage;
-	rc = mounter_unmount(a->cfg.mounter, &mp, vol, alloc, e);
-	plugin_ref_release(&ref);
+	rc = agent_api_unmount_plugin(a, vol, alloc, plugin, e);
 	if (rc)
 		return rc;
 	*out = json_pack("{s:s, s:s, s:b}", "volume_id", vol, "alloc_id", alloc, "unmounted", 1);

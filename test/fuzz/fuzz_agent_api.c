@@ -3,8 +3,8 @@
  * first newline: the part before is used as a DELETE path
  * (/v1/agent/mounts/<vol>/<alloc>) and as the value of its force query
  * parameter, the rest as a PUT /v1/agent/mounts
- * body. Either must decode or give a clear error; a decoded request must
- * hold only safe names and known modes.
+ * body and as a PUT /v1/agent/volumes/<vol>/mount body (a claim). Either must decode or give a
+ * clear error; a decoded request must hold only safe names and known modes.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +43,27 @@ static void fuzz_agent_api_path(const uint8_t *data, size_t n)
 		abort();
 }
 
+/* A claim body: decodes, or a clear error; a decoded claim names a safe allocation. */
+static void fuzz_agent_api_claim(const char *body, size_t len)
+{
+	json_t *claim = NULL;
+	bool read_only = false;
+	const char *mode;
+	struct err e;
+
+	err_clear(&e);
+	if (agent_api_decode_claim("node-1", body, len, &claim, &read_only, &e) != 0) {
+		if (!e.msg[0] || claim)
+			abort();
+		return;
+	}
+	mode = json_string_value(json_object_get(claim, "mode"));
+	if (!mode || strcmp(mode, read_only ? "read" : "write") != 0 ||
+	    mount_name_check("alloc", json_string_value(json_object_get(claim, "alloc_id")), &e))
+		abort();
+	json_decref(claim);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *nl = memchr(data, '\n', size);
@@ -56,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		body = (const char *)nl + 1;
 		blen = size - (size_t)(nl - data) - 1;
 	}
+	fuzz_agent_api_claim(body, blen);
 	err_clear(&e);
 	if (agent_api_decode_mount(body, blen, &r, &e) != 0) {
 		if (e.code == 0 || !e.msg[0] || r)

@@ -448,6 +448,36 @@ int csictl_agent_render_mount(const json_t *j, FILE *out, struct err *e)
 	return 0;
 }
 
+/* A claim mount's answer: the path the allocation uses. */
+static int csictl_agent_render_claim_mount(const json_t *j, FILE *out, struct err *e)
+{
+	char path[1024];
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, path, sizeof(path), "path", NULL);
+	fprintf(out, "%s\n", path);
+	return 0;
+}
+
+/* A claim unmount's answer: what was done. */
+static int csictl_agent_render_claim_unmount(const json_t *j, FILE *out, struct err *e)
+{
+	char vol[256], alloc[256];
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, vol, sizeof(vol), "volume_id", NULL);
+	csictl_agent_field(j, alloc, sizeof(alloc), "alloc_id", NULL);
+	fprintf(out, "volume %s %s for allocation %s; %s\n", vol,
+		json_is_true(json_object_get(j, "unmounted")) ? "unmounted" : "was not mounted",
+		alloc,
+		json_is_true(json_object_get(j, "release_pending"))
+		    ? "no server answered: the agent keeps retrying the release"
+		    : "claim released");
+	return 0;
+}
+
 /* The text of a JSON string, "" for anything else. */
 static const char *csictl_agent_str(const json_t *v)
 {
@@ -598,6 +628,70 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 	return csictl_agent_request(a, "DELETE", path, NULL, csictl_agent_render_unmount, NULL);
 }
 
+/* `csictl volume mount VOL -alloc A`: the agent claims the volume and mounts it. */
+static int csictl_agent_claim_mount(struct csictl_agent *a)
+{
+	json_t *body = json_pack("{s:s, s:b}", "alloc_id", a->o.alloc, "read_only", a->o.readonly);
+	char vol[1024], path[1200];
+	char *text;
+	int ret;
+
+	if (body && a->o.access_mode)
+		json_object_set_new(body, "access_mode", json_string(a->o.access_mode));
+	if (body && a->o.attachment_mode)
+		json_object_set_new(body, "attachment_mode", json_string(a->o.attachment_mode));
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!text) {
+		fputs("error: out of memory\n", a->err);
+		return CSICTL_EXIT_FAIL;
+	}
+	if (csictl_http_escape(a->args.v[1], vol, sizeof(vol))) {
+		free(text);
+		fputs("error: volume ID is too long\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "/v1/agent/volumes/%s/mount", vol);
+	ret = csictl_agent_request(a, "PUT", path, text, csictl_agent_render_claim_mount, NULL);
+	free(text);
+	return ret;
+}
+
+/* `csictl volume unmount VOL -alloc A`: the agent unmounts, then releases the claim. */
+static int csictl_agent_claim_unmount(struct csictl_agent *a)
+{
+	char vol[1024], alloc[1024], path[2200];
+
+	if (csictl_http_escape(a->args.v[1], vol, sizeof(vol)) ||
+	    csictl_http_escape(a->o.alloc, alloc, sizeof(alloc))) {
+		fputs("error: volume or allocation ID is too long\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "/v1/agent/volumes/%s/mount/%s", vol, alloc);
+	return csictl_agent_request(a, "DELETE", path, NULL, csictl_agent_render_claim_unmount,
+				    NULL);
+}
+
+/* A run of `csictl volume mount|unmount VOL -alloc A`. */
+static int csictl_agent_run_volume(struct csictl_agent *a)
+{
+	const char *cmd = a->args.v[0];
+
+	if (strcmp(cmd, "mount") != 0 && strcmp(cmd, "unmount") != 0) {
+		fprintf(a->err, "error: unknown command \"%.64s\"\n", cmd);
+		return CSICTL_EXIT_USAGE;
+	}
+	if (a->args.n != 2 || !a->o.alloc || !*a->o.alloc || !*a->args.v[1]) {
+		fprintf(a->err, "error: usage: csictl volume %s VOLUME -alloc ALLOC%s\n", cmd,
+			strcmp(cmd, "mount") == 0
+			    ? " [-read-only] [-access-mode M] [-attachment-mode M]"
+			    : "");
+		return CSICTL_EXIT_USAGE;
+	}
+	return strcmp(cmd, "mount") == 0 ? csictl_agent_claim_mount(a)
+					 : csictl_agent_claim_unmount(a);
+}
+
 #define CSICTL_AGENT_FLAGS_MAX 24
 
 static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag *f)
@@ -632,6 +726,8 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	     "csictl csi create-volume -o json); -context wins"},
 	    {"force", CSICTL_FLAG_BOOL, &o->force, NULL,
 	     "unmount: when the plugin fails, unmount and drop the record anyway"},
+	    {"alloc", CSICTL_FLAG_STRING, &o->alloc, "ID", "volume mount, unmount: the allocation"},
+	    {"read-only", CSICTL_FLAG_BOOL, &o->readonly, NULL, "volume mount: a read claim"},
 	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};
@@ -669,6 +765,8 @@ static int csictl_agent_run(struct csictl_agent *a)
 	const char *cmd = a->args.v[0];
 	int want = -1;
 
+	if (a->o.volume)
+		return csictl_agent_run_volume(a);
 	if (strcmp(cmd, "self") == 0 || strcmp(cmd, "plugins") == 0 || strcmp(cmd, "mounts") == 0)
 		want = 1;
 	else if (strcmp(cmd, "mount") == 0 || strcmp(cmd, "unmount") == 0)
@@ -696,7 +794,8 @@ static int csictl_agent_run(struct csictl_agent *a)
 	return csictl_agent_unmount(a);
 }
 
-int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
+/* csictl agent, or csictl volume mount|unmount when volume. */
+static int csictl_agent_main_as(int argc, char **argv, FILE *out, FILE *errf, bool volume)
 {
 	struct csictl_agent a = {
 	    .out = out,
@@ -713,6 +812,7 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
 	int status;
 
 	err_clear(&e);
+	a.o.volume = volume;
 	for (int i = 0; i < argc; i++)
 		if (!csictl_out_utf8_ok(argv[i])) {
 			fprintf(errf, "error: argument %d is not valid UTF-8\n", i + 1);
@@ -755,4 +855,14 @@ out:
 	csictl_kv_free(&a.o.secrets);
 	json_decref(a.o.context_doc);
 	return status;
+}
+
+int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf)
+{
+	return csictl_agent_main_as(argc, argv, out, errf, false);
+}
+
+int csictl_agent_volume_main(int argc, char **argv, FILE *out, FILE *errf)
+{
+	return csictl_agent_main_as(argc, argv, out, errf, true);
 }

@@ -44,6 +44,8 @@ struct csictl_agent_opts {
 	const char *context_file;
 	json_t *context_doc; /* the volume context read from context_file; owned by the run */
 	bool force;
+	const char *alloc; /* volume mount, unmount */
+	bool volume; /* the run is `csictl volume mount|unmount` */
 };
 
 /*
@@ -90,5 +92,15 @@ int csictl_agent_render_unmount(const json_t *j, FILE *out, struct err *e);
  * exit status.
  */
 int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf);
+
+/*
+ * `csictl volume mount VOL -alloc A [-read-only] [-access-mode M]
+ * [-attachment-mode M]` and `csictl volume unmount VOL -alloc A`: a
+ * volume of the csid servers claimed and mounted by the local agent
+ * (PUT /v1/agent/volumes/<vol>/mount), or unmounted and released. argv
+ * starts at "mount" or "unmount". Prints the path, or what was done;
+ * returns the exit status.
+ */
+int csictl_agent_volume_main(int argc, char **argv, FILE *out, FILE *errf);
 
 #endif

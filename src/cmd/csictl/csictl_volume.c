@@ -11,6 +11,8 @@
  *   modify ID K=V...                  change mutable parameters
  *   claim ID -alloc A -node N         claim it (low level)
  *   release ID -alloc A [-force]      release a claim (low level)
+ *   mount ID -alloc A [-read-only]    the local agent claims and mounts it
+ *   unmount ID -alloc A               the local agent unmounts, then releases
  *   snapshot create|delete|list|status
  * Spec files are JSON with "#" or "//" comment lines; they are checked
  * here with the model's decoder before anything is sent, so a mistake is
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "csictl_agent.h"
 #include "csictl_csi.h"
 #include "csictl_out.h"
 #include "csictl_server.h"
@@ -101,6 +104,11 @@ static void volume_help(FILE *f)
 	      "  modify ID K=V...              change mutable parameters\n"
 	      "  claim ID -alloc A -node N     claim it for an allocation (low level)\n"
 	      "  release ID -alloc A [-force]  release a claim; -force frees it at once\n"
+	      "  mount ID -alloc A [-read-only] [-access-mode M] [-attachment-mode M]\n"
+	      "                                the local agent claims it, mounts it for A and\n"
+	      "                                prints the path (-address: the agent)\n"
+	      "  unmount ID -alloc A           the local agent unmounts it, then releases the\n"
+	      "                                claim\n"
 	      "  snapshot create VOL SNAP [-wait] | delete SNAP | list [VOL] | status SNAP\n"
 	      "\nFlags:\n",
 	      f);
@@ -527,6 +535,9 @@ int csictl_volume_main(int argc, char **argv, FILE *out, FILE *err)
 	size_t n;
 	int ret;
 
+	/* Through the local agent, with its flags (-address, CSID_AGENT_ADDR). */
+	if (argc > 0 && (strcmp(argv[0], "mount") == 0 || strcmp(argv[0], "unmount") == 0))
+		return csictl_agent_volume_main(argc, argv, out, err);
 	memset(&o, 0, sizeof(o));
 	n = volume_flags(&o, flags);
 	ret = csictl_server_init(&s, &o.c, flags, n, argc, argv, volume_help, out, err);

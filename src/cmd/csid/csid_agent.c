@@ -238,6 +238,9 @@ static void *csid_agent_startup_main(void *arg)
 		ac.data_dir = a->cfg->data_dir;
 		ac.plugin_wait_ms = a->cfg->health_timeout_ms;
 		ac.server_token = a->cfg->server_token;
+		ac.servers = (const char *const *)a->cfg->servers;
+		ac.nservers = a->cfg->nservers;
+		ac.db_path = a->db_path;
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 		a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {

@@ -1,0 +1,323 @@
+/*
+ * End to end: claims from the node. A real `csid server` and a real
+ * `csid agent` that joined it by itself ("servers"), supervising
+ * csi-hostpath as a monolith with controller publish on. A volume is
+ * created with `csictl volume create -wait`; `csictl volume mount data
+ * -alloc web-1` (through the agent) prints a path that is a real mount
+ * where a file can be written, and the server shows the claim and a
+ * published publication to the node; a second allocation on the
+ * single-node-single-writer volume is refused naming the holder;
+ * `csictl volume unmount` removes the mount and the claim ends freed
+ * (past_claims), the publication gone. Unmounting again (nothing
+ * mounted, the claim freed already) succeeds and says so. With the
+ * server down, the unmount records the release, and the agent sends it
+ * after a restart of both. Every mount is detached at teardown even
+ * when a test fails (agent_proc_cleanup).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent_proc.h"
+#include "csictl_run.h"
+#include "server_proc.h"
+
+#define T_HP AGENT_PROC_HP_ID
+#define T_NODE "node-e2e"
+#define T_TOKEN "claims-e2e-token-71b"
+#define T_WAIT_MS 60000
+
+struct t_env {
+	void *a; /* struct agent_proc *, as agent_proc_setup_hostpath makes it */
+	struct server_proc s;
+	struct csictl_runner rn;
+	struct csictl_run r;
+	char server_env[128];
+	char agent_env[AGENT_PROC_PATH + 32];
+	char spec[SERVER_PROC_PATH + 16];
+};
+
+static int t_setup(void **state)
+{
+	struct t_env *t = calloc(1, sizeof(*t));
+	char servers[512], listener[160];
+	const char *edits[] = {"\"--no-controller-publish\", ",
+			       "",
+			       "\"plugin_log_max_bytes\": 65536,",
+			       servers,
+			       "\"stop_grace\": \"3s\"}",
+			       "\"stop_grace\": \"3s\", \"heartbeat\": \"300ms\"}",
+			       "\"node_name\": \"" T_NODE "\",",
+			       listener,
+			       NULL};
+	int port = server_proc_free_port();
+	FILE *f;
+
+	*state = t;
+	if (!t || port < 0 || server_proc_init(&t->s) != 0 ||
+	    server_proc_write_config(
+		&t->s,
+		"{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"node_ttl\": \"30s\","
+		" \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}],"
+		" \"agent_token\": \"" T_TOKEN "\", \"backoff_min\": \"20ms\","
+		" \"backoff_max\": \"300ms\"}",
+		NULL) != 0 ||
+	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_WAIT_MS)) {
+		if (t)
+			server_proc_dump_log(&t->s, "server setup failed");
+		return -1;
+	}
+	http_client_token(t->s.http, T_TOKEN);
+	snprintf(listener, sizeof(listener),
+		 "\"node_name\": \"" T_NODE "\", \"listener\": {\"addr\": \"127.0.0.1:%d\"},",
+		 port);
+	snprintf(servers, sizeof(servers),
+		 "\"plugin_log_max_bytes\": 65536, \"servers\": [\"%s\"],"
+		 " \"server_token\": \"" T_TOKEN "\",",
+		 t->s.base);
+	if (agent_proc_setup_hostpath(&t->a, edits) != 0)
+		return -1;
+	if (!server_proc_wait_plugin(&t->s, T_HP, T_WAIT_MS)) {
+		server_proc_dump_log(&t->s, "plugin never healthy on the server");
+		return -1;
+	}
+	t->rn.dir = t->s.dir;
+	t->rn.deadline_ms = 120000;
+	snprintf(t->server_env, sizeof(t->server_env), "CSID_ADDR=%s", t->s.base);
+	snprintf(t->agent_env, sizeof(t->agent_env), "CSID_AGENT_ADDR=unix:%s",
+		 ((struct agent_proc *)t->a)->sock);
+	snprintf(t->spec, sizeof(t->spec), "%s/vol.json", t->s.dir);
+	f = fopen(t->spec, "w");
+	if (!f)
+		return -1;
+	fputs("{\"id\": \"data\", \"plugin_id\": \"" T_HP "\", \"capacity_min\": \"1MiB\","
+	      " \"capabilities\": [{\"access_mode\": \"single-node-single-writer\","
+	      " \"attachment_mode\": \"file-system\"}]}\n",
+	      f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int t_teardown(void **state)
+{
+	struct t_env *t = *state;
+
+	if (!t)
+		return 0;
+	csictl_runner_cleanup(&t->rn);
+	/* The agent first: its cleanup detaches every mount it made. */
+	agent_proc_teardown(&t->a);
+	if (t->s.dir[0])
+		assert_false(server_proc_log_has(&t->s, T_TOKEN));
+	server_proc_cleanup(&t->s);
+	free(t);
+	return 0;
+}
+
+/* Runs csictl with the server's and the agent's addresses and the token; args NULL-terminated. */
+#define T_RUN(t, ...)                                                                          \
+	do {                                                                                   \
+		char *env_[] = {(t)->server_env, (t)->agent_env, "CSID_TOKEN=" T_TOKEN, NULL}; \
+		char *args_[] = {__VA_ARGS__, NULL};                                           \
+		csictl_runner_run(&(t)->rn, &(t)->r, env_, args_);                             \
+	} while (0)
+
+/* The volume as the server shows it (a new reference). */
+static json_t *t_volume(struct t_env *t)
+{
+	json_t *doc = NULL;
+
+	assert_int_equal(server_proc_http(&t->s, "GET", "/v1/volume/data", NULL, &doc), 200);
+	return doc;
+}
+
+static bool t_freed(void *ctx)
+{
+	struct t_env *t = ctx;
+	json_t *doc = NULL, *past;
+	bool ok;
+
+	if (server_proc_http(&t->s, "GET", "/v1/volume/data", NULL, &doc) != 200) {
+		json_decref(doc);
+		return false;
+	}
+	past = json_array_get(json_object_get(doc, "past_claims"), 0);
+	ok = json_array_size(json_object_get(doc, "claims")) == 0 &&
+	     json_array_size(json_object_get(doc, "publications")) == 0 && past &&
+	     strcmp(json_string_value(json_object_get(past, "alloc_id")), "web-1") == 0 &&
+	     strcmp(json_string_value(json_object_get(past, "state")), "freed") == 0;
+	json_decref(doc);
+	return ok;
+}
+
+/* The agent's answer to a request, checked: status and a part of the error. */
+static void t_agent_expect(struct t_env *t, const char *method, const char *path, const char *body,
+			   long status, const char *in_error)
+{
+	json_t *doc = NULL;
+	long got = agent_proc_http(t->a, method, path, body, &doc);
+	const char *msg = json_string_value(json_object_get(doc, "error"));
+
+	assert_int_equal(got, status);
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, in_error));
+	json_decref(doc);
+}
+
+/* Bad requests get a clear error and claim nothing. */
+static void t_bad_requests(struct t_env *t)
+{
+	json_t *v;
+
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"alloc\": \"web-1\"}", 400,
+		       "unknown field \"alloc\"");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"read_only\": true}", 400,
+		       "alloc_id: required");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount", "{\"alloc_id\": \"..\"}", 400,
+		       "alloc_id");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/nope/mount", "{\"alloc_id\": \"web-1\"}", 404,
+		       "nope");
+	t_agent_expect(t, "GET", "/v1/agent/volumes/data/mount", NULL, 405, "");
+	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mountx", "{}", 404, "no such endpoint");
+	v = t_volume(t);
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 0);
+	json_decref(v);
+}
+
+static void test_mount_claim_unmount_release(void **state)
+{
+	struct t_env *t = *state;
+	json_t *v, *claim, *pub;
+	char path[1024], file[1100];
+	FILE *f;
+
+	T_RUN(t, "volume", "create", t->spec, "-wait");
+	csictl_expect_ok(&t->r);
+	csictl_runner_free(&t->rn, &t->r);
+
+	t_bad_requests(t);
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
+	if (t->r.status != 0)
+		agent_proc_dump_log(t->a, "volume mount failed");
+	csictl_expect_ok(&t->r);
+	snprintf(path, sizeof(path), "%s", t->r.out);
+	path[strcspn(path, "\n")] = '\0';
+	csictl_runner_free(&t->rn, &t->r);
+	assert_true(path[0] == '/');
+	assert_true(agent_proc_is_mount(path));
+	snprintf(file, sizeof(file), "%s/hello", path);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	assert_true(fputs("hello\n", f) >= 0);
+	assert_int_equal(fclose(f), 0);
+
+	/* The server holds the claim, and the volume is published to the node. */
+	v = t_volume(t);
+	claim = json_array_get(json_object_get(v, "claims"), 0);
+	pub = json_array_get(json_object_get(v, "publications"), 0);
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 1);
+	assert_string_equal(json_string_value(json_object_get(claim, "alloc_id")), "web-1");
+	assert_string_equal(json_string_value(json_object_get(claim, "node_id")), T_NODE);
+	assert_string_equal(json_string_value(json_object_get(pub, "node_id")), T_NODE);
+	assert_string_equal(json_string_value(json_object_get(pub, "state")), "published");
+	json_decref(v);
+
+	/* Mounting again for the same allocation is the same mount. */
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, path));
+	csictl_runner_free(&t->rn, &t->r);
+
+	/* single-node-single-writer: a second allocation is refused, naming the holder. */
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-2");
+	csictl_expect_fail(&t->r, 1, "web-1");
+	csictl_runner_free(&t->rn, &t->r);
+	assert_int_equal(agent_proc_mount_count(t->a), 1);
+
+	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, "unmounted"));
+	assert_non_null(strstr(t->r.out, "claim released"));
+	csictl_runner_free(&t->rn, &t->r);
+	assert_false(agent_proc_is_mount(path));
+	assert_int_equal(agent_proc_mount_count(t->a), 0);
+	if (!agent_proc_poll(t_freed, t, T_WAIT_MS)) {
+		server_proc_dump_log(&t->s, "claim never freed");
+		fail_msg("the claim of web-1 did not end freed");
+	}
+
+	/* Again: nothing mounted, and the release of a freed claim is done already. */
+	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, "was not mounted"));
+	csictl_runner_free(&t->rn, &t->r);
+
+	/* Usage: -alloc is required. */
+	T_RUN(t, "volume", "mount", "data");
+	csictl_expect_fail(&t->r, 2, "-alloc");
+	csictl_runner_free(&t->rn, &t->r);
+}
+
+/*
+ * The server is down when the allocation is unmounted: the mount goes,
+ * the release is recorded, and the agent, stopped and started again
+ * meanwhile, sends it once the server is back; the claim ends freed.
+ */
+static void test_release_pending_across_restarts(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a = t->a;
+	char path[1024];
+	json_t *v;
+
+	T_RUN(t, "volume", "create", t->spec, "-wait");
+	csictl_expect_ok(&t->r);
+	csictl_runner_free(&t->rn, &t->r);
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	snprintf(path, sizeof(path), "%s", t->r.out);
+	path[strcspn(path, "\n")] = '\0';
+	csictl_runner_free(&t->rn, &t->r);
+	assert_true(agent_proc_is_mount(path));
+
+	assert_int_equal(server_proc_stop(&t->s, SIGTERM, T_WAIT_MS), 0);
+	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, "keeps retrying the release"));
+	csictl_runner_free(&t->rn, &t->r);
+	assert_false(agent_proc_is_mount(path));
+	assert_int_equal(agent_proc_mount_count(a), 0);
+
+	assert_int_equal(agent_proc_stop(a, SIGTERM, T_WAIT_MS), 0);
+	assert_int_equal(server_proc_start(&t->s), 0);
+	assert_true(server_proc_wait_ready(&t->s, T_WAIT_MS));
+	/* The server still holds the claim: nobody released it. */
+	v = t_volume(t);
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 1);
+	json_decref(v);
+	assert_int_equal(agent_proc_start(a), 0);
+	assert_int_equal(agent_proc_wait_ready(a, T_WAIT_MS), 0);
+	if (!agent_proc_poll(t_freed, t, T_WAIT_MS)) {
+		server_proc_dump_log(&t->s, "claim never freed");
+		agent_proc_dump_log(a, "claim never freed");
+		fail_msg("the pending release was not sent");
+	}
+	assert_true(agent_proc_wait_log(a, "pending release sent", 1, T_WAIT_MS));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_mount_claim_unmount_release, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_release_pending_across_restarts, t_setup,
+					    t_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
