@@ -10,13 +10,22 @@ set -euo pipefail
 build=$(cd "${1:-build/release}" && pwd)
 shift || true
 listen=127.0.0.1:4646
+dir=
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
 	case "${args[i]}" in
 	-listen | --listen) listen=${args[i + 1]:-$listen} ;;
 	-listen=* | --listen=*) listen=${args[i]#*=} ;;
+	-data-dir | --data-dir) dir=${args[i + 1]:-} ;;
+	-data-dir=* | --data-dir=*) dir=${args[i]#*=} ;;
 	esac
 done
+# Our own temporary directory, so the agent's socket can be named below;
+# csid dev removes what it made in it, then the directory once empty.
+if [ -z "$dir" ]; then
+	dir=$(mktemp -d /tmp/csid-dev.XXXXXX)
+	set -- -data-dir "$dir" "$@"
+fi
 "$build/csid" dev "$@" &
 pid=$!
 # Ctrl-C reaches csid dev as well (same process group): wait for its cleanup.
@@ -37,15 +46,16 @@ if up; then
 csid dev is running: server API $CSID_ADDR, node "dev", csi-hostpath supervised.
 From another shell:
 
-  export CSID_ADDR=$CSID_ADDR PATH=$build:\$PATH
+  export CSID_ADDR=$CSID_ADDR CSID_AGENT_ADDR=unix:$dir/agent/agent.sock PATH=$build:\$PATH
   csictl plugin status
-  csictl node status
   csictl volume init > vol.json
   csictl volume create vol.json -wait
-  csictl volume status data
-  csictl volume claim data -alloc web-1 -node dev
-  csictl volume release data -alloc web-1
+  P=\$(csictl volume mount data -alloc web-1); echo \$P   # the mounted path
+  echo hello > \$P/hello
+  csictl volume status data                             # shows the claim
+  csictl volume unmount data -alloc web-1
   csictl volume delete data -wait
+  csictl node status; csictl events                     # more to look at
 
 Ctrl-C stops it and removes its directory (csid dev -keep keeps it).
 
