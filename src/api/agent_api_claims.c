@@ -36,6 +36,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 /* How long a mount waits for its publication, and a request for a reachable server (ms). */
 #define AGENT_API_CLAIM_WAIT_MS 60000
@@ -50,32 +51,6 @@
 
 static const char *const agent_api_claim_keys[] = {"alloc_id", "read_only", "access_mode",
 						   "attachment_mode", NULL};
-
-struct agent_api_answer {
-	char *buf;
-	size_t len;
-	bool big;
-};
-
-static size_t agent_api_answer_write(char *p, size_t size, size_t n, void *ud)
-{
-	struct agent_api_answer *a = ud;
-	size_t len = size * n;
-	char *nb;
-
-	if (a->len + len > AGENT_API_ANSWER_MAX) {
-		a->big = true;
-		return 0;
-	}
-	nb = realloc(a->buf, a->len + len + 1);
-	if (!nb)
-		return 0;
-	a->buf = nb;
-	memcpy(a->buf + a->len, p, len);
-	a->len += len;
-	a->buf[a->len] = '\0';
-	return len;
-}
 
 /* The csid code an error answer names ("conflict"), else the one of its status. */
 static int agent_api_server_code(long status, json_t *doc)
@@ -112,7 +87,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 				 const char *path, const char *body, long *status, json_t **doc,
 				 struct err *e)
 {
-	struct agent_api_answer ans = {0};
+	struct strbuf ans = {.max = AGENT_API_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
 	char url[AGENT_API_URL_MAX], tok[600];
 	CURL *c = curl_easy_init();
@@ -136,7 +111,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)AGENT_API_SERVER_TIMEOUT_MS);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, agent_api_answer_write);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, strbuf_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, agent_api_server_progress);
@@ -146,12 +121,12 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	cc = curl_easy_perform(c);
 	if (cc != CURLE_OK) {
 		rc = err_set(e, CSID_EUNAVAIL, "server %.256s: %s", base,
-			     ans.big ? "answer too large" : curl_easy_strerror(cc));
+			     ans.too_big ? "answer too large" : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	if (ans.len)
-		*doc = json_loadb(ans.buf, ans.len, 0, NULL);
+		*doc = json_loadb(ans.p, ans.len, 0, NULL);
 	if (*status >= 500) {
 		const char *msg = json_string_value(json_object_get(*doc, "error"));
 
@@ -163,7 +138,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 out:
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
-	free(ans.buf);
+	strbuf_free(&ans);
 	return rc;
 }
 

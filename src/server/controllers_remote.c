@@ -27,6 +27,7 @@
 #include "server/server.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 
 /* Time the agent gets beyond the RPC's own deadline to send its answer (ms). */
 #define CONTROLLERS_REMOTE_SLACK_MS 2000
@@ -160,32 +161,6 @@ static void controllers_remote_failed(struct controllers_remote *r, const char *
 	pthread_mutex_unlock(&r->mu);
 }
 
-struct controllers_remote_body {
-	char *buf;
-	size_t len;
-	bool too_big;
-};
-
-static size_t controllers_remote_write(char *data, size_t size, size_t nmemb, void *ctx)
-{
-	struct controllers_remote_body *b = ctx;
-	size_t n = size * nmemb;
-	char *nb;
-
-	if (b->len + n > CSI_REMOTE_ANSWER_MAX) {
-		b->too_big = true;
-		return 0;
-	}
-	nb = realloc(b->buf, b->len + n + 1);
-	if (!nb)
-		return 0;
-	b->buf = nb;
-	memcpy(b->buf + b->len, data, n);
-	b->len += n;
-	b->buf[b->len] = '\0';
-	return n;
-}
-
 static void controllers_remote_status(struct csi_status *st, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -201,10 +176,9 @@ static void controllers_remote_status(struct csi_status *st, int code, const cha
 
 /* An answer other than 200: the API's JSON error, as UNAVAILABLE (retried). */
 static void controllers_remote_refused(struct controllers_remote_client *c, long status,
-				       const struct controllers_remote_body *b,
-				       struct csi_status *st)
+				       const struct strbuf *b, struct csi_status *st)
 {
-	json_t *doc = b->buf ? json_loadb(b->buf, b->len, 0, NULL) : NULL;
+	json_t *doc = b->p ? json_loadb(b->p, b->len, 0, NULL) : NULL;
 	const char *msg = json_string_value(json_object_get(doc, "error"));
 
 	controllers_remote_status(st, CSI_UNAVAILABLE, "agent on node %s refused: HTTP %ld: %s",
@@ -255,7 +229,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 {
 	struct controllers_remote_client *c = (struct controllers_remote_client *)base;
 	const struct csi_rpc_info *info = csi_rpc_info(rpc);
-	struct controllers_remote_body b = {0};
+	struct strbuf b = {.max = CSI_REMOTE_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
 	char url[MODEL_ADDRESS_MAX + 256], errbuf[CURL_ERROR_SIZE] = "";
 	uint8_t *bytes = NULL;
@@ -298,7 +272,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 				    : CONTROLLERS_REMOTE_CONNECT_MS));
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, controllers_remote_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, strbuf_write);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
 	cc = curl_easy_perform(curl);
 	if (cc == CURLE_OK)
@@ -321,7 +295,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 		if (c->owner && status != 403)
 			controllers_remote_failed(c->owner, c->plugin_id, c->node_id);
 		rc = csi_status_to_err(st->code);
-	} else if (csi_remote_answer_decode(rpc, b.buf, b.len, resp, st, &e)) {
+	} else if (csi_remote_answer_decode(rpc, b.p, b.len, resp, st, &e)) {
 		controllers_remote_status(st, CSI_INTERNAL, "agent on node %s: %s", c->node_id,
 					  e.msg);
 		rc = CSID_EPROTO;
@@ -335,7 +309,7 @@ out:
 		explicit_bzero(bytes, n);
 		free(bytes);
 	}
-	free(b.buf);
+	strbuf_free(&b);
 	return rc;
 }
 

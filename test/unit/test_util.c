@@ -13,6 +13,7 @@
 #include "csi/csi_rpc.h"
 #include "util/arena.h"
 #include "util/err.h"
+#include "util/strbuf.h"
 
 static void test_error_table(void **state)
 {
@@ -85,12 +86,35 @@ static void test_rpc_table(void **state)
 	assert_null(csi_rpc_info(CSI_RPC_COUNT));
 }
 
+static void test_strbuf(void **state)
+{
+	struct strbuf b = {.max = 8};
+	char data[] = "abcdefghij";
+
+	assert_int_equal(strbuf_write(data, 1, 3, &b), 3);
+	assert_int_equal(strbuf_write(data + 3, 3, 1, &b), 3);
+	assert_string_equal(b.p, "abcdef");
+	assert_false(b.too_big);
+	/* Past the cap: nothing appended, and it says so. */
+	assert_int_equal(strbuf_write(data, 1, 3, &b), 0);
+	assert_true(b.too_big);
+	assert_int_equal(b.len, 6);
+	assert_string_equal(b.p, "abcdef");
+	/* A size * count that overflows is refused, not wrapped. */
+	assert_int_equal(strbuf_write(data, SIZE_MAX / 2, 3, &b), 0);
+	assert_int_equal(strbuf_write(data, 1, 2, &b), 2);
+	assert_int_equal(b.len, 8);
+	strbuf_free(&b);
+	assert_null(b.p);
+	assert_int_equal(b.len, 0);
+	strbuf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_error_table),
-	    cmocka_unit_test(test_err_wrap),
-	    cmocka_unit_test(test_arena),
+	    cmocka_unit_test(test_error_table), cmocka_unit_test(test_err_wrap),
+	    cmocka_unit_test(test_arena),       cmocka_unit_test(test_strbuf),
 	    cmocka_unit_test(test_rpc_table),
 	};
 

@@ -10,6 +10,7 @@
 
 #include "csictl_csi.h"
 #include "csictl_out.h"
+#include "util/strbuf.h"
 
 int csictl_http_addr_parse(const char *what, const char *s, struct csictl_http_addr *a,
 			   struct err *e)
@@ -121,29 +122,8 @@ const char *csictl_http_connect_error(const char *what, const char *hint, int cu
 
 struct csictl_http_rd {
 	struct csictl_http_answer *ans;
-	bool too_big;
+	struct strbuf body;
 };
-
-static size_t csictl_http_write(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-	struct csictl_http_rd *r = arg;
-	struct csictl_http_answer *a = r->ans;
-	size_t n = size * nmemb;
-	char *p;
-
-	if (a->len + n > CSICTL_HTTP_BODY_MAX) {
-		r->too_big = true;
-		return 0;
-	}
-	p = realloc(a->data, a->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + a->len, ptr, n);
-	a->data = p;
-	a->len += n;
-	a->data[a->len] = '\0';
-	return n;
-}
 
 static size_t csictl_http_header(char *data, size_t size, size_t n, void *arg)
 {
@@ -170,7 +150,7 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 		   struct csictl_http_answer *ans)
 {
 	char url[CSICTL_HTTP_URL_MAX + 2048], errbuf[CURL_ERROR_SIZE] = "", tokhdr[600];
-	struct csictl_http_rd rd = {ans, false};
+	struct csictl_http_rd rd = {ans, {.max = CSICTL_HTTP_BODY_MAX}};
 	struct curl_slist *hdrs = NULL;
 	CURL *curl;
 	CURLcode rc;
@@ -207,17 +187,19 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, csictl_http_write);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rd);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, strbuf_write);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rd.body);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, csictl_http_header);
 	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &rd);
 	rc = curl_easy_perform(curl);
 	memset(tokhdr, 0, sizeof(tokhdr));
+	ans->data = rd.body.p;
+	ans->len = rd.body.len;
 	if (rc != CURLE_OK) {
 		const char *where = h->addr.socket[0] ? h->addr.socket : h->addr.base;
 		char msg[1200];
 
-		if (rd.too_big)
+		if (rd.body.too_big)
 			fprintf(h->err, "error: the %s's answer is larger than %u bytes\n", h->what,
 				CSICTL_HTTP_BODY_MAX);
 		else
