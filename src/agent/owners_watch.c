@@ -140,13 +140,14 @@ int owners_watch_cgroup_check(const char *path, struct err *e)
 
 	if ((rc = owners_cgroup_path_check(path, e)))
 		return err_wrap(e, "owner cgroup");
+	/* Every failure is the caller's mistake (400), never a missing volume (404). */
 	if (!realpath(path, real))
-		return err_errno(e, errno, "owner cgroup %s", path);
+		return err_set(e, CSID_EINVAL, "owner cgroup %s: %s", path, strerror(errno));
 	if (strcmp(real, path) != 0)
 		return err_set(e, CSID_EINVAL,
 			       "owner cgroup %s: the path goes through a symbolic link", path);
 	if (statfs(path, &fs) != 0 || stat(path, &st) != 0)
-		return err_errno(e, errno, "owner cgroup %s", path);
+		return err_set(e, CSID_EINVAL, "owner cgroup %s: %s", path, strerror(errno));
 	if (fs.f_type != CGROUP2_SUPER_MAGIC || !S_ISDIR(st.st_mode))
 		return err_set(e, CSID_EINVAL, "owner cgroup %s: not a cgroup v2 directory", path);
 	rc = owners_watch_cgroup_populated(NULL, path, &populated);
