@@ -194,10 +194,14 @@ int agent_api_owner_renew(struct agent_api *a, const char *vol, const char *allo
 			       alloc);
 	if (body && len) {
 		root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
-		if (!json_is_object(root))
-			rc = err_set(e, CSID_EINVAL, "request body must be a JSON object");
-		json_object_foreach(rc ? NULL : root, key, v)
+		if (!json_is_object(root)) {
+			json_decref(root);
+			return err_set(e, CSID_EINVAL, "request body must be a JSON object");
+		}
+		json_object_foreach(root, key, v)
 		{
+			if (rc)
+				break;
 			if (strcmp(key, "lease_ms") != 0)
 				rc = err_set(e, CSID_EINVAL, "unknown field \"%.64s\"", key);
 			else if (!json_is_integer(v))
