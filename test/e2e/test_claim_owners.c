@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,20 +32,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "claim_env.h"
+#include "child_proc.h"
 #include "proc_guard.h"
 
 #define T_WAIT_MS CLAIM_ENV_WAIT_MS
 #define T_TOKEN CLAIM_ENV_TOKEN
 #define T_CGROUP_ROOT "/sys/fs/cgroup/unified"
 #define T_KIDS 4
-
-extern char **environ;
 
 struct t_env {
 	struct claim_env c;
@@ -63,16 +60,12 @@ static int t_setup(void **state)
 	return t ? claim_env_setup(&t->c, "single-node-multi-writer") : -1;
 }
 
-/* Kills and reaps kid i, if it runs. */
-static void t_kill(struct t_env *t, int i)
+/* Starts kid i, an idle child. */
+static pid_t t_kid(struct t_env *t, int i)
 {
-	if (t->kids[i] <= 0)
-		return;
-	kill(t->kids[i], SIGKILL);
-	while (waitpid(t->kids[i], NULL, 0) < 0 && errno == EINTR)
-		;
-	proc_guard_untrack(t->kids[i]);
-	t->kids[i] = 0;
+	t->kids[i] = child_proc_idle();
+	assert_true(t->kids[i] > 0);
+	return t->kids[i];
 }
 
 static int t_teardown(void **state)
@@ -82,7 +75,7 @@ static int t_teardown(void **state)
 	if (!t)
 		return 0;
 	for (int i = 0; i < T_KIDS; i++)
-		t_kill(t, i);
+		child_proc_kill(&t->kids[i]);
 	/* Empty now: its only processes were the kids. */
 	if (t->cgroup[0] && rmdir(t->cgroup) != 0)
 		fprintf(stderr, "rmdir %s: %s\n", t->cgroup, strerror(errno));
@@ -92,18 +85,6 @@ static int t_teardown(void **state)
 }
 
 #define T_RUN(t, ...) CLAIM_ENV_RUN(&(t)->c, __VA_ARGS__)
-
-/* Starts kid i: a process that waits to be killed. Returns its pid. */
-static pid_t t_spawn(struct t_env *t, int i)
-{
-	char *argv[] = {"sleep", "600", NULL};
-	pid_t pid = 0;
-
-	assert_int_equal(posix_spawnp(&pid, "sleep", NULL, NULL, argv, environ), 0);
-	proc_guard_track(pid);
-	t->kids[i] = pid;
-	return pid;
-}
 
 static void t_create(struct t_env *t)
 {
@@ -219,7 +200,7 @@ static void test_owner_pid_exits(void **state)
 	json_t *doc = NULL, *o;
 
 	t_create(t);
-	pid = t_spawn(t, 0);
+	pid = t_kid(t, 0);
 	snprintf(pidtext, sizeof(pidtext), "%d", (int)pid);
 	t_mount(t, "web-1", "-owner-pid", pidtext, path);
 	assert_int_equal(agent_proc_http(t->c.a, "GET", "/v1/agent/owners", NULL, &doc), 200);
@@ -230,7 +211,7 @@ static void test_owner_pid_exits(void **state)
 	json_decref(doc);
 	assert_int_equal(t_claims(t), 1);
 
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	t_wait_freed(t, "web-1", path);
 	assert_int_equal(agent_proc_mount_count(t->c.a), 0);
 	snprintf(reason, sizeof(reason), "owner pid %d exited", (int)pid);
@@ -321,14 +302,13 @@ static void test_bad_owners_claim_nothing(void **state)
 {
 	struct t_env *t = *state;
 	const char *put = "/v1/agent/volumes/data/mount";
-	char *argv[] = {"true", NULL};
 	char pidtext[32], path[1024];
 	pid_t gone = 0;
 
 	t_create(t);
 	/* A pid that exited and was reaped: no such process. */
-	assert_int_equal(posix_spawnp(&gone, "true", NULL, NULL, argv, environ), 0);
-	assert_int_equal(waitpid(gone, NULL, 0), gone);
+	gone = child_proc_gone();
+	assert_true(gone > 0);
 	snprintf(pidtext, sizeof(pidtext), "%d", (int)gone);
 	t_mount_refused(t, "-owner-pid", pidtext, 1, "no such process");
 	t_mount_refused(t, "-owner-pid", "-3", 2, "-owner-pid");
@@ -364,7 +344,7 @@ static void test_bad_owners_claim_nothing(void **state)
 	assert_int_equal(agent_proc_mount_count(t->c.a), 0);
 
 	/* A renewal of a mount owned by a pid, or of nothing, is refused. */
-	snprintf(pidtext, sizeof(pidtext), "%d", (int)t_spawn(t, 0));
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)t_kid(t, 0));
 	t_mount(t, "web-1", "-owner-pid", pidtext, path);
 	t_agent_expect(t, "PUT", "/v1/agent/volumes/data/mount/web-1/renew", NULL, 412,
 		       "is a pid, not a lease");
@@ -379,7 +359,7 @@ static void test_bad_owners_claim_nothing(void **state)
 	csictl_runner_free(&t->c.rn, &t->c.r);
 	t_wait_freed(t, "web-1", path);
 	assert_int_equal(agent_proc_http(t->c.a, "GET", "/v1/agent/owners", NULL, NULL), 200);
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	assert_false(agent_proc_log_count(t->c.a, "claim owner gone", 1));
 }
 
@@ -417,9 +397,9 @@ static void test_cgroup_emptied(void **state)
 	t_mount_refused(t, "-owner-cgroup", t->cgroup, 1, "is empty");
 	assert_int_equal(t_claims(t), 0);
 
-	t_cgroup_add(t, t_spawn(t, 0));
+	t_cgroup_add(t, t_kid(t, 0));
 	t_mount(t, "web-1", "-owner-cgroup", t->cgroup, path);
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	t_wait_freed(t, "web-1", path);
 	snprintf(reason, sizeof(reason), "owner cgroup %s is empty", t->cgroup);
 	t_expect_event(t, "web-1", reason);
@@ -446,14 +426,14 @@ static void test_owners_survive_restart(void **state)
 	char p1[1024], p2[1024], pid1[32], pid2[32], reason[64];
 
 	t_create(t);
-	snprintf(pid1, sizeof(pid1), "%d", (int)t_spawn(t, 0));
-	snprintf(pid2, sizeof(pid2), "%d", (int)t_spawn(t, 1));
+	snprintf(pid1, sizeof(pid1), "%d", (int)t_kid(t, 0));
+	snprintf(pid2, sizeof(pid2), "%d", (int)t_kid(t, 1));
 	t_mount(t, "web-1", "-owner-pid", pid1, p1);
 	t_mount(t, "web-2", "-owner-pid", pid2, p2);
 
 	/* web-1's owner exits while the agent is down: released when it starts. */
 	assert_int_equal(agent_proc_stop(a, SIGTERM, T_WAIT_MS), 0);
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	assert_int_equal(agent_proc_start(a), 0);
 	assert_int_equal(agent_proc_wait_ready(a, T_WAIT_MS), 0);
 	t_wait_freed(t, "web-1", p1);
@@ -464,7 +444,7 @@ static void test_owners_survive_restart(void **state)
 	assert_true(agent_proc_is_mount(p2));
 	assert_true(t_owned(t, "web-2"));
 	assert_false(t_owned(t, "web-1"));
-	t_kill(t, 1);
+	child_proc_kill(&t->kids[1]);
 	t_wait_freed(t, "web-2", p2);
 	snprintf(reason, sizeof(reason), "owner pid %s exited", pid2);
 	t_expect_event(t, "web-2", reason);

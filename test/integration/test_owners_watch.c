@@ -12,8 +12,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,18 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent/owners_watch.h"
 #include "agent_proc.h"
+#include "child_proc.h"
 #include "proc_guard.h"
 
 #define T_WAIT_MS 20000
-
-extern char **environ;
 
 struct t_env {
 	char dir[64];
@@ -93,28 +89,6 @@ static bool t_wait_calls(struct t_env *t, int n)
 	return agent_proc_poll(t_enough, &w, T_WAIT_MS);
 }
 
-static pid_t t_spawn(struct t_env *t, int i)
-{
-	char *argv[] = {"sleep", "600", NULL};
-	pid_t pid = 0;
-
-	assert_int_equal(posix_spawnp(&pid, "sleep", NULL, NULL, argv, environ), 0);
-	proc_guard_track(pid);
-	t->kids[i] = pid;
-	return pid;
-}
-
-static void t_kill(struct t_env *t, int i)
-{
-	if (t->kids[i] <= 0)
-		return;
-	kill(t->kids[i], SIGKILL);
-	while (waitpid(t->kids[i], NULL, 0) < 0 && errno == EINTR)
-		;
-	proc_guard_untrack(t->kids[i]);
-	t->kids[i] = 0;
-}
-
 static int t_setup(void **state)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
@@ -131,12 +105,20 @@ static int t_setup(void **state)
 	return 0;
 }
 
+/* Starts kid i, an idle child. */
+static pid_t t_kid(struct t_env *t, int i)
+{
+	t->kids[i] = child_proc_idle();
+	assert_true(t->kids[i] > 0);
+	return t->kids[i];
+}
+
 static int t_teardown(void **state)
 {
 	struct t_env *t = *state;
 
-	t_kill(t, 0);
-	t_kill(t, 1);
+	child_proc_kill(&t->kids[0]);
+	child_proc_kill(&t->kids[1]);
 	proc_guard_clear_dir(t->dir);
 	proc_guard_untrack_dir(t->dir);
 	pthread_mutex_destroy(&t->mu);
@@ -171,14 +153,14 @@ static void test_pid_exit_released_once(void **state)
 	struct t_env *t = *state;
 	struct owners_watch *w = t_start(t);
 	char want[64];
-	pid_t pid = t_spawn(t, 0);
+	pid_t pid = t_kid(t, 0);
 	struct owners_entry *v = NULL;
 	size_t n = 0;
 
 	t->fail = 1;
 	t_put_pid(w, "web-1", pid);
 	assert_int_equal(t_calls(t), 0);
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	/* The first release fails: it is tried again after the backoff (1 s). */
 	assert_true(t_wait_calls(t, 2));
 	snprintf(want, sizeof(want), "owner pid %d exited", (int)pid);
@@ -199,12 +181,12 @@ static void test_restart_recheck(void **state)
 	struct owners_spec lease = {.kind = OWNERS_LEASE, .lease_ms = 60000};
 	struct owners_entry *v = NULL;
 	char want[64];
-	pid_t p1 = t_spawn(t, 0);
+	pid_t p1 = t_kid(t, 0);
 	size_t n = 0;
 	struct err e;
 
 	t_put_pid(w, "web-1", p1);
-	t_put_pid(w, "web-2", t_spawn(t, 1));
+	t_put_pid(w, "web-2", t_kid(t, 1));
 	lease.expires_ms = INT64_MAX / 2;
 	assert_int_equal(owners_watch_put(w, "data", "web-3", &lease, &e), 0);
 	assert_int_equal(owners_watch_renew(w, "data", "web-3", 30000, &lease, &e), 0);
@@ -212,7 +194,7 @@ static void test_restart_recheck(void **state)
 	owners_watch_stop(w);
 
 	/* web-1's owner exits while nobody watches: released at start. */
-	t_kill(t, 0);
+	child_proc_kill(&t->kids[0]);
 	w = t_start(t);
 	assert_true(t_wait_calls(t, 1));
 	snprintf(want, sizeof(want), "owner pid %d exited", (int)p1);
@@ -227,7 +209,7 @@ static void test_restart_recheck(void **state)
 		if (v[i].spec.kind == OWNERS_LEASE)
 			assert_int_equal(v[i].spec.lease_ms, 30000);
 	free(v);
-	t_kill(t, 1);
+	child_proc_kill(&t->kids[1]);
 	assert_true(t_wait_calls(t, 2));
 	pthread_mutex_lock(&t->mu);
 	assert_string_equal(t->last_alloc, "web-2");
@@ -244,15 +226,14 @@ static void test_restart_recheck(void **state)
 static void test_mount_time_checks(void **state)
 {
 	struct t_env *t = *state;
-	char *argv[] = {"true", NULL};
 	char plain[96], link[96], file[96];
 	uint64_t start = 0;
 	pid_t gone = 0;
 	struct err e;
 	FILE *f;
 
-	assert_int_equal(posix_spawnp(&gone, "true", NULL, NULL, argv, environ), 0);
-	assert_int_equal(waitpid(gone, NULL, 0), gone);
+	gone = child_proc_gone();
+	assert_true(gone > 0);
 	assert_int_equal(owners_watch_pid_check((int)gone, &start, &e), CSID_EINVAL);
 	assert_non_null(strstr(e.msg, "no such process"));
 	assert_int_equal(owners_watch_pid_check(-1, &start, &e), CSID_EINVAL);
