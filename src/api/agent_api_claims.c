@@ -3,7 +3,8 @@
  * volume of the csid servers for an allocation and unmounts it again.
  *
  *   PUT    /v1/agent/volumes/<vol>/mount          {"alloc_id", "read_only",
- *                                                 "access_mode", "attachment_mode"}
+ *                                                 "access_mode", "attachment_mode",
+ *                                                 "owner" (agent_api_owners.c)}
  *   DELETE /v1/agent/volumes/<vol>/mount/<alloc>
  *
  * A mount reads the volume on a server, claims it for the allocation on
