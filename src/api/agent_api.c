@@ -13,13 +13,28 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* /v1/agent/volumes/<vol>/mount (PUT) and /v1/agent/volumes/<vol>/mount/<alloc> (DELETE). */
+/*
+ * /v1/agent/volumes/<vol>/mount (PUT), /v1/agent/volumes/<vol>/mount/<alloc> (DELETE) and
+ * /v1/agent/volumes/<vol>/mount/<alloc>/renew (PUT).
+ */
 static int agent_api_route_volume(struct agent_api *a, const struct http_request *req,
 				  struct http_reply *rep, struct err *e)
 {
 	const char *p = req->url + strlen("/v1/agent/volumes/"), *slash = strchr(p, '/');
 	char vol[MOUNT_NAME_MAX + 1], alloc[MOUNT_NAME_MAX + 1];
 	size_t vlen = slash ? (size_t)(slash - p) : 0;
+	const char *renew =
+	    slash && strncmp(slash, "/mount/", 7) == 0 ? strchr(slash + 7, '/') : NULL;
+
+	if (renew && strcmp(renew, "/renew") == 0 && vlen <= MOUNT_NAME_MAX &&
+	    (size_t)(renew - slash - 7) <= MOUNT_NAME_MAX) {
+		snprintf(vol, sizeof(vol), "%.*s", (int)vlen, p);
+		snprintf(alloc, sizeof(alloc), "%.*s", (int)(renew - slash - 7), slash + 7);
+		rep->allow = "PUT";
+		if (strcmp(req->method, "PUT") != 0)
+			return HTTP_METHOD_NOT_ALLOWED;
+		return agent_api_owner_renew(a, vol, alloc, req->body, req->len, &rep->doc, e);
+	}
 
 	if (!slash || strncmp(slash, "/mount", 6) != 0 || vlen > MOUNT_NAME_MAX ||
 	    (slash[6] && (slash[6] != '/' || strlen(slash + 7) > MOUNT_NAME_MAX)))
@@ -36,7 +51,7 @@ static int agent_api_route_volume(struct agent_api *a, const struct http_request
 	rep->allow = "DELETE";
 	if (strcmp(req->method, "DELETE") != 0)
 		return HTTP_METHOD_NOT_ALLOWED;
-	return agent_api_volume_unmount(a, vol, alloc, &rep->doc, e);
+	return agent_api_volume_unmount(a, vol, alloc, NULL, &rep->doc, e);
 }
 
 static int agent_api_route(void *ctx, const struct http_request *req, struct http_reply *rep,
@@ -55,6 +70,10 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 	if (strcmp(url, "/v1/agent/plugins") == 0) {
 		rep->allow = "GET";
 		return get ? agent_api_plugins_list(a, &rep->doc, e) : HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (strcmp(url, "/v1/agent/owners") == 0) {
+		rep->allow = "GET";
+		return get ? agent_api_owners_list(a, &rep->doc, e) : HTTP_METHOD_NOT_ALLOWED;
 	}
 	if (strcmp(url, mounts) == 0) {
 		rep->allow = "GET, PUT";
@@ -126,7 +145,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	}
 	hc.ctx = a;
 	a->cfg.db_path = NULL;
-	if ((rc = agent_api_release_open(a, cfg->db_path, e)))
+	if ((rc = agent_api_release_open(a, cfg->db_path, e)) ||
+	    (rc = agent_api_owners_open(a, cfg->db_path, e)))
 		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
@@ -149,6 +169,7 @@ void agent_api_stop(struct agent_api *a)
 	/* Requests to the servers in flight give up at once, so the stop does not wait on them. */
 	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
+	agent_api_owners_close(a);
 	agent_api_release_close(a);
 	free(a->socket_path);
 	free(a->tcp_addr);

@@ -13,6 +13,10 @@
  *                                          allocation on this node, then mount it
  *   DELETE /v1/agent/volumes/<vol>/mount/<alloc>
  *                                          unmount, then release the claim
+ *   PUT    /v1/agent/volumes/<vol>/mount/<alloc>/renew
+ *                                          renew the lease that owns the mount
+ *   GET    /v1/agent/owners                the owners of claim mounts (pid,
+ *                                          cgroup, lease), and whether gone
  *   POST   /v1/agent/controller/<plugin>/<Method>
  *                                          one controller RPC for the server
  *                                          (csi/csi_remote.h); needs server_token
@@ -32,6 +36,7 @@
 #include <jansson.h>
 
 #include "agent/mounter.h"
+#include "agent/owners.h"
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
 #include "agent/supervisor.h"
@@ -102,6 +107,16 @@ void agent_api_mount_req_free(struct agent_api_mount_req *r);
  */
 int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
 			   bool *read_only, struct err *e);
+
+/*
+ * Decodes the "owner" of a PUT /v1/agent/volumes/<vol>/mount body (len
+ * bytes): absent (*present false), or an object of exactly one of
+ * "pid" (1 to 4194304), "cgroup" (owners_cgroup_path_check) or
+ * "lease_ms" (owners_lease_check). Nothing is checked on the system.
+ * Returns 0 with *out and *present, or CSID_EINVAL with e set.
+ */
+int agent_api_decode_owner(const char *body, size_t len, struct owners_spec *out, bool *present,
+			   struct err *e);
 
 /*
  * Splits "/v1/agent/mounts/<vol>/<alloc>" into its names (checked as path

@@ -3,7 +3,8 @@
  * volume of the csid servers for an allocation and unmounts it again.
  *
  *   PUT    /v1/agent/volumes/<vol>/mount          {"alloc_id", "read_only",
- *                                                 "access_mode", "attachment_mode"}
+ *                                                 "access_mode", "attachment_mode",
+ *                                                 "owner" (agent_api_owners.c)}
  *   DELETE /v1/agent/volumes/<vol>/mount/<alloc>
  *
  * A mount reads the volume on a server, claims it for the allocation on
@@ -397,7 +398,7 @@ int agent_api_decode_claim(const char *node, const char *body, size_t len, json_
 	}
 	json_object_foreach(root, key, v)
 	{
-		bool ok = false;
+		bool ok = strcmp(key, "owner") == 0; /* decoded by agent_api_owners.c */
 
 		for (int i = 0; agent_api_claim_keys[i]; i++)
 			ok = ok || strcmp(key, agent_api_claim_keys[i]) == 0;
@@ -494,7 +495,8 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	char path[AGENT_API_URL_MAX];
 	struct mounter_result *res = NULL;
 	json_t *claim = NULL, *v = NULL, *pub = NULL;
-	bool read_only = false;
+	struct owners_spec owner;
+	bool read_only = false, owned = false;
 	const char *alloc;
 	int rc;
 
@@ -502,7 +504,9 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	    (rc = agent_api_decode_claim(a->node_name, body, len, &claim, &read_only, e)))
 		return rc;
 	alloc = json_string_value(json_object_get(claim, "alloc_id"));
-	if ((rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
+	/* The owner is checked before anything is claimed. */
+	if ((rc = agent_api_owner_check(a, body, len, &owner, &owned, e)) ||
+	    (rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
 	    (rc = agent_api_server(a, "GET", path, NULL, &v, e)))
 		goto out;
 	agent_api_claim_defaults(claim, v);
@@ -530,6 +534,10 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
 		goto out;
 	}
+	if (owned && (rc = agent_api_owner_record(a, vol, alloc, &owner, e))) {
+		err_wrap(e, "mounted, but its owner is not recorded (unmount releases the claim)");
+		goto out;
+	}
 	*out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "volume_id", vol, "alloc_id", alloc,
 			 "node_id", a->node_name, "path", res->target, "source", res->source,
 			 "is_device", res->is_device);
@@ -542,11 +550,11 @@ out:
 	return rc;
 }
 
-int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc, bool patient,
-			   struct err *e)
+int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc,
+			   const char *reason, bool patient, struct err *e)
 {
 	char path[AGENT_API_URL_MAX];
-	json_t *body = json_pack("{s:s}", "alloc_id", alloc), *doc = NULL;
+	json_t *body = json_pack("{s:s, s:s*}", "alloc_id", alloc, "reason", reason), *doc = NULL;
 	int rc;
 
 	if (!body)
@@ -559,8 +567,8 @@ int agent_api_release_send(struct agent_api *a, const char *vol, const char *all
 	return rc;
 }
 
-int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc, json_t **out,
-			     struct err *e)
+int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc,
+			     const char *reason, json_t **out, struct err *e)
 {
 	bool unmounted = false;
 	struct err ignored;
@@ -574,10 +582,10 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 		return err_wrap(e, "the claim is kept");
 	unmounted = rc == 0;
 	/* Recorded before it is sent: an agent that stops now still sends it. */
-	if ((rc = agent_api_release_record(a, vol, alloc, true, e)))
+	if ((rc = agent_api_release_record(a, vol, alloc, reason, true, e)))
 		return err_wrap(e, "%s", unmounted ? "unmounted" : "nothing mounted");
 	/* Recorded: one try of each server, then the retry thread's backoff. */
-	rc = agent_api_release_send(a, vol, alloc, !a->rel_db, e);
+	rc = agent_api_release_send(a, vol, alloc, reason, !a->rel_db, e);
 	if (rc == CSID_EUNAVAIL && a->rel_db) {
 		char q[600];
 
@@ -585,19 +593,21 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 			 "error=%s",
 			 vol, alloc, log_q(q, sizeof(q), e->msg));
 		agent_api_release_poke(a);
+		agent_api_owner_forget(a, vol, alloc);
 		*out = json_pack("{s:s, s:s, s:b, s:b, s:b, s:s}", "volume_id", vol, "alloc_id",
 				 alloc, "unmounted", unmounted, "released", 0, "release_pending", 1,
 				 "release_error", e->msg);
 		err_clear(e);
 		return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
-	agent_api_release_record(a, vol, alloc, false, &ignored);
+	agent_api_release_record(a, vol, alloc, NULL, false, &ignored);
 	if (rc) {
 		err_wrap(e, "%s; release %s for %s (unmount again to retry)",
 			 unmounted ? "unmounted" : "nothing mounted", vol, alloc);
 		return rc;
 	}
 	log_info("msg=\"claim released\" volume=%s alloc=%s unmounted=%d", vol, alloc, unmounted);
+	agent_api_owner_forget(a, vol, alloc);
 	*out = json_pack("{s:s, s:s, s:b, s:b, s:b}", "volume_id", vol, "alloc_id", alloc,
 			 "unmounted", unmounted, "released", 1, "release_pending", 0);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");

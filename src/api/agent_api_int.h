@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "agent/owners_watch.h"
 #include "api/agent_api.h"
 #include "api/http.h"
 
@@ -32,6 +33,7 @@ struct agent_api {
 	pthread_t rel_thread;
 	bool rel_init, rel_started, rel_poke;
 	bool rel_stop; /* atomic */
+	struct owners_watch *owners; /* claim owners (agent_api_owners.c); NULL without servers */
 };
 
 /* agent_api_mounts.c */
@@ -51,28 +53,53 @@ int agent_api_unmount_one(struct agent_api *a, const char *vol, const char *allo
 /* agent_api_claims.c: a volume of the servers mounted for an allocation, and unmounted. */
 int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *body, size_t len,
 			   json_t **out, struct err *e);
-int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc, json_t **out,
-			     struct err *e);
+/* reason: why (a claim owner gone), carried by the release to the server; NULL: asked. */
+int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc,
+			     const char *reason, json_t **out, struct err *e);
 
 /*
- * PUT /v1/volume/<vol>/release {"alloc_id": alloc} on the servers;
+ * PUT /v1/volume/<vol>/release {"alloc_id": alloc, "reason": reason
+ * (omitted when NULL)} on the servers;
  * patient: retried with backoff for a bounded time while no server
  * answers, else one try of each. CSID_EUNAVAIL: no server answered.
  */
-int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc, bool patient,
-			   struct err *e);
+int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc,
+			   const char *reason, bool patient, struct err *e);
 
 /* agent_api_release.c: releases recorded until a server took them, retried by a thread. */
 /* Opens the table at db_path (NULL: none) and starts the thread when servers are set. */
 int agent_api_release_open(struct agent_api *a, const char *db_path, struct err *e);
 void agent_api_release_close(struct agent_api *a);
-/* Records (add) or forgets the pending release of vol for alloc; no-op without a db. */
-int agent_api_release_record(struct agent_api *a, const char *vol, const char *alloc, bool add,
-			     struct err *e);
+/* Records (add, with its reason or NULL) or forgets the pending release of vol for alloc; no-op
+ * without a db. */
+int agent_api_release_record(struct agent_api *a, const char *vol, const char *alloc,
+			     const char *reason, bool add, struct err *e);
 /* Wakes the retry thread. */
 void agent_api_release_poke(struct agent_api *a);
 /* Whether the api is stopping (server requests give up). */
 bool agent_api_release_stopping(struct agent_api *a);
+
+/* agent_api_owners.c: claim owners of the mounts of agent_api_claims.c. */
+/* Starts the owner watch (with servers only); db_path NULL: owners are not persisted. */
+int agent_api_owners_open(struct agent_api *a, const char *db_path, struct err *e);
+void agent_api_owners_close(struct agent_api *a);
+/*
+ * Decodes the mount body's "owner" and checks it on the system (the pid
+ * lives: its start time is filled in; the cgroup is a live cgroup v2
+ * directory). Returns 0 with *present, or CSID_EINVAL / CSID_EPRECOND.
+ */
+int agent_api_owner_check(struct agent_api *a, const char *body, size_t len,
+			  struct owners_spec *out, bool *present, struct err *e);
+/* Records s (a lease starts now) as the owner of the mount of vol for alloc. */
+int agent_api_owner_record(struct agent_api *a, const char *vol, const char *alloc,
+			   struct owners_spec *s, struct err *e);
+/* Forgets the owner of the mount of vol for alloc (it was unmounted). */
+void agent_api_owner_forget(struct agent_api *a, const char *vol, const char *alloc);
+/* PUT /v1/agent/volumes/<vol>/mount/<alloc>/renew. */
+int agent_api_owner_renew(struct agent_api *a, const char *vol, const char *alloc, const char *body,
+			  size_t len, json_t **out, struct err *e);
+/* GET /v1/agent/owners. */
+int agent_api_owners_list(struct agent_api *a, json_t **out, struct err *e);
 
 /* agent_api_plugins.c */
 int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e);

@@ -9,8 +9,8 @@
  * unpublish succeeded: a release is recorded only after the unmount.
  *
  * The table (module "claims"): claims_pending_release(volume_id,
- * alloc_id). The connection is used under rel_mu from the handlers and
- * the thread.
+ * alloc_id, reason), reason NULL unless a claim owner was gone. The connection is used under rel_mu
+ * from the handlers and the thread.
  */
 #include "api/agent_api_int.h"
 
@@ -30,15 +30,18 @@ static const char *const agent_api_release_schema[] = {
     "CREATE TABLE claims_pending_release ("
     " volume_id TEXT NOT NULL, alloc_id TEXT NOT NULL,"
     " PRIMARY KEY (volume_id, alloc_id))",
+    /* Why the release was asked (a claim owner gone), sent along. */
+    "ALTER TABLE claims_pending_release ADD COLUMN reason TEXT",
 };
 
 struct agent_api_release_row {
 	char vol[MOUNT_NAME_MAX + 1];
 	char alloc[MOUNT_NAME_MAX + 1];
+	char reason[OWNERS_REASON_MAX];
 };
 
-int agent_api_release_record(struct agent_api *a, const char *vol, const char *alloc, bool add,
-			     struct err *e)
+int agent_api_release_record(struct agent_api *a, const char *vol, const char *alloc,
+			     const char *reason, bool add, struct err *e)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = 0, src;
@@ -46,14 +49,17 @@ int agent_api_release_record(struct agent_api *a, const char *vol, const char *a
 	if (!a->rel_db)
 		return 0;
 	pthread_mutex_lock(&a->rel_mu);
-	src = sqlite3_prepare_v2(a->rel_db,
-				 add ? "INSERT OR IGNORE INTO claims_pending_release VALUES (?, ?)"
-				     : "DELETE FROM claims_pending_release WHERE volume_id = ? AND "
-				       "alloc_id = ?",
-				 -1, &st, NULL);
+	src =
+	    sqlite3_prepare_v2(a->rel_db,
+			       add ? "INSERT OR IGNORE INTO claims_pending_release VALUES (?, ?, ?)"
+				   : "DELETE FROM claims_pending_release WHERE volume_id = ? AND "
+				     "alloc_id = ?",
+			       -1, &st, NULL);
 	if (src == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, vol, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, alloc, -1, SQLITE_STATIC);
+		if (add)
+			sqlite3_bind_text(st, 3, reason, -1, SQLITE_STATIC);
 		src = sqlite3_step(st);
 	}
 	if (src != SQLITE_OK && src != SQLITE_DONE)
@@ -71,7 +77,7 @@ static size_t agent_api_release_rows(struct agent_api *a, struct agent_api_relea
 	size_t n = 0;
 
 	if (sqlite3_prepare_v2(a->rel_db,
-			       "SELECT volume_id, alloc_id FROM claims_pending_release "
+			       "SELECT volume_id, alloc_id, reason FROM claims_pending_release "
 			       "ORDER BY volume_id, alloc_id",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
@@ -80,6 +86,9 @@ static size_t agent_api_release_rows(struct agent_api *a, struct agent_api_relea
 			 (const char *)sqlite3_column_text(st, 0));
 		snprintf(rows[n].alloc, sizeof(rows[n].alloc), "%s",
 			 (const char *)sqlite3_column_text(st, 1));
+		snprintf(rows[n].reason, sizeof(rows[n].reason), "%s",
+			 sqlite3_column_text(st, 2) ? (const char *)sqlite3_column_text(st, 2)
+						    : "");
 		n++;
 	}
 	sqlite3_finalize(st);
@@ -101,7 +110,8 @@ static bool agent_api_release_pass(struct agent_api *a, struct agent_api_release
 		int rc;
 
 		err_clear(&e);
-		rc = agent_api_release_send(a, rows[i].vol, rows[i].alloc, false, &e);
+		rc = agent_api_release_send(a, rows[i].vol, rows[i].alloc,
+					    rows[i].reason[0] ? rows[i].reason : NULL, false, &e);
 		if (rc == CSID_EUNAVAIL) {
 			pending = true;
 			continue;
@@ -113,7 +123,7 @@ static bool agent_api_release_pass(struct agent_api *a, struct agent_api_release
 		else
 			log_info("msg=\"pending release sent\" volume=%s alloc=%s", rows[i].vol,
 				 rows[i].alloc);
-		if (agent_api_release_record(a, rows[i].vol, rows[i].alloc, false, &e))
+		if (agent_api_release_record(a, rows[i].vol, rows[i].alloc, NULL, false, &e))
 			pending = true;
 	}
 	return pending;

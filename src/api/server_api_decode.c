@@ -181,9 +181,9 @@ int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 }
 
 int server_api_decode_release(struct arena *a, const char *body, size_t len, char **alloc_id,
-			      bool *force, struct err *e)
+			      bool *force, char **reason, struct err *e)
 {
-	static const char *const keys[] = {"alloc_id", "force", NULL};
+	static const char *const keys[] = {"alloc_id", "force", "reason", NULL};
 	int rc;
 	json_t *root = decode_object(body, len, e);
 
@@ -194,6 +194,12 @@ int server_api_decode_release(struct arena *a, const char *body, size_t len, cha
 		rc = decode_id(a, root, "alloc_id", "alloc_id", true, alloc_id, e);
 	if (!rc)
 		rc = decode_bool(root, "force", force, e);
+	if (!rc)
+		rc = decode_string(a, root, "reason", SERVER_RELEASE_REASON_MAX, false, reason, e);
+	/* It ends up in the claim's note and in events: one line of text. */
+	for (const char *p = rc ? NULL : *reason; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			rc = err_set(e, CSID_EINVAL, "reason: contains a control character");
 	json_decref(root);
 	return rc;
 }

@@ -33,9 +33,9 @@ struct server_api {
 /* {"alloc_id", "node_id", "mode": "read|write", "access_mode", "attachment_mode"} */
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 			    struct model_claim_request *out, struct err *e);
-/* {"alloc_id", "force"} */
+/* {"alloc_id", "force", "reason"}; *reason NULL when absent. */
 int server_api_decode_release(struct arena *a, const char *body, size_t len, char **alloc_id,
-			      bool *force, struct err *e);
+			      bool *force, char **reason, struct err *e);
 /* {"node_id"} */
 int server_api_decode_detach(struct arena *a, const char *body, size_t len, char **node_id,
 			     struct err *e);

@@ -267,7 +267,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e)
 {
 	const char *m = req->method, *rest;
-	char id[MODEL_ID_MAX + 1], *skipped = NULL, *alloc = NULL, *node = NULL;
+	char id[MODEL_ID_MAX + 1], *skipped = NULL, *alloc = NULL, *node = NULL, *reason = NULL;
 	struct model_volume *v = NULL, *spec;
 	struct model_claim_request claim;
 	struct model_map mut;
@@ -340,10 +340,10 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		if (!rc)
 			rc = server_volume_claim(api->server, id, &claim, a, &v, e);
 	} else if (strcmp(rest, "/release") == 0) {
-		rc = server_api_decode_release(a, req->body, req->len, &alloc, &force, e);
+		rc = server_api_decode_release(a, req->body, req->len, &alloc, &force, &reason, e);
 		if (!rc)
-			rc = server_volume_release(api->server, id, alloc, force, a, &v, &skipped,
-						   e);
+			rc = server_volume_release_why(api->server, id, alloc, force, reason, a, &v,
+						       &skipped, e);
 	} else if (strcmp(rest, "/detach") == 0) {
 		rc = server_api_decode_detach(a, req->body, req->len, &node, e);
 		if (!rc)

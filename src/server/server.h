@@ -125,6 +125,16 @@ int server_volume_claim(struct server *s, const char *id, const struct model_cla
 int server_volume_release(struct server *s, const char *id, const char *alloc_id, bool force,
 			  struct arena *a, struct model_volume **out, char **skipped,
 			  struct err *e);
+/* Longest reason of a release. */
+#define SERVER_RELEASE_REASON_MAX 400
+/*
+ * server_volume_release with why the node released it (a claim owner
+ * gone: "owner pid 1234 exited"; at most SERVER_RELEASE_REASON_MAX
+ * bytes, one line; NULL: none): the claim's note reads "released: <reason>".
+ */
+int server_volume_release_why(struct server *s, const char *id, const char *alloc_id, bool force,
+			      const char *reason, struct arena *a, struct model_volume **out,
+			      char **skipped, struct err *e);
 /* Every claim on node_id -> node-unpublished (the operator asserts the
  * node no longer uses it); the reconciler then unpublishes and frees. */
 int server_volume_detach(struct server *s, const char *id, const char *node_id, struct arena *a,

@@ -489,6 +489,7 @@ int server_volume_claim(struct server *s, const char *id, const struct model_cla
 
 struct server_release_arg {
 	const char *alloc_id;
+	const char *reason; /* NULL: none */
 	bool force;
 };
 
@@ -512,8 +513,10 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 	if (!r->force) {
 		if (c->state != MODEL_CLAIM_CLAIMED)
 			return SERVER_KEEP;
+		if (r->reason)
+			snprintf(note, sizeof(note), "released: %s", r->reason);
 		rc = model_claim_transition(scratch, v->id, c, MODEL_CLAIM_NODE_UNPUBLISHED,
-					    "released", now, e);
+					    note[0] ? note : "released", now, e);
 		v->updated_ms = now;
 		return rc ? rc : SERVER_PUT;
 	}
@@ -548,7 +551,14 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 int server_volume_release(struct server *s, const char *id, const char *alloc_id, bool force,
 			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
 {
-	struct server_release_arg arg = {.alloc_id = alloc_id, .force = force};
+	return server_volume_release_why(s, id, alloc_id, force, NULL, a, out, skipped, e);
+}
+
+int server_volume_release_why(struct server *s, const char *id, const char *alloc_id, bool force,
+			      const char *reason, struct arena *a, struct model_volume **out,
+			      char **skipped, struct err *e)
+{
+	struct server_release_arg arg = {.alloc_id = alloc_id, .reason = reason, .force = force};
 
 	if (!alloc_id)
 		return err_set(e, CSID_EINVAL, "release volume %s: alloc_id required", id);

@@ -25,111 +25,33 @@
 
 #include <cmocka.h>
 
-#include "agent_proc.h"
-#include "csictl_run.h"
-#include "server_proc.h"
+#include "claim_env.h"
 
-#define T_HP AGENT_PROC_HP_ID
-#define T_NODE "node-e2e"
-#define T_TOKEN "claims-e2e-token-71b"
-#define T_WAIT_MS 60000
-
-struct t_env {
-	void *a; /* struct agent_proc *, as agent_proc_setup_hostpath makes it */
-	struct server_proc s;
-	struct csictl_runner rn;
-	struct csictl_run r;
-	char server_env[128];
-	char agent_env[AGENT_PROC_PATH + 32];
-	char spec[SERVER_PROC_PATH + 16];
-};
+#define T_NODE CLAIM_ENV_NODE
+#define T_WAIT_MS CLAIM_ENV_WAIT_MS
+#define T_RUN CLAIM_ENV_RUN
 
 static int t_setup(void **state)
 {
-	struct t_env *t = calloc(1, sizeof(*t));
-	char servers[512], listener[160];
-	const char *edits[] = {"\"--no-controller-publish\", ",
-			       "",
-			       "\"plugin_log_max_bytes\": 65536,",
-			       servers,
-			       "\"stop_grace\": \"3s\"}",
-			       "\"stop_grace\": \"3s\", \"heartbeat\": \"300ms\"}",
-			       "\"node_name\": \"" T_NODE "\",",
-			       listener,
-			       NULL};
-	int port = server_proc_free_port();
-	FILE *f;
+	struct claim_env *t = calloc(1, sizeof(*t));
 
 	*state = t;
-	if (!t || port < 0 || server_proc_init(&t->s) != 0 ||
-	    server_proc_write_config(
-		&t->s,
-		"{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"node_ttl\": \"30s\","
-		" \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}],"
-		" \"agent_token\": \"" T_TOKEN "\", \"backoff_min\": \"20ms\","
-		" \"backoff_max\": \"300ms\"}",
-		NULL) != 0 ||
-	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_WAIT_MS)) {
-		if (t)
-			server_proc_dump_log(&t->s, "server setup failed");
-		return -1;
-	}
-	http_client_token(t->s.http, T_TOKEN);
-	snprintf(listener, sizeof(listener),
-		 "\"node_name\": \"" T_NODE "\", \"listener\": {\"addr\": \"127.0.0.1:%d\"},",
-		 port);
-	snprintf(servers, sizeof(servers),
-		 "\"plugin_log_max_bytes\": 65536, \"servers\": [\"%s\"],"
-		 " \"server_token\": \"" T_TOKEN "\",",
-		 t->s.base);
-	if (agent_proc_setup_hostpath(&t->a, edits) != 0)
-		return -1;
-	if (!server_proc_wait_plugin(&t->s, T_HP, T_WAIT_MS)) {
-		server_proc_dump_log(&t->s, "plugin never healthy on the server");
-		return -1;
-	}
-	t->rn.dir = t->s.dir;
-	t->rn.deadline_ms = 120000;
-	snprintf(t->server_env, sizeof(t->server_env), "CSID_ADDR=%s", t->s.base);
-	snprintf(t->agent_env, sizeof(t->agent_env), "CSID_AGENT_ADDR=unix:%s",
-		 ((struct agent_proc *)t->a)->sock);
-	snprintf(t->spec, sizeof(t->spec), "%s/vol.json", t->s.dir);
-	f = fopen(t->spec, "w");
-	if (!f)
-		return -1;
-	fputs("{\"id\": \"data\", \"plugin_id\": \"" T_HP "\", \"capacity_min\": \"1MiB\","
-	      " \"capabilities\": [{\"access_mode\": \"single-node-single-writer\","
-	      " \"attachment_mode\": \"file-system\"}]}\n",
-	      f);
-	return fclose(f) == 0 ? 0 : -1;
+	return t ? claim_env_setup(t, "single-node-single-writer") : -1;
 }
 
 static int t_teardown(void **state)
 {
-	struct t_env *t = *state;
+	struct claim_env *t = *state;
 
 	if (!t)
 		return 0;
-	csictl_runner_cleanup(&t->rn);
-	/* The agent first: its cleanup detaches every mount it made. */
-	agent_proc_teardown(&t->a);
-	if (t->s.dir[0])
-		assert_false(server_proc_log_has(&t->s, T_TOKEN));
-	server_proc_cleanup(&t->s);
+	claim_env_teardown(t);
 	free(t);
 	return 0;
 }
 
-/* Runs csictl with the server's and the agent's addresses and the token; args NULL-terminated. */
-#define T_RUN(t, ...)                                                                          \
-	do {                                                                                   \
-		char *env_[] = {(t)->server_env, (t)->agent_env, "CSID_TOKEN=" T_TOKEN, NULL}; \
-		char *args_[] = {__VA_ARGS__, NULL};                                           \
-		csictl_runner_run(&(t)->rn, &(t)->r, env_, args_);                             \
-	} while (0)
-
 /* The volume as the server shows it (a new reference). */
-static json_t *t_volume(struct t_env *t)
+static json_t *t_volume(struct claim_env *t)
 {
 	json_t *doc = NULL;
 
@@ -139,7 +61,7 @@ static json_t *t_volume(struct t_env *t)
 
 static bool t_freed(void *ctx)
 {
-	struct t_env *t = ctx;
+	struct claim_env *t = ctx;
 	json_t *doc = NULL, *past;
 	bool ok;
 
@@ -157,8 +79,8 @@ static bool t_freed(void *ctx)
 }
 
 /* The agent's answer to a request, checked: status and a part of the error. */
-static void t_agent_expect(struct t_env *t, const char *method, const char *path, const char *body,
-			   long status, const char *in_error)
+static void t_agent_expect(struct claim_env *t, const char *method, const char *path,
+			   const char *body, long status, const char *in_error)
 {
 	json_t *doc = NULL;
 	long got = agent_proc_http(t->a, method, path, body, &doc);
@@ -171,7 +93,7 @@ static void t_agent_expect(struct t_env *t, const char *method, const char *path
 }
 
 /* Bad requests get a clear error and claim nothing. */
-static void t_bad_requests(struct t_env *t)
+static void t_bad_requests(struct claim_env *t)
 {
 	json_t *v;
 
@@ -192,7 +114,7 @@ static void t_bad_requests(struct t_env *t)
 
 static void test_mount_claim_unmount_release(void **state)
 {
-	struct t_env *t = *state;
+	struct claim_env *t = *state;
 	json_t *v, *claim, *pub;
 	char path[1024], file[1100];
 	FILE *f;
@@ -271,7 +193,7 @@ static void test_mount_claim_unmount_release(void **state)
  */
 static void test_release_pending_across_restarts(void **state)
 {
-	struct t_env *t = *state;
+	struct claim_env *t = *state;
 	struct agent_proc *a = t->a;
 	char path[1024];
 	json_t *v;

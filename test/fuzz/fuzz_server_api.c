@@ -28,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct model_map map;
 	const char *body;
 	char *id = NULL;
+	char *reason = NULL;
 	bool force;
 	int64_t cap = 0;
 	struct err e;
@@ -54,9 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	case 1:
-		rc = server_api_decode_release(a, body, len, &id, &force, &e);
+		rc = server_api_decode_release(a, body, len, &id, &force, &reason, &e);
 		if (!rc)
 			fuzz_check_id(id);
+		for (const char *p = rc ? NULL : reason; p && *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				abort();
 		break;
 	case 2:
 		rc = server_api_decode_detach(a, body, len, &id, &e);

@@ -471,6 +471,59 @@ static void test_context_file(void **state)
 	assert_int_equal(ctx_parse("{\"a\": \"b\"", &j, &e), CSID_EINVAL);
 }
 
+/* The owner flags of `csictl volume mount`: one of three, checked before any request. */
+static void test_owner_json(void **state)
+{
+	struct csictl_agent_opts o;
+	json_t *j = NULL;
+	int64_t ms = 0;
+	struct err e;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), 0);
+	assert_null(j);
+	o.owner_pid = "1234";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "pid")), 1234);
+	json_decref(j);
+	o.lease = "30s";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "exclude each other"));
+	assert_null(j);
+	o.owner_pid = NULL;
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), 0);
+	assert_int_equal(json_integer_value(json_object_get(j, "lease_ms")), 30000);
+	json_decref(j);
+	o.lease = NULL;
+	o.owner_cgroup = "/sys/fs/cgroup/unified/job";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(j, "cgroup")),
+			    "/sys/fs/cgroup/unified/job");
+	json_decref(j);
+	o.owner_cgroup = "job";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "absolute"));
+	o.owner_cgroup = NULL;
+	o.owner_pid = "12ab";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "process ID"));
+	o.owner_pid = "0";
+	assert_int_equal(csictl_agent_owner_json(&o, &j, &e), CSID_EINVAL);
+	/* Leases: 1s to 24h, with the range in the message. */
+	assert_int_equal(csictl_agent_lease_parse("1s", &ms, &e), 0);
+	assert_int_equal(ms, 1000);
+	assert_int_equal(csictl_agent_lease_parse("24h", &ms, &e), 0);
+	assert_int_equal(ms, 24LL * 3600 * 1000);
+	assert_int_equal(csictl_agent_lease_parse("0", &ms, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "from 1s to 24h"));
+	assert_int_equal(csictl_agent_lease_parse("87600h", &ms, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "from 1s to 24h"));
+	assert_int_equal(csictl_agent_lease_parse("999ms", &ms, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "from 1s to 24h"));
+	assert_int_equal(csictl_agent_lease_parse("-5s", &ms, &e), CSID_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -480,6 +533,7 @@ int main(void)
 	    cmocka_unit_test(test_render_mount),   cmocka_unit_test(test_error_text),
 	    cmocka_unit_test(test_render_object),  cmocka_unit_test(test_render_unmount),
 	    cmocka_unit_test(test_connect_error),  cmocka_unit_test(test_context_file),
+	    cmocka_unit_test(test_owner_json),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -464,11 +464,17 @@ static void test_release_and_force_free(void **state)
 			 0);
 	assert_int_equal(server_volume_get(t->s, "shared", t->a, &v, &e), 0);
 	assert_int_equal(v->npubs, 2);
-	/* A plain release: the node side is done; the reconciler does the rest. */
-	assert_int_equal(server_volume_release(t->s, "shared", "a2", false, t->a, &v, &skipped, &e),
+	/*
+	 * A plain release: the node side is done; the reconciler does the
+	 * rest. The reason the node gave (its claim owner was gone) is in the
+	 * claim's note.
+	 */
+	assert_int_equal(server_volume_release_why(t->s, "shared", "a2", false,
+						   "owner pid 1234 exited", t->a, &v, &skipped, &e),
 			 0);
 	assert_null(skipped);
 	assert_int_equal(model_volume_claim(v, "a2")->state, MODEL_CLAIM_NODE_UNPUBLISHED);
+	assert_string_equal(model_volume_claim(v, "a2")->note, "released: owner pid 1234 exited");
 	/*
 	 * Force-free: frees the claim at once and says what it did not wait
 	 * for; the publication stays, marked for the reconciler to unpublish.

@@ -632,10 +632,21 @@ static int csictl_agent_unmount(struct csictl_agent *a)
 static int csictl_agent_claim_mount(struct csictl_agent *a)
 {
 	json_t *body = json_pack("{s:s, s:b}", "alloc_id", a->o.alloc, "read_only", a->o.readonly);
+	json_t *owner = NULL;
 	char vol[1024], path[1200];
 	char *text;
+	struct err e;
 	int ret;
 
+	err_clear(&e);
+	if (csictl_agent_owner_json(&a->o, &owner, &e)) {
+		json_decref(body);
+		fprintf(a->err, "error: %s\n", e.msg);
+		return CSICTL_EXIT_USAGE;
+	}
+	if (body && owner)
+		json_object_set(body, "owner", owner);
+	json_decref(owner);
 	if (body && a->o.access_mode)
 		json_object_set_new(body, "access_mode", json_string(a->o.access_mode));
 	if (body && a->o.attachment_mode)
@@ -672,12 +683,57 @@ static int csictl_agent_claim_unmount(struct csictl_agent *a)
 				    NULL);
 }
 
-/* A run of `csictl volume mount|unmount VOL -alloc A`. */
+/* A lease renewal's answer. */
+static int csictl_agent_render_renew(const json_t *j, FILE *out, struct err *e)
+{
+	char vol[256], alloc[256];
+
+	if (!json_is_object(j))
+		return err_set(e, CSID_EPROTO, "the agent's answer is not a JSON object");
+	csictl_agent_field(j, vol, sizeof(vol), "volume_id", NULL);
+	csictl_agent_field(j, alloc, sizeof(alloc), "alloc_id", NULL);
+	fprintf(out, "lease of volume %s for allocation %s renewed for %llds\n", vol, alloc,
+		(long long)json_integer_value(json_object_get(j, "lease_ms")) / 1000);
+	return 0;
+}
+
+/* `csictl volume renew VOL -alloc A [-lease D]`: the lease owning the mount starts again. */
+static int csictl_agent_claim_renew(struct csictl_agent *a)
+{
+	char vol[1024], alloc[1024], path[2300], body[64] = "{}";
+	int64_t lease = 0;
+	struct err e;
+
+	err_clear(&e);
+	if (a->o.owner_pid || a->o.owner_cgroup) {
+		fputs("error: renew takes -lease only\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	if (a->o.lease) {
+		if (csictl_agent_lease_parse(a->o.lease, &lease, &e)) {
+			fprintf(a->err, "error: %s\n", e.msg);
+			return CSICTL_EXIT_USAGE;
+		}
+		snprintf(body, sizeof(body), "{\"lease_ms\": %lld}", (long long)lease);
+	}
+	if (csictl_http_escape(a->args.v[1], vol, sizeof(vol)) ||
+	    csictl_http_escape(a->o.alloc, alloc, sizeof(alloc))) {
+		fputs("error: volume or allocation ID is too long\n", a->err);
+		return CSICTL_EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "/v1/agent/volumes/%s/mount/%s/renew", vol, alloc);
+	return csictl_agent_request(a, "PUT", path, body, csictl_agent_render_renew, NULL);
+}
+
+/* A run of `csictl volume mount|unmount|renew VOL -alloc A`. */
 static int csictl_agent_run_volume(struct csictl_agent *a)
 {
 	const char *cmd = a->args.v[0];
 
-	if (strcmp(cmd, "mount") != 0 && strcmp(cmd, "unmount") != 0) {
+	if (strcmp(cmd, "renew") == 0 && a->args.n == 2 && a->o.alloc && *a->o.alloc &&
+	    *a->args.v[1])
+		return csictl_agent_claim_renew(a);
+	if (strcmp(cmd, "mount") != 0 && strcmp(cmd, "unmount") != 0 && strcmp(cmd, "renew") != 0) {
 		fprintf(a->err, "error: unknown command \"%.64s\"\n", cmd);
 		return CSICTL_EXIT_USAGE;
 	}
@@ -685,14 +741,16 @@ static int csictl_agent_run_volume(struct csictl_agent *a)
 		fprintf(a->err, "error: usage: csictl volume %s VOLUME -alloc ALLOC%s\n", cmd,
 			strcmp(cmd, "mount") == 0
 			    ? " [-read-only] [-access-mode M] [-attachment-mode M]"
-			    : "");
+			      " [-owner-pid PID | -owner-cgroup PATH | -lease DURATION]"
+			: strcmp(cmd, "renew") == 0 ? " [-lease DURATION]"
+						    : "");
 		return CSICTL_EXIT_USAGE;
 	}
 	return strcmp(cmd, "mount") == 0 ? csictl_agent_claim_mount(a)
 					 : csictl_agent_claim_unmount(a);
 }
 
-#define CSICTL_AGENT_FLAGS_MAX 24
+#define CSICTL_AGENT_FLAGS_MAX 28
 
 static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag *f)
 {
@@ -728,6 +786,13 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	     "unmount: when the plugin fails, unmount and drop the record anyway"},
 	    {"alloc", CSICTL_FLAG_STRING, &o->alloc, "ID", "volume mount, unmount: the allocation"},
 	    {"read-only", CSICTL_FLAG_BOOL, &o->readonly, NULL, "volume mount: a read claim"},
+	    {"owner-pid", CSICTL_FLAG_STRING, &o->owner_pid, "PID",
+	     "volume mount: the process owning the mount (released when it exits)"},
+	    {"owner-cgroup", CSICTL_FLAG_STRING, &o->owner_cgroup, "PATH",
+	     "volume mount: the cgroup v2 directory owning the mount (released when empty)"},
+	    {"lease", CSICTL_FLAG_STRING, &o->lease, "DURATION",
+	     "volume mount, renew: a lease (1s to 24h) owning the mount; renew before it "
+	     "lapses"},
 	    {"h", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	    {"help", CSICTL_FLAG_BOOL, &o->help, NULL, "help"},
 	};

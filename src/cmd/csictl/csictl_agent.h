@@ -44,8 +44,11 @@ struct csictl_agent_opts {
 	const char *context_file;
 	json_t *context_doc; /* the volume context read from context_file; owned by the run */
 	bool force;
-	const char *alloc; /* volume mount, unmount */
-	bool volume; /* the run is `csictl volume mount|unmount` */
+	const char *alloc; /* volume mount, unmount, renew */
+	const char *owner_pid; /* volume mount: the claim owners */
+	const char *owner_cgroup;
+	const char *lease; /* volume mount, renew */
+	bool volume; /* the run is `csictl volume mount|unmount|renew` */
 };
 
 /*
@@ -68,6 +71,16 @@ int csictl_agent_context_parse(const char *text, size_t len, json_t **out, struc
  */
 int csictl_agent_mount_body(const struct csictl_agent_opts *o, const char *volume,
 			    const char *alloc, json_t **out, struct err *e);
+
+/*
+ * The "owner" object of a claim mount from -owner-pid, -owner-cgroup or
+ * -lease (at most one): {"pid": N}, {"cgroup": PATH} or {"lease_ms": N}
+ * with the lease from 1s to 24h; *out NULL when none is given. Returns 0,
+ * or CSID_EINVAL with e set.
+ */
+int csictl_agent_owner_json(const struct csictl_agent_opts *o, json_t **out, struct err *e);
+/* The lease of -lease in ms, checked (1s to 24h). Returns 0 or CSID_EINVAL with e set. */
+int csictl_agent_lease_parse(const char *s, int64_t *ms, struct err *e);
 
 /* Renders GET /v1/agent/plugins (an array, or {"plugins": [...]}) as a table. */
 int csictl_agent_render_plugins(const json_t *j, FILE *out, struct err *e);
@@ -95,10 +108,12 @@ int csictl_agent_main(int argc, char **argv, FILE *out, FILE *errf);
 
 /*
  * `csictl volume mount VOL -alloc A [-read-only] [-access-mode M]
- * [-attachment-mode M]` and `csictl volume unmount VOL -alloc A`: a
- * volume of the csid servers claimed and mounted by the local agent
- * (PUT /v1/agent/volumes/<vol>/mount), or unmounted and released. argv
- * starts at "mount" or "unmount". Prints the path, or what was done;
+ * [-attachment-mode M] [-owner-pid PID | -owner-cgroup PATH | -lease D]`,
+ * `csictl volume unmount VOL -alloc A` and `csictl volume renew VOL
+ * -alloc A [-lease D]`: a volume of the csid servers claimed and mounted
+ * by the local agent (PUT /v1/agent/volumes/<vol>/mount), unmounted and
+ * released, or the lease that owns the mount renewed. argv starts at
+ * "mount", "unmount" or "renew". Prints the path, or what was done;
  * returns the exit status.
  */
 int csictl_agent_volume_main(int argc, char **argv, FILE *out, FILE *errf);

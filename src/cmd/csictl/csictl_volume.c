@@ -12,7 +12,10 @@
  *   claim ID -alloc A -node N         claim it (low level)
  *   release ID -alloc A [-force]      release a claim (low level)
  *   mount ID -alloc A [-read-only]    the local agent claims and mounts it
+ *     [-owner-pid P | -owner-cgroup C | -lease D]   ... owned by a process,
+ *                                     a cgroup or a lease: released when gone
  *   unmount ID -alloc A               the local agent unmounts, then releases
+ *   renew ID -alloc A [-lease D]      renew the lease owning a mount
  *   snapshot create|delete|list|status
  * Spec files are JSON with "#" or "//" comment lines; they are checked
  * here with the model's decoder before anything is sent, so a mistake is
@@ -107,6 +110,11 @@ static void volume_help(FILE *f)
 	      "  mount ID -alloc A [-read-only] [-access-mode M] [-attachment-mode M]\n"
 	      "                                the local agent claims it, mounts it for A and\n"
 	      "                                prints the path (-address: the agent)\n"
+	      "    [-owner-pid PID | -owner-cgroup PATH | -lease DURATION]\n"
+	      "                                its owner: when the process exits, the cgroup\n"
+	      "                                is empty or the lease (1s to 24h) lapses, the\n"
+	      "                                agent unmounts it and releases the claim\n"
+	      "  renew ID -alloc A [-lease D]  renew the lease owning the mount\n"
 	      "  unmount ID -alloc A           the local agent unmounts it, then releases the\n"
 	      "                                claim\n"
 	      "  snapshot create VOL SNAP [-wait] | delete SNAP | list [VOL] | status SNAP\n"
@@ -536,7 +544,8 @@ int csictl_volume_main(int argc, char **argv, FILE *out, FILE *err)
 	int ret;
 
 	/* Through the local agent, with its flags (-address, CSID_AGENT_ADDR). */
-	if (argc > 0 && (strcmp(argv[0], "mount") == 0 || strcmp(argv[0], "unmount") == 0))
+	if (argc > 0 && (strcmp(argv[0], "mount") == 0 || strcmp(argv[0], "unmount") == 0 ||
+			 strcmp(argv[0], "renew") == 0))
 		return csictl_agent_volume_main(argc, argv, out, err);
 	memset(&o, 0, sizeof(o));
 	n = volume_flags(&o, flags);
