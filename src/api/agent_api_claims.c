@@ -419,8 +419,8 @@ int agent_api_decode_claim(const char *node, const char *body, size_t len, json_
 		goto out;
 	}
 	*read_only = json_is_true(v);
-	*claim = json_pack("{s:s, s:s, s:s}", "alloc_id", alloc, "node_id", node, "mode",
-			   *read_only ? "read" : "write");
+	*claim = json_pack("{s:s, s:s, s:s, s:b}", "alloc_id", alloc, "node_id", node, "mode",
+			   *read_only ? "read" : "write", "held_by_agent", 1);
 	for (int i = 2; *claim && agent_api_claim_keys[i]; i++) {
 		v = json_object_get(root, agent_api_claim_keys[i]);
 		if (v && !json_is_string(v)) {
@@ -494,7 +494,7 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	char path[AGENT_API_URL_MAX];
 	struct mounter_result *res = NULL;
 	json_t *claim = NULL, *v = NULL, *pub = NULL;
-	bool read_only = false;
+	bool read_only = false, held = false;
 	const char *alloc;
 	int rc;
 
@@ -502,6 +502,10 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	    (rc = agent_api_decode_claim(a->node_name, body, len, &claim, &read_only, e)))
 		return rc;
 	alloc = json_string_value(json_object_get(claim, "alloc_id"));
+	/* Reported as held before the claim goes out (server/server_gc.h). */
+	if ((rc = held_allocs_begin(a->cfg.held, vol, alloc, e)))
+		goto out;
+	held = true;
 	if ((rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
 	    (rc = agent_api_server(a, "GET", path, NULL, &v, e)))
 		goto out;
@@ -536,6 +540,8 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	if (!*out)
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 out:
+	if (held)
+		held_allocs_end(a->cfg.held, vol, alloc);
 	free(res);
 	json_decref(claim);
 	json_decref(v);

@@ -298,7 +298,7 @@ static void test_body(void **state)
 	fp->ntopology = 1;
 	err_clear(&e);
 	assert_int_equal(
-	    server_link_body(&snap, "n1", "abc", "http://10.0.0.5:4650", &body, &len, &e), 0);
+	    server_link_body(&snap, "n1", "abc", "http://10.0.0.5:4650", NULL, &body, &len, &e), 0);
 	/* Read back by the server's own decoder of PUT /v1/node. */
 	if (model_node_spec_decode(a, body, len, &n, &e) != 0)
 		fail_msg("decode %s: %s", body, e.msg);
@@ -321,7 +321,7 @@ static void test_body(void **state)
 	p[1].status.health.healthy = false;
 	snprintf(p[1].status.health.description, PLUGIN_HEALTH_DESC_MAX, "Probe: not ready");
 	free(body);
-	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, &body, &len, &e), 0);
+	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, NULL, &body, &len, &e), 0);
 	assert_int_equal(model_node_spec_decode(a, body, len, &n, &e), 0);
 	assert_null(n->address);
 	assert_false(n->plugins[1].healthy);
