@@ -196,6 +196,8 @@ static void t_released(struct t_env *t, const char *vol, const char *alloc, cons
 	assert_int_equal(v->npast_claims, 1);
 	assert_string_equal(v->past_claims[0].alloc_id, alloc);
 	assert_int_equal(v->past_claims[0].state, MODEL_CLAIM_FREED);
+	/* The reason stays with it. */
+	assert_string_equal(v->past_claims[0].note, note);
 }
 
 static void test_report_rule_and_race(void **state)
