@@ -13,8 +13,11 @@
  * mounter with the plugin, external ID, volume context, publish context
  * and fs_type of the volume. The servers' API view holds no secrets and
  * no mount flags, so none are passed to the node plugin (node-stage
- * secrets are not supported yet). A mount that fails after the claim
- * leaves the claim: an unmount is the way out.
+ * secrets are not supported yet). The allocation is in the agent's
+ * report of held allocations (agent/held_allocs.h) from before the claim
+ * goes out until its mount record exists; a mount that fails after the
+ * claim leaves the claim, which the server releases once the report no
+ * longer has it (server/server_gc.h), or an unmount releases at once.
  *
  * An unmount takes the mount down through the mounter (unpublish, then
  * unstage when unused) and only then releases the claim, so the server
