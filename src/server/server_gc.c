@@ -303,7 +303,7 @@ static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, str
 	for (size_t i = 0; i < v->nclaims; i++) {
 		struct model_claim *c = &v->claims[i];
 		const struct server_gc_node *g = server_gc_node_find(w, c->node_id);
-		char note[ERR_MSG_MAX];
+		char note[ERR_MSG_MAX], q[ERR_MSG_MAX + 64];
 		int rc;
 
 		if (!server_gc_verdict(v->id, c, g, w->now_ms, w->grace_ms, note, sizeof(note)))
@@ -315,8 +315,8 @@ static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, str
 					    now, e);
 		if (rc)
 			return rc;
-		log_warn("msg=\"lost claim released\" volume=%s alloc=%s node=%s note=\"%s\"",
-			 v->id, c->alloc_id, c->node_id, note);
+		log_warn("msg=\"lost claim released\" volume=%s alloc=%s node=%s note=%s", v->id,
+			 c->alloc_id, c->node_id, log_q(q, sizeof(q), note));
 		changed = true;
 	}
 	if (!changed)
