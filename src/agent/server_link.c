@@ -227,7 +227,8 @@ static int server_link_plugin(const struct plugin_manager_plugin *sp, struct are
 }
 
 int server_link_body(const struct plugin_manager_snapshot *snap, const char *node,
-		     const char *instance_id, const char *address, char **out, size_t *len,
+		     const char *instance_id, const char *address,
+		     const struct server_link_allocs *allocs, char **out, size_t *len,
 		     struct err *e)
 {
 	struct arena *a = arena_new();
@@ -241,6 +242,11 @@ int server_link_body(const struct plugin_manager_snapshot *snap, const char *nod
 	n.id = (char *)node;
 	n.instance_id = (char *)instance_id;
 	n.address = (char *)address;
+	if (allocs) {
+		n.allocs_reported = true;
+		n.allocs = (struct model_node_alloc *)allocs->v;
+		n.nallocs = allocs->n;
+	}
 	n.plugins = arena_alloc(a, (snap->nplugins + 1) * sizeof(*n.plugins));
 	if (!n.plugins)
 		rc = CSID_ENOMEM;

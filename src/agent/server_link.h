@@ -2,7 +2,8 @@
  * Server link: the agent's side of joining csid servers. The agent sends
  * its node's fingerprint (every node and controller plugin it manages,
  * with health, capabilities, CSI node ID, max volumes and accessible
- * topology, plus the agent's instance ID and the address of its API) with PUT /v1/node/<node> to
+ * topology, plus the agent's instance ID, the address of its API and the
+ * allocations it holds, agent/held_allocs.h) with PUT /v1/node/<node> to
  * one of the configured servers: at start, at once when the fingerprint changes, and every
  * heartbeat period as the node's heartbeat.
  *
@@ -44,7 +45,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/held_allocs.h"
 #include "agent/plugin_manager.h"
+#include "model/model.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -113,14 +116,22 @@ bool server_link_core_begin(struct server_link_core *c, int64_t now_ms, size_t *
 /* Ends the send begun last with its outcome at now_ms, and schedules the next. */
 void server_link_core_end(struct server_link_core *c, int64_t now_ms, enum server_link_outcome o);
 
+/* The allocations report of a fingerprint (agent/held_allocs.h); borrowed. */
+struct server_link_allocs {
+	const struct model_node_alloc *v;
+	size_t n;
+};
+
 /*
  * The body of PUT /v1/node/<node>: instance_id, the agent's address (NULL:
- * none) and every plugin of snap (managed or not yet: one not
- * fingerprinted is sent unhealthy, so the server expects it). Returns 0
+ * none), every plugin of snap (managed or not yet: one not
+ * fingerprinted is sent unhealthy, so the server expects it) and the
+ * allocations report (NULL: none, the key is left out). Returns 0
  * and *out (malloc'd, *len bytes, no NUL needed) or CSID_ENOMEM.
  */
 int server_link_body(const struct plugin_manager_snapshot *snap, const char *node,
-		     const char *instance_id, const char *address, char **out, size_t *len,
+		     const char *instance_id, const char *address,
+		     const struct server_link_allocs *allocs, char **out, size_t *len,
 		     struct err *e);
 
 /*
@@ -140,6 +151,9 @@ struct server_link_config {
 	/* The agent's API for the servers ("http://10.0.0.5:4650"); copied; NULL: none. */
 	const char *address;
 	struct plugin_manager *pm; /* borrowed; outlives the link */
+	/* The allocations reported with the fingerprint; borrowed, outlives the link; NULL: none.
+	 */
+	struct held_allocs *held;
 	struct clock *clock; /* borrowed; NULL: real clock */
 	struct server_link_timing timing;
 };

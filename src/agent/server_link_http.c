@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "util/arena.h"
 #include "util/log.h"
 
 /* Bytes of a server's answer kept (an error body is short). */
@@ -43,6 +44,7 @@ struct server_link {
 	char *instance_id;
 	char *address; /* NULL: none */
 	struct plugin_manager *pm;
+	struct held_allocs *held; /* NULL: no allocations report */
 	struct clock *clock;
 	struct server_link_timing timing;
 
@@ -137,6 +139,7 @@ int server_link_new(const struct server_link_config *cfg, struct server_link **o
 		if (!(l->servers[l->nservers] = strdup(cfg->servers[l->nservers])))
 			goto nomem;
 	l->pm = cfg->pm;
+	l->held = cfg->held;
 	l->clock = cfg->clock ? cfg->clock : clock_real();
 	l->timing = cfg->timing;
 	pthread_mutex_init(&l->mu, NULL);
@@ -156,21 +159,35 @@ nomem:
 static void server_link_rebuild(struct server_link *l)
 {
 	struct plugin_manager_snapshot snap = {0};
+	struct server_link_allocs allocs = {0};
+	struct arena *a = arena_new();
 	char *body = NULL;
 	size_t len = 0;
+	bool ready = false;
 	struct err e;
 	char q[600];
 
 	err_clear(&e);
-	if (plugin_manager_snapshot(l->pm, &snap, &e) ||
-	    server_link_body(&snap, l->node, l->instance_id, l->address, &body, &len, &e)) {
-		/* Out of memory: the last body goes out; the next heartbeat rebuilds. */
+	/* The report before the snapshot: both are as of now or later than the flows they show. */
+	if (!a ||
+	    (l->held && held_allocs_list(l->held, a, &ready, (struct model_node_alloc **)&allocs.v,
+					 &allocs.n, &e)) ||
+	    plugin_manager_snapshot(l->pm, &snap, &e) ||
+	    server_link_body(&snap, l->node, l->instance_id, l->address, ready ? &allocs : NULL,
+			     &body, &len, &e)) {
+		/*
+		 * Out of memory, or the mounter's records unreadable: the last
+		 * body goes out (never one that reports nothing held); the next
+		 * heartbeat rebuilds.
+		 */
 		log_error("msg=\"server link: cannot build the node fingerprint\" error=%s",
-			  log_q(q, sizeof(q), e.msg));
+			  log_q(q, sizeof(q), a ? e.msg : "out of memory"));
 		plugin_manager_snapshot_free(&snap);
+		arena_free(a);
 		return;
 	}
 	plugin_manager_snapshot_free(&snap);
+	arena_free(a);
 	if (l->body && len == l->body_len && memcmp(body, l->body, len) == 0) {
 		free(body);
 		return;

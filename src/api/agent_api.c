@@ -54,8 +54,8 @@ static int agent_api_route_volume(struct agent_api *a, const struct http_request
 	return agent_api_volume_unmount(a, vol, alloc, NULL, &rep->doc, e);
 }
 
-static int agent_api_route(void *ctx, const struct http_request *req, struct http_reply *rep,
-			   struct err *e)
+static int agent_api_dispatch(void *ctx, const struct http_request *req, struct http_reply *rep,
+			      struct err *e)
 {
 	static const char mounts[] = "/v1/agent/mounts";
 	static const char volumes[] = "/v1/agent/volumes/";
@@ -99,6 +99,23 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", url);
+}
+
+/*
+ * Dispatches; after any mount or unmount request (whatever its outcome:
+ * a failure may have changed records too) the held allocations are told,
+ * so the servers see the agent's report change at once.
+ */
+static int agent_api_route(void *ctx, const struct http_request *req, struct http_reply *rep,
+			   struct err *e)
+{
+	struct agent_api *a = ctx;
+	int rc = agent_api_dispatch(ctx, req, rep, e);
+
+	if (strcmp(req->method, "GET") != 0 && (strncmp(req->url, "/v1/agent/mounts", 16) == 0 ||
+						strncmp(req->url, "/v1/agent/volumes/", 18) == 0))
+		held_allocs_changed(a->cfg.held);
+	return rc;
 }
 
 static char *agent_api_dup(const char *s)

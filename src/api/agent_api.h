@@ -35,6 +35,7 @@
 
 #include <jansson.h>
 
+#include "agent/held_allocs.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
 #include "agent/plugin_manager.h"
@@ -67,6 +68,8 @@ struct agent_api_config {
 	const char *db_path;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
+	/* The allocations reported to the servers (borrowed); NULL: none reported. */
+	struct held_allocs *held;
 };
 
 struct agent_api;

@@ -14,8 +14,11 @@
  * mounter with the plugin, external ID, volume context, publish context
  * and fs_type of the volume. The servers' API view holds no secrets and
  * no mount flags, so none are passed to the node plugin (node-stage
- * secrets are not supported yet). A mount that fails after the claim
- * leaves the claim: an unmount is the way out.
+ * secrets are not supported yet). The allocation is in the agent's
+ * report of held allocations (agent/held_allocs.h) from before the claim
+ * goes out until its mount record exists; a mount that fails after the
+ * claim leaves the claim, which the server releases once the report no
+ * longer has it (server/server_gc.h), or an unmount releases at once.
  *
  * An unmount takes the mount down through the mounter (unpublish, then
  * unstage when unused) and only then releases the claim, so the server
@@ -420,8 +423,8 @@ int agent_api_decode_claim(const char *node, const char *body, size_t len, json_
 		goto out;
 	}
 	*read_only = json_is_true(v);
-	*claim = json_pack("{s:s, s:s, s:s}", "alloc_id", alloc, "node_id", node, "mode",
-			   *read_only ? "read" : "write");
+	*claim = json_pack("{s:s, s:s, s:s, s:b}", "alloc_id", alloc, "node_id", node, "mode",
+			   *read_only ? "read" : "write", "held_by_agent", 1);
 	for (int i = 2; *claim && agent_api_claim_keys[i]; i++) {
 		v = json_object_get(root, agent_api_claim_keys[i]);
 		if (v && !json_is_string(v)) {
@@ -496,7 +499,7 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	struct mounter_result *res = NULL;
 	json_t *claim = NULL, *v = NULL, *pub = NULL;
 	struct owners_spec owner;
-	bool read_only = false, owned = false;
+	bool read_only = false, owned = false, held = false;
 	const char *alloc;
 	int rc;
 
@@ -505,8 +508,13 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 		return rc;
 	alloc = json_string_value(json_object_get(claim, "alloc_id"));
 	/* The owner is checked before anything is claimed. */
-	if ((rc = agent_api_owner_check(a, body, len, &owner, &owned, e)) ||
-	    (rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
+	if ((rc = agent_api_owner_check(a, body, len, &owner, &owned, e)))
+		goto out;
+	/* Reported as held before the claim goes out (server/server_gc.h). */
+	if ((rc = held_allocs_begin(a->cfg.held, vol, alloc, e)))
+		goto out;
+	held = true;
+	if ((rc = agent_api_volume_path(vol, "", path, sizeof(path), e)) ||
 	    (rc = agent_api_server(a, "GET", path, NULL, &v, e)))
 		goto out;
 	agent_api_claim_defaults(claim, v);
@@ -544,6 +552,8 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 	if (!*out)
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 out:
+	if (held)
+		held_allocs_end(a->cfg.held, vol, alloc);
 	free(res);
 	json_decref(claim);
 	json_decref(v);

@@ -142,8 +142,8 @@ static int decode_map(struct arena *a, json_t *obj, const char *key, struct mode
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 			    struct model_claim_request *out, struct err *e)
 {
-	static const char *const keys[] = {"alloc_id",    "node_id",         "mode",
-					   "access_mode", "attachment_mode", NULL};
+	static const char *const keys[] = {
+	    "alloc_id", "node_id", "mode", "access_mode", "attachment_mode", "held_by_agent", NULL};
 	char *alloc = NULL, *node = NULL, *mode = NULL, *access = NULL, *attach = NULL;
 	int rc;
 	json_t *root = decode_object(body, len, e);
@@ -162,6 +162,8 @@ int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 		rc = decode_string(a, root, "access_mode", 64, true, &access, e);
 	if (!rc)
 		rc = decode_string(a, root, "attachment_mode", 64, false, &attach, e);
+	if (!rc)
+		rc = decode_bool(root, "held_by_agent", &out->held_by_agent, e);
 	if (!rc && mode && strcmp(mode, "read") != 0 && strcmp(mode, "write") != 0)
 		rc = err_set(e, CSID_EINVAL, "mode: expected read or write");
 	if (!rc)

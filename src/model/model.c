@@ -700,6 +700,11 @@ int model_node_copy(struct arena *a, const struct model_node *n, struct model_no
 			p->caps[j] = model_dup(a, p->caps[j], &ok);
 		model_copy_map(a, &p->topology.segments, &ok);
 	}
+	d->allocs = model_dup_array(a, n->allocs, n->nallocs, sizeof(*n->allocs), &ok);
+	for (size_t i = 0; ok && i < n->nallocs; i++) {
+		d->allocs[i].volume_id = model_dup(a, n->allocs[i].volume_id, &ok);
+		d->allocs[i].alloc_id = model_dup(a, n->allocs[i].alloc_id, &ok);
+	}
 	if (!ok)
 		return err_set(e, CSID_ENOMEM, "node copy: out of memory");
 	*out = d;

@@ -38,7 +38,7 @@
  *     "schedulable", "plugin_health" (filled by the server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
- *           "claimed_ms", "updated_ms", "note"}
+ *           "claimed_ms", "updated_ms", "note", "held_by_agent"}
  *   publication: {"node_id", "plugin_node_id", "read_only", "access_mode",
  *           "attachment_mode", "state": "publishing|published|unpublishing",
  *           "context": {...}}
@@ -54,7 +54,9 @@
  *          or "host:port": where the server runs controller RPCs of the
  *          node's controller plugins), "plugins": [{"plugin_id", "type": "controller|node",
  *            "healthy", "health", "version", "capabilities": [names],
- *            "plugin_node_id", "max_volumes", "topology": {seg map}}]}
+ *            "plugin_node_id", "max_volumes", "topology": {seg map}}],
+ *          "allocations": [{"volume_id", "alloc_id"}] (the agent's report;
+ *            absent: not reported; never stored)}
  *          (one encoding; the API layer adds the indices if it shows them)
  * Store decoders skip unknown keys (an older program reads a newer
  * record); the spec decoders refuse them.
@@ -84,6 +86,8 @@
 #define MODEL_HEALTH_MAX 1024
 #define MODEL_PLUGIN_CAPS_MAX 64
 #define MODEL_NODE_PLUGINS_MAX 256
+/* Allocations one node's report may list. */
+#define MODEL_NODE_ALLOCS_MAX 4096
 /* A node's agent address ("http://10.0.0.5:4650"). */
 #define MODEL_ADDRESS_MAX 256
 /* Past claims kept per volume (oldest dropped first). */
@@ -192,6 +196,13 @@ struct model_claim {
 	int64_t claimed_ms; /* wall clock */
 	int64_t updated_ms;
 	char *note; /* why it moved last ("released", "force-freed: skipped ..."), or NULL */
+	/*
+	 * The agent of the node made this claim for its own mount flow
+	 * (`csictl volume mount`): the server releases it once that agent no
+	 * longer reports the allocation (server_gc.c). A claim an external
+	 * scheduler made through the API is never collected that way.
+	 */
+	bool held_by_agent;
 };
 
 /* Whether the claim lifecycle allows from -> to. */
@@ -343,6 +354,12 @@ enum model_node_status { MODEL_NODE_READY, MODEL_NODE_DOWN };
 /* "ready" / "down". */
 const char *model_node_status_name(enum model_node_status s);
 
+/* One allocation a node's agent holds a mount for (or is mounting): its report. */
+struct model_node_alloc {
+	char *volume_id;
+	char *alloc_id;
+};
+
 struct model_node {
 	char *id;
 	/*
@@ -357,6 +374,16 @@ struct model_node {
 	char *address; /* the agent's API address, or NULL */
 	struct model_node_plugin *plugins;
 	size_t nplugins;
+	/*
+	 * The allocations report ("allocations"): sent by an agent with every
+	 * fingerprint, kept in the server's memory, never in the node record
+	 * (the server strips it before it stores the node). allocs_reported
+	 * false: the key was absent (an operator's PUT, an agent that does not
+	 * report yet), which is not the same as an empty report.
+	 */
+	bool allocs_reported;
+	struct model_node_alloc *allocs;
+	size_t nallocs;
 	uint64_t create_index;
 	uint64_t modify_index;
 };

@@ -285,6 +285,7 @@ int model_claim_add(struct arena *a, struct model_volume *v, const struct model_
 	c->mode = req->mode;
 	c->cap = req->cap;
 	c->read_only = req->mode == MODEL_CLAIM_READ;
+	c->held_by_agent = req->held_by_agent;
 	c->state = MODEL_CLAIM_CLAIMED;
 	c->claimed_ms = now_ms;
 	c->updated_ms = now_ms;

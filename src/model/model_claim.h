@@ -38,6 +38,7 @@ struct model_claim_request {
 	const char *node_id;
 	enum model_claim_mode mode;
 	struct model_capability cap;
+	bool held_by_agent; /* the node's agent claims for its own mount flow */
 };
 
 /* What the server knows about the plugin and the claiming node. */

@@ -462,6 +462,8 @@ static int model_dec_claim(struct model_dec *d, json_t *o, const char *path, str
 		rc = model_dec_int(d, o, "updated_ms", path, &c->updated_ms);
 	if (!rc)
 		rc = model_dec_str(d, o, "note", path, 0, &c->note);
+	if (!rc)
+		rc = model_dec_bool(d, o, "held_by_agent", path, &c->held_by_agent);
 	c->mode = (enum model_claim_mode)mode;
 	c->state = (enum model_claim_state)state;
 	return rc;
@@ -671,7 +673,9 @@ static const char *const model_node_plugin_keys[] = {
     "plugin_id",    "type",           "healthy",     "health",   "version",
     "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
 static const char *const model_node_keys[] = {
-    "id", "instance_id", "status", "registered_ms", "updated_ms", "address", "plugins", NULL};
+    "id",      "instance_id", "status", "registered_ms", "updated_ms", "address",
+    "plugins", "allocations", NULL};
+static const char *const model_node_alloc_keys[] = {"volume_id", "alloc_id", NULL};
 
 static int model_dec_node_plugin(struct model_dec *d, json_t *o, const char *path,
 				 struct model_node_plugin *p)
@@ -717,6 +721,38 @@ static int model_dec_node_plugin(struct model_dec *d, json_t *o, const char *pat
 	return rc;
 }
 
+/* "allocations": [{"volume_id", "alloc_id"}], the agent's report (absent: not reported). */
+static int model_dec_node_allocs(struct model_dec *d, json_t *root, struct model_node *n)
+{
+	char sub[MODEL_PATH_MAX];
+	json_t *arr, *item;
+	size_t i;
+	int rc = model_dec_array(d, root, "allocations", "", MODEL_NODE_ALLOCS_MAX, &arr);
+
+	if (rc || !arr)
+		return rc;
+	n->allocs_reported = true;
+	rc = model_dec_alloc(d, json_array_size(arr), sizeof(*n->allocs), (void **)&n->allocs);
+	json_array_foreach(arr, i, item)
+	{
+		struct model_node_alloc *al = &n->allocs[i];
+
+		if (rc)
+			break;
+		snprintf(sub, sizeof(sub), "allocations[%zu]", i);
+		rc = model_dec_object(d, item, sub, model_node_alloc_keys);
+		if (!rc)
+			rc = model_dec_str_req(d, item, "volume_id", sub, MODEL_ID_MAX,
+					       &al->volume_id);
+		if (!rc)
+			rc = model_dec_str_req(d, item, "alloc_id", sub, MODEL_ID_MAX,
+					       &al->alloc_id);
+		if (!rc)
+			n->nallocs++;
+	}
+	return rc;
+}
+
 int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 {
 	char sub[MODEL_PATH_MAX];
@@ -742,6 +778,8 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 		rc = model_dec_int(d, root, "updated_ms", "", &n->updated_ms);
 	if (!rc)
 		rc = model_dec_str(d, root, "address", "", MODEL_ADDRESS_MAX, &n->address);
+	if (!rc)
+		rc = model_dec_node_allocs(d, root, n);
 	if (!rc)
 		rc = model_dec_array(d, root, "plugins", "", MODEL_NODE_PLUGINS_MAX, &arr);
 	if (rc || !arr)

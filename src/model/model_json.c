@@ -140,6 +140,7 @@ static json_t *model_enc_claim(const struct model_claim *c)
 	model_set_int(&ok, o, "claimed_ms", c->claimed_ms);
 	model_set_int(&ok, o, "updated_ms", c->updated_ms);
 	model_set_str(&ok, o, "note", c->note);
+	model_set(&ok, o, "held_by_agent", json_boolean(c->held_by_agent));
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -365,6 +366,18 @@ static json_t *model_enc_node(const struct model_node *n)
 		model_append(&ok, plugins, po);
 	}
 	model_set(&ok, o, "plugins", plugins);
+	if (n->allocs_reported) {
+		json_t *allocs = json_array();
+
+		for (size_t i = 0; i < n->nallocs; i++) {
+			json_t *ao = json_object();
+
+			model_set_str(&ok, ao, "volume_id", n->allocs[i].volume_id);
+			model_set_str(&ok, ao, "alloc_id", n->allocs[i].alloc_id);
+			model_append(&ok, allocs, ao);
+		}
+		model_set(&ok, o, "allocations", allocs);
+	}
 	if (!ok) {
 		json_decref(o);
 		return NULL;

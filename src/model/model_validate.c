@@ -340,5 +340,11 @@ int model_node_validate(const struct model_node *n, struct err *e)
 		model_problem(&p, "plugins: more than %d", MODEL_NODE_PLUGINS_MAX);
 	for (size_t i = 0; i < n->nplugins && i < MODEL_NODE_PLUGINS_MAX; i++)
 		model_check_node_plugin(&p, n, i);
+	if (n->nallocs > MODEL_NODE_ALLOCS_MAX)
+		model_problem(&p, "allocations: more than %d", MODEL_NODE_ALLOCS_MAX);
+	for (size_t i = 0; i < n->nallocs && i < MODEL_NODE_ALLOCS_MAX; i++) {
+		model_check_id(&p, "allocations[].volume_id", n->allocs[i].volume_id);
+		model_check_id(&p, "allocations[].alloc_id", n->allocs[i].alloc_id);
+	}
 	return model_problems_end(&p, "node", e);
 }

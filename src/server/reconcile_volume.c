@@ -639,14 +639,19 @@ static int rv_claim_advance(struct rv_pass *s, size_t i, enum model_claim_state 
 {
 	struct model_volume *v = s->v;
 	const char *alloc = v->claims[i].alloc_id;
+	/*
+	 * Why it was released ("released", a lost claim's reason) stays with
+	 * the claim up to freed: past_claims and the claim events show it.
+	 */
+	const char *note = v->claims[i].note;
 	int64_t now = clock_wall_ms(s->p.env->clock);
 	struct err e;
 	int rc;
 
 	err_clear(&e);
-	rc = model_volume_claim_move(s->p.a, v, alloc, to, NULL, now, &e);
+	rc = model_volume_claim_move(s->p.a, v, alloc, to, note, now, &e);
 	if (rc == 0 && to != MODEL_CLAIM_FREED)
-		rc = model_volume_claim_move(s->p.a, v, alloc, MODEL_CLAIM_FREED, NULL, now, &e);
+		rc = model_volume_claim_move(s->p.a, v, alloc, MODEL_CLAIM_FREED, note, now, &e);
 	if (rc < 0)
 		return reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: claim %s: %s", s->what,
 				      alloc, e.msg);

@@ -293,6 +293,19 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	s->cfg = *cfg;
 	s->clock = cfg->clock ? cfg->clock : clock_real();
 	s->node_ttl_ms = cfg->node_ttl_ms > 0 ? cfg->node_ttl_ms : SERVER_NODE_TTL_MS;
+	s->node_grace_ms = cfg->node_grace_ms > 0 ? cfg->node_grace_ms : SERVER_NODE_GRACE_MS;
+	/*
+	 * The lost-claim pass runs a few times per TTL and per grace period
+	 * (so a release is late by at most half of the shorter), never more
+	 * often than SERVER_GC_PERIOD_MIN_MS nor less than every
+	 * SERVER_GC_PERIOD_MAX_MS; a changed allocations report runs it at once.
+	 */
+	s->gc_period_ms =
+	    (s->node_ttl_ms < s->node_grace_ms ? s->node_ttl_ms : s->node_grace_ms) / 2;
+	if (s->gc_period_ms < SERVER_GC_PERIOD_MIN_MS)
+		s->gc_period_ms = SERVER_GC_PERIOD_MIN_MS;
+	if (s->gc_period_ms > SERVER_GC_PERIOD_MAX_MS)
+		s->gc_period_ms = SERVER_GC_PERIOD_MAX_MS;
 	pthread_mutex_init(&s->mu, NULL);
 	if ((rc = clock_cond_init(&s->cond))) {
 		pthread_mutex_destroy(&s->mu);
@@ -362,8 +375,10 @@ void server_free(struct server *s)
 	if (s->ticker_started)
 		pthread_join(s->ticker, NULL);
 	reconciler_free(s->rec);
-	for (size_t i = 0; i < s->nlive; i++)
+	for (size_t i = 0; i < s->nlive; i++) {
 		free(s->live[i].id);
+		server_gc_live_free(&s->live[i]);
+	}
 	free(s->live);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);

@@ -17,7 +17,9 @@
  * heartbeat. Liveness is kept in memory with a TTL; only transitions
  * (registration, a changed fingerprint, ready <-> down) are written to the
  * store. server_tick() marks nodes whose heartbeat is older than the TTL
- * down (virtual time in tests). Plugins are derived from the node
+ * down (virtual time in tests), and runs the lost-claim pass (server_gc.h):
+ * it releases a claim whose allocation the node's agent no longer reports,
+ * and every claim of a node down for longer than node_grace. Plugins are derived from the node
  * fingerprints and the server's own controller plugins.
  *
  * Operator exits answer what they skipped in *skipped (a sentence, in
@@ -42,6 +44,11 @@
 #include "util/err.h"
 
 #define SERVER_NODE_TTL_MS 30000
+/* How long a node may stay down before its claims are released (server_gc.h). */
+#define SERVER_NODE_GRACE_MS (5 * 60 * 1000)
+/* Bounds of the period of the lost-claim pass. */
+#define SERVER_GC_PERIOD_MIN_MS 100
+#define SERVER_GC_PERIOD_MAX_MS 10000
 #define SERVER_PER_PAGE_DEFAULT 100
 #define SERVER_PER_PAGE_MAX 1000
 
@@ -62,6 +69,7 @@ struct server_config {
 	int64_t backoff_min_ms, backoff_max_ms, rpc_timeout_ms; /* 0: defaults */
 	int plugin_concurrency; /* 0: 1 */
 	int64_t node_ttl_ms; /* 0: SERVER_NODE_TTL_MS */
+	int64_t node_grace_ms; /* 0: SERVER_NODE_GRACE_MS */
 	/*
 	 * Snapshot of the server's own controller plugins (optional): fills
 	 * n entries of out (at most cap) and returns n. Thread-safe.
@@ -81,7 +89,10 @@ int server_start(struct server *s, struct err *e);
 void server_free(struct server *s);
 struct reconciler *server_reconciler(struct server *s);
 struct store *server_store(struct server *s);
-/* Marks nodes down whose heartbeat is older than the TTL; returns when next due. */
+/*
+ * Marks nodes down whose heartbeat is older than the TTL, runs the
+ * lost-claim pass when it is due; returns when next due (monotonic).
+ */
 int64_t server_tick(struct server *s);
 
 /* --- volumes --- */

@@ -311,7 +311,8 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	if ((rc = server_config_duration(root, "rpc_timeout", 10, &cfg->rpc_timeout_ms, e)) ||
 	    (rc = server_config_duration(root, "backoff_min", 1, &cfg->backoff_min_ms, e)) ||
 	    (rc = server_config_duration(root, "backoff_max", 1, &cfg->backoff_max_ms, e)) ||
-	    (rc = server_config_duration(root, "node_ttl", 100, &cfg->node_ttl_ms, e)))
+	    (rc = server_config_duration(root, "node_ttl", 100, &cfg->node_ttl_ms, e)) ||
+	    (rc = server_config_duration(root, "node_grace", 100, &cfg->node_grace_ms, e)))
 		return rc;
 	if ((v = json_object_get(root, "agent_token"))) {
 		rc = server_config_str(v, "agent_token", SERVER_CONFIG_SECRET_MAX, false,
@@ -327,13 +328,21 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	return 0;
 }
 
-static const char *const server_config_top_keys[] = {"data_dir",    "listen",
-						     "socket",      "store",
-						     "workers",     "rpc_timeout",
-						     "backoff_min", "backoff_max",
-						     "node_ttl",    "plugin_concurrency",
-						     "acl_tokens",  "agent_token",
-						     "log_level",   "controller_plugins",
+static const char *const server_config_top_keys[] = {"data_dir",
+						     "listen",
+						     "socket",
+						     "store",
+						     "workers",
+						     "rpc_timeout",
+						     "backoff_min",
+						     "backoff_max",
+						     "node_ttl",
+						     "node_grace",
+						     "plugin_concurrency",
+						     "acl_tokens",
+						     "agent_token",
+						     "log_level",
+						     "controller_plugins",
 						     NULL};
 
 /* Walks a decoded document (root is consumed) into a new config. */

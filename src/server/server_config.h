@@ -9,7 +9,7 @@
  *     "store": "sqlite",
  *     "workers": 4, "plugin_concurrency": 1,
  *     "rpc_timeout": "15s", "backoff_min": "100ms", "backoff_max": "10m",
- *     "node_ttl": "30s",
+ *     "node_ttl": "30s", "node_grace": "5m",
  *     "log_level": "info",
  *     "acl_tokens": [{"secret": "...", "write": true}],
  *     "agent_token": "...",
@@ -64,6 +64,8 @@ struct server_config_file {
 	int64_t rpc_timeout_ms; /* default 15 s */
 	int64_t backoff_min_ms, backoff_max_ms; /* 0: reconciler defaults */
 	int64_t node_ttl_ms; /* 0: SERVER_NODE_TTL_MS */
+	/* How long a node stays down before its claims are released; 0: SERVER_NODE_GRACE_MS. */
+	int64_t node_grace_ms;
 	int log_level; /* enum log_level, or -1: unset */
 	struct server_config_token *tokens;
 	size_t ntokens;

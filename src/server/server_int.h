@@ -21,6 +21,18 @@ struct server_live {
 	char *id;
 	int64_t seen_ms;
 	bool down; /* as last written to the store */
+	/*
+	 * The allocations report of the node's agent (server_gc.c): the last
+	 * one (sorted by volume, then allocation; malloc'd strings), the
+	 * instance that sent it, and when it and the one before it were
+	 * received (wall clock; 0: none since this server started or since
+	 * the node went down). reported false: the last PUT carried none.
+	 */
+	bool reported;
+	char *report_instance;
+	struct model_node_alloc *allocs;
+	size_t nallocs;
+	int64_t report_ms, prev_report_ms;
 };
 
 struct server {
@@ -28,6 +40,9 @@ struct server {
 	struct clock *clock;
 	struct reconciler *rec;
 	int64_t node_ttl_ms;
+	int64_t node_grace_ms;
+	int64_t gc_period_ms; /* how often the lost-claim pass runs (server_gc.c) */
+	int64_t gc_due_ms; /* monotonic; guarded by mu */
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -85,6 +100,22 @@ int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out
 
 /* Sets the node's liveness: a heartbeat now (down false) or down. */
 void server_live_seen(struct server *s, const char *id, bool down);
+/* The map entry of id, or NULL; s->mu held. */
+struct server_live *server_live_find(struct server *s, const char *id);
+
+/*
+ * server_gc.c, the lost-claim collector. server_gc_report records the
+ * allocations report a node's PUT carried (or that it carried none) at
+ * the wall time now; call it after the PUT was accepted. A changed set
+ * makes the next server_tick run a pass. server_gc_forget drops an
+ * entry's report (the node went down; s->mu held); server_gc_live_free
+ * frees what an entry's report holds. server_gc_pass runs one pass:
+ * releases every claim the rules of server_gc.h say is lost.
+ */
+void server_gc_report(struct server *s, const struct model_node *node, int64_t now_ms);
+void server_gc_forget(struct server_live *l);
+void server_gc_live_free(struct server_live *l);
+void server_gc_pass(struct server *s);
 
 /*
  * The plugins view from every node and the local controllers (server_plugins.c),

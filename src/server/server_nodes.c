@@ -17,8 +17,7 @@
 #include "util/array.h"
 #include "util/log.h"
 
-/* The map entry of id, or NULL; s->mu held. */
-static struct server_live *server_live_find(struct server *s, const char *id)
+struct server_live *server_live_find(struct server *s, const char *id)
 {
 	for (size_t i = 0; i < s->nlive; i++)
 		if (strcmp(s->live[i].id, id) == 0)
@@ -38,6 +37,7 @@ void server_live_seen(struct server *s, const char *id, bool down)
 
 		if (copy) {
 			l = &s->live[s->nlive++];
+			memset(l, 0, sizeof(*l));
 			l->id = copy;
 		}
 	}
@@ -196,6 +196,10 @@ int server_node_put(struct server *s, const struct model_node *node, struct aren
 		if (!cur)
 			return err_set(e, CSID_ENOMEM, "node %s: out of memory", node->id);
 		*cur = *node;
+		/* The allocations report lives in memory only (server_gc_report). */
+		cur->allocs_reported = false;
+		cur->allocs = NULL;
+		cur->nallocs = 0;
 		cur->status = MODEL_NODE_READY;
 		cur->registered_ms = old ? old->registered_ms : now;
 		cur->updated_ms = old ? old->updated_ms : now;
@@ -217,6 +221,7 @@ int server_node_put(struct server *s, const struct model_node *node, struct aren
 			cur->modify_index = index;
 		}
 		server_live_seen(s, cur->id, false);
+		server_gc_report(s, node, clock_wall_ms(s->clock));
 		if (out)
 			*out = cur;
 		return 0;
@@ -272,8 +277,10 @@ static void server_node_mark_down(struct server *s, const char *id, int64_t seen
 			    id, (long long)s->node_ttl_ms);
 			pthread_mutex_lock(&s->mu);
 			l = server_live_find(s, id);
-			if (l && l->seen_ms == seen_ms)
+			if (l && l->seen_ms == seen_ms) {
 				l->down = true;
+				server_gc_forget(l);
+			}
 			pthread_mutex_unlock(&s->mu);
 		}
 		break;
@@ -284,8 +291,10 @@ static void server_node_mark_down(struct server *s, const char *id, int64_t seen
 
 		pthread_mutex_lock(&s->mu);
 		l = server_live_find(s, id);
-		if (l)
+		if (l) {
 			l->down = true;
+			server_gc_forget(l);
+		}
 		pthread_mutex_unlock(&s->mu);
 	} else if (rc) {
 		char q[600];
@@ -301,8 +310,13 @@ int64_t server_tick(struct server *s)
 	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER;
 	struct server_live *due = NULL;
 	size_t ndue = 0, nlive;
+	bool gc;
 
 	pthread_mutex_lock(&s->mu);
+	gc = s->gc_due_ms <= now;
+	if (gc)
+		s->gc_due_ms = now + s->gc_period_ms;
+	next = s->gc_due_ms;
 	nlive = s->nlive;
 	if (nlive)
 		due = calloc(nlive, sizeof(*due));
@@ -324,6 +338,9 @@ int64_t server_tick(struct server *s)
 		free(due[i].id);
 	}
 	free(due);
+	/* After the TTL marks: a node that just went down is seen down by this pass. */
+	if (gc)
+		server_gc_pass(s);
 	/* Out of memory: try again soon rather than never. */
 	if (nlive && !due && next == CLOCK_NEVER)
 		next = now + 1000;

@@ -451,6 +451,25 @@ struct server_claim_arg {
 	struct model_claim_env env;
 };
 
+/*
+ * The allocation holds this claim already. When the node's agent claims
+ * again (a new mount flow for it), the claim becomes its and its
+ * updated_ms moves to now: the lost-claim rule (server_gc.h) measures the
+ * agent's reports from the claim's last change, and the new flow's
+ * allocation may be missing from a report built before the flow began.
+ */
+static int server_claim_again(struct server *s, struct model_volume *v,
+			      const struct model_claim_request *req)
+{
+	struct model_claim *c = model_volume_claim(v, req->alloc_id);
+
+	if (!req->held_by_agent || !c)
+		return SERVER_KEEP;
+	c->held_by_agent = true;
+	c->updated_ms = v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
 static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 			   struct arena *scratch, char **skipped, struct err *e)
 {
@@ -464,7 +483,7 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	if (rc)
 		return rc;
 	if (verdict == MODEL_CLAIM_ALREADY)
-		return SERVER_KEEP;
+		return server_claim_again(s, v, c->req);
 	rc = model_claim_add(scratch, v, c->req, &c->env, clock_wall_ms(s->clock), e);
 	if (rc)
 		return err_wrap(e, "claim volume %s", v->id);

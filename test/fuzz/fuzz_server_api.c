@@ -93,6 +93,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (i = 0; i < node->nplugins; i++)
 				if (model_plugin_id_check(node->plugins[i].plugin_id, NULL) != 0)
 					abort();
+			for (i = 0; i < node->nallocs; i++) {
+				fuzz_check_id(node->allocs[i].volume_id);
+				fuzz_check_id(node->allocs[i].alloc_id);
+			}
+			if (node->nallocs && !node->allocs_reported)
+				abort();
 		}
 		break;
 	}

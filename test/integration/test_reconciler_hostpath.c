@@ -281,7 +281,7 @@ static bool fx_modified(const struct model_volume *v, const void *arg)
 
 static void fx_claim_fn(struct arena *a, struct model_volume *v, void *arg)
 {
-	struct model_claim_request req = {"alloc-1", "n1", MODEL_CLAIM_WRITE, v->caps[0]};
+	struct model_claim_request req = {"alloc-1", "n1", MODEL_CLAIM_WRITE, v->caps[0], false};
 	/* What csi-hostpath's NodeGetInfo reports for node-1. */
 	struct model_kv seg = {"topology.hostpath.csi/node", "node-1"};
 	struct model_topology topo = {{&seg, 1}};

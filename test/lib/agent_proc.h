@@ -149,6 +149,12 @@ int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char
  * -1 (agent_proc_teardown still cleans up what was made).
  */
 int agent_proc_setup_hostpath(void **state, const char *const *edits);
+/*
+ * The same with the plugin's data in hp_dir (NULL: its own), e.g. another
+ * agent's: the plugins of two nodes then share one volume store, as the
+ * nodes of a real cluster share the storage.
+ */
+int agent_proc_setup_hostpath_dir(void **state, const char *const *edits, const char *hp_dir);
 /* cmocka-style teardown: cleans up and frees *state. */
 int agent_proc_teardown(void **state);
 

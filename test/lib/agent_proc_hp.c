@@ -262,12 +262,20 @@ static int agent_proc_replace(char *buf, size_t len, const char *from, const cha
 
 int agent_proc_setup_hostpath(void **state, const char *const *edits)
 {
+	return agent_proc_setup_hostpath_dir(state, edits, NULL);
+}
+
+int agent_proc_setup_hostpath_dir(void **state, const char *const *edits, const char *hp_dir)
+{
 	struct agent_proc *a = calloc(1, sizeof(*a));
 	char cfg[8192];
 
 	*state = a;
-	if (!a || agent_proc_init(a) != 0 ||
-	    agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
+	if (!a || agent_proc_init(a) != 0)
+		goto fail;
+	if (hp_dir)
+		snprintf(a->hp_dir, sizeof(a->hp_dir), "%s", hp_dir);
+	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
 		goto fail;
 	for (size_t i = 0; edits && edits[i] && edits[i + 1]; i += 2)
 		if (agent_proc_replace(cfg, sizeof(cfg), edits[i], edits[i + 1]) != 0)

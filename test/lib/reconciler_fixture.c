@@ -180,7 +180,7 @@ void rfx_claim(struct rfx *t, const char *id, const char *alloc, const char *nod
 	struct arena *a = arena_new();
 	struct model_volume *v = rfx_get(t, a, id);
 	char pnode[64];
-	struct model_claim_request req = {alloc, node, mode, v->caps[0]};
+	struct model_claim_request req = {alloc, node, mode, v->caps[0], false};
 	struct model_claim_env env = {.controller_required = (t->fake.caps & (1ULL << 2)) != 0,
 				      .controller_healthy = true,
 				      .node_plugin_healthy = true,

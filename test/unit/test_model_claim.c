@@ -242,7 +242,11 @@ static void test_claim_releasing_holders_count(void **state)
 		struct model_volume *v = vol_new(a);
 		struct model_claim_env env = env_ok();
 		struct model_claim_request req = {
-		    "web-2", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+		    "web-2",
+		    "n1",
+		    W,
+		    {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+		    false};
 		struct err e;
 
 		vol_hold(a, v, "web-1", "n1", MODEL_ACCESS_SINGLE_NODE_WRITER, W, active[i]);
@@ -264,7 +268,7 @@ static void test_claim_header_example_message(void **state)
 	struct model_volume *v = vol_new(a);
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "web-2", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+	    "web-2", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}, false};
 	struct err e;
 
 	(void)state;
@@ -282,7 +286,11 @@ static void test_claim_many_holders_named(void **state)
 	struct model_volume *v = vol_new(a);
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "late", "n9", R, {MODEL_ACCESS_SINGLE_NODE_MULTI_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+	    "late",
+	    "n9",
+	    R,
+	    {MODEL_ACCESS_SINGLE_NODE_MULTI_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+	    false};
 	static const char *const allocs[] = {"a1", "a2", "a3", "a4", "a5", "a6"};
 	struct err e;
 
@@ -307,7 +315,7 @@ static void test_claim_preconditions(void **state)
 	struct model_volume *v = vol_new(a);
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}, false};
 	struct model_topology zone_a, zone_b, node_a;
 	struct model_kv kv_a = {"zone", "a"}, kv_b = {"zone", "b"};
 	struct err e;
@@ -390,7 +398,7 @@ static void test_claim_already_first(void **state)
 	struct model_volume *v = vol_new(a);
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM}, false};
 	struct err e;
 
 	(void)state;
@@ -409,7 +417,11 @@ static void test_claim_add(void **state)
 	struct model_volume *v = vol_new(a);
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "web-1", "n1", R, {MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER, MODEL_ATTACH_FILE_SYSTEM}};
+	    "web-1",
+	    "n1",
+	    R,
+	    {MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+	    false};
 	struct model_publication *pub;
 	struct model_claim *c;
 	struct err e;
@@ -471,7 +483,7 @@ static void test_claim_keeps_its_grant(void **state)
 	struct model_volume *v = vol_new(a), *back = NULL;
 	struct model_claim_env env = env_ok();
 	struct model_claim_request req = {
-	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_BLOCK_DEVICE}};
+	    "web-1", "n1", W, {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_BLOCK_DEVICE}, false};
 	struct model_claim *c;
 	char *text = NULL;
 	size_t len = 0;

@@ -76,7 +76,8 @@ static struct model_volume *vol_full(struct arena *a)
 				 MODEL_CLAIM_NODE_UNPUBLISHED,
 				 100,
 				 200,
-				 "released"};
+				 "released",
+				 true};
 	v->nclaims = 1;
 	v->past_claims = arena_alloc(a, sizeof(*v->past_claims));
 	v->past_claims[0] = v->claims[0];

@@ -583,14 +583,18 @@ static void test_node_ttl(void **state)
 	clock_fake_advance(&t->clock, 6000);
 	t_node(t, "n1", T_PLUGIN, true, NULL);
 	assert_int_equal(store_index(t->store), index);
+	/* Next due: the lost-claim pass, every half TTL (before the TTL ends). */
 	next = server_tick(t->s);
-	assert_int_equal(next, clock_now_ms(&t->clock.base) + 10000);
-	clock_fake_advance(&t->clock, 9999);
+	assert_int_equal(next, clock_now_ms(&t->clock.base) + 5000);
+	clock_fake_advance(&t->clock, 5000);
+	assert_int_equal(server_tick(t->s), clock_now_ms(&t->clock.base) + 5000);
+	clock_fake_advance(&t->clock, 4999);
 	server_tick(t->s);
 	assert_int_equal(server_node_get(t->s, "n1", t->a, &n, &e), 0);
 	assert_int_equal(n->status, MODEL_NODE_READY);
 	clock_fake_advance(&t->clock, 1);
-	assert_int_equal(server_tick(t->s), CLOCK_NEVER);
+	/* Down: only the pass is due any more. */
+	assert_int_equal(server_tick(t->s), clock_now_ms(&t->clock.base) + 5000);
 	assert_int_equal(server_node_get(t->s, "n1", t->a, &n, &e), 0);
 	assert_int_equal(n->status, MODEL_NODE_DOWN);
 	assert_int_equal(store_index(t->store), index + 1);

@@ -51,7 +51,8 @@ static void test_full(void **state)
 	    "{\"data_dir\": \"/var/lib/csid-server\", \"listen\": \"0.0.0.0:8646\","
 	    " \"socket\": \"/run/csid/server.sock\", \"store\": \"memory\", \"workers\": 8,"
 	    " \"rpc_timeout\": \"2s\", \"backoff_min\": \"50ms\", \"backoff_max\": \"1m\","
-	    " \"node_ttl\": \"10s\", \"plugin_concurrency\": 2, \"log_level\": \"debug\","
+	    " \"node_ttl\": \"10s\", \"node_grace\": \"2m\", \"plugin_concurrency\": 2, "
+	    "\"log_level\": \"debug\","
 	    " \"acl_tokens\": [{\"secret\": \"s3cret-write\", \"write\": true},"
 	    "                  {\"secret\": \"s3cret-read\"}],"
 	    " \"agent_token\": \"s3cret-agents\","
@@ -70,6 +71,7 @@ static void test_full(void **state)
 	assert_int_equal(cfg->backoff_min_ms, 50);
 	assert_int_equal(cfg->backoff_max_ms, 60000);
 	assert_int_equal(cfg->node_ttl_ms, 10000);
+	assert_int_equal(cfg->node_grace_ms, 120000);
 	assert_int_equal(cfg->plugin_concurrency, 2);
 	assert_int_equal(cfg->log_level, LOG_DEBUG);
 	assert_int_equal(cfg->ntokens, 2);
@@ -169,6 +171,8 @@ static void test_bad(void **state)
 	sc_parse_bad("{\"rpc_timeout\": \"1ms\"}", "rpc_timeout: must be at least");
 	sc_parse_bad("{\"backoff_min\": \"2s\", \"backoff_max\": \"1s\"}", "backoff_max: shorter");
 	sc_parse_bad("{\"node_ttl\": \"10ms\"}", "node_ttl: must be at least");
+	sc_parse_bad("{\"node_grace\": \"10ms\"}", "node_grace: must be at least");
+	sc_parse_bad("{\"node_grace\": 5}", "node_grace");
 	sc_parse_bad("{\"log_level\": \"loud\"}", "log_level: expected");
 	sc_parse_bad("{\"acl_tokens\": {}}", "acl_tokens: expected an array");
 	sc_parse_bad("{\"acl_tokens\": [{\"write\": true}]}", "acl_tokens[0].secret: missing");

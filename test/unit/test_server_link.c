@@ -272,6 +272,8 @@ static void test_body(void **state)
 	struct plugin_manager_plugin p[2];
 	struct plugin_manager_snapshot snap = {.plugins = p, .nplugins = 2};
 	struct plugin_fingerprint *fp = &p[1].status.fingerprint;
+	struct model_node_alloc held[] = {{"data", "web-1"}, {"data", "web-2"}};
+	struct server_link_allocs allocs = {held, 2};
 	struct model_node *n = NULL;
 	struct arena *a = arena_new();
 	char *body = NULL;
@@ -298,7 +300,7 @@ static void test_body(void **state)
 	fp->ntopology = 1;
 	err_clear(&e);
 	assert_int_equal(
-	    server_link_body(&snap, "n1", "abc", "http://10.0.0.5:4650", &body, &len, &e), 0);
+	    server_link_body(&snap, "n1", "abc", "http://10.0.0.5:4650", NULL, &body, &len, &e), 0);
 	/* Read back by the server's own decoder of PUT /v1/node. */
 	if (model_node_spec_decode(a, body, len, &n, &e) != 0)
 		fail_msg("decode %s: %s", body, e.msg);
@@ -321,11 +323,28 @@ static void test_body(void **state)
 	p[1].status.health.healthy = false;
 	snprintf(p[1].status.health.description, PLUGIN_HEALTH_DESC_MAX, "Probe: not ready");
 	free(body);
-	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, &body, &len, &e), 0);
+	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, NULL, &body, &len, &e), 0);
 	assert_int_equal(model_node_spec_decode(a, body, len, &n, &e), 0);
 	assert_null(n->address);
 	assert_false(n->plugins[1].healthy);
 	assert_string_equal(n->plugins[1].health, "Probe: not ready");
+	/* No report: the key is absent, not an empty list. */
+	assert_false(n->allocs_reported);
+	assert_null(strstr(body, "allocations"));
+	free(body);
+	/* A report, empty or not, is sent and read back as such. */
+	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, &allocs, &body, &len, &e), 0);
+	assert_int_equal(model_node_spec_decode(a, body, len, &n, &e), 0);
+	assert_true(n->allocs_reported);
+	assert_int_equal(n->nallocs, 2);
+	assert_string_equal(n->allocs[1].volume_id, "data");
+	assert_string_equal(n->allocs[1].alloc_id, "web-2");
+	free(body);
+	allocs.n = 0;
+	assert_int_equal(server_link_body(&snap, "n1", "abc", NULL, &allocs, &body, &len, &e), 0);
+	assert_int_equal(model_node_spec_decode(a, body, len, &n, &e), 0);
+	assert_true(n->allocs_reported);
+	assert_int_equal(n->nallocs, 0);
 	free(body);
 	arena_free(a);
 }

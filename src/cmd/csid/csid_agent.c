@@ -43,6 +43,7 @@
 #include <uv.h>
 
 #include "agent/config.h"
+#include "agent/held_allocs.h"
 #include "agent/mount_paths.h"
 #include "agent/mounter.h"
 #include "agent/plugin_manager.h"
@@ -71,6 +72,7 @@ struct csid_agent_run {
 	struct supervisor *sv;
 	struct agent_api *api;
 	struct server_link *link; /* NULL: no servers configured */
+	struct held_allocs *held; /* the allocations the link reports */
 	char instance_id[SERVER_LINK_INSTANCE_ID_LEN + 1];
 	uv_async_t wake;
 	pthread_t startup;
@@ -227,6 +229,8 @@ static void *csid_agent_startup_main(void *arg)
 
 	err_clear(&e);
 	rc = csid_agent_recover(a);
+	/* Only now are the mount records what the node holds: the report starts. */
+	held_allocs_attach(a->held, a->mounter);
 	if (!csid_agent_stopping(a)) {
 		ac.socket_path = a->cfg->listen_socket;
 		ac.tcp_addr = a->cfg->listen_addr;
@@ -242,6 +246,7 @@ static void *csid_agent_startup_main(void *arg)
 		ac.nservers = a->cfg->nservers;
 		ac.db_path = a->db_path;
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
+		ac.held = a->held;
 		a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {
 			char q[600];
@@ -391,6 +396,14 @@ static bool csid_agent_address(const char *listen, char *buf, size_t len)
 	return (size_t)snprintf(buf, len, "http://%s", listen) < len;
 }
 
+/* A mount or claim flow changed what the agent holds: the link rebuilds its report. */
+static void csid_agent_held_changed(void *ctx)
+{
+	struct csid_agent_run *a = ctx;
+
+	server_link_notify(a->link);
+}
+
 /* Joins the configured servers (before the plugin manager runs, which notifies the link). */
 static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 {
@@ -422,6 +435,7 @@ static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 	lc.instance_id = a->instance_id;
 	lc.address = skeleton.address;
 	lc.pm = a->pm;
+	lc.held = a->held;
 	lc.timing.heartbeat_ms = a->cfg->heartbeat_ms;
 	if ((rc = server_link_new(&lc, &a->link, e)) || (rc = server_link_start(a->link, e)))
 		return rc;
@@ -486,8 +500,9 @@ static int csid_agent_open(struct csid_agent_run *a, struct err *e)
 	pc.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	pc.retry_max_ms = a->cfg->reconnect_max_ms;
 	pc.on_health_ctx = a;
-	if ((rc = plugin_manager_new(&pc, &a->pm, e)) || (rc = csid_agent_link(a, e)) ||
-	    (rc = plugin_manager_start(a->pm, e)))
+	if ((rc = plugin_manager_new(&pc, &a->pm, e)) ||
+	    (rc = held_allocs_new(csid_agent_held_changed, a, &a->held, e)) ||
+	    (rc = csid_agent_link(a, e)) || (rc = plugin_manager_start(a->pm, e)))
 		return rc;
 	mo.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, &mo, &a->mounter, e)))
@@ -561,6 +576,7 @@ void csid_agent_run_free(struct csid_agent_run *a)
 	if (a->pm)
 		plugin_manager_shutdown(a->pm);
 	server_link_free(a->link);
+	held_allocs_free(a->held);
 	plugin_manager_free(a->pm);
 	mounter_close(a->mounter);
 	supervisor_free(a->sv);

@@ -1,0 +1,200 @@
+/*
+ * Held allocations (see held_allocs.h): a small counted set of the
+ * (volume, allocation) pairs whose claim flow is running, and the
+ * mounter's records, merged into one sorted list per report.
+ */
+#include "agent/held_allocs.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/array.h"
+
+struct held_allocs_flow {
+	char *volume_id;
+	char *alloc_id;
+	int count;
+};
+
+struct held_allocs {
+	held_allocs_changed_fn on_change;
+	void *ctx;
+	pthread_mutex_t mu; /* guards everything below */
+	struct mounter *mounter;
+	struct held_allocs_flow *flows;
+	size_t nflows, flows_cap;
+};
+
+int held_allocs_new(held_allocs_changed_fn on_change, void *ctx, struct held_allocs **out,
+		    struct err *e)
+{
+	struct held_allocs *h = calloc(1, sizeof(*h));
+
+	*out = NULL;
+	if (!h)
+		return err_set(e, CSID_ENOMEM, "held allocations: out of memory");
+	h->on_change = on_change;
+	h->ctx = ctx;
+	pthread_mutex_init(&h->mu, NULL);
+	*out = h;
+	return 0;
+}
+
+void held_allocs_free(struct held_allocs *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->nflows; i++) {
+		free(h->flows[i].volume_id);
+		free(h->flows[i].alloc_id);
+	}
+	free(h->flows);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+void held_allocs_changed(struct held_allocs *h)
+{
+	if (h && h->on_change)
+		h->on_change(h->ctx);
+}
+
+void held_allocs_attach(struct held_allocs *h, struct mounter *m)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->mounter = m;
+	pthread_mutex_unlock(&h->mu);
+	held_allocs_changed(h);
+}
+
+/* The flow of the pair, or NULL; h->mu held. */
+static struct held_allocs_flow *held_allocs_find(struct held_allocs *h, const char *volume_id,
+						 const char *alloc_id)
+{
+	for (size_t i = 0; i < h->nflows; i++)
+		if (strcmp(h->flows[i].volume_id, volume_id) == 0 &&
+		    strcmp(h->flows[i].alloc_id, alloc_id) == 0)
+			return &h->flows[i];
+	return NULL;
+}
+
+int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *alloc_id,
+		      struct err *e)
+{
+	struct held_allocs_flow *f;
+	int rc = 0;
+
+	if (!h)
+		return 0;
+	pthread_mutex_lock(&h->mu);
+	f = held_allocs_find(h, volume_id, alloc_id);
+	if (f) {
+		f->count++;
+	} else if (array_grow((void **)&h->flows, &h->flows_cap, h->nflows + 1,
+			      sizeof(*h->flows)) != 0) {
+		rc = CSID_ENOMEM;
+	} else {
+		f = &h->flows[h->nflows];
+		f->volume_id = strdup(volume_id);
+		f->alloc_id = strdup(alloc_id);
+		f->count = 1;
+		if (f->volume_id && f->alloc_id) {
+			h->nflows++;
+		} else {
+			free(f->volume_id);
+			free(f->alloc_id);
+			rc = CSID_ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (rc)
+		return err_set(e, rc, "held allocations: out of memory");
+	held_allocs_changed(h);
+	return 0;
+}
+
+void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *alloc_id)
+{
+	struct held_allocs_flow *f;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	f = held_allocs_find(h, volume_id, alloc_id);
+	if (f && --f->count == 0) {
+		free(f->volume_id);
+		free(f->alloc_id);
+		*f = h->flows[--h->nflows];
+	}
+	pthread_mutex_unlock(&h->mu);
+	held_allocs_changed(h);
+}
+
+static int held_allocs_cmp(const void *x, const void *y)
+{
+	const struct model_node_alloc *a = x, *b = y;
+	int c = strcmp(a->volume_id, b->volume_id);
+
+	return c ? c : strcmp(a->alloc_id, b->alloc_id);
+}
+
+int held_allocs_list(struct held_allocs *h, struct arena *a, bool *ready,
+		     struct model_node_alloc **out, size_t *n, struct err *e)
+{
+	struct mount_record **recs = NULL;
+	struct model_node_alloc *v = NULL;
+	struct mounter *m;
+	size_t nrecs = 0, count = 0, k = 0;
+	int rc = 0;
+
+	*ready = false;
+	*out = NULL;
+	*n = 0;
+	/* The flows first, then the records: a flow ends only once its record exists. */
+	pthread_mutex_lock(&h->mu);
+	m = h->mounter;
+	if (m && !(v = arena_alloc(a, (h->nflows + 1) * sizeof(*v))))
+		rc = CSID_ENOMEM;
+	for (size_t i = 0; m && !rc && i < h->nflows; i++, count++) {
+		v[count].volume_id = arena_strdup(a, h->flows[i].volume_id);
+		v[count].alloc_id = arena_strdup(a, h->flows[i].alloc_id);
+		if (!v[count].volume_id || !v[count].alloc_id)
+			rc = CSID_ENOMEM;
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (rc)
+		return err_set(e, rc, "held allocations: out of memory");
+	if (!m)
+		return 0;
+	if ((rc = mounter_list(m, &recs, &nrecs, e)))
+		return err_wrap(e, "held allocations");
+	if (nrecs) {
+		struct model_node_alloc *all = arena_alloc(a, (count + nrecs) * sizeof(*all));
+
+		if (!all)
+			rc = CSID_ENOMEM;
+		else if (count)
+			memcpy(all, v, count * sizeof(*all));
+		for (size_t i = 0; !rc && i < nrecs; i++, count++) {
+			all[count].volume_id = arena_strdup(a, recs[i]->volume_id);
+			all[count].alloc_id = arena_strdup(a, recs[i]->alloc_id);
+			if (!all[count].volume_id || !all[count].alloc_id)
+				rc = CSID_ENOMEM;
+		}
+		v = all;
+	}
+	mount_records_free(recs, nrecs);
+	if (rc)
+		return err_set(e, rc, "held allocations: out of memory");
+	qsort(v, count, sizeof(*v), held_allocs_cmp);
+	for (size_t i = 0; i < count; i++)
+		if (k == 0 || held_allocs_cmp(&v[k - 1], &v[i]) != 0)
+			v[k++] = v[i];
+	*ready = true;
+	*out = v;
+	*n = k;
+	return 0;
+}

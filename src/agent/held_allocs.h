@@ -1,0 +1,70 @@
+/*
+ * Held allocations: what the agent reports to the servers as the
+ * allocations it holds (the "allocations" of its node fingerprint,
+ * server_link.h), so a server can release a claim the agent lost
+ * (server/server_gc.h). The report is the union of
+ *   - every record of the mounter (a mount, or one half done or half
+ *     undone: the node still holds something of it), and
+ *   - every claim the agent's claim flow is in the middle of making: begun
+ *     (held_allocs_begin) before the claim request goes out, ended once
+ *     the mount record exists or the mount gave up.
+ * The begun set is read before the mounter's records, and a flow ends
+ * only after its record exists, so an allocation never drops out of a
+ * report between the two. Until a mounter is attached (after its
+ * recovery at start) there is no report at all: a restarting agent must
+ * not report "nothing held" before it knows its mounts.
+ *
+ * Any change of the begun set, and every held_allocs_changed (a mount or
+ * unmount went through the mounter), calls on_change, which tells the
+ * server link to rebuild (and send, if it differs) the fingerprint.
+ *
+ * Thread-safety: every function may be called from any thread; on_change
+ * is called without the module's lock held.
+ */
+#ifndef CSID_AGENT_HELD_ALLOCS_H
+#define CSID_AGENT_HELD_ALLOCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/mounter.h"
+#include "model/model.h"
+#include "util/arena.h"
+#include "util/err.h"
+
+typedef void (*held_allocs_changed_fn)(void *ctx);
+
+struct held_allocs;
+
+/* A new, empty set; on_change (may be NULL) with ctx. Returns 0 or CSID_ENOMEM. */
+int held_allocs_new(held_allocs_changed_fn on_change, void *ctx, struct held_allocs **out,
+		    struct err *e);
+/* Frees h; NULL is a no-op. No call may be in progress. */
+void held_allocs_free(struct held_allocs *h);
+
+/* Reports m's records from now on (m borrowed; outlives h's use). Calls on_change. h NULL: no-op.
+ */
+void held_allocs_attach(struct held_allocs *h, struct mounter *m);
+
+/*
+ * A claim flow for (volume_id, alloc_id) begins: reported until the
+ * matching held_allocs_end (flows of one pair are counted). Returns 0 or
+ * CSID_ENOMEM. h NULL: a no-op.
+ */
+int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *alloc_id,
+		      struct err *e);
+/* The flow ends (its mount record exists, or it gave up). h NULL: a no-op. */
+void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *alloc_id);
+/* The mounter's records may have changed: calls on_change. h NULL: a no-op. */
+void held_allocs_changed(struct held_allocs *h);
+
+/*
+ * The report: *ready false (and nothing else set) while no mounter is
+ * attached; else *out (in a) the allocations, sorted by volume then
+ * allocation, each once, *n of them. Returns 0 or a code with e set (the
+ * mounter could not list its records).
+ */
+int held_allocs_list(struct held_allocs *h, struct arena *a, bool *ready,
+		     struct model_node_alloc **out, size_t *n, struct err *e);
+
+#endif

@@ -1,0 +1,404 @@
+/*
+ * The lost-claim collector (rules in server_gc.h). server_gc_report keeps
+ * each node's allocations report in the liveness map (memory only: a
+ * report is worth something only next to the reports around it, and a
+ * restarted server waits for two new ones). server_gc_pass, run by
+ * server_tick every gc period and at once after a report changed, takes
+ * a snapshot of the nodes (their records for the down times, the map for
+ * liveness and reports), pages through every volume, and releases each
+ * lost claim with a compare-and-set write that decides again on the
+ * volume it reads, so a claim the agent made again meanwhile (a fresh
+ * updated_ms) is kept. A pass never blocks heartbeats: the map's lock is
+ * held only to copy the reports.
+ */
+#include "server/server_gc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "util/log.h"
+
+/* ---- the rules ---- */
+
+void server_gc_duration(int64_t ms, char *buf, size_t cap)
+{
+	int64_t h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, rest = ms % 1000;
+	char frac[8] = "";
+
+	if (ms < 1000) {
+		snprintf(buf, cap, "%lldms", (long long)ms);
+		return;
+	}
+	if (rest) {
+		snprintf(frac, sizeof(frac), ".%03lld", (long long)rest);
+		for (size_t n = strlen(frac); n > 0 && frac[n - 1] == '0'; n--)
+			frac[n - 1] = '\0';
+	}
+	if (h)
+		snprintf(buf, cap, "%lldh%lldm%lld%ss", (long long)h, (long long)m, (long long)sec,
+			 frac);
+	else if (m)
+		snprintf(buf, cap, "%lldm%lld%ss", (long long)m, (long long)sec, frac);
+	else
+		snprintf(buf, cap, "%lld%ss", (long long)sec, frac);
+}
+
+static int server_gc_cmp(const char *va, const char *aa, const char *vb, const char *ab)
+{
+	int c = strcmp(va, vb);
+
+	return c ? c : strcmp(aa, ab);
+}
+
+static int server_gc_alloc_cmp(const void *x, const void *y)
+{
+	const struct model_node_alloc *a = x, *b = y;
+
+	return server_gc_cmp(a->volume_id, a->alloc_id, b->volume_id, b->alloc_id);
+}
+
+bool server_gc_has(const struct model_node_alloc *allocs, size_t n, const char *volume_id,
+		   const char *alloc_id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c =
+		    server_gc_cmp(volume_id, alloc_id, allocs[mid].volume_id, allocs[mid].alloc_id);
+
+		if (c == 0)
+			return true;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return false;
+}
+
+bool server_gc_verdict(const char *volume_id, const struct model_claim *c,
+		       const struct server_gc_node *node, int64_t now_ms, int64_t grace_ms,
+		       char *note, size_t cap)
+{
+	if (!node || c->state != MODEL_CLAIM_CLAIMED)
+		return false;
+	if (node->down && now_ms - node->down_since_ms > grace_ms) {
+		char d[32];
+
+		server_gc_duration(grace_ms, d, sizeof(d));
+		snprintf(note, cap, "released: node %s down for more than %s", node->id, d);
+		return true;
+	}
+	if (!c->held_by_agent || !node->live || !node->reported || node->prev_report_ms <= 0 ||
+	    c->updated_ms >= node->prev_report_ms ||
+	    server_gc_has(node->allocs, node->nallocs, volume_id, c->alloc_id))
+		return false;
+	snprintf(note, cap, "released: allocation %s no longer held by the agent of node %s",
+		 c->alloc_id, node->id);
+	return true;
+}
+
+/* ---- reports ---- */
+
+void server_gc_live_free(struct server_live *l)
+{
+	for (size_t i = 0; i < l->nallocs; i++) {
+		free(l->allocs[i].volume_id);
+		free(l->allocs[i].alloc_id);
+	}
+	free(l->allocs);
+	free(l->report_instance);
+	l->allocs = NULL;
+	l->nallocs = 0;
+	l->report_instance = NULL;
+}
+
+void server_gc_forget(struct server_live *l)
+{
+	server_gc_live_free(l);
+	l->reported = false;
+	l->report_ms = l->prev_report_ms = 0;
+}
+
+/* A sorted malloc'd copy of node's report in *out; false when out of memory. */
+static bool server_gc_copy(const struct model_node *node, struct model_node_alloc **out)
+{
+	struct model_node_alloc *c = calloc(node->nallocs ? node->nallocs : 1, sizeof(*c));
+	bool ok = c != NULL;
+
+	for (size_t i = 0; ok && i < node->nallocs; i++) {
+		c[i].volume_id = strdup(node->allocs[i].volume_id);
+		c[i].alloc_id = strdup(node->allocs[i].alloc_id);
+		ok = c[i].volume_id && c[i].alloc_id;
+	}
+	if (!ok) {
+		for (size_t i = 0; c && i < node->nallocs; i++) {
+			free(c[i].volume_id);
+			free(c[i].alloc_id);
+		}
+		free(c);
+		return false;
+	}
+	qsort(c, node->nallocs, sizeof(*c), server_gc_alloc_cmp);
+	*out = c;
+	return true;
+}
+
+static bool server_gc_same(const struct server_live *l, const struct model_node_alloc *c, size_t n)
+{
+	if (!l->reported || l->nallocs != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (server_gc_alloc_cmp(&l->allocs[i], &c[i]) != 0)
+			return false;
+	return true;
+}
+
+void server_gc_report(struct server *s, const struct model_node *node, int64_t now_ms)
+{
+	struct model_node_alloc *copy = NULL;
+	struct server_live *l;
+	bool ok = node->allocs_reported && server_gc_copy(node, &copy);
+
+	pthread_mutex_lock(&s->mu);
+	l = server_live_find(s, node->id);
+	if (!l) {
+		/* Out of memory when the node was added: nothing to keep it in. */
+		ok = false;
+	} else if (!ok) {
+		/*
+		 * No report (or no memory to keep it): the node's claims are not
+		 * collected by rule "report" until two reports came again.
+		 */
+		server_gc_forget(l);
+	} else {
+		bool same_agent = l->reported && l->report_instance && node->instance_id &&
+				  strcmp(l->report_instance, node->instance_id) == 0;
+		bool changed = !server_gc_same(l, copy, node->nallocs);
+		int64_t prev = same_agent ? l->report_ms : 0;
+
+		server_gc_live_free(l);
+		l->allocs = copy;
+		l->nallocs = node->nallocs;
+		l->report_instance = node->instance_id ? strdup(node->instance_id) : NULL;
+		/* Another agent instance (or none named): its reports start over. */
+		l->prev_report_ms = l->report_instance ? prev : 0;
+		l->report_ms = now_ms;
+		l->reported = true;
+		copy = NULL;
+		if (changed) {
+			s->gc_due_ms = clock_now_ms(s->clock);
+			pthread_cond_broadcast(&s->cond);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (copy) {
+		for (size_t i = 0; i < node->nallocs; i++) {
+			free(copy[i].volume_id);
+			free(copy[i].alloc_id);
+		}
+		free(copy);
+	}
+}
+
+/* ---- the pass ---- */
+
+struct server_gc_view {
+	struct server_gc_node *nodes; /* sorted by id */
+	size_t n;
+	int64_t now_ms, grace_ms;
+};
+
+static int server_gc_node_cmp(const void *x, const void *y)
+{
+	const struct server_gc_node *a = x, *b = y;
+
+	return strcmp(a->id, b->id);
+}
+
+static const struct server_gc_node *server_gc_node_find(const struct server_gc_view *w,
+							const char *id)
+{
+	struct server_gc_node key = {.id = id};
+
+	return w->n ? bsearch(&key, w->nodes, w->n, sizeof(key), server_gc_node_cmp) : NULL;
+}
+
+/* The nodes as the server knows them now (everything in a). */
+static int server_gc_snapshot(struct server *s, struct arena *a, struct server_gc_view *w,
+			      struct err *e)
+{
+	struct model_node **recs = NULL;
+	size_t n = 0;
+	int rc = server_all_nodes(s, a, &recs, &n, NULL, e);
+
+	if (rc)
+		return rc;
+	w->nodes = arena_alloc(a, (n ? n : 1) * sizeof(*w->nodes));
+	if (!w->nodes)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	w->n = 0;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct server_gc_node *g = &w->nodes[w->n];
+		const struct server_live *l = server_live_find(s, recs[i]->id);
+
+		memset(g, 0, sizeof(*g));
+		g->id = recs[i]->id;
+		/* A heartbeat after the record went down wins: the node is back. */
+		g->down = recs[i]->status == MODEL_NODE_DOWN && (!l || l->down);
+		g->down_since_ms = recs[i]->updated_ms;
+		g->live = l && !l->down && recs[i]->status == MODEL_NODE_READY;
+		if (g->live && l->reported) {
+			struct model_node_alloc *copy =
+			    arena_alloc(a, (l->nallocs ? l->nallocs : 1) * sizeof(*copy));
+
+			if (!copy) {
+				rc = err_set(e, CSID_ENOMEM, "out of memory");
+				break;
+			}
+			for (size_t j = 0; j < l->nallocs; j++) {
+				copy[j].volume_id = arena_strdup(a, l->allocs[j].volume_id);
+				copy[j].alloc_id = arena_strdup(a, l->allocs[j].alloc_id);
+				if (!copy[j].volume_id || !copy[j].alloc_id)
+					rc = err_set(e, CSID_ENOMEM, "out of memory");
+			}
+			g->allocs = copy;
+			g->nallocs = l->nallocs;
+			g->reported = true;
+			g->prev_report_ms = l->prev_report_ms;
+		}
+		w->n++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	qsort(w->nodes, w->n, sizeof(*w->nodes), server_gc_node_cmp);
+	return rc;
+}
+
+/* Whether node id is live in the map now (it came back since the snapshot). */
+static bool server_gc_live_now(struct server *s, const char *id)
+{
+	const struct server_live *l;
+	bool live;
+
+	pthread_mutex_lock(&s->mu);
+	l = server_live_find(s, id);
+	live = l && !l->down;
+	pthread_mutex_unlock(&s->mu);
+	return live;
+}
+
+/* The compare-and-set step: decides again on the volume as read, releases what is lost. */
+static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, struct arena *scratch,
+			char **skipped, struct err *e)
+{
+	const struct server_gc_view *w = arg;
+	int64_t now = clock_wall_ms(s->clock);
+	bool changed = false;
+
+	(void)skipped;
+	for (size_t i = 0; i < v->nclaims; i++) {
+		struct model_claim *c = &v->claims[i];
+		const struct server_gc_node *g = server_gc_node_find(w, c->node_id);
+		char note[ERR_MSG_MAX], q[ERR_MSG_MAX + 64];
+		int rc;
+
+		if (!server_gc_verdict(v->id, c, g, w->now_ms, w->grace_ms, note, sizeof(note)))
+			continue;
+		/* A down node that sent a heartbeat since the snapshot keeps its claims. */
+		if (g->down && server_gc_live_now(s, g->id))
+			continue;
+		rc = model_claim_transition(scratch, v->id, c, MODEL_CLAIM_NODE_UNPUBLISHED, note,
+					    now, e);
+		if (rc)
+			return rc;
+		log_warn("msg=\"lost claim released\" volume=%s alloc=%s node=%s note=%s", v->id,
+			 c->alloc_id, c->node_id, log_q(q, sizeof(q), note));
+		changed = true;
+	}
+	if (!changed)
+		return SERVER_KEEP;
+	v->updated_ms = now;
+	return SERVER_PUT;
+}
+
+/* Whether any claim of v is lost by the snapshot (saves a write loop for the rest). */
+static bool server_gc_wanted(const struct server_gc_view *w, const struct model_volume *v)
+{
+	char note[ERR_MSG_MAX];
+
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (server_gc_verdict(v->id, &v->claims[i],
+				      server_gc_node_find(w, v->claims[i].node_id), w->now_ms,
+				      w->grace_ms, note, sizeof(note)))
+			return true;
+	return false;
+}
+
+/* One page of volumes after *after (updated); *more whether others follow. */
+static int server_gc_page(struct server *s, const struct server_gc_view *w, char **after,
+			  bool *more, struct err *e)
+{
+	struct store_list l = {0};
+	int rc = store_list(s->cfg.store, STORE_VOLUME, NULL, *after, SERVER_PER_PAGE_MAX, &l, e);
+
+	*more = false;
+	if (rc)
+		return err_wrap(e, "list volumes");
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		struct arena *a = arena_new();
+		struct model_volume *v = NULL;
+
+		if (!a)
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+		else if (model_volume_decode(a, l.objs[i].value, l.objs[i].len, &v, e) == 0 &&
+			 server_gc_wanted(w, v)) {
+			struct err we;
+			char q[600];
+
+			err_clear(&we);
+			/* One volume failing (a race, a damaged record) does not stop the pass. */
+			if (server_volume_update(s, v->id, server_gc_fn, (void *)w, a, NULL, NULL,
+						 &we) &&
+			    we.code != CSID_ENOTFOUND)
+				log_error("msg=\"cannot release lost claims\" volume=%s error=%s",
+					  v->id, log_q(q, sizeof(q), we.msg));
+		}
+		arena_free(a);
+		explicit_bzero(l.objs[i].value, l.objs[i].len);
+	}
+	if (!rc && l.n) {
+		free(*after);
+		if (!(*after = strdup(l.objs[l.n - 1].id)))
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+		*more = l.more;
+	}
+	store_list_free(&l);
+	return rc;
+}
+
+void server_gc_pass(struct server *s)
+{
+	struct server_gc_view w = {.now_ms = clock_wall_ms(s->clock), .grace_ms = s->node_grace_ms};
+	struct arena *a = arena_new();
+	char *after = NULL;
+	bool more = true;
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = a ? server_gc_snapshot(s, a, &w, &e) : err_set(&e, CSID_ENOMEM, "out of memory");
+	while (!rc && more)
+		rc = server_gc_page(s, &w, &after, &more, &e);
+	if (rc) {
+		char q[600];
+
+		log_error("msg=\"lost-claim pass failed; retried next pass\" error=%s",
+			  log_q(q, sizeof(q), e.msg));
+	}
+	free(after);
+	arena_free(a);
+}
