@@ -11,7 +11,11 @@
 
 #include "csi/csi_remote.h"
 #include "util/clock.h"
+#include "util/curl_pool.h"
 #include "util/log.h"
+
+/* Idle keep-alive connections to the servers kept between requests. */
+#define AGENT_API_SERVER_CONNS 8
 
 /* /v1/agent/volumes/<vol>/mount (PUT) and /v1/agent/volumes/<vol>/mount/<alloc> (DELETE). */
 static int agent_api_route_volume(struct agent_api *a, const struct http_request *req,
@@ -126,6 +130,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	}
 	hc.ctx = a;
 	a->cfg.db_path = NULL;
+	if ((rc = curl_pool_new(AGENT_API_SERVER_CONNS, &a->conns, e)))
+		goto fail;
 	if ((rc = agent_api_release_open(a, cfg->db_path, e)))
 		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
@@ -150,6 +156,7 @@ void agent_api_stop(struct agent_api *a)
 	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
 	agent_api_release_close(a);
+	curl_pool_free(a->conns);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);

@@ -35,6 +35,7 @@
 #include <curl/curl.h>
 
 #include "util/clock.h"
+#include "util/curl_pool.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -90,7 +91,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	struct strbuf ans = {.max = AGENT_API_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
 	char url[AGENT_API_URL_MAX], tok[600];
-	CURL *c = curl_easy_init();
+	CURL *c = curl_pool_get(a->conns);
 	CURLcode cc;
 	int rc = 0;
 
@@ -137,7 +138,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	}
 out:
 	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(c);
+	curl_pool_put(a->conns, c);
 	strbuf_free(&ans);
 	return rc;
 }
