@@ -11,7 +11,11 @@
 
 #include "csi/csi_remote.h"
 #include "util/clock.h"
+#include "util/curl_pool.h"
 #include "util/log.h"
+
+/* Idle keep-alive connections to the servers kept between requests. */
+#define AGENT_API_SERVER_CONNS 8
 
 /*
  * /v1/agent/volumes/<vol>/mount (PUT), /v1/agent/volumes/<vol>/mount/<alloc> (DELETE) and
@@ -162,7 +166,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	}
 	hc.ctx = a;
 	a->cfg.db_path = NULL;
-	if ((rc = agent_api_release_open(a, cfg->db_path, e)) ||
+	if ((rc = curl_pool_new(AGENT_API_SERVER_CONNS, &a->conns, e)) ||
+	    (rc = agent_api_release_open(a, cfg->db_path, e)) ||
 	    (rc = agent_api_owners_open(a, cfg->db_path, e)))
 		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
@@ -188,6 +193,7 @@ void agent_api_stop(struct agent_api *a)
 	http_server_stop(a->http);
 	agent_api_owners_close(a);
 	agent_api_release_close(a);
+	curl_pool_free(a->conns);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);

@@ -39,6 +39,7 @@
 #include <curl/curl.h>
 
 #include "util/clock.h"
+#include "util/curl_pool.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
@@ -94,7 +95,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	struct strbuf ans = {.max = AGENT_API_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
 	char url[AGENT_API_URL_MAX], tok[600];
-	CURL *c = curl_easy_init();
+	CURL *c = curl_pool_get(a->conns);
 	CURLcode cc;
 	int rc = 0;
 
@@ -141,7 +142,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 	}
 out:
 	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(c);
+	curl_pool_put(a->conns, c);
 	strbuf_free(&ans);
 	return rc;
 }

@@ -26,6 +26,7 @@ struct agent_api {
 	char *server_token; /* NULL: controller RPCs refused; wiped on stop */
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
+	struct curl_pool *conns; /* keep-alive handles for the servers */
 	/* Pending releases (agent_api_release.c); the db is used under rel_mu. */
 	sqlite3 *rel_db; /* NULL: releases are not recorded */
 	pthread_mutex_t rel_mu;

@@ -6,8 +6,10 @@
  * goes down or whose plugin turns unhealthy stops being chosen at once.
  *
  * A client is a small object per acquire (freed by release) that runs
- * each call as one libcurl request with its own easy handle, so calls
- * from several reconciler workers never share one. The request bytes may
+ * each call as one libcurl request with an easy handle of its own while
+ * the call lasts, so calls from several reconciler workers never share
+ * one; the handles (and their keep-alive connections to the agents) are
+ * kept idle between calls (util/curl_pool.h). The request bytes may
  * hold secrets: they are wiped after the request, and never logged.
  */
 #include "server/controllers_remote.h"
@@ -26,12 +28,15 @@
 #include "csi/csi_rules.h"
 #include "server/server.h"
 #include "util/array.h"
+#include "util/curl_pool.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 
 /* Time the agent gets beyond the RPC's own deadline to send its answer (ms). */
 #define CONTROLLERS_REMOTE_SLACK_MS 2000
 #define CONTROLLERS_REMOTE_CONNECT_MS 5000
+/* Idle handles (keep-alive connections to agents) kept between calls. */
+#define CONTROLLERS_REMOTE_CONNS 8
 
 struct controllers_remote_pref {
 	char plugin_id[MODEL_PLUGIN_ID_MAX + 1];
@@ -43,6 +48,7 @@ struct controllers_remote {
 	struct store *store;
 	char *token;
 	struct reconciler_controllers host;
+	struct curl_pool *conns;
 	pthread_mutex_t mu; /* guards prefs */
 	struct controllers_remote_pref *prefs;
 	size_t nprefs, prefs_cap;
@@ -251,7 +257,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
 	n = protobuf_c_message_get_packed_size(req);
 	bytes = malloc(n ? n : 1);
-	curl = curl_easy_init();
+	curl = curl_pool_get(c->owner ? c->owner->conns : NULL);
 	if (!bytes || !curl ||
 	    controllers_remote_prepare(c, info, timeout_ms, url, sizeof(url), &hdrs)) {
 		controllers_remote_status(st, CSI_INTERNAL, "%s: out of memory", info->name);
@@ -304,7 +310,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 	}
 out:
 	controllers_remote_headers_free(hdrs);
-	curl_easy_cleanup(curl);
+	curl_pool_put(c->owner ? c->owner->conns : NULL, curl);
 	if (bytes) {
 		explicit_bzero(bytes, n);
 		free(bytes);
@@ -444,7 +450,10 @@ int controllers_remote_new(const struct controllers_remote_config *cfg,
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return err_set(e, CSID_EINTERNAL, "agent controllers: libcurl did not start");
 	r = calloc(1, sizeof(*r));
-	if (!r || (cfg->token && !(r->token = strdup(cfg->token)))) {
+	if (!r || (cfg->token && !(r->token = strdup(cfg->token))) ||
+	    curl_pool_new(CONTROLLERS_REMOTE_CONNS, &r->conns, e)) {
+		if (r)
+			free(r->token);
 		free(r);
 		curl_global_cleanup();
 		return err_set(e, CSID_ENOMEM, "agent controllers: out of memory");
@@ -473,6 +482,7 @@ void controllers_remote_free(struct controllers_remote *r)
 		free(r->token);
 	}
 	free(r->prefs);
+	curl_pool_free(r->conns);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 	curl_global_cleanup();

@@ -19,24 +19,6 @@ static const struct csictl_csi_cmd *const csictl_csi_groups[] = {
 
 #define CSICTL_CSI_NGROUPS (sizeof(csictl_csi_groups) / sizeof(csictl_csi_groups[0]))
 
-static const char *const csictl_csi_modes[] = {
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER] = "single-node-writer",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY] =
-	"single-node-reader-only",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY] =
-	"multi-node-reader-only",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER] =
-	"multi-node-single-writer",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER] =
-	"multi-node-multi-writer",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER] =
-	"single-node-single-writer",
-    [CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER] =
-	"single-node-multi-writer",
-};
-
-#define CSICTL_CSI_NMODES (sizeof(csictl_csi_modes) / sizeof(csictl_csi_modes[0]))
-
 #define CSICTL_CSI_FLAGS_MAX 32
 
 /* The flag table, pointing into o. Returns the number of flags. */
@@ -112,8 +94,8 @@ static void csictl_csi_help(FILE *f, const struct csictl_csi_cmd *only)
 	fputs("\nFlags (before or after the command):\n", f);
 	csictl_flags_help(flags, n, f);
 	fputs("\nAccess modes:", f);
-	for (size_t m = 1; m < CSICTL_CSI_NMODES; m++)
-		fprintf(f, "%s %s", m == 1 ? "" : ",", csictl_csi_modes[m]);
+	for (int m = 1; strcmp(csictl_csi_access_mode_name(m), "unknown") != 0; m++)
+		fprintf(f, "%s %s", m == 1 ? "" : ",", csictl_csi_access_mode_name(m));
 	fputs("\n\nExit status: 0 OK, 1 the call failed, 2 usage error.\n", f);
 }
 
@@ -331,36 +313,6 @@ void *csictl_csi_msg_new(struct csictl_csi *c, const ProtobufCMessageDescriptor 
 	if (m)
 		protobuf_c_message_init(desc, m);
 	return m;
-}
-
-const char *csictl_csi_access_mode_name(int mode)
-{
-	if (mode <= 0 || (size_t)mode >= CSICTL_CSI_NMODES)
-		return "unknown";
-	return csictl_csi_modes[mode];
-}
-
-int csictl_csi_access_mode_parse(const char *name)
-{
-	for (size_t m = 1; m < CSICTL_CSI_NMODES; m++) {
-		const char *ours = csictl_csi_modes[m];
-		size_t i = 0;
-
-		/* Ours ("single-node-writer") or CSI's ("SINGLE_NODE_WRITER"), any case. */
-		for (; ours[i] && name[i]; i++) {
-			char a = ours[i], b = name[i];
-
-			if (b == '_')
-				b = '-';
-			if (b >= 'A' && b <= 'Z')
-				b = (char)(b - 'A' + 'a');
-			if (a != b)
-				break;
-		}
-		if (!ours[i] && !name[i])
-			return (int)m;
-	}
-	return -1;
 }
 
 bool csictl_csi_caps_given(const struct csictl_csi *c)
