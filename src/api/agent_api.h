@@ -60,6 +60,12 @@ struct agent_api_config {
 	size_t nservers;
 	/* The agent database, where unsent releases are recorded; NULL: not recorded. */
 	const char *db_path;
+	/*
+	 * The agent's instance ID (server_link_instance_id; copied, wiped on
+	 * stop, never logged), sent in HTTP_NODE_INSTANCE_HEADER with every
+	 * request to the servers so they know the node's own agent; NULL: none.
+	 */
+	const char *instance_id;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 };
