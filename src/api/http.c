@@ -103,8 +103,8 @@ static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned st
 		resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
 						       MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = wipe ? MHD_create_response_from_buffer_with_free_callback(
-				  strlen(text), text, http_wipe_free)
+		resp = wipe ? MHD_create_response_from_buffer_with_free_callback(strlen(text), text,
+										 http_wipe_free)
 			    : MHD_create_response_from_buffer(strlen(text), text,
 							      MHD_RESPMEM_MUST_FREE);
 	}

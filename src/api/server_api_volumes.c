@@ -284,8 +284,8 @@ static const struct model_claim *vol_claim_of(const struct model_volume *v, cons
  * by the agent's instance. A claim that is gone, or a volume that is,
  * is left to the release itself (releasing nothing is done already).
  */
-static int vol_release_check(struct server_api *api, const struct http_request *req,
-			     const char *id, const char *alloc, struct arena *a, struct err *e)
+static int vol_release_check(struct server_api *api, const struct http_request *req, const char *id,
+			     const char *alloc, struct arena *a, struct err *e)
 {
 	const char *inst = vol_node_instance(req);
 	const struct model_claim *c;
@@ -341,8 +341,8 @@ static int vol_node_stage(struct server_api *api, const struct http_request *req
 	if (!c || c->state != MODEL_CLAIM_CLAIMED)
 		return err_set(e, CSID_ENOTFOUND, "volume %s: allocation %s holds no active claim",
 			       id, alloc);
-	if ((rc = server_node_instance_check(api->server, c->node_id, inst, "node-stage", false,
-					     e)))
+	if ((rc =
+		 server_node_instance_check(api->server, c->node_id, inst, "node-stage", false, e)))
 		return err_wrap(e, "volume %s", id);
 	sec = json_object();
 	flags = json_array();

@@ -137,13 +137,14 @@ static int hp_node_maps(void *const *pc, size_t npc, void *const *vc, size_t nvc
  * A missing one is a required field missing: INVALID_ARGUMENT, naming the
  * key, never a value.
  */
-static int hp_node_stage_secret(const struct hp_plugin *p,
-				const Csi__V1__NodeStageVolumeRequest *r, char *msg)
+static int hp_node_stage_secret(const struct hp_plugin *p, const Csi__V1__NodeStageVolumeRequest *r,
+				char *msg)
 {
 	if (!p->require_stage_secret[0])
 		return 0;
 	for (size_t i = 0; i < r->n_secrets; i++)
-		if (r->secrets[i]->key && strcmp(r->secrets[i]->key, p->require_stage_secret) == 0 &&
+		if (r->secrets[i]->key &&
+		    strcmp(r->secrets[i]->key, p->require_stage_secret) == 0 &&
 		    r->secrets[i]->value && r->secrets[i]->value[0])
 			return 0;
 	return hp_fail(msg, CSI_INVALID_ARGUMENT, "secrets: the key %s is required to stage",
