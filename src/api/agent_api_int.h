@@ -72,23 +72,14 @@ int agent_api_server(struct agent_api *a, const char *method, const char *path, 
 int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc, bool patient,
 			   struct err *e);
 
-/* agent_api_stage.c: the node-stage data of a claimed volume; wiped on free. */
-struct agent_api_stage {
-	json_t *doc; /* the server's answer, which every pointer below borrows from */
-	struct mount_kv *secrets;
-	size_t n_secrets;
-	const char **flags;
-	size_t n_flags;
-	const char *fs_type; /* NULL: none */
-};
 /*
- * GET /v1/volume/<vol>/node-stage?alloc_id=<alloc> on the servers, once
- * alloc's claim on this node is granted. Returns 0 and *out (free with
- * agent_api_stage_free), or a code with e set (never quoting a value).
+ * agent_api_stage.c: GET /v1/volume/<vol>/node-stage?alloc_id=<alloc> on
+ * the servers, once alloc's claim on this node is granted. Returns 0 and
+ * *out (free with agent_api_stage_free), or a code with e set (never
+ * quoting a value).
  */
 int agent_api_stage_get(struct agent_api *a, const char *vol, const char *alloc,
 			struct agent_api_stage **out, struct err *e);
-void agent_api_stage_free(struct agent_api_stage *st);
 
 /* agent_api_release.c: releases recorded until a server took them, retried by a thread. */
 /* Opens the table at db_path (NULL: none) and starts the thread when servers are set. */

@@ -40,15 +40,64 @@ static int agent_api_stage_check(json_t *doc, struct err *e)
 	return 0;
 }
 
+/* Takes doc (a parsed answer): 0 and *out, or a code with e set (doc then wiped and freed). */
+static int agent_api_stage_from(json_t *doc, struct agent_api_stage **out, struct err *e)
+{
+	struct agent_api_stage *st = calloc(1, sizeof(*st));
+	json_t *sec, *flags, *v;
+	const char *key;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (!st) {
+		model_json_wipe(doc);
+		json_decref(doc);
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	st->doc = doc;
+	if ((rc = agent_api_stage_check(doc, e)))
+		goto fail;
+	sec = json_object_get(doc, "secrets");
+	flags = json_object_get(doc, "mount_flags");
+	st->secrets = calloc(json_object_size(sec) + 1, sizeof(*st->secrets));
+	st->flags = calloc(json_array_size(flags) + 1, sizeof(*st->flags));
+	if (!st->secrets || !st->flags) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto fail;
+	}
+	json_object_foreach(sec, key, v)
+	{
+		st->secrets[st->n_secrets].key = key;
+		st->secrets[st->n_secrets++].value = json_string_value(v);
+	}
+	json_array_foreach(flags, i, v) st->flags[st->n_flags++] = json_string_value(v);
+	st->fs_type = json_string_value(json_object_get(doc, "fs_type"));
+	*out = st;
+	return 0;
+fail:
+	agent_api_stage_free(st);
+	return rc;
+}
+
+int agent_api_decode_stage(const char *body, size_t len, struct agent_api_stage **out,
+			   struct err *e)
+{
+	json_t *doc = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+
+	*out = NULL;
+	/* jansson's message may quote the input, which holds secrets: none is given. */
+	if (!doc)
+		return err_set(e, CSID_EPROTO, "the server's node-stage answer is not JSON");
+	return agent_api_stage_from(doc, out, e);
+}
+
 int agent_api_stage_get(struct agent_api *a, const char *vol, const char *alloc,
 			struct agent_api_stage **out, struct err *e)
 {
 	char *ev = curl_easy_escape(NULL, vol, 0), *ea = curl_easy_escape(NULL, alloc, 0);
-	struct agent_api_stage *st = NULL;
-	json_t *sec, *flags, *v;
+	json_t *doc = NULL;
 	char path[2048];
-	const char *key;
-	size_t i;
 	int rc, n;
 
 	*out = NULL;
@@ -57,39 +106,13 @@ int agent_api_stage_get(struct agent_api *a, const char *vol, const char *alloc,
 		goto out;
 	}
 	n = snprintf(path, sizeof(path), "/v1/volume/%s/node-stage?alloc_id=%s", ev, ea);
-	if (n < 0 || (size_t)n >= sizeof(path)) {
+	if (n < 0 || (size_t)n >= sizeof(path))
 		rc = err_set(e, CSID_EINVAL, "volume or allocation ID too long");
-		goto out;
-	}
-	st = calloc(1, sizeof(*st));
-	if (!st) {
-		rc = err_set(e, CSID_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = agent_api_server(a, "GET", path, NULL, &st->doc, e)) ||
-	    (rc = agent_api_stage_check(st->doc, e))) {
+	else if ((rc = agent_api_server(a, "GET", path, NULL, &doc, e)) == 0)
+		rc = agent_api_stage_from(doc, out, e);
+	if (rc)
 		err_wrap(e, "node-stage secrets of %s for %s", vol, alloc);
-		goto out;
-	}
-	sec = json_object_get(st->doc, "secrets");
-	flags = json_object_get(st->doc, "mount_flags");
-	st->secrets = calloc(json_object_size(sec) + 1, sizeof(*st->secrets));
-	st->flags = calloc(json_array_size(flags) + 1, sizeof(*st->flags));
-	if (!st->secrets || !st->flags) {
-		rc = err_set(e, CSID_ENOMEM, "out of memory");
-		goto out;
-	}
-	json_object_foreach(sec, key, v)
-	{
-		st->secrets[st->n_secrets].key = key;
-		st->secrets[st->n_secrets++].value = json_string_value(v);
-	}
-	json_array_foreach(flags, i, v) st->flags[st->n_flags++] = json_string_value(v);
-	st->fs_type = json_string_value(json_object_get(st->doc, "fs_type"));
-	*out = st;
-	st = NULL;
 out:
-	agent_api_stage_free(st);
 	curl_free(ev);
 	curl_free(ea);
 	return rc;
