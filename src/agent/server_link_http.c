@@ -41,7 +41,8 @@ struct server_link {
 	char *token;
 	char *node;
 	char *node_path; /* node, %-escaped for the URL (curl_free) */
-	char *instance_id;
+	char *instance_id; /* a credential: sent in bodies, never logged (logs show the tag) */
+	char instance_tag[MODEL_INSTANCE_TAG_LEN + 1];
 	char *address; /* NULL: none */
 	struct plugin_manager *pm;
 	struct held_allocs *held; /* NULL: no allocations report */
@@ -108,6 +109,8 @@ static void server_link_free_strings(struct server_link *l)
 	free(l->node);
 	if (l->node_path)
 		curl_free(l->node_path);
+	if (l->instance_id)
+		explicit_bzero(l->instance_id, strlen(l->instance_id));
 	free(l->instance_id);
 	free(l->address);
 }
@@ -127,6 +130,7 @@ int server_link_new(const struct server_link_config *cfg, struct server_link **o
 	l->servers = calloc(cfg->nservers, sizeof(*l->servers));
 	l->node = strdup(cfg->node_name);
 	l->instance_id = strdup(cfg->instance_id);
+	model_node_instance_tag(cfg->instance_id, l->instance_tag);
 	l->token = cfg->token ? strdup(cfg->token) : NULL;
 	l->address = cfg->address ? strdup(cfg->address) : NULL;
 	l->curl = curl_easy_init();
@@ -265,9 +269,9 @@ static void server_link_log(struct server_link *l, size_t i, enum server_link_ou
 
 	if (o == SERVER_LINK_OK) {
 		if (!l->logged_once || l->last_logged != o || l->last_server != i)
-			log_info("msg=\"joined server\" server=%s node=%s instance=%s "
+			log_info("msg=\"joined server\" server=%s node=%s instance_tag=%s "
 				 "heartbeat_ms=%lld",
-				 l->servers[i], l->node, l->instance_id,
+				 l->servers[i], l->node, l->instance_tag,
 				 (long long)c->t.heartbeat_ms);
 	} else if (o == SERVER_LINK_UNAUTHORIZED) {
 		log_error("msg=\"server refused the agent's token (check server_token)\" "
@@ -275,8 +279,8 @@ static void server_link_log(struct server_link *l, size_t i, enum server_link_ou
 			  l->servers[i], l->node, log_q(q, sizeof(q), why), (long long)c->delay_ms);
 	} else if (o == SERVER_LINK_DUPLICATE) {
 		log_error("msg=\"server refused the node: another agent holds this node name\" "
-			  "server=%s node=%s instance=%s error=%s retry_in_ms=%lld",
-			  l->servers[i], l->node, l->instance_id, log_q(q, sizeof(q), why),
+			  "server=%s node=%s instance_tag=%s error=%s retry_in_ms=%lld",
+			  l->servers[i], l->node, l->instance_tag, log_q(q, sizeof(q), why),
 			  (long long)c->delay_ms);
 	} else if (o == SERVER_LINK_REFUSED) {
 		log_error("msg=\"server refused the node fingerprint\" server=%s node=%s "

@@ -159,8 +159,12 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	a->cfg.server_token = NULL;
 	if (cfg->server_token && cfg->server_token[0])
 		a->server_token = strdup(cfg->server_token);
+	a->cfg.instance_id = NULL;
+	if (cfg->instance_id && cfg->instance_id[0])
+		a->instance_id = strdup(cfg->instance_id);
 	if (!a->socket_path || (cfg->tcp_addr && !a->tcp_addr) || !a->node_name || !a->data_dir ||
-	    (cfg->server_token && cfg->server_token[0] && !a->server_token)) {
+	    (cfg->server_token && cfg->server_token[0] && !a->server_token) ||
+	    (cfg->instance_id && cfg->instance_id[0] && !a->instance_id)) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -201,6 +205,10 @@ void agent_api_stop(struct agent_api *a)
 	if (a->server_token) {
 		explicit_bzero(a->server_token, strlen(a->server_token));
 		free(a->server_token);
+	}
+	if (a->instance_id) {
+		explicit_bzero(a->instance_id, strlen(a->instance_id));
+		free(a->instance_id);
 	}
 	free(a);
 }

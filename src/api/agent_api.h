@@ -66,6 +66,12 @@ struct agent_api_config {
 	size_t nservers;
 	/* The agent database, where unsent releases are recorded; NULL: not recorded. */
 	const char *db_path;
+	/*
+	 * The agent's instance ID (server_link_instance_id; copied, wiped on
+	 * stop, never logged), sent in HTTP_NODE_INSTANCE_HEADER with every
+	 * request to the servers so they know the node's own agent; NULL: none.
+	 */
+	const char *instance_id;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 	/* The allocations reported to the servers (borrowed); NULL: none reported. */
@@ -110,6 +116,27 @@ void agent_api_mount_req_free(struct agent_api_mount_req *r);
  */
 int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
 			   bool *read_only, struct err *e);
+
+/* The node-stage data of a claimed volume (a servers' answer); every string wiped on free. */
+struct agent_api_stage {
+	json_t *doc; /* the answer, which every pointer below borrows from */
+	struct mount_kv *secrets;
+	size_t n_secrets;
+	const char **flags;
+	size_t n_flags;
+	const char *fs_type; /* NULL: none */
+};
+
+/*
+ * Decodes a servers' answer to GET /v1/volume/<vol>/node-stage (len
+ * bytes: {"secrets": {strings}, "mount_flags": [strings], "fs_type"}).
+ * Returns 0 and *out (free with agent_api_stage_free), or CSID_EPROTO /
+ * CSID_ENOMEM with e naming what is wrong, never a value.
+ */
+int agent_api_decode_stage(const char *body, size_t len, struct agent_api_stage **out,
+			   struct err *e);
+/* Zeroes every string of st, then frees it. NULL is a no-op. */
+void agent_api_stage_free(struct agent_api_stage *st);
 
 /*
  * Decodes the "owner" of a PUT /v1/agent/volumes/<vol>/mount body (len

@@ -12,9 +12,11 @@
  * blocking queries until its publication to this node is published (or
  * the plugin needs no ControllerPublishVolume), then mounts through the
  * mounter with the plugin, external ID, volume context, publish context
- * and fs_type of the volume. The servers' API view holds no secrets and
- * no mount flags, so none are passed to the node plugin (node-stage
- * secrets are not supported yet). The allocation is in the agent's
+ * and fs_type of the volume, and the volume's secrets and mount flags,
+ * which the servers' API view never shows: they come from the servers'
+ * node-stage read, answered to this node's agent only (agent_api_stage.c;
+ * every request to the servers carries the agent's instance ID in
+ * HTTP_NODE_INSTANCE_HEADER). The allocation is in the agent's
  * report of held allocations (agent/held_allocs.h) from before the claim
  * goes out until its mount record exists; a mount that fails after the
  * claim leaves the claim, which the server releases once the report no
@@ -110,6 +112,11 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 		hdrs = curl_slist_append(hdrs, tok);
 		explicit_bzero(tok, sizeof(tok));
 	}
+	if (a->instance_id) {
+		snprintf(tok, sizeof(tok), HTTP_NODE_INSTANCE_HEADER ": %s", a->instance_id);
+		hdrs = curl_slist_append(hdrs, tok);
+		explicit_bzero(tok, sizeof(tok));
+	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
@@ -143,6 +150,9 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 out:
 	curl_slist_free_all(hdrs);
 	curl_pool_put(a->conns, c);
+	/* A node-stage answer holds secrets. */
+	if (ans.p)
+		explicit_bzero(ans.p, ans.len);
 	strbuf_free(&ans);
 	return rc;
 }
@@ -202,8 +212,8 @@ static int agent_api_server_try(struct agent_api *a, const char *method, const c
 	return rc;
 }
 
-static int agent_api_server(struct agent_api *a, const char *method, const char *path, json_t *body,
-			    json_t **doc, struct err *e)
+int agent_api_server(struct agent_api *a, const char *method, const char *path, json_t *body,
+		     json_t **doc, struct err *e)
 {
 	return agent_api_server_try(a, method, path, body, true, doc, e);
 }
@@ -340,9 +350,10 @@ static size_t agent_api_kvs(json_t *m, struct mount_kv *kvs, size_t max)
 	return n;
 }
 
-/* Mounts volume v (published as pub, may be NULL) for alloc; fills res. */
+/* Mounts volume v (published as pub, may be NULL) for alloc with st's secrets; fills res. */
 static int agent_api_claim_mount(struct agent_api *a, const char *vol, const char *alloc,
-				 bool read_only, json_t *v, json_t *pub, struct mounter_result *res,
+				 bool read_only, json_t *v, json_t *pub,
+				 const struct agent_api_stage *st, struct mounter_result *res,
 				 struct err *e)
 {
 	json_t *cap = json_array_get(json_object_get(v, "capabilities"), 0);
@@ -364,6 +375,11 @@ static int agent_api_claim_mount(struct agent_api *a, const char *vol, const cha
 	req.usage.read_only = read_only;
 	fs = agent_api_str(json_object_get(v, "mount_options"), "fs_type", "");
 	req.usage.fs_type = *fs ? fs : NULL;
+	req.usage.fs_type = st->fs_type && *st->fs_type ? st->fs_type : req.usage.fs_type;
+	req.usage.mount_flags = st->flags;
+	req.usage.n_mount_flags = st->n_flags;
+	req.secrets = st->secrets;
+	req.n_secrets = st->n_secrets;
 	if ((rc =
 		 mount_access_parse(agent_api_str(cap, "access_mode", ""), &req.usage.access, e)) ||
 	    (rc = mount_attachment_parse(agent_api_str(cap, "attachment_mode", "file-system"),
@@ -498,6 +514,7 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 {
 	char path[AGENT_API_URL_MAX];
 	struct mounter_result *res = NULL;
+	struct agent_api_stage *st = NULL;
 	json_t *claim = NULL, *v = NULL, *pub = NULL;
 	struct owners_spec owner;
 	bool read_only = false, owned = false, held = false;
@@ -531,14 +548,15 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 		goto out;
 	}
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, a->node_name);
-	if ((rc = agent_api_wait_published(a, vol, &v, &pub, e)))
+	if ((rc = agent_api_wait_published(a, vol, &v, &pub, e)) ||
+	    (rc = agent_api_stage_get(a, vol, alloc, &st, e)))
 		goto out;
 	res = calloc(1, sizeof(*res));
 	if (!res) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = agent_api_claim_mount(a, vol, alloc, read_only, v, pub, res, e);
+	rc = agent_api_claim_mount(a, vol, alloc, read_only, v, pub, st, res, e);
 	if (rc) {
 		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
 		goto out;
@@ -555,6 +573,7 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 out:
 	if (held)
 		held_allocs_end(a->cfg.held, vol, alloc);
+	agent_api_stage_free(st);
 	free(res);
 	json_decref(claim);
 	json_decref(v);
@@ -597,7 +616,8 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 		return err_wrap(e, "%s", unmounted ? "unmounted" : "nothing mounted");
 	/* Recorded: one try of each server, then the retry thread's backoff. */
 	rc = agent_api_release_send(a, vol, alloc, reason, !a->rel_db, e);
-	if (rc == CSID_EUNAVAIL && a->rel_db) {
+	/* Kept too when refused for who sent it (agent_api_release.c says why). */
+	if ((rc == CSID_EUNAVAIL || rc == CSID_EPERM) && a->rel_db) {
 		char q[600];
 
 		log_warn("msg=\"release pending: retried in the background\" volume=%s alloc=%s "

@@ -24,6 +24,7 @@ struct agent_api {
 	char *node_name;
 	char *data_dir;
 	char *server_token; /* NULL: controller RPCs refused; wiped on stop */
+	char *instance_id; /* NULL: none; wiped on stop */
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
 	struct curl_pool *conns; /* keep-alive handles for the servers */
@@ -59,6 +60,15 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 			     const char *reason, json_t **out, struct err *e);
 
 /*
+ * One request to the servers (method, path, body may be NULL), retried
+ * with backoff while none answers: 0 and *doc (the caller's) for a 2xx
+ * answer, else the code of the server's error (CSID_EUNAVAIL: none
+ * answered) with e holding its message.
+ */
+int agent_api_server(struct agent_api *a, const char *method, const char *path, json_t *body,
+		     json_t **doc, struct err *e);
+
+/*
  * PUT /v1/volume/<vol>/release {"alloc_id": alloc, "reason": reason
  * (omitted when NULL)} on the servers;
  * patient: retried with backoff for a bounded time while no server
@@ -66,6 +76,15 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
  */
 int agent_api_release_send(struct agent_api *a, const char *vol, const char *alloc,
 			   const char *reason, bool patient, struct err *e);
+
+/*
+ * agent_api_stage.c: GET /v1/volume/<vol>/node-stage?alloc_id=<alloc> on
+ * the servers, once alloc's claim on this node is granted. Returns 0 and
+ * *out (free with agent_api_stage_free), or a code with e set (never
+ * quoting a value).
+ */
+int agent_api_stage_get(struct agent_api *a, const char *vol, const char *alloc,
+			struct agent_api_stage **out, struct err *e);
 
 /* agent_api_release.c: releases recorded until a server took them, retried by a thread. */
 /* Opens the table at db_path (NULL: none) and starts the thread when servers are set. */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model.h"
 #include "util/log.h"
 
 #define AGENT_API_STR_MAX 1024
@@ -50,22 +51,6 @@ static const char *agent_api_sanitize(char *buf, size_t len, const char *s)
 	return buf;
 }
 
-/* Zeroes the string values of a JSON object or array (secrets, flags). */
-static void agent_api_wipe(json_t *v)
-{
-	const char *key;
-	json_t *item;
-	size_t i;
-
-	if (json_is_string(v)) {
-		memset((char *)json_string_value(v), 0, json_string_length(v));
-	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item) agent_api_wipe(item);
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item) agent_api_wipe(item);
-	}
-}
-
 void agent_api_mount_req_free(struct agent_api_mount_req *r)
 {
 	json_t *root;
@@ -74,8 +59,8 @@ void agent_api_mount_req_free(struct agent_api_mount_req *r)
 		return;
 	root = r->json_;
 	if (root) {
-		agent_api_wipe(json_object_get(root, "secrets"));
-		agent_api_wipe(json_object_get(root, "mount_flags"));
+		model_json_wipe(json_object_get(root, "secrets"));
+		model_json_wipe(json_object_get(root, "mount_flags"));
 		json_decref(root);
 	}
 	free(r->kvs);
@@ -276,7 +261,7 @@ int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		agent_api_wipe(root);
+		model_json_wipe(root);
 		json_decref(root);
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	}

@@ -2,7 +2,9 @@
  * Pending releases of the agent API's claims (agent_api_claims.c): an
  * unmount that took the mount down records the release in the agent's
  * database before sending it, and forgets it once a server took it (or
- * refused it for good). A release no server answered stays recorded; a
+ * refused it for good). A release no server answered, or one refused
+ * with 403 (a wrong token, a node another agent instance took over: an
+ * operator's fix lets it pass), stays recorded; a
  * thread of its own retries every recorded release with backoff (1 s
  * doubling to 30 s), and at start, so an agent restarted meanwhile
  * finishes it. Nothing is freed on the server before the node's
@@ -113,6 +115,18 @@ static bool agent_api_release_pass(struct agent_api *a, struct agent_api_release
 		rc = agent_api_release_send(a, rows[i].vol, rows[i].alloc,
 					    rows[i].reason[0] ? rows[i].reason : NULL, false, &e);
 		if (rc == CSID_EUNAVAIL) {
+			pending = true;
+			continue;
+		}
+		/*
+		 * Refused for who sent it (a wrong server_token, or a node now
+		 * held by another agent instance): kept, since the claim is
+		 * still held and an operator's fix makes the next try pass.
+		 */
+		if (rc == CSID_EPERM) {
+			log_warn("msg=\"pending release refused: the agent is not allowed; kept "
+				 "and retried\" volume=%s alloc=%s error=%s",
+				 rows[i].vol, rows[i].alloc, log_q(q, sizeof(q), e.msg));
 			pending = true;
 			continue;
 		}

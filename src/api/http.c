@@ -83,8 +83,16 @@ bool http_token_eq(const char *presented, const char *secret)
 	return d == 0;
 }
 
-static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, char *text,
-				      const char *index, const char *allow)
+/* Frees an answer that held secrets, zeroed first. */
+static void http_wipe_free(void *text)
+{
+	explicit_bzero(text, strlen(text));
+	free(text);
+}
+
+/* Sends text (owned; NULL: out of memory); wipe: zeroed before it is freed. */
+static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned status, char *text,
+					   const char *index, const char *allow, bool wipe)
 {
 	static const char oom[] = "{\"error\":\"out of memory\",\"code\":\"no_memory\"}";
 	struct MHD_Response *resp;
@@ -95,10 +103,16 @@ static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status,
 		resp = MHD_create_response_from_buffer(sizeof(oom) - 1, (void *)oom,
 						       MHD_RESPMEM_PERSISTENT);
 	} else {
-		resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+		resp = wipe ? MHD_create_response_from_buffer_with_free_callback(strlen(text), text,
+										 http_wipe_free)
+			    : MHD_create_response_from_buffer(strlen(text), text,
+							      MHD_RESPMEM_MUST_FREE);
 	}
 	if (!resp) {
-		free(text);
+		if (wipe)
+			http_wipe_free(text);
+		else
+			free(text);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -109,6 +123,12 @@ static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status,
 	ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, char *text,
+				      const char *index, const char *allow)
+{
+	return http_send_text_wipe(c, status, text, index, allow, false);
 }
 
 static void http_send_error(struct MHD_Connection *c, unsigned status, const char *code,
@@ -216,7 +236,9 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 	}
 	memset(&rep, 0, sizeof(rep));
 	rc = s->cfg.handler(s->cfg.ctx, &req, &rep, e);
-	if (rc || rep.stream.next)
+	if ((rc || rep.stream.next) && rep.text && rep.wipe)
+		http_wipe_free(rep.text);
+	else if (rc || rep.stream.next)
 		free(rep.text);
 	if (rc == HTTP_METHOD_NOT_ALLOWED) {
 		char msg[160];
@@ -244,7 +266,7 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 		rep.status = 200;
 	if (rep.text) {
 		json_decref(rep.doc);
-		http_send_text(c, rep.status, rep.text, rep.index, NULL);
+		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe);
 		return rep.status;
 	}
 	if (!rep.doc)

@@ -66,10 +66,17 @@ struct http_reply {
 	unsigned status; /* 0: 200 */
 	json_t *doc; /* owned: the JSON body (NULL: text, or {}) */
 	char *text; /* owned (malloc'd): a JSON body already written, instead of doc */
+	bool wipe; /* text holds secrets: zeroed once sent (or dropped), before it is freed */
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
 };
+
+/*
+ * The header an agent's requests for its node carry: the agent's instance
+ * ID, which proves it is the node's agent (a credential: never logged).
+ */
+#define HTTP_NODE_INSTANCE_HEADER "X-Csid-Node-Instance"
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1

@@ -213,7 +213,7 @@ static json_t *ev_object(const struct store_change *ch)
 		   model_node_decode(a, ch->obj.value, ch->obj.len, &n, NULL) == 0) {
 		n->create_index = ch->obj.create_index;
 		n->modify_index = ch->obj.modify_index;
-		rc = model_node_encode(n, &t, &len, NULL);
+		rc = model_node_encode_api(n, &t, &len, NULL);
 	}
 	if (!rc)
 		out = server_api_json(t, len);

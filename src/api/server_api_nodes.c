@@ -13,7 +13,7 @@ static int nodes_json(const struct model_node *n, json_t **out, struct err *e)
 {
 	char *t;
 	size_t len;
-	int rc = model_node_encode(n, &t, &len, e);
+	int rc = model_node_encode_api(n, &t, &len, e);
 
 	if (rc)
 		return rc;

@@ -262,6 +262,103 @@ static int vol_spec(struct arena *a, const struct http_request *req, const char 
 	return rc;
 }
 
+/* The agent instance a request is made for (X-Csid-Node-Instance), or NULL: an operator's. */
+static const char *vol_node_instance(const struct http_request *req)
+{
+	const char *inst = http_header(req, HTTP_NODE_INSTANCE_HEADER);
+
+	return inst && inst[0] ? inst : NULL;
+}
+
+/* The active claim of alloc on v, or NULL. */
+static const struct model_claim *vol_claim_of(const struct model_volume *v, const char *alloc)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (strcmp(v->claims[i].alloc_id, alloc) == 0)
+			return &v->claims[i];
+	return NULL;
+}
+
+/*
+ * A release an agent sends for its node: the claim's node must be held
+ * by the agent's instance. A claim that is gone, or a volume that is,
+ * is left to the release itself (releasing nothing is done already).
+ */
+static int vol_release_check(struct server_api *api, const struct http_request *req, const char *id,
+			     const char *alloc, struct arena *a, struct err *e)
+{
+	const char *inst = vol_node_instance(req);
+	const struct model_claim *c;
+	struct model_volume *v;
+	int rc;
+
+	if (!inst)
+		return 0;
+	rc = server_volume_get(api->server, id, a, &v, e);
+	if (rc == CSID_ENOTFOUND) {
+		err_clear(e);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	c = vol_claim_of(v, alloc);
+	if (!c)
+		return 0;
+	return server_node_instance_check(api->server, c->node_id, inst, "release", false, e);
+}
+
+/*
+ * GET /v1/volume/<id>/node-stage?alloc_id=A: what the node needs to stage
+ * and publish, which the API view never shows: {"secrets", "mount_flags",
+ * "fs_type"}. Only for the agent of the node where A holds an active
+ * claim; the answer is wiped once sent and never logged.
+ */
+static int vol_node_stage(struct server_api *api, const struct http_request *req, const char *id,
+			  struct http_reply *rep, struct arena *a, struct err *e)
+{
+	const char *inst = vol_node_instance(req), *alloc = http_query(req, "alloc_id");
+	const struct model_claim *c;
+	struct model_volume *v;
+	json_t *doc, *sec, *flags;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	if (!alloc || !alloc[0])
+		return err_set(e, CSID_EINVAL, "alloc_id: required");
+	if ((rc = model_id_check("alloc_id", alloc, strlen(alloc), e)))
+		return rc;
+	if (!inst)
+		return err_set(e, CSID_EPERM,
+			       "volume %s: node-stage is only for the agent of the claim's node "
+			       "(X-Csid-Node-Instance header)",
+			       id);
+	if ((rc = server_volume_get(api->server, id, a, &v, e)))
+		return rc;
+	c = vol_claim_of(v, alloc);
+	if (!c || c->state != MODEL_CLAIM_CLAIMED)
+		return err_set(e, CSID_ENOTFOUND, "volume %s: allocation %s holds no active claim",
+			       id, alloc);
+	if ((rc =
+		 server_node_instance_check(api->server, c->node_id, inst, "node-stage", false, e)))
+		return err_wrap(e, "volume %s", id);
+	sec = json_object();
+	flags = json_array();
+	for (size_t i = 0; sec && i < v->secrets.n; i++)
+		json_object_set_new(sec, v->secrets.kv[i].key, json_string(v->secrets.kv[i].value));
+	for (size_t i = 0; flags && i < v->nmount_flags; i++)
+		json_array_append_new(flags, json_string(v->mount_flags[i]));
+	doc = json_pack("{s:o, s:o, s:s?}", "secrets", sec, "mount_flags", flags, "fs_type",
+			v->fs_type);
+	rep->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	rep->wipe = true;
+	model_json_wipe(doc);
+	json_decref(doc);
+	return rep->text ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
 /* Routes /v1/volume/<id>[/<action>]. */
 int server_api_volume(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e)
@@ -322,6 +419,8 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 			rep->allow = "PUT";
 			rc = HTTP_METHOD_NOT_ALLOWED;
 		}
+	} else if (strcmp(rest, "/node-stage") == 0) {
+		rc = vol_node_stage(api, req, id, rep, a, e);
 	} else if (strcmp(rest, "/delete") == 0) {
 		if (strcmp(m, "DELETE") == 0) {
 			rc = server_volume_delete(api->server, id, a, &v, e);
@@ -338,9 +437,14 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 	} else if (strcmp(rest, "/claim") == 0) {
 		rc = server_api_decode_claim(a, req->body, req->len, &claim, e);
 		if (!rc)
+			rc = server_node_instance_check(api->server, claim.node_id,
+							vol_node_instance(req), "claim", true, e);
+		if (!rc)
 			rc = server_volume_claim(api->server, id, &claim, a, &v, e);
 	} else if (strcmp(rest, "/release") == 0) {
 		rc = server_api_decode_release(a, req->body, req->len, &alloc, &force, &reason, e);
+		if (!rc)
+			rc = vol_release_check(api, req, id, alloc, a, e);
 		if (!rc)
 			rc = server_volume_release_why(api->server, id, alloc, force, reason, a, &v,
 						       &skipped, e);

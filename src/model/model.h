@@ -48,7 +48,8 @@
  *           adds "status", "create_index", "modify_index"}
  *   snapshot spec (PUT /v1/snapshot/<id>): {"id", "volume_id", "name",
  *           "parameters", "secrets"}
- *   node: {"id", "instance_id" (the registering agent's, optional),
+ *   node: {"id", "instance_id" (the registering agent's, optional; store
+ *          only: the API view shows "instance_tag" instead),
  *          "status": "ready|down" (default ready), "registered_ms",
  *          "updated_ms", "address" (the agent's API, "http://host:port"
  *          or "host:port": where the server runs controller RPCs of the
@@ -67,6 +68,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "util/arena.h"
 #include "util/err.h"
@@ -422,8 +425,25 @@ int model_volume_encode(const struct model_volume *v, enum model_view view, char
 int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, char **out,
 			  size_t *len, struct err *e);
 int model_node_encode(const struct model_node *n, char **out, size_t *len, struct err *e);
+/*
+ * The API view of a node: as model_node_encode, but instance_id (which
+ * proves an agent is the node's, see server_node_instance_check) is
+ * replaced by "instance_tag", model_node_instance_tag of it.
+ */
+int model_node_encode_api(const struct model_node *n, char **out, size_t *len, struct err *e);
+
+/* Hex digits of an instance tag. */
+#define MODEL_INSTANCE_TAG_LEN 8
+/*
+ * A short tag of an agent's instance ID that tells agents apart in
+ * answers, messages and logs without giving the ID away (the ID is a
+ * credential: it never appears in any of them).
+ */
+void model_node_instance_tag(const char *instance_id, char out[MODEL_INSTANCE_TAG_LEN + 1]);
 /* Zeroes then frees a text that may hold secrets. NULL is a no-op. */
 void model_wipe_free(char *text, size_t len);
+/* Zeroes every string value in a JSON value (a secrets map, mount flags) before it is freed. */
+void model_json_wipe(json_t *v);
 
 /*
  * Decoders of the store encoding (trusted, but still checked: a damaged

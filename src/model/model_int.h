@@ -78,7 +78,5 @@ int model_dec_volume_spec(struct model_dec *d, json_t *obj, struct model_volume 
 /* A JSON string of s; a string that is not valid UTF-8 is shown with '?'
  * for its non-ASCII bytes. NULL only when out of memory. */
 json_t *model_json_str(const char *s);
-/* Zeroes every string inside v (secrets before they are freed). */
-void model_json_wipe(json_t *v);
 
 #endif

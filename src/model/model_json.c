@@ -6,6 +6,7 @@
  * model_decode.c and model_spec.c. The JSON trees built here are wiped
  * before they are freed, since a store view holds secrets.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,13 +338,19 @@ int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, 
 	return model_dump(model_enc_snapshot(s, view), "snapshot", out, len, e);
 }
 
-static json_t *model_enc_node(const struct model_node *n)
+static json_t *model_enc_node(const struct model_node *n, enum model_view view)
 {
 	json_t *o = json_object(), *plugins = json_array();
+	char tag[MODEL_INSTANCE_TAG_LEN + 1];
 	bool ok = true;
 
 	model_set_str(&ok, o, "id", n->id);
-	model_set_str(&ok, o, "instance_id", n->instance_id);
+	if (view == MODEL_VIEW_STORE) {
+		model_set_str(&ok, o, "instance_id", n->instance_id);
+	} else if (n->instance_id) {
+		model_node_instance_tag(n->instance_id, tag);
+		model_set_str(&ok, o, "instance_tag", tag);
+	}
 	model_set_str(&ok, o, "status", model_node_status_name(n->status));
 	model_set_int(&ok, o, "registered_ms", n->registered_ms);
 	model_set_int(&ok, o, "updated_ms", n->updated_ms);
@@ -387,7 +394,24 @@ static json_t *model_enc_node(const struct model_node *n)
 
 int model_node_encode(const struct model_node *n, char **out, size_t *len, struct err *e)
 {
-	return model_dump(model_enc_node(n), "node", out, len, e);
+	return model_dump(model_enc_node(n, MODEL_VIEW_STORE), "node", out, len, e);
+}
+
+int model_node_encode_api(const struct model_node *n, char **out, size_t *len, struct err *e)
+{
+	return model_dump(model_enc_node(n, MODEL_VIEW_API), "node", out, len, e);
+}
+
+void model_node_instance_tag(const char *instance_id, char out[MODEL_INSTANCE_TAG_LEN + 1])
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	/* FNV-1a, folded to 32 bits: a tag tells at most 32 bits of a 128-bit ID. */
+	for (const unsigned char *p = (const unsigned char *)instance_id; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL;
+	}
+	snprintf(out, MODEL_INSTANCE_TAG_LEN + 1, "%08x", (unsigned)((h >> 32) ^ h));
 }
 
 void model_wipe_free(char *text, size_t len)

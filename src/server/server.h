@@ -175,6 +175,18 @@ int server_snapshot_list(struct server *s, const char *volume_id, const char *pr
 /* Registration and heartbeat; node->id required. *out the stored view. */
 int server_node_put(struct server *s, const struct model_node *node, struct arena *a,
 		    struct model_node **out, struct err *e);
+/*
+ * Whether the agent that presented instance (its X-Csid-Node-Instance
+ * header; NULL: an operator's request, not checked) may make request
+ * `what` ("claim", "release", "node-stage") for node_id: the node must be
+ * registered by that very instance (CSID_EPERM when another instance
+ * holds it or it has none; when it is unknown, CSID_EPERM, or
+ * CSID_EPRECOND with live). With live, the node must also be ready
+ * (CSID_EPRECOND when down: its agent heartbeats again soon). Refusals
+ * are logged and name instance tags, never instance IDs.
+ */
+int server_node_instance_check(struct server *s, const char *node_id, const char *instance,
+			       const char *what, bool live, struct err *e);
 int server_node_get(struct server *s, const char *id, struct arena *a, struct model_node **out,
 		    struct err *e);
 int server_node_list(struct server *s, struct arena *a, struct model_node ***out, size_t *n,

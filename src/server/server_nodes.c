@@ -145,6 +145,7 @@ static bool server_node_same(const struct model_node *a, const struct model_node
 static int server_node_owner_check(struct server *s, const struct model_node *old,
 				   const struct model_node *node, struct err *e)
 {
+	char tag[MODEL_INSTANCE_TAG_LEN + 1], holder[MODEL_INSTANCE_TAG_LEN + 1];
 	struct server_live *l;
 	int64_t ago = 0;
 	bool live;
@@ -152,6 +153,8 @@ static int server_node_owner_check(struct server *s, const struct model_node *ol
 	if (!old || !old->instance_id || !node->instance_id ||
 	    strcmp(old->instance_id, node->instance_id) == 0)
 		return 0;
+	model_node_instance_tag(node->instance_id, tag);
+	model_node_instance_tag(old->instance_id, holder);
 	pthread_mutex_lock(&s->mu);
 	l = server_live_find(s, node->id);
 	live = old->status == MODEL_NODE_READY && l && !l->down;
@@ -160,19 +163,74 @@ static int server_node_owner_check(struct server *s, const struct model_node *ol
 	pthread_mutex_unlock(&s->mu);
 	if (!live) {
 		log_warn("msg=\"node taken over by another agent instance\" node=%s "
-			 "instance=%s previous_instance=%s",
-			 node->id, node->instance_id, old->instance_id);
+			 "instance_tag=%s previous_instance_tag=%s",
+			 node->id, tag, holder);
 		return 0;
 	}
-	log_warn("msg=\"node refused: another agent instance holds it\" node=%s instance=%s "
-		 "holder=%s last_heartbeat_ms_ago=%lld",
-		 node->id, node->instance_id, old->instance_id, (long long)ago);
+	log_warn("msg=\"node refused: another agent instance holds it\" node=%s instance_tag=%s "
+		 "holder_tag=%s last_heartbeat_ms_ago=%lld",
+		 node->id, tag, holder, (long long)ago);
 	return err_set(e, CSID_ECONFLICT,
 		       "node %s is held by live agent instance %s (last heartbeat %lld ms ago); "
 		       "this agent (instance %s) may take it over once that one is silent for "
 		       "node_ttl (%lld ms)",
-		       node->id, old->instance_id, (long long)ago, node->instance_id,
-		       (long long)s->node_ttl_ms);
+		       node->id, holder, (long long)ago, tag, (long long)s->node_ttl_ms);
+}
+
+/* Compares two instance IDs in a time that does not depend on where they differ. */
+static bool server_instance_eq(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+
+	for (size_t i = 0; i < lb; i++)
+		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+	return d == 0;
+}
+
+int server_node_instance_check(struct server *s, const char *node_id, const char *instance,
+			       const char *what, bool live, struct err *e)
+{
+	char tag[MODEL_INSTANCE_TAG_LEN + 1], holder[MODEL_INSTANCE_TAG_LEN + 1] = "none";
+	struct model_node *n = NULL;
+	struct arena *a;
+	int rc;
+
+	if (!instance)
+		return 0;
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	model_node_instance_tag(instance, tag);
+	rc = server_get_node(s, node_id, a, &n, e);
+	if (rc == CSID_ENOTFOUND) {
+		log_warn("msg=\"node request refused: node not registered\" node=%s "
+			 "instance_tag=%s request=%s",
+			 node_id, tag, what);
+		rc = err_set(e, live ? CSID_EPRECOND : CSID_EPERM,
+			     "%s for node %s: the node is not registered with this server; its "
+			     "agent must join before it acts for the node",
+			     what, node_id);
+	} else if (rc) {
+		err_wrap(e, "%s for node %s", what, node_id);
+	} else if (!n->instance_id || !server_instance_eq(instance, n->instance_id)) {
+		if (n->instance_id)
+			model_node_instance_tag(n->instance_id, holder);
+		log_warn("msg=\"node request refused: an agent acted for a node it does not "
+			 "hold\" node=%s instance_tag=%s holder_tag=%s request=%s",
+			 node_id, tag, holder, what);
+		rc = err_set(e, CSID_EPERM,
+			     "%s for node %s refused: a node may act only for itself, and node %s "
+			     "is held by agent instance %s, not by this agent (instance %s)",
+			     what, node_id, node_id, holder, tag);
+	} else if (live && n->status == MODEL_NODE_DOWN) {
+		rc = err_set(e, CSID_EPRECOND,
+			     "%s for node %s: the node is down (no heartbeat within node_ttl, "
+			     "%lld ms); its agent must heartbeat again first",
+			     what, node_id, (long long)s->node_ttl_ms);
+	}
+	arena_free(a);
+	return rc;
 }
 
 int server_node_put(struct server *s, const struct model_node *node, struct arena *a,

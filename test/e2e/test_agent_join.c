@@ -8,7 +8,8 @@
  * never answers (the request's deadline, then failover); a killed agent's node goes down after the
  * TTL and its plugin stops counting as healthy; a second agent with the same node name takes the
  * node over only once it is down, and the first agent coming back is then refused (409) and says
- * so; a server restarted on an empty store is caught up by the agent, which kept serving its mount
+ * so (naming instance tags: no instance ID is in any log or answer); a server restarted on an
+ * empty store is caught up by the agent, which kept serving its mount
  * meanwhile; the server runs CreateVolume through the controller plugin
  * of an agent that joined by itself; a wrong token is refused and logged
  * clearly. No token is in
@@ -31,6 +32,7 @@
 
 #include "agent_proc.h"
 #include "http_client.h"
+#include "model/model.h"
 #include "server_proc.h"
 
 #define T_TOKEN "e2e-join-token-9f3"
@@ -238,6 +240,7 @@ struct t_node_want {
 static bool t_node_is(void *ctx)
 {
 	struct t_node_want *w = ctx;
+	char tag[MODEL_INSTANCE_TAG_LEN + 1];
 	json_t *doc = NULL;
 	long st = server_proc_http(&w->t->s, "GET", "/v1/node/" T_NODE, NULL, &doc);
 	bool ok;
@@ -246,8 +249,12 @@ static bool t_node_is(void *ctx)
 		json_decref(doc);
 		return st == 404;
 	}
+	if (w->instance)
+		model_node_instance_tag(w->instance, tag);
+	/* The instance ID is a credential: the API shows its tag only. */
 	ok = st == 200 && strcmp(t_str(doc, "status"), w->status) == 0 &&
-	     (!w->instance || strcmp(t_str(doc, "instance_id"), w->instance) == 0);
+	     !json_object_get(doc, "instance_id") &&
+	     (!w->instance || strcmp(t_str(doc, "instance_tag"), tag) == 0);
 	json_decref(doc);
 	if (!ok || w->nodes_healthy < 0)
 		return ok;
@@ -287,7 +294,7 @@ static int64_t t_wait_node(struct t_env *t, const char *status, const char *inst
 static void test_join_down_takeover(void **state)
 {
 	struct t_env *t = *state;
-	char ia[64], ib[64];
+	char ia[64], ib[64], tag[MODEL_INSTANCE_TAG_LEN + 1];
 	struct agent_proc *a, *b;
 	int64_t ms, killed;
 
@@ -328,7 +335,13 @@ static void test_join_down_takeover(void **state)
 	assert_int_equal(agent_proc_wait_ready(a, AGENT_PROC_HP_START_MS), 0);
 	assert_true(
 	    agent_proc_wait_log(a, "another agent holds this node name", 1, AGENT_PROC_LOG_MS));
-	assert_true(agent_proc_wait_log(a, ib, 1, AGENT_PROC_LOG_MS));
+	model_node_instance_tag(ib, tag);
+	assert_true(agent_proc_wait_log(a, tag, 1, AGENT_PROC_LOG_MS));
+	/* Instance IDs are credentials: tags in logs, never the IDs. */
+	assert_false(server_proc_log_has(&t->s, ia));
+	assert_false(server_proc_log_has(&t->s, ib));
+	assert_false(agent_proc_log_count(a, ia, 1) || agent_proc_log_count(a, ib, 1));
+	assert_false(agent_proc_log_count(b, ia, 1) || agent_proc_log_count(b, ib, 1));
 	t_wait_node(t, "ready", ib, 1, 5000);
 	t_node_address(t, t->addresses[1]);
 	/* a still serves its own API meanwhile. */

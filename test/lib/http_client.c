@@ -13,6 +13,7 @@ struct http_client {
 	char *base; /* URL prefix: "http://localhost" for unix sockets */
 	char *socket; /* unix socket path, or NULL */
 	char *token;
+	char *header; /* one more header line, or NULL */
 };
 
 struct http_client_buf {
@@ -75,6 +76,7 @@ void http_client_free(struct http_client *c)
 	free(c->base);
 	free(c->socket);
 	free(c->token);
+	free(c->header);
 	free(c);
 }
 
@@ -82,6 +84,12 @@ void http_client_token(struct http_client *c, const char *token)
 {
 	free(c->token);
 	c->token = token ? strdup(token) : NULL;
+}
+
+void http_client_extra_header(struct http_client *c, const char *line)
+{
+	free(c->header);
+	c->header = line ? strdup(line) : NULL;
 }
 
 long http_client_do(struct http_client *c, const char *method, const char *path, const char *body,
@@ -132,6 +140,8 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 			hdrs = curl_slist_append(hdrs, tok);
 		}
 	}
+	if (c->header)
+		hdrs = curl_slist_append(hdrs, c->header);
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, hdrs);
 	if (curl_easy_perform(c->curl) == CURLE_OK)

@@ -19,6 +19,8 @@ struct http_client *http_client_new(const char *base);
 void http_client_free(struct http_client *c);
 /* Sets the token sent in X-Csid-Token (NULL: none). */
 void http_client_token(struct http_client *c, const char *token);
+/* Sets one more header line sent with every request ("Name: value"; NULL: none). */
+void http_client_extra_header(struct http_client *c, const char *line);
 
 /*
  * Sends method path (with its query) and body (NULL: none). Returns the

@@ -254,7 +254,7 @@ static void test_node_round_trip(void **state)
 			       .plugins = p,
 			       .nplugins = 2},
 			  *d = NULL;
-	char *text = NULL, *again = NULL;
+	char *text = NULL, *again = NULL, tag[MODEL_INSTANCE_TAG_LEN + 1];
 	size_t len;
 	struct err e;
 
@@ -283,6 +283,18 @@ static void test_node_round_trip(void **state)
 	assert_string_equal(model_map_get(&d->plugins[0].topology.segments, "zone"), "a");
 	free(text);
 	free(again);
+	/* The store keeps the instance ID; the API shows its tag only. */
+	n.instance_id = "5f0c9e2a7b1d4c3e8f6a0b9c1d2e3f40";
+	assert_int_equal(model_node_encode(&n, &text, &len, &e), 0);
+	assert_non_null(strstr(text, n.instance_id));
+	free(text);
+	assert_int_equal(model_node_encode_api(&n, &text, &len, &e), 0);
+	assert_null(strstr(text, n.instance_id));
+	assert_null(strstr(text, "instance_id"));
+	model_node_instance_tag(n.instance_id, tag);
+	assert_int_equal(strlen(tag), MODEL_INSTANCE_TAG_LEN);
+	assert_non_null(strstr(text, tag));
+	free(text);
 	arena_free(a);
 }
 

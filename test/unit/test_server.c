@@ -620,14 +620,22 @@ static void test_node_duplicate_instance(void **state)
 {
 	struct t_env *t = *state;
 	struct model_node n = {.id = "n1"}, *got = NULL;
+	char ta[MODEL_INSTANCE_TAG_LEN + 1], tb[MODEL_INSTANCE_TAG_LEN + 1], want[96];
 	struct err e;
 
+	model_node_instance_tag("agent-a", ta);
+	model_node_instance_tag("agent-b", tb);
+	assert_string_not_equal(ta, tb);
 	n.instance_id = "agent-a";
 	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
 	clock_fake_advance(&t->clock, 3000);
 	n.instance_id = "agent-b";
 	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), CSID_ECONFLICT);
-	t_contains(e.msg, "node n1 is held by live agent instance agent-a");
+	/* Instance IDs are credentials: the message names their tags. */
+	snprintf(want, sizeof(want), "node n1 is held by live agent instance %s", ta);
+	t_contains(e.msg, want);
+	assert_null(strstr(e.msg, "agent-a"));
+	assert_null(strstr(e.msg, "agent-b"));
 	t_contains(e.msg, "last heartbeat 3000 ms ago");
 	assert_int_equal(server_node_get(t->s, "n1", t->a, &got, &e), 0);
 	assert_string_equal(got->instance_id, "agent-a");
@@ -647,7 +655,52 @@ static void test_node_duplicate_instance(void **state)
 	assert_int_equal(got->status, MODEL_NODE_READY);
 	n.instance_id = "agent-a";
 	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), CSID_ECONFLICT);
-	t_contains(e.msg, "held by live agent instance agent-b");
+	snprintf(want, sizeof(want), "held by live agent instance %s", tb);
+	t_contains(e.msg, want);
+}
+
+/* Which agent instance may act for a node: the one that holds it (claims: while ready). */
+static void test_node_instance_check(void **state)
+{
+	struct t_env *t = *state;
+	struct model_node n = {.id = "n1", .instance_id = "agent-a"};
+	struct err e;
+
+	/* An operator's request (no instance) is not checked, even for an unknown node. */
+	assert_int_equal(server_node_instance_check(t->s, "n1", NULL, "claim", true, &e), 0);
+	/* Unknown: a claim waits for the registration; anything else is refused. */
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "claim", true, &e),
+			 CSID_EPRECOND);
+	t_contains(e.msg, "not registered");
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "release", false, &e),
+			 CSID_EPERM);
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "claim", true, &e), 0);
+	/* Another instance, or one that differs in its last byte or length. */
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-b", "claim", true, &e),
+			 CSID_EPERM);
+	t_contains(e.msg, "a node may act only for itself");
+	assert_null(strstr(e.msg, "agent-"));
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-", "claim", true, &e),
+			 CSID_EPERM);
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-aa", "claim", true, &e),
+			 CSID_EPERM);
+	/* Down: no claim until a heartbeat, but the holder may still release and stage. */
+	clock_fake_advance(&t->clock, 20000);
+	server_tick(t->s);
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "claim", true, &e),
+			 CSID_EPRECOND);
+	t_contains(e.msg, "down");
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "release", false, &e),
+			 0);
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-b", "release", false, &e),
+			 CSID_EPERM);
+	/* A node registered without an instance cannot be acted for by an agent. */
+	n.id = "n2";
+	n.instance_id = NULL;
+	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
+	assert_int_equal(server_node_instance_check(t->s, "n2", "agent-a", "claim", true, &e),
+			 CSID_EPERM);
 }
 
 static void test_plugins_view(void **state)
@@ -926,6 +979,7 @@ int main(void)
 	    T_TEST(test_deregister_and_delete),
 	    T_TEST(test_node_ttl),
 	    T_TEST(test_node_duplicate_instance),
+	    T_TEST(test_node_instance_check),
 	    T_TEST(test_plugins_view),
 	    T_TEST(test_schedulability),
 	    T_TEST(test_topology_refusal),

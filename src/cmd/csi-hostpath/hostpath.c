@@ -476,6 +476,8 @@ static int hp_setup(struct hp_plugin *p, const struct hp_config *cfg, struct err
 	p->controller_publish = cfg->controller_publish;
 	p->log_requests = cfg->log_requests;
 	p->enable_alpha = cfg->enable_alpha;
+	snprintf(p->require_stage_secret, sizeof(p->require_stage_secret), "%s",
+		 cfg->require_stage_secret ? cfg->require_stage_secret : "");
 	p->max_volumes_per_node = cfg->max_volumes_per_node;
 	p->capacity = cfg->capacity;
 	p->ops = cfg->ops ? cfg->ops : &hp_mount_real;

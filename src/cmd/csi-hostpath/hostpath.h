@@ -51,6 +51,8 @@ struct hp_config {
 	const char *faults_path; /* fault script, NULL = none */
 	bool log_requests; /* log each request (secrets redacted) at debug level */
 	bool enable_alpha; /* serve and advertise what the spec marks alpha */
+	/* NodeStageVolume refuses a request whose secrets lack this key; NULL = none. */
+	const char *require_stage_secret;
 	const struct hp_mount_ops *ops; /* NULL = the real mount(2) operations */
 	void *ops_ctx;
 };
@@ -66,6 +68,7 @@ struct hp_plugin {
 	bool controller_publish;
 	bool log_requests;
 	bool enable_alpha;
+	char require_stage_secret[129]; /* "" = none */
 	int64_t max_volumes_per_node;
 	int64_t capacity;
 	const struct hp_mount_ops *ops;

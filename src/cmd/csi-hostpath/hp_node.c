@@ -131,6 +131,26 @@ static int hp_node_maps(void *const *pc, size_t npc, void *const *vc, size_t nvc
 	return rc;
 }
 
+/*
+ * With --require-stage-secret: whether NodeStageVolume's secrets hold that
+ * key with a value, so a test can tell the CO passed the volume's secrets.
+ * A missing one is a required field missing: INVALID_ARGUMENT, naming the
+ * key, never a value.
+ */
+static int hp_node_stage_secret(const struct hp_plugin *p, const Csi__V1__NodeStageVolumeRequest *r,
+				char *msg)
+{
+	if (!p->require_stage_secret[0])
+		return 0;
+	for (size_t i = 0; i < r->n_secrets; i++)
+		if (r->secrets[i]->key &&
+		    strcmp(r->secrets[i]->key, p->require_stage_secret) == 0 &&
+		    r->secrets[i]->value && r->secrets[i]->value[0])
+			return 0;
+	return hp_fail(msg, CSI_INVALID_ARGUMENT, "secrets: the key %s is required to stage",
+		       p->require_stage_secret);
+}
+
 HP_CTL_HANDLER(hp_node_stage)
 {
 	const Csi__V1__NodeStageVolumeRequest *r = req;
@@ -147,7 +167,7 @@ HP_CTL_HANDLER(hp_node_stage)
 	if ((rc = hp_node_check_common(p, r->volume_id, r->staging_target_path,
 				       "staging_target_path", msg)) ||
 	    (rc = hp_valid_cap(r->volume_capability, "volume_capability", &block, msg)) ||
-	    (rc = hp_node_check_maps(r, msg)) ||
+	    (rc = hp_node_check_maps(r, msg)) || (rc = hp_node_stage_secret(p, r, msg)) ||
 	    (rc = hp_ctl_get_volume_row(p, r->volume_id, &v, msg)))
 		return rc;
 	if (block != v.block)

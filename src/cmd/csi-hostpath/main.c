@@ -32,6 +32,8 @@ static const char hp_usage[] =
     "  --enable-alpha         also serve what CSI v1.12 marks alpha: ControllerGetVolume,\n"
     "                         GetSnapshot, the VOLUME_CONDITION, GET_VOLUME, GET_SNAPSHOT\n"
     "                         and SINGLE_NODE_MULTI_WRITER capabilities, volume conditions\n"
+    "  --require-stage-secret KEY  refuse NodeStageVolume (INVALID_ARGUMENT) unless its\n"
+    "                         secrets hold KEY (to check a CO passes a volume's secrets)\n"
     "  --max-volumes-per-node N  reported by NodeGetInfo, enforced by ControllerPublishVolume\n"
     "                         (0 = no limit)\n"
     "  --capacity BYTES       total capacity for volumes and snapshots (default 100G;\n"
@@ -68,6 +70,7 @@ enum {
 	HP_OPT_MODE,
 	HP_OPT_NO_PUBLISH,
 	HP_OPT_ENABLE_ALPHA,
+	HP_OPT_REQUIRE_SECRET,
 	HP_OPT_MAX_VOLUMES,
 	HP_OPT_CAPACITY,
 	HP_OPT_NAME,
@@ -85,6 +88,7 @@ static const struct option hp_options[] = {
     {"mode", required_argument, NULL, HP_OPT_MODE},
     {"no-controller-publish", no_argument, NULL, HP_OPT_NO_PUBLISH},
     {"enable-alpha", no_argument, NULL, HP_OPT_ENABLE_ALPHA},
+    {"require-stage-secret", required_argument, NULL, HP_OPT_REQUIRE_SECRET},
     {"max-volumes-per-node", required_argument, NULL, HP_OPT_MAX_VOLUMES},
     {"capacity", required_argument, NULL, HP_OPT_CAPACITY},
     {"name", required_argument, NULL, HP_OPT_NAME},
@@ -189,6 +193,11 @@ int main(int argc, char **argv)
 			break;
 		case HP_OPT_ENABLE_ALPHA:
 			cfg.enable_alpha = true;
+			break;
+		case HP_OPT_REQUIRE_SECRET:
+			if (!optarg[0] || strlen(optarg) > 128)
+				return hp_main_bad("--require-stage-secret", optarg);
+			cfg.require_stage_secret = optarg;
 			break;
 		case HP_OPT_MODE:
 			if (strcmp(optarg, "controller") == 0)

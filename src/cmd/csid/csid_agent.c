@@ -247,6 +247,7 @@ static void *csid_agent_startup_main(void *arg)
 		ac.db_path = a->db_path;
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 		ac.held = a->held;
+		ac.instance_id = a->instance_id[0] ? a->instance_id : NULL;
 		a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {
 			char q[600];
@@ -409,7 +410,7 @@ static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 {
 	struct server_link_config lc = {0};
 	struct model_node skeleton = {0};
-	char address[300];
+	char address[300], tag[MODEL_INSTANCE_TAG_LEN + 1];
 	int rc;
 
 	if (!a->cfg->nservers) {
@@ -439,9 +440,10 @@ static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 	lc.timing.heartbeat_ms = a->cfg->heartbeat_ms;
 	if ((rc = server_link_new(&lc, &a->link, e)) || (rc = server_link_start(a->link, e)))
 		return rc;
-	log_info("msg=\"joining servers\" servers=%zu first=%s node=%s instance=%s "
+	model_node_instance_tag(a->instance_id, tag);
+	log_info("msg=\"joining servers\" servers=%zu first=%s node=%s instance_tag=%s "
 		 "address=%s heartbeat_ms=%lld token=%s",
-		 a->cfg->nservers, a->cfg->servers[0], a->cfg->node_name, a->instance_id,
+		 a->cfg->nservers, a->cfg->servers[0], a->cfg->node_name, tag,
 		 skeleton.address ? skeleton.address : "-", (long long)a->cfg->heartbeat_ms,
 		 a->cfg->server_token ? "set" : "none");
 	return 0;
