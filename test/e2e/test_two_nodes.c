@@ -11,7 +11,8 @@
  * node-1) and mounts nothing; once node-1 unmounted, node-2's mount
  * succeeds (waiting, if need be, until web-1's release is done: its
  * controller unpublish is slowed for that) and sees the file node-1
- * wrote; after its unmount both claims end freed.
+ * wrote; web-1's claim is freed. Unmounted on node-2 and deleted at once
+ * (the unpublish still slow), the volume is gone.
  *
  * multi-node-reader-only: a write claim is refused; read-only mounts on
  * both nodes at once, both published to their node read-only, both read a
@@ -156,9 +157,9 @@ static void test_single_writer_moves_between_nodes(void **state)
 	struct cluster *c = *state;
 	char p1[T_PATH_MAX], p2[T_PATH_MAX];
 	char *second[] = {"volume", "mount", "solo", "-alloc", "web-2", NULL};
-	const char *const allocs[] = {"web-1", "web-2", NULL};
+	char *del[] = {"volume", "delete", "solo", "-wait", NULL};
 	struct csictl_run r;
-	json_t *v;
+	json_t *v, *past;
 
 	cluster_create_volume(c, "solo", "single-node-writer");
 	t_mount(c, 0, "solo", "web-1", false, p1);
@@ -192,18 +193,27 @@ static void test_single_writer_moves_between_nodes(void **state)
 				"claimed");
 	json_decref(v);
 	t_mount(c, 1, "solo", "web-2", false, p2);
-	assert_int_equal(agent_proc_write_faults(c->a[0], ""), 0);
-	assert_int_equal(agent_proc_write_faults(c->a[1], ""), 0);
 	t_expect_file(p2, "from-node-1", "written on node-1\n");
 	assert_int_equal(t_write(p2, "from-node-2", "written on node-2\n"), 0);
 	v = cluster_volume(c, "solo");
 	assert_int_equal(json_array_size(json_object_get(v, "claims")), 1);
 	t_expect_claim(v, "web-2", "node-2", "write", false);
 	assert_null(t_pub(v, "node-1"));
+	past = t_find(json_object_get(v, "past_claims"), "alloc_id", "web-1");
+	assert_non_null(past);
+	assert_string_equal(json_string_value(json_object_get(past, "state")), "freed");
 	json_decref(v);
 
+	/*
+	 * Unmount and delete at once, as the README's tour does, while the
+	 * unpublish is still slow: the delete lets the release finish first.
+	 */
 	t_unmount(c, 1, "solo", "web-2", p2);
-	assert_true(cluster_wait_freed(c, "solo", allocs));
+	cluster_csictl(c, 1, &r, del);
+	csictl_expect_ok(&r);
+	assert_non_null(strstr(r.out, "deleted"));
+	csictl_runner_free(&c->rn, &r);
+	assert_int_equal(server_proc_http(&c->s, "GET", "/v1/volume/solo", NULL, NULL), 404);
 	assert_int_equal(agent_proc_mounts_under(c->a[0]->data_dir), 0);
 	assert_int_equal(agent_proc_mounts_under(c->a[1]->data_dir), 0);
 }
