@@ -115,6 +115,23 @@ static bool model_claim_has_cap(const struct model_volume *v, const struct model
 	return false;
 }
 
+/*
+ * The code of a refusal by the holders that are `who`: a conflict while one
+ * of them is claimed; failed_precondition when every one is being released
+ * already, since the server frees them without anyone's help and the same
+ * request then succeeds (an agent retries it; a workload moving to
+ * another node waits for its old claim's unpublish instead of failing).
+ */
+static int model_claim_refusal(const struct model_volume *v, const struct model_claim_request *req,
+			       enum model_claim_who who)
+{
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (model_claim_is(&v->claims[i], req, who) &&
+		    v->claims[i].state == MODEL_CLAIM_CLAIMED)
+			return CSID_ECONFLICT;
+	return CSID_EPRECOND;
+}
+
 /* The holders against a request with a fixed (matching) capability. */
 static int model_claim_holders_check(const struct model_volume *v,
 				     const struct model_claim_request *req, struct err *e)
@@ -124,24 +141,24 @@ static int model_claim_holders_check(const struct model_volume *v,
 	char who[320];
 
 	if (model_claim_any(v, req, MODEL_WHO_OTHER_CAP))
-		return err_set(e, CSID_ECONFLICT, "volume %s: %s: held with another mode by %s",
-			       v->id, mname,
+		return err_set(e, model_claim_refusal(v, req, MODEL_WHO_OTHER_CAP),
+			       "volume %s: %s: held with another mode by %s", v->id, mname,
 			       model_claim_holders(who, sizeof(who), v, req, MODEL_WHO_OTHER_CAP));
 	if (mode == MODEL_ACCESS_SINGLE_NODE_SINGLE_WRITER &&
 	    model_claim_any(v, req, MODEL_WHO_ALL))
-		return err_set(e, CSID_ECONFLICT,
+		return err_set(e, model_claim_refusal(v, req, MODEL_WHO_ALL),
 			       "volume %s: %s: one allocation at a time, held by %s", v->id, mname,
 			       model_claim_holders(who, sizeof(who), v, req, MODEL_WHO_ALL));
 	if (!model_access_multi_node(mode) && model_claim_any(v, req, MODEL_WHO_OTHER_NODE))
-		return err_set(e, CSID_ECONFLICT, "volume %s: %s: held on another node by %s",
-			       v->id, mname,
+		return err_set(e, model_claim_refusal(v, req, MODEL_WHO_OTHER_NODE),
+			       "volume %s: %s: held on another node by %s", v->id, mname,
 			       model_claim_holders(who, sizeof(who), v, req, MODEL_WHO_OTHER_NODE));
 	if (req->mode == MODEL_CLAIM_WRITE &&
 	    (mode == MODEL_ACCESS_SINGLE_NODE_WRITER ||
 	     mode == MODEL_ACCESS_MULTI_NODE_SINGLE_WRITER) &&
 	    model_claim_any(v, req, MODEL_WHO_WRITERS))
-		return err_set(e, CSID_ECONFLICT, "volume %s: %s: held for writing by %s", v->id,
-			       mname,
+		return err_set(e, model_claim_refusal(v, req, MODEL_WHO_WRITERS),
+			       "volume %s: %s: held for writing by %s", v->id, mname,
 			       model_claim_holders(who, sizeof(who), v, req, MODEL_WHO_WRITERS));
 	return 0;
 }
@@ -176,9 +193,10 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 		*verdict = MODEL_CLAIM_ALREADY;
 		return 0;
 	}
+	/* Its own claim on the way out: the same as a releasing holder (above). */
 	if (held)
 		return err_set(
-		    e, CSID_ECONFLICT,
+		    e, held->state == MODEL_CLAIM_CLAIMED ? CSID_ECONFLICT : CSID_EPRECOND,
 		    "volume %s: alloc %s already holds a %s claim as %s/%s on node %s (%s)", v->id,
 		    req->alloc_id, model_claim_mode_name(held->mode),
 		    model_access_name(held->cap.access),

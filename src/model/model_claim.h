@@ -22,9 +22,13 @@
  * read-only".)
  * Every active claim (claimed, node-unpublished, controller-unpublished)
  * holds the volume: a claim being released still counts until it is
- * freed. A write claim needs a writable mode; a read claim is read-only.
- * A claim by an allocation that already holds one with the same
- * request is granted again (idempotent); with another request it conflicts.
+ * freed. Such a refusal is a conflict while a claimed holder stands in the
+ * way, and failed_precondition when only releasing ones do (they free
+ * themselves, so the request is to be retried, as a precondition not met
+ * yet: the agent does, and a volume unmounted on one node then mounts on
+ * the next once the first one's unpublish is done). A write claim needs a writable mode; a read
+ * claim is read-only. A claim by an allocation that already holds one with the same request is
+ * granted again (idempotent); with another request it conflicts.
  */
 #ifndef CSID_MODEL_MODEL_CLAIM_H
 #define CSID_MODEL_MODEL_CLAIM_H
@@ -65,12 +69,13 @@ enum model_claim_verdict {
  *   CSID_EINVAL     - a hostile alloc or node ID, an unknown mode, a
  *                     capability that is not one of the volume's, or a
  *                     write claim with a read-only mode;
- *   CSID_ECONFLICT  - the allocation holds another (or a releasing)
- *                     claim; or the holders prevent it, e->msg naming
- *                     them ("volume data: single-node-writer: held for
- *                     writing by alloc web-1 (write) on node n1"; a
- *                     releasing holder shows its state; four are named,
- *                     the rest counted);
+ *   CSID_ECONFLICT  - the allocation holds another claim; or the
+ *                     holders prevent it, e->msg naming them ("volume
+ *                     data: single-node-writer: held for writing by alloc
+ *                     web-1 (write) on node n1"; a releasing holder shows
+ *                     its state; four are named, the rest counted);
+ *                     CSID_EPRECOND instead, with the same message, when
+ *                     that claim or every holder in the way is releasing;
  *   CSID_EPRECOND   - the volume is not ready (creating, registering,
  *                     deleting, failed), not schedulable (no healthy
  *                     controller when one is required, no healthy node

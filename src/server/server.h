@@ -122,7 +122,8 @@ int server_volume_list(struct server *s, const struct server_volume_filter *f, s
 		       struct model_volume ***out, size_t *n, char **next_token, uint64_t *index,
 		       struct err *e);
 /* DeleteVolume then deregister: state deleting. CSID_ECONFLICT naming the
- * holders while claims are active. */
+ * holders while a claim is claimed; claims being released are let finish
+ * first by the reconciler (so a delete right after an unmount works). */
 int server_volume_delete(struct server *s, const char *id, struct arena *a,
 			 struct model_volume **out, struct err *e);
 /* Removes the record. Without force: CSID_ECONFLICT while claimed or

@@ -312,12 +312,20 @@ int server_volume_list(struct server *s, const struct server_volume_filter *f, s
 
 /* ---- delete, deregister ---- */
 
+/*
+ * A claim still claimed refuses the delete; claims being released do not:
+ * the reconciler drives a deleting volume's claims to freed before its
+ * DeleteVolume, as it would have anyway (a user who unmounts and deletes
+ * at once need not wait for the controller unpublish in between).
+ */
 static int server_delete_fn(struct server *s, struct model_volume *v, void *arg,
 			    struct arena *scratch, char **skipped, struct err *e)
 {
 	char holders[ERR_MSG_MAX];
 
-	if (v->nclaims) {
+	for (size_t i = 0; i < v->nclaims; i++) {
+		if (v->claims[i].state != MODEL_CLAIM_CLAIMED)
+			continue;
 		server_holders(v, holders, sizeof(holders));
 		return err_set(e, CSID_ECONFLICT,
 			       "delete volume %s: claimed by %s; release it first", v->id, holders);

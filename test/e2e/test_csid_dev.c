@@ -85,25 +85,6 @@ static bool t_wait(struct t_env *t, const char *path, bool (*check)(json_t *doc)
 	return server_proc_wait_doc(&t->s, path, check, T_WAIT_MS);
 }
 
-/* hostpath with a healthy controller and a healthy node plugin. */
-static bool t_plugin_up(json_t *doc)
-{
-	json_t *ps = json_object_get(doc, "plugins"), *p;
-	size_t i;
-
-	json_array_foreach(ps, i, p)
-	{
-		const char *id = json_string_value(json_object_get(p, "id"));
-
-		if (id && strcmp(id, T_HP) == 0)
-			return json_integer_value(json_object_get(json_object_get(p, "controllers"),
-								  "healthy")) == 1 &&
-			       json_integer_value(
-				   json_object_get(json_object_get(p, "nodes"), "healthy")) == 1;
-	}
-	return false;
-}
-
 /* Published to node "dev". */
 static bool t_published(json_t *doc)
 {
@@ -188,7 +169,7 @@ static void test_dev_lifecycle(void **state)
 	struct stat st;
 	int status;
 
-	assert_true(t_wait(t, "/v1/plugins", t_plugin_up));
+	assert_true(t_wait(t, "/v1/plugins", server_proc_hp_up));
 	assert_int_equal(server_proc_put(&t->s, "/v1/volume/data/create", t_spec), 200);
 	assert_true(t_wait(t, "/v1/volume/data", server_proc_volume_ready));
 	assert_true(server_proc_log_has(&t->s, "path=/v1/agent/controller/" T_HP
@@ -248,7 +229,7 @@ static void test_dev_keep(void **state)
 	struct stat st;
 	int status;
 
-	assert_true(t_wait(t, "/v1/plugins", t_plugin_up));
+	assert_true(t_wait(t, "/v1/plugins", server_proc_hp_up));
 	status = server_proc_stop(&t->s, SIGTERM, T_WAIT_MS);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);

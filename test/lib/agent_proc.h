@@ -143,9 +143,17 @@ int agent_proc_plugin_pids(struct agent_proc *a, pid_t *pids, int max);
 int agent_proc_hostpath_config(struct agent_proc *a, const char *extra_env, char *buf, size_t len);
 
 /*
- * cmocka-style setup: a new struct agent_proc in *state running
+ * Starts the agent of a (made by agent_proc_init; a->hp_dir may be set to
+ * another agent's, so both plugins share their volumes) running
  * csi-hostpath with that config, edited by `edits`: pairs of strings
- * {from, to, ..., NULL}, each first `from` replaced by `to`. Returns 0, or
+ * {from, to, ..., NULL}, each first `from` replaced by `to`. Waits until
+ * the agent answers and its node plugin is healthy. Returns 0 or -1 (the
+ * caller cleans up with agent_proc_cleanup either way).
+ */
+int agent_proc_start_hostpath(struct agent_proc *a, const char *const *edits);
+/*
+ * cmocka-style setup: a new struct agent_proc in *state, made by
+ * agent_proc_init and started by agent_proc_start_hostpath. Returns 0, or
  * -1 (agent_proc_teardown still cleans up what was made).
  */
 int agent_proc_setup_hostpath(void **state, const char *const *edits);

@@ -260,6 +260,22 @@ static int agent_proc_replace(char *buf, size_t len, const char *from, const cha
 	return 0;
 }
 
+int agent_proc_start_hostpath(struct agent_proc *a, const char *const *edits)
+{
+	char cfg[8192];
+
+	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
+		return -1;
+	for (size_t i = 0; edits && edits[i] && edits[i + 1]; i += 2)
+		if (agent_proc_replace(cfg, sizeof(cfg), edits[i], edits[i + 1]) != 0)
+			return -1;
+	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
+	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, AGENT_PROC_HP_START_MS) != 0 ||
+	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, AGENT_PROC_HP_START_MS))
+		return -1;
+	return 0;
+}
+
 int agent_proc_setup_hostpath(void **state, const char *const *edits)
 {
 	return agent_proc_setup_hostpath_dir(state, edits, NULL);
@@ -268,21 +284,13 @@ int agent_proc_setup_hostpath(void **state, const char *const *edits)
 int agent_proc_setup_hostpath_dir(void **state, const char *const *edits, const char *hp_dir)
 {
 	struct agent_proc *a = calloc(1, sizeof(*a));
-	char cfg[8192];
 
 	*state = a;
 	if (!a || agent_proc_init(a) != 0)
 		goto fail;
 	if (hp_dir)
 		snprintf(a->hp_dir, sizeof(a->hp_dir), "%s", hp_dir);
-	if (agent_proc_hostpath_config(a, "{}", cfg, sizeof(cfg)) != 0)
-		goto fail;
-	for (size_t i = 0; edits && edits[i] && edits[i + 1]; i += 2)
-		if (agent_proc_replace(cfg, sizeof(cfg), edits[i], edits[i + 1]) != 0)
-			goto fail;
-	if (agent_proc_write_config(a, cfg) != 0 || agent_proc_write_faults(a, "") != 0 ||
-	    agent_proc_start(a) != 0 || agent_proc_wait_ready(a, AGENT_PROC_HP_START_MS) != 0 ||
-	    !agent_proc_wait_healthy(a, AGENT_PROC_HP_ID, AGENT_PROC_HP_START_MS))
+	if (agent_proc_start_hostpath(a, edits) != 0)
 		goto fail;
 	return 0;
 fail:

@@ -278,6 +278,34 @@ bool server_proc_not_found(json_t *doc)
 	return code && strcmp(code, "not_found") == 0;
 }
 
+bool server_proc_plugin_counts(json_t *doc, const char *id, int *controllers, int *nodes)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "plugins"), i, p)
+	{
+		const char *pid = json_string_value(json_object_get(p, "id"));
+
+		if (!pid || strcmp(pid, id) != 0)
+			continue;
+		*controllers = (int)json_integer_value(
+		    json_object_get(json_object_get(p, "controllers"), "healthy"));
+		*nodes = (int)json_integer_value(
+		    json_object_get(json_object_get(p, "nodes"), "healthy"));
+		return true;
+	}
+	return false;
+}
+
+bool server_proc_hp_up(json_t *doc)
+{
+	int controllers, nodes;
+
+	return server_proc_plugin_counts(doc, SERVER_PROC_HP_ID, &controllers, &nodes) &&
+	       controllers == 1 && nodes == 1;
+}
+
 long server_proc_put(struct server_proc *s, const char *path, const char *body)
 {
 	json_t *doc = NULL;

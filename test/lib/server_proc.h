@@ -95,6 +95,13 @@ bool server_proc_volume_published(json_t *doc);
 bool server_proc_volume_freed(json_t *doc);
 /* An answer with code "not_found" (a deleted volume). */
 bool server_proc_not_found(json_t *doc);
+/*
+ * The healthy controller and node plugins of plugin id in an answer of GET
+ * /v1/plugins. Returns false when the answer does not list id.
+ */
+bool server_proc_plugin_counts(json_t *doc, const char *id, int *controllers, int *nodes);
+/* Check for GET /v1/plugins: SERVER_PROC_HP_ID with one healthy controller and node (csid dev). */
+bool server_proc_hp_up(json_t *doc);
 /* A PUT whose answer is printed to stderr unless it is 200. Returns the HTTP status. */
 long server_proc_put(struct server_proc *s, const char *path, const char *body);
 

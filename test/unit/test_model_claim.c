@@ -230,7 +230,11 @@ static void test_claim_every_mode_pair(void **state)
 	assert_true(conflicts > 0);
 }
 
-/* Every active state holds the volume: a claim being released still counts. */
+/*
+ * Every active state holds the volume: a claim being released still
+ * counts, refused as a precondition (retry) rather than a conflict. One
+ * claimed holder among releasing ones makes it a conflict again.
+ */
 static void test_claim_releasing_holders_count(void **state)
 {
 	static const enum model_claim_state active[] = {
@@ -250,14 +254,27 @@ static void test_claim_releasing_holders_count(void **state)
 		struct err e;
 
 		vol_hold(a, v, "web-1", "n1", MODEL_ACCESS_SINGLE_NODE_WRITER, W, active[i]);
-		assert_int_equal(check(v, &req, &env, &e), CONFLICT);
+		assert_int_equal(check(v, &req, &env, &e),
+				 active[i] == MODEL_CLAIM_CLAIMED ? CONFLICT : PRECOND);
 		assert_non_null(strstr(e.msg, "web-1"));
 		if (active[i] != MODEL_CLAIM_CLAIMED)
 			assert_non_null(strstr(e.msg, model_claim_state_name(active[i])));
 		/* The same allocation asking again while releasing is no re-grant. */
 		req.alloc_id = "web-1";
 		assert_int_equal(check(v, &req, &env, &e),
-				 active[i] == MODEL_CLAIM_CLAIMED ? ALREADY : CONFLICT);
+				 active[i] == MODEL_CLAIM_CLAIMED ? ALREADY : PRECOND);
+		/* ... nor with another node, which waits for the release as well. */
+		req.node_id = "n2";
+		assert_int_equal(check(v, &req, &env, &e),
+				 active[i] == MODEL_CLAIM_CLAIMED ? CONFLICT : PRECOND);
+		/* A claimed holder beside a releasing one: a conflict, both named. */
+		vol_hold(a, v, "web-2", "n1", MODEL_ACCESS_SINGLE_NODE_WRITER, R,
+			 MODEL_CLAIM_CLAIMED);
+		req.alloc_id = "web-3";
+		req.mode = R;
+		assert_int_equal(check(v, &req, &env, &e), CONFLICT);
+		assert_non_null(strstr(e.msg, "held on another node by alloc web-1"));
+		assert_non_null(strstr(e.msg, "alloc web-2 (read) on node n1"));
 		arena_free(a);
 	}
 }

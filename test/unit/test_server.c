@@ -563,6 +563,18 @@ static void test_deregister_and_delete(void **state)
 	assert_int_equal(server_volume_delete(t->s, "del", t->a, &v, &e), 0);
 	assert_int_equal(v->state, MODEL_VOL_DELETING);
 	assert_int_equal(server_volume_delete(t->s, "del", t->a, &v, &e), 0);
+	/* A claim being released does not hold the delete back: the reconciler frees it first. */
+	t_volume(t, "rel", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	assert_int_equal(
+	    t_claim(t, "rel", "w3", "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e),
+	    0);
+	assert_int_equal(server_volume_release(t->s, "rel", "w3", false, t->a, &v, &skipped, &e),
+			 0);
+	assert_int_equal(v->nclaims, 1);
+	assert_int_not_equal(v->claims[0].state, MODEL_CLAIM_CLAIMED);
+	assert_int_equal(server_volume_delete(t->s, "rel", t->a, &v, &e), 0);
+	assert_int_equal(v->state, MODEL_VOL_DELETING);
+	assert_int_equal(v->nclaims, 1);
 }
 
 /* ---- nodes, plugins, schedulability ---- */
