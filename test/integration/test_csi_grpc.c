@@ -674,6 +674,7 @@ struct tg_hammer {
 	int ok;
 	int failed;
 	int unexpected; /* a code other than UNAVAILABLE, CANCELLED or DEADLINE_EXCEEDED */
+	char unexpected_msg[CSI_STATUS_MSG_MAX]; /* its message */
 	int64_t longest_ms; /* the longest call */
 };
 
@@ -693,8 +694,10 @@ static void *tg_hammer_main(void *arg)
 		else if (st.code == CSI_UNAVAILABLE || st.code == CSI_CANCELLED ||
 			 st.code == CSI_DEADLINE_EXCEEDED)
 			h->failed++;
-		else
+		else {
 			h->unexpected = st.code;
+			snprintf(h->unexpected_msg, sizeof(h->unexpected_msg), "%s", st.message);
+		}
 		took = hpp_now_ms() - t0;
 		if (took > h->longest_ms)
 			h->longest_ms = took;
@@ -720,7 +723,7 @@ static void test_stop_under_load(void **state)
 
 	atomic_init(&stop, false);
 	for (int i = 0; i < 4; i++) {
-		h[i] = (struct tg_hammer){t, &stop, 0, 0, 0, 0};
+		h[i] = (struct tg_hammer){.t = t, .stop = &stop};
 		assert_int_equal(pthread_create(&th[i], NULL, tg_hammer_main, &h[i]), 0);
 	}
 	for (int round = 0; round < 5; round++) {
@@ -737,7 +740,8 @@ static void test_stop_under_load(void **state)
 	for (int i = 0; i < 4; i++) {
 		assert_true(h[i].ok > 0);
 		if (h[i].unexpected)
-			fail_msg("probe during restarts: %s", csi_code_name(h[i].unexpected));
+			fail_msg("probe during restarts: %s: %s", csi_code_name(h[i].unexpected),
+				 h[i].unexpected_msg);
 		if (h[i].longest_ms > TG_HAMMER_DEADLINE_MS + 1500)
 			fail_msg("a probe took %lld ms, past its %d ms deadline",
 				 (long long)h[i].longest_ms, TG_HAMMER_DEADLINE_MS);
