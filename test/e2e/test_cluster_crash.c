@@ -4,11 +4,12 @@
  * controller publish on. Each run picks (seeded) an operation - create a
  * volume and wait until it is ready, mount it for an allocation through
  * the agent, unmount it, delete it and wait until it is gone - a victim
- * (the server, the agent or the plugin process) and a delay; it starts
- * the operation, kills the victim with SIGKILL after the delay, restarts
- * what died (the agent restarts its plugin by itself), and re-issues the
- * interrupted operation until it succeeds, as a scheduler would (every
- * operation is idempotent). Then, within a deadline:
+ * (the server, the agent, the plugin process, or all three at once) and a
+ * delay; it starts the operation, kills the victim with SIGKILL after the
+ * delay, restarts what died (the agent restarts its plugin by itself),
+ * and re-issues the interrupted operation until it succeeds, as a
+ * scheduler would (every operation is idempotent). Then, within a
+ * deadline:
  *   - the server holds exactly the volumes the test created and did not
  *     delete, all ready; a volume has one claim, by the allocation the
  *     test mounted, exactly while it is mounted (no claim lost or
@@ -22,7 +23,7 @@
  *     node exactly while claimed.
  * The kills are timed to land inside the operation (the delay is drawn
  * within the operation's measured duration); the test counts how many
- * landed while it was in flight. The seed is printed;
+ * landed before, while and after it was in flight. The seed is printed;
  * CSID_CLUSTER_CRASH_SEED=<seed> replays a sequence and
  * CSID_CLUSTER_CRASH_RUNS sets the number of runs (default 50). Every
  * process and mount is cleaned up at teardown, also after a failure.
@@ -57,10 +58,11 @@
 #define T_LIVE_MAX 4
 
 enum t_kind { T_CREATE, T_MOUNT, T_UNMOUNT, T_DELETE, T_KINDS };
-enum t_victim { T_SERVER, T_AGENT, T_PLUGIN, T_VICTIMS };
+/* T_ALL: the plugin, the agent and the server at once (a power cut of the node). */
+enum t_victim { T_SERVER, T_AGENT, T_PLUGIN, T_ALL, T_VICTIMS };
 
 static const char *const t_kind_name[] = {"create", "mount", "unmount", "delete"};
-static const char *const t_victim_name[] = {"server", "agent", "plugin"};
+static const char *const t_victim_name[] = {"server", "agent", "plugin", "plugin+agent+server"};
 
 /* What the test believes of one volume. */
 struct t_vol {
@@ -77,9 +79,13 @@ struct t_env {
 	int nvols;
 	uint64_t rng;
 	int64_t est_ms[T_KINDS]; /* how long an undisturbed operation takes */
+	int before[T_VICTIMS]; /* kills before the operation's first request was sent */
 	int mid[T_VICTIMS]; /* kills that landed while the operation was in flight */
-	int after[T_VICTIMS]; /* kills after it had finished */
+	int after[T_VICTIMS]; /* kills after it had finished (or with nothing to kill) */
 	int retried; /* runs whose operation had to be re-issued */
+	uint64_t seed;
+	int run;
+	char what[160]; /* the run's operation, victim and delay */
 };
 
 /* One attempt of an operation, on a thread of its own. */
@@ -165,11 +171,17 @@ static int t_teardown(void **state)
 	return 0;
 }
 
+/* What failed, where (seed, run, operation, victim, delay), and every process's log. */
 static void t_dump(struct t_env *t, const char *why)
 {
+	fprintf(stderr,
+		"FAILED: seed %llu, run %d: %s: %s (replay: CSID_CLUSTER_CRASH_SEED=%llu)\n",
+		(unsigned long long)t->seed, t->run, t->what, why, (unsigned long long)t->seed);
 	server_proc_dump_log(&t->s, why);
-	if (t->a)
-		agent_proc_dump_log(t->a, why);
+	if (!t->a)
+		return;
+	agent_proc_dump_log(t->a, why);
+	agent_proc_dump_plugin_logs(t->a);
 }
 
 /* ---- one attempt of an operation ---- */
@@ -300,34 +312,29 @@ static pid_t t_plugin_pid(struct t_env *t)
 	return (pid_t)p.pid;
 }
 
-/* Kills the victim with SIGKILL; returns the kill's time (ms), or -1 when it had nothing to kill.
- */
+/* Kills the victim with SIGKILL: the kill's time (ms), or -1 when there was nothing to kill. */
 static int64_t t_kill(struct t_env *t, enum t_victim victim, pid_t plugin)
 {
 	int64_t now = hpp_now_ms();
 
-	switch (victim) {
-	case T_SERVER:
-		assert_true(server_proc_stop(&t->s, SIGKILL, 10000) >= 0);
-		break;
-	case T_AGENT:
+	/* Between restarts the agent may have no plugin process: nothing to kill. */
+	if ((victim == T_PLUGIN || victim == T_ALL) &&
+	    (plugin <= 0 || kill(plugin, SIGKILL) != 0) && victim == T_PLUGIN)
+		return -1;
+	if (victim == T_AGENT || victim == T_ALL)
 		assert_int_equal(agent_proc_stop(t->a, SIGKILL, 10000), 128 + SIGKILL);
-		break;
-	default:
-		if (plugin <= 0 || kill(plugin, SIGKILL) != 0)
-			return -1;
-		break;
-	}
+	if (victim == T_SERVER || victim == T_ALL)
+		assert_true(server_proc_stop(&t->s, SIGKILL, 10000) >= 0);
 	return now;
 }
 
+/* Starts again what died; a plugin alone is restarted by its agent. */
 static void t_restart(struct t_env *t, enum t_victim victim)
 {
-	if (victim == T_SERVER)
+	if (victim == T_SERVER || victim == T_ALL)
 		t_start_server(t);
-	else if (victim == T_AGENT)
+	if (victim == T_AGENT || victim == T_ALL)
 		t_start_agent(t);
-	/* A plugin is restarted by its agent; the re-issued operation waits for it. */
 }
 
 /* ---- the model ---- */
@@ -553,6 +560,10 @@ static bool t_check_agent(struct t_env *t, char *msg)
 		else if (t_mount_count(target) != 1)
 			ok = T_NO("%s/%s: %s is mounted %d times", m->id, m->alloc, target,
 				  t_mount_count(target));
+		else if (t_mount_count(t_str(r, "staging_path")) != 1)
+			ok =
+			    T_NO("%s/%s: staging path %s is mounted %d times", m->id, m->alloc,
+				 t_str(r, "staging_path"), t_mount_count(t_str(r, "staging_path")));
 		mounted++;
 	}
 	for (int j = 0; ok && j < t->nvols; j++)
@@ -630,8 +641,9 @@ static void t_check(struct t_env *t, int run, const char *what)
 
 	while (!t_converged(t, msg)) {
 		if (hpp_now_ms() >= deadline) {
-			t_dump(t, "no convergence");
-			fail_msg("run %d (%s): after %d ms: %s", run, what, T_CONVERGE_MS, msg);
+			t_dump(t, msg);
+			fail_msg("seed %llu, run %d (%s): after %d ms: %s",
+				 (unsigned long long)t->seed, run, what, T_CONVERGE_MS, msg);
 		}
 		hpp_pause_ms(20);
 	}
@@ -647,8 +659,9 @@ static int t_retry(struct t_env *t, struct t_op *o, const char *what)
 
 	while (!o->ok) {
 		if (hpp_now_ms() >= deadline) {
-			t_dump(t, "operation never succeeded");
-			fail_msg("%s: re-issued %d times, last: %s", what, n, o->err);
+			t_dump(t, o->err);
+			fail_msg("seed %llu, run %d (%s): re-issued %d times, last: %s",
+				 (unsigned long long)t->seed, t->run, what, n, o->err);
 		}
 		if (n > 0)
 			hpp_pause_ms(50);
@@ -665,30 +678,38 @@ static void t_run(struct t_env *t, int run)
 	int64_t delay, killed, first_ms;
 	pid_t plugin;
 	pthread_t th;
-	char what[160];
+	char *what = t->what;
+	const char *landed;
 	int retries;
 	bool mid;
 
+	t->run = run;
 	t_choose(t, run, &o);
 	victim = (enum t_victim)(t_rnd(t) % T_VICTIMS);
 	/* Within the operation's usual duration, so the kill lands while it is in flight. */
 	delay = (int64_t)(t_rnd(t) % (uint32_t)(t->est_ms[o.kind] * 9 / 10 + 1));
-	snprintf(what, sizeof(what), "%s %s%s%s, kill -9 %s after %lld ms", t_kind_name[o.kind],
+	snprintf(what, sizeof(t->what), "%s %s%s%s, kill -9 %s after %lld ms", t_kind_name[o.kind],
 		 o.v->id, o.kind == T_MOUNT || o.kind == T_UNMOUNT ? " for " : "",
 		 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? o.alloc : "", t_victim_name[victim],
 		 (long long)delay);
-	plugin = victim == T_PLUGIN ? t_plugin_pid(t) : 0;
+	plugin = victim == T_PLUGIN || victim == T_ALL ? t_plugin_pid(t) : 0;
 	assert_int_equal(pthread_create(&th, NULL, t_op_main, &o), 0);
 	hpp_pause_ms((int)delay);
 	killed = t_kill(t, victim, plugin);
 	t_restart(t, victim);
 	pthread_join(th, NULL);
 	first_ms = o.t1 - o.t0;
-	mid = killed >= 0 && o.t1 > killed;
-	if (mid)
+	mid = killed >= 0 && o.t1 > killed && o.t0 <= killed;
+	if (mid) {
 		t->mid[victim]++;
-	else
+		landed = "mid-op";
+	} else if (killed >= 0 && o.t0 > killed) {
+		t->before[victim]++;
+		landed = "before the op";
+	} else {
 		t->after[victim]++;
+		landed = "after the op";
+	}
 	if (o.ok && !mid)
 		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + first_ms) / 4;
 	retries = t_retry(t, &o, what);
@@ -696,7 +717,7 @@ static void t_run(struct t_env *t, int run)
 	if (retries == 1)
 		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + (o.t1 - o.t0)) / 4;
 	fprintf(stderr, "run %d: %s: %s (the op took %lld ms), re-issued %d times\n", run, what,
-		mid ? "mid-op" : "after the op", (long long)first_ms, retries);
+		landed, (long long)first_ms, retries);
 	if (o.kind == T_CREATE)
 		o.v->exists = true;
 	else if (o.kind == T_DELETE)
@@ -722,12 +743,13 @@ static void test_cluster_kill9_converges(void **state)
 	fprintf(stderr,
 		"cluster crash test: seed %llu, %d runs (replay: CSID_CLUSTER_CRASH_SEED=%llu)\n",
 		(unsigned long long)seed, runs, (unsigned long long)seed);
+	t->seed = seed;
 	t->rng = seed * 2654435761u + 1;
 	for (int run = 0; run < runs; run++)
 		t_run(t, run);
 	for (int v = 0; v < T_VICTIMS; v++) {
-		fprintf(stderr, "kills of the %s: %d mid-op, %d after the op\n", t_victim_name[v],
-			t->mid[v], t->after[v]);
+		fprintf(stderr, "kills of the %s: %d before, %d mid-op, %d after the op\n",
+			t_victim_name[v], t->before[v], t->mid[v], t->after[v]);
 		mid += t->mid[v];
 	}
 	fprintf(stderr, "%d runs in %lld ms, %d kills mid-op, %d operations re-issued\n", runs,
