@@ -56,13 +56,29 @@
 #define T_CONVERGE_MS 30000
 #define T_VOLS_MAX 96
 #define T_LIVE_MAX 4
+/* How long a fault-script crash may take to happen (a controller unpublish follows an unmount). */
+#define T_RPC_WAIT_MS 5000
 
 enum t_kind { T_CREATE, T_MOUNT, T_UNMOUNT, T_DELETE, T_KINDS };
-/* T_ALL: the plugin, the agent and the server at once (a power cut of the node). */
-enum t_victim { T_SERVER, T_AGENT, T_PLUGIN, T_ALL, T_VICTIMS };
+/*
+ * T_ALL: the plugin, the agent and the server at once (a power cut of the
+ * node). T_RPC: the plugin dies (exit 137, as hard as a kill -9) exactly
+ * before or after one of the operation's RPCs took effect, through its
+ * fault script, so the windows between an RPC and its record are hit.
+ */
+enum t_victim { T_SERVER, T_AGENT, T_PLUGIN, T_ALL, T_RPC, T_VICTIMS };
 
 static const char *const t_kind_name[] = {"create", "mount", "unmount", "delete"};
-static const char *const t_victim_name[] = {"server", "agent", "plugin", "plugin+agent+server"};
+static const char *const t_victim_name[] = {"server", "agent", "plugin", "plugin+agent+server",
+					    "plugin at an RPC"};
+
+/* The plugin RPCs each operation makes (through the server or the agent). */
+static const char *const t_rpcs[T_KINDS][3] = {
+    {"CreateVolume", "CreateVolume", "CreateVolume"},
+    {"ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"},
+    {"NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume"},
+    {"DeleteVolume", "DeleteVolume", "DeleteVolume"},
+};
 
 /* What the test believes of one volume. */
 struct t_vol {
@@ -335,6 +351,34 @@ static void t_restart(struct t_env *t, enum t_victim victim)
 		t_start_server(t);
 	if (victim == T_AGENT || victim == T_ALL)
 		t_start_agent(t);
+}
+
+/* Whether the plugin process old is gone (the supervisor reaped it or runs another). */
+static bool t_plugin_gone(struct t_env *t, pid_t old)
+{
+	return kill(old, 0) != 0 || t_plugin_pid(t) != old;
+}
+
+/*
+ * T_RPC: the plugin's fault script (a rule such as "NodeStageVolume
+ * crash=after", written by the caller) makes it exit at the RPC while
+ * the operation runs; once it died (or after T_RPC_WAIT_MS) the rule is
+ * removed, so its next instance serves the retries. Returns when the
+ * death was seen (ms), or -1.
+ */
+static int64_t t_rpc_crash(struct t_env *t, pid_t old)
+{
+	int64_t deadline = hpp_now_ms() + T_RPC_WAIT_MS, seen = -1;
+
+	while (hpp_now_ms() < deadline) {
+		if (t_plugin_gone(t, old)) {
+			seen = hpp_now_ms();
+			break;
+		}
+		hpp_pause_ms(1);
+	}
+	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
+	return seen;
 }
 
 /* ---- the model ---- */
@@ -680,26 +724,56 @@ static void t_run(struct t_env *t, int run)
 	pthread_t th;
 	char *what = t->what;
 	const char *landed;
+	char rule[80];
 	int retries;
-	bool mid;
+	bool mid, undo;
 
 	t->run = run;
 	t_choose(t, run, &o);
 	victim = (enum t_victim)(t_rnd(t) % T_VICTIMS);
+	/*
+	 * Sometimes the scheduler changes its mind: a create or a mount is
+	 * followed by its inverse (delete, unmount) instead of being
+	 * re-issued, whether the first attempt succeeded or not.
+	 */
+	undo = t_rnd(t) % 4 == 0 && (o.kind == T_CREATE || o.kind == T_MOUNT);
 	/* Within the operation's usual duration, so the kill lands while it is in flight. */
 	delay = (int64_t)(t_rnd(t) % (uint32_t)(t->est_ms[o.kind] * 9 / 10 + 1));
-	snprintf(what, sizeof(t->what), "%s %s%s%s, kill -9 %s after %lld ms", t_kind_name[o.kind],
-		 o.v->id, o.kind == T_MOUNT || o.kind == T_UNMOUNT ? " for " : "",
-		 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? o.alloc : "", t_victim_name[victim],
-		 (long long)delay);
-	plugin = victim == T_PLUGIN || victim == T_ALL ? t_plugin_pid(t) : 0;
+	snprintf(rule, sizeof(rule), "%s crash%s", t_rpcs[o.kind][t_rnd(t) % 3],
+		 t_rnd(t) % 2 ? "=after" : "");
+	if (victim == T_RPC)
+		snprintf(what, sizeof(t->what), "%s %s%s%s, plugin dies at \"%s\"%s",
+			 t_kind_name[o.kind], o.v->id,
+			 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? " for " : "",
+			 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? o.alloc : "", rule,
+			 undo ? ", then undone" : "");
+	else
+		snprintf(what, sizeof(t->what), "%s %s%s%s, kill -9 %s after %lld ms%s",
+			 t_kind_name[o.kind], o.v->id,
+			 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? " for " : "",
+			 o.kind == T_MOUNT || o.kind == T_UNMOUNT ? o.alloc : "",
+			 t_victim_name[victim], (long long)delay, undo ? ", then undone" : "");
+	plugin = victim != T_SERVER && victim != T_AGENT ? t_plugin_pid(t) : 0;
+	if (victim == T_RPC) {
+		char text[96];
+
+		snprintf(text, sizeof(text), "%s\n", rule);
+		assert_int_equal(agent_proc_write_faults(t->a, text), 0);
+	}
 	assert_int_equal(pthread_create(&th, NULL, t_op_main, &o), 0);
-	hpp_pause_ms((int)delay);
-	killed = t_kill(t, victim, plugin);
-	t_restart(t, victim);
+	if (victim == T_RPC) {
+		killed = t_rpc_crash(t, plugin);
+	} else {
+		hpp_pause_ms((int)delay);
+		killed = t_kill(t, victim, plugin);
+		t_restart(t, victim);
+	}
 	pthread_join(th, NULL);
 	first_ms = o.t1 - o.t0;
 	mid = killed >= 0 && o.t1 > killed && o.t0 <= killed;
+	/* The plugin dies inside an RPC; its death may be seen after the failed op answered. */
+	if (victim == T_RPC && killed >= 0 && !o.ok)
+		mid = true;
 	if (mid) {
 		t->mid[victim]++;
 		landed = "mid-op";
@@ -712,12 +786,17 @@ static void t_run(struct t_env *t, int run)
 	}
 	if (o.ok && !mid)
 		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + first_ms) / 4;
+	if (undo) {
+		o.kind = o.kind == T_CREATE ? T_DELETE : T_UNMOUNT;
+		o.ok = false;
+	}
 	retries = t_retry(t, &o, what);
 	t->retried += retries > 0;
 	if (retries == 1)
 		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + (o.t1 - o.t0)) / 4;
-	fprintf(stderr, "run %d: %s: %s (the op took %lld ms), re-issued %d times\n", run, what,
+	fprintf(stderr, "run %d: %s: %s (the op took %lld ms), then %d attempts\n", run, what,
 		landed, (long long)first_ms, retries);
+	/* What the last operation left (an undone one leaves the model as it was). */
 	if (o.kind == T_CREATE)
 		o.v->exists = true;
 	else if (o.kind == T_DELETE)
