@@ -170,7 +170,7 @@ static int t_setup(void **state)
 		return -1;
 	}
 	for (int k = 0; k < T_KINDS; k++)
-		t->est_ms[k] = 30;
+		t->est_ms[k] = 20;
 	return 0;
 }
 
@@ -737,8 +737,12 @@ static void t_run(struct t_env *t, int run)
 	 * re-issued, whether the first attempt succeeded or not.
 	 */
 	undo = t_rnd(t) % 4 == 0 && (o.kind == T_CREATE || o.kind == T_MOUNT);
-	/* Within the operation's usual duration, so the kill lands while it is in flight. */
-	delay = (int64_t)(t_rnd(t) % (uint32_t)(t->est_ms[o.kind] * 9 / 10 + 1));
+	/*
+	 * Over the operation's usual duration and a little beyond, so the
+	 * kills cover all of it; the few that land after it keep the
+	 * estimate up to date.
+	 */
+	delay = (int64_t)(t_rnd(t) % (uint32_t)(t->est_ms[o.kind] * 5 / 4 + 1));
 	snprintf(rule, sizeof(rule), "%s crash%s", t_rpcs[o.kind][t_rnd(t) % 3],
 		 t_rnd(t) % 2 ? "=after" : "");
 	if (victim == T_RPC)
@@ -784,16 +788,15 @@ static void t_run(struct t_env *t, int run)
 		t->after[victim]++;
 		landed = "after the op";
 	}
-	if (o.ok && !mid)
-		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + first_ms) / 4;
+	/* Only an attempt that ended before its kill tells how long an undisturbed one takes. */
+	if (o.ok && victim != T_RPC && killed >= 0 && o.t1 <= killed)
+		t->est_ms[o.kind] = (t->est_ms[o.kind] + first_ms) / 2;
 	if (undo) {
 		o.kind = o.kind == T_CREATE ? T_DELETE : T_UNMOUNT;
 		o.ok = false;
 	}
 	retries = t_retry(t, &o, what);
 	t->retried += retries > 0;
-	if (retries == 1)
-		t->est_ms[o.kind] = (3 * t->est_ms[o.kind] + (o.t1 - o.t0)) / 4;
 	fprintf(stderr, "run %d: %s: %s (the op took %lld ms), then %d attempts\n", run, what,
 		landed, (long long)first_ms, retries);
 	/* What the last operation left (an undone one leaves the model as it was). */
