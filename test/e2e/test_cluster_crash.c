@@ -202,6 +202,14 @@ static void t_dump(struct t_env *t, const char *why)
 
 /* ---- one attempt of an operation ---- */
 
+/* A string member of o, "" when there is none. */
+static const char *t_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
 /* Polls GET /v1/volume/<id> until it answers want (200 with state ready, or 404). */
 static bool t_op_wait(struct t_op *o, struct http_client *h, bool gone)
 {
@@ -276,11 +284,10 @@ static void t_op_agent(struct t_op *o)
 	}
 	o->ok = o->status == 200;
 	if (o->ok && o->kind == T_MOUNT)
-		snprintf(o->path, sizeof(o->path), "%s",
-			 json_string_value(json_object_get(doc, "path")));
+		snprintf(o->path, sizeof(o->path), "%s", t_str(doc, "path"));
 	if (!o->ok)
 		snprintf(o->err, sizeof(o->err), "%s: %ld %.200s", path, o->status,
-			 json_string_value(json_object_get(doc, "error")));
+			 t_str(doc, "error"));
 	json_decref(doc);
 }
 
@@ -301,21 +308,24 @@ static void *t_op_main(void *arg)
 
 /* ---- the victims ---- */
 
-static void t_start_server(struct t_env *t)
+/*
+ * The victims are killed and started again while the operation's thread
+ * runs: these helpers return what went wrong (NULL: nothing) instead of
+ * failing the test, which the caller does once the thread is joined.
+ */
+static const char *t_start_server(struct t_env *t)
 {
-	if (server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_START_MS)) {
-		t_dump(t, "server restart");
-		fail_msg("the server did not start again");
-	}
+	if (server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_START_MS))
+		return "the server did not start again";
+	return NULL;
 }
 
-static void t_start_agent(struct t_env *t)
+static const char *t_start_agent(struct t_env *t)
 {
 	if (agent_proc_start(t->a) != 0 || agent_proc_wait_ready(t->a, T_START_MS) != 0 ||
-	    !agent_proc_wait_healthy(t->a, T_HP, T_START_MS)) {
-		t_dump(t, "agent restart");
-		fail_msg("the agent did not start again");
-	}
+	    !agent_proc_wait_healthy(t->a, T_HP, T_START_MS))
+		return "the agent did not start again with a healthy plugin";
+	return NULL;
 }
 
 /* The plugin's process, as the agent's supervisor reports it; 0 when none. */
@@ -328,8 +338,11 @@ static pid_t t_plugin_pid(struct t_env *t)
 	return (pid_t)p.pid;
 }
 
-/* Kills the victim with SIGKILL: the kill's time (ms), or -1 when there was nothing to kill. */
-static int64_t t_kill(struct t_env *t, enum t_victim victim, pid_t plugin)
+/*
+ * Kills the victim with SIGKILL: the kill's time (ms), or -1 when there
+ * was nothing to kill; *bad says what went wrong.
+ */
+static int64_t t_kill(struct t_env *t, enum t_victim victim, pid_t plugin, const char **bad)
 {
 	int64_t now = hpp_now_ms();
 
@@ -337,26 +350,30 @@ static int64_t t_kill(struct t_env *t, enum t_victim victim, pid_t plugin)
 	if ((victim == T_PLUGIN || victim == T_ALL) &&
 	    (plugin <= 0 || kill(plugin, SIGKILL) != 0) && victim == T_PLUGIN)
 		return -1;
-	if (victim == T_AGENT || victim == T_ALL)
-		assert_int_equal(agent_proc_stop(t->a, SIGKILL, 10000), 128 + SIGKILL);
-	if (victim == T_SERVER || victim == T_ALL)
-		assert_true(server_proc_stop(&t->s, SIGKILL, 10000) >= 0);
+	if ((victim == T_AGENT || victim == T_ALL) &&
+	    agent_proc_stop(t->a, SIGKILL, 10000) != 128 + SIGKILL)
+		*bad = "the agent was not running when it was to be killed";
+	if ((victim == T_SERVER || victim == T_ALL) && server_proc_stop(&t->s, SIGKILL, 10000) < 0)
+		*bad = "the server was not running when it was to be killed";
 	return now;
 }
 
-/* Starts again what died; a plugin alone is restarted by its agent. */
-static void t_restart(struct t_env *t, enum t_victim victim)
+/* Starts again what died (a plugin alone is restarted by its agent); what went wrong. */
+static const char *t_restart(struct t_env *t, enum t_victim victim)
 {
+	const char *bad = NULL;
+
 	if (victim == T_SERVER || victim == T_ALL)
-		t_start_server(t);
-	if (victim == T_AGENT || victim == T_ALL)
-		t_start_agent(t);
+		bad = t_start_server(t);
+	if (!bad && (victim == T_AGENT || victim == T_ALL))
+		bad = t_start_agent(t);
+	return bad;
 }
 
 /* Whether the plugin process old is gone (the supervisor reaped it or runs another). */
 static bool t_plugin_gone(struct t_env *t, pid_t old)
 {
-	return kill(old, 0) != 0 || t_plugin_pid(t) != old;
+	return old <= 0 || kill(old, 0) != 0 || t_plugin_pid(t) != old;
 }
 
 /*
@@ -364,9 +381,9 @@ static bool t_plugin_gone(struct t_env *t, pid_t old)
  * crash=after", written by the caller) makes it exit at the RPC while
  * the operation runs; once it died (or after T_RPC_WAIT_MS) the rule is
  * removed, so its next instance serves the retries. Returns when the
- * death was seen (ms), or -1.
+ * death was seen (ms), or -1; *bad says what went wrong.
  */
-static int64_t t_rpc_crash(struct t_env *t, pid_t old)
+static int64_t t_rpc_crash(struct t_env *t, pid_t old, const char **bad)
 {
 	int64_t deadline = hpp_now_ms() + T_RPC_WAIT_MS, seen = -1;
 
@@ -377,7 +394,8 @@ static int64_t t_rpc_crash(struct t_env *t, pid_t old)
 		}
 		hpp_pause_ms(1);
 	}
-	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
+	if (agent_proc_write_faults(t->a, "") != 0)
+		*bad = "cannot clear the plugin's fault script";
 	return seen;
 }
 
@@ -451,13 +469,6 @@ static void t_choose(struct t_env *t, int run, struct t_op *o)
 /* Sets msg (size T_MSG) and returns false: what does not hold (yet). */
 #define T_MSG 512
 #define T_NO(...) (snprintf(msg, T_MSG, __VA_ARGS__), false)
-
-static const char *t_str(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? s : "";
-}
 
 static struct t_vol *t_find(struct t_env *t, const char *id)
 {
@@ -724,6 +735,7 @@ static void t_run(struct t_env *t, int run)
 	pthread_t th;
 	char *what = t->what;
 	const char *landed;
+	const char *bad = NULL;
 	char rule[80];
 	int retries;
 	bool mid, undo;
@@ -766,13 +778,18 @@ static void t_run(struct t_env *t, int run)
 	}
 	assert_int_equal(pthread_create(&th, NULL, t_op_main, &o), 0);
 	if (victim == T_RPC) {
-		killed = t_rpc_crash(t, plugin);
+		killed = t_rpc_crash(t, plugin, &bad);
 	} else {
 		hpp_pause_ms((int)delay);
-		killed = t_kill(t, victim, plugin);
-		t_restart(t, victim);
+		killed = t_kill(t, victim, plugin, &bad);
+		if (!bad)
+			bad = t_restart(t, victim);
 	}
 	pthread_join(th, NULL);
+	if (bad) {
+		t_dump(t, bad);
+		fail_msg("seed %llu, run %d (%s): %s", (unsigned long long)t->seed, run, what, bad);
+	}
 	first_ms = o.t1 - o.t0;
 	mid = killed >= 0 && o.t1 > killed && o.t0 <= killed;
 	/* The plugin dies inside an RPC; its death may be seen after the failed op answered. */
@@ -813,6 +830,45 @@ static void t_run(struct t_env *t, int run)
 	t_check(t, run, what);
 }
 
+/*
+ * The end: everything is killed at once and restarted with nothing in
+ * flight, the state checked; then every volume is unmounted and deleted,
+ * and nothing may be left: no volume, claim, mount record, mount point
+ * or plugin volume.
+ */
+static void t_wind_down(struct t_env *t, int run)
+{
+	const char *bad = NULL;
+
+	t->run = run;
+	snprintf(t->what, sizeof(t->what), "kill -9 of everything at rest, then clean up");
+	t_kill(t, T_ALL, t_plugin_pid(t), &bad);
+	if (!bad)
+		bad = t_restart(t, T_ALL);
+	if (bad) {
+		t_dump(t, bad);
+		fail_msg("seed %llu, wind-down: %s", (unsigned long long)t->seed, bad);
+	}
+	t_check(t, run, t->what);
+	for (int i = 0; i < t->nvols; i++) {
+		struct t_vol *v = &t->vols[i];
+		struct t_op o = {.t = t, .kind = T_UNMOUNT, .v = v};
+
+		if (!v->exists)
+			continue;
+		if (v->alloc[0]) {
+			snprintf(o.alloc, sizeof(o.alloc), "%s", v->alloc);
+			t_retry(t, &o, t->what);
+			v->alloc[0] = v->path[0] = '\0';
+		}
+		o.kind = T_DELETE;
+		o.ok = false;
+		t_retry(t, &o, t->what);
+		v->exists = false;
+	}
+	t_check(t, run, t->what);
+}
+
 static void test_cluster_kill9_converges(void **state)
 {
 	struct t_env *t = *state;
@@ -829,6 +885,7 @@ static void test_cluster_kill9_converges(void **state)
 	t->rng = seed * 2654435761u + 1;
 	for (int run = 0; run < runs; run++)
 		t_run(t, run);
+	t_wind_down(t, runs);
 	for (int v = 0; v < T_VICTIMS; v++) {
 		fprintf(stderr, "kills of the %s: %d before, %d mid-op, %d after the op\n",
 			t_victim_name[v], t->before[v], t->mid[v], t->after[v]);
