@@ -752,9 +752,9 @@ static void t_strike_draw(struct t_env *t, enum t_kind kind, struct t_strike *k)
 	/*
 	 * Over the operation's usual duration and a little beyond, so the
 	 * kills cover all of it; the few that land after it keep the
-	 * estimate up to date.
+	 * estimate up to date. A replayed seed draws the same fractions.
 	 */
-	k->delay = (int64_t)(t_rnd(t) % (uint32_t)(t->est_ms[kind] * 5 / 4 + 1));
+	k->delay = (int64_t)(t_rnd(t) % 1000) * (t->est_ms[kind] * 5 / 4) / 1000;
 	snprintf(k->rule, sizeof(k->rule), "%s crash%s", t_rpcs[kind][t_rnd(t) % 3],
 		 t_rnd(t) % 2 ? "=after" : "");
 }
