@@ -124,6 +124,7 @@ struct t_op {
 	int64_t t0, t1;
 };
 
+/* The seeded generator (xorshift64): every random choice of the test comes from it. */
 static uint32_t t_rnd(struct t_env *t)
 {
 	t->rng ^= t->rng << 13;
@@ -298,6 +299,7 @@ static void t_op_agent(struct t_op *o)
 	json_decref(doc);
 }
 
+/* One attempt of o (a thread's body): sets ok, err and the times. */
 static void *t_op_main(void *arg)
 {
 	struct t_op *o = arg;
@@ -408,6 +410,7 @@ static int64_t t_rpc_crash(struct t_env *t, pid_t old, const char **bad)
 
 /* ---- the model ---- */
 
+/* Volumes that exist and are not mounted; that are mounted. */
 static bool t_v_free(const struct t_vol *v)
 {
 	return v->exists && !v->alloc[0];
@@ -429,6 +432,7 @@ static struct t_vol *t_pick(struct t_env *t, bool (*want)(const struct t_vol *))
 	return n ? &t->vols[idx[t_rnd(t) % (uint32_t)n]] : NULL;
 }
 
+/* How many volumes the test created and did not delete. */
 static int t_live(struct t_env *t)
 {
 	int n = 0;
@@ -477,6 +481,7 @@ static void t_choose(struct t_env *t, int run, struct t_op *o)
 #define T_MSG 512
 #define T_NO(...) (snprintf(msg, T_MSG, __VA_ARGS__), false)
 
+/* The model of volume id, or NULL. */
 static struct t_vol *t_find(struct t_env *t, const char *id)
 {
 	for (int i = 0; i < t->nvols; i++)
@@ -690,6 +695,7 @@ static bool t_check_plugin(struct t_env *t, json_t *list, char *msg)
 	return ok;
 }
 
+/* Whether every invariant holds now; msg says which does not. */
 static bool t_converged(struct t_env *t, char *msg)
 {
 	json_t *list = NULL;
@@ -839,6 +845,7 @@ static const char *t_strike(struct t_env *t, struct t_op *o, const struct t_stri
 	return "after the op";
 }
 
+/* One run: an operation, one or two strikes, the retries, the model, the checks. */
 static void t_run(struct t_env *t, int run)
 {
 	struct t_op o = {.t = t};
