@@ -27,8 +27,12 @@
  * drives ControllerUnpublishVolume only once the node is done. The
  * release is recorded durably first; one no server answers is retried in
  * the background (agent_api_release.c). Nothing mounted counts as done,
- * so an unmount may simply be repeated. Every server request tries the servers in order and is
- * retried with backoff while none can be reached, within a deadline.
+ * and so does a release the server answers not_found (the allocation
+ * holds no claim: its mount stopped before claiming, or the volume is
+ * gone), so an unmount may simply be repeated, or follow a mount that
+ * never got its claim. Every server request tries the servers in order
+ * and is retried with backoff while none can be reached, within a
+ * deadline.
  * The agent presents its server_token; it never appears in a message.
  */
 #include "api/agent_api_int.h"
@@ -632,6 +636,21 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 		return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
 	agent_api_release_record(a, vol, alloc, NULL, false, &ignored);
+	/*
+	 * The server knows no claim of alloc (a mount stopped before its
+	 * claim, or the volume is gone): nothing is held, the unmount is done.
+	 */
+	if (rc == CSID_ENOTFOUND) {
+		char q[600];
+
+		log_info("msg=\"no claim to release\" volume=%s alloc=%s unmounted=%d error=%s",
+			 vol, alloc, unmounted, log_q(q, sizeof(q), e->msg));
+		agent_api_owner_forget(a, vol, alloc);
+		err_clear(e);
+		*out = json_pack("{s:s, s:s, s:b, s:b, s:b}", "volume_id", vol, "alloc_id", alloc,
+				 "unmounted", unmounted, "released", 0, "release_pending", 0);
+		return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
 	if (rc) {
 		err_wrap(e, "%s; release %s for %s (unmount again to retry)",
 			 unmounted ? "unmounted" : "nothing mounted", vol, alloc);

@@ -215,6 +215,13 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 		return err_set(e, CSID_EPRECOND,
 			       "volume %s: not schedulable: plugin %s has no healthy controller",
 			       v->id, v->plugin_id);
+	/* Granted now, it would get no publication and be mounted unpublished. */
+	if (!env->controller_required && env->controller_unknown)
+		return err_set(
+		    e, CSID_EPRECOND,
+		    "volume %s: not schedulable: plugin %s's controller has not reported "
+		    "its capabilities yet",
+		    v->id, v->plugin_id);
 	if (!env->node_plugin_healthy)
 		return err_set(e, CSID_EPRECOND,
 			       "volume %s: not schedulable: plugin %s has no healthy node plugin "

@@ -49,6 +49,11 @@ struct model_claim_request {
 struct model_claim_env {
 	bool controller_required; /* the plugin has PUBLISH_UNPUBLISH_VOLUME */
 	bool controller_healthy;
+	/*
+	 * No controller is healthy and one has not reported its capabilities
+	 * yet (starting): whether it needs ControllerPublishVolume is unknown.
+	 */
+	bool controller_unknown;
 	bool node_plugin_healthy; /* a healthy node plugin on the claiming node */
 	const char *plugin_node_id; /* its CSI node ID (NULL when none) */
 	const struct model_topology *node_topology; /* its accessible topology, or NULL */
@@ -78,7 +83,8 @@ enum model_claim_verdict {
  *                     that claim or every holder in the way is releasing;
  *   CSID_EPRECOND   - the volume is not ready (creating, registering,
  *                     deleting, failed), not schedulable (no healthy
- *                     controller when one is required, no healthy node
+ *                     controller when one is required or may be (its
+ *                     capabilities not known yet), no healthy node
  *                     plugin on the node, or no plugin node ID for
  *                     ControllerPublishVolume), the node cannot see its
  *                     topology, or the node is at its plugin's max volumes

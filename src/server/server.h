@@ -213,6 +213,8 @@ struct server_plugin {
 	char *id;
 	bool controller_required; /* a controller advertises PUBLISH_UNPUBLISH_VOLUME */
 	int controllers_healthy, controllers_expected;
+	/* Controllers not healthy that reported no capabilities (not fingerprinted yet). */
+	int controllers_unknown;
 	int nodes_healthy, nodes_expected;
 	char **versions;
 	size_t nversions;

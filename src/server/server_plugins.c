@@ -157,6 +157,7 @@ static int server_plugin_group(struct server_plugin *p, const struct server_seen
 		if (ctl) {
 			p->controllers_expected++;
 			p->controllers_healthy += x->inst.healthy;
+			p->controllers_unknown += !x->inst.healthy && x->ncaps == 0;
 		} else {
 			p->nodes_expected++;
 			p->nodes_healthy += x->inst.healthy;

@@ -438,6 +438,7 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 	p = server_plugin_find(plugins, n, v->plugin_id);
 	env->controller_required = p && p->controller_required;
 	env->controller_healthy = p && p->controllers_healthy > 0;
+	env->controller_unknown = p && p->controllers_unknown > 0 && p->controllers_healthy == 0;
 	for (size_t i = 0; i < node->nplugins; i++) {
 		const struct model_node_plugin *np = &node->plugins[i];
 

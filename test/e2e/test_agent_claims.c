@@ -9,7 +9,8 @@
  * single-node-single-writer volume is refused naming the holder;
  * `csictl volume unmount` removes the mount and the claim ends freed
  * (past_claims), the publication gone. Unmounting again (nothing
- * mounted, the claim freed already) succeeds and says so. With the
+ * mounted, the claim freed already) succeeds and says so, as does
+ * unmounting an allocation that never held a claim. With the
  * server down, the unmount records the release, and the agent sends it
  * after a restart of both. Every mount is detached at teardown even
  * when a test fails (agent_proc_cleanup).
@@ -178,6 +179,12 @@ static void test_mount_claim_unmount_release(void **state)
 	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
 	csictl_expect_ok(&t->r);
 	assert_non_null(strstr(t->r.out, "was not mounted"));
+	csictl_runner_free(&t->rn, &t->r);
+
+	/* An allocation that never got a claim (its mount stopped before): nothing to undo. */
+	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-9");
+	csictl_expect_ok(&t->r);
+	assert_non_null(strstr(t->r.out, "was not mounted for allocation web-9; it held no claim"));
 	csictl_runner_free(&t->rn, &t->r);
 
 	/* Usage: -alloc is required. */

@@ -301,13 +301,13 @@ static int agent_proc_count_in(const char *path, const char *needle)
 	return n;
 }
 
-void agent_proc_dump_log(struct agent_proc *a, const char *why)
+/* Prints the last 4 KiB of path to stderr. */
+static void agent_proc_tail(const char *path)
 {
 	char buf[4096];
-	FILE *f = fopen(a->log, "r");
+	FILE *f = fopen(path, "r");
 	size_t n = 0;
 
-	fprintf(stderr, "%s (%s); end of %s:\n", why, a->dir, a->log);
 	if (!f)
 		return;
 	if (fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) != 0)
@@ -316,6 +316,12 @@ void agent_proc_dump_log(struct agent_proc *a, const char *why)
 	buf[n] = '\0';
 	fclose(f);
 	fprintf(stderr, "%s\n", buf);
+}
+
+void agent_proc_dump_log(struct agent_proc *a, const char *why)
+{
+	fprintf(stderr, "%s (%s); end of %s:\n", why, a->dir, a->log);
+	agent_proc_tail(a->log);
 }
 
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
@@ -487,6 +493,21 @@ static void agent_proc_grep_log(const char *dir, void *ctx)
 
 	snprintf(path, sizeof(path), "%s/plugin.log", dir);
 	g->n += agent_proc_count_in(path, g->needle);
+}
+
+static void agent_proc_dump_instance(const char *dir, void *ctx)
+{
+	char path[AGENT_PROC_PATH + 640];
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "%s/plugin.log", dir);
+	fprintf(stderr, "end of %s:\n", path);
+	agent_proc_tail(path);
+}
+
+void agent_proc_dump_plugin_logs(struct agent_proc *a)
+{
+	agent_proc_each_instance(a, agent_proc_dump_instance, NULL);
 }
 
 bool agent_proc_plugin_log_count(struct agent_proc *a, const char *needle, int count)

@@ -86,6 +86,9 @@ long agent_proc_http(struct agent_proc *a, const char *method, const char *path,
 /* Prints why (a line) and the end of the agent's log to stderr, for a failed setup. */
 void agent_proc_dump_log(struct agent_proc *a, const char *why);
 
+/* Prints the end of every plugin instance's log (plugin.log) to stderr. */
+void agent_proc_dump_plugin_logs(struct agent_proc *a);
+
 /* Whether the agent's log holds needle at least `count` times. */
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count);
 

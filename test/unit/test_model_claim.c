@@ -364,6 +364,11 @@ static void test_claim_preconditions(void **state)
 	assert_non_null(strstr(e.msg, "controller"));
 	env.controller_required = false; /* no controller needed: its health does not matter */
 	assert_int_equal(check(v, &req, &env, &e), GRANT);
+	/* A controller still starting may need ControllerPublishVolume: not yet. */
+	env.controller_unknown = true;
+	assert_int_equal(check(v, &req, &env, &e), PRECOND);
+	assert_non_null(strstr(e.msg, "controller has not reported its capabilities yet"));
+	env.controller_unknown = false;
 	env.node_plugin_healthy = false;
 	assert_int_equal(check(v, &req, &env, &e), PRECOND);
 	assert_non_null(strstr(e.msg, "node plugin on node n1"));

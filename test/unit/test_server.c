@@ -752,6 +752,8 @@ static void test_plugins_view(void **state)
 	assert_int_equal(server_plugin_get(t->s, "solo.csi", t->a, &p, &e), 0);
 	assert_int_equal(p->controllers_expected, 1);
 	assert_int_equal(p->controllers_healthy, 0);
+	/* Not registered yet: whether it needs ControllerPublishVolume is unknown. */
+	assert_int_equal(p->controllers_unknown, 1);
 	assert_null(p->instances[0].node_id);
 	assert_int_equal(server_plugin_get(t->s, "none.csi", t->a, &p, &e), CSID_ENOTFOUND);
 	/* A node that goes down takes its plugins' health with it. */

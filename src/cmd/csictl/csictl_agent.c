@@ -474,7 +474,8 @@ static int csictl_agent_render_claim_unmount(const json_t *j, FILE *out, struct 
 		alloc,
 		json_is_true(json_object_get(j, "release_pending"))
 		    ? "no server answered: the agent keeps retrying the release"
-		    : "claim released");
+		: json_is_true(json_object_get(j, "released")) ? "claim released"
+							       : "it held no claim");
 	return 0;
 }
 
