@@ -248,10 +248,9 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 	return 0;
 }
 
-/* Adds (or revives) the controller publication that a new claim needs. */
-static int model_claim_add_pub(struct arena *a, struct model_volume *v,
-			       const struct model_claim_request *req,
-			       const struct model_claim_env *env, struct err *e)
+int model_claim_add_pub(struct arena *a, struct model_volume *v,
+			const struct model_claim_request *req, const struct model_claim_env *env,
+			struct err *e)
 {
 	struct model_publication *pub = model_volume_pub(v, req->node_id), *pubs;
 	bool ro = req->mode == MODEL_CLAIM_READ;

@@ -108,4 +108,15 @@ int model_claim_check(const struct model_volume *v, const struct model_claim_req
 int model_claim_add(struct arena *a, struct model_volume *v, const struct model_claim_request *req,
 		    const struct model_claim_env *env, int64_t now_ms, struct err *e);
 
+/*
+ * The publication part of model_claim_add alone (allocated in a), for a
+ * plugin that requires controller publish: makes sure of the publication
+ * of v to req->node_id that a claim of req needs, with
+ * env->plugin_node_id. The reconciler uses it to repair a stored claim
+ * that has none. Returns 0 or CSID_ENOMEM.
+ */
+int model_claim_add_pub(struct arena *a, struct model_volume *v,
+			const struct model_claim_request *req, const struct model_claim_env *env,
+			struct err *e);
+
 #endif

@@ -134,7 +134,7 @@ enum reconcile_step_kind {
 	RSTEP_CLAIM_CONTROLLER_DONE, /* claims[index]: node- -> controller-unpublished */
 	RSTEP_PUB_UNPUBLISHING, /* pubs[index] -> unpublishing (no claim needs it) */
 	RSTEP_PUB_REPUBLISH, /* pubs[index] unpublishing -> publishing (claimed again) */
-	RSTEP_PUB_ADD, /* claims[index] needs a publication on its node: add one */
+	RSTEP_PUB_ADD, /* claims[index] needs a publication on its node: add one (ctrl UP) */
 	RSTEP_UNPUBLISH, /* ControllerUnpublishVolume of pubs[index], then drop it */
 	RSTEP_PUBLISH, /* ControllerPublishVolume of pubs[index] */
 	RSTEP_EXPAND, /* ControllerExpandVolume to pending_capacity_min */

@@ -31,6 +31,8 @@
  *   publication unpublishing, N claimed again -> publishing
  *   claim claimed, no publication on N, the
  *     plugin has PUBLISH_UNPUBLISH_VOLUME    -> publication publishing
+ *     (no healthy controller to say whether
+ *     it has: retried with backoff until one is)
  *   publication unpublishing                 -> ControllerUnpublishVolume, dropped
  *   publication publishing                   -> ControllerPublishVolume, published
  * So a claim is freed only after the unpublish of its node succeeded (or
@@ -44,6 +46,7 @@
 #include <string.h>
 
 #include "csi/csi_rules.h"
+#include "model/model_claim.h"
 
 const char *reconcile_step_name(enum reconcile_step_kind k)
 {
@@ -171,10 +174,15 @@ static bool rv_next_claims(const struct model_volume *v, enum reconcile_ctrl ctr
 			continue;
 		/*
 		 * The server adds the publication with the claim when the plugin
-		 * needs one; this repairs a record that lacks it, so it waits for
-		 * a controller that says so.
+		 * needs one; this repairs a record that lacks it (a claim granted
+		 * before the controller's capabilities were known). Whether it is
+		 * needed only a controller says: while none is up the step waits
+		 * for one (retried like an RPC step), never idle with the claim
+		 * unpublished.
 		 */
-		if (ctrl == RECONCILE_CTRL_UP && (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME))) {
+		if (ctrl == RECONCILE_CTRL_DOWN ||
+		    (ctrl == RECONCILE_CTRL_UP &&
+		     (caps & RECONCILE_CAP(PUBLISH_UNPUBLISH_VOLUME)))) {
 			rv_set(out, RSTEP_PUB_ADD, i);
 			return true;
 		}
@@ -666,24 +674,19 @@ static int rv_claim_move(struct rv_pass *s, size_t i, enum model_claim_state to)
 	return rv_write(s);
 }
 
+/* Adds the publication claims[i] needs, as the claim would have (model_claim_add). */
 static int rv_pub_add(struct rv_pass *s, size_t i)
 {
-	struct model_volume *v = s->v;
-	const struct model_claim *c = &v->claims[i];
-	struct model_publication *pubs = arena_alloc(s->p.a, (v->npubs + 1) * sizeof(*pubs));
+	const struct model_claim *c = &s->v->claims[i];
+	struct model_claim_request req = {
+	    .alloc_id = c->alloc_id, .node_id = c->node_id, .mode = c->mode, .cap = c->cap};
+	struct model_claim_env env = {.controller_required = true,
+				      .plugin_node_id = c->plugin_node_id};
+	struct err e;
 
-	if (pubs == NULL)
+	err_clear(&e);
+	if (model_claim_add_pub(s->p.a, s->v, &req, &env, &e) < 0)
 		return rv_nomem(s);
-	if (v->npubs > 0)
-		memcpy(pubs, v->pubs, v->npubs * sizeof(*pubs));
-	memset(&pubs[v->npubs], 0, sizeof(*pubs));
-	pubs[v->npubs].node_id = c->node_id;
-	pubs[v->npubs].plugin_node_id = c->plugin_node_id;
-	pubs[v->npubs].cap = c->cap;
-	pubs[v->npubs].read_only = c->read_only;
-	pubs[v->npubs].state = MODEL_PUB_PUBLISHING;
-	v->pubs = pubs;
-	v->npubs++;
 	return rv_write(s);
 }
 
@@ -937,7 +940,9 @@ void reconcile_volume(const struct reconcile_env *env, const char *id, struct re
 	s.v->modify_index = s.index;
 	reconcile_pass_begin(&s.p, env, a, s.v->plugin_id);
 	reconcile_volume_next(s.v, s.p.ctrl, s.p.caps, &st);
-	if (reconcile_step_rpc(st.kind) && s.p.ctrl != RECONCILE_CTRL_UP)
+	/* Adding a publication, too, waits for a controller to say it is needed. */
+	if ((reconcile_step_rpc(st.kind) || st.kind == RSTEP_PUB_ADD) &&
+	    s.p.ctrl != RECONCILE_CTRL_UP)
 		reconcile_fail(res, RECONCILE_RETRY, s.p.ctrl_err.code, "%s: %s: %s", s.what,
 			       reconcile_step_name(st.kind), s.p.ctrl_err.msg);
 	else

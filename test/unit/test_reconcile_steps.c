@@ -79,7 +79,11 @@ static void test_next_step_table(void **state)
 	assert_int_equal(st.kind, RSTEP_PUB_ADD);
 	reconcile_volume_next(&v, RECONCILE_CTRL_UP, nopub, &st);
 	assert_int_equal(st.kind, RSTEP_NONE);
+	/* No controller up to say whether it needs one: waited for, not idle. */
 	reconcile_volume_next(&v, RECONCILE_CTRL_DOWN, 0, &st);
+	assert_int_equal(st.kind, RSTEP_PUB_ADD);
+	/* A plugin without controller service publishes nothing. */
+	reconcile_volume_next(&v, RECONCILE_CTRL_NONE, 0, &st);
 	assert_int_equal(st.kind, RSTEP_NONE);
 	/* Publishing -> publish; lacking the capability -> lacks. */
 	v.npubs = 1;
@@ -309,6 +313,76 @@ static void test_publish_unpublish(void **state)
 	assert_int_equal(v->npast_claims, 2);
 	assert_false(csi_fake_has_pub(&t->fake, ext, "p-n1"));
 	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME), 1);
+	arena_free(a);
+}
+
+/*
+ * A claim stored without its publication (granted before the controller's
+ * capabilities were known), beside an orphan publication: while the
+ * controller is down the volume is retried with backoff, never dropped;
+ * once it is up the claim's node is published with the claim's plugin
+ * node ID and the orphan unpublished, and nothing a claim needs is.
+ */
+static void test_claim_without_pub_repaired(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	struct model_status st;
+	char err[512], ext[64];
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	csi_fake_volume_id(&t->fake, "v1", ext, sizeof(ext));
+	rfx_claim(t, "v1", "a1", "n1", MODEL_CLAIM_WRITE);
+	v = rfx_get(t, a, "v1");
+	v->claims[0].plugin_node_id = "csi-n1";
+	v->pubs[0].node_id = "n3";
+	v->pubs[0].plugin_node_id = "p-n3";
+	v->pubs[0].state = MODEL_PUB_PUBLISHED;
+	snprintf(t->fake.pubs[t->fake.npubs].volume, CSI_FAKE_ID, "%s", ext);
+	snprintf(t->fake.pubs[t->fake.npubs++].node, CSI_FAKE_ID, "p-n3");
+	t->fake.down = true;
+	rfx_put_volume(t, v);
+
+	/* A virtual minute down: retried with backoff, the claim left as it is. */
+	rfx_run(t, 60000);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), 0);
+	assert_non_null(strstr(
+	    err, "volume v1: add publication: no healthy controller for plugin " RFX_PLUGIN));
+	assert_true(st.attempts >= 5 && st.attempts <= 20);
+	assert_true(st.next_attempt_ms > 0);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(v->nclaims, 1);
+	assert_int_equal(v->claims[0].state, MODEL_CLAIM_CLAIMED);
+	assert_int_equal(v->npubs, 1);
+	assert_string_equal(v->pubs[0].node_id, "n3");
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_UNPUBLISHING);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME), 0);
+
+	/* Up: published where the claim is, with its plugin node ID. */
+	t->fake.down = false;
+	rfx_run(t, RFX_MAX_MS);
+	assert_int_equal(rfx_status(t, "v1", &st, err, sizeof(err)), CSID_ENOTFOUND);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(v->npubs, 1);
+	assert_string_equal(v->pubs[0].node_id, "n1");
+	assert_string_equal(v->pubs[0].plugin_node_id, "csi-n1");
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHED);
+	assert_false(v->pubs[0].read_only);
+	assert_true(csi_fake_has_pub(&t->fake, ext, "csi-n1"));
+	assert_false(csi_fake_has_pub(&t->fake, ext, "p-n3"));
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME), 1);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME), 1);
+
+	/* Settled: later passes leave the claim's publication alone. */
+	rfx_set_state(t, "v1", MODEL_VOL_READY);
+	rfx_run(t, 60000);
+	assert_true(csi_fake_has_pub(&t->fake, ext, "csi-n1"));
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME), 1);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME), 1);
+	assert_int_equal(rfx_get(t, a, "v1")->pubs[0].state, MODEL_PUB_PUBLISHED);
 	arena_free(a);
 }
 
@@ -771,6 +845,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_delete, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_not_found_is_done, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_publish_unpublish, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_without_pub_repaired, rfx_setup,
+					    rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_claim_states_fail_once, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_idempotent_after_conflict, rfx_setup,
 					    rfx_teardown),
