@@ -37,12 +37,27 @@ static int model_dec_nomem(struct model_dec *d)
 	return err_set(d->e, CSID_ENOMEM, "%s: out of memory", d->what);
 }
 
+/* Copies what fits of s (n bytes) to buf at *at (of MODEL_PATH_MAX), NUL-terminated. */
+static void model_dec_path_put(char *buf, size_t *at, const char *s, size_t n)
+{
+	if (n > MODEL_PATH_MAX - 1 - *at)
+		n = MODEL_PATH_MAX - 1 - *at;
+	memcpy(buf + *at, s, n);
+	*at += n;
+	buf[*at] = '\0';
+}
+
+/* Runs for every member decoded, error or not: no printf here. */
 const char *model_dec_path(char *buf, const char *parent, const char *key)
 {
-	if (parent && parent[0])
-		snprintf(buf, MODEL_PATH_MAX, "%s.%s", parent, key);
-	else
-		snprintf(buf, MODEL_PATH_MAX, "%s", key);
+	size_t at = 0;
+
+	buf[0] = '\0';
+	if (parent && parent[0]) {
+		model_dec_path_put(buf, &at, parent, strlen(parent));
+		model_dec_path_put(buf, &at, ".", 1);
+	}
+	model_dec_path_put(buf, &at, key, strlen(key));
 	return buf;
 }
 

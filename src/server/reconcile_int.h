@@ -51,6 +51,7 @@ struct reconcile_env {
 	struct reconciler_controllers controllers;
 	struct clock *clock;
 	int64_t rpc_timeout_ms;
+	struct server_vcache *vcache; /* may be NULL */
 };
 
 /*

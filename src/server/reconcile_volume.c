@@ -928,10 +928,9 @@ void reconcile_volume(const struct reconcile_env *env, const char *id, struct re
 	}
 	if (reconcile_read(env, STORE_VOLUME, id, s.what, &o, res) < 0)
 		goto out;
-	rc = model_volume_decode(a, o.value, o.len, &s.v, &e);
+	rc = server_vcache_decode(env->vcache, id, o.value, o.len, o.create_index, o.modify_index,
+				  a, &s.v, &e);
 	s.index = o.modify_index;
-	if (rc == 0)
-		s.v->create_index = o.create_index;
 	store_obj_free(&o);
 	if (rc < 0) {
 		reconcile_fail(res, RECONCILE_FINAL, rc, "%s: damaged record: %s", s.what, e.msg);

@@ -762,6 +762,7 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 	r->env.controllers = cfg->controllers;
 	r->env.clock = r->clock;
 	r->env.rpc_timeout_ms = r->cfg.rpc_timeout_ms;
+	r->env.vcache = cfg->vcache;
 	*out = r;
 	return 0;
 }

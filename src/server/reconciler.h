@@ -51,6 +51,7 @@
 
 #include "csi/csi_client.h"
 #include "model/model.h"
+#include "server/server_vcache.h"
 #include "store/store.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -91,6 +92,7 @@ struct reconciler_config {
 	int64_t rpc_timeout_ms; /* 0: CSI_DEFAULT_TIMEOUT_MS */
 	int plugin_concurrency; /* 0: 1 */
 	uint64_t seed; /* jitter; 0: from the clock */
+	struct server_vcache *vcache; /* borrowed; NULL: every pass decodes its volume */
 };
 
 struct reconciler;

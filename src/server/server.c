@@ -53,13 +53,10 @@ int server_get_volume(struct server *s, const char *id, struct arena *a, struct 
 
 	if (rc)
 		return rc;
-	rc = model_volume_decode(a, o.value, o.len, out, e);
+	rc = server_vcache_decode(s->vcache, id, o.value, o.len, o.create_index, o.modify_index, a,
+				  out, e);
 	if (rc)
 		err_wrap(e, "volume %s: stored record", id);
-	else {
-		(*out)->create_index = o.create_index;
-		(*out)->modify_index = o.modify_index;
-	}
 	server_obj_wipe(&o);
 	return rc;
 }
@@ -306,9 +303,15 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 		s->gc_period_ms = SERVER_GC_PERIOD_MIN_MS;
 	if (s->gc_period_ms > SERVER_GC_PERIOD_MAX_MS)
 		s->gc_period_ms = SERVER_GC_PERIOD_MAX_MS;
+	s->vcache = server_vcache_new();
+	if (!s->vcache) {
+		free(s);
+		return err_set(e, CSID_ENOMEM, "server: out of memory");
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	if ((rc = clock_cond_init(&s->cond))) {
 		pthread_mutex_destroy(&s->mu);
+		server_vcache_free(s->vcache);
 		free(s);
 		return err_set(e, rc, "server: out of memory");
 	}
@@ -320,6 +323,7 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	rc_cfg.backoff_max_ms = cfg->backoff_max_ms;
 	rc_cfg.rpc_timeout_ms = cfg->rpc_timeout_ms;
 	rc_cfg.plugin_concurrency = cfg->plugin_concurrency;
+	rc_cfg.vcache = s->vcache;
 	rc = reconciler_new(&rc_cfg, &s->rec, e);
 	if (!rc)
 		rc = server_live_load(s, e);
@@ -380,6 +384,7 @@ void server_free(struct server *s)
 		server_gc_live_free(&s->live[i]);
 	}
 	free(s->live);
+	server_vcache_free(s->vcache);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

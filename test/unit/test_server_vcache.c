@@ -1,0 +1,121 @@
+/*
+ * Unit tests of the decoded volume cache (src/server/server_vcache.c):
+ * a version read twice is decoded once and both reads get equal,
+ * independent copies with the store's indexes; another modify_index or
+ * create_index (a deleted and recreated volume) is decoded afresh; two
+ * IDs of one slot replace each other; a damaged record gives the
+ * decoder's error and stays out; without a cache every read decodes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/server_vcache.h"
+
+/* A stored volume record of id with the given name (to tell versions apart). */
+static const char *t_record(char *buf, size_t len, const char *id, const char *name)
+{
+	snprintf(buf, len,
+		 "{\"id\": \"%s\", \"name\": \"%s\", \"plugin_id\": \"p1\", \"capabilities\":"
+		 " [{\"access_mode\": \"single-node-writer\", \"attachment_mode\": "
+		 "\"file-system\"}], \"secrets\": {\"k\": \"v\"}, \"state\": \"ready\"}",
+		 id, name);
+	return buf;
+}
+
+/* Reads id's record text at (create, modify) through c into a fresh arena; the name read. */
+static const char *t_read(struct server_vcache *c, struct arena *a, const char *id,
+			  const char *text, uint64_t create, uint64_t modify)
+{
+	struct model_volume *v = NULL;
+	struct err e;
+
+	assert_int_equal(server_vcache_decode(c, id, text, strlen(text), create, modify, a, &v, &e),
+			 0);
+	assert_string_equal(v->id, id);
+	assert_int_equal(v->create_index, create);
+	assert_int_equal(v->modify_index, modify);
+	assert_int_equal(v->secrets.n, 1);
+	return v->name;
+}
+
+static void test_same_version_from_cache(void **state)
+{
+	struct server_vcache *c = server_vcache_new();
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	char r1[512], r2[512];
+	struct err e;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(a);
+	t_record(r1, sizeof(r1), "vol-a", "first");
+	t_record(r2, sizeof(r2), "vol-a", "second");
+	assert_string_equal(t_read(c, a, "vol-a", r1, 3, 7), "first");
+	/* Same version: the kept decoding, whatever the text says. */
+	assert_string_equal(t_read(c, a, "vol-a", r2, 3, 7), "first");
+	/* A copy: changing it leaves the cache as it was. */
+	assert_int_equal(server_vcache_decode(c, "vol-a", r1, strlen(r1), 3, 7, a, &v, &e), 0);
+	v->name[0] = 'X';
+	v->secrets.n = 0;
+	assert_string_equal(t_read(c, a, "vol-a", r1, 3, 7), "first");
+	/* A newer version, and a recreated volume (other create_index), decode afresh. */
+	assert_string_equal(t_read(c, a, "vol-a", r2, 3, 9), "second");
+	assert_string_equal(t_read(c, a, "vol-a", r1, 10, 9), "first");
+	arena_free(a);
+	server_vcache_free(c);
+}
+
+static void test_slots_and_errors(void **state)
+{
+	struct server_vcache *c = server_vcache_new();
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	char id[32], r[512], other[512];
+	struct err e;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(a);
+	/* More IDs than slots: every read still gives its own volume. */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 200; i++) {
+			snprintf(id, sizeof(id), "vol-%d", i);
+			t_record(r, sizeof(r), id, id);
+			assert_string_equal(t_read(c, a, id, r, 1, (uint64_t)i + 1), id);
+		}
+	/* A record that names another ID is decoded but not kept under id. */
+	t_record(other, sizeof(other), "vol-b", "b");
+	t_read(c, a, "vol-b", other, 1, 2);
+	assert_int_equal(server_vcache_decode(c, "vol-c", other, strlen(other), 1, 4, a, &v, &e),
+			 0);
+	assert_string_equal(v->id, "vol-b");
+	t_record(r, sizeof(r), "vol-c", "c");
+	assert_string_equal(t_read(c, a, "vol-c", r, 1, 4), "c");
+	/* A damaged record: the decoder's error, nothing kept. */
+	assert_int_not_equal(server_vcache_decode(c, "vol-d", "{", 1, 1, 5, a, &v, &e), 0);
+	t_record(r, sizeof(r), "vol-d", "d");
+	assert_string_equal(t_read(c, a, "vol-d", r, 1, 5), "d");
+	/* No cache: every read decodes. */
+	t_record(other, sizeof(other), "vol-d", "again");
+	assert_string_equal(t_read(NULL, a, "vol-d", r, 1, 5), "d");
+	assert_string_equal(t_read(NULL, a, "vol-d", other, 1, 5), "again");
+	arena_free(a);
+	server_vcache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_same_version_from_cache),
+	    cmocka_unit_test(test_slots_and_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
