@@ -565,6 +565,11 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
 		goto out;
 	}
+	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
+	if ((rc = agent_api_claimed_mark(a, vol, alloc, true, e))) {
+		err_wrap(e, "mounted, but not marked as claimed (unmount releases the claim)");
+		goto out;
+	}
 	if (owned && (rc = agent_api_owner_record(a, vol, alloc, &owner, e))) {
 		err_wrap(e, "mounted, but its owner is not recorded (unmount releases the claim)");
 		goto out;
@@ -615,6 +620,9 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 	if (rc && rc != CSID_ENOTFOUND)
 		return err_wrap(e, "the claim is kept");
 	unmounted = rc == 0;
+	/* Nothing mounted now: a stale mark could only touch a later low-level mount. */
+	if (agent_api_claimed_mark(a, vol, alloc, false, &ignored))
+		log_warn("msg=\"claim mark not forgotten\" volume=%s alloc=%s", vol, alloc);
 	/* Recorded before it is sent: an agent that stops now still sends it. */
 	if ((rc = agent_api_release_record(a, vol, alloc, reason, true, e)))
 		return err_wrap(e, "%s", unmounted ? "unmounted" : "nothing mounted");

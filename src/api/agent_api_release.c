@@ -34,6 +34,10 @@ static const char *const agent_api_release_schema[] = {
     " PRIMARY KEY (volume_id, alloc_id))",
     /* Why the release was asked (a claim owner gone), sent along. */
     "ALTER TABLE claims_pending_release ADD COLUMN reason TEXT",
+    /* The allocations the claim flow mounted (agent_api_orphans.c). */
+    "CREATE TABLE claims_mounted ("
+    " volume_id TEXT NOT NULL, alloc_id TEXT NOT NULL,"
+    " PRIMARY KEY (volume_id, alloc_id))",
 };
 
 struct agent_api_release_row {
@@ -154,9 +158,11 @@ static void *agent_api_release_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		bool pending = agent_api_release_pass(a, rows);
+		bool pending;
 		int64_t until;
 
+		agent_api_orphans_run(a);
+		pending = agent_api_release_pass(a, rows);
 		delay = pending ? delay : AGENT_API_RELEASE_MIN_MS;
 		until = clock_now_ms(clock_real()) +
 			(pending ? delay : (int64_t)AGENT_API_RELEASE_MAX_MS);
@@ -212,6 +218,7 @@ int agent_api_release_open(struct agent_api *a, const char *db_path, struct err 
 	if (pthread_create(&a->rel_thread, NULL, agent_api_release_main, a) != 0)
 		return err_set(e, CSID_ENOMEM, "pending releases: cannot start a thread");
 	a->rel_started = true;
+	agent_api_orphans_open(a);
 	return 0;
 }
 
@@ -219,6 +226,7 @@ void agent_api_release_close(struct agent_api *a)
 {
 	if (!a->rel_init)
 		return;
+	agent_api_orphans_close(a);
 	pthread_mutex_lock(&a->rel_mu);
 	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	pthread_cond_signal(&a->rel_cond);
