@@ -123,6 +123,18 @@ bool server_gc_orphan(const struct model_volume *v, const char *volume_id, const
 			snprintf(note, cap, "claim %s", model_claim_state_name(c->state));
 		return true;
 	}
+	/* Freed: the newest past claim of the allocation on the node says why. */
+	for (size_t i = v->npast_claims; i-- > 0;) {
+		const struct model_claim *c = &v->past_claims[i];
+
+		if (strcmp(c->alloc_id, alloc_id) != 0 || strcmp(c->node_id, node_id) != 0)
+			continue;
+		if (c->note && c->note[0])
+			snprintf(note, cap, "%s (claim freed)", c->note);
+		else
+			snprintf(note, cap, "claim freed");
+		return true;
+	}
 	snprintf(note, cap, "no claim of allocation %s on node %s", alloc_id, node_id);
 	return true;
 }

@@ -83,8 +83,10 @@ bool server_gc_has(const struct model_node_alloc *allocs, size_t n, const char *
  *   - a claim of the allocation on the node past claimed (node-unpublished,
  *     controller-unpublished, freed) that the node's agent made
  *     (held_by_agent): its note, else "claim <state>";
- *   - no claim of the allocation on the node (freed and removed, made on
- *     another node, or never made): "no claim of allocation A on node N";
+ *   - no active claim of the allocation on the node: freed, the note of
+ *     its newest past claim there ("<note> (claim freed)", or "claim
+ *     freed"); else (forgotten, made on another node, or never made) "no
+ *     claim of allocation A on node N";
  *   - no volume: "volume V is gone".
  * Kept (false): a claimed claim (one being published too: in flight),
  * and a released one an external scheduler made (held_by_agent false:
