@@ -13,10 +13,13 @@
  * Only mounts the claim flow made are touched: the flow marks its
  * allocation once mounted in the table claims_mounted(volume_id,
  * alloc_id) of the "claims" module, so the mark survives an agent
- * restart; an unmount forgets it, and so does a mount through the
- * low-level PUT /v1/agent/mounts (a mount made without a claim is never
- * unmounted for the servers). The queue is in memory, under rel_mu: an
- * agent that stops before it ran is told again by the next answer.
+ * restart; it goes with the release that follows the unmount (not
+ * before: the release must reach the server right after the unmount),
+ * and with a mount through the low-level PUT /v1/agent/mounts (a mount
+ * made without a claim is never unmounted for the servers). A mark left
+ * by an unmount whose release never went is harmless: only a reported
+ * allocation (a mount record or a claim flow) is ever looked up. The queue is in memory, under
+ * rel_mu: an agent that stops before it ran is told again by the next answer.
  */
 #include "api/agent_api_int.h"
 
@@ -92,7 +95,11 @@ static bool agent_api_claimed(struct agent_api *a, const char *vol, const char *
 	return row;
 }
 
-/* held_allocs_released_fn: queues (vol, alloc) once and wakes the thread. Quick: under h's lock. */
+/*
+ * held_allocs_released_fn: queues (vol, alloc) once and wakes the thread
+ * (not as a poke: the pending releases keep their backoff). Quick: under
+ * h's lock.
+ */
 static void agent_api_orphan_found(void *ctx, const char *vol, const char *alloc, const char *note)
 {
 	struct agent_api *a = ctx;
@@ -109,7 +116,6 @@ static void agent_api_orphan_found(void *ctx, const char *vol, const char *alloc
 		snprintf(o->vol, sizeof(o->vol), "%s", vol);
 		snprintf(o->alloc, sizeof(o->alloc), "%s", alloc);
 		snprintf(o->note, sizeof(o->note), "%s", note);
-		a->rel_poke = true;
 		pthread_cond_signal(&a->rel_cond);
 	}
 	pthread_mutex_unlock(&a->rel_mu);

@@ -73,6 +73,9 @@ int agent_api_release_record(struct agent_api *a, const char *vol, const char *a
 			     sqlite3_errmsg(a->rel_db));
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&a->rel_mu);
+	/* Released after the unmount: the claim flow's mark goes too (agent_api_orphans.c). */
+	if (!rc && !add)
+		rc = agent_api_claimed_mark(a, vol, alloc, false, e);
 	return rc;
 }
 
@@ -170,8 +173,16 @@ static void *agent_api_release_main(void *arg)
 			delay = delay * 2 > AGENT_API_RELEASE_MAX_MS ? AGENT_API_RELEASE_MAX_MS
 								     : delay * 2;
 		pthread_mutex_lock(&a->rel_mu);
-		while (!a->rel_stop && !a->rel_poke && clock_now_ms(clock_real()) < until)
+		while (!a->rel_stop && !a->rel_poke && clock_now_ms(clock_real()) < until) {
+			/* Orphans (agent_api_orphans.c) go at once; the backoff stays. */
+			if (a->norphans) {
+				pthread_mutex_unlock(&a->rel_mu);
+				agent_api_orphans_run(a);
+				pthread_mutex_lock(&a->rel_mu);
+				continue;
+			}
 			clock_wait(clock_real(), &a->rel_cond, &a->rel_mu, until);
+		}
 		a->rel_poke = false;
 		if (a->rel_stop) {
 			pthread_mutex_unlock(&a->rel_mu);
