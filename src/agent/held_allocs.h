@@ -7,7 +7,8 @@
  *     undone: the node still holds something of it), and
  *   - every claim the agent's claim flow is in the middle of making: begun
  *     (held_allocs_begin) before the claim request goes out, ended once
- *     the mount record exists or the mount gave up.
+ *     the mount record exists or the mount gave up; and every unmount of
+ *     that flow until its release went.
  * The begun set is read before the mounter's records, and a flow ends
  * only after its record exists, so an allocation never drops out of a
  * report between the two. Until a mounter is attached (after its
