@@ -1,7 +1,8 @@
 /*
  * Held allocations (see held_allocs.h): a small counted set of the
  * (volume, allocation) pairs whose claim flow is running, and the
- * mounter's records, merged into one sorted list per report.
+ * mounter's records, merged into one sorted list per report; and the
+ * hand-over of released allocations to the agent API.
  */
 #include "agent/held_allocs.h"
 
@@ -24,6 +25,9 @@ struct held_allocs {
 	struct mounter *mounter;
 	struct held_allocs_flow *flows;
 	size_t nflows, flows_cap;
+	uint64_t begun; /* claim flows begun so far */
+	held_allocs_released_fn on_released;
+	void *released_ctx;
 };
 
 int held_allocs_new(held_allocs_changed_fn on_change, void *ctx, struct held_allocs **out,
@@ -90,6 +94,7 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->mu);
+	h->begun++;
 	f = held_allocs_find(h, volume_id, alloc_id);
 	if (f) {
 		f->count++;
@@ -131,6 +136,44 @@ void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *a
 	}
 	pthread_mutex_unlock(&h->mu);
 	held_allocs_changed(h);
+}
+
+uint64_t held_allocs_seq(struct held_allocs *h)
+{
+	uint64_t seq;
+
+	if (!h)
+		return 0;
+	pthread_mutex_lock(&h->mu);
+	seq = h->begun;
+	pthread_mutex_unlock(&h->mu);
+	return seq;
+}
+
+void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, void *ctx)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->on_released = fn;
+	h->released_ctx = ctx;
+	pthread_mutex_unlock(&h->mu);
+}
+
+bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volume_id,
+			  const char *alloc_id, const char *note)
+{
+	bool passed = false;
+
+	if (!h)
+		return false;
+	pthread_mutex_lock(&h->mu);
+	if (h->on_released && h->begun == seq && !held_allocs_find(h, volume_id, alloc_id)) {
+		h->on_released(h->released_ctx, volume_id, alloc_id, note);
+		passed = true;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return passed;
 }
 
 static int held_allocs_cmp(const void *x, const void *y)

@@ -7,7 +7,8 @@
  *     undone: the node still holds something of it), and
  *   - every claim the agent's claim flow is in the middle of making: begun
  *     (held_allocs_begin) before the claim request goes out, ended once
- *     the mount record exists or the mount gave up.
+ *     the mount record exists or the mount gave up; and every unmount of
+ *     that flow until its release went.
  * The begun set is read before the mounter's records, and a flow ends
  * only after its record exists, so an allocation never drops out of a
  * report between the two. Until a mounter is attached (after its
@@ -18,14 +19,25 @@
  * unmount went through the mounter), calls on_change, which tells the
  * server link to rebuild (and send, if it differs) the fingerprint.
  *
+ * Released allocations: a server answers a report with the allocations
+ * that hold no active claim on the node any more (its claim was released
+ * while the node was away). held_allocs_released passes such an answer on
+ * to the agent API (held_allocs_on_released), which unmounts the
+ * allocation if its claim flow mounted it, unless the answer may be
+ * stale: a claim flow of the pair is running (its claim may not have
+ * reached the server yet), or any claim flow began since the report was
+ * built (held_allocs_seq), so a claim made meanwhile is never undone; the
+ * next report asks again.
+ *
  * Thread-safety: every function may be called from any thread; on_change
- * is called without the module's lock held.
+ * is called without the module's lock held, on_released with it held.
  */
 #ifndef CSID_AGENT_HELD_ALLOCS_H
 #define CSID_AGENT_HELD_ALLOCS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "agent/mounter.h"
 #include "model/model.h"
@@ -33,6 +45,8 @@
 #include "util/err.h"
 
 typedef void (*held_allocs_changed_fn)(void *ctx);
+typedef void (*held_allocs_released_fn)(void *ctx, const char *volume_id, const char *alloc_id,
+					const char *note);
 
 struct held_allocs;
 
@@ -57,6 +71,25 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *alloc_id);
 /* The mounter's records may have changed: calls on_change. h NULL: a no-op. */
 void held_allocs_changed(struct held_allocs *h);
+
+/* How many claim flows began so far: taken before a report is built. h NULL: 0. */
+uint64_t held_allocs_seq(struct held_allocs *h);
+
+/*
+ * Sets who is told of released allocations (fn NULL: nobody). fn runs
+ * under h's lock: it must be quick and call nothing of h. Once a call
+ * clearing it returned, fn runs no more. h NULL: a no-op.
+ */
+void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, void *ctx);
+
+/*
+ * A server answered (volume_id, alloc_id) released (with note) to the
+ * report built at seq: passes it on to on_released unless a claim flow of
+ * the pair is running or a claim flow began since seq. Returns whether
+ * it was passed on. h NULL: false.
+ */
+bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volume_id,
+			  const char *alloc_id, const char *note);
 
 /*
  * The report: *ready false (and nothing else set) while no mounter is

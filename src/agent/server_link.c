@@ -2,8 +2,9 @@
  * Server link core (see server_link.h): the schedule of fingerprint sends,
  * failover and backoff, stepped with explicit times; the body of a send,
  * built from the plugin manager's snapshot through the model's node
- * encoder; and the agent's instance ID kept in its data_dir. No network
- * here: server_link_http.c is the shell.
+ * encoder; the released allocations of an answer; and the agent's
+ * instance ID kept in its data_dir. No network here: server_link_http.c
+ * is the shell.
  *
  * A fingerprint change bumps a generation counter; a successful send
  * acknowledges the generation it carried, so a change that lands while a
@@ -19,6 +20,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "agent/mount_paths.h"
 #include "agent/supervisor.h"
 #include "model/model.h"
 #include "util/arena.h"
@@ -264,6 +268,60 @@ int server_link_body(const struct plugin_manager_snapshot *snap, const char *nod
 /* ---- the instance ID ---- */
 
 /* Whether s is SERVER_LINK_INSTANCE_ID_LEN lower-case hex digits. */
+/* The first len bytes of s, NUL-terminated, in a; NULL when out of memory. */
+static char *server_link_cut(struct arena *a, const char *s, size_t len)
+{
+	char *c = arena_alloc(a, len + 1);
+
+	if (c) {
+		memcpy(c, s, len);
+		c[len] = '\0';
+	}
+	return c;
+}
+
+int server_link_released_parse(const char *text, size_t len, struct arena *a,
+			       struct server_link_released **out, size_t *n, struct err *e)
+{
+	json_t *doc = json_loadb(text, len, 0, NULL);
+	json_t *arr = json_object_get(doc, "released");
+	size_t total = json_array_size(arr), k = 0;
+	struct server_link_released *v = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (total > SERVER_LINK_RELEASED_MAX)
+		total = SERVER_LINK_RELEASED_MAX;
+	if (total && !(v = arena_alloc(a, total * sizeof(*v))))
+		rc = err_set(e, CSID_ENOMEM, "released allocations: out of memory");
+	for (size_t i = 0; !rc && i < total; i++) {
+		json_t *it = json_array_get(arr, i);
+		const char *vol = json_string_value(json_object_get(it, "volume_id"));
+		const char *alloc = json_string_value(json_object_get(it, "alloc_id"));
+		const char *note = json_string_value(json_object_get(it, "note"));
+		size_t nlen = note ? strnlen(note, SERVER_LINK_NOTE_MAX) : 0;
+		struct err ignored;
+
+		if (!vol || !alloc || mount_name_check("volume id", vol, &ignored) ||
+		    mount_name_check("alloc id", alloc, &ignored))
+			continue;
+		v[k].volume_id = arena_strdup(a, vol);
+		v[k].alloc_id = arena_strdup(a, alloc);
+		v[k].note = server_link_cut(a, note ? note : "", nlen);
+		if (!v[k].volume_id || !v[k].alloc_id || !v[k].note)
+			rc = err_set(e, CSID_ENOMEM, "released allocations: out of memory");
+		else
+			k++;
+	}
+	json_decref(doc);
+	if (rc)
+		return rc;
+	*out = k ? v : NULL;
+	*n = k;
+	return 0;
+}
+
 static bool server_link_id_ok(const char *s, size_t n)
 {
 	if (n != SERVER_LINK_INSTANCE_ID_LEN)

@@ -27,6 +27,11 @@
  *     after the other agent stops;
  *   - any other answer (400: a fingerprint this server refuses): the same
  *     server after the slow delay.
+ * A server's answer to a send names, in "released", the reported
+ * allocations that hold no active claim on the node any more (claims
+ * released while the node was away, server/server_gc.h): the shell passes
+ * each on through held_allocs_released (agent/held_allocs.h), which
+ * hands it to the agent API for an unmount unless it may be stale.
  * A fingerprint change while the link is failing does not cut the wait
  * short. The agent serves its mounts whatever the link does: the link
  * only reports, and every send carries the whole fingerprint, so a server
@@ -133,6 +138,29 @@ int server_link_body(const struct plugin_manager_snapshot *snap, const char *nod
 		     const char *instance_id, const char *address,
 		     const struct server_link_allocs *allocs, char **out, size_t *len,
 		     struct err *e);
+
+/* Longest note of a released allocation kept (longer ones are cut). */
+#define SERVER_LINK_NOTE_MAX 400
+/* Most released allocations taken from one answer (the rest at the next heartbeat). */
+#define SERVER_LINK_RELEASED_MAX 4096
+
+/* One allocation a server answered released. */
+struct server_link_released {
+	const char *volume_id;
+	const char *alloc_id;
+	const char *note; /* "" when none */
+};
+
+/*
+ * The "released" allocations of a server's answer to PUT /v1/node/<node>
+ * (text, len bytes, not NUL-terminated): *out (in a) and *n. An answer
+ * that is not an object, or has no "released" array, names none; an entry
+ * whose volume_id or alloc_id is missing or not a valid mount name
+ * (agent/mount_paths.h) is skipped; a note is cut to SERVER_LINK_NOTE_MAX
+ * bytes. Returns 0 or CSID_ENOMEM.
+ */
+int server_link_released_parse(const char *text, size_t len, struct arena *a,
+			       struct server_link_released **out, size_t *n, struct err *e);
 
 /*
  * The agent's instance ID, kept in <data_dir>/agent-instance-id: read, or

@@ -30,8 +30,8 @@
 #include "util/arena.h"
 #include "util/log.h"
 
-/* Bytes of a server's answer kept (an error body is short). */
-#define SERVER_LINK_ANSWER_MAX 4096
+/* Bytes of a server's answer kept (the node, with its released allocations). */
+#define SERVER_LINK_ANSWER_MAX (4 * 1024 * 1024)
 /* A server URL (at most 256 bytes), "/v1/node/" and an escaped node name. */
 #define SERVER_LINK_URL_MAX 1024
 
@@ -60,24 +60,38 @@ struct server_link {
 	struct server_link_core core;
 	char *body; /* the last body built */
 	size_t body_len;
+	uint64_t body_seq; /* held_allocs_seq when it was built */
 	CURL *curl;
 	size_t last_server;
 	enum server_link_outcome last_logged;
 	bool logged_once;
 };
 
+/* A server's answer, kept up to SERVER_LINK_ANSWER_MAX bytes (the rest dropped). */
 struct server_link_answer {
-	char buf[SERVER_LINK_ANSWER_MAX];
-	size_t len;
+	char *buf; /* malloc'd, NUL-terminated once anything came */
+	size_t len, cap;
 };
 
 static size_t server_link_write(char *p, size_t size, size_t n, void *ud)
 {
 	struct server_link_answer *a = ud;
-	size_t len = size * n, room = sizeof(a->buf) - 1 - a->len;
+	size_t len = size * n, room = SERVER_LINK_ANSWER_MAX - a->len,
+	       take = len < room ? len : room;
 
-	memcpy(a->buf + a->len, p, len < room ? len : room);
-	a->len += len < room ? len : room;
+	if (a->len + take + 1 > a->cap) {
+		size_t cap = a->cap ? a->cap : 4096;
+		char *b;
+
+		while (cap < a->len + take + 1)
+			cap *= 2;
+		if (!(b = realloc(a->buf, cap)))
+			return 0; /* out of memory: curl fails the transfer */
+		a->buf = b;
+		a->cap = cap;
+	}
+	memcpy(a->buf + a->len, p, take);
+	a->len += take;
 	a->buf[a->len] = '\0';
 	return len;
 }
@@ -168,6 +182,7 @@ static void server_link_rebuild(struct server_link *l)
 	char *body = NULL;
 	size_t len = 0;
 	bool ready = false;
+	uint64_t seq = held_allocs_seq(l->held);
 	struct err e;
 	char q[600];
 
@@ -192,6 +207,8 @@ static void server_link_rebuild(struct server_link *l)
 	}
 	plugin_manager_snapshot_free(&snap);
 	arena_free(a);
+	/* Taken before the report: an answer names flows begun since as stale. */
+	l->body_seq = seq;
 	if (l->body && len == l->body_len && memcmp(body, l->body, len) == 0) {
 		free(body);
 		return;
@@ -202,12 +219,12 @@ static void server_link_rebuild(struct server_link *l)
 	server_link_core_changed(&l->core, clock_now_ms(l->clock));
 }
 
-/* PUTs the body to server i; the outcome, with what went wrong in why. */
-static enum server_link_outcome server_link_put(struct server_link *l, size_t i, char *why,
+/* PUTs the body to server i; the outcome, with what went wrong in why, the answer in *ans. */
+static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
+						struct server_link_answer *ans, char *why,
 						size_t why_len)
 {
 	char url[SERVER_LINK_URL_MAX], errbuf[CURL_ERROR_SIZE] = "", tok[1100];
-	struct server_link_answer ans = {.len = 0};
 	struct curl_slist *hdrs = NULL;
 	const char *code = NULL, *msg = NULL;
 	enum server_link_outcome o;
@@ -238,7 +255,7 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 	curl_easy_setopt(l->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(l->curl, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(l->curl, CURLOPT_WRITEFUNCTION, server_link_write);
-	curl_easy_setopt(l->curl, CURLOPT_WRITEDATA, &ans);
+	curl_easy_setopt(l->curl, CURLOPT_WRITEDATA, ans);
 	curl_easy_setopt(l->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(l->curl, CURLOPT_XFERINFOFUNCTION, server_link_progress);
 	curl_easy_setopt(l->curl, CURLOPT_XFERINFODATA, l);
@@ -249,7 +266,7 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 		return SERVER_LINK_UNREACHABLE;
 	}
 	curl_easy_getinfo(l->curl, CURLINFO_RESPONSE_CODE, &status);
-	doc = json_loadb(ans.buf, ans.len, 0, NULL);
+	doc = ans->buf ? json_loadb(ans->buf, ans->len, 0, NULL) : NULL;
 	if (json_is_object(doc)) {
 		code = json_string_value(json_object_get(doc, "code"));
 		msg = json_string_value(json_object_get(doc, "error"));
@@ -301,6 +318,28 @@ static void server_link_log(struct server_link *l, size_t i, enum server_link_ou
 	l->last_server = i;
 }
 
+/* Passes on the allocations a server answered released to the report sent (held_allocs.h). */
+static void server_link_released(struct server_link *l, const struct server_link_answer *ans,
+				 uint64_t seq)
+{
+	struct server_link_released *r = NULL;
+	struct arena *a;
+	size_t n = 0;
+	struct err e;
+
+	if (!l->held || !ans->buf || !(a = arena_new()))
+		return;
+	err_clear(&e);
+	if (server_link_released_parse(ans->buf, ans->len, a, &r, &n, &e) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!held_allocs_released(l->held, seq, r[i].volume_id, r[i].alloc_id,
+						  r[i].note))
+				log_debug("msg=\"released allocation kept: a claim flow runs or "
+					  "began since the report\" volume=%s alloc=%s",
+					  r[i].volume_id, r[i].alloc_id);
+	arena_free(a);
+}
+
 static void *server_link_main(void *arg)
 {
 	struct server_link *l = arg;
@@ -309,6 +348,7 @@ static void *server_link_main(void *arg)
 	l->poked = true;
 	while (!l->stop) {
 		int64_t now = clock_now_ms(l->clock);
+		struct server_link_answer ans = {0};
 		enum server_link_outcome o;
 		char why[600] = "";
 		size_t i;
@@ -331,7 +371,10 @@ static void *server_link_main(void *arg)
 		if (l->stop || !server_link_core_begin(&l->core, clock_now_ms(l->clock), &i))
 			continue;
 		pthread_mutex_unlock(&l->mu);
-		o = server_link_put(l, i, why, sizeof(why));
+		o = server_link_put(l, i, &ans, why, sizeof(why));
+		if (o == SERVER_LINK_OK)
+			server_link_released(l, &ans, l->body_seq);
+		free(ans.buf);
 		pthread_mutex_lock(&l->mu);
 		server_link_core_end(&l->core, clock_now_ms(l->clock), o);
 		server_link_log(l, i, o, why);

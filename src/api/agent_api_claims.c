@@ -24,7 +24,9 @@
  *
  * An unmount takes the mount down through the mounter (unpublish, then
  * unstage when unused) and only then releases the claim, so the server
- * drives ControllerUnpublishVolume only once the node is done. The
+ * drives ControllerUnpublishVolume only once the node is done; the
+ * allocation stays in the report until the release went, so the server
+ * never releases it as lost first (with another note). The
  * release is recorded durably first; one no server answers is retried in
  * the background (agent_api_release.c). Nothing mounted counts as done,
  * and so does a release the server answers not_found (the allocation
@@ -565,6 +567,11 @@ int agent_api_volume_mount(struct agent_api *a, const char *vol, const char *bod
 		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
 		goto out;
 	}
+	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
+	if ((rc = agent_api_claimed_mark(a, vol, alloc, true, e))) {
+		err_wrap(e, "mounted, but not marked as claimed (unmount releases the claim)");
+		goto out;
+	}
 	if (owned && (rc = agent_api_owner_record(a, vol, alloc, &owner, e))) {
 		err_wrap(e, "mounted, but its owner is not recorded (unmount releases the claim)");
 		goto out;
@@ -601,16 +608,14 @@ int agent_api_release_send(struct agent_api *a, const char *vol, const char *all
 	return rc;
 }
 
-int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc,
-			     const char *reason, json_t **out, struct err *e)
+/* agent_api_volume_unmount once the allocation is reported as held. */
+static int agent_api_volume_unmount_held(struct agent_api *a, const char *vol, const char *alloc,
+					 const char *reason, json_t **out, struct err *e)
 {
 	bool unmounted = false;
 	struct err ignored;
 	int rc;
 
-	if ((rc = mount_name_check("volume id", vol, e)) ||
-	    (rc = mount_name_check("alloc id", alloc, e)))
-		return rc;
 	rc = agent_api_unmount_one(a, vol, alloc, e);
 	if (rc && rc != CSID_ENOTFOUND)
 		return err_wrap(e, "the claim is kept");
@@ -661,4 +666,24 @@ int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *a
 	*out = json_pack("{s:s, s:s, s:b, s:b, s:b}", "volume_id", vol, "alloc_id", alloc,
 			 "unmounted", unmounted, "released", 1, "release_pending", 0);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+int agent_api_volume_unmount(struct agent_api *a, const char *vol, const char *alloc,
+			     const char *reason, json_t **out, struct err *e)
+{
+	int rc;
+
+	if ((rc = mount_name_check("volume id", vol, e)) ||
+	    (rc = mount_name_check("alloc id", alloc, e)))
+		return rc;
+	/*
+	 * Reported as held until the release went (server/server_gc.h): a
+	 * report without the allocation must not reach the server before
+	 * the release, whose reason the claim is to keep.
+	 */
+	if ((rc = held_allocs_begin(a->cfg.held, vol, alloc, e)))
+		return rc;
+	rc = agent_api_volume_unmount_held(a, vol, alloc, reason, out, e);
+	held_allocs_end(a->cfg.held, vol, alloc);
+	return rc;
 }

@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 #include "agent/owners_watch.h"
+#include "agent/server_link.h"
 #include "api/agent_api.h"
 #include "api/http.h"
 
@@ -35,6 +36,9 @@ struct agent_api {
 	pthread_t rel_thread;
 	bool rel_init, rel_started, rel_poke;
 	bool rel_stop; /* atomic */
+	/* Orphans to unmount (agent_api_orphans.c), under rel_mu. */
+	struct agent_api_orphan *orphans;
+	size_t norphans, orphans_cap;
 	struct owners_watch *owners; /* claim owners (agent_api_owners.c); NULL without servers */
 };
 
@@ -98,6 +102,16 @@ int agent_api_release_record(struct agent_api *a, const char *vol, const char *a
 void agent_api_release_poke(struct agent_api *a);
 /* Whether the api is stopping (server requests give up). */
 bool agent_api_release_stopping(struct agent_api *a);
+
+/* agent_api_orphans.c: mounts of claims the servers released while the node was away. */
+/* Marks (on) or forgets that the claim flow mounted vol for alloc; no-op without a db. */
+int agent_api_claimed_mark(struct agent_api *a, const char *vol, const char *alloc, bool on,
+			   struct err *e);
+/* Starts taking released allocations (after the release thread started); close stops it. */
+void agent_api_orphans_open(struct agent_api *a);
+void agent_api_orphans_close(struct agent_api *a);
+/* Unmounts the queued orphans the claim flow mounted (on the release thread). */
+void agent_api_orphans_run(struct agent_api *a);
 
 /* agent_api_owners.c: claim owners of the mounts of agent_api_claims.c. */
 /* Starts the owner watch (with servers only); db_path NULL: owners are not persisted. */

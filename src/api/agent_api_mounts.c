@@ -351,6 +351,9 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
+	/* A mount made without a claim is never unmounted for the servers (agent_api_orphans.c). */
+	if ((rc = agent_api_claimed_mark(a, r->req.volume_id, r->req.alloc_id, false, e)))
+		goto out;
 	mp.plugin_id = r->req.plugin_id;
 	mp.client = ref.client;
 	mp.has_stage_unstage = ref.fingerprint.stage_unstage;

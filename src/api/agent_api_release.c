@@ -34,6 +34,10 @@ static const char *const agent_api_release_schema[] = {
     " PRIMARY KEY (volume_id, alloc_id))",
     /* Why the release was asked (a claim owner gone), sent along. */
     "ALTER TABLE claims_pending_release ADD COLUMN reason TEXT",
+    /* The allocations the claim flow mounted (agent_api_orphans.c). */
+    "CREATE TABLE claims_mounted ("
+    " volume_id TEXT NOT NULL, alloc_id TEXT NOT NULL,"
+    " PRIMARY KEY (volume_id, alloc_id))",
 };
 
 struct agent_api_release_row {
@@ -69,6 +73,9 @@ int agent_api_release_record(struct agent_api *a, const char *vol, const char *a
 			     sqlite3_errmsg(a->rel_db));
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&a->rel_mu);
+	/* Released after the unmount: the claim flow's mark goes too (agent_api_orphans.c). */
+	if (!rc && !add)
+		rc = agent_api_claimed_mark(a, vol, alloc, false, e);
 	return rc;
 }
 
@@ -154,9 +161,11 @@ static void *agent_api_release_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		bool pending = agent_api_release_pass(a, rows);
+		bool pending;
 		int64_t until;
 
+		agent_api_orphans_run(a);
+		pending = agent_api_release_pass(a, rows);
 		delay = pending ? delay : AGENT_API_RELEASE_MIN_MS;
 		until = clock_now_ms(clock_real()) +
 			(pending ? delay : (int64_t)AGENT_API_RELEASE_MAX_MS);
@@ -164,8 +173,16 @@ static void *agent_api_release_main(void *arg)
 			delay = delay * 2 > AGENT_API_RELEASE_MAX_MS ? AGENT_API_RELEASE_MAX_MS
 								     : delay * 2;
 		pthread_mutex_lock(&a->rel_mu);
-		while (!a->rel_stop && !a->rel_poke && clock_now_ms(clock_real()) < until)
+		while (!a->rel_stop && !a->rel_poke && clock_now_ms(clock_real()) < until) {
+			/* Orphans (agent_api_orphans.c) go at once; the backoff stays. */
+			if (a->norphans) {
+				pthread_mutex_unlock(&a->rel_mu);
+				agent_api_orphans_run(a);
+				pthread_mutex_lock(&a->rel_mu);
+				continue;
+			}
 			clock_wait(clock_real(), &a->rel_cond, &a->rel_mu, until);
+		}
 		a->rel_poke = false;
 		if (a->rel_stop) {
 			pthread_mutex_unlock(&a->rel_mu);
@@ -212,6 +229,7 @@ int agent_api_release_open(struct agent_api *a, const char *db_path, struct err 
 	if (pthread_create(&a->rel_thread, NULL, agent_api_release_main, a) != 0)
 		return err_set(e, CSID_ENOMEM, "pending releases: cannot start a thread");
 	a->rel_started = true;
+	agent_api_orphans_open(a);
 	return 0;
 }
 
@@ -219,6 +237,7 @@ void agent_api_release_close(struct agent_api *a)
 {
 	if (!a->rel_init)
 		return;
+	agent_api_orphans_close(a);
 	pthread_mutex_lock(&a->rel_mu);
 	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	pthread_cond_signal(&a->rel_cond);

@@ -1,13 +1,17 @@
 /*
  * Node, plugin and health resources of the server API. PUT /v1/node/<id>
- * registers a node with its fingerprint and is its heartbeat; plugins are
- * the server's view derived from the fingerprints and its own controller
- * plugins.
+ * registers a node with its fingerprint and is its heartbeat; its answer
+ * names, in "released", the reported allocations that hold no active
+ * claim on the node any more (server/server_gc.h), for the agent to
+ * unmount. Plugins are the server's view derived from the fingerprints
+ * and its own controller plugins.
  */
 #include "api/server_api_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "server/server_gc.h"
 
 static int nodes_json(const struct model_node *n, json_t **out, struct err *e)
 {
@@ -62,10 +66,32 @@ int server_api_nodes(struct server_api *api, const struct http_request *req, str
 	return rc;
 }
 
+/* Adds "released" (server_gc_released) to the answer doc of node n's PUT with report in. */
+static int nodes_released(struct server_api *api, const struct model_node *in, struct arena *a,
+			  json_t *doc, struct err *e)
+{
+	struct server_gc_released *r = NULL;
+	size_t n = 0;
+	json_t *arr;
+	int rc = server_gc_released(api->server, in->id, in->allocs, in->nallocs, a, &r, &n, e);
+
+	if (rc)
+		return rc;
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		if (json_array_append_new(arr,
+					  json_pack("{s:s, s:s, s:s}", "volume_id", r[i].volume_id,
+						    "alloc_id", r[i].alloc_id, "note", r[i].note)))
+			break;
+	if (!arr || json_array_size(arr) != n || json_object_set_new(doc, "released", arr))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	return 0;
+}
+
 int server_api_node(struct server_api *api, const struct http_request *req, struct http_reply *rep,
 		    struct err *e)
 {
-	struct model_node *n = NULL, *in;
+	struct model_node *n = NULL, *in = NULL;
 	const char *rest;
 	char id[MODEL_ID_MAX + 1];
 	struct arena *a;
@@ -99,6 +125,8 @@ int server_api_node(struct server_api *api, const struct http_request *req, stru
 		rc = nodes_json(n, &rep->doc, e);
 		server_api_set_index(rep, n->modify_index);
 	}
+	if (!rc && n && in && in->allocs_reported)
+		rc = nodes_released(api, in, a, rep->doc, e);
 	arena_free(a);
 	return rc;
 }

@@ -101,6 +101,81 @@ bool server_gc_verdict(const char *volume_id, const struct model_claim *c,
 	return true;
 }
 
+/* ---- returning nodes ---- */
+
+bool server_gc_orphan(const struct model_volume *v, const char *volume_id, const char *node_id,
+		      const char *alloc_id, char *note, size_t cap)
+{
+	if (!v) {
+		snprintf(note, cap, "volume %s is gone", volume_id);
+		return true;
+	}
+	for (size_t i = 0; i < v->nclaims; i++) {
+		const struct model_claim *c = &v->claims[i];
+
+		if (strcmp(c->alloc_id, alloc_id) != 0 || strcmp(c->node_id, node_id) != 0)
+			continue;
+		if (c->state == MODEL_CLAIM_CLAIMED || !c->held_by_agent)
+			return false;
+		if (c->note && c->note[0])
+			snprintf(note, cap, "%s", c->note);
+		else
+			snprintf(note, cap, "claim %s", model_claim_state_name(c->state));
+		return true;
+	}
+	/* Freed: the newest past claim of the allocation on the node says why. */
+	for (size_t i = v->npast_claims; i-- > 0;) {
+		const struct model_claim *c = &v->past_claims[i];
+
+		if (strcmp(c->alloc_id, alloc_id) != 0 || strcmp(c->node_id, node_id) != 0)
+			continue;
+		if (c->note && c->note[0])
+			snprintf(note, cap, "%s (claim freed)", c->note);
+		else
+			snprintf(note, cap, "claim freed");
+		return true;
+	}
+	snprintf(note, cap, "no claim of allocation %s on node %s", alloc_id, node_id);
+	return true;
+}
+
+int server_gc_released(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
+		       size_t n, struct arena *a, struct server_gc_released **out, size_t *nout,
+		       struct err *e)
+{
+	struct server_gc_released *r = n ? arena_alloc(a, n * sizeof(*r)) : NULL;
+	size_t k = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (n && !r)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct model_volume *v = NULL;
+		char note[ERR_MSG_MAX];
+		struct err ve;
+		int rc = server_volume_get(s, allocs[i].volume_id, a, &v, &ve);
+
+		if (rc == CSID_ENOMEM)
+			return err_set(e, rc, "out of memory");
+		/* Unreadable now: kept, asked again with the next heartbeat. */
+		if (rc && rc != CSID_ENOTFOUND)
+			continue;
+		if (!server_gc_orphan(rc ? NULL : v, allocs[i].volume_id, node_id,
+				      allocs[i].alloc_id, note, sizeof(note)))
+			continue;
+		r[k].volume_id = arena_strdup(a, allocs[i].volume_id);
+		r[k].alloc_id = arena_strdup(a, allocs[i].alloc_id);
+		r[k].note = arena_strdup(a, note);
+		if (!r[k].volume_id || !r[k].alloc_id || !r[k].note)
+			return err_set(e, CSID_ENOMEM, "out of memory");
+		k++;
+	}
+	*out = k ? r : NULL;
+	*nout = k;
+	return 0;
+}
+
 /* ---- reports ---- */
 
 void server_gc_live_free(struct server_live *l)

@@ -43,6 +43,8 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/arena.h"
+#include "util/err.h"
 
 /* What the server knows of one node at the time of a pass. All borrowed. */
 struct server_gc_node {
@@ -70,6 +72,48 @@ bool server_gc_verdict(const char *volume_id, const struct model_claim *c,
 /* Whether (volume_id, alloc_id) is in allocs[0..n), sorted as a report. */
 bool server_gc_has(const struct model_node_alloc *allocs, size_t n, const char *volume_id,
 		   const char *alloc_id);
+
+/*
+ * A node back after its claims were released (DESIGN "Claim lifecycle"):
+ * whether allocation alloc_id, which the agent of node node_id reports on
+ * volume volume_id, holds no active claim on that node any more, so the
+ * agent is to unmount it (an orphan: its volume may be claimed elsewhere
+ * now). v is the volume as read (NULL: there is none). Released (true,
+ * the reason in note, bounded by cap):
+ *   - a claim of the allocation on the node past claimed (node-unpublished,
+ *     controller-unpublished, freed) that the node's agent made
+ *     (held_by_agent): its note, else "claim <state>";
+ *   - no active claim of the allocation on the node: freed, the note of
+ *     its newest past claim there ("<note> (claim freed)", or "claim
+ *     freed"); else (forgotten, made on another node, or never made) "no
+ *     claim of allocation A on node N";
+ *   - no volume: "volume V is gone".
+ * Kept (false): a claimed claim (one being published too: in flight),
+ * and a released one an external scheduler made (held_by_agent false:
+ * the agent's claim flow did not mount it). The agent itself acts only on
+ * mounts its claim flow made and is not making right now.
+ */
+bool server_gc_orphan(const struct model_volume *v, const char *volume_id, const char *node_id,
+		      const char *alloc_id, char *note, size_t cap);
+
+/* One allocation answered released to a node's agent (strings in the caller's arena). */
+struct server_gc_released {
+	const char *volume_id;
+	const char *alloc_id;
+	const char *note;
+};
+
+struct server;
+
+/*
+ * The allocations of node_id's report (allocs[0..n)) that server_gc_orphan
+ * says are released, reading each volume now: *out (in a, NULL when none)
+ * and *nout. A volume that cannot be read is skipped (asked again at the
+ * next heartbeat). Returns 0 or CSID_ENOMEM with e set.
+ */
+int server_gc_released(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
+		       size_t n, struct arena *a, struct server_gc_released **out, size_t *nout,
+		       struct err *e);
 
 /* A duration as Go prints it ("500ms", "2s", "1m30s", "5m0s", "1h0m0s") into buf. */
 void server_gc_duration(int64_t ms, char *buf, size_t cap);

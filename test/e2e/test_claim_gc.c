@@ -16,6 +16,13 @@
  *     holds the claim; after the TTL and the grace period the server
  *     releases it (ControllerUnpublishVolume through n2's controller,
  *     with n1's plugin node ID) and the volume mounts on n2.
+ *   - A node that comes back: n1 mounts through the claim flow and also
+ *     through the low-level PUT /v1/agent/mounts (no claim); n1's agent
+ *     is stopped (SIGSTOP: no heartbeat, mounts kept) until the server
+ *     released and freed its claim and the volume mounted on n2; once
+ *     continued, n1's agent unmounts the orphan (not a mount point, no
+ *     record), saying why, the server holds only n2's claim, and the
+ *     low-level mount stays.
  * Every mount of both agents is detached at teardown even when a test
  * fails (agent_proc_cleanup), n2's first (its mounts sit on n1's data).
  */
@@ -32,6 +39,7 @@
 
 #include "agent_proc.h"
 #include "csictl_run.h"
+#include "hostpath_proc.h"
 #include "server_proc.h"
 
 #define T_HP AGENT_PROC_HP_ID
@@ -273,6 +281,104 @@ static void test_node_gone_released_after_grace(void **state)
 	assert_true(t_event_has_note(t));
 }
 
+/* ControllerPublishVolume of plugin volume vol to node through a's controller plugin. */
+static void t_publish_raw(struct agent_proc *a, const char *vol, const char *node)
+{
+	struct agent_proc_plugin p;
+	struct hpp_client cl = {0};
+	int code;
+
+	assert_int_equal(agent_proc_plugin(a, T_HP, "controller", &p), 0);
+	assert_int_equal(hpp_client_open(&cl, p.endpoint), 0);
+	code = hpp_ctl_publish(
+	    &cl.caller, vol, node, false,
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER, false);
+	hpp_client_close(&cl);
+	assert_int_equal(code, 0);
+}
+
+/* What t_orphan_gone polls: agent a holds path no more, and only keep records. */
+struct t_orphan {
+	struct agent_proc *a;
+	const char *path;
+	int keep;
+};
+
+static bool t_orphan_gone(void *ctx)
+{
+	struct t_orphan *o = ctx;
+
+	return !agent_proc_is_mount(o->path) && agent_proc_mount_count(o->a) == o->keep;
+}
+
+/* data's active claims are exactly web-2's. */
+static bool t_only_web2(json_t *doc)
+{
+	json_t *claims = json_object_get(doc, "claims");
+
+	return json_array_size(claims) == 1 &&
+	       strcmp(t_str(json_array_get(claims, 0), "alloc_id"), "web-2") == 0;
+}
+
+static void test_node_back_unmounts_orphan(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a1 = t->a1;
+	struct t_orphan o = {.a = a1, .keep = 1};
+	char path[1024], path2[1024], raw_id[64], raw_path[1024];
+	json_t *doc = NULL;
+	long st;
+
+	t_create(t, "single-node-writer");
+	if (t_mount(a1, "web-1", path, sizeof(path)) != 200) {
+		agent_proc_dump_log(a1, "mount failed");
+		fail_msg("mount on n1: %s", path);
+	}
+	assert_true(agent_proc_is_mount(path));
+	/* A mount without a claim: reported, answered released, never touched. */
+	assert_int_equal(agent_proc_create_volume(a1, "raw", raw_id), 0);
+	t_publish_raw(a1, raw_id, "n1");
+	st = agent_proc_mount(a1, raw_id, "raw-1", &doc);
+	snprintf(raw_path, sizeof(raw_path), "%s", t_str(doc, st == 200 ? "target" : "error"));
+	json_decref(doc);
+	if (st != 200)
+		fail_msg("low-level mount on n1: HTTP %ld: %s", st, raw_path);
+	assert_true(agent_proc_is_mount(raw_path));
+
+	/* n1 goes away with its mounts: its agent stopped, not killed. */
+	assert_int_equal(kill(a1->pid, SIGSTOP), 0);
+	assert_true(server_proc_wait_field(&t->s, "/v1/node/n1", "status", "down", T_WAIT_MS));
+	t_note = "released: node n1 down for more than 2s";
+	if (!server_proc_wait_doc(&t->s, "/v1/volume/data", t_freed_with_note, T_WAIT_MS))
+		fail_msg("the claim of n1 was not released after the grace period");
+	if (t_mount(t->a2, "web-2", path2, sizeof(path2)) != 200) {
+		agent_proc_dump_log(t->a2, "mount on n2 failed");
+		fail_msg("mount on n2: %s", path2);
+	}
+	/* Still mounted on n1: the orphan. */
+	assert_true(agent_proc_is_mount(path));
+
+	assert_int_equal(kill(a1->pid, SIGCONT), 0);
+	o.path = path;
+	if (!agent_proc_poll(t_orphan_gone, &o, T_WAIT_MS)) {
+		agent_proc_dump_log(a1, "orphan not unmounted");
+		fail_msg("n1 still holds the mount of its released claim: %s", path);
+	}
+	assert_true(agent_proc_wait_log(a1,
+					"claim released by the server while the node was away: "
+					"released: node n1 down for more than 2s",
+					1, T_WAIT_MS));
+	assert_true(agent_proc_log_count(a1, "; unmounting", 1));
+	assert_true(server_proc_wait_field(&t->s, "/v1/node/n1", "status", "ready", T_WAIT_MS));
+	assert_true(server_proc_wait_doc(&t->s, "/v1/volume/data", t_only_web2, T_WAIT_MS));
+	/* n2's mount and n1's low-level mount are untouched. */
+	assert_true(agent_proc_is_mount(path2));
+	assert_true(agent_proc_is_mount(raw_path));
+	assert_int_equal(agent_proc_mount_count(a1), 1);
+	assert_false(agent_proc_log_count(a1, "raw-1; unmounting", 1));
+	assert_int_equal(agent_proc_unmount(a1, raw_id, "raw-1"), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +386,7 @@ int main(void)
 					    t_teardown),
 	    cmocka_unit_test_setup_teardown(test_node_gone_released_after_grace, t_setup,
 					    t_teardown),
+	    cmocka_unit_test_setup_teardown(test_node_back_unmounts_orphan, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

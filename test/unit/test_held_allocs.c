@@ -2,8 +2,10 @@
  * Unit tests of the agent's held allocations (src/agent/held_allocs.c):
  * no report before a mounter is attached; claim flows counted per pair
  * and reported until their last end; the mounter's records merged in,
- * sorted and each pair once; every change tells on_change. On the
- * mounter test fixture (fake node plugin and mount table).
+ * sorted and each pair once; every change tells on_change; a released
+ * allocation passed on only when no flow of it runs and none began since
+ * the report. On the mounter test fixture (fake node plugin and mount
+ * table).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,10 +99,64 @@ static void test_flows_and_records(void **state)
 	held_allocs_free(NULL);
 }
 
+static char t_released[256];
+
+static void t_on_released(void *ctx, const char *volume_id, const char *alloc_id, const char *note)
+{
+	size_t len = strlen(t_released);
+
+	assert_ptr_equal(ctx, &t_released);
+	snprintf(t_released + len, sizeof(t_released) - len, "%s/%s:%s ", volume_id, alloc_id,
+		 note);
+}
+
+static void test_released(void **state)
+{
+	struct held_allocs *h = NULL;
+	uint64_t seq;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(held_allocs_new(NULL, NULL, &h, &e), 0);
+	seq = held_allocs_seq(h);
+	/* Nobody to tell yet. */
+	assert_false(held_allocs_released(h, seq, "v", "a1", "gone"));
+	held_allocs_on_released(h, t_on_released, &t_released);
+	t_released[0] = '\0';
+	assert_true(held_allocs_released(h, seq, "v", "a1", "gone"));
+	assert_string_equal(t_released, "v/a1:gone ");
+
+	/* In flight: a flow of the pair runs; another pair still passes (no begin since). */
+	assert_int_equal(held_allocs_begin(h, "v", "a2", &e), 0);
+	seq = held_allocs_seq(h);
+	assert_false(held_allocs_released(h, seq, "v", "a2", "no claim"));
+	assert_true(held_allocs_released(h, seq, "v", "a1", "gone"));
+
+	/* A flow that began (and even ended) after the report: the answer may be stale. */
+	assert_int_equal(held_allocs_begin(h, "w", "a3", &e), 0);
+	held_allocs_end(h, "w", "a3");
+	assert_false(held_allocs_released(h, seq, "v", "a1", "gone"));
+	assert_false(held_allocs_released(h, seq, "w", "a3", "gone"));
+	held_allocs_end(h, "v", "a2");
+	seq = held_allocs_seq(h);
+	assert_true(held_allocs_released(h, seq, "v", "a2", "freed"));
+	assert_string_equal(t_released, "v/a1:gone v/a1:gone v/a2:freed ");
+
+	/* Cleared: never called again. */
+	held_allocs_on_released(h, NULL, NULL);
+	assert_false(held_allocs_released(h, seq, "v", "a1", "gone"));
+	held_allocs_free(h);
+
+	assert_int_equal(held_allocs_seq(NULL), 0);
+	assert_false(held_allocs_released(NULL, 0, "v", "a1", "gone"));
+	held_allocs_on_released(NULL, t_on_released, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_flows_and_records, mt_setup, mt_teardown),
+	    cmocka_unit_test(test_released),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

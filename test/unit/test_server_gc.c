@@ -10,8 +10,12 @@
  * refreshing it, claims not held by the agent never collected by reports,
  * a PUT without a report stopping collection, the grace rule (down less
  * than node_grace keeps, more releases, a node back in time keeps, a
- * restarted server keeps counting from the record), and the duration
- * format of the notes.
+ * restarted server keeps counting from the record), the duration
+ * format of the notes, and the answer to a node back after its claims
+ * were released (which reported allocations are answered released: past
+ * claims with their note, none at all, a claim on another node, a gone
+ * volume; kept: claimed ones, in flight too, and released ones not made
+ * by the agent).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -442,6 +446,134 @@ static void test_verdict_and_duration(void **state)
 	assert_string_equal(d, "1h0m0s");
 }
 
+static void test_orphan_verdict(void **state)
+{
+	struct model_claim claims[] = {
+	    {.alloc_id = "web-1",
+	     .node_id = "n1",
+	     .state = MODEL_CLAIM_CLAIMED,
+	     .held_by_agent = true},
+	    {.alloc_id = "web-2",
+	     .node_id = "n1",
+	     .state = MODEL_CLAIM_NODE_UNPUBLISHED,
+	     .held_by_agent = true,
+	     .note = "released: node n1 down for more than 2s"},
+	    {.alloc_id = "web-3",
+	     .node_id = "n1",
+	     .state = MODEL_CLAIM_CONTROLLER_UNPUBLISHED,
+	     .held_by_agent = true},
+	    {.alloc_id = "ext-1",
+	     .node_id = "n1",
+	     .state = MODEL_CLAIM_NODE_UNPUBLISHED,
+	     .held_by_agent = false,
+	     .note = "released"},
+	    {.alloc_id = "ext-2",
+	     .node_id = "n1",
+	     .state = MODEL_CLAIM_CLAIMED,
+	     .held_by_agent = false},
+	    {.alloc_id = "moved",
+	     .node_id = "n2",
+	     .state = MODEL_CLAIM_CLAIMED,
+	     .held_by_agent = true},
+	};
+	struct model_claim past[] = {
+	    {.alloc_id = "old", .node_id = "n1", .state = MODEL_CLAIM_FREED, .note = "first"},
+	    {.alloc_id = "old", .node_id = "n1", .state = MODEL_CLAIM_FREED, .note = "newest"},
+	    {.alloc_id = "bare", .node_id = "n1", .state = MODEL_CLAIM_FREED},
+	};
+	struct model_volume v = {
+	    .id = "v", .claims = claims, .nclaims = 6, .past_claims = past, .npast_claims = 3};
+	char note[256] = "";
+
+	(void)state;
+	/* Claimed: held, also while its publication is still under way (in flight). */
+	assert_false(server_gc_orphan(&v, "v", "n1", "web-1", note, sizeof(note)));
+	assert_false(server_gc_orphan(&v, "v", "n1", "ext-2", note, sizeof(note)));
+	/* Released, made by the agent: its note, else its state. */
+	assert_true(server_gc_orphan(&v, "v", "n1", "web-2", note, sizeof(note)));
+	assert_string_equal(note, "released: node n1 down for more than 2s");
+	assert_true(server_gc_orphan(&v, "v", "n1", "web-3", note, sizeof(note)));
+	assert_string_equal(note, "claim controller-unpublished");
+	/* Released, made by an external scheduler: the agent's claim flow did not mount it. */
+	assert_false(server_gc_orphan(&v, "v", "n1", "ext-1", note, sizeof(note)));
+	/* Freed: the newest past claim on the node says why. */
+	assert_true(server_gc_orphan(&v, "v", "n1", "old", note, sizeof(note)));
+	assert_string_equal(note, "newest (claim freed)");
+	assert_true(server_gc_orphan(&v, "v", "n1", "bare", note, sizeof(note)));
+	assert_string_equal(note, "claim freed");
+	/* The allocation holds its claim on another node, or none at all (in flight at the
+	 * agent, which keeps it), or the volume is gone. */
+	assert_true(server_gc_orphan(&v, "v", "n1", "moved", note, sizeof(note)));
+	assert_string_equal(note, "no claim of allocation moved on node n1");
+	assert_false(server_gc_orphan(&v, "v", "n2", "moved", note, sizeof(note)));
+	assert_true(server_gc_orphan(&v, "v", "n1", "web-9", note, sizeof(note)));
+	assert_string_equal(note, "no claim of allocation web-9 on node n1");
+	assert_true(server_gc_orphan(NULL, "gone", "n1", "web-1", note, sizeof(note)));
+	assert_string_equal(note, "volume gone is gone");
+}
+
+/* The allocations server_gc_released answers node n1 for its report, as "vol/alloc:note;". */
+static const char *t_answer(struct t_env *t, const char *const *allocs, char *buf, size_t cap)
+{
+	struct model_node_alloc al[8];
+	struct server_gc_released *r = NULL;
+	char names[8][64];
+	size_t n = 0, k = 0, used = 0;
+	struct err e;
+
+	for (; allocs[k]; k++) {
+		snprintf(names[k], sizeof(names[k]), "%s", allocs[k]);
+		al[k].volume_id = names[k];
+		al[k].alloc_id = strchr(names[k], '/') + 1;
+		al[k].alloc_id[-1] = '\0';
+	}
+	assert_int_equal(server_gc_released(t->s, "n1", al, k, t->a, &r, &n, &e), 0);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(buf + used, cap - used, "%s/%s:%s;", r[i].volume_id,
+					 r[i].alloc_id, r[i].note);
+	return buf;
+}
+
+static void test_released_answer(void **state)
+{
+	const char *const report[] = {"v/web-1", "v/web-2", "w/web-3", "nov/web-4", NULL};
+	struct t_env *t = *state;
+	char buf[512];
+
+	t_put(t, "n1", NULL);
+	t_volume(t, "v");
+	t_volume(t, "w");
+	t_claim(t, "v", "web-1", "n1", true);
+	t_claim(t, "w", "web-3", "n1", true);
+	/* Live: web-1 and web-3 hold their claims; web-2 has none (in flight at the agent). */
+	assert_string_equal(t_answer(t, report, buf, sizeof(buf)),
+			    "v/web-2:no claim of allocation web-2 on node n1;"
+			    "nov/web-4:volume nov is gone;");
+	/* Down past the grace: released, then freed; the node comes back. */
+	t_down(t, "n1");
+	t_advance(t, T_GRACE_MS);
+	t_tick(t);
+	assert_int_equal(t_active(t, "v", "web-1")->state, MODEL_CLAIM_NODE_UNPUBLISHED);
+	assert_string_equal(t_answer(t, report, buf, sizeof(buf)),
+			    "v/web-1:released: node n1 down for more than 1m0s;"
+			    "v/web-2:no claim of allocation web-2 on node n1;"
+			    "w/web-3:released: node n1 down for more than 1m0s;"
+			    "nov/web-4:volume nov is gone;");
+	reconciler_step(server_reconciler(t->s));
+	assert_null(t_active(t, "v", "web-1"));
+	t_put(t, "n1", report);
+	assert_string_equal(t_answer(t, report, buf, sizeof(buf)),
+			    "v/web-1:released: node n1 down for more than 1m0s (claim freed);"
+			    "v/web-2:no claim of allocation web-2 on node n1;"
+			    "w/web-3:released: node n1 down for more than 1m0s (claim freed);"
+			    "nov/web-4:volume nov is gone;");
+	/* Claimed again (the workload mounts anew): held. */
+	t_claim(t, "v", "web-1", "n1", true);
+	assert_string_equal(t_answer(t, (const char *const[]){"v/web-1", NULL}, buf, sizeof(buf)),
+			    "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +586,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_grace_node_back, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_server_restart, t_setup, t_teardown),
 	    cmocka_unit_test(test_verdict_and_duration),
+	    cmocka_unit_test(test_orphan_verdict),
+	    cmocka_unit_test_setup_teardown(test_released_answer, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * time: times are plain numbers handed to the core, the jitter's
  * randomness is scripted, so every delay is exact. Also the outcome of
  * each HTTP answer, the fingerprint body the agent sends (read back with
- * the server's own decoder), and the instance ID kept in the data_dir.
+ * the server's own decoder), the released allocations of an answer, and
+ * the instance ID kept in the data_dir.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,6 +382,58 @@ static void test_instance_id(void **state)
 	assert_int_not_equal(server_link_instance_id("/nonexistent-csid-dir", a, &e), 0);
 }
 
+static void test_released_parse(void **state)
+{
+	static const char answer[] =
+	    "{\"id\": \"n1\", \"released\": ["
+	    "{\"volume_id\": \"v\", \"alloc_id\": \"web-1\", \"note\": \"released: node n1 "
+	    "down for more than 2s\"},"
+	    "{\"volume_id\": \"v\", \"alloc_id\": \"web-2\"},"
+	    "{\"volume_id\": \"../x\", \"alloc_id\": \"web-3\"},"
+	    "{\"volume_id\": \"v\"}, 7, \"s\","
+	    "{\"volume_id\": \"w\", \"alloc_id\": \"web-4\", \"note\": 5}]}";
+	struct server_link_released *r = NULL;
+	struct arena *a = arena_new();
+	char longnote[SERVER_LINK_NOTE_MAX + 200], doc[SERVER_LINK_NOTE_MAX + 300];
+	size_t n = 9;
+	struct err e;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(server_link_released_parse(answer, strlen(answer), a, &r, &n, &e), 0);
+	/* Malformed entries and hostile names skipped; a note that is not a string is "". */
+	assert_int_equal(n, 3);
+	assert_string_equal(r[0].alloc_id, "web-1");
+	assert_string_equal(r[0].note, "released: node n1 down for more than 2s");
+	assert_string_equal(r[1].volume_id, "v");
+	assert_string_equal(r[1].note, "");
+	assert_string_equal(r[2].volume_id, "w");
+	assert_string_equal(r[2].note, "");
+
+	/* None: no key, not an array, not an object, not JSON. */
+	assert_int_equal(server_link_released_parse("{\"id\": \"n1\"}", 11, a, &r, &n, &e), 0);
+	assert_int_equal(n, 0);
+	assert_null(r);
+	assert_int_equal(server_link_released_parse("{\"released\": 1}", 15, a, &r, &n, &e), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(server_link_released_parse("[]", 2, a, &r, &n, &e), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(server_link_released_parse("{\"rel", 5, a, &r, &n, &e), 0);
+	assert_int_equal(n, 0);
+
+	/* A long note is cut. */
+	memset(longnote, 'x', sizeof(longnote) - 1);
+	longnote[sizeof(longnote) - 1] = '\0';
+	snprintf(doc, sizeof(doc),
+		 "{\"released\": [{\"volume_id\": \"v\", \"alloc_id\": \"a\", \"note\": "
+		 "\"%.*s\"}]}",
+		 SERVER_LINK_NOTE_MAX + 100, longnote);
+	assert_int_equal(server_link_released_parse(doc, strlen(doc), a, &r, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(strlen(r[0].note), SERVER_LINK_NOTE_MAX);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +448,7 @@ int main(void)
 	    cmocka_unit_test(test_one_server),
 	    cmocka_unit_test(test_body),
 	    cmocka_unit_test(test_instance_id),
+	    cmocka_unit_test(test_released_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
