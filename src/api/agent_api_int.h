@@ -40,6 +40,7 @@ struct agent_api {
 	struct agent_api_orphan *orphans;
 	size_t norphans, orphans_cap;
 	struct owners_watch *owners; /* claim owners (agent_api_owners.c); NULL without servers */
+	struct docker_plugin *docker; /* api/docker_plugin.h; NULL: off */
 };
 
 /* agent_api_mounts.c */

@@ -247,6 +247,7 @@ static void *csid_agent_startup_main(void *arg)
 		ac.db_path = a->db_path;
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 		ac.held = a->held;
+		ac.docker = &a->cfg->docker;
 		ac.instance_id = a->instance_id[0] ? a->instance_id : NULL;
 		a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {

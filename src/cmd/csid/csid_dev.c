@@ -241,7 +241,9 @@ static int csid_dev_agent_config(struct csid_dev *d, const char *server_url, str
 	if (!text)
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 	else if (!(rc = config_parse(text, strlen(text), out, e)) &&
-		 (rc = config_finalize(*out, e))) {
+		 ((rc = config_finalize(*out, e)) ||
+		  /* Docker and Podman find it at /run/docker/plugins/csid.sock. */
+		  (rc = config_docker_enable(*out, NULL, e)))) {
 		config_free(*out);
 		*out = NULL;
 	}

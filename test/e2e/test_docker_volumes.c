@@ -1,0 +1,258 @@
+/*
+ * End to end: Docker mounts csid volumes through the agent's volume
+ * plugin. A real `csid server`, real `csid agent`s (one per engine, each
+ * a node) supervising csi-hostpath, and sandboxed dockerds (test/lib/
+ * engine.h) that find the agents' plugin sockets in /run/docker/plugins
+ * under names unique to this run:
+ *
+ * - create with a size, a container writes, a second reads; ls and
+ *   inspect show the volume; rm deletes it and csi-hostpath holds none;
+ * - two engines as two nodes: a single-node-writer volume in use on
+ *   engine 1 makes `docker run` on engine 2 fail naming the holder, and
+ *   succeed once the first container is gone.
+ *
+ * Skipped (with the reason) only where no dockerd can start. Engines are
+ * stopped and every mount, process and directory removed at teardown,
+ * even when a test fails.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "engine.h"
+
+#define T_OUT 16384
+
+struct t_env {
+	struct cluster c;
+	int n;
+	struct engine en[2];
+	char plugin[2][40];
+	char extra[2][512];
+	bool skip;
+	char why[256];
+	char out[T_OUT];
+};
+
+static int t_setup_n(void **state, int n)
+{
+	struct t_env *t = calloc(1, sizeof(*t));
+	static int seq;
+
+	*state = t;
+	if (!t)
+		return -1;
+	t->n = n;
+	for (int i = 0; i < n; i++) {
+		int rc = engine_docker_start(&t->en[i], t->why, sizeof(t->why));
+
+		if (rc == 1) {
+			t->skip = true;
+			return 0;
+		}
+		if (rc != 0)
+			return -1;
+		snprintf(t->plugin[i], sizeof(t->plugin[i]), "csidt%dv%d", (int)getpid(), seq++);
+		snprintf(t->extra[i], sizeof(t->extra[i]),
+			 "\"docker_plugin\": {\"name\": \"%s\", \"engine_socket\": \"%s\"},",
+			 t->plugin[i], t->en[i].sock);
+		t->c.agent_extra[i] = t->extra[i];
+	}
+	return cluster_start(&t->c, n);
+}
+
+static int t_setup1(void **state)
+{
+	return t_setup_n(state, 1);
+}
+
+static int t_setup2(void **state)
+{
+	return t_setup_n(state, 2);
+}
+
+static int t_teardown(void **state)
+{
+	struct t_env *t = *state;
+
+	if (!t)
+		return 0;
+	/* Engines first: their containers still hold the agents' mounts. */
+	for (int i = 0; i < 2; i++)
+		engine_stop(&t->en[i]);
+	cluster_cleanup(&t->c);
+	/* A killed agent leaves its plugin socket behind. */
+	for (int i = 0; i < 2; i++) {
+		char sock[96];
+
+		snprintf(sock, sizeof(sock), "/run/docker/plugins/%s.sock", t->plugin[i]);
+		if (t->plugin[i][0])
+			unlink(sock);
+	}
+	free(t);
+	return 0;
+}
+
+/* Runs engine i's command (args NULL-terminated); its output in t->out. */
+static int t_run(struct t_env *t, int i, const char *const *args)
+{
+	int rc = engine_run(&t->en[i], t->out, sizeof(t->out), args);
+
+	if (rc != 0)
+		fprintf(stderr, "engine %d: exit %d: %s\n", i, rc, t->out);
+	return rc;
+}
+
+static void t_expect_ok(struct t_env *t, int i, const char *const *args)
+{
+	int rc = t_run(t, i, args);
+
+	if (rc != 0)
+		cluster_dump_logs(&t->c, "engine command failed");
+	assert_int_equal(rc, 0);
+}
+
+/* Entries of dir (0 when it does not exist). */
+static int t_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+struct t_mounts_ctx {
+	struct agent_proc *a;
+};
+
+static bool t_no_records(void *ctx)
+{
+	struct t_mounts_ctx *w = ctx;
+	json_t *doc = NULL;
+	bool ok = agent_proc_http(w->a, "GET", "/v1/agent/mounts", NULL, &doc) == 200 &&
+		  json_array_size(json_object_get(doc, "mounts")) == 0;
+
+	json_decref(doc);
+	return ok;
+}
+
+static void t_create_write_read_rm(void **state)
+{
+	struct t_env *t = *state;
+	const char *none[] = {NULL};
+	struct t_mounts_ctx w = {t->c.a[0]};
+	char vols[AGENT_PROC_PATH + 16], expect[128];
+	json_t *doc = NULL;
+
+	if (t->skip) {
+		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
+		skip();
+	}
+	{
+		const char *a[] = {"volume", "create",   "-d",   t->plugin[0],
+				   "--opt",  "size=10M", "data", NULL};
+		t_expect_ok(t, 0, a);
+	}
+	{
+		const char *a[] = {"run",        "--rm", "-v", "data:/data",
+				   ENGINE_IMAGE, "sh",   "-c", "echo hello-csid > /data/f",
+				   NULL};
+		t_expect_ok(t, 0, a);
+	}
+	{
+		const char *a[] = {"run",        "--rm", "-v",      "data:/data",
+				   ENGINE_IMAGE, "cat",  "/data/f", NULL};
+		t_expect_ok(t, 0, a);
+		assert_non_null(strstr(t->out, "hello-csid"));
+	}
+	{
+		const char *a[] = {"volume", "ls", "--format", "{{.Driver}} {{.Name}}", NULL};
+		t_expect_ok(t, 0, a);
+		snprintf(expect, sizeof(expect), "%s data", t->plugin[0]);
+		assert_non_null(strstr(t->out, expect));
+	}
+	{
+		const char *a[] = {"volume", "inspect", "data", NULL};
+		t_expect_ok(t, 0, a);
+		assert_non_null(strstr(t->out, "\"state\": \"ready\""));
+		assert_non_null(strstr(t->out, "\"capacity\": 10000000"));
+		assert_non_null(strstr(t->out, "\"Scope\": \"global\""));
+	}
+	/* Both containers are gone: nothing mounted, every claim freed. */
+	assert_true(agent_proc_poll(t_no_records, &w, CLUSTER_WAIT_MS));
+	assert_true(cluster_wait_freed(&t->c, "data", none));
+	{
+		const char *a[] = {"volume", "rm", "data", NULL};
+		t_expect_ok(t, 0, a);
+	}
+	assert_int_equal(server_proc_http(&t->c.s, "GET", "/v1/volume/data", NULL, &doc), 404);
+	json_decref(doc);
+	snprintf(vols, sizeof(vols), "%s/volumes", t->c.a[0]->hp_dir);
+	assert_int_equal(t_entries(vols), 0);
+	assert_int_equal(agent_proc_mounts_under(t->c.a[0]->data_dir), 0);
+}
+
+static void t_two_nodes_single_writer(void **state)
+{
+	struct t_env *t = *state;
+	const char *run2[] = {"run", "--rm", "-v", "shared:/data", ENGINE_IMAGE, "true", NULL};
+	const char *none[] = {NULL};
+
+	if (t->skip) {
+		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
+		skip();
+	}
+	{
+		const char *a[] = {"volume",     "create", "-d",
+				   t->plugin[0], "--opt",  "access-mode=single-node-writer",
+				   "shared",     NULL};
+		t_expect_ok(t, 0, a);
+	}
+	{
+		/* Engine 2 learns the volume: the catalogue's, used as it is. */
+		const char *a[] = {"volume", "create", "-d", t->plugin[1], "shared", NULL};
+		t_expect_ok(t, 1, a);
+	}
+	{
+		const char *a[] = {"run",          "-d",         "--name", "holder", "-v",
+				   "shared:/data", ENGINE_IMAGE, "sleep",  "600",    NULL};
+		t_expect_ok(t, 0, a);
+	}
+	/* Refused on node 2, naming the holder on node 1. */
+	assert_int_not_equal(t_run(t, 1, run2), 0);
+	assert_non_null(strstr(t->out, "node-1"));
+	{
+		const char *a[] = {"rm", "-f", "holder", NULL};
+		t_expect_ok(t, 0, a);
+	}
+	t_expect_ok(t, 1, run2);
+	assert_true(cluster_wait_freed(&t->c, "shared", none));
+	{
+		const char *a[] = {"volume", "rm", "shared", NULL};
+		t_expect_ok(t, 0, a);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(t_create_write_read_rm, t_setup1, t_teardown),
+	    cmocka_unit_test_setup_teardown(t_two_nodes_single_writer, t_setup2, t_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,371 @@
+/*
+ * Unit tests of the Docker volume bridge: the option -> spec mapping
+ * (src/agent/docker_opts.c) and the bridge's core (src/agent/
+ * docker_bridge.c) against a fake catalogue and a fake claim flow:
+ * defaults, sizes with units, unknown options listing the known ones,
+ * secrets refused, hostile names; a create that ends ready, one that
+ * fails (its record dropped), one of a volume the catalogue has; a mount
+ * asked twice for one ID mounts once; an unmount of an ID never mounted
+ * calls nothing; a remove deletes what was created and deregisters what
+ * was registered.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "agent/docker_bridge.h"
+#include "agent/docker_opts.h"
+
+/* ---- options ---- */
+
+static json_t *t_spec(const char *name, const char *opts_json, int *rc, struct err *e)
+{
+	const char *plugins[] = {"hp.csi"};
+	json_t *opts = opts_json ? json_loads(opts_json, 0, NULL) : NULL, *spec = NULL;
+	bool reg = false;
+
+	err_clear(e);
+	*rc = docker_opts_spec(name, opts, plugins, 1, &spec, &reg, e);
+	json_decref(opts);
+	return spec;
+}
+
+static void t_opts_defaults(void **state)
+{
+	struct err e;
+	int rc;
+	json_t *s = t_spec("data", NULL, &rc, &e);
+	json_t *cap = json_array_get(json_object_get(s, "capabilities"), 0);
+
+	(void)state;
+	assert_int_equal(rc, 0);
+	assert_string_equal(json_string_value(json_object_get(s, "id")), "data");
+	assert_string_equal(json_string_value(json_object_get(s, "plugin_id")), "hp.csi");
+	assert_string_equal(json_string_value(json_object_get(cap, "access_mode")),
+			    "single-node-writer");
+	assert_null(json_object_get(s, "capacity_min"));
+	json_decref(s);
+}
+
+static void t_opts_all(void **state)
+{
+	struct err e;
+	int rc;
+	json_t *s = t_spec("data",
+			   "{\"size\": \"10Mi\", \"access-mode\": \"multi-node-multi-writer\","
+			   " \"fs-type\": \"ext4\", \"mount-flags\": \"noatime,,ro\","
+			   " \"param.tier\": \"fast\", \"from-snapshot\": \"snap-1\","
+			   " \"plugin\": \"other.csi\"}",
+			   &rc, &e);
+	json_t *mo = json_object_get(s, "mount_options");
+
+	(void)state;
+	assert_int_equal(rc, 0);
+	assert_int_equal(json_integer_value(json_object_get(s, "capacity_min")), 10485760);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(json_object_get(s, "capabilities"), 0),
+					      "access_mode")),
+	    "multi-node-multi-writer");
+	assert_string_equal(json_string_value(json_object_get(mo, "fs_type")), "ext4");
+	assert_int_equal(json_array_size(json_object_get(mo, "mount_flags")), 2);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(s, "parameters"), "tier")), "fast");
+	assert_string_equal(json_string_value(json_object_get(s, "snapshot_source")), "snap-1");
+	assert_string_equal(json_string_value(json_object_get(s, "plugin_id")), "other.csi");
+	json_decref(s);
+}
+
+static void t_opts_refused(void **state)
+{
+	static const struct {
+		const char *name, *opts, *msg;
+	} cases[] = {
+	    {"data", "{\"colour\": \"red\"}", "known: plugin, size"},
+	    {"data", "{\"secret.key\": \"hunter2\"}", "secrets are never taken"},
+	    {"data", "{\"param.password\": \"hunter2\"}", "secrets are never taken"},
+	    {"data", "{\"size\": \"0\"}", "more than 0"},
+	    {"data", "{\"size\": \"ten\"}", "option size"},
+	    {"data", "{\"access-mode\": \"sometimes\"}", "option access-mode"},
+	    {"data", "{\"external-id\": \"v1\", \"size\": \"1M\"}", "not with size"},
+	    {"data", "{\"size\": 10}", "expected a string"},
+	    {"a/b", NULL, "volume name"},
+	    {"a..b", NULL, "volume name"},
+	    {"", NULL, "volume name"},
+	};
+	struct err e;
+	int rc;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *s = t_spec(cases[i].name, cases[i].opts, &rc, &e);
+
+		assert_null(s);
+		assert_int_equal(rc, CSID_EINVAL);
+		if (!strstr(e.msg, cases[i].msg))
+			fail_msg("case %zu: %s", i, e.msg);
+		assert_null(strstr(e.msg, "hunter2"));
+	}
+}
+
+static void t_opts_long_name_and_plugins(void **state)
+{
+	const char *two[] = {"a.csi", "b.csi"};
+	char name[301];
+	json_t *spec = NULL, *opts;
+	bool reg;
+	struct err e;
+
+	(void)state;
+	memset(name, 'a', 300);
+	name[300] = '\0';
+	err_clear(&e);
+	assert_int_equal(docker_opts_name_check(name, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "300 bytes"));
+	assert_int_equal(docker_opts_spec("data", NULL, two, 2, &spec, &reg, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "a.csi, b.csi"));
+	assert_int_equal(docker_opts_spec("data", NULL, two, 0, &spec, &reg, &e), CSID_EINVAL);
+	opts = json_pack("{s:s}", "external-id", "v-1");
+	assert_int_equal(docker_opts_spec("r", opts, two, 1, &spec, &reg, &e), 0);
+	json_decref(opts);
+	assert_true(reg);
+	assert_string_equal(json_string_value(json_object_get(spec, "name")),
+			    DOCKER_OPTS_REGISTERED_NAME);
+	json_decref(spec);
+}
+
+/* ---- the bridge against fakes ---- */
+
+struct fake {
+	json_t *vols; /* id -> volume */
+	json_t *mounts; /* [{"volume_id", "alloc_id", "target", "state"}] */
+	const char *create_state; /* what a create ends in */
+	int mount_calls, unmount_calls;
+	char last[256]; /* method and path of the last write */
+};
+
+static int fake_server(void *ctx, const char *method, const char *path, json_t *body, json_t **doc,
+		       struct err *e)
+{
+	struct fake *f = ctx;
+	char id[200];
+	const char *p = path + strlen("/v1/volume/");
+	size_t n = strcspn(p, "/?");
+	json_t *v;
+
+	*doc = NULL;
+	if (strncmp(path, "/v1/volumes", 11) == 0) {
+		const char *k;
+		json_t *list = json_array();
+
+		json_object_foreach(f->vols, k, v) json_array_append(list, v);
+		*doc = json_pack("{s:o}", "volumes", list);
+		return 0;
+	}
+	snprintf(id, sizeof(id), "%.*s", (int)n, p);
+	v = json_object_get(f->vols, id);
+	if (strcmp(method, "GET") == 0) {
+		if (!v)
+			return err_set(e, CSID_ENOTFOUND, "volume %s not found", id);
+		*doc = json_deep_copy(v);
+		return 0;
+	}
+	snprintf(f->last, sizeof(f->last), "%s %s", method, path);
+	if (strcmp(method, "PUT") == 0) {
+		json_t *nv = json_deep_copy(body);
+		bool create = strstr(path, "/create") != NULL;
+
+		json_object_set_new(nv, "state", json_string(create ? f->create_state : "ready"));
+		if (create && strcmp(f->create_state, "failed") == 0)
+			json_object_set_new(nv, "failure", json_string("OUT_OF_RANGE: too big"));
+		json_object_set_new(nv, "modify_index", json_integer(7));
+		json_object_set_new(f->vols, id, nv);
+		*doc = json_deep_copy(nv);
+		return 0;
+	}
+	if (!v)
+		return err_set(e, CSID_ENOTFOUND, "volume %s not found", id);
+	json_object_del(f->vols, id);
+	*doc = json_object();
+	return 0;
+}
+
+static int fake_mount(void *ctx, const char *vol, const char *alloc, char *path, size_t cap,
+		      struct err *e)
+{
+	struct fake *f = ctx;
+
+	(void)e;
+	f->mount_calls++;
+	snprintf(path, cap, "/m/%s/%s", vol, alloc);
+	json_array_append_new(f->mounts,
+			      json_pack("{s:s, s:s, s:s, s:s}", "volume_id", vol, "alloc_id", alloc,
+					"target", path, "state", "published"));
+	return 0;
+}
+
+static int fake_unmount(void *ctx, const char *vol, const char *alloc, const char *reason,
+			struct err *e)
+{
+	struct fake *f = ctx;
+	json_t *m;
+	size_t i;
+
+	(void)reason;
+	(void)e;
+	f->unmount_calls++;
+	json_array_foreach(f->mounts, i, m)
+	{
+		if (strcmp(json_string_value(json_object_get(m, "volume_id")), vol) == 0 &&
+		    strcmp(json_string_value(json_object_get(m, "alloc_id")), alloc) == 0) {
+			json_array_remove(f->mounts, i);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int fake_mounts(void *ctx, json_t **out, struct err *e)
+{
+	(void)e;
+	*out = json_deep_copy(((struct fake *)ctx)->mounts);
+	return 0;
+}
+
+static int fake_plugins(void *ctx, json_t **out, struct err *e)
+{
+	(void)ctx;
+	(void)e;
+	*out = json_pack("[s]", "hp.csi");
+	return 0;
+}
+
+struct t_bridge {
+	struct fake f;
+	struct docker_bridge *b;
+};
+
+static int t_bridge_setup(void **state)
+{
+	struct t_bridge *t = calloc(1, sizeof(*t));
+	struct docker_bridge_config cfg = {
+	    .ops = {fake_server, fake_mount, fake_unmount, fake_mounts, fake_plugins, NULL},
+	    .wait_ms = 1000,
+	};
+	struct err e;
+
+	if (!t)
+		return -1;
+	t->f.vols = json_object();
+	t->f.mounts = json_array();
+	t->f.create_state = "ready";
+	cfg.ops.ctx = &t->f;
+	*state = t;
+	return docker_bridge_new(&cfg, &t->b, &e);
+}
+
+static int t_bridge_teardown(void **state)
+{
+	struct t_bridge *t = *state;
+
+	docker_bridge_free(t->b);
+	json_decref(t->f.vols);
+	json_decref(t->f.mounts);
+	free(t);
+	return 0;
+}
+
+static void t_bridge_create(void **state)
+{
+	struct t_bridge *t = *state;
+	json_t *vol = NULL;
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(docker_bridge_create(t->b, "data", NULL, &e), 0);
+	assert_string_equal(t->f.last, "PUT /v1/volume/data/create");
+	/* Known to the catalogue: used as it is, nothing sent. */
+	t->f.last[0] = '\0';
+	assert_int_equal(docker_bridge_create(t->b, "data", NULL, &e), 0);
+	assert_string_equal(t->f.last, "");
+	assert_int_equal(docker_bridge_get(t->b, "data", &vol, &e), 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(vol, "Status"), "state")), "ready");
+	json_decref(vol);
+	/* A create that fails leaves no record, and says why. */
+	t->f.create_state = "failed";
+	assert_int_equal(docker_bridge_create(t->b, "big", NULL, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "OUT_OF_RANGE: too big"));
+	assert_null(json_object_get(t->f.vols, "big"));
+	assert_string_equal(t->f.last, "DELETE /v1/volume/big?force=true");
+}
+
+static void t_bridge_mount_unmount(void **state)
+{
+	struct t_bridge *t = *state;
+	char path[DOCKER_BRIDGE_PATH_MAX], again[DOCKER_BRIDGE_PATH_MAX];
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(docker_bridge_create(t->b, "data", NULL, &e), 0);
+	assert_int_equal(docker_bridge_mount(t->b, "data", "c1", path, &e), 0);
+	assert_int_equal(docker_bridge_mount(t->b, "data", "c1", again, &e), 0);
+	assert_string_equal(path, again);
+	assert_int_equal(t->f.mount_calls, 1);
+	assert_int_equal(docker_bridge_path(t->b, "data", again, &e), 0);
+	assert_string_equal(path, again);
+	/* Never mounted: done, nothing called. */
+	assert_int_equal(docker_bridge_unmount(t->b, "data", "c9", &e), 0);
+	assert_int_equal(t->f.unmount_calls, 0);
+	assert_int_equal(docker_bridge_unmount(t->b, "data", "c1", &e), 0);
+	assert_int_equal(t->f.unmount_calls, 1);
+	assert_int_equal(docker_bridge_unmount(t->b, "data", "c1", &e), 0);
+	assert_int_equal(t->f.unmount_calls, 1);
+	assert_int_equal(docker_bridge_mount(t->b, "data", "../x", path, &e), CSID_EINVAL);
+	assert_int_equal(docker_bridge_mount(t->b, "a/b", "c1", path, &e), CSID_EINVAL);
+	assert_int_equal(t->f.mount_calls, 1);
+}
+
+static void t_bridge_remove(void **state)
+{
+	struct t_bridge *t = *state;
+	json_t *list = NULL, *opts;
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(docker_bridge_create(t->b, "made", NULL, &e), 0);
+	opts = json_pack("{s:s}", "external-id", "v-1");
+	assert_int_equal(docker_bridge_create(t->b, "reg", opts, &e), 0);
+	json_decref(opts);
+	assert_string_equal(t->f.last, "PUT /v1/volume/reg");
+	assert_int_equal(docker_bridge_list(t->b, &list, &e), 0);
+	assert_int_equal(json_array_size(list), 2);
+	json_decref(list);
+	assert_int_equal(docker_bridge_remove(t->b, "reg", &e), 0);
+	assert_string_equal(t->f.last, "DELETE /v1/volume/reg");
+	assert_int_equal(docker_bridge_remove(t->b, "made", &e), 0);
+	assert_string_equal(t->f.last, "DELETE /v1/volume/made/delete");
+	/* Gone already: done. */
+	assert_int_equal(docker_bridge_remove(t->b, "made", &e), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(t_opts_defaults),
+	    cmocka_unit_test(t_opts_all),
+	    cmocka_unit_test(t_opts_refused),
+	    cmocka_unit_test(t_opts_long_name_and_plugins),
+	    cmocka_unit_test_setup_teardown(t_bridge_create, t_bridge_setup, t_bridge_teardown),
+	    cmocka_unit_test_setup_teardown(t_bridge_mount_unmount, t_bridge_setup,
+					    t_bridge_teardown),
+	    cmocka_unit_test_setup_teardown(t_bridge_remove, t_bridge_setup, t_bridge_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
