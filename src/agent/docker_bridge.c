@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent/docker_opts.h"
+#include "agent/docker_owner.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -32,6 +33,7 @@ struct docker_bridge {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	struct docker_bridge_busy *busy; /* names a call is running on, under mu */
+	struct docker_owner *owners; /* NULL: mounts get no owner */
 };
 
 int docker_bridge_new(const struct docker_bridge_config *cfg, struct docker_bridge **out,
@@ -45,6 +47,19 @@ int docker_bridge_new(const struct docker_bridge_config *cfg, struct docker_brid
 	b->cfg = *cfg;
 	if (b->cfg.wait_ms <= 0)
 		b->cfg.wait_ms = DOCKER_BRIDGE_WAIT_MS;
+	if (cfg->ops.owner) {
+		struct docker_owner_config oc = {
+		    .engine_socket = cfg->engine_socket,
+		    .record = cfg->ops.owner,
+		    .ctx = cfg->ops.ctx,
+		};
+		int rc = docker_owner_new(&oc, &b->owners, e);
+
+		if (rc) {
+			free(b);
+			return rc;
+		}
+	}
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cond, NULL);
 	*out = b;
@@ -55,6 +70,7 @@ void docker_bridge_free(struct docker_bridge *b)
 {
 	if (!b)
 		return;
+	docker_owner_free(b->owners);
 	pthread_cond_destroy(&b->cond);
 	pthread_mutex_destroy(&b->mu);
 	free(b);
@@ -342,8 +358,11 @@ int docker_bridge_mount(struct docker_bridge *b, const char *name, const char *i
 	docker_bridge_lock(b, name, &self);
 	/* The engine asks again for a mount it has: the same path. */
 	rc = docker_bridge_find(b, name, id, path, e);
-	if (rc == 0 && !path[0])
+	if (rc == 0 && !path[0]) {
 		rc = b->cfg.ops.mount(b->cfg.ops.ctx, name, id, path, DOCKER_BRIDGE_PATH_MAX, e);
+		if (rc == 0 && b->owners)
+			docker_owner_watch(b->owners, name, id);
+	}
 	docker_bridge_unlock(b, &self);
 	if (rc)
 		return err_wrap(e, "mount volume %s", name);
@@ -367,6 +386,8 @@ int docker_bridge_unmount(struct docker_bridge *b, const char *name, const char 
 	rc = docker_bridge_find(b, name, id, path, e);
 	if (rc == 0 && path[0])
 		rc = b->cfg.ops.unmount(b->cfg.ops.ctx, name, id, NULL, e);
+	if (rc == 0 && b->owners)
+		docker_owner_drop(b->owners, name, id);
 	docker_bridge_unlock(b, &self);
 	if (rc)
 		return err_wrap(e, "unmount volume %s", name);

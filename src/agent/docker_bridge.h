@@ -15,6 +15,10 @@
  *                       ID) on this node, stages and publishes: the path
  *   unmount(name, id)   unpublishes and releases; an id with no mount here
  *                       is done at once
+ *
+ * Each new mount gets the container that uses it as its claim's owner
+ * (agent/docker_owner.h), so a container gone without an Unmount frees
+ * its claim.
  *   path, get, list     from the catalogue and this node's mounts
  *
  * Calls on one volume name are serialised here (a Mount racing a Remove
@@ -56,6 +60,11 @@ struct docker_bridge_ops {
 	int (*mounts)(void *ctx, json_t **out, struct err *e);
 	/* The node plugins this node runs: *out, an array of plugin IDs. */
 	int (*plugins)(void *ctx, json_t **out, struct err *e);
+	/*
+	 * Makes pid (a live process) the owner of the mount of vol for
+	 * alloc (agent/owners.h); NULL: mounts get no owner.
+	 */
+	int (*owner)(void *ctx, const char *vol, const char *alloc, int pid, struct err *e);
 	void *ctx;
 };
 
@@ -63,6 +72,8 @@ struct docker_bridge_config {
 	struct docker_bridge_ops ops;
 	/* How long create and remove wait for the volume (ms); 0: 120 s. */
 	int64_t wait_ms;
+	/* The Docker engine's API, for the owners of mounts (docker_owner.h); NULL: none. */
+	const char *engine_socket;
 };
 
 struct docker_bridge;

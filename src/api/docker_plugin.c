@@ -194,6 +194,20 @@ static int docker_plugin_op_plugins(void *ctx, json_t **out, struct err *e)
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }
 
+static int docker_plugin_op_owner(void *ctx, const char *vol, const char *alloc, int pid,
+				  struct err *e)
+{
+	struct agent_api *a = ctx;
+	struct owners_spec s = {.kind = OWNERS_PID, .pid = pid};
+	int rc;
+
+	if (!a->owners)
+		return err_set(e, CSID_EPRECOND, "claim owners need the agent to join servers");
+	if ((rc = owners_watch_pid_check(pid, &s.start_time, e)))
+		return rc;
+	return agent_api_owner_record(a, vol, alloc, &s, e);
+}
+
 /* ---- answers ---- */
 
 static const char *docker_plugin_call_name(const char *url)
@@ -333,7 +347,9 @@ int docker_plugin_start(struct agent_api *a, const struct config_docker *cfg,
 		    .unmount = docker_plugin_op_unmount,
 		    .mounts = docker_plugin_op_mounts,
 		    .plugins = docker_plugin_op_plugins,
+		    .owner = docker_plugin_op_owner,
 		    .ctx = a},
+	    .engine_socket = cfg->engine_socket,
 	};
 	struct http_server_config hc = {
 	    .name = "docker plugin",

@@ -9,7 +9,11 @@
  *   inspect show the volume; rm deletes it and csi-hostpath holds none;
  * - two engines as two nodes: a single-node-writer volume in use on
  *   engine 1 makes `docker run` on engine 2 fail naming the holder, and
- *   succeed once the first container is gone.
+ *   succeed once the first container is gone;
+ * - the container's process owns its claim: kill -9 of dockerd and of
+ *   the container unmounts and releases, the claim's note saying "owner
+ *   pid N exited"; kill -9 of dockerd alone keeps claim and mount while
+ *   the container runs, and the restarted engine mounts the volume again.
  *
  * Skipped (with the reason) only where no dockerd can start. Engines are
  * stopped and every mount, process and directory removed at teardown,
@@ -17,6 +21,7 @@
  */
 #include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -247,11 +252,150 @@ static void t_two_nodes_single_writer(void **state)
 	}
 }
 
+struct t_owner_ctx {
+	struct agent_proc *a;
+	const char *vol;
+	int pid; /* the owner's pid once found */
+};
+
+/* Whether the agent shows a pid owner of a mount of w->vol (its pid in w->pid). */
+static bool t_owned(void *ctx)
+{
+	struct t_owner_ctx *w = ctx;
+	json_t *doc = NULL, *o;
+	size_t i;
+
+	w->pid = 0;
+	if (agent_proc_http(w->a, "GET", "/v1/agent/owners", NULL, &doc) == 200)
+		json_array_foreach(json_object_get(doc, "owners"), i, o)
+		{
+			const char *v = json_string_value(json_object_get(o, "volume_id"));
+
+			if (v && strcmp(v, w->vol) == 0 &&
+			    strcmp(json_string_value(json_object_get(o, "kind")), "pid") == 0)
+				w->pid = (int)json_integer_value(json_object_get(o, "pid"));
+		}
+	json_decref(doc);
+	return w->pid > 0;
+}
+
+/* Whether the agent holds no mount record of volume w->vol. */
+static bool t_unmounted(void *ctx)
+{
+	struct t_owner_ctx *w = ctx;
+	json_t *doc = NULL, *m;
+	bool any = false;
+	size_t i;
+
+	if (agent_proc_http(w->a, "GET", "/v1/agent/mounts", NULL, &doc) != 200) {
+		json_decref(doc);
+		return false;
+	}
+	json_array_foreach(json_object_get(doc, "mounts"), i, m)
+	{
+		const char *v = json_string_value(json_object_get(m, "volume_id"));
+
+		any = any || (v && strcmp(v, w->vol) == 0);
+	}
+	json_decref(doc);
+	return !any;
+}
+
+/* Creates vol on engine 0 and starts container name using it (sleeping); its pid. */
+static int t_start_user(struct t_env *t, const char *vol, const char *name)
+{
+	const char *create[] = {"volume", "create", "-d", t->plugin[0], vol, NULL};
+	char spec[160];
+	const char *run[] = {"run", "-d",         "--name", name,  "-v",
+			     spec,  ENGINE_IMAGE, "sleep",  "600", NULL};
+	struct t_owner_ctx w = {t->c.a[0], vol, 0};
+	int pid;
+
+	snprintf(spec, sizeof(spec), "%s:/data", vol);
+	t_expect_ok(t, 0, create);
+	t_expect_ok(t, 0, run);
+	pid = engine_container_pid(&t->en[0], name);
+	assert_true(pid > 0);
+	/* The container's process becomes the owner of its claim. */
+	assert_true(agent_proc_poll(t_owned, &w, CLUSTER_WAIT_MS));
+	assert_int_equal(w.pid, pid);
+	return pid;
+}
+
+/* Whether a past claim of vol has a note holding needle. */
+static bool t_past_note(struct t_env *t, const char *vol, const char *needle)
+{
+	json_t *v = cluster_volume(&t->c, vol), *p;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(v, "past_claims"), i, p)
+	{
+		const char *note = json_string_value(json_object_get(p, "note"));
+
+		found = found || (note && strstr(note, needle));
+	}
+	json_decref(v);
+	return found;
+}
+
+static void t_engine_and_container_killed(void **state)
+{
+	struct t_env *t = *state;
+	struct t_owner_ctx w = {NULL, "lost", 0};
+	const char *none[] = {NULL};
+	char why[64];
+	int pid;
+
+	if (t->skip) {
+		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
+		skip();
+	}
+	w.a = t->c.a[0];
+	pid = t_start_user(t, "lost", "user");
+	/* Engine and container die together: no Unmount ever comes. */
+	engine_docker_kill(&t->en[0]);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_true(agent_proc_poll(t_unmounted, &w, CLUSTER_WAIT_MS));
+	assert_true(cluster_wait_freed(&t->c, "lost", none));
+	snprintf(why, sizeof(why), "owner pid %d exited", pid);
+	assert_true(t_past_note(t, "lost", why));
+}
+
+static void t_engine_killed_alone(void **state)
+{
+	struct t_env *t = *state;
+	struct t_owner_ctx w = {NULL, "kept", 0};
+	const char *again[] = {"run", "--rm", "-v", "kept:/data", ENGINE_IMAGE, "true", NULL};
+	json_t *v;
+	int pid;
+
+	if (t->skip) {
+		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
+		skip();
+	}
+	w.a = t->c.a[0];
+	pid = t_start_user(t, "kept", "user");
+	engine_docker_kill(&t->en[0]);
+	/* The container lives on: its claim and its mount stay (the owner is checked on an
+	 * event of its pidfd; give a missed one the time of two checks). */
+	assert_int_equal(kill(pid, 0), 0);
+	assert_false(agent_proc_poll(t_unmounted, &w, 3000));
+	v = cluster_volume(&t->c, "kept");
+	assert_int_equal(json_array_size(json_object_get(v, "claims")), 1);
+	json_decref(v);
+	/* The engine comes back and mounts the volume again. */
+	assert_int_equal(engine_docker_restart(&t->en[0]), 0);
+	t_expect_ok(t, 0, again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(t_create_write_read_rm, t_setup1, t_teardown),
 	    cmocka_unit_test_setup_teardown(t_two_nodes_single_writer, t_setup2, t_teardown),
+	    cmocka_unit_test_setup_teardown(t_engine_and_container_killed, t_setup1, t_teardown),
+	    cmocka_unit_test_setup_teardown(t_engine_killed_alone, t_setup1, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

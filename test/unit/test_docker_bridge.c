@@ -254,7 +254,7 @@ static int t_bridge_setup(void **state)
 {
 	struct t_bridge *t = calloc(1, sizeof(*t));
 	struct docker_bridge_config cfg = {
-	    .ops = {fake_server, fake_mount, fake_unmount, fake_mounts, fake_plugins, NULL},
+	    .ops = {fake_server, fake_mount, fake_unmount, fake_mounts, fake_plugins, NULL, NULL},
 	    .wait_ms = 1000,
 	};
 	struct err e;

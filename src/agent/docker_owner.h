@@ -1,0 +1,76 @@
+/*
+ * The owners of Docker/Podman mounts: the container that uses a mount,
+ * found through what the engine tells of it, and made the owner of the
+ * mount's claim (agent/owners.h, pid kind), so a container that dies
+ * without an Unmount (its engine killed with it) does not hold its claim
+ * for ever, while one that outlives its engine keeps its volume.
+ *
+ * A Mount comes before the container's process exists, so each new
+ * mount is watched for a while (DOCKER_OWNER_WAIT_MS) until its
+ * container runs:
+ *
+ *   - the mount ID is the container ID (Podman): the container's main
+ *     process is the oldest process whose cgroup is the container's
+ *     (".../libpod-<id>", ".../docker/<id>", "docker-<id>.scope"); this
+ *     works on cgroup v1 and v2 alike;
+ *   - otherwise (Docker's mount IDs are its own): the engine's API
+ *     (engine_socket) lists the running containers that use the volume,
+ *     and each mount takes the pid of one not taken by another mount of
+ *     that volume here (State.Pid of its inspect).
+ *
+ * A mount whose container is never found keeps its claim until its
+ * Unmount (logged). Thread-safe; one thread of its own polls.
+ */
+#ifndef CSID_AGENT_DOCKER_OWNER_H
+#define CSID_AGENT_DOCKER_OWNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "util/err.h"
+
+#define DOCKER_OWNER_WAIT_MS 60000
+
+/* Makes pid the owner of the mount of vol for alloc; 0 or a code with e set. */
+typedef int (*docker_owner_record_fn)(void *ctx, const char *vol, const char *alloc, int pid,
+				      struct err *e);
+
+struct docker_owner_config {
+	const char *engine_socket; /* the Docker engine API; NULL or "": none */
+	const char *proc_root; /* "/proc" (tests: a fake tree) */
+	int64_t wait_ms; /* 0: DOCKER_OWNER_WAIT_MS */
+	int64_t poll_ms; /* 0: 200 ms */
+	docker_owner_record_fn record;
+	void *ctx;
+};
+
+struct docker_owner;
+
+/* Starts the polling thread. Returns 0 and *out, or a code with e set. */
+int docker_owner_new(const struct docker_owner_config *cfg, struct docker_owner **out,
+		     struct err *e);
+/* Stops the thread and frees. NULL is a no-op. */
+void docker_owner_free(struct docker_owner *o);
+
+/* Looks for the container of the new mount of vol for alloc (the engine's mount ID). */
+void docker_owner_watch(struct docker_owner *o, const char *vol, const char *alloc);
+/* The mount went (Unmount): stop looking, and free its container for another mount. */
+void docker_owner_drop(struct docker_owner *o, const char *vol, const char *alloc);
+
+/*
+ * The main pid of container id from the cgroups of the processes under
+ * proc_root: the oldest process whose cgroup path ends in a component
+ * naming id. Returns the pid, 0 when none, or a negative code.
+ */
+int docker_owner_pid_by_cgroup(const char *proc_root, const char *id);
+
+/*
+ * From a Docker engine's answer to GET /containers/json (len bytes): the
+ * IDs of the running containers, into *out (a JSON array, the caller's).
+ * Returns 0 or CSID_EPROTO.
+ */
+int docker_owner_parse_list(const char *body, size_t len, json_t **out, struct err *e);
+
+#endif
