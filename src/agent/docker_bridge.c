@@ -361,7 +361,7 @@ int docker_bridge_mount(struct docker_bridge *b, const char *name, const char *i
 	if (rc == 0 && !path[0]) {
 		rc = b->cfg.ops.mount(b->cfg.ops.ctx, name, id, path, DOCKER_BRIDGE_PATH_MAX, e);
 		if (rc == 0 && b->owners)
-			docker_owner_watch(b->owners, name, id);
+			docker_owner_watch(b->owners, name, id, path);
 	}
 	docker_bridge_unlock(b, &self);
 	if (rc)

@@ -26,12 +26,15 @@
 #define DOCKER_OWNER_POLL_MS 200
 #define DOCKER_OWNER_ANSWER_MAX (1024 * 1024)
 #define DOCKER_OWNER_NAME_MAX 128
+#define DOCKER_OWNER_PATH_MAX 4096
+#define DOCKER_OWNER_MOUNTINFO_MAX (512 * 1024)
 /* Mounts looked for in one pass. */
 #define DOCKER_OWNER_BATCH 64
 
 struct docker_owner_entry {
 	char vol[DOCKER_OWNER_NAME_MAX + 1];
 	char alloc[DOCKER_OWNER_NAME_MAX + 1];
+	char target[DOCKER_OWNER_PATH_MAX];
 	char container[DOCKER_OWNER_NAME_MAX + 1]; /* "" until found */
 	int pid;
 	int64_t since_ms;
@@ -180,6 +183,102 @@ static int docker_owner_engine_get(struct docker_owner *o, const char *path, jso
 	return rc;
 }
 
+/*
+ * The "major:minor root" of the mount at target in the mountinfo text
+ * (fields 3 and 4), into out; 0 or -1 when target is no mount point.
+ */
+static int docker_owner_devroot(char *text, const char *target, char *out, size_t cap)
+{
+	char *save = NULL;
+
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char dev[32], root[DOCKER_OWNER_PATH_MAX], mp[DOCKER_OWNER_PATH_MAX];
+
+		if (sscanf(line, "%*s %*s %31s %4095s %4095s", dev, root, mp) == 3 &&
+		    strcmp(mp, target) == 0) {
+			snprintf(out, cap, "%s %s ", dev, root);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Whether a mountinfo text has a mount of devroot ("major:minor root "). */
+static bool docker_owner_has_devroot(const char *text, const char *devroot)
+{
+	for (const char *line = text; line && *line;) {
+		const char *sp = strchr(line, ' ');
+
+		/* Skip the mount ID and the parent ID: fields 3 and 4 follow. */
+		sp = sp ? strchr(sp + 1, ' ') : NULL;
+		if (sp && strncmp(sp + 1, devroot, strlen(devroot)) == 0)
+			return true;
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	return false;
+}
+
+int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
+			      size_t ntaken, char *ns_out, size_t cap)
+{
+	char path[512], self_ns[64] = "", devroot[2 * DOCKER_OWNER_PATH_MAX], *text;
+	uint64_t best_start = UINT64_MAX;
+	DIR *d;
+	struct dirent *de;
+	ssize_t n;
+	int best = 0;
+
+	text = malloc(DOCKER_OWNER_MOUNTINFO_MAX);
+	if (!text)
+		return CSID_ENOMEM;
+	snprintf(path, sizeof(path), "%s/self/ns/mnt", proc_root);
+	n = readlink(path, self_ns, sizeof(self_ns) - 1);
+	self_ns[n > 0 ? n : 0] = '\0';
+	snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+	if (docker_owner_read(path, text, DOCKER_OWNER_MOUNTINFO_MAX) <= 0 ||
+	    docker_owner_devroot(text, target, devroot, sizeof(devroot)) != 0 ||
+	    !(d = opendir(proc_root))) {
+		free(text);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		char ns[64], stat[1024], state;
+		uint64_t start;
+		bool skip = false;
+		int pid = atoi(de->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/ns/mnt", proc_root, de->d_name);
+		n = readlink(path, ns, sizeof(ns) - 1);
+		if (n <= 0)
+			continue;
+		ns[n] = '\0';
+		for (size_t i = 0; i < ntaken && !skip; i++)
+			skip = strcmp(taken[i], ns) == 0;
+		if (skip || strcmp(ns, self_ns) == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
+		if (docker_owner_read(path, stat, sizeof(stat)) <= 0 ||
+		    owners_stat_parse(stat, strlen(stat), &state, &start) != 0 || state == 'Z' ||
+		    start > best_start)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc_root, de->d_name);
+		if (docker_owner_read(path, text, DOCKER_OWNER_MOUNTINFO_MAX) <= 0 ||
+		    !docker_owner_has_devroot(text, devroot))
+			continue;
+		if (start < best_start || pid < best) {
+			best_start = start;
+			best = pid;
+			snprintf(ns_out, cap, "%s", ns);
+		}
+	}
+	closedir(d);
+	free(text);
+	return best;
+}
+
 /* Whether container id is taken by another mount of vol (called under mu). */
 static bool docker_owner_taken(struct docker_owner *o, const char *vol, const char *id)
 {
@@ -238,9 +337,29 @@ static int docker_owner_by_engine(struct docker_owner *o, const char *vol, char 
 	return rc ? rc : pid;
 }
 
+/* Through the mounts: a process of another mount namespace no other mount of vol took. */
+static int docker_owner_by_mount(struct docker_owner *o, const char *vol, const char *target,
+				 char *container)
+{
+	const char *taken[DOCKER_OWNER_BATCH];
+	size_t n = 0;
+	int pid;
+
+	pthread_mutex_lock(&o->mu);
+	for (struct docker_owner_entry *p = o->list; p && n < DOCKER_OWNER_BATCH; p = p->next)
+		if (strcmp(p->vol, vol) == 0 && p->container[0])
+			taken[n++] = strdup(p->container);
+	pthread_mutex_unlock(&o->mu);
+	pid = docker_owner_pid_by_mount(o->proc_root, target, taken, n, container,
+					DOCKER_OWNER_NAME_MAX + 1);
+	for (size_t i = 0; i < n; i++)
+		free((char *)taken[i]);
+	return pid > 0 ? pid : 0;
+}
+
 /* Looks for the container of one mount: its pid (container filled), 0 when not yet. */
 static int docker_owner_find(struct docker_owner *o, const char *vol, const char *alloc,
-			     char *container)
+			     const char *target, char *container)
 {
 	struct err e;
 	int pid = docker_owner_pid_by_cgroup(o->proc_root, alloc);
@@ -249,11 +368,13 @@ static int docker_owner_find(struct docker_owner *o, const char *vol, const char
 		snprintf(container, DOCKER_OWNER_NAME_MAX + 1, "%s", alloc);
 		return pid;
 	}
-	if (!o->engine_socket)
-		return 0;
-	err_clear(&e);
-	pid = docker_owner_by_engine(o, vol, container, &e);
-	return pid > 0 ? pid : 0;
+	if (o->engine_socket) {
+		err_clear(&e);
+		pid = docker_owner_by_engine(o, vol, container, &e);
+		if (pid > 0)
+			return pid;
+	}
+	return docker_owner_by_mount(o, vol, target, container);
 }
 
 /* ---- the thread ---- */
@@ -261,6 +382,7 @@ static int docker_owner_find(struct docker_owner *o, const char *vol, const char
 struct docker_owner_job {
 	char vol[DOCKER_OWNER_NAME_MAX + 1];
 	char alloc[DOCKER_OWNER_NAME_MAX + 1];
+	char target[DOCKER_OWNER_PATH_MAX];
 	bool expired;
 };
 
@@ -277,6 +399,7 @@ static void docker_owner_pass(struct docker_owner *o)
 			continue;
 		memcpy(jobs[n].vol, p->vol, sizeof(p->vol));
 		memcpy(jobs[n].alloc, p->alloc, sizeof(p->alloc));
+		memcpy(jobs[n].target, p->target, sizeof(p->target));
 		jobs[n].expired = now - p->since_ms > o->cfg.wait_ms;
 		if (jobs[n].expired)
 			p->pid = -1;
@@ -294,7 +417,7 @@ static void docker_owner_pass(struct docker_owner *o)
 				 jobs[i].vol, jobs[i].alloc);
 			continue;
 		}
-		pid = docker_owner_find(o, jobs[i].vol, jobs[i].alloc, container);
+		pid = docker_owner_find(o, jobs[i].vol, jobs[i].alloc, jobs[i].target, container);
 		if (pid <= 0)
 			continue;
 		pthread_mutex_lock(&o->mu);
@@ -404,14 +527,17 @@ void docker_owner_free(struct docker_owner *o)
 	free(o);
 }
 
-void docker_owner_watch(struct docker_owner *o, const char *vol, const char *alloc)
+void docker_owner_watch(struct docker_owner *o, const char *vol, const char *alloc,
+			const char *target)
 {
 	struct docker_owner_entry *p = calloc(1, sizeof(*p));
 
-	if (!p || strlen(vol) > DOCKER_OWNER_NAME_MAX || strlen(alloc) > DOCKER_OWNER_NAME_MAX) {
+	if (!p || strlen(vol) > DOCKER_OWNER_NAME_MAX || strlen(alloc) > DOCKER_OWNER_NAME_MAX ||
+	    strlen(target) >= DOCKER_OWNER_PATH_MAX) {
 		free(p);
 		return;
 	}
+	snprintf(p->target, sizeof(p->target), "%s", target);
 	snprintf(p->vol, sizeof(p->vol), "%s", vol);
 	snprintf(p->alloc, sizeof(p->alloc), "%s", alloc);
 	p->since_ms = clock_now_ms(clock_real());

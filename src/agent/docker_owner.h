@@ -13,10 +13,15 @@
  *     process is the oldest process whose cgroup is the container's
  *     (".../libpod-<id>", ".../docker/<id>", "docker-<id>.scope"); this
  *     works on cgroup v1 and v2 alike;
- *   - otherwise (Docker's mount IDs are its own): the engine's API
- *     (engine_socket) lists the running containers that use the volume,
+ *   - else, with engine_socket (Docker, whose mount IDs are its own):
+ *     the engine's API lists the running containers that use the volume,
  *     and each mount takes the pid of one not taken by another mount of
- *     that volume here (State.Pid of its inspect).
+ *     that volume here (State.Pid of its inspect);
+ *   - else (Podman 4, which sends IDs of its own too, and has no API
+ *     running): the mounts the engine made, seen from the container: the
+ *     oldest process of a mount namespace other than the agent's whose
+ *     mountinfo holds the mount's target (same device and root), in a
+ *     namespace no other mount of that volume here took.
  *
  * A mount whose container is never found keeps its claim until its
  * Unmount (logged). Thread-safe; one thread of its own polls.
@@ -54,8 +59,9 @@ int docker_owner_new(const struct docker_owner_config *cfg, struct docker_owner 
 /* Stops the thread and frees. NULL is a no-op. */
 void docker_owner_free(struct docker_owner *o);
 
-/* Looks for the container of the new mount of vol for alloc (the engine's mount ID). */
-void docker_owner_watch(struct docker_owner *o, const char *vol, const char *alloc);
+/* Looks for the container of the new mount of vol for alloc (the engine's mount ID) at target. */
+void docker_owner_watch(struct docker_owner *o, const char *vol, const char *alloc,
+			const char *target);
 /* The mount went (Unmount): stop looking, and free its container for another mount. */
 void docker_owner_drop(struct docker_owner *o, const char *vol, const char *alloc);
 
@@ -65,6 +71,17 @@ void docker_owner_drop(struct docker_owner *o, const char *vol, const char *allo
  * naming id. Returns the pid, 0 when none, or a negative code.
  */
 int docker_owner_pid_by_cgroup(const char *proc_root, const char *id);
+
+/*
+ * The main pid of a container that bind-mounted target (a mount point of
+ * this mount namespace) from the processes under proc_root: the oldest
+ * process of another mount namespace whose mountinfo has a mount with
+ * target's device and root, that namespace not among taken (ntaken
+ * "mnt:[N]" strings). Its namespace goes to ns_out (cap bytes). Returns
+ * the pid, 0 when none, or a negative code.
+ */
+int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
+			      size_t ntaken, char *ns_out, size_t cap);
 
 /*
  * From a Docker engine's answer to GET /containers/json (len bytes): the

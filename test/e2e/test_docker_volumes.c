@@ -32,99 +32,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
-#include "engine.h"
-
-#define T_OUT 16384
-
-struct t_env {
-	struct cluster c;
-	int n;
-	struct engine en[2];
-	char plugin[2][40];
-	char extra[2][512];
-	bool skip;
-	char why[256];
-	char out[T_OUT];
-};
-
-static int t_setup_n(void **state, int n)
-{
-	struct t_env *t = calloc(1, sizeof(*t));
-	static int seq;
-
-	*state = t;
-	if (!t)
-		return -1;
-	t->n = n;
-	for (int i = 0; i < n; i++) {
-		int rc = engine_docker_start(&t->en[i], t->why, sizeof(t->why));
-
-		if (rc == 1) {
-			t->skip = true;
-			return 0;
-		}
-		if (rc != 0)
-			return -1;
-		snprintf(t->plugin[i], sizeof(t->plugin[i]), "csidt%dv%d", (int)getpid(), seq++);
-		snprintf(t->extra[i], sizeof(t->extra[i]),
-			 "\"docker_plugin\": {\"name\": \"%s\", \"engine_socket\": \"%s\"},",
-			 t->plugin[i], t->en[i].sock);
-		t->c.agent_extra[i] = t->extra[i];
-	}
-	return cluster_start(&t->c, n);
-}
-
-static int t_setup1(void **state)
-{
-	return t_setup_n(state, 1);
-}
-
-static int t_setup2(void **state)
-{
-	return t_setup_n(state, 2);
-}
-
-static int t_teardown(void **state)
-{
-	struct t_env *t = *state;
-
-	if (!t)
-		return 0;
-	/* Engines first: their containers still hold the agents' mounts. */
-	for (int i = 0; i < 2; i++)
-		engine_stop(&t->en[i]);
-	cluster_cleanup(&t->c);
-	/* A killed agent leaves its plugin socket behind. */
-	for (int i = 0; i < 2; i++) {
-		char sock[96];
-
-		snprintf(sock, sizeof(sock), "/run/docker/plugins/%s.sock", t->plugin[i]);
-		if (t->plugin[i][0])
-			unlink(sock);
-	}
-	free(t);
-	return 0;
-}
-
-/* Runs engine i's command (args NULL-terminated); its output in t->out. */
-static int t_run(struct t_env *t, int i, const char *const *args)
-{
-	int rc = engine_run(&t->en[i], t->out, sizeof(t->out), args);
-
-	if (rc != 0)
-		fprintf(stderr, "engine %d: exit %d: %s\n", i, rc, t->out);
-	return rc;
-}
-
-static void t_expect_ok(struct t_env *t, int i, const char *const *args)
-{
-	int rc = t_run(t, i, args);
-
-	if (rc != 0)
-		cluster_dump_logs(&t->c, "engine command failed");
-	assert_int_equal(rc, 0);
-}
+#include "bridge_env.h"
 
 /* Entries of dir (0 when it does not exist). */
 static int t_entries(const char *dir)
@@ -157,42 +65,39 @@ static bool t_no_records(void *ctx)
 
 static void t_create_write_read_rm(void **state)
 {
-	struct t_env *t = *state;
+	struct bridge_env *t = *state;
 	const char *none[] = {NULL};
 	struct t_mounts_ctx w = {t->c.a[0]};
 	char vols[AGENT_PROC_PATH + 16], expect[128];
 	json_t *doc = NULL;
 
-	if (t->skip) {
-		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
-		skip();
-	}
+	BRIDGE_ENV_SKIP(t);
 	{
 		const char *a[] = {"volume", "create",   "-d",   t->plugin[0],
 				   "--opt",  "size=10M", "data", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 	{
 		const char *a[] = {"run",        "--rm", "-v", "data:/data",
 				   ENGINE_IMAGE, "sh",   "-c", "echo hello-csid > /data/f",
 				   NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 	{
 		const char *a[] = {"run",        "--rm", "-v",      "data:/data",
 				   ENGINE_IMAGE, "cat",  "/data/f", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 		assert_non_null(strstr(t->out, "hello-csid"));
 	}
 	{
 		const char *a[] = {"volume", "ls", "--format", "{{.Driver}} {{.Name}}", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 		snprintf(expect, sizeof(expect), "%s data", t->plugin[0]);
 		assert_non_null(strstr(t->out, expect));
 	}
 	{
 		const char *a[] = {"volume", "inspect", "data", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 		assert_non_null(strstr(t->out, "\"state\": \"ready\""));
 		assert_non_null(strstr(t->out, "\"capacity\": 10000000"));
 		assert_non_null(strstr(t->out, "\"Scope\": \"global\""));
@@ -202,7 +107,7 @@ static void t_create_write_read_rm(void **state)
 	assert_true(cluster_wait_freed(&t->c, "data", none));
 	{
 		const char *a[] = {"volume", "rm", "data", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 	assert_int_equal(server_proc_http(&t->c.s, "GET", "/v1/volume/data", NULL, &doc), 404);
 	json_decref(doc);
@@ -213,42 +118,39 @@ static void t_create_write_read_rm(void **state)
 
 static void t_two_nodes_single_writer(void **state)
 {
-	struct t_env *t = *state;
+	struct bridge_env *t = *state;
 	const char *run2[] = {"run", "--rm", "-v", "shared:/data", ENGINE_IMAGE, "true", NULL};
 	const char *none[] = {NULL};
 
-	if (t->skip) {
-		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
-		skip();
-	}
+	BRIDGE_ENV_SKIP(t);
 	{
 		const char *a[] = {"volume",     "create", "-d",
 				   t->plugin[0], "--opt",  "access-mode=single-node-writer",
 				   "shared",     NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 	{
 		/* Engine 2 learns the volume: the catalogue's, used as it is. */
 		const char *a[] = {"volume", "create", "-d", t->plugin[1], "shared", NULL};
-		t_expect_ok(t, 1, a);
+		bridge_env_ok(t, 1, a);
 	}
 	{
 		const char *a[] = {"run",          "-d",         "--name", "holder", "-v",
 				   "shared:/data", ENGINE_IMAGE, "sleep",  "600",    NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 	/* Refused on node 2, naming the holder on node 1. */
-	assert_int_not_equal(t_run(t, 1, run2), 0);
+	assert_int_not_equal(bridge_env_run(t, 1, run2), 0);
 	assert_non_null(strstr(t->out, "node-1"));
 	{
 		const char *a[] = {"rm", "-f", "holder", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
-	t_expect_ok(t, 1, run2);
+	bridge_env_ok(t, 1, run2);
 	assert_true(cluster_wait_freed(&t->c, "shared", none));
 	{
 		const char *a[] = {"volume", "rm", "shared", NULL};
-		t_expect_ok(t, 0, a);
+		bridge_env_ok(t, 0, a);
 	}
 }
 
@@ -302,7 +204,7 @@ static bool t_unmounted(void *ctx)
 }
 
 /* Creates vol on engine 0 and starts container name using it (sleeping); its pid. */
-static int t_start_user(struct t_env *t, const char *vol, const char *name)
+static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
 {
 	const char *create[] = {"volume", "create", "-d", t->plugin[0], vol, NULL};
 	char spec[160];
@@ -312,8 +214,8 @@ static int t_start_user(struct t_env *t, const char *vol, const char *name)
 	int pid;
 
 	snprintf(spec, sizeof(spec), "%s:/data", vol);
-	t_expect_ok(t, 0, create);
-	t_expect_ok(t, 0, run);
+	bridge_env_ok(t, 0, create);
+	bridge_env_ok(t, 0, run);
 	pid = engine_container_pid(&t->en[0], name);
 	assert_true(pid > 0);
 	/* The container's process becomes the owner of its claim. */
@@ -323,7 +225,7 @@ static int t_start_user(struct t_env *t, const char *vol, const char *name)
 }
 
 /* Whether a past claim of vol has a note holding needle. */
-static bool t_past_note(struct t_env *t, const char *vol, const char *needle)
+static bool t_past_note(struct bridge_env *t, const char *vol, const char *needle)
 {
 	json_t *v = cluster_volume(&t->c, vol), *p;
 	bool found = false;
@@ -341,16 +243,13 @@ static bool t_past_note(struct t_env *t, const char *vol, const char *needle)
 
 static void t_engine_and_container_killed(void **state)
 {
-	struct t_env *t = *state;
+	struct bridge_env *t = *state;
 	struct t_owner_ctx w = {NULL, "lost", 0};
 	const char *none[] = {NULL};
 	char why[64];
 	int pid;
 
-	if (t->skip) {
-		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
-		skip();
-	}
+	BRIDGE_ENV_SKIP(t);
 	w.a = t->c.a[0];
 	pid = t_start_user(t, "lost", "user");
 	/* Engine and container die together: no Unmount ever comes. */
@@ -364,16 +263,13 @@ static void t_engine_and_container_killed(void **state)
 
 static void t_engine_killed_alone(void **state)
 {
-	struct t_env *t = *state;
+	struct bridge_env *t = *state;
 	struct t_owner_ctx w = {NULL, "kept", 0};
 	const char *again[] = {"run", "--rm", "-v", "kept:/data", ENGINE_IMAGE, "true", NULL};
 	json_t *v;
 	int pid;
 
-	if (t->skip) {
-		fprintf(stderr, "skipped: no container engine here: %s\n", t->why);
-		skip();
-	}
+	BRIDGE_ENV_SKIP(t);
 	w.a = t->c.a[0];
 	pid = t_start_user(t, "kept", "user");
 	engine_docker_kill(&t->en[0]);
@@ -386,16 +282,20 @@ static void t_engine_killed_alone(void **state)
 	json_decref(v);
 	/* The engine comes back and mounts the volume again. */
 	assert_int_equal(engine_docker_restart(&t->en[0]), 0);
-	t_expect_ok(t, 0, again);
+	bridge_env_ok(t, 0, again);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(t_create_write_read_rm, t_setup1, t_teardown),
-	    cmocka_unit_test_setup_teardown(t_two_nodes_single_writer, t_setup2, t_teardown),
-	    cmocka_unit_test_setup_teardown(t_engine_and_container_killed, t_setup1, t_teardown),
-	    cmocka_unit_test_setup_teardown(t_engine_killed_alone, t_setup1, t_teardown),
+	    cmocka_unit_test_setup_teardown(t_create_write_read_rm, bridge_env_setup_docker1,
+					    bridge_env_teardown),
+	    cmocka_unit_test_setup_teardown(t_two_nodes_single_writer, bridge_env_setup_docker2,
+					    bridge_env_teardown),
+	    cmocka_unit_test_setup_teardown(t_engine_and_container_killed, bridge_env_setup_docker1,
+					    bridge_env_teardown),
+	    cmocka_unit_test_setup_teardown(t_engine_killed_alone, bridge_env_setup_docker1,
+					    bridge_env_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
