@@ -32,20 +32,6 @@
 #include "bridge_env.h"
 #include "util/strbuf.h"
 
-/* Entries of dir (0 when it does not exist). */
-static int t_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* Nothing created: no volume in the catalogue, none in csi-hostpath. */
 static void t_nothing_made(struct bridge_env *t)
 {
@@ -56,7 +42,7 @@ static void t_nothing_made(struct bridge_env *t)
 	assert_int_equal(json_array_size(json_object_get(doc, "volumes")), 0);
 	json_decref(doc);
 	snprintf(vols, sizeof(vols), "%s/volumes", t->c.a[0]->hp_dir);
-	assert_int_equal(t_entries(vols), 0);
+	assert_int_equal(bridge_env_entries(vols), 0);
 }
 
 struct t_owner_ctx {

@@ -34,20 +34,6 @@
 
 #include "bridge_env.h"
 
-/* Entries of dir (0 when it does not exist). */
-static int t_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 struct t_mounts_ctx {
 	struct agent_proc *a;
 };
@@ -112,7 +98,7 @@ static void t_create_write_read_rm(void **state)
 	assert_int_equal(server_proc_http(&t->c.s, "GET", "/v1/volume/data", NULL, &doc), 404);
 	json_decref(doc);
 	snprintf(vols, sizeof(vols), "%s/volumes", t->c.a[0]->hp_dir);
-	assert_int_equal(t_entries(vols), 0);
+	assert_int_equal(bridge_env_entries(vols), 0);
 	assert_int_equal(agent_proc_mounts_under(t->c.a[0]->data_dir), 0);
 }
 

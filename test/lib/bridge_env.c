@@ -3,6 +3,7 @@
  */
 #include "bridge_env.h"
 
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,4 +97,17 @@ void bridge_env_ok(struct bridge_env *t, int i, const char *const *args)
 	if (rc != 0)
 		cluster_dump_logs(&t->c, "engine command failed");
 	assert_int_equal(rc, 0);
+}
+
+int bridge_env_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
 }

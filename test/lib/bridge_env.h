@@ -51,4 +51,7 @@ int bridge_env_run(struct bridge_env *t, int i, const char *const *args);
 /* The same, failing the test (with the cluster's logs) unless it exits 0. */
 void bridge_env_ok(struct bridge_env *t, int i, const char *const *args);
 
+/* Entries of dir but "." ones (0 when it does not exist): csi-hostpath's volumes. */
+int bridge_env_entries(const char *dir);
+
 #endif

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "child_proc.h"
 #include "proc_guard.h"
 
 extern char **environ;
@@ -46,11 +47,8 @@ static int engine_spawn(const char *dir, char *const *argv, const char *env, int
 			size_t cap)
 {
 	char path[ENGINE_PATH + 32], *envp[512];
-	posix_spawn_file_actions_t fa;
-	int64_t deadline = engine_now_ms() + ms;
-	int fd, status = -1, n = 0;
+	int fd, status, n = 0;
 	ssize_t r;
-	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/out-XXXXXX", dir);
 	fd = mkstemp(path);
@@ -61,33 +59,14 @@ static int engine_spawn(const char *dir, char *const *argv, const char *env, int
 	if (env)
 		envp[n++] = (char *)env;
 	envp[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fd, 1);
-	posix_spawn_file_actions_adddup2(&fa, fd, 2);
-	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, envp) == 0) {
-		proc_guard_track(pid);
-		while (waitpid(pid, &status, WNOHANG) == 0) {
-			if (engine_now_ms() > deadline) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &status, 0);
-				status = -1;
-				break;
-			}
-			engine_nap();
-		}
-		proc_guard_untrack(pid);
-	}
-	posix_spawn_file_actions_destroy(&fa);
+	status = child_proc_run(argv, envp, fd, ms);
 	if (out && cap) {
 		r = pread(fd, out, cap - 1, 0);
 		out[r > 0 ? r : 0] = '\0';
 	}
 	close(fd);
 	unlink(path);
-	if (status == -1 || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return status;
 }
 
 int engine_run(struct engine *en, char *out, size_t cap, const char *const *args)

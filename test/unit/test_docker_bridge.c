@@ -7,7 +7,9 @@
  * fails (its record dropped), one of a volume the catalogue has; a mount
  * asked twice for one ID mounts once; an unmount of an ID never mounted
  * calls nothing; a remove deletes what was created and deregisters what
- * was registered.
+ * was registered. The owner finders: a container's main process from
+ * the cgroups of a fake /proc tree, and the Docker engine's container
+ * list.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +21,12 @@
 
 #include <cmocka.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "agent/docker_bridge.h"
 #include "agent/docker_opts.h"
+#include "agent/docker_owner.h"
 
 /* ---- options ---- */
 
@@ -354,6 +360,81 @@ static void t_bridge_remove(void **state)
 	assert_int_equal(docker_bridge_remove(t->b, "made", &e), 0);
 }
 
+/* ---- owners ---- */
+
+#define T_ID "9a2d4df09a56c16b5cc092e7dbe3c64891d54ede64c4689974238b294d25543b"
+
+static void t_proc(const char *root, int pid, const char *cgroup, unsigned long start, char st)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d", root, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/cgroup", root, pid);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s", cgroup);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%d (sh (x)) %c 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %lu 0 0\n", pid, st,
+		start);
+	fclose(f);
+}
+
+static void t_owner_cgroup(void **state)
+{
+	static const int pids[] = {10, 20, 21, 22, 30};
+	char root[] = "/tmp/cdo-XXXXXX", path[256];
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	t_proc(root, 10, "0::/user.slice\n", 100, 'S');
+	/* The container's init, a child of it (younger), and a zombie older than both. */
+	t_proc(root, 20,
+	       "9:name=systemd:/libpod_parent/libpod-" T_ID "\n8:pids:/libpod_parent/libpod-" T_ID
+	       "\n",
+	       500, 'S');
+	t_proc(root, 21, "8:pids:/libpod_parent/libpod-" T_ID "\n", 600, 'R');
+	t_proc(root, 22, "8:pids:/docker/" T_ID "\n", 50, 'Z');
+	t_proc(root, 30, "8:pids:/libpod_parent/libpod-conmon-other\n", 10, 'S');
+	assert_int_equal(docker_owner_pid_by_cgroup(root, T_ID), 20);
+	assert_int_equal(docker_owner_pid_by_cgroup(root, "0123456789abcdef0123"), 0);
+	/* Too short to name one container. */
+	assert_int_equal(docker_owner_pid_by_cgroup(root, "libpod"), 0);
+	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%d/cgroup", root, pids[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%d/stat", root, pids[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%d", root, pids[i]);
+		rmdir(path);
+	}
+	assert_int_equal(rmdir(root), 0);
+}
+
+static void t_owner_engine_list(void **state)
+{
+	static const char list[] =
+	    "[{\"Id\": \"aaa\", \"State\": \"running\"}, {\"Id\": \"bbb\", \"State\": "
+	    "\"exited\"}, {\"Names\": [\"x\"]}, {\"Id\": \"ccc\"}]";
+	json_t *ids = NULL;
+	struct err e;
+
+	(void)state;
+	err_clear(&e);
+	assert_int_equal(docker_owner_parse_list(list, strlen(list), &ids, &e), 0);
+	assert_int_equal(json_array_size(ids), 2);
+	assert_string_equal(json_string_value(json_array_get(ids, 0)), "aaa");
+	assert_string_equal(json_string_value(json_array_get(ids, 1)), "ccc");
+	json_decref(ids);
+	assert_int_equal(docker_owner_parse_list("{\"message\": \"x\"}", 16, &ids, &e),
+			 CSID_EPROTO);
+	assert_null(ids);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +446,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(t_bridge_mount_unmount, t_bridge_setup,
 					    t_bridge_teardown),
 	    cmocka_unit_test_setup_teardown(t_bridge_remove, t_bridge_setup, t_bridge_teardown),
+	    cmocka_unit_test(t_owner_cgroup),
+	    cmocka_unit_test(t_owner_engine_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
