@@ -66,6 +66,26 @@ static double bench_run(struct bench *b, const char *const *args)
 	return bench_now_ms() - t0;
 }
 
+/* The median duration_ms of the agent's log lines for plugin call `call`; -1 when none. */
+static double bench_call_ms(struct bench *b, const char *call)
+{
+	char line[2048], needle[64];
+	double v[4096];
+	int n = 0;
+	FILE *f = fopen(b->c.a[0]->log, "r");
+
+	snprintf(needle, sizeof(needle), "path=/VolumeDriver.%s ", call);
+	while (f && n < 4096 && fgets(line, sizeof(line), f)) {
+		const char *d = strstr(line, "duration_ms=");
+
+		if (strstr(line, "api=docker plugin") && strstr(line, needle) && d)
+			v[n++] = strtod(d + 12, NULL);
+	}
+	if (f)
+		fclose(f);
+	return n ? bench_median(v, n) : -1;
+}
+
 static int bench_main(struct bench *b, int runs, int vols)
 {
 	const char *mk_csid[] = {"volume", "create", "-d", b->plugin, "csidvol", NULL};
@@ -107,6 +127,10 @@ static int bench_main(struct bench *b, int runs, int vols)
 	       vols, bench_median(cr, vols));
 	printf("docker volume rm (until deleted), median of %d: %.1f ms\n", vols,
 	       bench_median(rm, vols));
+	printf("in the agent, median: Mount %.1f ms, Unmount %.1f ms, Create %.1f ms, Remove %.1f "
+	       "ms\n",
+	       bench_call_ms(b, "Mount"), bench_call_ms(b, "Unmount"), bench_call_ms(b, "Create"),
+	       bench_call_ms(b, "Remove"));
 	rc = 0;
 out:
 	free(tc);

@@ -68,6 +68,28 @@ static ssize_t docker_owner_read(const char *path, char *buf, size_t cap)
 	return n;
 }
 
+/*
+ * Whether pid is the first process of a pid namespace of its own (the
+ * last NSpid of its status is 1): a container's init. The processes of
+ * the runtime that set the container up (runc's or crun's stages) share
+ * its cgroup and mount namespace for a moment, but not that.
+ */
+static bool docker_owner_ns_init(const char *proc_root, const char *pid)
+{
+	char path[512], text[4096];
+	const char *ns, *last;
+
+	snprintf(path, sizeof(path), "%s/%s/status", proc_root, pid);
+	if (docker_owner_read(path, text, sizeof(text)) <= 0 || !(ns = strstr(text, "\nNSpid:")))
+		return false;
+	ns += 8;
+	last = ns;
+	for (const char *p = ns; *p && *p != '\n'; p++)
+		if ((*p == '\t' || *p == ' ') && p[1] >= '0' && p[1] <= '9')
+			last = p + 1;
+	return last != ns && strtol(last, NULL, 10) == 1;
+}
+
 /* Whether one of the cgroup lines of text ends in a path component naming id. */
 static bool docker_owner_cgroup_names(char *text, const char *id)
 {
@@ -110,7 +132,8 @@ int docker_owner_pid_by_cgroup(const char *proc_root, const char *id)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/cgroup", proc_root, de->d_name);
 		if (docker_owner_read(path, text, sizeof(text)) <= 0 ||
-		    !docker_owner_cgroup_names(text, id))
+		    !docker_owner_cgroup_names(text, id) ||
+		    !docker_owner_ns_init(proc_root, de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		if (docker_owner_read(path, text, sizeof(text)) <= 0 ||
@@ -262,7 +285,7 @@ int docker_owner_pid_by_mount(const char *proc_root, const char *target, const c
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		if (docker_owner_read(path, stat, sizeof(stat)) <= 0 ||
 		    owners_stat_parse(stat, strlen(stat), &state, &start) != 0 || state == 'Z' ||
-		    start > best_start)
+		    start > best_start || !docker_owner_ns_init(proc_root, de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc_root, de->d_name);
 		if (docker_owner_read(path, text, DOCKER_OWNER_MOUNTINFO_MAX) <= 0 ||

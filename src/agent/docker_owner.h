@@ -9,8 +9,8 @@
  * mount is watched for a while (DOCKER_OWNER_WAIT_MS) until its
  * container runs:
  *
- *   - the mount ID is the container ID (Podman): the container's main
- *     process is the oldest process whose cgroup is the container's
+ *   - the mount ID is the container ID: the container's main process is
+ *     the oldest process whose cgroup is the container's
  *     (".../libpod-<id>", ".../docker/<id>", "docker-<id>.scope"); this
  *     works on cgroup v1 and v2 alike;
  *   - else, with engine_socket (Docker, whose mount IDs are its own):
@@ -23,6 +23,11 @@
  *     mountinfo holds the mount's target (same device and root), in a
  *     namespace no other mount of that volume here took.
  *
+ * Only the first process of a pid namespace of its own (a container's
+ * init, PID 1 inside) is taken from the system: the runtime's processes
+ * that set a container up pass through its cgroup and mount namespace
+ * and exit at once, and must never own a claim. A container sharing the
+ * host's pid namespace (--pid=host) is found through the engine only.
  * A mount whose container is never found keeps its claim until its
  * Unmount (logged). Thread-safe; one thread of its own polls.
  */
@@ -68,14 +73,15 @@ void docker_owner_drop(struct docker_owner *o, const char *vol, const char *allo
 /*
  * The main pid of container id from the cgroups of the processes under
  * proc_root: the oldest process whose cgroup path ends in a component
- * naming id. Returns the pid, 0 when none, or a negative code.
+ * naming id and which is PID 1 of its pid namespace (the last NSpid of
+ * its status). Returns the pid, 0 when none, or a negative code.
  */
 int docker_owner_pid_by_cgroup(const char *proc_root, const char *id);
 
 /*
  * The main pid of a container that bind-mounted target (a mount point of
  * this mount namespace) from the processes under proc_root: the oldest
- * process of another mount namespace whose mountinfo has a mount with
+ * PID 1 of a pid namespace, in another mount namespace, whose mountinfo has a mount with
  * target's device and root, that namespace not among taken (ntaken
  * "mnt:[N]" strings). Its namespace goes to ns_out (cap bytes). Returns
  * the pid, 0 when none, or a negative code.

@@ -364,7 +364,8 @@ static void t_bridge_remove(void **state)
 
 #define T_ID "9a2d4df09a56c16b5cc092e7dbe3c64891d54ede64c4689974238b294d25543b"
 
-static void t_proc(const char *root, int pid, const char *cgroup, unsigned long start, char st)
+static void t_proc(const char *root, int pid, const char *cgroup, unsigned long start, char st,
+		   int ns_pid)
 {
 	char path[256];
 	FILE *f;
@@ -382,24 +383,34 @@ static void t_proc(const char *root, int pid, const char *cgroup, unsigned long 
 	fprintf(f, "%d (sh (x)) %c 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %lu 0 0\n", pid, st,
 		start);
 	fclose(f);
+	snprintf(path, sizeof(path), "%s/%d/status", root, pid);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "Name:\tsh\nPid:\t%d\nNSpid:\t%d\t%d\nVmRSS:\t1 kB\n", pid, pid, ns_pid);
+	fclose(f);
 }
 
 static void t_owner_cgroup(void **state)
 {
-	static const int pids[] = {10, 20, 21, 22, 30};
+	static const int pids[] = {10, 20, 21, 22, 23, 30};
 	char root[] = "/tmp/cdo-XXXXXX", path[256];
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
-	t_proc(root, 10, "0::/user.slice\n", 100, 'S');
-	/* The container's init, a child of it (younger), and a zombie older than both. */
+	t_proc(root, 10, "0::/user.slice\n", 100, 'S', 10);
+	/*
+	 * The container's init (PID 1 inside), a child of it (younger), a
+	 * zombie older than both, and the runtime's setup stage, older, in
+	 * the cgroup but not the init of a pid namespace.
+	 */
 	t_proc(root, 20,
 	       "9:name=systemd:/libpod_parent/libpod-" T_ID "\n8:pids:/libpod_parent/libpod-" T_ID
 	       "\n",
-	       500, 'S');
-	t_proc(root, 21, "8:pids:/libpod_parent/libpod-" T_ID "\n", 600, 'R');
-	t_proc(root, 22, "8:pids:/docker/" T_ID "\n", 50, 'Z');
-	t_proc(root, 30, "8:pids:/libpod_parent/libpod-conmon-other\n", 10, 'S');
+	       500, 'S', 1);
+	t_proc(root, 21, "8:pids:/libpod_parent/libpod-" T_ID "\n", 600, 'R', 2);
+	t_proc(root, 22, "8:pids:/docker/" T_ID "\n", 50, 'Z', 1);
+	t_proc(root, 23, "8:pids:/docker/" T_ID "\n", 40, 'S', 23);
+	t_proc(root, 30, "8:pids:/libpod_parent/libpod-conmon-other\n", 10, 'S', 1);
 	assert_int_equal(docker_owner_pid_by_cgroup(root, T_ID), 20);
 	assert_int_equal(docker_owner_pid_by_cgroup(root, "0123456789abcdef0123"), 0);
 	/* Too short to name one container. */
@@ -408,6 +419,8 @@ static void t_owner_cgroup(void **state)
 		snprintf(path, sizeof(path), "%s/%d/cgroup", root, pids[i]);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/%d/stat", root, pids[i]);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%d/status", root, pids[i]);
 		unlink(path);
 		snprintf(path, sizeof(path), "%s/%d", root, pids[i]);
 		rmdir(path);

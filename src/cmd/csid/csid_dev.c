@@ -222,7 +222,7 @@ static int csid_dev_agent_config(struct csid_dev *d, const char *server_url, str
 	char data[PATH_MAX], hp_data[PATH_MAX], hp[PATH_MAX], addr[64];
 	json_t *doc;
 	char *text = NULL;
-	int rc, port;
+	int rc, port = 0;
 
 	if ((rc = csid_dev_path(data, sizeof(data), d->dir, "agent", e)) ||
 	    (rc = csid_dev_path(hp_data, sizeof(hp_data), d->dir, "hostpath", e)) ||
