@@ -36,6 +36,26 @@ struct docker_bridge {
 	struct docker_owner *owners; /* NULL: mounts get no owner */
 };
 
+static void docker_bridge_lock(struct docker_bridge *b, const char *name,
+			       struct docker_bridge_busy *self);
+static void docker_bridge_unlock(struct docker_bridge *b, struct docker_bridge_busy *self);
+
+/* A mount no container uses any more (docker_owner.h): unmounted and released, with why. */
+static void docker_bridge_release(void *ctx, const char *vol, const char *alloc, const char *reason)
+{
+	struct docker_bridge *b = ctx;
+	struct docker_bridge_busy self;
+	char q[600];
+	struct err e;
+
+	err_clear(&e);
+	docker_bridge_lock(b, vol, &self);
+	if (b->cfg.ops.unmount(b->cfg.ops.ctx, vol, alloc, reason, &e) != 0)
+		log_warn("msg=\"unused mount not released\" volume=%s alloc=%s error=%s", vol,
+			 alloc, log_q(q, sizeof(q), e.msg));
+	docker_bridge_unlock(b, &self);
+}
+
 int docker_bridge_new(const struct docker_bridge_config *cfg, struct docker_bridge **out,
 		      struct err *e)
 {
@@ -47,21 +67,25 @@ int docker_bridge_new(const struct docker_bridge_config *cfg, struct docker_brid
 	b->cfg = *cfg;
 	if (b->cfg.wait_ms <= 0)
 		b->cfg.wait_ms = DOCKER_BRIDGE_WAIT_MS;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cond, NULL);
 	if (cfg->ops.owner) {
 		struct docker_owner_config oc = {
 		    .engine_socket = cfg->engine_socket,
 		    .record = cfg->ops.owner,
 		    .ctx = cfg->ops.ctx,
+		    .release = docker_bridge_release,
+		    .release_ctx = b,
 		};
 		int rc = docker_owner_new(&oc, &b->owners, e);
 
 		if (rc) {
+			pthread_cond_destroy(&b->cond);
+			pthread_mutex_destroy(&b->mu);
 			free(b);
 			return rc;
 		}
 	}
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cond, NULL);
 	*out = b;
 	return 0;
 }

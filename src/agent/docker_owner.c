@@ -24,6 +24,9 @@
 #include "util/strbuf.h"
 
 #define DOCKER_OWNER_POLL_MS 200
+/* How often a shared mount is checked for users, and how long none may use it. */
+#define DOCKER_OWNER_SHARED_POLL_MS 1000
+#define DOCKER_OWNER_SHARED_GRACE_MS 2000
 #define DOCKER_OWNER_ANSWER_MAX (1024 * 1024)
 #define DOCKER_OWNER_NAME_MAX 128
 #define DOCKER_OWNER_PATH_MAX 4096
@@ -38,6 +41,9 @@ struct docker_owner_entry {
 	char container[DOCKER_OWNER_NAME_MAX + 1]; /* "" until found */
 	int pid;
 	int64_t since_ms;
+	/* Podman's one mount of a volume for all its containers: watched for users instead. */
+	bool shared, seen;
+	int64_t seen_ms, next_ms;
 	struct docker_owner_entry *next;
 };
 
@@ -243,7 +249,7 @@ static bool docker_owner_has_devroot(const char *text, const char *devroot)
 }
 
 int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
-			      size_t ntaken, char *ns_out, size_t cap)
+			      size_t ntaken, char *ns_out, size_t cap, int *users)
 {
 	char path[512], self_ns[64] = "", devroot[2 * DOCKER_OWNER_PATH_MAX], *text;
 	uint64_t best_start = UINT64_MAX;
@@ -252,6 +258,8 @@ int docker_owner_pid_by_mount(const char *proc_root, const char *target, const c
 	ssize_t n;
 	int best = 0;
 
+	if (users)
+		*users = 0;
 	text = malloc(DOCKER_OWNER_MOUNTINFO_MAX);
 	if (!text)
 		return CSID_ENOMEM;
@@ -285,11 +293,15 @@ int docker_owner_pid_by_mount(const char *proc_root, const char *target, const c
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		if (docker_owner_read(path, stat, sizeof(stat)) <= 0 ||
 		    owners_stat_parse(stat, strlen(stat), &state, &start) != 0 || state == 'Z' ||
-		    start > best_start || !docker_owner_ns_init(proc_root, de->d_name))
+		    (!users && start > best_start) || !docker_owner_ns_init(proc_root, de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc_root, de->d_name);
 		if (docker_owner_read(path, text, DOCKER_OWNER_MOUNTINFO_MAX) <= 0 ||
 		    !docker_owner_has_devroot(text, devroot))
+			continue;
+		if (users)
+			(*users)++;
+		if (start > best_start)
 			continue;
 		if (start < best_start || pid < best) {
 			best_start = start;
@@ -374,7 +386,7 @@ static int docker_owner_by_mount(struct docker_owner *o, const char *vol, const 
 			taken[n++] = strdup(p->container);
 	pthread_mutex_unlock(&o->mu);
 	pid = docker_owner_pid_by_mount(o->proc_root, target, taken, n, container,
-					DOCKER_OWNER_NAME_MAX + 1);
+					DOCKER_OWNER_NAME_MAX + 1, NULL);
 	for (size_t i = 0; i < n; i++)
 		free((char *)taken[i]);
 	return pid > 0 ? pid : 0;
@@ -406,8 +418,52 @@ struct docker_owner_job {
 	char vol[DOCKER_OWNER_NAME_MAX + 1];
 	char alloc[DOCKER_OWNER_NAME_MAX + 1];
 	char target[DOCKER_OWNER_PATH_MAX];
-	bool expired;
+	bool expired, shared;
 };
+
+/*
+ * A shared mount (Podman's): counts the containers that use it; once one
+ * was seen and none has for DOCKER_OWNER_SHARED_GRACE_MS, the mount is
+ * dropped here and released through cfg.release.
+ */
+static void docker_owner_shared(struct docker_owner *o, const struct docker_owner_job *j)
+{
+	char ns[DOCKER_OWNER_NAME_MAX + 1];
+	int64_t now = clock_now_ms(clock_real());
+	bool release = false;
+	int users = 0;
+
+	if (docker_owner_pid_by_mount(o->proc_root, j->target, NULL, 0, ns, sizeof(ns), &users) < 0)
+		return;
+	pthread_mutex_lock(&o->mu);
+	for (struct docker_owner_entry **pp = &o->list; *pp; pp = &(*pp)->next) {
+		struct docker_owner_entry *p = *pp;
+
+		if (strcmp(p->vol, j->vol) != 0 || strcmp(p->alloc, j->alloc) != 0)
+			continue;
+		if (users > 0) {
+			if (!p->seen)
+				log_info("msg=\"shared mount in use\" volume=%s alloc=%s users=%d",
+					 p->vol, p->alloc, users);
+			p->seen = true;
+			p->seen_ms = now;
+		} else if ((p->seen && now - p->seen_ms >= DOCKER_OWNER_SHARED_GRACE_MS) ||
+			   (!p->seen && now - p->since_ms >= o->cfg.wait_ms)) {
+			*pp = p->next;
+			free(p);
+			release = true;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&o->mu);
+	if (release && o->cfg.release) {
+		log_info("msg=\"no container uses the shared mount any more: releasing\" volume=%s "
+			 "alloc=%s",
+			 j->vol, j->alloc);
+		o->cfg.release(o->cfg.release_ctx, j->vol, j->alloc,
+			       "no container uses the mount any more");
+	}
+}
 
 /* One pass: the mounts with no container yet, looked for; expired ones given up. */
 static void docker_owner_pass(struct docker_owner *o)
@@ -418,12 +474,17 @@ static void docker_owner_pass(struct docker_owner *o)
 
 	pthread_mutex_lock(&o->mu);
 	for (struct docker_owner_entry *p = o->list; p && n < DOCKER_OWNER_BATCH; p = p->next) {
-		if (p->container[0] || p->pid < 0)
+		if (p->shared && p->next_ms > now)
 			continue;
+		if (!p->shared && (p->container[0] || p->pid < 0))
+			continue;
+		jobs[n].shared = p->shared;
+		if (p->shared)
+			p->next_ms = now + DOCKER_OWNER_SHARED_POLL_MS;
 		memcpy(jobs[n].vol, p->vol, sizeof(p->vol));
 		memcpy(jobs[n].alloc, p->alloc, sizeof(p->alloc));
 		memcpy(jobs[n].target, p->target, sizeof(p->target));
-		jobs[n].expired = now - p->since_ms > o->cfg.wait_ms;
+		jobs[n].expired = !p->shared && now - p->since_ms > o->cfg.wait_ms;
 		if (jobs[n].expired)
 			p->pid = -1;
 		n++;
@@ -434,6 +495,10 @@ static void docker_owner_pass(struct docker_owner *o)
 		struct err e;
 		int pid;
 
+		if (jobs[i].shared) {
+			docker_owner_shared(o, &jobs[i]);
+			continue;
+		}
 		if (jobs[i].expired) {
 			log_warn("msg=\"no container found for the mount: its claim is held until "
 				 "the engine unmounts\" volume=%s alloc=%s",
@@ -466,7 +531,7 @@ static void docker_owner_pass(struct docker_owner *o)
 static bool docker_owner_pending(struct docker_owner *o)
 {
 	for (struct docker_owner_entry *p = o->list; p; p = p->next)
-		if (!p->container[0] && p->pid >= 0)
+		if (p->shared || (!p->container[0] && p->pid >= 0))
 			return true;
 	return false;
 }
@@ -561,6 +626,7 @@ void docker_owner_watch(struct docker_owner *o, const char *vol, const char *all
 		return;
 	}
 	snprintf(p->target, sizeof(p->target), "%s", target);
+	p->shared = strcmp(alloc, DOCKER_OWNER_PODMAN_ID) == 0;
 	snprintf(p->vol, sizeof(p->vol), "%s", vol);
 	snprintf(p->alloc, sizeof(p->alloc), "%s", alloc);
 	p->since_ms = clock_now_ms(clock_real());

@@ -29,7 +29,14 @@
  * and exit at once, and must never own a claim. A container sharing the
  * host's pid namespace (--pid=host) is found through the engine only.
  * A mount whose container is never found keeps its claim until its
- * Unmount (logged). Thread-safe; one thread of its own polls.
+ * Unmount (logged).
+ *
+ * Podman's mount (DOCKER_OWNER_PODMAN_ID) is one for all the containers
+ * of a volume, so no single process owns it: it is watched for users
+ * instead (the namespaces found as above, every second), and once a
+ * container was seen and none is left for 2 s (containers and their
+ * engine killed without an Unmount), or none was seen in wait_ms, it is
+ * released through cfg.release. Thread-safe; one thread of its own polls.
  */
 #ifndef CSID_AGENT_DOCKER_OWNER_H
 #define CSID_AGENT_DOCKER_OWNER_H
@@ -42,6 +49,11 @@
 #include "util/err.h"
 
 #define DOCKER_OWNER_WAIT_MS 60000
+/*
+ * The one mount ID Podman 4 sends for every container (it counts a
+ * volume's users itself: Mount for the first, Unmount after the last).
+ */
+#define DOCKER_OWNER_PODMAN_ID "2f73349cfc4630255319c6c8dfc1b46a8996ace9d14d8e07563b165915918ec2"
 
 /* Makes pid the owner of the mount of vol for alloc; 0 or a code with e set. */
 typedef int (*docker_owner_record_fn)(void *ctx, const char *vol, const char *alloc, int pid,
@@ -54,6 +66,9 @@ struct docker_owner_config {
 	int64_t poll_ms; /* 0: 200 ms */
 	docker_owner_record_fn record;
 	void *ctx;
+	/* Unmounts and releases a shared mount no container uses any more (with reason). */
+	void (*release)(void *ctx, const char *vol, const char *alloc, const char *reason);
+	void *release_ctx;
 };
 
 struct docker_owner;
@@ -83,11 +98,12 @@ int docker_owner_pid_by_cgroup(const char *proc_root, const char *id);
  * this mount namespace) from the processes under proc_root: the oldest
  * PID 1 of a pid namespace, in another mount namespace, whose mountinfo has a mount with
  * target's device and root, that namespace not among taken (ntaken
- * "mnt:[N]" strings). Its namespace goes to ns_out (cap bytes). Returns
- * the pid, 0 when none, or a negative code.
+ * "mnt:[N]" strings). Its namespace goes to ns_out (cap bytes); users
+ * (may be NULL) counts every such container, taken or not. Returns the
+ * pid, 0 when none, or a negative code.
  */
 int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
-			      size_t ntaken, char *ns_out, size_t cap);
+			      size_t ntaken, char *ns_out, size_t cap, int *users);
 
 /*
  * From a Docker engine's answer to GET /containers/json (len bytes): the

@@ -3,9 +3,10 @@
  * from engines. A real `csid server` and agent with csi-hostpath, and a
  * sandboxed engine (test/lib/bridge_env.h):
  *
- * - Podman: create with `--driver`, a container writes, another reads,
- *   a running container's process owns its claim (found by its ID in its
- *   cgroup), rm deletes the volume;
+ * - Podman: create with `--driver`, a container writes, another reads;
+ *   a running container killed -9 with its conmon (no Unmount comes):
+ *   Podman's one mount of the volume is released once no container uses
+ *   it, the claim's note saying so; rm deletes the volume;
  * - `docker volume create` refused with a clear message, nothing
  *   created: an unknown option, a secret as an option, size=0, a size
  *   past the plugin's capacity, names with '/', '..' or 300 bytes, a
@@ -45,32 +46,62 @@ static void t_nothing_made(struct bridge_env *t)
 	assert_int_equal(bridge_env_entries(vols), 0);
 }
 
-struct t_owner_ctx {
-	struct agent_proc *a;
-	int pid;
+struct t_count {
+	struct bridge_env *t;
+	const char *vol;
+	int want;
 };
 
-static bool t_owned(void *ctx)
+/* Whether the agent's mount records of volume w->vol number w->want. */
+static bool t_pv_mounts(void *ctx)
 {
-	struct t_owner_ctx *w = ctx;
-	json_t *doc = NULL;
+	struct t_count *w = ctx;
+	struct bridge_env *t = w->t;
+	json_t *doc = NULL, *m;
+	size_t i;
+	int n = 0;
 
-	w->pid = 0;
-	if (agent_proc_http(w->a, "GET", "/v1/agent/owners", NULL, &doc) == 200)
-		w->pid = (int)json_integer_value(
-		    json_object_get(json_array_get(json_object_get(doc, "owners"), 0), "pid"));
+	if (agent_proc_http(t->c.a[0], "GET", "/v1/agent/mounts", NULL, &doc) != 200) {
+		json_decref(doc);
+		return false;
+	}
+	json_array_foreach(json_object_get(doc, "mounts"), i, m)
+	{
+		const char *v = json_string_value(json_object_get(m, "volume_id"));
+
+		n += v && strcmp(v, w->vol) == 0;
+	}
 	json_decref(doc);
-	return w->pid > 0;
+	return n == w->want;
+}
+
+/* The note of a past claim of vol holds needle. */
+static bool t_past_note(struct bridge_env *t, const char *vol, const char *needle)
+{
+	json_t *v = cluster_volume(&t->c, vol), *p;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(v, "past_claims"), i, p)
+	{
+		const char *note = json_string_value(json_object_get(p, "note"));
+
+		found = found || (note && strstr(note, needle));
+	}
+	json_decref(v);
+	return found;
 }
 
 static void t_podman(void **state)
 {
 	struct bridge_env *t = *state;
-	struct t_owner_ctx w = {NULL, 0};
+	const char *none[] = {NULL};
+	const char *conmon[] = {"inspect", "--format", "{{.State.ConmonPid}}", "pu", NULL};
+	struct t_count w = {t, "pk", 1};
 	json_t *doc = NULL;
+	int pid, cpid;
 
 	BRIDGE_ENV_SKIP(t);
-	w.a = t->c.a[0];
 	{
 		const char *a[] = {"volume", "create",  "--driver", t->plugin[0],
 				   "--opt",  "size=5M", "pv",       NULL};
@@ -90,22 +121,47 @@ static void t_podman(void **state)
 		assert_non_null(strstr(t->out, "from-podman"));
 	}
 	{
-		const char *a[] = {"run", "-d",       "--name",     "pu",    "--network", "none",
-				   "-v",  "pv:/data", ENGINE_IMAGE, "sleep", "600",       NULL};
-		bridge_env_ok(t, 0, a);
-	}
-	assert_true(agent_proc_poll(t_owned, &w, CLUSTER_WAIT_MS));
-	assert_int_equal(w.pid, engine_container_pid(&t->en[0], "pu"));
-	{
-		const char *a[] = {"rm", "-f", "-t", "0", "pu", NULL};
-		bridge_env_ok(t, 0, a);
-	}
-	{
 		const char *a[] = {"volume", "rm", "pv", NULL};
 		bridge_env_ok(t, 0, a);
 	}
 	assert_int_equal(server_proc_http(&t->c.s, "GET", "/v1/volume/pv", NULL, &doc), 404);
 	json_decref(doc);
+	t_nothing_made(t);
+	{
+		const char *a[] = {"volume", "create", "--driver", t->plugin[0], "pk", NULL};
+		bridge_env_ok(t, 0, a);
+	}
+	/*
+	 * A container and its conmon killed -9: no Unmount comes. Podman's one
+	 * mount of the volume is released once no container uses it.
+	 */
+	{
+		const char *a[] = {"run", "-d",       "--name",     "pu",    "--network", "none",
+				   "-v",  "pk:/data", ENGINE_IMAGE, "sleep", "600",       NULL};
+		bridge_env_ok(t, 0, a);
+	}
+	assert_true(agent_proc_poll(t_pv_mounts, &w, CLUSTER_WAIT_MS));
+	/* The agent has seen the container use the mount. */
+	assert_true(agent_proc_wait_log(t->c.a[0], "shared mount in use", 1, CLUSTER_WAIT_MS));
+	pid = engine_container_pid(&t->en[0], "pu");
+	assert_int_equal(bridge_env_run(t, 0, conmon), 0);
+	cpid = atoi(t->out);
+	assert_true(pid > 0 && cpid > 0);
+	assert_int_equal(kill(cpid, SIGKILL), 0);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	w.want = 0;
+	assert_true(agent_proc_poll(t_pv_mounts, &w, CLUSTER_WAIT_MS));
+	assert_true(cluster_wait_freed(&t->c, "pk", none));
+	assert_true(t_past_note(t, "pk", "no container uses the mount any more"));
+	/*
+	 * Podman still counts pu as running (its conmon is gone) and would
+	 * wait on it: the volume is deleted through the server; the engine
+	 * goes at teardown.
+	 */
+	assert_true(server_proc_http(&t->c.s, "DELETE", "/v1/volume/pk/delete", NULL, &doc) < 300);
+	json_decref(doc);
+	assert_true(
+	    server_proc_wait_doc(&t->c.s, "/v1/volume/pk", server_proc_not_found, CLUSTER_WAIT_MS));
 	t_nothing_made(t);
 }
 

@@ -7,9 +7,10 @@
  * fails (its record dropped), one of a volume the catalogue has; a mount
  * asked twice for one ID mounts once; an unmount of an ID never mounted
  * calls nothing; a remove deletes what was created and deregisters what
- * was registered. The owner finders: a container's main process from
- * the cgroups of a fake /proc tree, and the Docker engine's container
- * list.
+ * was registered. The owner finders on fake /proc trees: a container's
+ * main process from the cgroups, and from the mounts (containers of
+ * other mount namespaces holding the volume, counted, a taken one
+ * skipped); the Docker engine's container list.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -428,6 +429,87 @@ static void t_owner_cgroup(void **state)
 	assert_int_equal(rmdir(root), 0);
 }
 
+/* Writes root/<dir>/<name> with text (dir made), or a symlink to text when link. */
+static void t_file(const char *root, const char *dir, const char *name, const char *text, bool link)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", root, dir, name);
+	if (link) {
+		assert_int_equal(symlink(text, path), 0);
+		return;
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void t_owner_mounts(void **state)
+{
+	static const char *const files[] = {
+	    "self/ns/mnt", "self/mountinfo", "40/ns/mnt",    "40/mountinfo", "40/stat",
+	    "40/status",   "41/ns/mnt",      "41/mountinfo", "41/stat",      "41/status",
+	    "42/ns/mnt",   "42/mountinfo",   "42/stat",      "42/status",    NULL};
+	static const char *const dirs[] = {"self/ns", "self",  "40/ns", "40", "41/ns",
+					   "41",      "42/ns", "42",    NULL};
+	static const char target[] = "/var/lib/csid/mounts/per-alloc/a1/pv/rw";
+	char root[] = "/tmp/cdm-XXXXXX", ns[64] = "", path[256];
+	const char *taken[] = {"mnt:[4026532001]"};
+	int users = -1;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	/* The agent's namespace: the target is a bind of the volume's directory. */
+	t_file(root, "self", "mountinfo",
+	       "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+	       "90 22 8:1 /srv/hp/volumes/pv /var/lib/csid/mounts/per-alloc/a1/pv/rw rw - ext4 "
+	       "/dev/sda1 rw\n",
+	       false);
+	t_file(root, "self/ns", "mnt", "mnt:[4026531840]", true);
+	/* Two containers with the volume at /data, one process of ours with it too. */
+	for (int pid = 40; pid <= 42; pid++) {
+		char dir[16], nsd[16], st[160], status[128];
+
+		snprintf(dir, sizeof(dir), "%d", pid);
+		snprintf(nsd, sizeof(nsd), "%d/ns", pid);
+		t_file(root, dir, "mountinfo",
+		       "300 299 8:1 /srv/hp/volumes/pv /data rw - ext4 /dev/sda1 rw\n", false);
+		t_file(root, nsd, "mnt",
+		       pid == 42   ? "mnt:[4026531840]"
+		       : pid == 40 ? "mnt:[4026532001]"
+				   : "mnt:[4026532002]",
+		       true);
+		snprintf(st, sizeof(st), "%d (sh) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
+			 pid, 1000 + pid);
+		t_file(root, dir, "stat", st, false);
+		snprintf(status, sizeof(status), "Name:\tsh\nNSpid:\t%d\t1\n", pid);
+		t_file(root, dir, "status", status, false);
+	}
+	assert_int_equal(docker_owner_pid_by_mount(root, target, NULL, 0, ns, sizeof(ns), &users),
+			 40);
+	assert_string_equal(ns, "mnt:[4026532001]");
+	assert_int_equal(users, 2);
+	/* 40's namespace is taken by another mount of the volume: 41. */
+	assert_int_equal(docker_owner_pid_by_mount(root, target, taken, 1, ns, sizeof(ns), NULL),
+			 41);
+	/* Not a mount point here: nobody. */
+	assert_int_equal(docker_owner_pid_by_mount(root, "/nope", NULL, 0, ns, sizeof(ns), &users),
+			 0);
+	for (int i = 0; files[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, files[i]);
+		unlink(path);
+	}
+	for (int i = 0; dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		rmdir(path);
+	}
+	assert_int_equal(rmdir(root), 0);
+}
+
 static void t_owner_engine_list(void **state)
 {
 	static const char list[] =
@@ -460,6 +542,7 @@ int main(void)
 					    t_bridge_teardown),
 	    cmocka_unit_test_setup_teardown(t_bridge_remove, t_bridge_setup, t_bridge_teardown),
 	    cmocka_unit_test(t_owner_cgroup),
+	    cmocka_unit_test(t_owner_mounts),
 	    cmocka_unit_test(t_owner_engine_list),
 	};
 
