@@ -24,6 +24,7 @@
 #include "util/strbuf.h"
 
 #define DOCKER_OWNER_POLL_MS 200
+#define DOCKER_OWNER_ENGINE_AFTER_MS 3000
 /* How often a shared mount is checked for users, and how long none may use it. */
 #define DOCKER_OWNER_SHARED_POLL_MS 1000
 #define DOCKER_OWNER_SHARED_GRACE_MS 2000
@@ -392,9 +393,15 @@ static int docker_owner_by_mount(struct docker_owner *o, const char *vol, const 
 	return pid > 0 ? pid : 0;
 }
 
-/* Looks for the container of one mount: its pid (container filled), 0 when not yet. */
+/*
+ * Looks for the container of one mount (looked for since age_ms): its
+ * pid (container filled), 0 when not yet. The system first, which costs
+ * the engine nothing; the engine's API only for a mount the system has
+ * not explained within DOCKER_OWNER_ENGINE_AFTER_MS (asking it while it
+ * starts the container slows the start down).
+ */
 static int docker_owner_find(struct docker_owner *o, const char *vol, const char *alloc,
-			     const char *target, char *container)
+			     const char *target, int64_t age_ms, char *container)
 {
 	struct err e;
 	int pid = docker_owner_pid_by_cgroup(o->proc_root, alloc);
@@ -403,13 +410,12 @@ static int docker_owner_find(struct docker_owner *o, const char *vol, const char
 		snprintf(container, DOCKER_OWNER_NAME_MAX + 1, "%s", alloc);
 		return pid;
 	}
-	if (o->engine_socket) {
-		err_clear(&e);
-		pid = docker_owner_by_engine(o, vol, container, &e);
-		if (pid > 0)
-			return pid;
-	}
-	return docker_owner_by_mount(o, vol, target, container);
+	pid = docker_owner_by_mount(o, vol, target, container);
+	if (pid > 0 || !o->engine_socket || age_ms < DOCKER_OWNER_ENGINE_AFTER_MS)
+		return pid;
+	err_clear(&e);
+	pid = docker_owner_by_engine(o, vol, container, &e);
+	return pid > 0 ? pid : 0;
 }
 
 /* ---- the thread ---- */
@@ -419,6 +425,7 @@ struct docker_owner_job {
 	char alloc[DOCKER_OWNER_NAME_MAX + 1];
 	char target[DOCKER_OWNER_PATH_MAX];
 	bool expired, shared;
+	int64_t age_ms;
 };
 
 /*
@@ -485,6 +492,7 @@ static void docker_owner_pass(struct docker_owner *o)
 		memcpy(jobs[n].alloc, p->alloc, sizeof(p->alloc));
 		memcpy(jobs[n].target, p->target, sizeof(p->target));
 		jobs[n].expired = !p->shared && now - p->since_ms > o->cfg.wait_ms;
+		jobs[n].age_ms = now - p->since_ms;
 		if (jobs[n].expired)
 			p->pid = -1;
 		n++;
@@ -505,7 +513,8 @@ static void docker_owner_pass(struct docker_owner *o)
 				 jobs[i].vol, jobs[i].alloc);
 			continue;
 		}
-		pid = docker_owner_find(o, jobs[i].vol, jobs[i].alloc, jobs[i].target, container);
+		pid = docker_owner_find(o, jobs[i].vol, jobs[i].alloc, jobs[i].target,
+					jobs[i].age_ms, container);
 		if (pid <= 0)
 			continue;
 		pthread_mutex_lock(&o->mu);
