@@ -75,23 +75,6 @@ static bool t_pv_mounts(void *ctx)
 	return n == w->want;
 }
 
-/* The note of a past claim of vol holds needle. */
-static bool t_past_note(struct bridge_env *t, const char *vol, const char *needle)
-{
-	json_t *v = cluster_volume(&t->c, vol), *p;
-	bool found = false;
-	size_t i;
-
-	json_array_foreach(json_object_get(v, "past_claims"), i, p)
-	{
-		const char *note = json_string_value(json_object_get(p, "note"));
-
-		found = found || (note && strstr(note, needle));
-	}
-	json_decref(v);
-	return found;
-}
-
 static void t_podman(void **state)
 {
 	struct bridge_env *t = *state;
@@ -152,7 +135,7 @@ static void t_podman(void **state)
 	w.want = 0;
 	assert_true(agent_proc_poll(t_pv_mounts, &w, CLUSTER_WAIT_MS));
 	assert_true(cluster_wait_freed(&t->c, "pk", none));
-	assert_true(t_past_note(t, "pk", "no container uses the mount any more"));
+	assert_true(bridge_env_past_note(t, "pk", "no container uses the mount any more"));
 	/*
 	 * Podman still counts pu as running (its conmon is gone) and would
 	 * wait on it: the volume is deleted through the server; the engine

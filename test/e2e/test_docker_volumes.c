@@ -210,23 +210,6 @@ static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
 	return pid;
 }
 
-/* Whether a past claim of vol has a note holding needle. */
-static bool t_past_note(struct bridge_env *t, const char *vol, const char *needle)
-{
-	json_t *v = cluster_volume(&t->c, vol), *p;
-	bool found = false;
-	size_t i;
-
-	json_array_foreach(json_object_get(v, "past_claims"), i, p)
-	{
-		const char *note = json_string_value(json_object_get(p, "note"));
-
-		found = found || (note && strstr(note, needle));
-	}
-	json_decref(v);
-	return found;
-}
-
 static void t_engine_and_container_killed(void **state)
 {
 	struct bridge_env *t = *state;
@@ -244,7 +227,7 @@ static void t_engine_and_container_killed(void **state)
 	assert_true(agent_proc_poll(t_unmounted, &w, CLUSTER_WAIT_MS));
 	assert_true(cluster_wait_freed(&t->c, "lost", none));
 	snprintf(why, sizeof(why), "owner pid %d exited", pid);
-	assert_true(t_past_note(t, "lost", why));
+	assert_true(bridge_env_past_note(t, "lost", why));
 }
 
 static void t_engine_killed_alone(void **state)

@@ -111,3 +111,19 @@ int bridge_env_entries(const char *dir)
 		closedir(d);
 	return n;
 }
+
+bool bridge_env_past_note(struct bridge_env *t, const char *vol, const char *needle)
+{
+	json_t *v = cluster_volume(&t->c, vol), *p;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(v, "past_claims"), i, p)
+	{
+		const char *note = json_string_value(json_object_get(p, "note"));
+
+		found = found || (note && strstr(note, needle));
+	}
+	json_decref(v);
+	return found;
+}

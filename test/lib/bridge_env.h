@@ -54,4 +54,7 @@ void bridge_env_ok(struct bridge_env *t, int i, const char *const *args);
 /* Entries of dir but "." ones (0 when it does not exist): csi-hostpath's volumes. */
 int bridge_env_entries(const char *dir);
 
+/* Whether the note of a past claim of volume vol holds needle. */
+bool bridge_env_past_note(struct bridge_env *t, const char *vol, const char *needle);
+
 #endif
