@@ -8,7 +8,8 @@
  * {"error": "...", "code": "..."} with the status of include/csid.h's
  * table, including 404, 405, 413 and 414 (a URL longer than HTTP_URL_MAX).
  * Request lines are logged with method, path, status and duration; never
- * a body, a query string or a header.
+ * a body, a query string or a header. Each request is counted, by route
+ * template, in the request metrics of http_route.h.
  */
 #ifndef CSID_API_HTTP_H
 #define CSID_API_HTTP_H
@@ -67,6 +68,7 @@ struct http_reply {
 	json_t *doc; /* owned: the JSON body (NULL: text, or {}) */
 	char *text; /* owned (malloc'd): a JSON body already written, instead of doc */
 	bool wipe; /* text holds secrets: zeroed once sent (or dropped), before it is freed */
+	const char *content_type; /* of text; NULL: application/json */
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
@@ -94,6 +96,7 @@ struct http_server_config {
 	const char *socket_path; /* optional unix listener (replaced when stale) */
 	const char *tcp_addr; /* optional "host:port" */
 	size_t body_max; /* bytes; larger bodies get 413 */
+	const char *const *routes; /* route templates for request metrics (http_route.h) */
 	http_handler_fn handler;
 	void *ctx;
 };

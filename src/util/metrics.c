@@ -39,10 +39,8 @@ struct metrics_registry {
 	bool process; /* render the process_* metrics */
 };
 
-const double metrics_latency_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-					  1,     2.5,  5,     10,   15,  30,   60};
-const size_t metrics_latency_nbuckets =
-    sizeof(metrics_latency_buckets) / sizeof(metrics_latency_buckets[0]);
+const double metrics_latency_buckets[METRICS_LATENCY_NBUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60};
 
 static struct metrics_registry metrics_global = {
     .mu = PTHREAD_MUTEX_INITIALIZER,

@@ -67,8 +67,8 @@ struct metrics_family {
 	}
 
 /* Bucket bounds (seconds) fit for RPCs and requests: 5 ms to 60 s. */
-extern const double metrics_latency_buckets[];
-extern const size_t metrics_latency_nbuckets;
+#define METRICS_LATENCY_NBUCKETS 14
+extern const double metrics_latency_buckets[METRICS_LATENCY_NBUCKETS];
 
 /* The process's registry (created on first use, never freed). */
 struct metrics_registry *metrics_default(void);
