@@ -155,6 +155,7 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	    .handler = agent_api_route,
 	    .routes = agent_api_routes,
 	};
+	struct agent_metrics_config mc = {.releases_pending = agent_api_release_pending};
 	struct agent_api *a;
 	int rc;
 
@@ -193,6 +194,11 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	    (rc = agent_api_release_open(a, cfg->db_path, e)) ||
 	    (rc = agent_api_owners_open(a, cfg->db_path, e)))
 		goto fail;
+	mc.mounter = cfg->mounter;
+	mc.owners = a->owners;
+	mc.ctx = a;
+	if ((rc = agent_metrics_start(&mc, &a->metrics, e)))
+		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
@@ -214,6 +220,7 @@ void agent_api_stop(struct agent_api *a)
 	/* Requests to the servers in flight give up at once, so the stop does not wait on them. */
 	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
+	agent_metrics_stop(a->metrics);
 	agent_api_owners_close(a);
 	agent_api_release_close(a);
 	curl_pool_free(a->conns);

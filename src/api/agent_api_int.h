@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "agent/agent_metrics.h"
 #include "agent/owners_watch.h"
 #include "agent/server_link.h"
 #include "api/agent_api.h"
@@ -40,6 +41,7 @@ struct agent_api {
 	struct agent_api_orphan *orphans;
 	size_t norphans, orphans_cap;
 	struct owners_watch *owners; /* claim owners (agent_api_owners.c); NULL without servers */
+	struct agent_metrics *metrics; /* the metrics collector */
 };
 
 /* agent_api_mounts.c */
@@ -93,6 +95,8 @@ int agent_api_stage_get(struct agent_api *a, const char *vol, const char *alloc,
 /* agent_api_release.c: releases recorded until a server took them, retried by a thread. */
 /* Opens the table at db_path (NULL: none) and starts the thread when servers are set. */
 int agent_api_release_open(struct agent_api *a, const char *db_path, struct err *e);
+/* The number of releases recorded and not yet taken (a is the struct agent_api). */
+size_t agent_api_release_pending(void *a);
 void agent_api_release_close(struct agent_api *a);
 /* Records (add, with its reason or NULL) or forgets the pending release of vol for alloc; no-op
  * without a db. */

@@ -79,6 +79,24 @@ int agent_api_release_record(struct agent_api *a, const char *vol, const char *a
 	return rc;
 }
 
+size_t agent_api_release_pending(void *ctx)
+{
+	struct agent_api *a = ctx;
+	sqlite3_stmt *st = NULL;
+	size_t n = 0;
+
+	if (!a->rel_db)
+		return 0;
+	pthread_mutex_lock(&a->rel_mu);
+	if (sqlite3_prepare_v2(a->rel_db, "SELECT count(*) FROM claims_pending_release", -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = (size_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&a->rel_mu);
+	return n;
+}
+
 /* The recorded releases (at most AGENT_API_RELEASE_BATCH); call under rel_mu. */
 static size_t agent_api_release_rows(struct agent_api *a, struct agent_api_release_row *rows)
 {

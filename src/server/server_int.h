@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_metrics.h"
 #include "server/server_vcache.h"
 
 /* Attempts of one compare-and-set write before CSID_EABORTED. */
@@ -45,6 +46,7 @@ struct server {
 	int64_t gc_period_ms; /* how often the lost-claim pass runs (server_gc.c) */
 	int64_t gc_due_ms; /* monotonic; guarded by mu */
 	struct server_vcache *vcache; /* decoded volume records; shared with the reconciler */
+	struct server_metrics *metrics; /* the metrics collector (server_start) */
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
