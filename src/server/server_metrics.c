@@ -429,12 +429,13 @@ static void sm_collect(void *ctx, struct metrics_writer *w)
 	pthread_mutex_lock(&m->mu);
 	metrics_write_header(w, "csid_volumes", "Volumes in the catalogue, by plugin and state.",
 			     METRICS_GAUGE);
-	/* The interned plugins, then "other" once it may hold volumes. */
+	/* The interned plugins, then "other" once the table is full. */
 	for (i = 0; i < SERVER_METRICS_PLUGINS_MAX; i++) {
 		const char *plugin = i < m->nplugins ? m->plugins[i] : "other";
 
-		if (i >= m->nplugins && i != SERVER_METRICS_PLUGINS_MAX - 1)
-			continue;
+		if (i >= m->nplugins && (i != SERVER_METRICS_PLUGINS_MAX - 1 ||
+					 m->nplugins < SERVER_METRICS_PLUGINS_MAX - 1))
+			break;
 		for (s = 0; s < SM_VOL_STATES; s++) {
 			const char *v[] = {plugin,
 					   model_volume_state_name((enum model_volume_state)s)};
@@ -442,8 +443,6 @@ static void sm_collect(void *ctx, struct metrics_writer *w)
 			metrics_write_sample(w, "csid_volumes", vl, v, 2,
 					     (double)m->vol_counts[i][s]);
 		}
-		if (i + 1 == m->nplugins && m->nplugins < SERVER_METRICS_PLUGINS_MAX - 1)
-			break;
 	}
 	metrics_write_header(w, "csid_claims", "Active claims on volumes, by state and mode.",
 			     METRICS_GAUGE);

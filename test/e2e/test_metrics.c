@@ -101,22 +101,25 @@ static int t_setup_acl(void **state)
 	return 0;
 }
 
+static bool t_prom_exited(void *ctx)
+{
+	struct t_env *t = ctx;
+	int status;
+
+	return waitpid(t->prom_pid, &status, WNOHANG) != 0;
+}
+
 /* Stops Prometheus: SIGTERM, then SIGKILL when it lingers. */
 static void t_prom_stop(struct t_env *t)
 {
-	int64_t deadline = agent_proc_now_ms() + 10000;
 	int status;
 
 	if (!t->prom_pid)
 		return;
 	kill(t->prom_pid, SIGTERM);
-	while (waitpid(t->prom_pid, &status, WNOHANG) == 0) {
-		if (agent_proc_now_ms() > deadline) {
-			kill(t->prom_pid, SIGKILL);
-			waitpid(t->prom_pid, &status, 0);
-			break;
-		}
-		usleep(20000);
+	if (!agent_proc_poll(t_prom_exited, t, 10000)) {
+		kill(t->prom_pid, SIGKILL);
+		waitpid(t->prom_pid, &status, 0);
 	}
 	proc_guard_untrack(t->prom_pid);
 	t->prom_pid = 0;
@@ -178,6 +181,24 @@ static void t_dump_file(const char *why, const char *path)
 		fclose(f);
 }
 
+struct t_fetch {
+	struct http_client *c;
+	const char *want;
+	char *text;
+};
+
+/* GET /v1/metrics into f->text; whether it holds f->want. */
+static bool t_fetch(void *ctx)
+{
+	struct t_fetch *f = ctx;
+
+	free(f->text);
+	f->text = NULL;
+	assert_int_equal(http_client_do(f->c, "GET", "/v1/metrics", NULL, &f->text, NULL, 0), 200);
+	assert_non_null(f->text);
+	return strstr(f->text, f->want) != NULL;
+}
+
 /*
  * GETs /v1/metrics from base until the text holds want (the catalogue
  * counts follow the store a moment later); checks that promtool accepts
@@ -185,27 +206,16 @@ static void t_dump_file(const char *why, const char *path)
  */
 static char *t_scrape_check(struct t_env *t, const char *base, const char *name, const char *want)
 {
-	struct http_client *c = http_client_new(base);
-	char *text = NULL, in[SERVER_PROC_PATH + 32], out[SERVER_PROC_PATH + 32];
+	struct t_fetch f = {.c = http_client_new(base), .want = want};
+	char *text, in[SERVER_PROC_PATH + 32], out[SERVER_PROC_PATH + 32];
 	char *argv[] = {"/usr/bin/promtool", "check", "metrics", NULL};
-	int64_t deadline = agent_proc_now_ms() + T_WAIT_MS;
-	long status;
 	int rc;
 
-	assert_non_null(c);
-	for (;;) {
-		free(text);
-		text = NULL;
-		status = http_client_do(c, "GET", "/v1/metrics", NULL, &text, NULL, 0);
-		assert_int_equal(status, 200);
-		assert_non_null(text);
-		if (strstr(text, want) || agent_proc_now_ms() > deadline)
-			break;
-		usleep(50000);
-	}
-	http_client_free(c);
-	if (!strstr(text, want))
-		fprintf(stderr, "%s metrics without %s:\n%s\n", name, want, text);
+	assert_non_null(f.c);
+	if (!agent_proc_poll(t_fetch, &f, T_WAIT_MS))
+		fprintf(stderr, "%s metrics without %s:\n%s\n", name, want, f.text);
+	http_client_free(f.c);
+	text = f.text;
 	assert_non_null(strstr(text, want));
 	snprintf(in, sizeof(in), "%s/%s.prom", t->s.dir, name);
 	snprintf(out, sizeof(out), "%s/%s.promtool", t->s.dir, name);
@@ -300,18 +310,27 @@ static bool t_query(struct t_env *t, const char *promql, double *value)
 	return ok;
 }
 
+struct t_want {
+	struct t_env *t;
+	const char *promql;
+	double want, last;
+};
+
+static bool t_query_at_least(void *ctx)
+{
+	struct t_want *w = ctx;
+
+	return t_query(w->t, w->promql, &w->last) && w->last >= w->want;
+}
+
 /* Polls the query until its first sample is at least want. */
 static bool t_wait_query(struct t_env *t, const char *promql, double want)
 {
-	int64_t deadline = agent_proc_now_ms() + T_PROM_WAIT_MS;
-	double v = -1;
+	struct t_want w = {.t = t, .promql = promql, .want = want, .last = -1};
 
-	while (agent_proc_now_ms() < deadline) {
-		if (t_query(t, promql, &v) && v >= want)
-			return true;
-		usleep(200000);
-	}
-	fprintf(stderr, "query %s: last value %g, want >= %g\n", promql, v, want);
+	if (agent_proc_poll(t_query_at_least, &w, T_PROM_WAIT_MS))
+		return true;
+	fprintf(stderr, "query %s: last value %g, want >= %g\n", promql, w.last, want);
 	return false;
 }
 

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "agent_proc.h"
 #include "csi_fake.h"
 #include "server/server.h"
 #include "server/server_metrics.h"
@@ -34,6 +34,7 @@ struct t_env {
 	struct server *s;
 	struct arena *a;
 	struct csi_fake fa, fb;
+	struct server_metrics *m; /* the collector under test */
 };
 
 static int t_setup(void **state)
@@ -63,6 +64,7 @@ static int t_teardown(void **state)
 {
 	struct t_env *t = *state;
 
+	server_metrics_stop(t->m);
 	server_free(t->s);
 	store_close(t->store);
 	arena_free(t->a);
@@ -109,16 +111,20 @@ static void t_volume(struct t_env *t, const char *id, const char *plugin)
 	assert_int_equal(out->state, MODEL_VOL_READY);
 }
 
-/* Waits until the collector counted every change, then renders the default registry. */
-static char *t_scrape(struct t_env *t, struct server_metrics *m)
+static bool t_caught_up(void *ctx)
 {
-	int64_t deadline = clock_now_ms(clock_real()) + 10000;
+	struct t_env *t = ctx;
+
+	return server_metrics_index(t->m) >= store_index(t->store);
+}
+
+/* Waits until the collector counted every change, then renders the default registry. */
+static char *t_scrape(struct t_env *t)
+{
 	struct strbuf b = {.max = 1 << 22};
 
-	while (server_metrics_index(m) < store_index(t->store) &&
-	       clock_now_ms(clock_real()) < deadline)
-		usleep(2000);
-	assert_int_equal(server_metrics_index(m), store_index(t->store));
+	agent_proc_poll(t_caught_up, t, 10000);
+	assert_int_equal(server_metrics_index(t->m), store_index(t->store));
 	assert_int_equal(metrics_render(metrics_default(), &b), 0);
 	assert_non_null(b.p);
 	return b.p;
@@ -138,7 +144,6 @@ static void test_server_metrics_counts(void **state)
 					  .mode = MODEL_CLAIM_WRITE,
 					  .cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER,
 						  .attachment = MODEL_ATTACH_FILE_SYSTEM}};
-	struct server_metrics *m = NULL;
 	struct model_volume *out = NULL;
 	struct err e;
 	char *text;
@@ -147,8 +152,8 @@ static void test_server_metrics_counts(void **state)
 	t_node(t, "n1");
 	t_volume(t, "vol-one", T_A);
 	t_volume(t, "vol-two", T_A);
-	assert_int_equal(server_metrics_start(t->s, NULL, &m, &e), 0);
-	text = t_scrape(t, m);
+	assert_int_equal(server_metrics_start(t->s, NULL, &t->m, &e), 0);
+	text = t_scrape(t);
 	t_has(text, "csid_volumes{plugin=\"" T_A "\",state=\"ready\"} 2\n");
 	t_has(text, "csid_volumes{plugin=\"" T_A "\",state=\"creating\"} 0\n");
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"write\"} 0\n");
@@ -164,7 +169,7 @@ static void test_server_metrics_counts(void **state)
 	t_volume(t, "vol-three", T_B);
 	assert_int_equal(server_volume_claim(t->s, "vol-one", &req, t->a, &out, &e), 0);
 	assert_int_equal(server_volume_deregister(t->s, "vol-two", false, t->a, NULL, &e), 0);
-	text = t_scrape(t, m);
+	text = t_scrape(t);
 	t_has(text, "csid_volumes{plugin=\"" T_A "\",state=\"ready\"} 1\n");
 	t_has(text, "csid_volumes{plugin=\"" T_B "\",state=\"ready\"} 1\n");
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"write\"} 1\n");
@@ -178,11 +183,12 @@ static void test_server_metrics_counts(void **state)
 	    server_volume_release(t->s, "vol-one", "alloc-1", false, t->a, &out, NULL, &e), 0);
 	for (int i = 0; i < 5; i++)
 		reconciler_step(server_reconciler(t->s));
-	text = t_scrape(t, m);
+	text = t_scrape(t);
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"write\"} 0\n");
 	free(text);
 
-	server_metrics_stop(m);
+	server_metrics_stop(t->m);
+	t->m = NULL;
 	{
 		struct strbuf b = {.max = 1 << 22};
 
