@@ -66,7 +66,6 @@ static const char t_claim[] =
 static int t_setup_dev(void **state)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
-	const char *args[] = {"dev", "-data-dir", NULL, "-listen", NULL, NULL};
 
 	*state = t;
 	if (!t || server_proc_init(&t->s) != 0)
@@ -74,13 +73,7 @@ static int t_setup_dev(void **state)
 	snprintf(t->dev_dir, sizeof(t->dev_dir), "%s/dev", t->s.dir);
 	snprintf(t->prom_dir, sizeof(t->prom_dir), "%s/prom", t->s.dir);
 	snprintf(t->prom_log, sizeof(t->prom_log), "%s/prometheus.log", t->s.dir);
-	args[2] = t->dev_dir;
-	args[4] = t->s.addr;
-	if (server_proc_start_args(&t->s, args) != 0 || !server_proc_wait_ready(&t->s, T_WAIT_MS)) {
-		server_proc_dump_log(&t->s, "csid dev setup failed");
-		return -1;
-	}
-	return 0;
+	return server_proc_start_dev(&t->s, t->dev_dir, false, T_WAIT_MS);
 }
 
 static int t_setup_acl(void **state)
