@@ -390,30 +390,16 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	struct csi_client_chan *chan;
 	gpr_timespec deadline;
 	grpc_op ops[6];
+	bool started;
 
+	op->rpc = rpc;
+	snprintf(op->endpoint, sizeof(op->endpoint), "%s", c->endpoint);
+	clock_gettime(CLOCK_MONOTONIC, &op->start);
 	if (timeout_ms <= 0)
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 				gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
-	pthread_rwlock_rdlock(&c->lock);
-	chan = c->chan;
-	if (grpc_channel_check_connectivity_state(chan->channel, 0) ==
-	    GRPC_CHANNEL_TRANSIENT_FAILURE) {
-		pthread_rwlock_unlock(&c->lock);
-		csi_client_renew(c, chan);
-		pthread_rwlock_rdlock(&c->lock);
-		chan = c->chan;
-	}
-	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
-						       cq, chan->methods[rpc], deadline, NULL);
-	pthread_rwlock_unlock(&c->lock);
-	if (!op->call) {
-		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
-		return CSID_ENOMEM;
-	}
-	op->rpc = rpc;
-	snprintf(op->endpoint, sizeof(op->endpoint), "%s", c->endpoint);
-	clock_gettime(CLOCK_MONOTONIC, &op->start);
+	op->call = NULL;
 	op->send = csi_client_pack(req);
 	op->recv = NULL;
 	op->status = GRPC_STATUS_UNKNOWN;
@@ -437,10 +423,32 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	ops[5].data.recv_status_on_client.status = &op->status;
 	ops[5].data.recv_status_on_client.status_details = &op->details;
 	ops[5].data.recv_status_on_client.error_string = &op->error_string;
-	if (grpc_call_start_batch(op->call, ops, 6, op, NULL) != GRPC_CALL_OK) {
+	pthread_rwlock_rdlock(&c->lock);
+	chan = c->chan;
+	if (grpc_channel_check_connectivity_state(chan->channel, 0) ==
+	    GRPC_CHANNEL_TRANSIENT_FAILURE) {
+		pthread_rwlock_unlock(&c->lock);
+		csi_client_renew(c, chan);
+		pthread_rwlock_rdlock(&c->lock);
+		chan = c->chan;
+	}
+	/*
+	 * The batch starts before the lock goes: a renewal destroys the old
+	 * channel as soon as it swapped it, and a call created on it whose
+	 * batch had not started yet would then fail UNKNOWN "Channel
+	 * Destroyed" instead of running (started calls keep their channel).
+	 */
+	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
+						       cq, chan->methods[rpc], deadline, NULL);
+	started = op->call && grpc_call_start_batch(op->call, ops, 6, op, NULL) == GRPC_CALL_OK;
+	pthread_rwlock_unlock(&c->lock);
+	if (!started) {
+		bool created = op->call != NULL;
+
 		csi_client_op_release(op);
-		csi_client_status(st, CSI_INTERNAL, "%s: cannot start call", op->info->name);
-		return CSID_EINTERNAL;
+		csi_client_status(st, CSI_INTERNAL, "%s: cannot %s call", op->info->name,
+				  created ? "start" : "create");
+		return created ? CSID_EINTERNAL : CSID_ENOMEM;
 	}
 	return 0;
 }
