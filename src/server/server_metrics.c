@@ -130,10 +130,14 @@ static struct sm_entry *sm_insert(struct sm_table *t, const char *id)
 {
 	size_t i;
 
-	if ((t->used + 1) * 4 > t->cap * 3) {
+	/*
+	 * Filled up to 7/8 (tombstones included), rehashed to at most 5/8
+	 * live: 100,000 volumes fit 131,072 slots of 32 bytes.
+	 */
+	if ((t->used + 1) * 8 > t->cap * 7) {
 		size_t cap = t->cap ? t->cap : 64;
 
-		while ((t->live + 1) * 4 > cap * 3 / 2)
+		while ((t->live + 1) * 8 > cap * 5)
 			cap *= 2;
 		if (sm_resize(t, cap) != 0)
 			return NULL;
