@@ -2,8 +2,9 @@
  * Unit tests of the server's metrics collector (src/server/server_metrics.c)
  * on the memory store, with a server whose reconciler is stepped by hand
  * and a fake plugin without controller service: volumes already stored
- * are counted by the first list, later registrations, claims and
- * deregistrations through the change log, each by plugin and state;
+ * are counted by the first list, later registrations, claims,
+ * deregistrations and snapshots (created, deleted) through the change
+ * log, each by plugin and state;
  * nodes and the plugins view come out too, no volume ID is ever a label,
  * and once stopped the collector is gone from the text.
  */
@@ -145,6 +146,7 @@ static void test_server_metrics_counts(void **state)
 					  .cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER,
 						  .attachment = MODEL_ATTACH_FILE_SYSTEM}};
 	struct model_volume *out = NULL;
+	struct model_snapshot snap = {0}, *sout = NULL;
 	struct err e;
 	char *text, want[128];
 	int queued = -1, failing = -1;
@@ -171,8 +173,13 @@ static void test_server_metrics_counts(void **state)
 	assert_null(strstr(text, "plugin=\"other\""));
 	free(text);
 
-	/* Then through the change log: a new plugin, a claim, a deregistration. */
+	/* Then through the change log: a new plugin, a claim, a deregistration, snapshots. */
 	t_volume(t, "vol-three", T_B);
+	snap.volume_id = "vol-three";
+	snap.id = "snap-1";
+	assert_int_equal(server_snapshot_create(t->s, &snap, t->a, &sout, &e), 0);
+	snap.id = "snap-2";
+	assert_int_equal(server_snapshot_create(t->s, &snap, t->a, &sout, &e), 0);
 	assert_int_equal(server_volume_claim(t->s, "vol-one", &req, t->a, &out, &e), 0);
 	assert_int_equal(server_volume_deregister(t->s, "vol-two", false, t->a, NULL, &e), 0);
 	text = t_scrape(t);
@@ -180,7 +187,9 @@ static void test_server_metrics_counts(void **state)
 	t_has(text, "csid_volumes{plugin=\"" T_B "\",state=\"ready\"} 1\n");
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"write\"} 1\n");
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"read\"} 0\n");
+	t_has(text, "csid_snapshots{state=\"creating\"} 2\n");
 	assert_null(strstr(text, "vol-one"));
+	assert_null(strstr(text, "snap-1"));
 	assert_null(strstr(text, "alloc-1"));
 	free(text);
 
@@ -189,8 +198,11 @@ static void test_server_metrics_counts(void **state)
 	    server_volume_release(t->s, "vol-one", "alloc-1", false, t->a, &out, NULL, &e), 0);
 	for (int i = 0; i < 5; i++)
 		reconciler_step(server_reconciler(t->s));
+	assert_int_equal(server_snapshot_delete(t->s, "snap-1", t->a, &sout, &e), 0);
 	text = t_scrape(t);
 	t_has(text, "csid_claims{state=\"claimed\",mode=\"write\"} 0\n");
+	t_has(text, "csid_snapshots{state=\"creating\"} 1\n");
+	t_has(text, "csid_snapshots{state=\"deleting\"} 1\n");
 	free(text);
 
 	server_metrics_stop(t->m);
