@@ -3,7 +3,7 @@
  * counters, gauges and histograms (cumulative buckets, +Inf, sum, count),
  * escaping of label values and help text, number formatting, the cap on
  * label sets, collectors, concurrent updates, and the process metrics of
- * the default registry.
+ * the default registry, and the route templates of the request metrics.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "api/http_route.h"
 #include "util/metrics.h"
 
 static const double test_buckets[] = {0.1, 1, 2.5};
@@ -250,6 +251,25 @@ static void test_metrics_default_process(void **state)
 	free(text);
 }
 
+static void test_metrics_routes(void **state)
+{
+	static const char *const routes[] = {"/v1/volumes", "/v1/volume/{id}",
+					     "/v1/volume/{id}/claim", "/v1/a/{x}/{y}", NULL};
+
+	assert_string_equal(http_route_match(routes, "/v1/volumes"), "/v1/volumes");
+	assert_string_equal(http_route_match(routes, "/v1/volume/data"), "/v1/volume/{id}");
+	assert_string_equal(http_route_match(routes, "/v1/volume/data/claim"),
+			    "/v1/volume/{id}/claim");
+	assert_string_equal(http_route_match(routes, "/v1/a/b/c"), "/v1/a/{x}/{y}");
+	/* An empty segment, an extra one, a longer name, a prefix: none match. */
+	assert_string_equal(http_route_match(routes, "/v1/volume/"), "other");
+	assert_string_equal(http_route_match(routes, "/v1/volume/data/claim/x"), "other");
+	assert_string_equal(http_route_match(routes, "/v1/volumesx"), "other");
+	assert_string_equal(http_route_match(routes, "/v1/volume/data/claimx"), "other");
+	assert_string_equal(http_route_match(routes, "/v1/a/b"), "other");
+	assert_string_equal(http_route_match(NULL, "/v1/volumes"), "other");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +282,7 @@ int main(void)
 	    cmocka_unit_test(test_metrics_too_big),
 	    cmocka_unit_test(test_metrics_threads),
 	    cmocka_unit_test(test_metrics_default_process),
+	    cmocka_unit_test(test_metrics_routes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
