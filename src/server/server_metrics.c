@@ -8,9 +8,10 @@
  * version is newer than the one counted (modify index), so replaying the
  * change log over a list that already saw later versions is harmless.
  *
- * The follower thread owns the decoding; the lock (mu) covers the tables
- * and totals, held for one page of changes at a time, and by the scrape
- * while it copies the totals out.
+ * The follower thread decodes a page of objects or changes into summaries
+ * without the lock, then applies them under it (mu covers the tables and
+ * totals), so a scrape, which holds mu while it writes the totals out,
+ * never waits for decoding.
  */
 #include "server/server_metrics.h"
 
@@ -189,90 +190,119 @@ static void sm_count_volume(struct server_metrics *m, const struct sm_entry *en,
 			m->claim_counts[s][k] += (uint64_t)(int64_t)(sign * en->claims[s][k]);
 }
 
-/* Counts the stored version of a volume (json NULL: deleted at index). mu held. */
-static void sm_apply_volume(struct server_metrics *m, struct arena *a, const char *id,
-			    const char *json, size_t len, uint64_t create_index, uint64_t index)
+/* What one stored version adds to the counts: decoded without the lock. */
+struct sm_summary {
+	enum store_kind kind;
+	const char *id;
+	uint64_t index;
+	bool gone; /* deleted, or a record that does not decode: counts as absent */
+	uint16_t state;
+	const char *plugin; /* volumes */
+	uint16_t claims[SM_CLAIM_STATES][2];
+};
+
+/* Decodes object o (deleted: its delete at index) into *out, strings in a or o. */
+static void sm_summarize(struct server_metrics *m, struct arena *a, const struct store_obj *o,
+			 bool deleted, uint64_t index, struct sm_summary *out)
 {
-	struct sm_entry *en = sm_find(&m->vols, id), next;
 	struct model_volume *v = NULL;
-	struct err e;
-
-	if (en && en->modify_index >= index)
-		return;
-	if (!json) {
-		if (en) {
-			sm_count_volume(m, en, -1);
-			sm_remove(&m->vols, en);
-		}
-		return;
-	}
-	if (server_vcache_decode(m->vcache, id, json, len, create_index, index, a, &v, &e) != 0) {
-		log_debug("msg=\"metrics: volume record does not decode\" error=%s", e.msg);
-		return;
-	}
-	memset(&next, 0, sizeof(next));
-	next.modify_index = index;
-	next.state = (uint16_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
-	next.plugin = sm_plugin(m, v->plugin_id ? v->plugin_id : "");
-	for (size_t i = 0; i < v->nclaims; i++) {
-		unsigned s = (unsigned)v->claims[i].state,
-			 k = v->claims[i].mode == MODEL_CLAIM_WRITE;
-
-		if (s < SM_CLAIM_STATES && next.claims[s][k] < UINT16_MAX)
-			next.claims[s][k]++;
-	}
-	if (!en) {
-		en = sm_insert(&m->vols, id);
-		if (!en)
-			return;
-	} else {
-		sm_count_volume(m, en, -1);
-	}
-	next.id = en->id;
-	*en = next;
-	sm_count_volume(m, en, 1);
-}
-
-static void sm_apply_snapshot(struct server_metrics *m, struct arena *a, const char *id,
-			      const char *json, size_t len, uint64_t index)
-{
-	struct sm_entry *en = sm_find(&m->snaps, id);
 	struct model_snapshot *snap = NULL;
 	struct err e;
-	unsigned st;
 
-	if (en && en->modify_index >= index)
+	memset(out, 0, sizeof(*out));
+	out->kind = o->kind;
+	out->id = o->id;
+	out->index = index;
+	out->gone = deleted;
+	if (deleted)
 		return;
-	if (en)
-		m->snap_counts[en->state]--;
-	if (!json) {
-		if (en)
-			sm_remove(&m->snaps, en);
+	if (o->kind == STORE_SNAPSHOT) {
+		out->gone = model_snapshot_decode(a, o->value, o->len, &snap, &e) != 0;
+		if (!out->gone)
+			out->state =
+			    (uint16_t)((unsigned)snap->state < SM_SNAP_STATES ? snap->state : 0);
 		return;
 	}
-	if (model_snapshot_decode(a, json, len, &snap, &e) != 0) {
-		if (en)
-			sm_remove(&m->snaps, en);
+	if (server_vcache_decode(m->vcache, o->id, o->value, o->len, o->create_index, index, a, &v,
+				 &e) != 0) {
+		log_debug("msg=\"metrics: volume record does not decode\" error=%s", e.msg);
+		out->gone = true;
 		return;
 	}
-	if (!en)
-		en = sm_insert(&m->snaps, id);
-	if (!en)
-		return;
-	st = (unsigned)snap->state < SM_SNAP_STATES ? (unsigned)snap->state : 0;
-	en->state = (uint16_t)st;
-	en->modify_index = index;
-	m->snap_counts[st]++;
+	out->state = (uint16_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
+	out->plugin = v->plugin_id ? v->plugin_id : "";
+	for (size_t i = 0; i < v->nclaims; i++) {
+		unsigned st = (unsigned)v->claims[i].state,
+			 k = v->claims[i].mode == MODEL_CLAIM_WRITE;
+
+		if (st < SM_CLAIM_STATES && out->claims[st][k] < UINT16_MAX)
+			out->claims[st][k]++;
+	}
 }
 
-static void sm_apply(struct server_metrics *m, struct arena *a, enum store_kind kind,
-		     const struct store_obj *o, bool deleted, uint64_t index)
+/* Adds (sign 1) or takes away (sign -1) what en, of kind, contributes. mu held. */
+static void sm_count(struct server_metrics *m, enum store_kind kind, const struct sm_entry *en,
+		     int sign)
 {
 	if (kind == STORE_VOLUME)
-		sm_apply_volume(m, a, o->id, deleted ? NULL : o->value, o->len, o->create_index,
-				index);
-	else if (kind == STORE_SNAPSHOT)
-		sm_apply_snapshot(m, a, o->id, deleted ? NULL : o->value, o->len, index);
+		sm_count_volume(m, en, sign);
+	else
+		m->snap_counts[en->state] += (uint64_t)(int64_t)sign;
+}
+
+/* Counts a summarized version, unless a newer one of the object is counted. mu held. */
+static void sm_apply(struct server_metrics *m, const struct sm_summary *sum)
+{
+	struct sm_table *t = sum->kind == STORE_VOLUME ? &m->vols : &m->snaps;
+	struct sm_entry *en = sm_find(t, sum->id), next;
+
+	if (sum->kind != STORE_VOLUME && sum->kind != STORE_SNAPSHOT)
+		return;
+	if (en && en->modify_index >= sum->index)
+		return;
+	if (en)
+		sm_count(m, sum->kind, en, -1);
+	if (sum->gone) {
+		if (en)
+			sm_remove(t, en);
+		return;
+	}
+	if (!en && !(en = sm_insert(t, sum->id)))
+		return;
+	memset(&next, 0, sizeof(next));
+	next.id = en->id;
+	next.modify_index = sum->index;
+	next.state = sum->state;
+	if (sum->kind == STORE_VOLUME) {
+		next.plugin = sm_plugin(m, sum->plugin);
+		memcpy(next.claims, sum->claims, sizeof(next.claims));
+	}
+	*en = next;
+	sm_count(m, sum->kind, en, 1);
+}
+
+/*
+ * Counts n objects: decoded first without the lock (so a scrape never
+ * waits for a page's decoding), then applied under it; at the end, when
+ * index is not 0, the counts reflect the store at index. Returns 0, or -1
+ * when out of memory (nothing counted).
+ */
+static int sm_page(struct server_metrics *m, struct arena *a, const struct store_obj *const *objs,
+		   const bool *deleted, const uint64_t *indexes, size_t n, uint64_t index)
+{
+	struct sm_summary *sums = n ? arena_alloc(a, n * sizeof(*sums)) : NULL;
+
+	if (n && !sums)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		sm_summarize(m, a, objs[i], deleted && deleted[i], indexes[i], &sums[i]);
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++)
+		sm_apply(m, &sums[i]);
+	if (index)
+		m->index = index;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
 }
 
 /* Forgets every count (before a full list). mu held. */
@@ -283,6 +313,21 @@ static void sm_reset(struct server_metrics *m)
 	memset(m->vol_counts, 0, sizeof(m->vol_counts));
 	memset(m->claim_counts, 0, sizeof(m->claim_counts));
 	memset(m->snap_counts, 0, sizeof(m->snap_counts));
+}
+
+/* Counts one page of a list. Returns 0 or -1 (out of memory). */
+static int sm_list_page(struct server_metrics *m, struct arena *a, const struct store_list *l)
+{
+	const struct store_obj **objs = l->n ? arena_alloc(a, l->n * sizeof(*objs)) : NULL;
+	uint64_t *idx = l->n ? arena_alloc(a, l->n * sizeof(*idx)) : NULL;
+
+	if (l->n && (!objs || !idx))
+		return -1;
+	for (size_t i = 0; i < l->n; i++) {
+		objs[i] = &l->objs[i];
+		idx[i] = l->objs[i].modify_index;
+	}
+	return sm_page(m, a, objs, NULL, idx, l->n, 0);
 }
 
 /* Lists every volume and snapshot; *start: the index to follow the log from. */
@@ -311,22 +356,41 @@ static int sm_list_all(struct server_metrics *m, uint64_t *start, struct err *e)
 				free(after);
 				return rc;
 			}
-			pthread_mutex_lock(&m->mu);
-			for (size_t i = 0; i < l.n; i++)
-				sm_apply(m, a, kinds[k], &l.objs[i], false, l.objs[i].modify_index);
-			pthread_mutex_unlock(&m->mu);
+			rc = sm_list_page(m, a, &l);
 			more = l.more && l.n;
 			free(after);
 			after = l.n ? strdup(l.objs[l.n - 1].id) : NULL;
-			if (more && !after)
-				more = false;
 			store_list_free(&l);
 			arena_free(a);
+			if (rc || (more && !after)) {
+				free(after);
+				return err_set(e, CSID_ENOMEM, "out of memory");
+			}
 		}
 		free(after);
 	}
 	*start = first;
 	return 0;
+}
+
+/* Counts one page of the change log read after pos. Returns 0 or -1 (out of memory). */
+static int sm_changes_page(struct server_metrics *m, struct arena *a,
+			   const struct store_changes *ch, uint64_t pos)
+{
+	size_t n = ch->n;
+	const struct store_obj **objs = n ? arena_alloc(a, n * sizeof(*objs)) : NULL;
+	uint64_t *idx = n ? arena_alloc(a, n * sizeof(*idx)) : NULL;
+	bool *del = n ? arena_alloc(a, n * sizeof(*del)) : NULL;
+
+	if (n && (!objs || !idx || !del))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		objs[i] = &ch->changes[i].obj;
+		idx[i] = ch->changes[i].index;
+		del[i] = ch->changes[i].type == STORE_OP_DELETE;
+	}
+	return sm_page(m, a, objs, del, idx, n,
+		       n ? ch->changes[n - 1].index : (ch->index > pos ? ch->index : pos));
 }
 
 static void *sm_main(void *arg)
@@ -364,13 +428,13 @@ static void *sm_main(void *arg)
 			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
 			continue;
 		}
-		pthread_mutex_lock(&m->mu);
-		for (size_t i = 0; i < ch.n; i++)
-			sm_apply(m, a, ch.changes[i].obj.kind, &ch.changes[i].obj,
-				 ch.changes[i].type == STORE_OP_DELETE, ch.changes[i].index);
+		if (sm_changes_page(m, a, &ch, pos) != 0) {
+			arena_free(a);
+			store_changes_free(&ch);
+			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
+			continue;
+		}
 		pos = ch.n ? ch.changes[ch.n - 1].index : (ch.index > pos ? ch.index : pos);
-		m->index = pos;
-		pthread_mutex_unlock(&m->mu);
 		arena_free(a);
 		if (!ch.n)
 			store_wait(m->store, pos, SM_WAKE_MS);
