@@ -124,6 +124,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_plugin(api, req, rep, e);
 	if (strcmp(u, "/v1/event/stream") == 0)
 		return server_api_events(api, req, rep, e);
+	if (strcmp(u, "/v1/status/reconciler") == 0)
+		return server_api_reconciler(api, req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 

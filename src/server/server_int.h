@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_history.h"
 #include "server/server_vcache.h"
 
 /* Attempts of one compare-and-set write before CSID_EABORTED. */
@@ -53,6 +54,7 @@ struct server {
 	bool stopping;
 	pthread_t ticker; /* marks nodes down on real time (server_start) */
 	bool ticker_started;
+	struct server_history history; /* the ticker's samples of the queue; guarded by mu */
 };
 
 /* What an update callback asks the compare-and-set loop to do. */

@@ -2,8 +2,10 @@
  * csid web console. Reads the server's JSON API (docs/server-api.md) from
  * the same origin: volumes, nodes, plugins and snapshots as lists, the
  * event stream (newline-delimited JSON read with fetch, so the token can
- * travel in a header) and /v1/status/health every few seconds for the
- * reconciler chart. A change event refreshes the list it concerns.
+ * travel in a header), /v1/status/health every few seconds for the
+ * summary bar and /v1/status/reconciler (the server's samples of the
+ * queue over the last 10 minutes) for the chart. A change event
+ * refreshes the list it concerns.
  *
  * The ACL token lives in sessionStorage only and goes out in the
  * X-Csid-Token header: never in a URL, a cookie or the page. Any 403 on a
@@ -22,6 +24,7 @@
 (function () {
 	const TOKEN_KEY = 'csid.token';
 	const HEALTH_EVERY_MS = 2000;
+	const HISTORY_EVERY_MS = 5000;
 	const CHART_SPAN_MS = 10 * 60 * 1000;
 	const REFRESH_EVERY_MS = 30000;
 	const EVENTS_MAX = 200;
@@ -158,7 +161,7 @@
 
 	/* --- state and rendering --- */
 
-	const state = {volumes: [], nodes: [], plugins: [], snapshots: [], samples: []};
+	const state = {volumes: [], nodes: [], plugins: [], snapshots: [], samples: [], live: null};
 
 	function emptyRow(tbody, cols, text) {
 		tbody.replaceChildren(el('tr', {}, el('td', {class: 'empty', colspan: cols}, text)));
@@ -309,7 +312,9 @@
 	function renderChart() {
 		const W = 360, H = 150, L = 28, R = 8, T = 8, B = 20;
 		const now = Date.now();
-		const pts = state.samples.filter((s) => s.t >= now - CHART_SPAN_MS);
+		const pts = state.samples.filter((s) => s.t >= now - CHART_SPAN_MS && s.t <= now);
+		if (state.live && (!pts.length || state.live.t > pts[pts.length - 1].t))
+			pts.push(state.live);
 		const top = Math.max(4, ...pts.map((s) => Math.max(s.queued, s.failing)));
 		const ymax = Math.ceil(top / 4) * 4;
 		const x = (t) => L + (W - L - R) * (1 - (now - t) / CHART_SPAN_MS);
@@ -386,12 +391,20 @@
 		}, 250);
 	}
 
+	/* The summary bar, and the chart's newest point. */
 	async function pollHealth() {
 		const h = await api('GET', '/v1/status/health');
-		state.samples.push({t: Date.now(), queued: h.reconciler.queued, failing: h.reconciler.failing});
-		while (state.samples.length && state.samples[0].t < Date.now() - CHART_SPAN_MS)
-			state.samples.shift();
+		state.live = {t: Date.now(), queued: h.reconciler.queued, failing: h.reconciler.failing};
 		renderSummary(h);
+		renderChart();
+	}
+
+	/* The server's samples of the queue over the last minutes (one per period_ms). */
+	async function pollHistory() {
+		const doc = await api('GET', '/v1/status/reconciler');
+		const now = Date.now();
+		state.samples = (doc.samples || []).map((x) => ({t: now - x.age_ms, queued: x.queued,
+								   failing: x.failing}));
 		renderChart();
 	}
 
@@ -586,6 +599,7 @@
 		pending.clear();
 		/* No data stays in the page once signed out. */
 		state.volumes = state.nodes = state.plugins = state.snapshots = state.samples = [];
+		state.live = null;
 		for (const id of ['volumes', 'nodes', 'plugins', 'snapshots'])
 			$(id).tBodies[0].replaceChildren();
 		$('chart').replaceChildren();
@@ -626,8 +640,10 @@
 		loaders.nodes().catch(report);
 		loaders.snapshots().catch(report);
 		pollHealth().catch(report);
+		pollHistory().catch(report);
 		renderChart();
 		timers.push(setInterval(() => pollHealth().catch(report), HEALTH_EVERY_MS));
+		timers.push(setInterval(() => pollHistory().catch(report), HISTORY_EVERY_MS));
 		timers.push(setInterval(() => refreshSoon('volumes', 'nodes', 'snapshots'), REFRESH_EVERY_MS));
 		follow(sess);
 	}
