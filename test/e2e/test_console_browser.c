@@ -9,7 +9,8 @@
  *   lists fill; a volume created after the page loaded arrives as a live
  *   event and as a row; a volume whose name is markup
  *   (<img onerror=...><script>) shows that name as text, runs nothing and
- *   adds no element; the reconciler chart is drawn; deleting a volume
+ *   adds no element; the reconciler chart is drawn from the server's
+ *   samples and shows that volume as the failing item; deleting a volume
  *   through the confirmation dialog (the ID typed) deletes it.
  * - csid server with ACL tokens + csid agent with csi-hostpath (claims
  *   fixture): the page shows the sign-in form and no data; a wrong token
@@ -204,6 +205,9 @@ static void test_console_dev(void **state)
 	t_expect(&t->w, "return document.querySelector('tr[data-volume=\"evil\"] .vol-name')"
 			".textContent === "
 			"'" T_HOSTILE "';");
+	/* The failed volume is the reconciler's failing item, on the chart too. */
+	t_expect(&t->w, "return document.getElementById('now-failing').textContent === '1' &&"
+			" document.querySelectorAll('#chart circle').length === 2;");
 	t_expect(&t->w, "return window.csidPwned === undefined &&"
 			" document.querySelectorAll('main img, main script').length === 0;");
 
