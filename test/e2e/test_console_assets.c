@@ -1,6 +1,7 @@
 /*
  * End to end: the web console's files as a real `csid server` with ACL
- * tokens serves them (src/api/server_api_ui.c), read with libcurl:
+ * tokens serves them (src/api/server_api_ui.c), read with the test HTTP
+ * client and no token:
  *
  * - /ui/ (index.html), console.js, console.css and icon.svg answer 200
  *   without a token, each with its content type, a strong ETag,
@@ -25,7 +26,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <curl/curl.h>
 
 #include "server_proc.h"
 
@@ -35,73 +35,32 @@
 	"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " \
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
+/* An answer of the anonymous client (no token). */
 struct t_answer {
 	long status;
-	char head[8192];
-	size_t hlen;
 	char *body;
 	size_t len;
+	struct http_client *c; /* its headers: http_client_last_header */
 };
 
-static size_t t_head(char *data, size_t size, size_t n, void *ctx)
-{
-	struct t_answer *a = ctx;
-	size_t m = size * n;
+struct t_env {
+	struct server_proc s;
+	struct http_client *anon;
+};
 
-	if (a->hlen + m < sizeof(a->head)) {
-		memcpy(a->head + a->hlen, data, m);
-		a->hlen += m;
-		a->head[a->hlen] = '\0';
-	}
-	return m;
-}
-
-static size_t t_body(char *data, size_t size, size_t n, void *ctx)
-{
-	struct t_answer *a = ctx;
-	char *nb = realloc(a->body, a->len + size * n + 1);
-
-	if (!nb)
-		return 0;
-	a->body = nb;
-	memcpy(a->body + a->len, data, size * n);
-	a->len += size * n;
-	a->body[a->len] = '\0';
-	return size * n;
-}
-
-/* One request; header is one more request header line or NULL. Fails the test on a transport error.
- */
-static void t_do(struct server_proc *s, const char *method, const char *path, const char *header,
+/* One request without a token; header is one more request header line or NULL. */
+static void t_do(struct t_env *t, const char *method, const char *path, const char *header,
 		 struct t_answer *a)
 {
-	char url[512];
-	struct curl_slist *h = header ? curl_slist_append(NULL, header) : NULL;
-	CURL *c = curl_easy_init();
-	CURLcode rc;
-
 	memset(a, 0, sizeof(*a));
-	assert_non_null(c);
-	snprintf(url, sizeof(url), "%s%s", s->base, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, t_head);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, t_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
-	if (h)
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a->status);
-	curl_easy_cleanup(c);
-	curl_slist_free_all(h);
-	if (rc != CURLE_OK)
-		fprintf(stderr, "%s %s: %s\n", method, path, curl_easy_strerror(rc));
-	assert_int_equal(rc, CURLE_OK);
+	a->c = t->anon;
+	http_client_extra_header(t->anon, header);
+	a->status = http_client_do(t->anon, method, path, NULL, &a->body, NULL, 0);
+	a->len = a->body ? strlen(a->body) : 0;
+	if (!a->body)
+		a->body = strdup("");
+	assert_non_null(a->body);
+	assert_true(a->status > 0);
 }
 
 static void t_free(struct t_answer *a)
@@ -110,25 +69,9 @@ static void t_free(struct t_answer *a)
 	a->body = NULL;
 }
 
-/* The value of header name in a's head (case-insensitive name), into buf; false when absent. */
 static bool t_header(const struct t_answer *a, const char *name, char *buf, size_t cap)
 {
-	size_t n = strlen(name);
-
-	for (const char *l = a->head; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end;
-
-		if (strncasecmp(l, name, n) != 0 || l[n] != ':')
-			continue;
-		l += n + 1;
-		while (*l == ' ')
-			l++;
-		end = strpbrk(l, "\r\n");
-		n = end ? (size_t)(end - l) : strlen(l);
-		snprintf(buf, cap, "%.*s", (int)n, l);
-		return true;
-	}
-	return false;
+	return http_client_last_header(a->c, name, buf, cap);
 }
 
 static void t_expect_header(const struct t_answer *a, const char *name, const char *want)
@@ -136,7 +79,7 @@ static void t_expect_header(const struct t_answer *a, const char *name, const ch
 	char v[1024];
 
 	if (!t_header(a, name, v, sizeof(v)))
-		fprintf(stderr, "no %s in:\n%s\n", name, a->head);
+		fprintf(stderr, "no %s in the answer\n", name);
 	assert_true(t_header(a, name, v, sizeof(v)));
 	if (strcmp(v, want) != 0)
 		fprintf(stderr, "%s: %s, want %s\n", name, v, want);
@@ -145,10 +88,11 @@ static void t_expect_header(const struct t_answer *a, const char *name, const ch
 
 static int t_setup(void **state)
 {
-	struct server_proc *s = calloc(1, sizeof(*s));
+	struct t_env *t = calloc(1, sizeof(*t));
+	struct server_proc *s = t ? &t->s : NULL;
 
-	*state = s;
-	if (!s || server_proc_init(s) != 0 ||
+	*state = t;
+	if (!t || server_proc_init(s) != 0 || !(t->anon = http_client_new(s->base)) ||
 	    server_proc_write_config(
 		s, NULL, "\"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}]") != 0 ||
 	    server_proc_start(s) != 0 || !server_proc_wait_ready(s, T_WAIT_MS)) {
@@ -161,17 +105,18 @@ static int t_setup(void **state)
 
 static int t_teardown(void **state)
 {
-	struct server_proc *s = *state;
+	struct t_env *t = *state;
 
-	if (s) {
-		server_proc_cleanup(s);
-		free(s);
+	if (t) {
+		http_client_free(t->anon);
+		server_proc_cleanup(&t->s);
+		free(t);
 	}
 	return 0;
 }
 
 /* A file of the console: 200 with its type, the security headers and an ETag into etag. */
-static void t_expect_file(struct server_proc *s, const char *path, const char *type, char *etag,
+static void t_expect_file(struct t_env *s, const char *path, const char *type, char *etag,
 			  size_t cap, struct t_answer *a)
 {
 	t_do(s, "GET", path, NULL, a);
@@ -189,7 +134,7 @@ static void t_expect_file(struct server_proc *s, const char *path, const char *t
 
 static void test_console_files(void **state)
 {
-	struct server_proc *s = *state;
+	struct t_env *s = *state;
 	struct t_answer a;
 	char etag[128], etag_js[128], inm[160], loc[64];
 	static const char *const banned[] = {"innerHTML",      "outerHTML", "insertAdjacentHTML",
@@ -253,7 +198,7 @@ static void test_console_files(void **state)
 
 static void test_console_errors(void **state)
 {
-	struct server_proc *s = *state;
+	struct t_env *s = *state;
 	struct t_answer a;
 	char allow[64];
 
@@ -288,17 +233,18 @@ static bool t_has_sample(json_t *doc)
 
 static void test_console_api_closed(void **state)
 {
-	struct server_proc *s = *state;
+	struct t_env *t = *state;
+	struct server_proc *s = &t->s;
 	struct t_answer a;
 	json_t *doc = NULL, *x;
 
-	t_do(s, "GET", "/v1/volumes", NULL, &a);
+	t_do(t, "GET", "/v1/volumes", NULL, &a);
 	assert_int_equal(a.status, 403);
 	t_free(&a);
-	t_do(s, "GET", "/v1/status/reconciler", NULL, &a);
+	t_do(t, "GET", "/v1/status/reconciler", NULL, &a);
 	assert_int_equal(a.status, 403);
 	t_free(&a);
-	t_do(s, "GET", "/v1/event/stream", NULL, &a);
+	t_do(t, "GET", "/v1/event/stream", NULL, &a);
 	assert_int_equal(a.status, 403);
 	t_free(&a);
 
