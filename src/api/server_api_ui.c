@@ -48,16 +48,20 @@ static const char *ui_type(const char *name)
 	return "application/octet-stream";
 }
 
-static const struct server_api_ui_asset *ui_find(const char *name)
+const struct server_api_ui_asset *server_api_ui_lookup(const char *path)
 {
+	const char *name;
+
+	if (strncmp(path, "/ui/", 4) != 0)
+		return NULL;
+	name = path[4] ? path + 4 : "index.html";
 	for (size_t i = 0; i < server_api_ui_nassets; i++)
 		if (strcmp(server_api_ui_assets[i].name, name) == 0)
 			return &server_api_ui_assets[i];
 	return NULL;
 }
 
-/* Whether an If-None-Match value ("a", "b" or *) names etag. */
-static bool ui_etag_matches(const char *inm, const char *etag)
+bool server_api_ui_etag_matches(const char *inm, const char *etag)
 {
 	size_t n = strlen(etag);
 	const char *p;
@@ -99,7 +103,6 @@ int server_api_ui(struct server_api *api, const struct http_request *req, struct
 		  struct err *e)
 {
 	const struct server_api_ui_asset *a;
-	const char *name;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
 		rep->allow = "GET, HEAD";
@@ -112,15 +115,14 @@ int server_api_ui(struct server_api *api, const struct http_request *req, struct
 		rep->status = 301;
 		return 0;
 	}
-	name = req->url + strlen("/ui/");
-	a = ui_find(name[0] ? name : "index.html");
+	a = server_api_ui_lookup(req->url);
 	if (!a) {
 		rep->data = NULL;
 		return err_set(e, CSID_ENOTFOUND, "no such console file: %.200s", req->url);
 	}
 	ui_headers(rep, "ETag", a->etag);
 	rep->content_type = ui_type(a->name);
-	if (ui_etag_matches(http_header(req, "If-None-Match"), a->etag)) {
+	if (server_api_ui_etag_matches(http_header(req, "If-None-Match"), a->etag)) {
 		rep->status = 304;
 		return 0;
 	}
