@@ -27,6 +27,7 @@
 	const HISTORY_EVERY_MS = 5000;
 	const CHART_SPAN_MS = 10 * 60 * 1000;
 	const REFRESH_EVERY_MS = 30000;
+	const RELOAD_MIN_MS = 1000;
 	const EVENTS_MAX = 200;
 	const PAGE = 1000;
 	const PAGES_MAX = 20;
@@ -142,7 +143,10 @@
 		return doc;
 	}
 
-	/* Every page of a list (per_page PAGE, at most PAGES_MAX pages). */
+	/*
+	 * Every page of a list (per_page PAGE), at most PAGES_MAX pages: the
+	 * result's `more` is true when the list goes on past them.
+	 */
 	async function list(path, key) {
 		const out = [];
 		let next = null;
@@ -156,7 +160,12 @@
 			if (!next)
 				break;
 		}
+		out.more = !!next;
 		return out;
+	}
+
+	function count(id, items) {
+		$(id).textContent = items.more ? 'first ' + items.length : String(items.length);
 	}
 
 	/* --- state and rendering --- */
@@ -179,7 +188,7 @@
 				continue;
 			rows.push(volumeRow(v));
 		}
-		$('volume-count').textContent = String(state.volumes.length);
+		count('volume-count', state.volumes);
 		if (!rows.length)
 			emptyRow(tbody, 6, state.volumes.length ? 'no volume matches' : 'no volumes');
 		else
@@ -281,7 +290,7 @@
 
 	function renderSnapshots() {
 		const tbody = $('snapshots').tBodies[0];
-		$('snapshot-count').textContent = String(state.snapshots.length);
+		count('snapshot-count', state.snapshots);
 		if (!state.snapshots.length)
 			return emptyRow(tbody, 5, 'no snapshots');
 		tbody.replaceChildren(...state.snapshots.map((s) => {
@@ -375,20 +384,27 @@
 	};
 	const pending = new Set();
 	let pendingTimer = null;
+	let lastReload = 0;
 
-	/* Reloads the named lists soon, once for a burst of events. */
+	/*
+	 * Reloads the named lists soon: once for a burst of events, and at most
+	 * every RELOAD_MIN_MS, so a busy server's stream does not turn into a
+	 * stream of list reads.
+	 */
 	function refreshSoon(...what) {
 		for (const w of what)
 			pending.add(w);
 		if (pendingTimer)
 			return;
+		const wait = Math.max(250, lastReload + RELOAD_MIN_MS - Date.now());
 		pendingTimer = setTimeout(() => {
 			pendingTimer = null;
+			lastReload = Date.now();
 			const todo = [...pending];
 			pending.clear();
 			for (const w of todo)
 				loaders[w]().catch(report);
-		}, 250);
+		}, wait);
 	}
 
 	/* The summary bar, and the chart's newest point. */
