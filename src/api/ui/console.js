@@ -319,7 +319,8 @@
 
 	/* The reconciler chart: two polylines over the last CHART_SPAN_MS. */
 	function renderChart() {
-		const W = 360, H = 150, L = 28, R = 8, T = 8, B = 20;
+		/* Drawn at the box's own width, so the labels keep their size. */
+		const W = Math.max(280, $('chart').clientWidth || 360), H = 150, L = 28, R = 8, T = 8, B = 20;
 		const now = Date.now();
 		const pts = state.samples.filter((s) => s.t >= now - CHART_SPAN_MS && s.t <= now);
 		if (state.live && (!pts.length || state.live.t > pts[pts.length - 1].t))
@@ -679,6 +680,7 @@
 		});
 		$('logout').addEventListener('click', () => signOut(''));
 		$('filter').addEventListener('input', renderVolumes);
+		window.addEventListener('resize', renderChart);
 		$('confirm-input').addEventListener('input', () => {
 			$('confirm-ok').disabled = $('confirm-input').value !== $('confirm-input').dataset.word;
 		});
