@@ -52,7 +52,7 @@ struct server {
 	struct server_live *live;
 	size_t nlive, live_cap;
 	bool stopping;
-	pthread_t ticker; /* marks nodes down on real time (server_start) */
+	pthread_t ticker; /* marks nodes down, samples the queue, on real time (server_start) */
 	bool ticker_started;
 	struct server_history history; /* the ticker's samples of the queue; guarded by mu */
 };
