@@ -320,13 +320,15 @@
 	/* The reconciler chart: two polylines over the last CHART_SPAN_MS. */
 	function renderChart() {
 		/* Drawn at the box's own width, so the labels keep their size. */
-		const W = Math.max(280, $('chart').clientWidth || 360), H = 150, L = 28, R = 8, T = 8, B = 20;
 		const now = Date.now();
 		const pts = state.samples.filter((s) => s.t >= now - CHART_SPAN_MS && s.t <= now);
 		if (state.live && (!pts.length || state.live.t > pts[pts.length - 1].t))
 			pts.push(state.live);
 		const top = Math.max(4, ...pts.map((s) => Math.max(s.queued, s.failing)));
 		const ymax = Math.ceil(top / 4) * 4;
+		/* The left margin fits the longest axis label. */
+		const W = Math.max(280, $('chart').clientWidth || 360), H = 150, R = 8, T = 8, B = 20;
+		const L = 14 + 6 * String(ymax).length;
 		const x = (t) => L + (W - L - R) * (1 - (now - t) / CHART_SPAN_MS);
 		const y = (v) => T + (H - T - B) * (1 - v / ymax);
 		const s = svg('svg', {viewBox: `0 0 ${W} ${H}`, role: 'img',
