@@ -116,10 +116,8 @@ int server_api_ui(struct server_api *api, const struct http_request *req, struct
 		return 0;
 	}
 	a = server_api_ui_lookup(req->url);
-	if (!a) {
-		rep->data = NULL;
+	if (!a)
 		return err_set(e, CSID_ENOTFOUND, "no such console file: %.200s", req->url);
-	}
 	ui_headers(rep, "ETag", a->etag);
 	rep->content_type = ui_type(a->name);
 	if (server_api_ui_etag_matches(http_header(req, "If-None-Match"), a->etag)) {
