@@ -544,8 +544,8 @@ int csid_agent_run_start(struct csid_agent_run *a, struct err *e)
 {
 	int rc;
 
-	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
-		 CSID_AGENT_VERSION, a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
+	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu", CSID_VERSION,
+		 a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
 	rc = csid_agent_open(a, e);
 	if (!rc) {
 		pthread_mutex_lock(&a->mu);

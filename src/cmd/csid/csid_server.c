@@ -232,7 +232,7 @@ int csid_server_run_start(struct csid_server_run *s, struct err *e)
 	int rc;
 
 	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
-		 CSID_AGENT_VERSION, s->cfg->data_dir,
+		 CSID_VERSION, s->cfg->data_dir,
 		 s->cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite",
 		 s->cfg->nplugins);
 	rc = csid_server_open(s, e);
