@@ -119,6 +119,12 @@ static void test_install(void **state)
 		 "%1$s%2$s/bin/csid version; %1$s%2$s/bin/csictl version -client", f->dest, prefix);
 	sh(f, script);
 	assert_string_equal(f->r.out, "csid " CSID_VERSION "\ncsictl " CSID_VERSION "\n");
+	/* The completion installed is the one csictl prints. */
+	snprintf(script, sizeof(script),
+		 "%1$s%2$s/bin/csictl completion bash > printed.bash; "
+		 "cmp printed.bash %1$s%2$s/share/bash-completion/completions/csictl",
+		 f->dest, prefix);
+	sh(f, script);
 	/* A second install keeps the config the operator changed. */
 	snprintf(script, sizeof(script),
 		 "c=$(find %1$s -name server.json); test -n \"$c\"; "
