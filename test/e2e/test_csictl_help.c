@@ -252,6 +252,7 @@ static void test_bash_completion(void **state)
 	complete(f, "csictl volume create vol-", "<vol-spec.json>");
 	complete(f, "csictl node status ''", "<>");
 	complete(f, "csictl ve", "<version>");
+	complete(f, "csictl completion ''", "<bash>");
 }
 
 int main(void)

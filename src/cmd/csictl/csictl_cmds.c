@@ -316,6 +316,10 @@ void csictl_cmd_completion_bash(FILE *f)
 		fputs("\"", f);
 		if (c->args && strstr(c->args, "FILE"))
 			fputs(" files=1", f);
+		else if (c->args &&
+			 strspn(c->args, "abcdefghijklmnopqrstuvwxyz") == strlen(c->args))
+			fprintf(f, " words=%s",
+				c->args); /* a literal argument: "completion bash" */
 		fputs(" ;;\n", f);
 	}
 	fputs("\tesac\n"
