@@ -246,10 +246,11 @@ int server_api_health(struct server_api *api, const struct http_request *req,
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	server_health(api->server, &h);
-	rep->doc = json_pack("{s:b, s:I, s:s, s:{s:i, s:i}, s:{s:i, s:i}}", "ok", 1, "index",
-			     (json_int_t)h.index, "store", h.store_backend ? h.store_backend : "-",
-			     "reconciler", "queued", h.queued, "failing", h.failing, "nodes",
-			     "ready", h.nodes_ready, "down", h.nodes_down);
+	rep->doc =
+	    json_pack("{s:b, s:s, s:I, s:s, s:{s:i, s:i}, s:{s:i, s:i}}", "ok", 1, "version",
+		      CSID_VERSION, "index", (json_int_t)h.index, "store",
+		      h.store_backend ? h.store_backend : "-", "reconciler", "queued", h.queued,
+		      "failing", h.failing, "nodes", "ready", h.nodes_ready, "down", h.nodes_down);
 	server_api_set_index(rep, h.index);
 	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }
