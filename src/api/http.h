@@ -62,16 +62,28 @@ struct http_stream {
 	void *ctx;
 };
 
+/* Most extra header lines an answer of static bytes carries (struct http_reply.headers). */
+#define HTTP_REPLY_HEADERS 8
+
 /* What a handler answers with. */
 struct http_reply {
 	unsigned status; /* 0: 200 */
 	json_t *doc; /* owned: the JSON body (NULL: text, or {}) */
 	char *text; /* owned (malloc'd): a JSON body already written, instead of doc */
 	bool wipe; /* text holds secrets: zeroed once sent (or dropped), before it is freed */
-	const char *content_type; /* of text; NULL: application/json */
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
+	/*
+	 * data != NULL: these bytes (borrowed, alive as long as the server:
+	 * static) are the body instead of doc, with content_type and the
+	 * header lines in headers (name, value, ...; a NULL name ends them).
+	 */
+	const void *data;
+	size_t data_len;
+	/* Of data (NULL: application/octet-stream) or of text (NULL: application/json). */
+	const char *content_type;
+	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
 
 /*

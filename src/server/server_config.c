@@ -192,9 +192,10 @@ int server_config_check_listen(const char *what, const char *addr, struct err *e
 	return 0;
 }
 
+static const char *const server_config_token_keys[] = {"secret", "write", NULL};
+
 static int server_config_tokens(json_t *v, struct server_config_file *cfg, struct err *e)
 {
-	static const char *const keys[] = {"secret", "write", NULL};
 	size_t i;
 	json_t *t;
 
@@ -216,7 +217,7 @@ static int server_config_tokens(json_t *v, struct server_config_file *cfg, struc
 		snprintf(path, sizeof(path), "acl_tokens[%zu]", i);
 		if (!json_is_object(t))
 			return err_set(e, CSID_EINVAL, "%s: expected an object", path);
-		if ((rc = server_config_keys(t, path, keys, e)))
+		if ((rc = server_config_keys(t, path, server_config_token_keys, e)))
 			return rc;
 		snprintf(path, sizeof(path), "acl_tokens[%zu].secret", i);
 		if (!json_object_get(t, "secret"))
@@ -344,6 +345,13 @@ static const char *const server_config_top_keys[] = {"data_dir",
 						     "log_level",
 						     "controller_plugins",
 						     NULL};
+
+const struct config_keyset server_config_keysets[] = {
+    {"", server_config_top_keys},
+    {"acl_tokens[]", server_config_token_keys},
+    {"controller_plugins[]", config_plugin_keys},
+    {NULL, NULL},
+};
 
 /* Walks a decoded document (root is consumed) into a new config. */
 static int server_config_from_json(json_t *root, struct server_config_file **out, struct err *e)
