@@ -12,7 +12,7 @@
 
 #include <sqlite3.h>
 
-#include "agent/state.h"
+#include "store/agent_db.h"
 
 static const char *const claims_state_schema[] = {
     "CREATE TABLE claims_pending_release ("

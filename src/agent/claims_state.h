@@ -1,6 +1,6 @@
 /*
  * The claim flow's durable rows (agent/claims.h) in the agent's local
- * state (agent/state.h, module "claims" of the agent database):
+ * state (store/agent_db.h, module "claims" of the agent database):
  *
  *   claims_pending_release(volume_id, alloc_id, reason)
  *       a release recorded after its unmount and before it is sent, kept

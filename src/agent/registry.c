@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "util/array.h"
 #include "util/log.h"
 

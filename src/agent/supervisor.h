@@ -37,7 +37,7 @@
 
 #include <uv.h>
 
-#include "agent/config.h"
+#include "agent/config_plugin.h"
 #include "agent/instance_manager.h"
 #include "agent/registry.h"
 #include "util/err.h"

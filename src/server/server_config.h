@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/config.h"
+#include "agent/config_plugin.h"
 #include "util/err.h"
 
 #define SERVER_CONFIG_LISTEN_DEFAULT "127.0.0.1:4646"
@@ -78,7 +78,7 @@ struct server_config_file {
 	/*
 	 * Controller plugins on this host: type CONFIG_PLUGIN_CONTROLLER, with
 	 * either socket, or command + args + env (supervised): the agent's
-	 * plugin definitions (config_parse_plugin_list), "type" controller by
+	 * plugin definitions (config_plugin_parse_list), "type" controller by
 	 * default, or monolith.
 	 */
 	struct config_plugin *plugins;

@@ -21,7 +21,7 @@
 
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "csi/csi_server.h"
 #include "util/arena.h"
 #include "util/clock.h"

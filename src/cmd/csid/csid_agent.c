@@ -46,13 +46,12 @@
 #include "agent/claims_http.h"
 #include "agent/config.h"
 #include "agent/held_allocs.h"
-#include "agent/mount_paths.h"
 #include "agent/mounter.h"
 #include "agent/node_plugins.h"
 #include "agent/plugin_manager.h"
 #include "agent/registry.h"
 #include "agent/server_link.h"
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "agent/supervisor.h"
 #include "api/agent_api.h"
 #include "csi/csi_client.h"
@@ -60,6 +59,7 @@
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
 
 struct csid_agent_run {
 	uv_loop_t *loop;
@@ -497,7 +497,7 @@ static int csid_agent_open(struct csid_agent_run *a, struct err *e)
 	struct mounter_options mo = {0};
 	int rc, n;
 
-	if ((rc = mount_mkdir_p(a->cfg->data_dir, e)))
+	if ((rc = mkdir_p(a->cfg->data_dir, e)))
 		return rc;
 	/* Before touching anything: a second agent on the same data_dir would fight the first. */
 	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.lock", a->cfg->data_dir);
