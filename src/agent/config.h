@@ -51,7 +51,7 @@
 
 #include <jansson.h>
 
-#include "agent/config_plugin.h"
+#include "plugins/config_plugin.h"
 #include "util/err.h"
 
 /* Servers an agent may list, and the longest server URL and token (bytes). */

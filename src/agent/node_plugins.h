@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #include "agent/mounter.h"
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
-#include "agent/supervisor.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
+#include "plugins/supervisor.h"
 #include "util/err.h"
 
 struct node_plugins {

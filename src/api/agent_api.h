@@ -39,9 +39,9 @@
 #include "agent/held_allocs.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
-#include "agent/supervisor.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
+#include "plugins/supervisor.h"
 #include "util/err.h"
 
 #define AGENT_API_BODY_MAX (1024 * 1024)

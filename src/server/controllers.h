@@ -28,7 +28,7 @@
 
 #include <uv.h>
 
-#include "agent/config_plugin.h"
+#include "plugins/config_plugin.h"
 #include "server/reconciler.h"
 #include "server/server.h"
 #include "util/err.h"

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/config_plugin.h"
+#include "plugins/config_plugin.h"
 #include "util/err.h"
 
 #define SERVER_CONFIG_LISTEN_DEFAULT "127.0.0.1:4646"

@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
 #include "store/agent_db.h"
 #include "csi/csi_server.h"
 #include "util/arena.h"

@@ -3,7 +3,7 @@
  * JSON path of any offending value in the message, copies, comparison
  * and the expansion of ${...} variables in args and env.
  */
-#include "agent/config_plugin.h"
+#include "plugins/config_plugin.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * runs, or {"id", "type", "socket"} for one started elsewhere. A struct
  * config_plugin owns every string it points to.
  */
-#ifndef CSID_AGENT_CONFIG_PLUGIN_H
-#define CSID_AGENT_CONFIG_PLUGIN_H
+#ifndef CSID_PLUGINS_CONFIG_PLUGIN_H
+#define CSID_PLUGINS_CONFIG_PLUGIN_H
 
 #include <stdbool.h>
 #include <stddef.h>

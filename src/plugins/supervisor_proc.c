@@ -10,7 +10,7 @@
  *   plugin.log        stdout+stderr, renamed to plugin.log.1 at the cap
  *   csi.sock          the socket, unless it lives in <data_dir>/p/<hash>/
  */
-#include "agent/supervisor_int.h"
+#include "plugins/supervisor_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -13,7 +13,7 @@
  * and never while the state is half-updated, and readers are not blocked
  * by slow callbacks.
  */
-#include "agent/registry.h"
+#include "plugins/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
