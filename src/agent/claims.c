@@ -643,8 +643,9 @@ void claims_free(struct claims *c)
 	if (!c)
 		return;
 	claims_shutdown(c);
-	claims_owners_close(c);
+	/* The thread may forget an owner: it goes first; the owner watch may poke it. */
 	claims_release_stop(c);
+	claims_owners_close(c);
 	claims_state_close(c->state);
 	free(c->rows);
 	free(c->node);

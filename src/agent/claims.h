@@ -120,17 +120,18 @@ struct claims_config {
 struct claims;
 
 /*
- * Opens the durable rows, then (unless manual) starts the owner watch
- * and the thread that sends pending releases and unmounts orphans (only
- * with a client; with a db_path the pending releases of a previous run
- * are sent first). Returns 0 and *out, or a code with e set.
+ * Opens the durable rows and, with a client, starts the owner watch and
+ * (unless manual) the thread that sends pending releases and unmounts
+ * orphans; with a db_path the pending releases of a previous run are
+ * sent first. Returns 0 and *out, or a code with e set.
  */
 int claims_new(const struct claims_config *cfg, struct claims **out, struct err *e);
 /*
  * Makes every server request and wait in flight or to come give up at
  * once (CSID_EUNAVAIL) and stops the background work, so the front ends
  * can stop without waiting on a silent server. Call before stopping them.
- * NULL is a no-op.
+ * The client is cancelled for good (claims_client.cancel). NULL is a
+ * no-op.
  */
 void claims_shutdown(struct claims *c);
 /* Shuts down (if not yet) and frees; no call may be in progress. NULL is a no-op. */
