@@ -41,6 +41,13 @@
  * due background work (orphans, pending releases) at the clock's now and
  * says when it is next due.
  *
+ * Front ends: `csid agent` (src/cmd/csid/csid_agent.c) creates the
+ * module with its client and hands it, borrowed, to every front end (the
+ * agent HTTP API, the Docker volume plugin bridge), which stop before it
+ * is freed. A front end calls claims_mount / claims_unmount for its
+ * allocations and claims_server_request for anything else it asks the
+ * servers (a volume's create, delete or read); it never owns the client.
+ *
  * Thread-safety: every function may be called from any thread, except
  * claims_step (one thread, and only in manual mode) and claims_free.
  * Strings are borrowed for the call unless a comment says otherwise.
