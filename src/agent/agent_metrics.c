@@ -41,7 +41,7 @@ static void agent_metrics_collect(void *ctx, struct metrics_writer *w)
 		metrics_write_sample(w, "csid_mounts", label, v, 1, states[i]);
 	}
 	n = 0;
-	if (m->cfg.owners && owners_watch_list(m->cfg.owners, &ov, &n) == 0) {
+	if (m->cfg.claims && claims_owners_list(m->cfg.claims, &ov, &n) == 0) {
 		for (i = 0; i < n; i++)
 			for (size_t k = 0; k < 3; k++)
 				if (ov[i].spec.kind == kinds[k])
@@ -56,10 +56,10 @@ static void agent_metrics_collect(void *ctx, struct metrics_writer *w)
 
 		metrics_write_sample(w, "csid_owners_watched", klabel, v, 1, owners[i]);
 	}
-	metrics_write_one(
-	    w, "csid_releases_pending",
-	    "Claim releases recorded by this agent that no server has taken yet.", METRICS_GAUGE,
-	    m->cfg.releases_pending ? (double)m->cfg.releases_pending(m->cfg.ctx) : 0);
+	metrics_write_one(w, "csid_releases_pending",
+			  "Claim releases recorded by this agent that no server has taken yet.",
+			  METRICS_GAUGE,
+			  m->cfg.claims ? (double)claims_releases_pending(m->cfg.claims) : 0);
 }
 
 int agent_metrics_start(const struct agent_metrics_config *cfg, struct agent_metrics **out,

@@ -14,16 +14,13 @@
 
 #include <stddef.h>
 
+#include "agent/claims.h"
 #include "agent/mounter.h"
-#include "agent/owners_watch.h"
 #include "util/err.h"
 
 struct agent_metrics_config {
 	struct mounter *mounter; /* borrowed, required */
-	struct owners_watch *owners; /* borrowed; NULL: none watched */
-	/* The number of releases pending (thread-safe); NULL: none. */
-	size_t (*releases_pending)(void *ctx);
-	void *ctx;
+	struct claims *claims; /* borrowed: owners and pending releases; NULL: none */
 };
 
 struct agent_metrics;

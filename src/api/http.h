@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "model/model.h"
 #include "util/err.h"
 
 /* Longest URL (path and query) answered; longer ones get 414. */
@@ -86,11 +87,8 @@ struct http_reply {
 	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
 
-/*
- * The header an agent's requests for its node carry: the agent's instance
- * ID, which proves it is the node's agent (a credential: never logged).
- */
-#define HTTP_NODE_INSTANCE_HEADER "X-Csid-Node-Instance"
+/* The header an agent's requests for its node carry (model/model.h). */
+#define HTTP_NODE_INSTANCE_HEADER MODEL_NODE_INSTANCE_HEADER
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1

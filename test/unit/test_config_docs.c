@@ -137,11 +137,11 @@ static bool doc_has_row(const struct doc *d, const char *h2, const char *key)
 	return false;
 }
 
-static bool keysets_have(const struct config_keyset *sets, const char *full)
+static bool keysets_have(const struct conf_keyset *sets, const char *full)
 {
 	char buf[256];
 
-	for (const struct config_keyset *s = sets; s->path; s++)
+	for (const struct conf_keyset *s = sets; s->path; s++)
 		for (const char *const *k = s->keys; *k; k++) {
 			snprintf(buf, sizeof(buf), "%s%s%s", s->path, s->path[0] ? "." : "", *k);
 			if (strcmp(buf, full) == 0)
@@ -152,12 +152,12 @@ static bool keysets_have(const struct config_keyset *sets, const char *full)
 
 /* Rows of the config section h2 against the parser's keysets, both ways. */
 static void check_keys(const struct doc *d, const char *h2, const char *parser,
-		       const struct config_keyset *sets, struct report *r)
+		       const struct conf_keyset *sets, struct report *r)
 {
 	char full[256], buf[256];
 	int rows = 0;
 
-	for (const struct config_keyset *s = sets; s->path; s++)
+	for (const struct conf_keyset *s = sets; s->path; s++)
 		for (const char *const *k = s->keys; *k; k++) {
 			snprintf(full, sizeof(full), "%s%s%s", s->path, s->path[0] ? "." : "", *k);
 			if (!doc_has_row(d, h2, full))

@@ -32,7 +32,6 @@
 
 #include <uv.h>
 
-#include "agent/mount_paths.h"
 #include "api/server_api.h"
 #include "csi/csi_client.h"
 #include "csid_agent.h"
@@ -43,6 +42,7 @@
 #include "server/server_config.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
 #include "util/sd_notify.h"
 
 struct csid_server_run {
@@ -115,7 +115,7 @@ static int csid_server_open_store(struct csid_server_run *s, struct err *e)
 	const struct server_config_file *cfg = s->cfg;
 	int rc;
 
-	if ((rc = mount_mkdir_p(cfg->data_dir, e)))
+	if ((rc = mkdir_p(cfg->data_dir, e)))
 		return err_wrap(e, "data_dir");
 	s->lock_fd = open(cfg->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (s->lock_fd < 0)

@@ -1,18 +1,19 @@
 /*
  * The agent's local state: one SQLite file (<data_dir>/agent.db by
- * convention) shared by the agent modules that must survive a restart (the
- * registry, the mounter). Each module opens its own connection with
- * agent_db_open() and creates its tables with agent_db_migrate(), which
- * keeps one schema version per module, so modules evolve their schemas
- * independently.
+ * convention) shared by the node's modules that must survive a restart
+ * (the plugin registry, the mounter, the claim flow, the claim owners).
+ * It sits below plugin hosting and the agent, beside the server's store.
+ * Each module opens its own connection with agent_db_open() and creates
+ * its tables with agent_db_migrate(), which keeps one schema version per
+ * module, so modules evolve their schemas independently.
  *
  * Connections are not shared between threads by the modules (SQLite
  * connections are serialized internally anyway, but a module that uses its
  * connection from several threads must hold its own lock around each
  * statement and transaction).
  */
-#ifndef CSID_AGENT_STATE_H
-#define CSID_AGENT_STATE_H
+#ifndef CSID_STORE_AGENT_DB_H
+#define CSID_STORE_AGENT_DB_H
 
 #include <sqlite3.h>
 

@@ -28,8 +28,8 @@
  * Threading: every function except supervisor_snapshot must be called on
  * the loop's thread. Probes run on the libuv thread pool.
  */
-#ifndef CSID_AGENT_SUPERVISOR_H
-#define CSID_AGENT_SUPERVISOR_H
+#ifndef CSID_PLUGINS_SUPERVISOR_H
+#define CSID_PLUGINS_SUPERVISOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,9 +37,9 @@
 
 #include <uv.h>
 
-#include "agent/config.h"
-#include "agent/instance_manager.h"
-#include "agent/registry.h"
+#include "plugins/config_plugin.h"
+#include "plugins/instance_manager.h"
+#include "plugins/registry.h"
 #include "util/err.h"
 
 #define SUPERVISOR_INSTANCE_ID_MAX 32

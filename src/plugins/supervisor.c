@@ -9,7 +9,7 @@
  * the state into the status array that supervisor_snapshot() hands to
  * other threads under a mutex.
  */
-#include "agent/supervisor_int.h"
+#include "plugins/supervisor_int.h"
 
 #include <errno.h>
 #include <signal.h>

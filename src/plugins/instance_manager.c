@@ -21,14 +21,14 @@
  * and takes it again to store the result, unless a stop came meanwhile.
  * The change callback runs after mu is released.
  */
-#include "agent/instance_manager.h"
+#include "plugins/instance_manager.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 #include "util/log.h"
 
 /* A client shared by the manager and the plugin_refs handed out. */

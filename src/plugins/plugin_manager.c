@@ -15,7 +15,7 @@
  * the registry's state lock or an instance manager's lock. Nothing holds
  * an instance manager's lock while taking mu.
  */
-#include "agent/plugin_manager.h"
+#include "plugins/plugin_manager.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,13 +10,13 @@
  * list until its process exited, its handles closed and no probe runs; it
  * is freed then, never inside one of its own callbacks' dispatch.
  */
-#ifndef CSID_AGENT_SUPERVISOR_INT_H
-#define CSID_AGENT_SUPERVISOR_INT_H
+#ifndef CSID_PLUGINS_SUPERVISOR_INT_H
+#define CSID_PLUGINS_SUPERVISOR_INT_H
 
 #include <limits.h>
 #include <pthread.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 
 enum supervisor_istate {
 	SUPERVISOR_STARTING, /* spawned, waiting for the socket */

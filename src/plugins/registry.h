@@ -33,8 +33,8 @@
  * change it nor (un)subscribe, which would deadlock. Keep callbacks short
  * (queue the work and return).
  */
-#ifndef CSID_AGENT_REGISTRY_H
-#define CSID_AGENT_REGISTRY_H
+#ifndef CSID_PLUGINS_REGISTRY_H
+#define CSID_PLUGINS_REGISTRY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -22,15 +22,15 @@
  * thread. plugin_manager_step must be called from one thread only, and
  * not after plugin_manager_start.
  */
-#ifndef CSID_AGENT_PLUGIN_MANAGER_H
-#define CSID_AGENT_PLUGIN_MANAGER_H
+#ifndef CSID_PLUGINS_PLUGIN_MANAGER_H
+#define CSID_PLUGINS_PLUGIN_MANAGER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/instance_manager.h"
-#include "agent/registry.h"
+#include "plugins/instance_manager.h"
+#include "plugins/registry.h"
 #include "util/clock.h"
 #include "util/err.h"
 

@@ -17,13 +17,13 @@
  * keep running RPCs on it after the manager stopped or was replaced; the
  * client is freed when the manager and every holder released it.
  */
-#ifndef CSID_AGENT_INSTANCE_MANAGER_H
-#define CSID_AGENT_INSTANCE_MANAGER_H
+#ifndef CSID_PLUGINS_INSTANCE_MANAGER_H
+#define CSID_PLUGINS_INSTANCE_MANAGER_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/registry.h"
+#include "plugins/registry.h"
 #include "csi/csi_client.h"
 #include "util/clock.h"
 #include "util/err.h"

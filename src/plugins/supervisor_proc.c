@@ -10,7 +10,7 @@
  *   plugin.log        stdout+stderr, renamed to plugin.log.1 at the cap
  *   csi.sock          the socket, unless it lives in <data_dir>/p/<hash>/
  */
-#include "agent/supervisor_int.h"
+#include "plugins/supervisor_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/mount_paths.h"
+#include "util/mkdir_p.h"
 #include "util/log.h"
 
 extern char **environ;
@@ -104,9 +104,9 @@ int supervisor_proc_prepare(struct supervisor_instance *inst, struct err *e)
 	rc = supervisor_socket_path(sv->data_dir, inst->def.id, inst->id, inst->sock,
 				    inst->sock_dir, e);
 	if (!rc)
-		rc = mount_mkdir_p(inst->dir, e);
+		rc = mkdir_p(inst->dir, e);
 	if (!rc)
-		rc = mount_mkdir_p(inst->sock_dir, e);
+		rc = mkdir_p(inst->sock_dir, e);
 	if (rc)
 		return rc;
 	unlink(inst->sock);
@@ -245,7 +245,7 @@ static int supervisor_build_exec(struct supervisor_instance *inst, char ***argv_
 	if (!argv[0])
 		return CSID_ENOMEM;
 	for (size_t i = 0; i < d->nargs; i++)
-		if (!(argv[i + 1] = config_expand(d->args[i], inst->endpoint, node)))
+		if (!(argv[i + 1] = config_plugin_expand(d->args[i], inst->endpoint, node)))
 			return CSID_ENOMEM;
 	for (char **p = environ; *p; p++) {
 		bool skip = strncmp(*p, "CSI_ENDPOINT=", 13) == 0;
@@ -266,7 +266,7 @@ static int supervisor_build_exec(struct supervisor_instance *inst, char ***argv_
 	}
 	k++;
 	for (size_t i = 0; i < d->nenv; i++) {
-		char *v = config_expand(d->env[i].value, inst->endpoint, node);
+		char *v = config_plugin_expand(d->env[i].value, inst->endpoint, node);
 
 		if (!v || asprintf(&env[k], "%s=%s", d->env[i].name, v) < 0) {
 			free(v);

@@ -4,7 +4,7 @@
  * table so that each module (registry, mounter) creates and evolves its
  * own tables independently in the same file.
  */
-#include "agent/state.h"
+#include "store/agent_db.h"
 
 #include <string.h>
 

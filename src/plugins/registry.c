@@ -13,14 +13,14 @@
  * and never while the state is half-updated, and readers are not blocked
  * by slow callbacks.
  */
-#include "agent/registry.h"
+#include "plugins/registry.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "util/array.h"
 #include "util/log.h"
 
