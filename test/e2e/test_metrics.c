@@ -2,8 +2,10 @@
  * End to end: the Prometheus metrics of csid.
  *
  * test_metrics_prometheus runs `csid dev` on a temporary directory and a
- * free port, creates two volumes through the server API and mounts one
- * through the agent's socket, then checks:
+ * free port, creates two volumes through the server API and mounts them
+ * through the agent's socket (one as a plain mount of a claim made on the
+ * server, one through the agent's claim flow with a lease owner), then
+ * checks:
  *  - GET /v1/metrics of the server (TCP) and of the agent (its socket)
  *    answer the text format, which Debian's `promtool check metrics`
  *    accepts (exit 0, no lint complaint);
@@ -357,6 +359,11 @@ static void test_metrics_prometheus(void **state)
 	memset(&a, 0, sizeof(a));
 	snprintf(a.sock, sizeof(a.sock), "%s/agent/agent.sock", t->dev_dir);
 	assert_int_equal(agent_proc_mount_with(&a, T_HP, ext, "web-1", NULL), 200);
+	/* And one through the claim flow, owned by a lease. */
+	assert_int_equal(
+	    agent_proc_http(&a, "PUT", "/v1/agent/volumes/metrics-a/mount",
+			    "{\"alloc_id\": \"web-2\", \"owner\": {\"lease_ms\": 600000}}", NULL),
+	    200);
 
 	/* Both outputs pass promtool, and say what just happened. */
 	text = t_scrape_check(t, t->s.base, "server",
@@ -365,8 +372,11 @@ static void test_metrics_prometheus(void **state)
 	assert_null(strstr(text, "metrics-a")); /* no volume ID as a label */
 	free(text);
 	snprintf(agent_base, sizeof(agent_base), "unix:%s", a.sock);
-	text = t_scrape_check(t, agent_base, "agent", "csid_mounts{state=\"published\"} 1\n");
+	text = t_scrape_check(t, agent_base, "agent", "csid_mounts{state=\"published\"} 2\n");
 	assert_non_null(strstr(text, "route=\"/v1/agent/mounts\",method=\"PUT\",code=\"200\"}"));
+	assert_non_null(strstr(text, "csid_owners_watched{kind=\"lease\"} 1\n"));
+	assert_non_null(strstr(text, "csid_owners_watched{kind=\"pid\"} 0\n"));
+	assert_non_null(strstr(text, "\ncsid_releases_pending 0\n"));
 	free(text);
 
 	/* A real Prometheus scrapes both and answers queries about them. */
@@ -400,6 +410,9 @@ static void test_metrics_prometheus(void **state)
 
 	snprintf(agent_base, sizeof(agent_base), "/v1/agent/mounts/%s/web-1", ext);
 	assert_int_equal(agent_proc_http(&a, "DELETE", agent_base, NULL, NULL), 200);
+	assert_int_equal(
+	    agent_proc_http(&a, "DELETE", "/v1/agent/volumes/metrics-a/mount/web-2", NULL, NULL),
+	    200);
 	t_prom_stop(t);
 }
 
