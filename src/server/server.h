@@ -151,8 +151,23 @@ int server_volume_release_why(struct server *s, const char *id, const char *allo
  * node no longer uses it); the reconciler then unpublishes and frees. */
 int server_volume_detach(struct server *s, const char *id, const char *node_id, struct arena *a,
 			 struct model_volume **out, char **skipped, struct err *e);
+/*
+ * Asks for capacity_min bytes (ControllerExpandVolume by the reconciler).
+ * CSID_EINVAL below the volume's capacity (volumes do not shrink) or over
+ * capacity_max; CSID_EPRECOND when the volume is not ready, or when the
+ * plugins view already shows that its plugin cannot expand (a controller
+ * without EXPAND_VOLUME, or no controller service at all). The capacity it
+ * has, or the change already pending, is a no-op.
+ */
 int server_volume_expand(struct server *s, const char *id, int64_t capacity_min, struct arena *a,
 			 struct model_volume **out, struct err *e);
+/*
+ * Drops the pending changes (expand and modify) the reconciler has not
+ * done yet; *skipped says which. CSID_EPRECOND when none is pending. A
+ * change whose RPC is in flight still lands: its outcome is recorded.
+ */
+int server_volume_cancel(struct server *s, const char *id, struct arena *a,
+			 struct model_volume **out, char **skipped, struct err *e);
 int server_volume_modify(struct server *s, const char *id, const struct model_map *mutable_params,
 			 struct arena *a, struct model_volume **out, struct err *e);
 

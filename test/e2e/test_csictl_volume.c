@@ -137,10 +137,41 @@ static void test_tour(void **state)
 
 	RUN(f, r, "volume", "snapshot", "delete", "snap-1", "-wait");
 	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "snapshot snap-1 deleted"));
 	csictl_runner_free(&f->rn, r);
 
-	RUN(f, r, "volume", "expand", "data", "-size", "2GiB");
+	/* expand -wait follows the volume until the plugin grew it, and says to what. */
+	RUN(f, r, "volume", "expand", "data", "-size", "2GiB", "-wait");
 	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "volume data: capacity 2147483648 bytes"));
+	csictl_runner_free(&f->rn, r);
+
+	/* Volumes do not shrink; nothing pending is nothing to cancel. */
+	RUN(f, r, "volume", "expand", "data", "-size", "1GiB");
+	csictl_expect_fail(r, 1, "volumes do not shrink");
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "cancel", "data");
+	csictl_expect_fail(r, 1, "no pending change");
+	csictl_runner_free(&f->rn, r);
+
+	/* An expand the plugin keeps failing is cancelled by the operator. */
+	assert_int_equal(
+	    server_proc_write_faults(&f->s, "ControllerExpandVolume code=UNAVAILABLE\n"), 0);
+	RUN(f, r, "volume", "expand", "data", "-size", "3GiB");
+	csictl_expect_ok(r);
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "cancel", "data");
+	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "cancelled the pending expand to 3221225472 bytes"));
+	csictl_runner_free(&f->rn, r);
+	assert_int_equal(server_proc_write_faults(&f->s, ""), 0);
+	RUN(f, r, "volume", "status", "data", "-o", "json");
+	csictl_expect_ok(r);
+	j = csictl_expect_json(r);
+	assert_int_equal(json_integer_value(json_object_get(j, "capacity")), 2147483648LL);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "pending"), "capacity_min")), 0);
+	json_decref(j);
 	csictl_runner_free(&f->rn, r);
 
 	RUN(f, r, "plugin", "status");
