@@ -206,7 +206,7 @@ int server_volume_update(struct server *s, const char *id, server_volume_fn fn, 
 		if (!rc && out && what != SERVER_DELETE) {
 			rc = model_volume_copy(a, v, out, e);
 			if (!rc &&
-			    !(rc = server_plugins_collect(s, scratch, &plugins, &nplugins, e)))
+			    !(rc = server_plugins_summary(s, scratch, &plugins, &nplugins, e)))
 				server_volume_fill(s, *out, plugins, nplugins, a);
 		}
 		arena_free(scratch);
@@ -304,7 +304,10 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	if (s->gc_period_ms > SERVER_GC_PERIOD_MAX_MS)
 		s->gc_period_ms = SERVER_GC_PERIOD_MAX_MS;
 	s->vcache = server_vcache_new();
-	if (!s->vcache) {
+	s->pcache = server_pcache_new(cfg->store, server_plugins_build, NULL);
+	if (!s->vcache || !s->pcache) {
+		server_vcache_free(s->vcache);
+		server_pcache_free(s->pcache);
 		free(s);
 		return err_set(e, CSID_ENOMEM, "server: out of memory");
 	}
@@ -312,6 +315,7 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	if ((rc = clock_cond_init(&s->cond))) {
 		pthread_mutex_destroy(&s->mu);
 		server_vcache_free(s->vcache);
+		server_pcache_free(s->pcache);
 		free(s);
 		return err_set(e, rc, "server: out of memory");
 	}
@@ -385,6 +389,7 @@ void server_free(struct server *s)
 	}
 	free(s->live);
 	server_vcache_free(s->vcache);
+	server_pcache_free(s->pcache);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

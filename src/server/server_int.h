@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_pcache.h"
 #include "server/server_vcache.h"
 
 /* Attempts of one compare-and-set write before CSID_EABORTED. */
@@ -45,6 +46,7 @@ struct server {
 	int64_t gc_period_ms; /* how often the lost-claim pass runs (server_gc.c) */
 	int64_t gc_due_ms; /* monotonic; guarded by mu */
 	struct server_vcache *vcache; /* decoded volume records; shared with the reconciler */
+	struct server_pcache *pcache; /* the plugins view's node part (server_plugins.c) */
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -127,6 +129,17 @@ int server_plugins_collect(struct server *s, struct arena *a, struct server_plug
 			   struct err *e);
 const struct server_plugin *server_plugin_find(const struct server_plugin *p, size_t n,
 					       const char *id);
+/*
+ * The plugins view's counts only (id, controller_required, the healthy,
+ * expected and unknown counts; no instance, capability or version lists),
+ * what schedulability needs: from the cached node part (s->pcache) plus
+ * the local controllers, so no node record is decoded unless one changed.
+ */
+int server_plugins_summary(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+			   struct err *e);
+/* server_pcache_build_fn of the plugins view (ctx unused). */
+int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
+			 void **view, struct err *e);
 /*
  * Fills the API-view fields of v: schedulable and plugin_health from the
  * plugins view p[0..n), status from the reconciler (strings in a).

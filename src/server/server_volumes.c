@@ -101,7 +101,7 @@ static int server_view(struct server *s, struct model_volume *v, struct arena *a
 {
 	struct server_plugin *p = NULL;
 	size_t n = 0;
-	int rc = server_plugins_collect(s, a, &p, &n, e);
+	int rc = server_plugins_summary(s, a, &p, &n, e);
 
 	if (!rc)
 		server_volume_fill(s, v, p, n, a);
@@ -300,7 +300,7 @@ int server_volume_list(struct server *s, const struct server_volume_filter *f, s
 	if (!rc && extra && !(*next_token = arena_strdup(a, page[count - 1]->id)))
 		rc = err_set(e, CSID_ENOMEM, "list volumes: out of memory");
 	if (!rc && count)
-		rc = server_plugins_collect(s, a, &plugins, &nplugins, e);
+		rc = server_plugins_summary(s, a, &plugins, &nplugins, e);
 	for (size_t i = 0; !rc && i < count; i++)
 		server_volume_fill(s, page[i], plugins, nplugins, a);
 	if (rc)
@@ -433,7 +433,7 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 	if (node->status == MODEL_NODE_DOWN)
 		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is down", v->id,
 			       node_id);
-	if ((rc = server_plugins_collect(s, a, &plugins, &n, e)))
+	if ((rc = server_plugins_summary(s, a, &plugins, &n, e)))
 		return rc;
 	p = server_plugin_find(plugins, n, v->plugin_id);
 	env->controller_required = p && p->controller_required;
