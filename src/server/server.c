@@ -165,8 +165,9 @@ static int server_delete(struct server *s, enum store_kind kind, const char *id,
 	return rc;
 }
 
-int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
-			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+static int server_volume_update_do(struct server *s, const char *id, server_volume_fn fn, void *arg,
+				   bool restart, struct arena *a, struct model_volume **out,
+				   char **skipped, struct err *e)
 {
 	struct server_plugin *plugins = NULL;
 	size_t nplugins = 0;
@@ -197,7 +198,9 @@ int server_volume_update(struct server *s, const char *id, server_volume_fn fn, 
 			arena_free(scratch);
 			continue;
 		}
-		if (!rc && what != SERVER_KEEP)
+		if (!rc && what != SERVER_KEEP && restart)
+			reconciler_restart(s->rec, STORE_VOLUME, id);
+		else if (!rc && what != SERVER_KEEP)
 			reconciler_enqueue(s->rec, STORE_VOLUME, id);
 		if (!rc && what == SERVER_PUT)
 			v->modify_index = index;
@@ -214,6 +217,18 @@ int server_volume_update(struct server *s, const char *id, server_volume_fn fn, 
 	}
 	return err_set(e, CSID_EABORTED, "volume %s: %d writers raced; try again", id,
 		       SERVER_CAS_RETRIES);
+}
+
+int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	return server_volume_update_do(s, id, fn, arg, false, a, out, skipped, e);
+}
+
+int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	return server_volume_update_do(s, id, fn, arg, true, a, out, skipped, e);
 }
 
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
@@ -403,6 +418,24 @@ struct reconciler *server_reconciler(struct server *s)
 struct store *server_store(struct server *s)
 {
 	return s->cfg.store;
+}
+
+uint64_t server_status_stamp(struct server *s, enum store_kind kind, const char *id)
+{
+	struct arena *a = arena_new();
+	struct model_status st;
+	uint64_t h = 1469598103934665603ULL;
+
+	if (!a)
+		return 0;
+	if (reconciler_status(s->rec, kind, id, a, &st) == 0) {
+		h = (h ^ (uint64_t)st.attempts) * 1099511628211ULL;
+		h = (h ^ (uint64_t)st.next_attempt_ms) * 1099511628211ULL;
+		for (const char *p = st.last_error; p && *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	}
+	arena_free(a);
+	return h;
 }
 
 void server_health(struct server *s, struct server_health *out)

@@ -246,6 +246,13 @@ int server_plugin_list(struct server *s, struct arena *a, struct server_plugin *
 int server_plugin_get(struct server *s, const char *id, struct arena *a, struct server_plugin **out,
 		      struct err *e);
 
+/*
+ * A value that changes whenever the reconciler's status of (kind, id)
+ * changes (attempts, next attempt, last error), so a blocking query can
+ * wake on a retry that failed again, which writes nothing to the store.
+ */
+uint64_t server_status_stamp(struct server *s, enum store_kind kind, const char *id);
+
 /* Queued and failing reconciler items, store index, nodes ready/down. */
 struct server_health {
 	uint64_t index;

@@ -80,6 +80,16 @@ typedef int (*server_snapshot_fn)(struct server *s, struct model_snapshot *snap,
  */
 int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			 struct arena *a, struct model_volume **out, char **skipped, struct err *e);
+/*
+ * server_volume_update for a write that changes what the volume asks of
+ * its plugin (delete, expand, modify, cancel): the reconciler's error and
+ * attempt count, which were about the old request, are dropped before the
+ * answer is made (reconciler_restart), so neither the answer nor a wait
+ * shows a stale error as the new request's.
+ */
+int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			  struct arena *a, struct model_volume **out, char **skipped,
+			  struct err *e);
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
 			   struct arena *a, struct model_snapshot **out, struct err *e);
 

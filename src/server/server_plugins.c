@@ -394,6 +394,7 @@ void server_volume_fill(struct server *s, struct model_volume *v, const struct s
 	const struct server_plugin *plugin = server_plugin_find(p, n, v->plugin_id);
 
 	v->plugin_health = server_plugin_health(plugin, v->plugin_id, a);
+	v->plugin_registered = plugin != NULL;
 	v->schedulable = v->plugin_health && strcmp(v->plugin_health, "healthy") == 0;
 	memset(&v->status, 0, sizeof(v->status));
 	reconciler_status(s->rec, STORE_VOLUME, v->id, a, &v->status);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/log.h"
+
 /* ---- helpers ---- */
 
 /* Appends sep (unless buf is empty) and text to a bounded sentence (buf of cap bytes). */
@@ -204,6 +206,11 @@ static int server_volume_record(struct server *s, const struct model_volume *spe
 	rc = model_volume_copy(a, v, out, e);
 	if (!rc)
 		rc = server_view(s, *out, a, e);
+	/* Taken, since a plugin may register later; the answer's plugin_registered warns. */
+	if (!rc && !(*out)->plugin_registered)
+		log_warn("msg=\"volume recorded for a plugin no node nor this server offers\" "
+			 "volume=%s plugin=%s",
+			 v->id, v->plugin_id);
 out:
 	arena_free(scratch);
 	return rc;
@@ -340,7 +347,7 @@ static int server_delete_fn(struct server *s, struct model_volume *v, void *arg,
 int server_volume_delete(struct server *s, const char *id, struct arena *a,
 			 struct model_volume **out, struct err *e)
 {
-	return server_volume_update(s, id, server_delete_fn, NULL, a, out, NULL, e);
+	return server_volume_request(s, id, server_delete_fn, NULL, a, out, NULL, e);
 }
 
 static int server_deregister_fn(struct server *s, struct model_volume *v, void *arg,
@@ -711,7 +718,7 @@ int server_volume_expand(struct server *s, const char *id, int64_t capacity_min,
 	if (capacity_min <= 0)
 		return err_set(e, CSID_EINVAL, "expand volume %s: capacity_min must be positive",
 			       id);
-	return server_volume_update(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
+	return server_volume_request(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
 }
 
 static int server_cancel_fn(struct server *s, struct model_volume *v, void *arg,
@@ -739,7 +746,7 @@ static int server_cancel_fn(struct server *s, struct model_volume *v, void *arg,
 int server_volume_cancel(struct server *s, const char *id, struct arena *a,
 			 struct model_volume **out, char **skipped, struct err *e)
 {
-	return server_volume_update(s, id, server_cancel_fn, NULL, a, out, skipped, e);
+	return server_volume_request(s, id, server_cancel_fn, NULL, a, out, skipped, e);
 }
 
 static int server_modify_fn(struct server *s, struct model_volume *v, void *arg,
@@ -773,6 +780,6 @@ int server_volume_modify(struct server *s, const char *id, const struct model_ma
 		return err_set(e, CSID_EINVAL,
 			       "modify volume %s: mutable_parameters over %d bytes in all", id,
 			       MODEL_MAP_BYTES_MAX);
-	return server_volume_update(s, id, server_modify_fn, (void *)mutable_params, a, out, NULL,
-				    e);
+	return server_volume_request(s, id, server_modify_fn, (void *)mutable_params, a, out, NULL,
+				     e);
 }

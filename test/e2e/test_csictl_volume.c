@@ -213,6 +213,36 @@ static void test_force_deregister(void **state)
 	csictl_runner_free(&f->rn, r);
 }
 
+/*
+ * A spec naming a plugin no node nor the server offers: create answers
+ * with a warning, and delete -wait gives up at once saying why, instead of
+ * following a delete that cannot go on for ten minutes.
+ */
+static void test_plugin_missing(void **state)
+{
+	static const char spec[] =
+	    "{\"id\": \"lost\", \"plugin_id\": \"nobody.csi.example\", \"capabilities\": "
+	    "[{\"access_mode\": \"single-node-writer\", \"attachment_mode\": \"file-system\"}]}";
+	struct fixture *f = *state;
+	struct csictl_run *r = &f->r;
+	FILE *out = fopen(f->spec, "w");
+
+	assert_non_null(out);
+	fputs(spec, out);
+	fclose(out);
+	RUN(f, r, "volume", "create", f->spec);
+	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "warning: plugin nobody.csi.example is offered by no node"));
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "delete", "lost", "-wait");
+	csictl_expect_fail(r, 1, "plugin nobody.csi.example: no controller nor node plugin");
+	assert_non_null(strstr(r->err, "deregister ID -force"));
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "deregister", "lost", "-force");
+	csictl_expect_ok(r);
+	csictl_runner_free(&f->rn, r);
+}
+
 static void test_user_errors(void **state)
 {
 	struct fixture *f = *state;
@@ -257,6 +287,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_tour, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_force_deregister, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_missing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_errors, setup, teardown),
 	};
 

@@ -973,6 +973,53 @@ static void test_expand_and_modify(void **state)
 	assert_int_equal(server_volume_modify(t->s, "nope", &params, t->a, &v, &e), CSID_ENOTFOUND);
 }
 
+/*
+ * Waiting that tells the truth: a retry that failed again changes the
+ * status stamp (a blocking query wakes on it); a new request (delete,
+ * expand, cancel, modify) drops the error of the old one before its
+ * answer; a volume of a plugin no one offers says so (plugin_registered).
+ */
+static void test_wait_truth(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER};
+	struct model_volume spec = {0}, *out = NULL;
+	uint64_t stamp;
+	struct err e;
+
+	spec.id = "new";
+	spec.plugin_id = T_DOWN_PLUGIN;
+	spec.caps = &cap;
+	spec.ncaps = 1;
+	assert_int_equal(server_volume_create(t->s, &spec, t->a, &out, &e), 0);
+	assert_false(out->plugin_registered);
+	stamp = server_status_stamp(t->s, STORE_VOLUME, "new");
+	t_step(t);
+	assert_true(server_status_stamp(t->s, STORE_VOLUME, "new") != stamp);
+	stamp = server_status_stamp(t->s, STORE_VOLUME, "new");
+	assert_int_equal(server_status_stamp(t->s, STORE_VOLUME, "new"), stamp);
+	clock_fake_advance(&t->clock, 60000);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "new", t->a, &out, &e), 0);
+	assert_int_equal(out->status.attempts, 2);
+	assert_true(server_status_stamp(t->s, STORE_VOLUME, "new") != stamp);
+	/* The delete's answer does not carry the create's error. */
+	assert_int_equal(server_volume_delete(t->s, "new", t->a, &out, &e), 0);
+	assert_int_equal(out->state, MODEL_VOL_DELETING);
+	assert_int_equal(out->status.attempts, 0);
+	assert_null(out->status.last_error);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "new", t->a, &out, &e), 0);
+	/* Counted afresh: the delete's first attempt (a lookup by name, for lack of an ID). */
+	assert_int_equal(out->status.attempts, 1);
+	t_contains(out->status.last_error, "no healthy controller for plugin down.csi");
+	/* A plugin offered by a node. */
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "v", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &out, &e), 0);
+	assert_true(out->plugin_registered);
+}
+
 /* ---- snapshots ---- */
 
 static void test_snapshots(void **state)
@@ -1096,6 +1143,7 @@ int main(void)
 	    T_TEST(test_expand_and_modify),
 	    T_TEST(test_expand_refused_and_cancel),
 	    T_TEST(test_expand_smaller),
+	    T_TEST(test_wait_truth),
 	    T_TEST(test_snapshots),
 	    T_TEST(test_claim_cycle_with_controller),
 	};

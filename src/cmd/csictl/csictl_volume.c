@@ -279,6 +279,55 @@ static int volume_follow(struct csictl_server *s, const char *what, const char *
 	return CSICTL_EXIT_FAIL;
 }
 
+/* Whether the volume's plugin is offered by no node and not by the server. */
+static bool volume_plugin_missing(const json_t *j)
+{
+	return json_is_false(json_object_get(j, "plugin_registered"));
+}
+
+/*
+ * Done when the volume is gone; never while its plugin is on no node:
+ * DeleteVolume needs the plugin, so waiting would only run out the clock.
+ */
+static int volume_done_delete(struct csictl_server *s, const json_t *j, const void *arg)
+{
+	const char *health = json_string_value(json_object_get(j, "plugin_health"));
+	char clean[600];
+
+	(void)arg;
+	if (!volume_plugin_missing(j))
+		return 0;
+	fprintf(
+	    s->err,
+	    "error: %s; the delete waits for the plugin (register it, or forget the volume "
+	    "with csictl volume deregister ID -force)\n",
+	    csictl_out_clean(health ? health : "its plugin is on no node", clean, sizeof(clean)));
+	return -1;
+}
+
+/* A warning when no node nor the server offers the volume's plugin (create -wait). */
+static int volume_render_warning(const json_t *j, FILE *out)
+{
+	const char *plugin = json_string_value(json_object_get(j, "plugin_id"));
+	char clean[600];
+
+	if (volume_plugin_missing(j))
+		fprintf(out,
+			"warning: plugin %s is offered by no node and not by the server (yet?); "
+			"the volume waits for it\n",
+			csictl_out_clean(plugin ? plugin : "?", clean, sizeof(clean)));
+	return 0;
+}
+
+/* The answer to create or register, with a warning when no one offers its plugin. */
+static int volume_render_recorded(const json_t *j, FILE *out)
+{
+	int ret = csictl_render_volume(j, out);
+
+	volume_render_warning(j, out);
+	return ret;
+}
+
 /* volume_follow until the state is done (NULL: until gone). */
 static int volume_wait(struct csictl_server *s, const char *what, const char *id, const char *done,
 		       bool gone_ok, csictl_server_render_fn render)
@@ -334,8 +383,9 @@ static int volume_put_spec(struct csictl_server *s, struct volume_opts *o, bool 
 		ret = csictl_server_path(s, "volume", id, create ? "/create" : NULL, path,
 					 sizeof(path));
 	if (!ret)
-		ret = csictl_server_request(s, "PUT", path, body,
-					    o->wait ? NULL : csictl_render_volume, NULL);
+		ret = csictl_server_request(
+		    s, "PUT", path, body, o->wait ? volume_render_warning : volume_render_recorded,
+		    NULL);
 	if (body) {
 		memset(body, 0, strlen(body));
 		free(body);
@@ -385,7 +435,8 @@ static int volume_delete(struct csictl_server *s, struct volume_opts *o)
 		ret = csictl_server_request(s, "DELETE", path, NULL,
 					    o->wait ? NULL : csictl_render_volume, NULL);
 	if (!ret && o->wait)
-		ret = volume_wait(s, "volume", s->args.v[1], NULL, true, csictl_render_volume);
+		ret = volume_follow(s, "volume", s->args.v[1], volume_done_delete, NULL, true,
+				    csictl_render_volume);
 	return ret;
 }
 
