@@ -372,8 +372,11 @@ static int rv_write(struct rv_pass *s)
 				      e.msg);
 	rc = reconcile_put(s->p.env, STORE_VOLUME, s->v->id, json, len, s->index, s->res);
 	model_wipe_free(json, len);
-	if (rc == 0)
+	if (rc == 0) {
+		/* The next pass and the API's next read take it decoded. */
+		server_vcache_put(s->p.env->vcache, s->v, s->res->wrote_index);
 		s->res->outcome = RECONCILE_AGAIN;
+	}
 	return rc;
 }
 
@@ -779,6 +782,8 @@ static bool rv_reread(struct rv_pass *s)
 		return false;
 	rc = model_volume_decode(s->p.a, o.value, o.len, &s->v, &e);
 	s->index = o.modify_index;
+	if (rc == 0)
+		s->v->create_index = o.create_index;
 	store_obj_free(&o);
 	if (rc < 0) {
 		reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: damaged record: %s", s->what,

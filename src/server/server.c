@@ -202,8 +202,11 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			reconciler_restart(s->rec, STORE_VOLUME, id);
 		else if (!rc && what != SERVER_KEEP)
 			reconciler_enqueue(s->rec, STORE_VOLUME, id);
-		if (!rc && what == SERVER_PUT)
+		if (!rc && what == SERVER_PUT) {
+			/* The reconciler reads this version next: it need not parse it. */
+			server_vcache_put(s->vcache, v, index);
 			v->modify_index = index;
+		}
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
 			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		if (!rc && out && what != SERVER_DELETE) {
