@@ -95,6 +95,7 @@ static double bench_claims(const char *dir, int nnodes, int claims)
 	struct store *st = NULL;
 	struct server *s = NULL;
 	double *t = calloc((size_t)claims, sizeof(*t)), med;
+	struct model_volume *vout = NULL;
 	struct arena *ra;
 	char db[300];
 	struct err e;
@@ -116,7 +117,7 @@ static double bench_claims(const char *dir, int nnodes, int claims)
 	spec.caps = &cap;
 	spec.ncaps = 1;
 	ra = arena_new();
-	if (!ra || server_volume_register(s, &spec, ra, NULL, &e) != 0)
+	if (!ra || server_volume_register(s, &spec, ra, &vout, &e) != 0)
 		bench_die("register", ra ? e.msg : "out of memory");
 	arena_free(ra);
 	reconciler_step(server_reconciler(s));
