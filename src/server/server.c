@@ -165,6 +165,53 @@ static int server_delete(struct server *s, enum store_kind kind, const char *id,
 	return rc;
 }
 
+/*
+ * Writes what the update decided (SERVER_PUT: v; SERVER_DELETE: its
+ * removal) on v's index, with the claim index changes from the claimed
+ * claims old[0..nold) to v's (none after a delete) in the same
+ * transaction. Changes that do not fit one transaction are left to the
+ * next lost-claim pass's rebuild (claimidx_dirty). *index: the new index.
+ */
+static int server_volume_write(struct server *s, struct model_volume *v, int what,
+			       const struct server_claimidx_entry *old, size_t nold,
+			       struct arena *scratch, uint64_t *index, struct err *e)
+{
+	struct store_op ops[STORE_TXN_OPS_MAX];
+	struct server_claimidx_entry *nw = NULL;
+	size_t n = 1, nnew = 0, len = 0;
+	char *text = NULL;
+	int rc = 0;
+
+	ops[0] = (struct store_op){.type = STORE_OP_DELETE,
+				   .kind = STORE_VOLUME,
+				   .id = v->id,
+				   .expect_index = v->modify_index};
+	if (what == SERVER_PUT) {
+		if ((rc = model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, e)))
+			return err_wrap(e, "volume %s", v->id);
+		ops[0].type = STORE_OP_PUT;
+		ops[0].value = text;
+		ops[0].len = len;
+		rc = server_claimidx_of(v, scratch, &nw, &nnew);
+	}
+	if (!rc)
+		rc = server_claimidx_diff(old, nold, nw, nnew, scratch, ops, STORE_TXN_OPS_MAX, &n);
+	if (rc == CSID_ERANGE) {
+		pthread_mutex_lock(&s->mu);
+		s->claimidx_dirty = true;
+		pthread_mutex_unlock(&s->mu);
+		rc = 0;
+	}
+	if (rc)
+		rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
+	else
+		rc = store_txn(s->cfg.store, ops, n, index, e);
+	model_wipe_free(text, len);
+	if (rc && rc != CSID_ECONFLICT)
+		err_wrap(e, "volume %s: write", v->id);
+	return rc;
+}
+
 static int server_volume_update_do(struct server *s, const char *id, server_volume_fn fn, void *arg,
 				   bool restart, struct arena *a, struct model_volume **out,
 				   char **skipped, struct err *e)
@@ -179,19 +226,21 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 		*skipped = NULL;
 	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
 		struct arena *scratch = arena_new();
+		struct server_claimidx_entry *old = NULL;
 		struct model_volume *v = NULL;
 		char *note = NULL;
 		uint64_t index = 0;
+		size_t nold = 0;
 		int what;
 
 		if (!scratch)
 			return err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		rc = server_get_volume(s, id, scratch, &v, e);
+		if (!rc && server_claimidx_of(v, scratch, &old, &nold))
+			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		what = rc ? rc : fn(s, v, arg, scratch, &note, e);
-		if (what == SERVER_PUT)
-			rc = server_put_volume(s, v, v->modify_index, &index, e);
-		else if (what == SERVER_DELETE)
-			rc = server_delete(s, STORE_VOLUME, id, v->modify_index, e);
+		if (what == SERVER_PUT || what == SERVER_DELETE)
+			rc = server_volume_write(s, v, what, old, nold, scratch, &index, e);
 		else
 			rc = what;
 		if (rc == CSID_ECONFLICT && what > SERVER_KEEP) {
@@ -349,6 +398,8 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	rc = reconciler_new(&rc_cfg, &s->rec, e);
 	if (!rc)
 		rc = server_live_load(s, e);
+	/* A store written before the claim index, or by a crashed writer: checked once. */
+	s->claimidx_dirty = true;
 	if (rc) {
 		server_free(s);
 		return err_wrap(e, "server");

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_claimidx.h"
 #include "server/server_pcache.h"
 #include "server/server_vcache.h"
 
@@ -47,6 +48,9 @@ struct server {
 	int64_t gc_due_ms; /* monotonic; guarded by mu */
 	struct server_vcache *vcache; /* decoded volume records; shared with the reconciler */
 	struct server_pcache *pcache; /* the plugins view's node part (server_plugins.c) */
+	/* The claim index may lack changes: the next lost-claim pass rebuilds it (guarded by mu).
+	 */
+	bool claimidx_dirty;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
