@@ -47,7 +47,7 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		     const char *id, struct err *e)
 {
 	struct clock *c = clock_real();
-	uint64_t index;
+	uint64_t index, stamp;
 	int64_t wait_ms, deadline;
 	int rc;
 
@@ -61,11 +61,14 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	if (wait_ms > SERVER_API_WAIT_MAX_MS)
 		wait_ms = SERVER_API_WAIT_MAX_MS;
 	deadline = clock_now_ms(c) + wait_ms;
+	/* A retry that failed again writes nothing: its status change wakes the query too. */
+	stamp = id ? server_status_stamp(api->server, kind, id) : 0;
 	while (!atomic_load(&api->stopping)) {
 		uint64_t seen = store_index(api->store);
 		int64_t left = deadline - clock_now_ms(c);
 
-		if (server_api_watched(api, kind, id) > index || left <= 0)
+		if (server_api_watched(api, kind, id) > index || left <= 0 ||
+		    (id && server_status_stamp(api->server, kind, id) != stamp))
 			break;
 		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
 	}
