@@ -237,6 +237,8 @@ int claims_volume_path(const char *vol, const char *rest, char *out, size_t len,
  */
 int claims_owner_renew(struct claims *c, const char *vol, const char *alloc, int64_t lease_ms,
 		       struct owners_spec *out, struct err *e);
+/* The releases recorded that no server has taken yet (for the metrics). */
+size_t claims_releases_pending(struct claims *c);
 /* A copy of every recorded owner (free *out). Returns 0 or CSID_ENOMEM. */
 int claims_owners_list(struct claims *c, struct owners_entry **out, size_t *n);
 

@@ -163,3 +163,8 @@ void claims_release_stop(struct claims *c)
 		pthread_join(c->thread, NULL);
 	c->started = false;
 }
+
+size_t claims_releases_pending(struct claims *c)
+{
+	return c->state ? claims_state_release_count(c->state) : 0;
+}

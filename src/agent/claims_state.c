@@ -107,6 +107,21 @@ int claims_state_release_drop(struct claims_state *s, const char *vol, const cha
 	    alloc, NULL, 2, NULL, "pending release", e);
 }
 
+size_t claims_state_release_count(struct claims_state *s)
+{
+	sqlite3_stmt *st = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM claims_pending_release", -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = (size_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 size_t claims_state_release_list(struct claims_state *s, struct claims_state_release *rows,
 				 size_t max)
 {

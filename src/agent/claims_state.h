@@ -60,6 +60,9 @@ int claims_state_release_drop(struct claims_state *s, const char *vol, const cha
 size_t claims_state_release_list(struct claims_state *s, struct claims_state_release *rows,
 				 size_t max);
 
+/* How many releases are recorded (0 when the table cannot be read). */
+size_t claims_state_release_count(struct claims_state *s);
+
 /* Marks (on) or forgets that the claim flow mounted vol for alloc. 0 or a code with e set. */
 int claims_state_mark(struct claims_state *s, const char *vol, const char *alloc, bool on,
 		      struct err *e);

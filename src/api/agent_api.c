@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/metrics_api.h"
 #include "csi/csi_remote.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -93,6 +94,8 @@ static int agent_api_dispatch(void *ctx, const struct http_request *req, struct 
 	}
 	if (strncmp(url, volumes, sizeof(volumes) - 1) == 0)
 		return agent_api_route_volume(a, req, rep, e);
+	if (strcmp(url, METRICS_API_PATH) == 0)
+		return metrics_api_reply(req, rep, e);
 	if (strncmp(url, CSI_REMOTE_PREFIX, sizeof(CSI_REMOTE_PREFIX) - 1) == 0) {
 		rep->allow = "POST";
 		if (strcmp(method, "POST") == 0)
@@ -101,6 +104,21 @@ static int agent_api_dispatch(void *ctx, const struct http_request *req, struct 
 	}
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", url);
 }
+
+/* Route templates of the request metrics (http_route.h), as agent_api_dispatch routes. */
+static const char *const agent_api_routes[] = {
+    "/v1/agent/self",
+    "/v1/agent/plugins",
+    "/v1/agent/owners",
+    "/v1/agent/mounts",
+    "/v1/agent/mounts/{volume}/{alloc}",
+    "/v1/agent/volumes/{volume}/mount",
+    "/v1/agent/volumes/{volume}/mount/{alloc}",
+    "/v1/agent/volumes/{volume}/mount/{alloc}/renew",
+    CSI_REMOTE_PREFIX "{plugin}/{method}",
+    METRICS_API_PATH,
+    NULL,
+};
 
 /*
  * Dispatches; after any mount or unmount request (whatever its outcome:
@@ -132,7 +150,9 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	    .tcp_addr = cfg->tcp_addr,
 	    .body_max = AGENT_API_BODY_MAX,
 	    .handler = agent_api_route,
+	    .routes = agent_api_routes,
 	};
+	struct agent_metrics_config mc = {.mounter = cfg->mounter, .claims = cfg->claims};
 	struct agent_api *a;
 	int rc;
 
@@ -167,6 +187,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	a->np.supervisor = cfg->supervisor;
 	a->np.wait_ms = a->cfg.plugin_wait_ms;
 	hc.ctx = a;
+	if ((rc = agent_metrics_start(&mc, &a->metrics, e)))
+		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
@@ -186,6 +208,7 @@ void agent_api_stop(struct agent_api *a)
 	if (!a)
 		return;
 	http_server_stop(a->http);
+	agent_metrics_stop(a->metrics);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);

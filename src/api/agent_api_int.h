@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "agent/agent_metrics.h"
 #include "agent/node_plugins.h"
 #include "api/agent_api.h"
 #include "api/http.h"
@@ -25,6 +26,7 @@ struct agent_api {
 	char *server_token; /* NULL: controller RPCs refused; wiped on stop */
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
+	struct agent_metrics *metrics; /* the metrics collector */
 };
 
 /* agent_api_mounts.c */

@@ -8,7 +8,8 @@
  * {"error": "...", "code": "..."} with the status of include/csid.h's
  * table, including 404, 405, 413 and 414 (a URL longer than HTTP_URL_MAX).
  * Request lines are logged with method, path, status and duration; never
- * a body, a query string or a header.
+ * a body, a query string or a header. Each request is counted, by route
+ * template, in the request metrics of http_route.h.
  */
 #ifndef CSID_API_HTTP_H
 #define CSID_API_HTTP_H
@@ -81,6 +82,7 @@ struct http_reply {
 	 */
 	const void *data;
 	size_t data_len;
+	/* Of data (NULL: application/octet-stream) or of text (NULL: application/json). */
 	const char *content_type;
 	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
@@ -104,6 +106,7 @@ struct http_server_config {
 	const char *socket_path; /* optional unix listener (replaced when stale) */
 	const char *tcp_addr; /* optional "host:port" */
 	size_t body_max; /* bytes; larger bodies get 413 */
+	const char *const *routes; /* route templates for request metrics (http_route.h) */
 	http_handler_fn handler;
 	void *ctx;
 };

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/metrics_api.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -93,6 +94,34 @@ static int server_api_acl(struct server_api *api, const struct http_request *req
 	return err_set(e, CSID_EPERM, "unknown token");
 }
 
+/* Route templates of the request metrics (http_route.h), as the handlers route. */
+static const char *const server_api_routes[] = {
+    "/v1/status/health",
+    "/v1/volumes",
+    "/v1/volume/{id}",
+    "/v1/volume/{id}/create",
+    "/v1/volume/{id}/delete",
+    "/v1/volume/{id}/claim",
+    "/v1/volume/{id}/release",
+    "/v1/volume/{id}/detach",
+    "/v1/volume/{id}/expand",
+    "/v1/volume/{id}/modify",
+    "/v1/volume/{id}/node-stage",
+    "/v1/snapshots",
+    "/v1/snapshot/{id}",
+    "/v1/nodes",
+    "/v1/node/{id}",
+    "/v1/plugins",
+    "/v1/plugin/{id}",
+    "/v1/event/stream",
+    "/v1/status/reconciler",
+    METRICS_API_PATH,
+    "/ui",
+    "/ui/",
+    "/ui/{file}",
+    NULL,
+};
+
 static int server_api_handler(void *ctx, const struct http_request *req, struct http_reply *rep,
 			      struct err *e)
 {
@@ -129,6 +158,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_events(api, req, rep, e);
 	if (strcmp(u, "/v1/status/reconciler") == 0)
 		return server_api_reconciler(api, req, rep, e);
+	if (strcmp(u, METRICS_API_PATH) == 0)
+		return metrics_api_reply(req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 
@@ -140,6 +171,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	    .tcp_addr = cfg->tcp_addr ? cfg->tcp_addr : "127.0.0.1:4646",
 	    .body_max = SERVER_API_BODY_MAX,
 	    .handler = server_api_handler,
+	    .routes = server_api_routes,
 	};
 	struct server_api *api;
 	size_t i;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -33,6 +34,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
+#include "csi/csi_metrics.h"
 #include "csi/csi_rules.h"
 
 /* Largest message either way; ListVolumes pages can be big. */
@@ -327,6 +329,10 @@ struct csi_client_op {
 	grpc_status_code status;
 	grpc_slice details;
 	const char *error_string;
+	/* For the RPC metrics: what was called where, and when it started. */
+	enum csi_rpc rpc;
+	char endpoint[CSI_CLIENT_UNIX_PATH_MAX + 8];
+	struct timespec start;
 	csi_done_fn fn;
 	void *arg;
 	/* A fake client's outcome, kept until the next poll. */
@@ -401,6 +407,9 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	gpr_timespec deadline;
 	grpc_op ops[6];
 
+	op->rpc = rpc;
+	snprintf(op->endpoint, sizeof(op->endpoint), "%s", c->endpoint);
+	clock_gettime(CLOCK_MONOTONIC, &op->start);
 	if (timeout_ms <= 0)
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -456,6 +465,21 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	return 0;
 }
 
+/* Counts op's finished call; a GetPluginInfo answer names its endpoint's driver. */
+static void csi_client_op_metrics(const struct csi_client_op *op, const ProtobufCMessage *resp,
+				  int code)
+{
+	struct timespec now;
+
+	if (resp && op->rpc == CSI_RPC_GET_PLUGIN_INFO)
+		csi_metrics_learn(op->endpoint,
+				  ((const Csi__V1__GetPluginInfoResponse *)resp)->name);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	csi_metrics_observe(op->endpoint, op->rpc, code,
+			    (double)(now.tv_sec - op->start.tv_sec) +
+				(double)(now.tv_nsec - op->start.tv_nsec) / 1e9);
+}
+
 /*
  * Turns op's completed batch (ok: gRPC's success flag) into call()'s
  * outcome: 0 and *resp, or a negative code with st set; releases op.
@@ -493,6 +517,7 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 			rc = CSID_EPROTO;
 		}
 	}
+	csi_client_op_metrics(op, *resp, st->code);
 	csi_client_op_release(op);
 	return rc;
 }

@@ -22,6 +22,7 @@
 #include "csi/csi_client.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* Socket polling while an instance starts (ms). */
 #define SUPERVISOR_SOCKET_POLL_MS 5
@@ -319,6 +320,11 @@ static void supervisor_fail(struct supervisor_instance *inst, enum supervisor_ev
 	uv_timer_start(&p->restart_timer, supervisor_restart_cb, (uint64_t)delay, 0);
 }
 
+static struct metrics_family supervisor_restarts = METRICS_FAMILY(
+    "csid_plugin_restarts_total",
+    "Supervised plugin instances started again after one exited or stayed unhealthy.",
+    METRICS_COUNTER, NULL, 0, "plugin");
+
 static void supervisor_restart_cb(uv_timer_t *t)
 {
 	struct supervisor_plugin *p = t->data;
@@ -327,6 +333,7 @@ static void supervisor_restart_cb(uv_timer_t *t)
 	p->next_restart_ms = 0;
 	if (!p->sv->shutting_down && !p->removed && !p->cur) {
 		p->restarts++;
+		metrics_add(&supervisor_restarts, (const char *const[]){p->def.id}, 1);
 		supervisor_start_instance(p);
 	}
 	supervisor_publish(p->sv);

@@ -445,7 +445,8 @@ int server_start(struct server *s, struct err *e)
 	if (pthread_create(&s->ticker, NULL, server_ticker_main, s) != 0)
 		return err_set(e, CSID_ENOMEM, "server: cannot start the node TTL thread");
 	s->ticker_started = true;
-	return 0;
+	rc = server_metrics_start(s, s->vcache, &s->metrics, e);
+	return rc ? err_wrap(e, "server") : 0;
 }
 
 void server_free(struct server *s)
@@ -458,6 +459,7 @@ void server_free(struct server *s)
 	pthread_mutex_unlock(&s->mu);
 	if (s->ticker_started)
 		pthread_join(s->ticker, NULL);
+	server_metrics_stop(s->metrics);
 	reconciler_free(s->rec);
 	for (size_t i = 0; i < s->nlive; i++) {
 		free(s->live[i].id);

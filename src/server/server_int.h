@@ -14,6 +14,7 @@
 #include "server/server.h"
 #include "server/server_claimidx.h"
 #include "server/server_history.h"
+#include "server/server_metrics.h"
 #include "server/server_pcache.h"
 #include "server/server_vcache.h"
 
@@ -52,6 +53,7 @@ struct server {
 	/* The claim index may lack changes: the next lost-claim pass rebuilds it (guarded by mu).
 	 */
 	bool claimidx_dirty;
+	struct server_metrics *metrics; /* the metrics collector (server_start) */
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
