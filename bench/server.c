@@ -22,7 +22,9 @@
  *   4. GET /v1/volumes (first page of 100) with 100,000 volumes stored,
  *      against a `csid server` child: median and p99 of 200 requests;
  *   5. that child's peak RSS (VmHWM) after it settled the 100,000 volumes
- *      and served every page of the list once.
+ *      and served every page of the list once;
+ *   6. that child's GET /v1/metrics: when its catalogue counts show every
+ *      volume, median and p99 of 200 scrapes, resident memory around them.
  *
  *   bench_server [repeats [cycles|settle|create [W:P]|big]]
  *
@@ -637,6 +639,67 @@ static void bench_create(const char *dir, int repeats, const char *setting)
 	csi_server_free(srv);
 }
 
+/* The process_resident_memory_bytes sample of a metrics text, or -1. */
+static double bench_rss(const char *text)
+{
+	const char *p = strstr(text, "\nprocess_resident_memory_bytes ");
+
+	return p ? strtod(p + strlen("\nprocess_resident_memory_bytes "), NULL) : -1;
+}
+
+/*
+ * 6. GET /v1/metrics of that child: the time from its start until the
+ * catalogue counts show every volume, then median and p99 of
+ * BENCH_LIST_REQUESTS scrapes, and its resident memory before and after them.
+ */
+static void bench_scrape(struct server_proc *s, double t0)
+{
+	static const char want[] =
+	    "csid_volumes{plugin=\"" BENCH_PLUGIN "\",state=\"ready\"} 100000\n";
+	double lat[BENCH_LIST_REQUESTS], rss0 = -1, rss1 = -1;
+	size_t bytes = 0;
+
+	for (;;) {
+		char *text = NULL;
+		bool done;
+
+		if (http_client_do(s->http, "GET", "/v1/metrics", NULL, &text, NULL, 0) != 200 ||
+		    !text)
+			bench_die("metrics failed", s->log);
+		done = strstr(text, want) != NULL;
+		free(text);
+		if (done)
+			break;
+		if (bench_now() - t0 > BENCH_WAIT_MS / 1000.0)
+			bench_die("metrics never counted every volume", s->log);
+		usleep(10000);
+	}
+	printf("  metrics counted %d volumes %.2f s after start\n", BENCH_LIST_VOLUMES,
+	       bench_now() - t0);
+	for (int i = 0; i < BENCH_LIST_REQUESTS + 10; i++) {
+		double t = bench_now();
+		char *text = NULL;
+
+		if (http_client_do(s->http, "GET", "/v1/metrics", NULL, &text, NULL, 0) != 200 ||
+		    !text || !strstr(text, want))
+			bench_die("metrics failed", s->log);
+		if (i >= 10)
+			lat[i - 10] = bench_now() - t;
+		if (i == 10)
+			rss0 = bench_rss(text);
+		rss1 = bench_rss(text);
+		bytes = strlen(text);
+		free(text);
+	}
+	bench_median(lat, BENCH_LIST_REQUESTS);
+	printf("metrics_scrape_100000_volumes_ms p50=%.2f p99=%.2f n=%d bytes=%zu (target < 100)\n",
+	       lat[BENCH_LIST_REQUESTS / 2] * 1e3, lat[BENCH_LIST_REQUESTS * 99 / 100] * 1e3,
+	       BENCH_LIST_REQUESTS, bytes);
+	printf("metrics_scrape_rss_mib before=%.1f after=%.1f (%d scrapes; target: no growth)\n",
+	       rss0 / 1048576.0, rss1 / 1048576.0, BENCH_LIST_REQUESTS);
+	fflush(stdout);
+}
+
 /* ---- 4 and 5. the list and the RSS of a `csid server` with 100,000 volumes ---- */
 
 static void bench_big(void)
@@ -676,6 +739,7 @@ static void bench_big(void)
 	}
 	printf("  csid server with %d volumes settled %.2f s after start\n", BENCH_LIST_VOLUMES,
 	       bench_now() - t0);
+	bench_scrape(&s, t0);
 	for (int i = 0; i < BENCH_LIST_REQUESTS + 10; i++) {
 		double t = bench_now();
 		char *text = NULL;

@@ -122,28 +122,25 @@ void docker_plugin_req_clear(struct docker_plugin_req *r)
 static int docker_plugin_op_server(void *ctx, const char *method, const char *path, json_t *body,
 				   json_t **doc, struct err *e)
 {
-	return agent_api_server(ctx, method, path, body, doc, e);
+	struct agent_api *a = ctx;
+
+	return claims_server_request(a->cfg.claims, method, path, body, doc, e);
 }
 
 static int docker_plugin_op_mount(void *ctx, const char *vol, const char *alloc, char *path,
 				  size_t cap, struct err *e)
 {
 	struct agent_api *a = ctx;
-	json_t *out = NULL;
-	char *body = NULL;
-	json_t *req = json_pack("{s:s}", "alloc_id", alloc);
+	struct claims_mount_req req = {.volume_id = vol, .alloc_id = alloc};
+	struct claims_mount_result *res = malloc(sizeof(*res));
 	int rc;
 
-	body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!body)
+	if (!res)
 		return err_set(e, CSID_ENOMEM, "out of memory");
-	rc = agent_api_volume_mount(a, vol, body, strlen(body), &out, e);
-	held_allocs_changed(a->cfg.held);
-	free(body);
+	rc = claims_mount(a->cfg.claims, &req, res, e);
 	if (rc == 0)
-		snprintf(path, cap, "%s", json_string_value(json_object_get(out, "path")));
-	json_decref(out);
+		snprintf(path, cap, "%s", res->path);
+	free(res);
 	return rc;
 }
 
@@ -151,12 +148,9 @@ static int docker_plugin_op_unmount(void *ctx, const char *vol, const char *allo
 				    const char *reason, struct err *e)
 {
 	struct agent_api *a = ctx;
-	json_t *out = NULL;
-	int rc = agent_api_volume_unmount(a, vol, alloc, reason, &out, e);
+	struct claims_unmount_result res;
 
-	held_allocs_changed(a->cfg.held);
-	json_decref(out);
-	return rc;
+	return claims_unmount(a->cfg.claims, vol, alloc, reason, &res, e);
 }
 
 static int docker_plugin_op_mounts(void *ctx, json_t **out, struct err *e)
@@ -199,13 +193,8 @@ static int docker_plugin_op_owner(void *ctx, const char *vol, const char *alloc,
 {
 	struct agent_api *a = ctx;
 	struct owners_spec s = {.kind = OWNERS_PID, .pid = pid};
-	int rc;
 
-	if (!a->owners)
-		return err_set(e, CSID_EPRECOND, "claim owners need the agent to join servers");
-	if ((rc = owners_watch_pid_check(pid, &s.start_time, e)))
-		return rc;
-	return agent_api_owner_record(a, vol, alloc, &s, e);
+	return claims_owner_set(a->cfg.claims, vol, alloc, &s, e);
 }
 
 /* ---- answers ---- */

@@ -25,6 +25,7 @@
 
 #include <microhttpd.h>
 
+#include "api/http_route.h"
 #include "util/log.h"
 
 #define HTTP_CONN_LIMIT 512
@@ -92,7 +93,8 @@ static void http_wipe_free(void *text)
 
 /* Sends text (owned; NULL: out of memory); wipe: zeroed before it is freed. */
 static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned status, char *text,
-					   const char *index, const char *allow, bool wipe)
+					   const char *index, const char *allow, bool wipe,
+					   const char *ctype)
 {
 	static const char oom[] = "{\"error\":\"out of memory\",\"code\":\"no_memory\"}";
 	struct MHD_Response *resp;
@@ -115,7 +117,8 @@ static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned st
 			free(text);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				text && ctype ? ctype : "application/json");
 	if (index && index[0])
 		MHD_add_response_header(resp, "X-Csid-Index", index);
 	if (allow)
@@ -128,7 +131,7 @@ static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned st
 static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status, char *text,
 				      const char *index, const char *allow)
 {
-	return http_send_text_wipe(c, status, text, index, allow, false);
+	return http_send_text_wipe(c, status, text, index, allow, false, NULL);
 }
 
 static void http_send_error(struct MHD_Connection *c, unsigned status, const char *code,
@@ -191,6 +194,24 @@ static void http_send_stream(struct MHD_Connection *c, const struct http_stream 
 	MHD_destroy_response(resp);
 }
 
+/* Sends a handler's static bytes with their content type and header lines. */
+static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *rep)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    rep->data_len, (void *)rep->data, MHD_RESPMEM_PERSISTENT);
+
+	if (!resp) {
+		http_send_error(c, 500, "no_memory", "out of memory", NULL, NULL);
+		return;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rep->content_type ? rep->content_type : "application/octet-stream");
+	for (size_t i = 0; i + 1 < 2 * HTTP_REPLY_HEADERS && rep->headers[i]; i += 2)
+		MHD_add_response_header(resp, rep->headers[i], rep->headers[i + 1]);
+	MHD_queue_response(c, rep->status, resp);
+	MHD_destroy_response(resp);
+}
+
 static void http_log(const struct http_server *s, const char *method, const char *url,
 		     unsigned status, const struct timespec *start, const char *error)
 {
@@ -206,6 +227,7 @@ static void http_log(const struct http_server *s, const char *method, const char
 		"error=%s",
 		s->name, method, log_q(qu, sizeof(qu), url), status, ms,
 		log_q(qe, sizeof(qe), error && error[0] ? error : "-"));
+	http_route_observe(s->name, s->cfg.routes, method, url, status, ms / 1e3);
 }
 
 /* Runs the handler for a complete request and queues its answer; returns the status. */
@@ -264,9 +286,15 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 	}
 	if (!rep.status)
 		rep.status = 200;
+	if (rep.data) {
+		json_decref(rep.doc);
+		http_send_bytes(c, &rep);
+		return rep.status;
+	}
 	if (rep.text) {
 		json_decref(rep.doc);
-		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe);
+		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe,
+				    rep.content_type);
 		return rep.status;
 	}
 	if (!rep.doc)

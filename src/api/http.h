@@ -8,7 +8,8 @@
  * {"error": "...", "code": "..."} with the status of include/csid.h's
  * table, including 404, 405, 413 and 414 (a URL longer than HTTP_URL_MAX).
  * Request lines are logged with method, path, status and duration; never
- * a body, a query string or a header.
+ * a body, a query string or a header. Each request is counted, by route
+ * template, in the request metrics of http_route.h.
  */
 #ifndef CSID_API_HTTP_H
 #define CSID_API_HTTP_H
@@ -19,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "model/model.h"
 #include "util/err.h"
 
 /* Longest URL (path and query) answered; longer ones get 414. */
@@ -61,6 +63,9 @@ struct http_stream {
 	void *ctx;
 };
 
+/* Most extra header lines an answer of static bytes carries (struct http_reply.headers). */
+#define HTTP_REPLY_HEADERS 8
+
 /* What a handler answers with. */
 struct http_reply {
 	unsigned status; /* 0: 200 */
@@ -70,13 +75,20 @@ struct http_reply {
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
+	/*
+	 * data != NULL: these bytes (borrowed, alive as long as the server:
+	 * static) are the body instead of doc, with content_type and the
+	 * header lines in headers (name, value, ...; a NULL name ends them).
+	 */
+	const void *data;
+	size_t data_len;
+	/* Of data (NULL: application/octet-stream) or of text (NULL: application/json). */
+	const char *content_type;
+	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
 
-/*
- * The header an agent's requests for its node carry: the agent's instance
- * ID, which proves it is the node's agent (a credential: never logged).
- */
-#define HTTP_NODE_INSTANCE_HEADER "X-Csid-Node-Instance"
+/* The header an agent's requests for its node carry (model/model.h). */
+#define HTTP_NODE_INSTANCE_HEADER MODEL_NODE_INSTANCE_HEADER
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1
@@ -96,6 +108,7 @@ struct http_server_config {
 	size_t body_max; /* bytes; larger bodies get 413 */
 	/* The key of an error's message ("Err" for the Docker plugin protocol); NULL: "error". */
 	const char *error_key;
+	const char *const *routes; /* route templates for request metrics (http_route.h) */
 	http_handler_fn handler;
 	void *ctx;
 };

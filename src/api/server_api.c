@@ -1,7 +1,8 @@
 /*
  * The server's HTTP API: access control, routing to the resource handlers
- * (server_api_volumes.c, server_api_nodes.c, server_api_events.c), and
- * blocking queries. The paths are listed in server_api.h.
+ * (server_api_volumes.c, server_api_nodes.c, server_api_events.c) and to
+ * the web console's files (server_api_ui.c), and blocking queries. The paths are listed in
+ * server_api.h.
  *
  * ACL: with tokens configured every request must carry one, in
  * X-Csid-Token or "Authorization: Bearer <token>"; a missing or unknown
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/metrics_api.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -45,7 +47,7 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		     const char *id, struct err *e)
 {
 	struct clock *c = clock_real();
-	uint64_t index;
+	uint64_t index, stamp;
 	int64_t wait_ms, deadline;
 	int rc;
 
@@ -59,11 +61,14 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	if (wait_ms > SERVER_API_WAIT_MAX_MS)
 		wait_ms = SERVER_API_WAIT_MAX_MS;
 	deadline = clock_now_ms(c) + wait_ms;
+	/* A retry that failed again writes nothing: its status change wakes the query too. */
+	stamp = id ? server_status_stamp(api->server, kind, id) : 0;
 	while (!atomic_load(&api->stopping)) {
 		uint64_t seen = store_index(api->store);
 		int64_t left = deadline - clock_now_ms(c);
 
-		if (server_api_watched(api, kind, id) > index || left <= 0)
+		if (server_api_watched(api, kind, id) > index || left <= 0 ||
+		    (id && server_status_stamp(api->server, kind, id) != stamp))
 			break;
 		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
 	}
@@ -89,6 +94,34 @@ static int server_api_acl(struct server_api *api, const struct http_request *req
 	return err_set(e, CSID_EPERM, "unknown token");
 }
 
+/* Route templates of the request metrics (http_route.h), as the handlers route. */
+static const char *const server_api_routes[] = {
+    "/v1/status/health",
+    "/v1/volumes",
+    "/v1/volume/{id}",
+    "/v1/volume/{id}/create",
+    "/v1/volume/{id}/delete",
+    "/v1/volume/{id}/claim",
+    "/v1/volume/{id}/release",
+    "/v1/volume/{id}/detach",
+    "/v1/volume/{id}/expand",
+    "/v1/volume/{id}/modify",
+    "/v1/volume/{id}/node-stage",
+    "/v1/snapshots",
+    "/v1/snapshot/{id}",
+    "/v1/nodes",
+    "/v1/node/{id}",
+    "/v1/plugins",
+    "/v1/plugin/{id}",
+    "/v1/event/stream",
+    "/v1/status/reconciler",
+    METRICS_API_PATH,
+    "/ui",
+    "/ui/",
+    "/ui/{file}",
+    NULL,
+};
+
 static int server_api_handler(void *ctx, const struct http_request *req, struct http_reply *rep,
 			      struct err *e)
 {
@@ -99,6 +132,9 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 	/* Health tells nothing secret: load balancers and probes need no token. */
 	if (strcmp(u, "/v1/status/health") == 0)
 		return server_api_health(api, req, rep, e);
+	/* The console's files hold no data: its login page must load without a token. */
+	if (strncmp(u, "/ui", 3) == 0 && (u[3] == '\0' || u[3] == '/'))
+		return server_api_ui(api, req, rep, e);
 	rc = server_api_acl(api, req, e);
 	if (rc)
 		return rc;
@@ -120,6 +156,10 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_plugin(api, req, rep, e);
 	if (strcmp(u, "/v1/event/stream") == 0)
 		return server_api_events(api, req, rep, e);
+	if (strcmp(u, "/v1/status/reconciler") == 0)
+		return server_api_reconciler(api, req, rep, e);
+	if (strcmp(u, METRICS_API_PATH) == 0)
+		return metrics_api_reply(req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 
@@ -131,6 +171,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	    .tcp_addr = cfg->tcp_addr ? cfg->tcp_addr : "127.0.0.1:4646",
 	    .body_max = SERVER_API_BODY_MAX,
 	    .handler = server_api_handler,
+	    .routes = server_api_routes,
 	};
 	struct server_api *api;
 	size_t i;

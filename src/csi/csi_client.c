@@ -20,11 +20,13 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -32,6 +34,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
+#include "csi/csi_metrics.h"
 #include "csi/csi_rules.h"
 
 /* Largest message either way; ListVolumes pages can be big. */
@@ -63,18 +66,28 @@
 #define CSI_CLIENT_UNIX_PATH_MAX 107
 #define CSI_CLIENT_NARGS 11
 
-/* One channel with the method paths registered on it. */
+/*
+ * One channel with the method paths registered on it. Counted: the client
+ * holds one reference while the channel is its current one, and every
+ * call started on it holds one until the call is released, so a renewal
+ * never destroys a channel under a call. grpc_channel_destroy fails every
+ * call of the channel that has not yet got a connection ("UNKNOWN: Channel
+ * Destroyed"): a call created on the old channel just before another
+ * thread renewed it, and still waiting for its connection, met exactly
+ * that on a busy machine.
+ */
 struct csi_client_chan {
 	grpc_channel *channel;
 	void *methods[CSI_RPC_COUNT]; /* handles from grpc_channel_register_call */
+	atomic_int refs;
 };
 
 struct csi_client_grpc {
 	struct csi_client base;
 	/*
-	 * Guards chan: calls hold it for reading while they create their
-	 * grpc_call (which then keeps its channel alive), a renewal for
-	 * writing while it swaps the channel.
+	 * Guards chan: calls hold it for reading while they take a reference
+	 * on the channel and create their grpc_call, a renewal for writing
+	 * while it swaps the channel.
 	 */
 	pthread_rwlock_t lock;
 	struct csi_client_chan *chan;
@@ -307,6 +320,7 @@ static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
 struct csi_client_op {
 	struct csi_client_op *prev, *next; /* in q->flying, q->ready or q->spare */
 	const struct csi_rpc_info *info;
+	struct csi_client_chan *chan; /* the call's reference, with call */
 	grpc_call *call;
 	grpc_byte_buffer *send;
 	grpc_byte_buffer *recv;
@@ -315,6 +329,10 @@ struct csi_client_op {
 	grpc_status_code status;
 	grpc_slice details;
 	const char *error_string;
+	/* For the RPC metrics: what was called where, and when it started. */
+	enum csi_rpc rpc;
+	char endpoint[CSI_CLIENT_UNIX_PATH_MAX + 8];
+	struct timespec start;
 	csi_done_fn fn;
 	void *arg;
 	/* A fake client's outcome, kept until the next poll. */
@@ -350,6 +368,8 @@ static int csi_client_check(enum csi_rpc rpc, const ProtobufCMessage *req,
 	return 0;
 }
 
+static void csi_client_chan_unref(struct csi_client_chan *chan);
+
 /* Releases what the batch of op holds. */
 static void csi_client_op_release(struct csi_client_op *op)
 {
@@ -369,6 +389,8 @@ static void csi_client_op_release(struct csi_client_op *op)
 	if (op->call)
 		grpc_call_unref(op->call);
 	op->call = NULL;
+	csi_client_chan_unref(op->chan);
+	op->chan = NULL;
 }
 
 static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old);
@@ -385,6 +407,9 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	gpr_timespec deadline;
 	grpc_op ops[6];
 
+	op->rpc = rpc;
+	snprintf(op->endpoint, sizeof(op->endpoint), "%s", c->endpoint);
+	clock_gettime(CLOCK_MONOTONIC, &op->start);
 	if (timeout_ms <= 0)
 		timeout_ms = CSI_DEFAULT_TIMEOUT_MS;
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
@@ -398,10 +423,14 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 		pthread_rwlock_rdlock(&c->lock);
 		chan = c->chan;
 	}
+	atomic_fetch_add(&chan->refs, 1);
+	op->chan = chan;
 	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
 						       cq, chan->methods[rpc], deadline, NULL);
 	pthread_rwlock_unlock(&c->lock);
 	if (!op->call) {
+		csi_client_chan_unref(op->chan);
+		op->chan = NULL;
 		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
 		return CSID_ENOMEM;
 	}
@@ -434,6 +463,21 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 		return CSID_EINTERNAL;
 	}
 	return 0;
+}
+
+/* Counts op's finished call; a GetPluginInfo answer names its endpoint's driver. */
+static void csi_client_op_metrics(const struct csi_client_op *op, const ProtobufCMessage *resp,
+				  int code)
+{
+	struct timespec now;
+
+	if (resp && op->rpc == CSI_RPC_GET_PLUGIN_INFO)
+		csi_metrics_learn(op->endpoint,
+				  ((const Csi__V1__GetPluginInfoResponse *)resp)->name);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	csi_metrics_observe(op->endpoint, op->rpc, code,
+			    (double)(now.tv_sec - op->start.tv_sec) +
+				(double)(now.tv_nsec - op->start.tv_nsec) / 1e9);
 }
 
 /*
@@ -473,6 +517,7 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 			rc = CSID_EPROTO;
 		}
 	}
+	csi_client_op_metrics(op, *resp, st->code);
 	csi_client_op_release(op);
 	return rc;
 }
@@ -522,11 +567,11 @@ static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
 	return rc;
 }
 
-static void csi_client_chan_free(struct csi_client_chan *chan)
+/* Drops a reference; the last one destroys the channel (no call is left on it). */
+static void csi_client_chan_unref(struct csi_client_chan *chan)
 {
-	if (!chan)
+	if (!chan || atomic_fetch_sub(&chan->refs, 1) != 1)
 		return;
-	/* Calls still in flight on it keep the channel alive until they end. */
 	if (chan->channel)
 		grpc_channel_destroy(chan->channel);
 	free(chan);
@@ -542,6 +587,7 @@ static struct csi_client_chan *csi_client_chan_new(const char *target)
 
 	if (!chan)
 		return NULL;
+	atomic_init(&chan->refs, 1);
 	args[0] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_BACKGROUND_RETRY_MS}};
@@ -588,7 +634,7 @@ static struct csi_client_chan *csi_client_chan_new(const char *target)
 /*
  * Replaces old, a channel found in TRANSIENT_FAILURE, with a new one (see
  * the top of the file), unless another thread did already; on failure the
- * old channel stays.
+ * old channel stays. The old channel goes when its last call is released.
  */
 static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old)
 {
@@ -602,7 +648,7 @@ static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *
 		chan = old;
 	}
 	pthread_rwlock_unlock(&c->lock);
-	csi_client_chan_free(chan);
+	csi_client_chan_unref(chan);
 }
 
 static void csi_client_grpc_free(struct csi_client *base)
@@ -611,7 +657,7 @@ static void csi_client_grpc_free(struct csi_client *base)
 
 	if (!c)
 		return;
-	csi_client_chan_free(c->chan);
+	csi_client_chan_unref(c->chan);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
 }
@@ -634,7 +680,7 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	csi_endpoint_target(path, c->target, sizeof(c->target));
 	c->chan = csi_client_chan_new(c->target);
 	if (!c->chan || pthread_rwlock_init(&c->lock, NULL) != 0) {
-		csi_client_chan_free(c->chan);
+		csi_client_chan_unref(c->chan);
 		free(c);
 		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel", endpoint);
 	}

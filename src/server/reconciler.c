@@ -28,10 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* Items listed per store page when everything is enqueued. */
 #define REC_LIST_PAGE 500
@@ -330,6 +331,22 @@ static void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const
 			 id);
 }
 
+void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it != NULL) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	reconciler_enqueue(r, kind, id);
+}
+
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
 {
 	if (r == NULL || id == NULL || id[0] == '\0' ||
@@ -499,6 +516,29 @@ static void rec_wait_wake(struct reconciler *r, enum store_kind kind, const char
 	}
 }
 
+static struct metrics_family rec_steps = METRICS_FAMILY(
+    "csid_reconciler_steps_total",
+    "Reconciler attempts on an item, by kind and outcome (idle: nothing to do, done: a step "
+    "succeeded, poll: waiting on the plugin, retry, final: failed, failed: left failed, busy: "
+    "plugin at its concurrency limit).",
+    METRICS_COUNTER, NULL, 0, "kind", "outcome");
+
+static void rec_count(enum store_kind kind, enum reconcile_outcome outcome)
+{
+	static const char *const names[] = {
+	    [RECONCILE_IDLE] = "idle",   [RECONCILE_IDLE_FAILED] = "failed",
+	    [RECONCILE_AGAIN] = "done",  [RECONCILE_POLL] = "poll",
+	    [RECONCILE_RETRY] = "retry", [RECONCILE_FINAL] = "final",
+	    [RECONCILE_BUSY] = "busy",
+	};
+	const char *v[] = {store_kind_name(kind),
+			   (unsigned)outcome < sizeof(names) / sizeof(names[0]) && names[outcome]
+			       ? names[outcome]
+			       : "other"};
+
+	metrics_add(&rec_steps, v, 1);
+}
+
 /* Puts it where its outcome says; with mu held. */
 static void rec_finish(struct reconciler *r, struct rec_item *it,
 		       const struct reconcile_result *res)
@@ -509,6 +549,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 
 	it->busy = false;
 	r->busy--;
+	rec_count(it->kind, res->outcome);
 	if (res->wrote_index)
 		it->own_index = res->wrote_index;
 	if (res->outcome == RECONCILE_IDLE || res->outcome == RECONCILE_IDLE_FAILED ||

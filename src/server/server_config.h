@@ -34,7 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/config.h"
+#include "plugins/config_plugin.h"
+#include "util/conf.h"
 #include "util/err.h"
 
 #define SERVER_CONFIG_LISTEN_DEFAULT "127.0.0.1:4646"
@@ -78,12 +79,15 @@ struct server_config_file {
 	/*
 	 * Controller plugins on this host: type CONFIG_PLUGIN_CONTROLLER, with
 	 * either socket, or command + args + env (supervised): the agent's
-	 * plugin definitions (config_parse_plugin_list), "type" controller by
+	 * plugin definitions (config_plugin_parse_list), "type" controller by
 	 * default, or monolith.
 	 */
 	struct config_plugin *plugins;
 	size_t nplugins;
 };
+
+/* The keys the parser accepts (see struct conf_keyset); ends with {NULL, NULL}. */
+extern const struct conf_keyset server_config_keysets[];
 
 /* A config with every default; NULL when out of memory. */
 struct server_config_file *server_config_new(void);

@@ -9,13 +9,25 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/clock.h"
+#include "util/metrics.h"
+
+static struct metrics_family store_txn_seconds = METRICS_FAMILY(
+    "csid_store_transaction_seconds",
+    "Write transactions of the state store, by backend and outcome (ok, conflict, error).",
+    METRICS_HISTOGRAM, metrics_latency_buckets, METRICS_LATENCY_NBUCKETS, "backend", "outcome");
+static struct metrics_family store_conflicts =
+    METRICS_FAMILY("csid_store_conflicts_total",
+		   "Write transactions of the state store refused because a condition failed.",
+		   METRICS_COUNTER, NULL, 0, "backend");
 
 static const char *const store_kind_names[STORE_KIND_COUNT_] = {
     [STORE_VOLUME] = "volume",
     [STORE_NODE] = "node",
     [STORE_SNAPSHOT] = "snapshot",
+    [STORE_CLAIM] = "claim",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -126,8 +138,25 @@ static int store_check_unique(const struct store_op *ops, size_t n, struct err *
 	return 0;
 }
 
+/* Counts a transaction the backend ran: its latency, and whether a condition failed. */
+static void store_observe(const struct store *s, const struct timespec *start, int rc)
+{
+	const char *v[] = {s->backend, rc == 0                ? "ok"
+				       : rc == CSID_ECONFLICT ? "conflict"
+							      : "error"};
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	metrics_observe(&store_txn_seconds, v,
+			(double)(now.tv_sec - start->tv_sec) +
+			    (double)(now.tv_nsec - start->tv_nsec) / 1e9);
+	if (rc == CSID_ECONFLICT)
+		metrics_add(&store_conflicts, v, 1);
+}
+
 int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index, struct err *e)
 {
+	struct timespec start;
 	int rc;
 
 	err_clear(e);
@@ -149,7 +178,10 @@ int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *i
 			*index = s->ops->index(s);
 		return 0;
 	}
-	return s->ops->txn(s, ops, n, index, e);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	rc = s->ops->txn(s, ops, n, index, e);
+	store_observe(s, &start, rc);
+	return rc;
 }
 
 int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,

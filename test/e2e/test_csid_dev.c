@@ -43,20 +43,12 @@ struct t_env {
 static int t_start(void **state, bool keep)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
-	const char *args[] = {"dev", "-data-dir",           NULL, "-listen",
-			      NULL,  keep ? "-keep" : NULL, NULL};
 
 	*state = t;
 	if (!t || server_proc_init(&t->s) != 0)
 		return -1;
 	snprintf(t->dev_dir, sizeof(t->dev_dir), "%s/dev", t->s.dir);
-	args[2] = t->dev_dir;
-	args[4] = t->s.addr;
-	if (server_proc_start_args(&t->s, args) != 0 || !server_proc_wait_ready(&t->s, T_WAIT_MS)) {
-		server_proc_dump_log(&t->s, "csid dev setup failed");
-		return -1;
-	}
-	return 0;
+	return server_proc_start_dev(&t->s, t->dev_dir, keep, T_WAIT_MS);
 }
 
 static int t_setup(void **state)

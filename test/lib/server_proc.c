@@ -155,6 +155,18 @@ int server_proc_start_args(struct server_proc *s, const char *const *args)
 	return 0;
 }
 
+int server_proc_start_dev(struct server_proc *s, const char *dev_dir, bool keep, int64_t timeout_ms)
+{
+	const char *args[] = {"dev",   "-data-dir",           dev_dir, "-listen",
+			      s->addr, keep ? "-keep" : NULL, NULL};
+
+	if (server_proc_start_args(s, args) != 0 || !server_proc_wait_ready(s, timeout_ms)) {
+		server_proc_dump_log(s, "csid dev setup failed");
+		return -1;
+	}
+	return 0;
+}
+
 long server_proc_http(struct server_proc *s, const char *method, const char *path, const char *body,
 		      json_t **out)
 {

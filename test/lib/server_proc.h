@@ -64,6 +64,13 @@ int server_proc_start(struct server_proc *s);
  * the same way, e.g. {"dev", "-listen", s->addr, NULL}. Returns 0 or -1.
  */
 int server_proc_start_args(struct server_proc *s, const char *const *args);
+/*
+ * Starts `csid dev -data-dir dev_dir -listen <s->addr>` (with -keep when
+ * keep) and waits up to timeout_ms until it is ready; on failure prints
+ * its log. Returns 0 or -1.
+ */
+int server_proc_start_dev(struct server_proc *s, const char *dev_dir, bool keep,
+			  int64_t timeout_ms);
 /* Polls GET /v1/status/health until it answers 200. */
 bool server_proc_wait_ready(struct server_proc *s, int64_t timeout_ms);
 /* Polls until plugin id has a healthy controller. */

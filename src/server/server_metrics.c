@@ -1,0 +1,597 @@
+/*
+ * The server's metrics (see server_metrics.h). Data model: one open-
+ * addressing hash table per kind (volumes, snapshots) from object ID to
+ * what that object adds to the totals (its contribution), and the totals
+ * themselves: volumes per (plugin, state), active claims per (state,
+ * mode), snapshots per state. Applying a stored version of an object
+ * subtracts its old contribution and adds the new one, only when the
+ * version is newer than the one counted (modify index), so replaying the
+ * change log over a list that already saw later versions is harmless.
+ *
+ * The follower thread decodes a page of objects or changes into summaries
+ * without the lock, then applies them under it (mu covers the tables and
+ * totals), so a scrape, which holds mu while it writes the totals out,
+ * never waits for decoding.
+ */
+#include "server/server_metrics.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "store/store.h"
+#include "util/arena.h"
+#include "util/log.h"
+#include "util/metrics.h"
+
+#define SM_PAGE 1000
+#define SM_WAKE_MS 100
+#define SM_RETRY_MS 1000
+#define SM_VOL_STATES 5
+#define SM_SNAP_STATES 4
+/* Active claim states: claimed, node-unpublished, controller-unpublished. */
+#define SM_CLAIM_STATES 3
+#define SM_EMPTY UINT32_MAX
+
+/* One counted object; id NULL: free slot; id == sm_tomb: deleted. */
+struct sm_entry {
+	char *id;
+	uint64_t modify_index;
+	uint16_t state;
+	uint16_t plugin;
+	uint16_t claims[SM_CLAIM_STATES][2];
+};
+
+struct sm_table {
+	struct sm_entry *slots;
+	size_t cap; /* power of two */
+	size_t used; /* live + tombstones */
+	size_t live;
+};
+
+struct server_metrics {
+	struct server *server;
+	struct store *store;
+	struct server_vcache *vcache;
+	struct metrics_collector collector;
+	pthread_t thread;
+	atomic_bool stopping;
+
+	pthread_mutex_t mu; /* guards what follows */
+	struct sm_table vols, snaps;
+	char *plugins[SERVER_METRICS_PLUGINS_MAX]; /* interned; the last is "other" */
+	size_t nplugins;
+	uint64_t vol_counts[SERVER_METRICS_PLUGINS_MAX][SM_VOL_STATES];
+	uint64_t claim_counts[SM_CLAIM_STATES][2];
+	uint64_t snap_counts[SM_SNAP_STATES];
+	uint64_t index; /* of the counts; 0 before the first list */
+};
+
+static char sm_tomb[] = "";
+
+static uint64_t sm_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static void sm_table_clear(struct sm_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].id && t->slots[i].id != sm_tomb)
+			free(t->slots[i].id);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The live entry of id, or NULL. */
+static struct sm_entry *sm_find(struct sm_table *t, const char *id)
+{
+	size_t i;
+
+	if (!t->cap)
+		return NULL;
+	for (i = sm_hash(id) & (t->cap - 1); t->slots[i].id; i = (i + 1) & (t->cap - 1))
+		if (t->slots[i].id != sm_tomb && strcmp(t->slots[i].id, id) == 0)
+			return &t->slots[i];
+	return NULL;
+}
+
+/* Rehashes into cap slots (tombstones dropped). Returns 0 or -1. */
+static int sm_resize(struct sm_table *t, size_t cap)
+{
+	struct sm_entry *old = t->slots, *slots = calloc(cap, sizeof(*slots));
+	size_t oldcap = t->cap;
+
+	if (!slots)
+		return -1;
+	for (size_t k = 0; k < oldcap; k++) {
+		size_t i;
+
+		if (!old[k].id || old[k].id == sm_tomb)
+			continue;
+		for (i = sm_hash(old[k].id) & (cap - 1); slots[i].id; i = (i + 1) & (cap - 1))
+			;
+		slots[i] = old[k];
+	}
+	free(old);
+	t->slots = slots;
+	t->cap = cap;
+	t->used = t->live;
+	return 0;
+}
+
+/* A new zeroed entry for id (not in t). NULL when out of memory. */
+static struct sm_entry *sm_insert(struct sm_table *t, const char *id)
+{
+	size_t i;
+
+	/*
+	 * Filled up to 7/8 (tombstones included), rehashed to at most 5/8
+	 * live: 100,000 volumes fit 131,072 slots of 32 bytes.
+	 */
+	if ((t->used + 1) * 8 > t->cap * 7) {
+		size_t cap = t->cap ? t->cap : 64;
+
+		while ((t->live + 1) * 8 > cap * 5)
+			cap *= 2;
+		if (sm_resize(t, cap) != 0)
+			return NULL;
+	}
+	for (i = sm_hash(id) & (t->cap - 1); t->slots[i].id && t->slots[i].id != sm_tomb;
+	     i = (i + 1) & (t->cap - 1))
+		;
+	memset(&t->slots[i], 0, sizeof(t->slots[i]));
+	t->slots[i].id = strdup(id);
+	if (!t->slots[i].id)
+		return NULL;
+	t->used++;
+	t->live++;
+	return &t->slots[i];
+}
+
+static void sm_remove(struct sm_table *t, struct sm_entry *en)
+{
+	free(en->id);
+	en->id = sm_tomb;
+	t->live--;
+}
+
+/* The index of plugin id among the interned ones; the last slot is "other". */
+static uint16_t sm_plugin(struct server_metrics *m, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < m->nplugins; i++)
+		if (strcmp(m->plugins[i], id) == 0)
+			return (uint16_t)i;
+	if (m->nplugins < SERVER_METRICS_PLUGINS_MAX - 1) {
+		char *dup = strdup(id);
+
+		if (dup) {
+			m->plugins[m->nplugins] = dup;
+			return (uint16_t)m->nplugins++;
+		}
+	}
+	return SERVER_METRICS_PLUGINS_MAX - 1;
+}
+
+/* Adds (sign 1) or takes away (sign -1) what en contributes to the totals. */
+static void sm_count_volume(struct server_metrics *m, const struct sm_entry *en, int sign)
+{
+	m->vol_counts[en->plugin][en->state] += (uint64_t)(int64_t)sign;
+	for (int s = 0; s < SM_CLAIM_STATES; s++)
+		for (int k = 0; k < 2; k++)
+			m->claim_counts[s][k] += (uint64_t)(int64_t)(sign * en->claims[s][k]);
+}
+
+/* What one stored version adds to the counts: decoded without the lock. */
+struct sm_summary {
+	enum store_kind kind;
+	const char *id;
+	uint64_t index;
+	bool gone; /* deleted, or a record that does not decode: counts as absent */
+	uint16_t state;
+	const char *plugin; /* volumes */
+	uint16_t claims[SM_CLAIM_STATES][2];
+};
+
+/* Decodes object o (deleted: its delete at index) into *out, strings in a or o. */
+static void sm_summarize(struct server_metrics *m, struct arena *a, const struct store_obj *o,
+			 bool deleted, uint64_t index, struct sm_summary *out)
+{
+	struct model_volume *v = NULL;
+	struct model_snapshot *snap = NULL;
+	struct err e;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = o->kind;
+	out->id = o->id;
+	out->index = index;
+	out->gone = deleted;
+	if (deleted)
+		return;
+	if (o->kind == STORE_SNAPSHOT) {
+		out->gone = model_snapshot_decode(a, o->value, o->len, &snap, &e) != 0;
+		if (!out->gone)
+			out->state =
+			    (uint16_t)((unsigned)snap->state < SM_SNAP_STATES ? snap->state : 0);
+		return;
+	}
+	if (server_vcache_decode(m->vcache, o->id, o->value, o->len, o->create_index, index, a, &v,
+				 &e) != 0) {
+		log_debug("msg=\"metrics: volume record does not decode\" error=%s", e.msg);
+		out->gone = true;
+		return;
+	}
+	out->state = (uint16_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
+	out->plugin = v->plugin_id ? v->plugin_id : "";
+	for (size_t i = 0; i < v->nclaims; i++) {
+		unsigned st = (unsigned)v->claims[i].state,
+			 k = v->claims[i].mode == MODEL_CLAIM_WRITE;
+
+		if (st < SM_CLAIM_STATES && out->claims[st][k] < UINT16_MAX)
+			out->claims[st][k]++;
+	}
+}
+
+/* Adds (sign 1) or takes away (sign -1) what en, of kind, contributes. mu held. */
+static void sm_count(struct server_metrics *m, enum store_kind kind, const struct sm_entry *en,
+		     int sign)
+{
+	if (kind == STORE_VOLUME)
+		sm_count_volume(m, en, sign);
+	else
+		m->snap_counts[en->state] += (uint64_t)(int64_t)sign;
+}
+
+/* Counts a summarized version, unless a newer one of the object is counted. mu held. */
+static void sm_apply(struct server_metrics *m, const struct sm_summary *sum)
+{
+	struct sm_table *t = sum->kind == STORE_VOLUME ? &m->vols : &m->snaps;
+	struct sm_entry *en = sm_find(t, sum->id), next;
+
+	if (sum->kind != STORE_VOLUME && sum->kind != STORE_SNAPSHOT)
+		return;
+	if (en && en->modify_index >= sum->index)
+		return;
+	if (en)
+		sm_count(m, sum->kind, en, -1);
+	if (sum->gone) {
+		if (en)
+			sm_remove(t, en);
+		return;
+	}
+	if (!en && !(en = sm_insert(t, sum->id)))
+		return;
+	memset(&next, 0, sizeof(next));
+	next.id = en->id;
+	next.modify_index = sum->index;
+	next.state = sum->state;
+	if (sum->kind == STORE_VOLUME) {
+		next.plugin = sm_plugin(m, sum->plugin);
+		memcpy(next.claims, sum->claims, sizeof(next.claims));
+	}
+	*en = next;
+	sm_count(m, sum->kind, en, 1);
+}
+
+/*
+ * Counts n objects: decoded first without the lock (so a scrape never
+ * waits for a page's decoding), then applied under it; at the end, when
+ * index is not 0, the counts reflect the store at index. Returns 0, or -1
+ * when out of memory (nothing counted).
+ */
+static int sm_page(struct server_metrics *m, struct arena *a, const struct store_obj *const *objs,
+		   const bool *deleted, const uint64_t *indexes, size_t n, uint64_t index)
+{
+	struct sm_summary *sums = n ? arena_alloc(a, n * sizeof(*sums)) : NULL;
+
+	if (n && !sums)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		sm_summarize(m, a, objs[i], deleted && deleted[i], indexes[i], &sums[i]);
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++)
+		sm_apply(m, &sums[i]);
+	if (index)
+		m->index = index;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+/* Forgets every count (before a full list). mu held. */
+static void sm_reset(struct server_metrics *m)
+{
+	sm_table_clear(&m->vols);
+	sm_table_clear(&m->snaps);
+	memset(m->vol_counts, 0, sizeof(m->vol_counts));
+	memset(m->claim_counts, 0, sizeof(m->claim_counts));
+	memset(m->snap_counts, 0, sizeof(m->snap_counts));
+}
+
+/* Counts one page of a list. Returns 0 or -1 (out of memory). */
+static int sm_list_page(struct server_metrics *m, struct arena *a, const struct store_list *l)
+{
+	const struct store_obj **objs = l->n ? arena_alloc(a, l->n * sizeof(*objs)) : NULL;
+	uint64_t *idx = l->n ? arena_alloc(a, l->n * sizeof(*idx)) : NULL;
+
+	if (l->n && (!objs || !idx))
+		return -1;
+	for (size_t i = 0; i < l->n; i++) {
+		objs[i] = &l->objs[i];
+		idx[i] = l->objs[i].modify_index;
+	}
+	return sm_page(m, a, objs, NULL, idx, l->n, 0);
+}
+
+/* Lists every volume and snapshot; *start: the index to follow the log from. */
+static int sm_list_all(struct server_metrics *m, uint64_t *start, struct err *e)
+{
+	static const enum store_kind kinds[] = {STORE_VOLUME, STORE_SNAPSHOT};
+	uint64_t first = store_index(m->store);
+
+	pthread_mutex_lock(&m->mu);
+	sm_reset(m);
+	pthread_mutex_unlock(&m->mu);
+	for (size_t k = 0; k < 2; k++) {
+		char *after = NULL;
+		bool more = true;
+
+		while (more && !atomic_load(&m->stopping)) {
+			struct store_list l;
+			struct arena *a = arena_new();
+			int rc;
+
+			memset(&l, 0, sizeof(l));
+			rc = a ? store_list(m->store, kinds[k], NULL, after, SM_PAGE, &l, e)
+			       : err_set(e, CSID_ENOMEM, "out of memory");
+			if (rc) {
+				arena_free(a);
+				free(after);
+				return rc;
+			}
+			rc = sm_list_page(m, a, &l);
+			more = l.more && l.n;
+			free(after);
+			after = l.n ? strdup(l.objs[l.n - 1].id) : NULL;
+			store_list_free(&l);
+			arena_free(a);
+			if (rc || (more && !after)) {
+				free(after);
+				return err_set(e, CSID_ENOMEM, "out of memory");
+			}
+		}
+		free(after);
+	}
+	*start = first;
+	return 0;
+}
+
+/* Counts one page of the change log read after pos. Returns 0 or -1 (out of memory). */
+static int sm_changes_page(struct server_metrics *m, struct arena *a,
+			   const struct store_changes *ch, uint64_t pos)
+{
+	size_t n = ch->n;
+	const struct store_obj **objs = n ? arena_alloc(a, n * sizeof(*objs)) : NULL;
+	uint64_t *idx = n ? arena_alloc(a, n * sizeof(*idx)) : NULL;
+	bool *del = n ? arena_alloc(a, n * sizeof(*del)) : NULL;
+
+	if (n && (!objs || !idx || !del))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		objs[i] = &ch->changes[i].obj;
+		idx[i] = ch->changes[i].index;
+		del[i] = ch->changes[i].type == STORE_OP_DELETE;
+	}
+	return sm_page(m, a, objs, del, idx, n,
+		       n ? ch->changes[n - 1].index : (ch->index > pos ? ch->index : pos));
+}
+
+static void *sm_main(void *arg)
+{
+	struct server_metrics *m = arg;
+	bool synced = false;
+	uint64_t pos = 0;
+	struct err e;
+
+	while (!atomic_load(&m->stopping)) {
+		struct store_changes ch;
+		struct arena *a;
+		int rc;
+
+		err_clear(&e);
+		if (!synced) {
+			rc = sm_list_all(m, &pos, &e);
+			if (rc) {
+				log_warn("msg=\"metrics: cannot list the catalogue\" error=%s",
+					 e.msg);
+				store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
+				continue;
+			}
+			synced = true;
+		}
+		memset(&ch, 0, sizeof(ch));
+		rc = store_changes(m->store, pos, SM_PAGE, &ch, &e);
+		if (rc == CSID_ERANGE) {
+			synced = false;
+			continue;
+		}
+		a = rc ? NULL : arena_new();
+		if (!a) {
+			store_changes_free(&ch);
+			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
+			continue;
+		}
+		if (sm_changes_page(m, a, &ch, pos) != 0) {
+			arena_free(a);
+			store_changes_free(&ch);
+			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
+			continue;
+		}
+		pos = ch.n ? ch.changes[ch.n - 1].index : (ch.index > pos ? ch.index : pos);
+		arena_free(a);
+		if (!ch.n)
+			store_wait(m->store, pos, SM_WAKE_MS);
+		store_changes_free(&ch);
+	}
+	return NULL;
+}
+
+static void sm_gauge(struct metrics_writer *w, const char *name, const char *label,
+		     const char *value, double v)
+{
+	const char *l[] = {label}, *vals[] = {value};
+
+	metrics_write_sample(w, name, l, vals, label ? 1 : 0, v);
+}
+
+static void sm_collect_plugins(struct server_metrics *m, struct metrics_writer *w)
+{
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+	    {"csid_plugin_controllers_healthy", "Healthy controller instances of a plugin."},
+	    {"csid_plugin_controllers_expected", "Controller instances of a plugin known."},
+	    {"csid_plugin_nodes_healthy", "Nodes with a healthy node instance of a plugin."},
+	    {"csid_plugin_nodes_expected", "Nodes with a node instance of a plugin."},
+	};
+	struct arena *a = arena_new();
+	struct server_plugin *p = NULL;
+	size_t n = 0;
+	struct err e;
+
+	if (!a)
+		return;
+	if (server_plugin_list(m->server, a, &p, &n, &e) != 0)
+		n = 0;
+	if (n > SERVER_METRICS_PLUGINS_MAX)
+		n = SERVER_METRICS_PLUGINS_MAX;
+	for (size_t k = 0; k < 4; k++) {
+		metrics_write_header(w, g[k].name, g[k].help, METRICS_GAUGE);
+		for (size_t i = 0; i < n; i++) {
+			int v = k == 0   ? p[i].controllers_healthy
+				: k == 1 ? p[i].controllers_expected
+				: k == 2 ? p[i].nodes_healthy
+					 : p[i].nodes_expected;
+
+			sm_gauge(w, g[k].name, "plugin", p[i].id, v);
+		}
+	}
+	arena_free(a);
+}
+
+static void sm_collect(void *ctx, struct metrics_writer *w)
+{
+	struct server_metrics *m = ctx;
+	static const char *const vl[] = {"plugin", "state"}, *const cl[] = {"state", "mode"};
+	struct server_health h;
+	size_t i;
+	int s;
+
+	pthread_mutex_lock(&m->mu);
+	metrics_write_header(w, "csid_volumes", "Volumes in the catalogue, by plugin and state.",
+			     METRICS_GAUGE);
+	/* The interned plugins, then "other" once the table is full. */
+	for (i = 0; i < SERVER_METRICS_PLUGINS_MAX; i++) {
+		const char *plugin = i < m->nplugins ? m->plugins[i] : "other";
+
+		if (i >= m->nplugins && (i != SERVER_METRICS_PLUGINS_MAX - 1 ||
+					 m->nplugins < SERVER_METRICS_PLUGINS_MAX - 1))
+			break;
+		for (s = 0; s < SM_VOL_STATES; s++) {
+			const char *v[] = {plugin,
+					   model_volume_state_name((enum model_volume_state)s)};
+
+			metrics_write_sample(w, "csid_volumes", vl, v, 2,
+					     (double)m->vol_counts[i][s]);
+		}
+	}
+	metrics_write_header(w, "csid_claims", "Active claims on volumes, by state and mode.",
+			     METRICS_GAUGE);
+	for (s = 0; s < SM_CLAIM_STATES; s++)
+		for (int k = 0; k < 2; k++) {
+			const char *v[] = {model_claim_state_name((enum model_claim_state)s),
+					   model_claim_mode_name((enum model_claim_mode)k)};
+
+			metrics_write_sample(w, "csid_claims", cl, v, 2,
+					     (double)m->claim_counts[s][k]);
+		}
+	metrics_write_header(w, "csid_snapshots", "Snapshots in the catalogue, by state.",
+			     METRICS_GAUGE);
+	for (s = 0; s < SM_SNAP_STATES; s++)
+		sm_gauge(w, "csid_snapshots", "state",
+			 model_snapshot_state_name((enum model_snapshot_state)s),
+			 (double)m->snap_counts[s]);
+	metrics_write_one(w, "csid_catalogue_index",
+			  "Store index the volume, claim and snapshot counts reflect.",
+			  METRICS_GAUGE, (double)m->index);
+	pthread_mutex_unlock(&m->mu);
+
+	server_health(m->server, &h);
+	metrics_write_header(w, "csid_nodes", "Nodes known to the server, by status.",
+			     METRICS_GAUGE);
+	sm_gauge(w, "csid_nodes", "status", "ready", h.nodes_ready);
+	sm_gauge(w, "csid_nodes", "status", "down", h.nodes_down);
+	metrics_write_one(
+	    w, "csid_reconciler_queue_depth",
+	    "Items (volumes, snapshots) pending in the reconciler, backing off included.",
+	    METRICS_GAUGE, h.queued);
+	metrics_write_one(w, "csid_reconciler_items_failing",
+			  "Reconciler items whose last attempt failed.", METRICS_GAUGE, h.failing);
+	sm_collect_plugins(m, w);
+}
+
+int server_metrics_start(struct server *s, struct server_vcache *vcache,
+			 struct server_metrics **out, struct err *e)
+{
+	struct server_metrics *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return err_set(e, CSID_ENOMEM, "metrics: out of memory");
+	m->server = s;
+	m->store = server_store(s);
+	m->vcache = vcache;
+	atomic_init(&m->stopping, false);
+	pthread_mutex_init(&m->mu, NULL);
+	if (pthread_create(&m->thread, NULL, sm_main, m) != 0) {
+		pthread_mutex_destroy(&m->mu);
+		free(m);
+		return err_set(e, CSID_ENOMEM, "metrics: cannot start the catalogue thread");
+	}
+	m->collector.collect = sm_collect;
+	m->collector.ctx = m;
+	metrics_collector_add(metrics_default(), &m->collector);
+	*out = m;
+	return 0;
+}
+
+uint64_t server_metrics_index(struct server_metrics *m)
+{
+	uint64_t idx;
+
+	pthread_mutex_lock(&m->mu);
+	idx = m->index;
+	pthread_mutex_unlock(&m->mu);
+	return idx;
+}
+
+void server_metrics_stop(struct server_metrics *m)
+{
+	if (!m)
+		return;
+	metrics_collector_remove(metrics_default(), &m->collector);
+	atomic_store(&m->stopping, true);
+	pthread_join(m->thread, NULL);
+	sm_reset(m);
+	for (size_t i = 0; i < m->nplugins; i++)
+		free(m->plugins[i]);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
