@@ -237,6 +237,16 @@ int claims_volume_path(const char *vol, const char *rest, char *out, size_t len,
  */
 int claims_owner_renew(struct claims *c, const char *vol, const char *alloc, int64_t lease_ms,
 		       struct owners_spec *out, struct err *e);
+/*
+ * Makes s the owner of the mount already made for vol and alloc, for a
+ * front end that learns the owner only after the mount (the Docker
+ * bridge finds a container's process once the engine started it): the
+ * owner is checked as at mount time (CSID_EINVAL: a pid that is not
+ * live; CSID_EPRECOND: no client), then recorded. Returns 0 or a code
+ * with e set.
+ */
+int claims_owner_set(struct claims *c, const char *vol, const char *alloc, struct owners_spec *s,
+		     struct err *e);
 /* The releases recorded that no server has taken yet (for the metrics). */
 size_t claims_releases_pending(struct claims *c);
 /* A copy of every recorded owner (free *out). Returns 0 or CSID_ENOMEM. */

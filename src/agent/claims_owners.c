@@ -34,6 +34,14 @@ int claims_owner_record(struct claims *c, const char *vol, const char *alloc, st
 	return owners_watch_put(c->owners, vol, alloc, s, e);
 }
 
+int claims_owner_set(struct claims *c, const char *vol, const char *alloc, struct owners_spec *s,
+		     struct err *e)
+{
+	int rc = claims_owner_check(c, s, e);
+
+	return rc ? rc : claims_owner_record(c, vol, alloc, s, e);
+}
+
 void claims_owner_forget(struct claims *c, const char *vol, const char *alloc)
 {
 	if (c->owners)

@@ -64,6 +64,10 @@ void config_free(struct config *cfg)
 	free(cfg->node_name);
 	free(cfg->listen_socket);
 	free(cfg->listen_addr);
+	free(cfg->docker.name);
+	free(cfg->docker.socket);
+	free(cfg->docker.spec_file);
+	free(cfg->docker.engine_socket);
 	if (cfg->server_token) {
 		explicit_bzero(cfg->server_token, strlen(cfg->server_token));
 		free(cfg->server_token);
@@ -232,15 +236,76 @@ static int config_parse_token(json_t *v, struct config *cfg, struct err *e)
 	return cfg->server_token ? 0 : err_set(e, CSID_ENOMEM, "config: out of memory");
 }
 
+static const char *const config_docker_keys[] = {"name", "socket", "spec_file", "engine_socket",
+						 NULL};
+
+/* Fills in the Docker plugin's defaults for name (NULL: "csid"). */
+static int config_docker_defaults(struct config_docker *d, const char *name, struct err *e)
+{
+	char buf[CONF_SOCK_MAX + 64];
+
+	if (!d->name && !(d->name = config_strdup(name ? name : "csid")))
+		return err_set(e, CSID_ENOMEM, "config: out of memory");
+	if (config_plugin_check_id("docker_plugin.name", d->name, e))
+		return CSID_EINVAL;
+	if (strlen(d->name) > 64)
+		return err_set(e, CSID_EINVAL, "docker_plugin.name: longer than 64 bytes");
+	snprintf(buf, sizeof(buf), "/run/docker/plugins/%s.sock", d->name);
+	if (!d->socket && strlen(buf) > CONF_SOCK_MAX)
+		return err_set(e, CSID_EINVAL, "docker_plugin.socket: default %s too long", buf);
+	if (!d->socket && !(d->socket = config_strdup(buf)))
+		return err_set(e, CSID_ENOMEM, "config: out of memory");
+	if (!d->engine_socket && !(d->engine_socket = config_strdup("/run/docker.sock")))
+		return err_set(e, CSID_ENOMEM, "config: out of memory");
+	return 0;
+}
+
+int config_docker_enable(struct config *cfg, const char *name, struct err *e)
+{
+	cfg->docker.optional = true;
+	return config_docker_defaults(&cfg->docker, name, e);
+}
+
+/* "docker_plugin": {"name", "socket", "spec_file", "engine_socket"}, every key optional. */
+static int config_parse_docker(json_t *v, struct config *cfg, struct err *e)
+{
+	struct config_docker *d = &cfg->docker;
+	json_t *s;
+	int rc;
+
+	if (!json_is_object(v))
+		return err_set(e, CSID_EINVAL, "docker_plugin: expected an object");
+	if ((rc = conf_check_keys(v, "docker_plugin", config_docker_keys, e)))
+		return rc;
+	if ((s = json_object_get(v, "name")) &&
+	    (rc = conf_get_string(s, "docker_plugin.name", 64, &d->name, e)))
+		return rc;
+	if ((s = json_object_get(v, "socket")) &&
+	    (rc = conf_get_string(s, "docker_plugin.socket", CONF_SOCK_MAX, &d->socket, e)))
+		return rc;
+	if ((s = json_object_get(v, "spec_file")) &&
+	    (rc = conf_get_string(s, "docker_plugin.spec_file", CONF_SOCK_MAX, &d->spec_file, e)))
+		return rc;
+	if ((s = json_object_get(v, "engine_socket")) &&
+	    (rc = conf_get_string(s, "docker_plugin.engine_socket", CONF_SOCK_MAX,
+				  &d->engine_socket, e)))
+		return rc;
+	if ((d->socket && d->socket[0] != '/') || (d->spec_file && d->spec_file[0] != '/') ||
+	    (d->engine_socket && d->engine_socket[0] && d->engine_socket[0] != '/'))
+		return err_set(e, CSID_EINVAL, "docker_plugin: paths must be absolute");
+	return config_docker_defaults(d, NULL, e);
+}
+
 static const char *const config_top_keys[] = {
-    "data_dir", "node_name",    "listener", "timings", "plugin_log_max_bytes",
-    "servers",  "server_token", "plugins",  NULL};
+    "data_dir", "node_name",    "listener", "timings",       "plugin_log_max_bytes",
+    "servers",  "server_token", "plugins",  "docker_plugin", NULL};
 
 const struct conf_keyset config_keysets[] = {
     {"", config_top_keys},
     {"listener", config_listener_keys},
     {"timings", config_timing_keys},
     {"plugins[]", config_plugin_keys},
+    {"docker_plugin", config_docker_keys},
     {NULL, NULL},
 };
 
@@ -289,6 +354,9 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 		return rc;
 	v = json_object_get(root, "server_token");
 	if (v && (rc = config_parse_token(v, cfg, e)))
+		return rc;
+	v = json_object_get(root, "docker_plugin");
+	if (v && (rc = config_parse_docker(v, cfg, e)))
 		return rc;
 	v = json_object_get(root, "plugins");
 	if (v)

@@ -65,6 +65,26 @@
 /* The agent config's keysets; ends with {NULL, NULL}. */
 extern const struct conf_keyset config_keysets[];
 
+/*
+ * "docker_plugin": {"name": "csid", "socket": "/run/docker/plugins/csid.sock",
+ *                   "spec_file": "/etc/docker/plugins/csid.spec",
+ *                   "engine_socket": "/run/docker.sock"}
+ * The Docker/Podman volume plugin (api/docker_plugin.h); absent: off.
+ * name defaults to "csid" (letters, digits, '.', '_', '-'; at most 64
+ * bytes), socket to /run/docker/plugins/<name>.sock; spec_file (optional)
+ * is written with "unix://<socket>" for engines that look for spec files;
+ * engine_socket is the Docker engine's API, asked for the processes of
+ * the containers that mount (default /run/docker.sock; "" for none).
+ */
+struct config_docker {
+	char *name; /* NULL: off */
+	char *socket;
+	char *spec_file; /* NULL: none */
+	char *engine_socket; /* NULL: none */
+	/* Set by `csid dev`: a socket that cannot be bound is a warning, not a failure. */
+	bool optional;
+};
+
 struct config {
 	char *data_dir;
 	char *node_name;
@@ -98,6 +118,7 @@ struct config {
 	int64_t heartbeat_ms;
 	struct config_plugin *plugins;
 	size_t nplugins;
+	struct config_docker docker;
 };
 
 /* A config with every default and no plugin; NULL when out of memory. */
@@ -127,6 +148,12 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
  * fits, a data_dir). Returns 0 or CSID_EINVAL with e set.
  */
 int config_finalize(struct config *cfg, struct err *e);
+
+/*
+ * Turns the Docker plugin on with name (NULL: "csid") and its defaults,
+ * as `csid dev` does. Returns 0 or CSID_EINVAL / CSID_ENOMEM.
+ */
+int config_docker_enable(struct config *cfg, const char *name, struct err *e);
 
 /* Looks a plugin up by ID; NULL when absent. */
 const struct config_plugin *config_find_plugin(const struct config *cfg, const char *id);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/docker_plugin.h"
 #include "api/metrics_api.h"
 #include "csi/csi_remote.h"
 #include "util/clock.h"
@@ -192,6 +193,16 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
+	if (cfg->docker && cfg->docker->name &&
+	    (rc = docker_plugin_start(a, cfg->docker, &a->docker, e))) {
+		char q[600];
+
+		if (!cfg->docker->optional)
+			goto fail;
+		log_warn("msg=\"docker volume plugin not started\" error=%s",
+			 log_q(q, sizeof(q), e->msg));
+		err_clear(e);
+	}
 	if (a->tcp_addr)
 		log_warn("msg=\"the agent api on TCP authenticates only controller RPCs: bind it "
 			 "to a trusted address\" addr=%s",
@@ -207,6 +218,7 @@ void agent_api_stop(struct agent_api *a)
 {
 	if (!a)
 		return;
+	docker_plugin_stop(a->docker);
 	http_server_stop(a->http);
 	agent_metrics_stop(a->metrics);
 	free(a->socket_path);

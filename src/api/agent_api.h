@@ -36,6 +36,7 @@
 #include <jansson.h>
 
 #include "agent/claims.h"
+#include "agent/config.h"
 #include "agent/held_allocs.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
@@ -72,6 +73,8 @@ struct agent_api_config {
 	int64_t rpc_timeout_ms;
 	/* The allocations reported to the servers (borrowed); NULL: none reported. */
 	struct held_allocs *held;
+	/* The Docker volume plugin (api/docker_plugin.h; borrowed); NULL or no name: off. */
+	const struct config_docker *docker;
 };
 
 struct agent_api;

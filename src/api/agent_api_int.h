@@ -27,6 +27,7 @@ struct agent_api {
 	int64_t started_ms; /* wall clock */
 	struct http_server *http;
 	struct agent_metrics *metrics; /* the metrics collector */
+	struct docker_plugin *docker; /* api/docker_plugin.h; NULL: off */
 };
 
 /* agent_api_mounts.c */

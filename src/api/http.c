@@ -135,18 +135,18 @@ static enum MHD_Result http_send_text(struct MHD_Connection *c, unsigned status,
 }
 
 static void http_send_error(struct MHD_Connection *c, unsigned status, const char *code,
-			    const char *msg, const char *allow)
+			    const char *msg, const char *allow, const char *key)
 {
-	json_t *doc = json_pack("{s:s, s:s}", "error", msg, "code", code);
+	json_t *doc = json_pack("{s:s, s:s}", key ? key : "error", msg, "code", code);
 
 	http_send_text(c, status, doc ? json_dumps(doc, JSON_COMPACT) : NULL, NULL, allow);
 	json_decref(doc);
 }
 
-static void http_send_err(struct MHD_Connection *c, int rc, const struct err *e)
+static void http_send_err(struct MHD_Connection *c, int rc, const struct err *e, const char *key)
 {
 	http_send_error(c, (unsigned)csid_err_http_status(rc), csid_err_code(rc),
-			e->msg[0] ? e->msg : csid_strerror(rc), NULL);
+			e->msg[0] ? e->msg : csid_strerror(rc), NULL, key);
 }
 
 static ssize_t http_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -184,7 +184,7 @@ static void http_send_stream(struct MHD_Connection *c, const struct http_stream 
 			http_stream_free(st);
 		else if (src->done)
 			src->done(src->ctx);
-		http_send_error(c, 500, "no_memory", "out of memory", NULL);
+		http_send_error(c, 500, "no_memory", "out of memory", NULL, NULL);
 		return;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-ndjson");
@@ -201,7 +201,7 @@ static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *r
 	    rep->data_len, (void *)rep->data, MHD_RESPMEM_PERSISTENT);
 
 	if (!resp) {
-		http_send_error(c, 500, "no_memory", "out of memory", NULL);
+		http_send_error(c, 500, "no_memory", "out of memory", NULL, NULL);
 		return;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -247,13 +247,13 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 	if (hc->url_too_long) {
 		rc =
 		    err_set(e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name, HTTP_URL_MAX);
-		http_send_error(c, 414, csid_err_code(rc), e->msg, NULL);
+		http_send_error(c, 414, csid_err_code(rc), e->msg, NULL, s->cfg.error_key);
 		return 414;
 	}
 	if (hc->too_big) {
 		rc = err_set(e, CSID_ETOOBIG, "%s: request body larger than %zu bytes", s->name,
 			     s->cfg.body_max);
-		http_send_err(c, rc, e);
+		http_send_err(c, rc, e, s->cfg.error_key);
 		return (unsigned)csid_err_http_status(rc);
 	}
 	memset(&rep, 0, sizeof(rep));
@@ -268,7 +268,7 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 		snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", method,
 			 rep.allow ? rep.allow : "none");
 		err_set(e, CSID_EINVAL, "%s", msg);
-		http_send_error(c, 405, "method_not_allowed", msg, rep.allow);
+		http_send_error(c, 405, "method_not_allowed", msg, rep.allow, s->cfg.error_key);
 		json_decref(rep.doc);
 		return 405;
 	}
@@ -276,7 +276,7 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 		json_decref(rep.doc);
 		if (rep.stream.done)
 			rep.stream.done(rep.stream.ctx);
-		http_send_err(c, rc, e);
+		http_send_err(c, rc, e, s->cfg.error_key);
 		return (unsigned)csid_err_http_status(rc);
 	}
 	if (rep.stream.next) {

@@ -106,6 +106,8 @@ struct http_server_config {
 	const char *socket_path; /* optional unix listener (replaced when stale) */
 	const char *tcp_addr; /* optional "host:port" */
 	size_t body_max; /* bytes; larger bodies get 413 */
+	/* The key of an error's message ("Err" for the Docker plugin protocol); NULL: "error". */
+	const char *error_key;
 	const char *const *routes; /* route templates for request metrics (http_route.h) */
 	http_handler_fn handler;
 	void *ctx;

@@ -7,6 +7,7 @@
 #include "agent_proc.h"
 
 #include "hostpath_proc.h"
+#include "child_proc.h"
 #include "proc_guard.h"
 
 #include <dirent.h>
@@ -133,10 +134,7 @@ int agent_proc_start(struct agent_proc *a)
 int agent_proc_run_csid(const char *const *args, char *out, size_t len)
 {
 	char path[] = "/tmp/cae-out-XXXXXX", *argv[16];
-	posix_spawn_file_actions_t fa;
-	int fd = mkstemp(path), status = -1, n = 1;
-	int64_t deadline = agent_proc_now_ms() + 30000;
-	pid_t pid;
+	int fd = mkstemp(path), n = 1, status;
 	ssize_t r;
 
 	if (fd < 0)
@@ -145,31 +143,12 @@ int agent_proc_run_csid(const char *const *args, char *out, size_t len)
 	for (; args[n - 1] && n < 15; n++)
 		argv[n] = (char *)args[n - 1];
 	argv[n] = NULL;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fd, 1);
-	posix_spawn_file_actions_adddup2(&fa, fd, 2);
-	if (posix_spawn(&pid, CSID_BIN, &fa, NULL, argv, environ) == 0) {
-		proc_guard_track(pid);
-		while (waitpid(pid, &status, WNOHANG) == 0) {
-			if (agent_proc_now_ms() > deadline) {
-				kill(pid, SIGKILL);
-				waitpid(pid, &status, 0);
-				status = -1;
-				break;
-			}
-			agent_proc_nap();
-		}
-		proc_guard_untrack(pid);
-	}
-	posix_spawn_file_actions_destroy(&fa);
+	status = child_proc_run(argv, NULL, fd, 30000);
 	r = pread(fd, out, len - 1, 0);
 	out[r > 0 ? r : 0] = '\0';
 	close(fd);
 	unlink(path);
-	if (status == -1 || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return status;
 }
 
 struct agent_proc_buf {

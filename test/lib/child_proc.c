@@ -5,9 +5,11 @@
 #include "child_proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "proc_guard.h"
 
@@ -46,4 +48,36 @@ pid_t child_proc_gone(void)
 		if (errno != EINTR)
 			return -1;
 	return pid;
+}
+
+int child_proc_run(char *const *argv, char *const *envp, int out_fd, int64_t timeout_ms)
+{
+	struct timespec now, nap = {0, 5 * 1000000L};
+	posix_spawn_file_actions_t fa;
+	int64_t deadline;
+	int status = -1;
+	pid_t pid;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+	if (posix_spawn(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ) == 0) {
+		proc_guard_track(pid);
+		while (waitpid(pid, &status, WNOHANG) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 > deadline) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				status = -1;
+				break;
+			}
+			nanosleep(&nap, NULL);
+		}
+		proc_guard_untrack(pid);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -8,6 +8,7 @@
 #ifndef CSID_TEST_CHILD_PROC_H
 #define CSID_TEST_CHILD_PROC_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Starts `sleep 600`. Returns its pid, or -1. */
@@ -16,5 +17,13 @@ pid_t child_proc_idle(void);
 void child_proc_kill(pid_t *pid);
 /* The pid of a child that ran `true` and was reaped, or -1. */
 pid_t child_proc_gone(void);
+
+/*
+ * Runs argv[0] (a path) with argv and envp (NULL: this environment),
+ * stdin from /dev/null, stdout and stderr to out_fd, to completion or
+ * at most timeout_ms (then killed). Returns its exit status, or -1 when
+ * it could not start, timed out or was killed by a signal.
+ */
+int child_proc_run(char *const *argv, char *const *envp, int out_fd, int64_t timeout_ms);
 
 #endif

@@ -28,7 +28,7 @@ static const char cluster_server_config[] =
 static int cluster_start_agent(struct cluster *c, int i)
 {
 	struct agent_proc *a = calloc(1, sizeof(*a));
-	char node[128], servers[512];
+	char node[128], servers[1536];
 	const char *edits[] = {"\"--no-controller-publish\", ",
 			       "",
 			       "\"node_name\": \"node-e2e\",",
@@ -51,8 +51,8 @@ static int cluster_start_agent(struct cluster *c, int i)
 		 port);
 	snprintf(servers, sizeof(servers),
 		 "\"plugin_log_max_bytes\": 65536, \"servers\": [\"%s\"],"
-		 " \"server_token\": \"" CLUSTER_TOKEN "\",",
-		 c->s.base);
+		 " \"server_token\": \"" CLUSTER_TOKEN "\", %s",
+		 c->s.base, c->agent_extra[i] ? c->agent_extra[i] : "");
 	snprintf(c->agent_env[i], sizeof(c->agent_env[i]), "CSID_AGENT_ADDR=unix:%s", a->sock);
 	return agent_proc_start_hostpath(a, edits);
 }
@@ -78,8 +78,11 @@ static bool cluster_counted(void *ctx)
 int cluster_start(struct cluster *c, int n)
 {
 	struct cluster_count_ctx w = {c, n};
+	const char *extra[CLUSTER_NODES_MAX];
 
+	memcpy(extra, c->agent_extra, sizeof(extra));
 	memset(c, 0, sizeof(*c));
+	memcpy(c->agent_extra, extra, sizeof(extra));
 	if (n < 1 || n > CLUSTER_NODES_MAX || server_proc_init(&c->s) != 0)
 		return -1;
 	if (server_proc_write_config(&c->s, cluster_server_config, NULL) != 0 ||

@@ -44,6 +44,8 @@ struct cluster {
 	char server_env[128];
 	char agent_env[CLUSTER_NODES_MAX][AGENT_PROC_PATH + 32];
 	struct csictl_runner rn; /* capture files in the server's directory */
+	/* Set before cluster_start: more top-level keys of agent i's config ("\"k\": v,"). */
+	const char *agent_extra[CLUSTER_NODES_MAX];
 };
 
 /*

@@ -283,6 +283,7 @@ static void *csid_agent_startup_main(void *arg)
 		ac.held = a->held;
 		a->startup_rc = csid_agent_claims_start(a, &e);
 		ac.claims = a->claims;
+		ac.docker = &a->cfg->docker;
 		if (a->startup_rc == 0)
 			a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {

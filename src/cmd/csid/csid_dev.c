@@ -223,7 +223,7 @@ static int csid_dev_agent_config(struct csid_dev *d, const char *server_url, str
 	char data[PATH_MAX], hp_data[PATH_MAX], hp[PATH_MAX], addr[64];
 	json_t *doc;
 	char *text = NULL;
-	int rc, port;
+	int rc, port = 0;
 
 	if ((rc = csid_dev_path(data, sizeof(data), d->dir, "agent", e)) ||
 	    (rc = csid_dev_path(hp_data, sizeof(hp_data), d->dir, "hostpath", e)) ||
@@ -242,7 +242,9 @@ static int csid_dev_agent_config(struct csid_dev *d, const char *server_url, str
 	if (!text)
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 	else if (!(rc = config_parse(text, strlen(text), out, e)) &&
-		 (rc = config_finalize(*out, e))) {
+		 ((rc = config_finalize(*out, e)) ||
+		  /* Docker and Podman find it at /run/docker/plugins/csid.sock. */
+		  (rc = config_docker_enable(*out, NULL, e)))) {
 		config_free(*out);
 		*out = NULL;
 	}
