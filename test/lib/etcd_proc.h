@@ -1,0 +1,35 @@
+/*
+ * Test helper: a real one-member etcd (Debian's /usr/bin/etcd) on two free
+ * loopback ports, its data in a temporary directory (/tmp/cse-XXXXXX),
+ * its output in <dir>/etcd.log. The process and the directory are
+ * recorded with the proc guard, so they go even when a test fails before
+ * its cleanup. etcd_proc_stop and etcd_proc_start on the same struct
+ * restart it on the same ports and data (a member that went down and came
+ * back).
+ */
+#ifndef CSID_TEST_ETCD_PROC_H
+#define CSID_TEST_ETCD_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ETCD_PROC_BIN "/usr/bin/etcd"
+
+struct etcd_proc {
+	char dir[128];
+	char log[160];
+	char url[64]; /* client URL, "http://127.0.0.1:PORT" */
+	char peer[64];
+	pid_t pid; /* 0 when not running */
+};
+
+/* Makes the directory and picks the ports (first call), starts etcd, waits until it answers. */
+int etcd_proc_start(struct etcd_proc *p);
+/* SIGKILL (or SIGTERM) and reap; a no-op when not running. */
+void etcd_proc_stop(struct etcd_proc *p, int sig);
+/* Stops it and removes the directory. */
+void etcd_proc_cleanup(struct etcd_proc *p);
+/* POSTs body to path of the gateway ("/v3/kv/compaction"); returns the HTTP status or -1. */
+long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body);
+
+#endif
