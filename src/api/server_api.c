@@ -5,8 +5,9 @@
  *
  * ACL: with tokens configured every request must carry one, in
  * X-Csid-Token or "Authorization: Bearer <token>"; a missing or unknown
- * token gets 403, and a read-only token may only GET. Tokens are compared
- * in constant time and never logged.
+ * token gets 403, and a read-only token may only GET, and not the operator
+ * endpoints (a snapshot holds secrets). Tokens are compared in constant
+ * time and never logged.
  */
 #include "api/server_api_int.h"
 
@@ -70,7 +71,9 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	return 0;
 }
 
-static int server_api_acl(struct server_api *api, const struct http_request *req, struct err *e)
+/* Checks the request's token; write: a write token even for a GET. */
+static int server_api_acl(struct server_api *api, const struct http_request *req, bool write,
+			  struct err *e)
 {
 	const char *tok = http_request_token(req);
 	size_t i;
@@ -82,7 +85,7 @@ static int server_api_acl(struct server_api *api, const struct http_request *req
 	for (i = 0; i < api->ntokens; i++) {
 		if (!http_token_eq(tok, api->tokens[i].secret))
 			continue;
-		if (!api->tokens[i].write && strcmp(req->method, "GET") != 0)
+		if (!api->tokens[i].write && (write || strcmp(req->method, "GET") != 0))
 			return err_set(e, CSID_EPERM, "this token may only read");
 		return 0;
 	}
@@ -99,7 +102,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 	/* Health tells nothing secret: load balancers and probes need no token. */
 	if (strcmp(u, "/v1/status/health") == 0)
 		return server_api_health(api, req, rep, e);
-	rc = server_api_acl(api, req, e);
+	/* A snapshot of the catalogue holds secrets: operator endpoints need a write token. */
+	rc = server_api_acl(api, req, strncmp(u, "/v1/operator/", 13) == 0, e);
 	if (rc)
 		return rc;
 	if (strcmp(u, "/v1/volumes") == 0)
@@ -120,6 +124,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_plugin(api, req, rep, e);
 	if (strcmp(u, "/v1/event/stream") == 0)
 		return server_api_events(api, req, rep, e);
+	if (strncmp(u, "/v1/operator/", 13) == 0)
+		return server_api_operator(api, req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 

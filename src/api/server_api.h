@@ -23,6 +23,8 @@
  *   GET    /v1/nodes, GET /v1/node/<id>, PUT /v1/node/<id> (register + heartbeat)
  *   GET    /v1/status/health
  *   GET    /v1/event/stream?index=N     newline-delimited JSON events
+ *   GET    /v1/operator/snapshot        the catalogue at one index (write token)
+ *   POST   /v1/operator/snapshot        restore one batch into an empty store
  *
  * Every GET is a blocking query with ?index=N&wait=30s: it answers when
  * the store's index moves past N (or the wait ends); the answer carries

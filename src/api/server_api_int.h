@@ -75,6 +75,9 @@ int server_api_health(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
 int server_api_events(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
+/* /v1/operator/snapshot: GET saves, POST restores one batch (server_api_operator.c). */
+int server_api_operator(struct server_api *api, const struct http_request *req,
+			struct http_reply *rep, struct err *e);
 
 /* --- shared helpers (server_api.c) --- */
 

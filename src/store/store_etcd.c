@@ -284,7 +284,7 @@ static json_t *etcd_txn_req(struct store_etcd *s, const struct store_op *ops, si
 
 	*size = ETCD_REQ_OVERHEAD;
 	for (size_t i = 0; good && i < n; i++) {
-		size_t klen;
+		size_t klen = 0;
 		char *k = etcd_key(s, ops[i].kind, ops[i].id, strlen(ops[i].id), &klen);
 		json_t *w = json_object(), *op = json_object(), *c, *r;
 

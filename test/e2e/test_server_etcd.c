@@ -1,7 +1,10 @@
 /*
  * `csid server` on a real one-member etcd (test/lib/etcd_proc.c) with the
  * real csi-hostpath: a volume created and claimed survives a restart of
- * the server (the catalogue is in etcd, not in its data dir); a server
+ * the server (the catalogue is in etcd, not in its data dir); a snapshot
+ * saved from a SQLite server with `csictl operator snapshot save` and
+ * restored into an etcd one carries the catalogue over (and a second
+ * restore into the now full store is refused); a server
  * whose etcd does not answer exits with an error naming the endpoint; a
  * stored value the server cannot decode is refused for that volume alone,
  * naming it, while the others are served.
@@ -17,6 +20,9 @@
 
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
+#include "csictl_run.h"
 #include "etcd_proc.h"
 #include "hostpath_proc.h"
 #include "server_proc.h"
@@ -39,21 +45,33 @@ struct fixture {
 	struct etcd_proc etcd;
 	struct hpp_proc hp;
 	struct server_proc s;
+	struct server_proc old; /* a SQLite server (the migration test) */
+	struct csictl_runner rn;
+	struct csictl_run r;
 };
 
-/* Writes the server's config for etcd at url. */
+/* Writes the config of s: its store on etcd at url, or SQLite (url NULL). */
+static int write_config_of(struct fixture *f, struct server_proc *s, const char *url)
+{
+	char cfg[1024], store[256] = "";
+
+	if (url)
+		snprintf(store, sizeof(store),
+			 " \"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"%s\"], \"prefix\":"
+			 " \"" PREFIX "\", \"dial_timeout\": \"500ms\"},",
+			 url);
+	snprintf(
+	    cfg, sizeof(cfg),
+	    "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"10ms\","
+	    " \"backoff_max\": \"200ms\",%s \"controller_plugins\": [{\"id\": \"" SERVER_PROC_HP_ID
+	    "\", \"socket\": \"%s\"}]}",
+	    store, f->hp.endpoint + strlen("unix://"));
+	return server_proc_write_config(s, cfg, NULL);
+}
+
 static int write_config(struct fixture *f, const char *url)
 {
-	char cfg[1024];
-
-	snprintf(cfg, sizeof(cfg),
-		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"10ms\","
-		 " \"backoff_max\": \"200ms\", \"store\": \"etcd\", \"etcd\": {\"endpoints\":"
-		 " [\"%s\"], \"prefix\": \"" PREFIX "\", \"dial_timeout\": \"500ms\"},"
-		 " \"controller_plugins\": [{\"id\": \"" SERVER_PROC_HP_ID
-		 "\", \"socket\": \"%s\"}]}",
-		 url, f->hp.endpoint + strlen("unix://"));
-	return server_proc_write_config(&f->s, cfg, NULL);
+	return write_config_of(f, &f->s, url);
 }
 
 static int setup(void **state)
@@ -64,8 +82,11 @@ static int setup(void **state)
 		return -1;
 	*state = f;
 	if (etcd_proc_start(&f->etcd) || hpp_proc_start(&f->hp, NULL) || server_proc_init(&f->s) ||
-	    write_config(f, f->etcd.url))
+	    write_config(f, f->etcd.url) || server_proc_init(&f->old) ||
+	    write_config_of(f, &f->old, NULL))
 		return -1;
+	f->rn.dir = f->s.dir;
+	f->rn.deadline_ms = WAIT_MS;
 	return 0;
 }
 
@@ -73,20 +94,27 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	csictl_runner_cleanup(&f->rn);
 	server_proc_cleanup(&f->s);
+	server_proc_cleanup(&f->old);
 	hpp_proc_cleanup(&f->hp);
 	etcd_proc_cleanup(&f->etcd);
 	free(f);
 	return 0;
 }
 
-static void start_server(struct fixture *f)
+static void start(struct server_proc *s)
 {
-	if (server_proc_start(&f->s) || !server_proc_wait_ready(&f->s, WAIT_MS) ||
-	    !server_proc_wait_plugin(&f->s, SERVER_PROC_HP_ID, WAIT_MS)) {
-		server_proc_dump_log(&f->s, "start");
+	if (server_proc_start(s) || !server_proc_wait_ready(s, WAIT_MS) ||
+	    !server_proc_wait_plugin(s, SERVER_PROC_HP_ID, WAIT_MS)) {
+		server_proc_dump_log(s, "start");
 		fail_msg("server did not start");
 	}
+}
+
+static void start_server(struct fixture *f)
+{
+	start(&f->s);
 }
 
 static const char *jstr(json_t *o, const char *key)
@@ -141,6 +169,72 @@ static void test_restart_keeps_state(void **state)
 	free(external);
 }
 
+/* Runs csictl against server s with args (NULL-terminated). */
+static void run_csictl(struct fixture *f, struct server_proc *s, char *const *args)
+{
+	char env[128];
+	char *envv[] = {env, NULL};
+
+	snprintf(env, sizeof(env), "CSID_ADDR=%s", s->base);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+}
+
+/* SQLite to etcd: save a snapshot from one server, restore it into the other. */
+static void test_snapshot_sqlite_to_etcd(void **state)
+{
+	struct fixture *f = *state;
+	char file[SERVER_PROC_PATH + 16];
+	char *save[] = {"operator", "snapshot", "save", file, NULL};
+	char *restore[] = {"operator", "snapshot", "restore", file, NULL};
+	char *external = NULL;
+	struct stat st;
+	json_t *v = NULL;
+
+	snprintf(file, sizeof(file), "%s/snap.json", f->s.dir);
+	start(&f->old);
+	assert_int_equal(server_proc_http(&f->old, "PUT", "/v1/node/node-1", node_body, NULL), 200);
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/idle/create", create_body), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->old, "/v1/volume/idle", server_proc_volume_ready, WAIT_MS));
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/claim",
+					 "{\"alloc_id\": \"web-1\", \"node_id\": \"node-1\","
+					 " \"access_mode\": \"single-node-single-writer\"}"),
+			 200);
+	assert_true(
+	    server_proc_wait_doc(&f->old, "/v1/volume/data", claimed_and_published, WAIT_MS));
+	assert_int_equal(server_proc_http(&f->old, "GET", "/v1/volume/data", NULL, &v), 200);
+	external = strdup(jstr(v, "external_id"));
+	json_decref(v);
+	run_csictl(f, &f->old, save);
+	csictl_expect_ok(&f->r);
+	assert_non_null(strstr(f->r.out, "saved 3 objects"));
+	csictl_runner_free(&f->rn, &f->r);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(server_proc_stop(&f->old, SIGTERM, WAIT_MS) != -1, 1);
+
+	start_server(f);
+	run_csictl(f, &f->s, restore);
+	csictl_expect_ok(&f->r);
+	assert_non_null(strstr(f->r.out, "restored 3 objects"));
+	csictl_runner_free(&f->rn, &f->r);
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/volume/data", NULL, &v), 200);
+	assert_string_equal(jstr(v, "external_id"), external);
+	assert_true(claimed_and_published(v));
+	json_decref(v);
+	/* The store is no longer empty: a second restore is refused, clearly. */
+	run_csictl(f, &f->s, restore);
+	csictl_expect_fail(&f->r, 1, "not empty");
+	csictl_runner_free(&f->rn, &f->r);
+	/* The restored catalogue goes on: the release runs to the end on etcd. */
+	assert_int_equal(
+	    server_proc_put(&f->s, "/v1/volume/data/release", "{\"alloc_id\": \"web-1\"}"), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_freed, WAIT_MS));
+	free(external);
+}
+
 /* A value the server cannot decode: that volume is refused, naming it; others are served. */
 static void test_undecodable_value(void **state)
 {
@@ -186,6 +280,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_restart_keeps_state, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_sqlite_to_etcd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_undecodable_value, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
 	};

@@ -150,7 +150,7 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 		   struct csictl_http_answer *ans)
 {
 	char url[CSICTL_HTTP_URL_MAX + 2048], errbuf[CURL_ERROR_SIZE] = "", tokhdr[600];
-	struct csictl_http_rd rd = {ans, {.max = CSICTL_HTTP_BODY_MAX}};
+	struct csictl_http_rd rd = {ans, {.max = h->body_max ? h->body_max : CSICTL_HTTP_BODY_MAX}};
 	struct curl_slist *hdrs = NULL;
 	CURL *curl;
 	CURLcode rc;
@@ -200,8 +200,8 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 		char msg[1200];
 
 		if (rd.body.too_big)
-			fprintf(h->err, "error: the %s's answer is larger than %u bytes\n", h->what,
-				CSICTL_HTTP_BODY_MAX);
+			fprintf(h->err, "error: the %s's answer is larger than %zu bytes\n",
+				h->what, rd.body.max);
 		else
 			fprintf(h->err, "error: %s\n",
 				csictl_http_connect_error(

@@ -48,6 +48,7 @@ struct csictl_http {
 	const char *token; /* sent as X-Csid-Token, or NULL */
 	int64_t timeout_ms;
 	FILE *err;
+	size_t body_max; /* largest answer read; 0: CSICTL_HTTP_BODY_MAX */
 };
 
 /* An answer: status and body (data malloc'd, NUL-terminated). */

@@ -83,5 +83,6 @@ int csictl_volume_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_plugin_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_node_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_events_main(int argc, char **argv, FILE *out, FILE *err);
+int csictl_operator_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

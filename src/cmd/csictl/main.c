@@ -28,6 +28,7 @@ static void csictl_usage(FILE *f)
 	      "  plugin  plugins a csid server knows, with their health\n"
 	      "  node    nodes registered with a csid server\n"
 	      "  events  follow a csid server's event stream\n"
+	      "  operator  snapshot save|restore: back up or restore a csid server's catalogue\n"
 	      "  agent   drive a csid agent: plugins, mounts (csictl agent -h)\n"
 	      "  csi     call a CSI plugin directly (csictl csi -h)\n",
 	      f);
@@ -77,6 +78,8 @@ int main(int argc, char **argv)
 		return csictl_node_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "events") == 0)
 		return csictl_events_main(argc - 2, argv + 2, stdout, stderr);
+	if (strcmp(argv[1], "operator") == 0)
+		return csictl_operator_main(argc - 2, argv + 2, stdout, stderr);
 	fprintf(stderr, "error: unknown command \"%.64s\"\n", argv[1]);
 	csictl_usage(stderr);
 	return CSICTL_EXIT_USAGE;
