@@ -776,6 +776,7 @@ int main(int argc, char **argv)
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
 	if (!*only || !strcmp(only, "etcd")) {
+		bench_etcd.base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
 		if (etcd_proc_start(&bench_etcd) != 0)
 			bench_die("etcd did not start", NULL);
 		printf("etcd %s, data and log in %s\n", bench_etcd.url, bench_etcd.dir);

@@ -174,6 +174,21 @@ static void etcd_setopt(struct etcd_client *c, CURL *h, const char *url, const c
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
 }
 
+/*
+ * The request headers: JSON, and no "Expect: 100-continue" (libcurl asks
+ * for it on bodies over 1 KiB, which would cost a transaction a round
+ * trip to etcd's answer of 100 first). NULL when out of memory.
+ */
+static struct curl_slist *etcd_headers(void)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
+
+	if (h2 == NULL)
+		curl_slist_free_all(h);
+	return h2;
+}
+
 /* Whether a transport failure happened before anything was sent. */
 static bool etcd_not_sent(CURLcode cc)
 {
@@ -192,7 +207,7 @@ static int etcd_transport_err(const char *ep, CURLcode cc, struct err *e)
 static CURLcode etcd_post(struct etcd_client *c, const char *ep, const char *path, const char *body,
 			  struct strbuf *sb, long *http)
 {
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *hdrs = etcd_headers();
 	char url[512];
 	CURL *h = curl_pool_get(c->pool);
 	CURLcode cc;
@@ -387,7 +402,7 @@ static CURLcode etcd_stream_run(struct etcd_stream *st, CURL *h, bool *cancelled
 int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, struct etcd_stream *st,
 		       etcd_stream_cb cb, void *arg, struct err *e)
 {
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *hdrs = etcd_headers();
 	char *body = json_dumps(req, JSON_COMPACT);
 	size_t first = atomic_load(&c->cur);
 	struct etcd_lines l = {
@@ -468,11 +483,20 @@ json_t *etcd_b64_json(const void *data, size_t len)
 	return j;
 }
 
+/* Each byte's value in base64 (-1: not a base64 letter), filled once. */
+static signed char etcd_b64_vals[256];
+static pthread_once_t etcd_b64_once = PTHREAD_ONCE_INIT;
+
+static void etcd_b64_fill(void)
+{
+	memset(etcd_b64_vals, -1, sizeof(etcd_b64_vals));
+	for (int i = 0; i < 64; i++)
+		etcd_b64_vals[(unsigned char)etcd_b64_chars[i]] = (signed char)i;
+}
+
 static int etcd_b64_val(char ch)
 {
-	const char *at = ch ? strchr(etcd_b64_chars, ch) : NULL;
-
-	return at ? (int)(at - etcd_b64_chars) : -1;
+	return etcd_b64_vals[(unsigned char)ch];
 }
 
 int etcd_b64_decode(const char *s, char **out, size_t *len)
@@ -482,6 +506,7 @@ int etcd_b64_decode(const char *s, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
+	pthread_once(&etcd_b64_once, etcd_b64_fill);
 	if (n % 4 != 0)
 		return CSID_EPROTO;
 	buf = malloc(n / 4 * 3 + 1);

@@ -64,7 +64,7 @@ int etcd_proc_start(struct etcd_proc *p)
 	if (p->dir[0] == '\0') {
 		int cport = server_proc_free_port(), pport = server_proc_free_port();
 
-		snprintf(p->dir, sizeof(p->dir), "/tmp/cse-XXXXXX");
+		snprintf(p->dir, sizeof(p->dir), "%s/cse-XXXXXX", p->base ? p->base : "/dev/shm");
 		if (cport < 0 || pport < 0 || cport == pport || !mkdtemp(p->dir))
 			return -1;
 		proc_guard_track_dir(p->dir);
@@ -124,7 +124,8 @@ void etcd_proc_cleanup(struct etcd_proc *p)
 		proc_guard_clear_dir(p->dir);
 		proc_guard_untrack_dir(p->dir);
 	}
-	memset(p, 0, sizeof(*p));
+	memset(p->dir, 0, sizeof(p->dir));
+	p->pid = 0;
 }
 
 long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body)

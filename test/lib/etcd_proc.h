@@ -1,7 +1,8 @@
 /*
  * Test helper: a real one-member etcd (Debian's /usr/bin/etcd) on two free
- * loopback ports, its data in a temporary directory (/tmp/cse-XXXXXX),
- * its output in <dir>/etcd.log. The process and the directory are
+ * loopback ports, its data in a temporary directory (<base>/cse-XXXXXX,
+ * base /dev/shm unless set: tests need etcd's semantics, not the disk's
+ * fsync latency), its output in <dir>/etcd.log. The process and the directory are
  * recorded with the proc guard, so they go even when a test fails before
  * its cleanup. etcd_proc_stop and etcd_proc_start on the same struct
  * restart it on the same ports and data (a member that went down and came
@@ -16,6 +17,7 @@
 #define ETCD_PROC_BIN "/usr/bin/etcd"
 
 struct etcd_proc {
+	const char *base; /* where the directory goes; NULL: /dev/shm */
 	char dir[128];
 	char log[160];
 	char url[64]; /* client URL, "http://127.0.0.1:PORT" */
