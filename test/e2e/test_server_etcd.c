@@ -235,6 +235,34 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 	free(external);
 }
 
+/*
+ * csictl with several server addresses: one nobody listens on is passed
+ * over for the next; when none answers, the error names them all.
+ */
+static void test_csictl_failover(void **state)
+{
+	struct fixture *f = *state;
+	char dead1[64], dead2[64], env[256];
+	char *envv[] = {env, NULL};
+	char *args[] = {"volume", "status", NULL};
+
+	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", server_proc_free_port());
+	snprintf(dead2, sizeof(dead2), "127.0.0.1:%d", server_proc_free_port());
+	start_server(f);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, f->s.base);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+	csictl_expect_ok(&f->r);
+	assert_non_null(strstr(f->r.out, "data"));
+	csictl_runner_free(&f->rn, &f->r);
+	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, dead2);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+	csictl_expect_fail(&f->r, 1, "no server listening at");
+	assert_non_null(strstr(f->r.err, dead1));
+	assert_non_null(strstr(f->r.err, dead2 + 10));
+	csictl_runner_free(&f->rn, &f->r);
+}
+
 /* A value the server cannot decode: that volume is refused, naming it; others are served. */
 static void test_undecodable_value(void **state)
 {
@@ -281,6 +309,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_restart_keeps_state, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_snapshot_sqlite_to_etcd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_csictl_failover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_undecodable_value, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
 	};
