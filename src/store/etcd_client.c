@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/base64.h"
 #include "util/curl_pool.h"
 #include "util/strbuf.h"
 
@@ -453,86 +454,19 @@ out:
 	return rc;
 }
 
-static const char etcd_b64_chars[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 json_t *etcd_b64_json(const void *data, size_t len)
 {
-	const unsigned char *p = data;
-	size_t out_len = (len + 2) / 3 * 4;
-	char *s = malloc(out_len + 1);
-	size_t o = 0;
-	json_t *j;
+	size_t n;
+	char *s = base64_encode(data, len, &n);
+	json_t *j = s ? json_stringn_nocheck(s, n) : NULL;
 
-	if (s == NULL)
-		return NULL;
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		s[o++] = etcd_b64_chars[(v >> 18) & 63];
-		s[o++] = etcd_b64_chars[(v >> 12) & 63];
-		s[o++] = i + 1 < len ? etcd_b64_chars[(v >> 6) & 63] : '=';
-		s[o++] = i + 2 < len ? etcd_b64_chars[v & 63] : '=';
-	}
-	j = json_stringn_nocheck(s, o);
 	free(s);
 	return j;
 }
 
-/* Each byte's value in base64 (-1: not a base64 letter), filled once. */
-static signed char etcd_b64_vals[256];
-static pthread_once_t etcd_b64_once = PTHREAD_ONCE_INIT;
-
-static void etcd_b64_fill(void)
-{
-	memset(etcd_b64_vals, -1, sizeof(etcd_b64_vals));
-	for (int i = 0; i < 64; i++)
-		etcd_b64_vals[(unsigned char)etcd_b64_chars[i]] = (signed char)i;
-}
-
-static int etcd_b64_val(char ch)
-{
-	return etcd_b64_vals[(unsigned char)ch];
-}
-
 int etcd_b64_decode(const char *s, char **out, size_t *len)
 {
-	size_t n = s ? strlen(s) : 0, o = 0;
-	char *buf;
-
-	*out = NULL;
-	*len = 0;
-	pthread_once(&etcd_b64_once, etcd_b64_fill);
-	if (n % 4 != 0)
-		return CSID_EPROTO;
-	buf = malloc(n / 4 * 3 + 1);
-	if (buf == NULL)
-		return CSID_ENOMEM;
-	for (size_t i = 0; i < n; i += 4) {
-		int a = etcd_b64_val(s[i]), b = etcd_b64_val(s[i + 1]);
-		int c = s[i + 2] == '=' ? 0 : etcd_b64_val(s[i + 2]);
-		int d = s[i + 3] == '=' ? 0 : etcd_b64_val(s[i + 3]);
-		bool pad2 = s[i + 2] == '=', pad3 = s[i + 3] == '=';
-
-		if (a < 0 || b < 0 || c < 0 || d < 0 || (pad2 && !pad3) ||
-		    ((pad2 || pad3) && i + 4 != n)) {
-			free(buf);
-			return CSID_EPROTO;
-		}
-		buf[o++] = (char)((a << 2) | (b >> 4));
-		if (!pad2)
-			buf[o++] = (char)(((b & 15) << 4) | (c >> 2));
-		if (!pad3)
-			buf[o++] = (char)(((c & 3) << 6) | d);
-	}
-	buf[o] = '\0';
-	*out = buf;
-	*len = o;
-	return 0;
+	return base64_decode(s ? s : "", s ? strlen(s) : 0, out, len);
 }
 
 uint64_t etcd_json_u64(json_t *obj, const char *key)

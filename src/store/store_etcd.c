@@ -64,7 +64,7 @@
 #define ETCD_BACKOFF_MIN_MS 50
 #define ETCD_BACKOFF_MAX_MS 2000
 
-    struct store_etcd {
+struct store_etcd {
 	struct store base;
 	struct etcd_client *c;
 	char *prefix;
