@@ -34,6 +34,11 @@
  * another server's newer write it may not see yet only makes our
  * compare-and-set fail and the caller read again.
  *
+ * Errors. A transaction that fails in transport before anything was
+ * sent (no connection) wrote nothing; one that times out after it was sent
+ * (CSID_ETIMEDOUT) or loses its connection may still commit when etcd
+ * gets to it: the caller reads again before deciding, as after a conflict.
+ *
  * Limits. etcd refuses a request over --max-request-bytes (1.5 MiB by
  * default) and a Txn of more than --max-txn-ops (128) compares or ops.
  * STORE_TXN_OPS_MAX is 128 and a transaction is one Txn (its compares,
@@ -250,7 +255,9 @@ static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 {
 	struct store_etcd *s = (struct store_etcd *)st;
 	size_t plen = strlen(prefix), alen = strlen(after_id), slen, elen;
-	char *start = etcd_key(s, kind, prefix, plen, &slen);
+	/* IDs are never empty: a bare "<kind>/" key (no object) sorts before "<kind>/\0". */
+	char *start =
+	    plen ? etcd_key(s, kind, prefix, plen, &slen) : etcd_key(s, kind, "", 1, &slen);
 	char *end = etcd_key(s, kind, prefix, plen, &elen);
 	json_t *req = NULL, *resp = NULL, *kvs;
 	int rc = 0, cmp;

@@ -6,8 +6,8 @@
  * each other's writes; a watch that resumes behind etcd's compaction gives
  * CSID_ERANGE and the reader resynchronises; etcd's request limit is
  * refused clearly; keys under the prefix that are not objects are
- * ignored; an etcd that is down gives a clear error and a store that lost
- * its etcd recovers when it returns.
+ * ignored; an etcd that does not answer in time or is down gives a clear
+ * error, and a store that lost its etcd recovers when it returns.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,6 +218,12 @@ static void test_etcd_foreign_keys(void **state)
 	assert_int_equal(l.n, 1);
 	assert_string_equal(l.objs[0].id, "v");
 	store_list_free(&l);
+	/* A page of one is the object, not the bare "volume/" key before it. */
+	assert_int_equal(store_list(s, STORE_VOLUME, NULL, NULL, 1, &l, &e), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.objs[0].id, "v");
+	assert_false(l.more);
+	store_list_free(&l);
 	assert_int_equal(store_changes(s, from, 0, &c, &e), 0);
 	assert_int_equal(c.n, 1);
 	assert_string_equal(c.changes[0].obj.id, "v");
@@ -281,6 +287,38 @@ static void test_etcd_down_and_back(void **state)
 	store_close(s);
 }
 
+/*
+ * An etcd that does not answer in time (stopped with SIGSTOP): a write
+ * fails with CSID_ETIMEDOUT naming the endpoint after the request
+ * timeout; once etcd runs again the store writes again. The timed-out
+ * write may still land when etcd resumes (it was sent): a timeout says
+ * "unknown", never "not written".
+ */
+static void test_etcd_slow(void **state)
+{
+	char prefix[64];
+	const char *ep[] = {te_etcd.url};
+	struct store_etcd_config cfg = {
+	    .endpoints = ep, .nendpoints = 1, .prefix = prefix, .request_timeout_ms = 1000};
+	struct store *s;
+	struct store_obj o;
+	uint64_t index;
+	struct err e;
+
+	snprintf(prefix, sizeof(prefix), "/test-%d-slow/", (int)getpid());
+	assert_int_equal(store_etcd_open(&cfg, &s, &e), 0);
+	assert_int_equal(kill(te_etcd.pid, SIGSTOP), 0);
+	assert_int_equal(te_put(s, "v", "late", NULL, &e), CSID_ETIMEDOUT);
+	assert_non_null(strstr(e.msg, te_etcd.url));
+	assert_int_equal(kill(te_etcd.pid, SIGCONT), 0);
+	assert_int_equal(te_put(s, "v", "now", &index, &e), 0);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v", &o, &e), 0);
+	assert_string_equal(o.value, "now");
+	assert_int_equal(o.modify_index, index);
+	store_obj_free(&o);
+	store_close(s);
+}
+
 static int te_group_setup(void **state)
 {
 	return etcd_proc_start(&te_etcd);
@@ -298,7 +336,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_etcd_two_stores),    cmocka_unit_test(test_etcd_compacted_watch),
 	    cmocka_unit_test(test_etcd_request_limit), cmocka_unit_test(test_etcd_foreign_keys),
-	    cmocka_unit_test(test_etcd_not_running),   cmocka_unit_test(test_etcd_down_and_back),
+	    cmocka_unit_test(test_etcd_not_running),   cmocka_unit_test(test_etcd_slow),
+	    cmocka_unit_test(test_etcd_down_and_back),
 	};
 	int failed;
 
