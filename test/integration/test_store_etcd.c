@@ -7,7 +7,9 @@
  * CSID_ERANGE and the reader resynchronises; etcd's request limit is
  * refused clearly; keys under the prefix that are not objects are
  * ignored; an etcd that does not answer in time or is down gives a clear
- * error, and a store that lost its etcd recovers when it returns.
+ * error, and a store that lost its etcd recovers when it returns; in a
+ * three-member cluster the store rides out the loss of its member and
+ * of the quorum.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "etcd_proc.h"
@@ -307,16 +310,86 @@ static void test_etcd_slow(void **state)
 
 	snprintf(prefix, sizeof(prefix), "/test-%d-slow/", (int)getpid());
 	assert_int_equal(store_etcd_open(&cfg, &s, &e), 0);
-	assert_int_equal(kill(te_etcd.pid, SIGSTOP), 0);
+	assert_int_equal(etcd_proc_pause(&te_etcd, true), 0);
 	assert_int_equal(te_put(s, "v", "late", NULL, &e), CSID_ETIMEDOUT);
 	assert_non_null(strstr(e.msg, te_etcd.url));
-	assert_int_equal(kill(te_etcd.pid, SIGCONT), 0);
+	assert_int_equal(etcd_proc_pause(&te_etcd, false), 0);
 	assert_int_equal(te_put(s, "v", "now", &index, &e), 0);
 	assert_int_equal(store_get(s, STORE_VOLUME, "v", &o, &e), 0);
 	assert_string_equal(o.value, "now");
 	assert_int_equal(o.modify_index, index);
 	store_obj_free(&o);
 	store_close(s);
+}
+
+/* Waits (at most 60 s) until a write of id goes through; returns its result. */
+static int te_put_until(struct store *s, const char *id, const char *value, uint64_t *index)
+{
+	struct timespec pause = {0, 50 * 1000 * 1000};
+	time_t deadline = time(NULL) + 60;
+	struct err e;
+	int rc;
+
+	while ((rc = te_put(s, id, value, index, &e)) != 0 && time(NULL) < deadline)
+		nanosleep(&pause, NULL);
+	if (rc)
+		fprintf(stderr, "put %s: %s\n", id, e.msg);
+	return rc;
+}
+
+/*
+ * A three-member cluster: kill -9 of the member the store talks to, and
+ * the store goes on through another (its writes and its watch); two
+ * members down, no quorum: writes fail clearly; both back, writes go
+ * through again and nothing acknowledged was lost.
+ */
+static void test_etcd_cluster_members_down(void **state)
+{
+	struct etcd_proc m[3];
+	const char *ep[3];
+	struct store_etcd_config cfg = {.endpoints = ep,
+					.nendpoints = 3,
+					.prefix = "/cluster/",
+					.dial_timeout_ms = 500,
+					.request_timeout_ms = 2000};
+	struct store *s;
+	struct store_changes c;
+	struct store_obj o;
+	uint64_t from, i2, i4;
+	struct err e;
+	int rc;
+
+	memset(m, 0, sizeof(m));
+	assert_int_equal(etcd_cluster_start(m, 3), 0);
+	for (int i = 0; i < 3; i++)
+		ep[i] = m[i].url;
+	assert_int_equal(store_etcd_open(&cfg, &s, &e), 0);
+	assert_int_equal(te_put(s, "v1", "1", &from, &e), 0);
+	/* The member in use goes: the next endpoint takes the write and the watch. */
+	etcd_proc_stop(&m[0], SIGKILL);
+	assert_int_equal(te_put(s, "v2", "2", &i2, &e), 0);
+	assert_true(store_index(s) >= i2);
+	assert_int_equal(store_changes(s, from, 0, &c, &e), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(c.changes[0].obj.id, "v2");
+	store_changes_free(&c);
+	/* No quorum: a clear error, not a hang. */
+	etcd_proc_stop(&m[1], SIGKILL);
+	rc = te_put(s, "v3", "3", NULL, &e);
+	assert_true(rc == CSID_ETIMEDOUT || rc == CSID_EUNAVAIL);
+	assert_non_null(strstr(e.msg, "etcd"));
+	/* The members come back: writes go through again, nothing acknowledged lost. */
+	assert_int_equal(etcd_proc_start(&m[0]), 0);
+	assert_int_equal(etcd_proc_start(&m[1]), 0);
+	assert_int_equal(te_put_until(s, "v4", "4", &i4), 0);
+	assert_true(i4 > i2);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v1", &o, &e), 0);
+	store_obj_free(&o);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v2", &o, &e), 0);
+	store_obj_free(&o);
+	store_close(s);
+	for (int i = 0; i < 3; i++)
+		etcd_proc_cleanup(&m[i]);
 }
 
 static int te_group_setup(void **state)
@@ -334,10 +407,14 @@ int main(void)
 {
 	const struct store_conformance etcd = {"etcd", te_open, te_close, NULL, TE_VALUE_MAX};
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_etcd_two_stores),    cmocka_unit_test(test_etcd_compacted_watch),
-	    cmocka_unit_test(test_etcd_request_limit), cmocka_unit_test(test_etcd_foreign_keys),
-	    cmocka_unit_test(test_etcd_not_running),   cmocka_unit_test(test_etcd_slow),
+	    cmocka_unit_test(test_etcd_two_stores),
+	    cmocka_unit_test(test_etcd_compacted_watch),
+	    cmocka_unit_test(test_etcd_request_limit),
+	    cmocka_unit_test(test_etcd_foreign_keys),
+	    cmocka_unit_test(test_etcd_not_running),
+	    cmocka_unit_test(test_etcd_slow),
 	    cmocka_unit_test(test_etcd_down_and_back),
+	    cmocka_unit_test(test_etcd_cluster_members_down),
 	};
 	int failed;
 
