@@ -416,8 +416,7 @@ static int config_parse_env(json_t *v, const char *path, struct config_plugin *p
 	return 0;
 }
 
-static const char *const config_plugin_keys[] = {"id",  "type",   "command", "args",
-						 "env", "socket", NULL};
+const char *const config_plugin_keys[] = {"id", "type", "command", "args", "env", "socket", NULL};
 
 static int config_parse_plugin(json_t *obj, const char *key, size_t idx, int default_type,
 			       struct config_plugin *p, struct err *e)
@@ -563,15 +562,16 @@ static int config_parse_timings(json_t *v, struct config *cfg, struct err *e)
 	return rc;
 }
 
+static const char *const config_listener_keys[] = {"socket", "addr", NULL};
+
 static int config_parse_listener(json_t *v, struct config *cfg, struct err *e)
 {
-	static const char *const keys[] = {"socket", "addr", NULL};
 	json_t *s;
 	int rc;
 
 	if (!json_is_object(v))
 		return err_set(e, CSID_EINVAL, "listener: expected an object");
-	rc = config_check_keys(v, "listener", keys, e);
+	rc = config_check_keys(v, "listener", config_listener_keys, e);
 	if (rc)
 		return rc;
 	s = json_object_get(v, "socket");
@@ -653,6 +653,14 @@ static int config_parse_token(json_t *v, struct config *cfg, struct err *e)
 static const char *const config_top_keys[] = {
     "data_dir", "node_name",    "listener", "timings", "plugin_log_max_bytes",
     "servers",  "server_token", "plugins",  NULL};
+
+const struct config_keyset config_keysets[] = {
+    {"", config_top_keys},
+    {"listener", config_listener_keys},
+    {"timings", config_timing_keys},
+    {"plugins[]", config_plugin_keys},
+    {NULL, NULL},
+};
 
 static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 {

@@ -86,6 +86,24 @@ struct config_plugin {
 	char *socket;
 };
 
+/*
+ * The keys a config parser accepts, for the reference page
+ * docs/configuration.md and its test (test/unit/test_config_docs.c): each
+ * object's key list, the very array the parser checks documents against,
+ * under the JSON path of that object ("" for the top, "timings",
+ * "plugins[]"). A key added to one of those arrays must get its row in the
+ * page; a new nested object gets its own entry here.
+ */
+struct config_keyset {
+	const char *path;
+	const char *const *keys; /* NULL-terminated */
+};
+
+/* The agent config's keysets; ends with {NULL, NULL}. */
+extern const struct config_keyset config_keysets[];
+/* The keys of one plugin definition (agent "plugins[]", server "controller_plugins[]"). */
+extern const char *const config_plugin_keys[];
+
 struct config {
 	char *data_dir;
 	char *node_name;

@@ -14,10 +14,6 @@
 
 #include "util/clock.h"
 
-#ifndef CSID_VERSION
-#define CSID_VERSION "0.1.0"
-#endif
-
 static json_t *agent_api_caps(uint64_t bits, const char *(*name)(int bit))
 {
 	json_t *arr = json_array();

@@ -191,6 +191,24 @@ static void http_send_stream(struct MHD_Connection *c, const struct http_stream 
 	MHD_destroy_response(resp);
 }
 
+/* Sends a handler's static bytes with their content type and header lines. */
+static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *rep)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    rep->data_len, (void *)rep->data, MHD_RESPMEM_PERSISTENT);
+
+	if (!resp) {
+		http_send_error(c, 500, "no_memory", "out of memory", NULL);
+		return;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rep->content_type ? rep->content_type : "application/octet-stream");
+	for (size_t i = 0; i + 1 < 2 * HTTP_REPLY_HEADERS && rep->headers[i]; i += 2)
+		MHD_add_response_header(resp, rep->headers[i], rep->headers[i + 1]);
+	MHD_queue_response(c, rep->status, resp);
+	MHD_destroy_response(resp);
+}
+
 static void http_log(const struct http_server *s, const char *method, const char *url,
 		     unsigned status, const struct timespec *start, const char *error)
 {
@@ -264,6 +282,11 @@ static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, c
 	}
 	if (!rep.status)
 		rep.status = 200;
+	if (rep.data) {
+		json_decref(rep.doc);
+		http_send_bytes(c, &rep);
+		return rep.status;
+	}
 	if (rep.text) {
 		json_decref(rep.doc);
 		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe);

@@ -61,6 +61,9 @@ struct http_stream {
 	void *ctx;
 };
 
+/* Most extra header lines an answer of static bytes carries (struct http_reply.headers). */
+#define HTTP_REPLY_HEADERS 8
+
 /* What a handler answers with. */
 struct http_reply {
 	unsigned status; /* 0: 200 */
@@ -70,6 +73,15 @@ struct http_reply {
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
+	/*
+	 * data != NULL: these bytes (borrowed, alive as long as the server:
+	 * static) are the body instead of doc, with content_type and the
+	 * header lines in headers (name, value, ...; a NULL name ends them).
+	 */
+	const void *data;
+	size_t data_len;
+	const char *content_type;
+	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
 
 /*

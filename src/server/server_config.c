@@ -199,9 +199,10 @@ int server_config_check_listen(const char *what, const char *addr, struct err *e
 	return 0;
 }
 
+static const char *const server_config_token_keys[] = {"secret", "write", NULL};
+
 static int server_config_tokens(json_t *v, struct server_config_file *cfg, struct err *e)
 {
-	static const char *const keys[] = {"secret", "write", NULL};
 	size_t i;
 	json_t *t;
 
@@ -223,7 +224,7 @@ static int server_config_tokens(json_t *v, struct server_config_file *cfg, struc
 		snprintf(path, sizeof(path), "acl_tokens[%zu]", i);
 		if (!json_is_object(t))
 			return err_set(e, CSID_EINVAL, "%s: expected an object", path);
-		if ((rc = server_config_keys(t, path, keys, e)))
+		if ((rc = server_config_keys(t, path, server_config_token_keys, e)))
 			return rc;
 		snprintf(path, sizeof(path), "acl_tokens[%zu].secret", i);
 		if (!json_object_get(t, "secret"))
@@ -273,13 +274,14 @@ static int server_config_plugins(json_t *v, struct server_config_file *cfg, stru
 	return rc;
 }
 
+static const char *const server_config_etcd_keys[] = {
+    "endpoints", "prefix",    "dial_timeout", "request_timeout",
+    "ca_file",   "cert_file", "key_file",     "max_request_bytes",
+    NULL};
+
 /* "etcd": {"endpoints", "prefix", timeouts, TLS files, "max_request_bytes"}. */
 static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct err *e)
 {
-	static const char *const keys[] = {
-	    "endpoints", "prefix",    "dial_timeout", "request_timeout",
-	    "ca_file",   "cert_file", "key_file",     "max_request_bytes",
-	    NULL};
 	json_t *eps = json_object_get(v, "endpoints"), *x;
 	char path[SERVER_CONFIG_JPATH];
 	size_t i;
@@ -287,7 +289,7 @@ static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct e
 
 	if (!json_is_object(v))
 		return err_set(e, CSID_EINVAL, "etcd: expected an object");
-	if ((rc = server_config_keys(v, "etcd", keys, e)))
+	if ((rc = server_config_keys(v, "etcd", server_config_etcd_keys, e)))
 		return rc;
 	if (!json_is_array(eps) || json_array_size(eps) == 0 ||
 	    json_array_size(eps) > SERVER_CONFIG_ETCD_ENDPOINTS_MAX)
@@ -411,6 +413,14 @@ static const char *const server_config_top_keys[] = {
     "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
     "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
     NULL};
+
+const struct config_keyset server_config_keysets[] = {
+    {"", server_config_top_keys},
+    {"acl_tokens[]", server_config_token_keys},
+    {"etcd", server_config_etcd_keys},
+    {"controller_plugins[]", config_plugin_keys},
+    {NULL, NULL},
+};
 
 /* Walks a decoded document (root is consumed) into a new config. */
 static int server_config_from_json(json_t *root, struct server_config_file **out, struct err *e)

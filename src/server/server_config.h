@@ -111,6 +111,9 @@ struct server_config_file {
 	size_t nplugins;
 };
 
+/* The keys the parser accepts (see struct config_keyset); ends with {NULL, NULL}. */
+extern const struct config_keyset server_config_keysets[];
+
 /* A config with every default; NULL when out of memory. */
 struct server_config_file *server_config_new(void);
 /* Frees cfg, zeroing the secrets; NULL is a no-op. */

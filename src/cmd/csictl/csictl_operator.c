@@ -22,22 +22,6 @@
 /* The largest snapshot read or written. */
 #define OPERATOR_SNAPSHOT_MAX (1024u << 20)
 
-static void operator_help(FILE *f)
-{
-	struct csictl_server_opts o;
-	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
-	size_t n = csictl_server_flags(&o, flags, 0);
-
-	fputs("usage: csictl operator snapshot save FILE [flags]\n"
-	      "       csictl operator snapshot restore FILE [flags]\n\n"
-	      "save writes every volume, snapshot and node record of the server's store, read\n"
-	      "at one index, to FILE (mode 0600: the records hold secrets). restore loads FILE\n"
-	      "into a server whose store is empty (refused otherwise). Both need a write token.\n\n"
-	      "Flags:\n",
-	      f);
-	csictl_flags_help(flags, n, f);
-}
-
 /* Writes data to path through path.tmp (0600), fsync and rename. */
 static int operator_write_file(const char *path, const char *data, size_t len, FILE *err)
 {
@@ -193,7 +177,7 @@ int csictl_operator_main(int argc, char **argv, FILE *out, FILE *err)
 
 	memset(&o, 0, sizeof(o));
 	n = csictl_server_flags(&o, flags, 0);
-	ret = csictl_server_init(&s, &o, flags, n, argc, argv, operator_help, out, err);
+	ret = csictl_server_init(&s, &o, flags, n, argc, argv, "operator", out, err);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	if (s.args.n != 3 || strcmp(s.args.v[0], "snapshot") != 0 ||

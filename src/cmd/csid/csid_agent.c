@@ -57,6 +57,7 @@
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/sd_notify.h"
 
 struct csid_agent_run {
 	uv_loop_t *loop;
@@ -257,6 +258,7 @@ static void *csid_agent_startup_main(void *arg)
 		} else {
 			log_info("msg=\"agent ready\" node=%s socket=%s", a->cfg->node_name,
 				 a->cfg->listen_socket);
+			sd_notify_state("READY=1\nSTATUS=serving the API, mounts recovered");
 		}
 	}
 	pthread_mutex_lock(&a->mu);
@@ -544,8 +546,8 @@ int csid_agent_run_start(struct csid_agent_run *a, struct err *e)
 {
 	int rc;
 
-	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
-		 CSID_AGENT_VERSION, a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
+	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu", CSID_VERSION,
+		 a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
 	rc = csid_agent_open(a, e);
 	if (!rc) {
 		pthread_mutex_lock(&a->mu);
@@ -634,6 +636,7 @@ static void csid_agent_on_signal(uv_signal_t *h, int signo)
 		return;
 	}
 	log_info("msg=\"shutting down\" signal=%d", signo);
+	sd_notify_state("STOPPING=1");
 	csid_agent_run_stop(m->run);
 }
 
