@@ -26,7 +26,13 @@
  *   6. that child's GET /v1/metrics: when its catalogue counts show every
  *      volume, median and p99 of 200 scrapes, resident memory around them.
  *
- *   bench_server [repeats [cycles|settle|create [W:P]|big]]
+ *   6. measure 1 again with the store on a one-member etcd (Debian's
+ *      /usr/bin/etcd, started on free loopback ports with its data in a
+ *      directory under /tmp: its WAL is fsynced on that disk), beside the
+ *      SQLite figures; both print the store writes (transactions) per
+ *      cycle.
+ *
+ *   bench_server [repeats [cycles|settle|create [W:P]|big|etcd]]
  *
  * repeats defaults to 3; a name runs that measure only; create W:P runs
  * only W workers with plugin_concurrency P. CSID_BENCH_KEEP=1 keeps the
@@ -51,6 +57,7 @@
 #include "api/server_api.h"
 #include "csi/csi_client.h"
 #include "csi/csi_server.h"
+#include "etcd_proc.h"
 #include "hostpath_proc.h"
 #include "http_client.h"
 #include "model/model.h"
@@ -198,7 +205,30 @@ static int bench_grpc_acquire(void *ctx, const char *plugin_id, struct csi_clien
 
 /* ---- filling a store ---- */
 
-/* Writes n volumes vol-NNNNNNN (ready, or creating) into the SQLite store at path. */
+/* The etcd the stores are on (measure 6); not running: SQLite. */
+static struct etcd_proc bench_etcd;
+
+/* Opens the store named path: the SQLite file, or on etcd the prefix "/<path>/". */
+static void bench_store_open(const char *path, struct store **st)
+{
+	struct err e;
+
+	err_clear(&e);
+	if (bench_etcd.pid > 0) {
+		const char *ep[] = {bench_etcd.url};
+		char prefix[300];
+		struct store_etcd_config cfg = {.endpoints = ep, .nendpoints = 1, .prefix = prefix};
+
+		snprintf(prefix, sizeof(prefix), "%s/", path);
+		if (store_etcd_open(&cfg, st, &e) != 0)
+			bench_die("open etcd store", e.msg);
+		return;
+	}
+	if (store_sqlite_open(path, st, &e) != 0)
+		bench_die("open store", e.msg);
+}
+
+/* Writes n volumes vol-NNNNNNN (ready, or creating) into the store at path. */
 static void bench_fill(const char *path, int n, enum model_volume_state state)
 {
 	struct store_op ops[BENCH_TXN];
@@ -208,8 +238,7 @@ static void bench_fill(const char *path, int n, enum model_volume_state state)
 	int k = 0;
 
 	err_clear(&e);
-	if (store_sqlite_open(path, &st, &e) != 0)
-		bench_die("open store", e.msg);
+	bench_store_open(path, &st);
 	for (int i = 0; i < n; i++) {
 		struct arena *a = arena_new();
 		struct model_volume *v = a ? arena_alloc(a, sizeof(*v)) : NULL;
@@ -285,8 +314,7 @@ static void bench_srv_start(struct bench_srv *b, const char *db, struct reconcil
 
 	err_clear(&e);
 	memset(b, 0, sizeof(*b));
-	if (store_sqlite_open(db, &b->store, &e) != 0)
-		bench_die("open store", e.msg);
+	bench_store_open(db, &b->store);
 	sc.store = b->store;
 	sc.controllers = ctl;
 	sc.workers = workers;
@@ -456,16 +484,19 @@ static void *bench_client_run(void *arg)
 static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
 				 bool wait_publish, int *next_vol)
 {
-	const char *name = wait_publish ? "claim_wait_release" : "claim_release";
+	const char *name =
+	    wait_publish ? (bench_etcd.pid > 0 ? "etcd_claim_wait_release" : "claim_wait_release")
+			 : (bench_etcd.pid > 0 ? "etcd_claim_release" : "claim_release");
 	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
-	double rt[16], freed[16], cpu[16];
+	double rt[16], freed[16], cpu[16], writes[16];
 
 	pub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]);
 	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
 	for (int r = 0; r < repeats; r++) {
 		long requests = 0;
 		double t0, t1, cpu0, client_cpu = 0;
+		uint64_t index0 = store_index(b->store);
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			cl[i] = (struct bench_client){.first = *next_vol + i * per,
@@ -492,14 +523,16 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		*next_vol += per * BENCH_CLIENTS;
 		bench_srv_idle(b);
 		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
+		writes[r] = (double)(store_index(b->store) - index0) / (per * BENCH_CLIENTS);
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
-		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
-		       "server CPU %.0f us per cycle, clients %.0f us\n",
-		       r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
-		       (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
-		       client_cpu / (per * BENCH_CLIENTS) * 1e6);
+		printf(
+		    "  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
+		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle\n",
+		    r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
+		    (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
+		    client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r]);
 	}
 	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
 	       name, bench_median(cpu, repeats) * 1e6, 2.0 / bench_median(cpu, repeats));
@@ -509,10 +542,11 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			    : "claim, release at once",
 	       BENCH_CLIENTS);
 	printf("%s cycles_to_freed_per_s median=%.0f n=%d x %d, ControllerPublish=%d "
-	       "ControllerUnpublish=%d (target >= 2000)\n",
+	       "ControllerUnpublish=%d, store writes per cycle %.2f (target >= %d)\n",
 	       name, bench_median(freed, repeats), repeats, per * BENCH_CLIENTS,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
-	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0);
+	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0,
+	       bench_median(writes, repeats), bench_etcd.pid > 0 ? 1000 : 2000);
 	fflush(stdout);
 }
 
@@ -787,7 +821,8 @@ int main(int argc, char **argv)
 	char dir[256], log[300];
 
 	if (repeats < 1 || repeats > 16)
-		bench_die("usage", "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big]");
+		bench_die("usage",
+			  "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big|etcd]");
 	signal(SIGPIPE, SIG_IGN);
 	bench_dir(dir, sizeof(dir));
 	/* The server's log lines go to a file, as a real server's would. */
@@ -804,6 +839,14 @@ int main(int argc, char **argv)
 		bench_create(dir, repeats, argc > 3 ? argv[3] : NULL);
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
+	if (!*only || !strcmp(only, "etcd")) {
+		bench_etcd.base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
+		if (etcd_proc_start(&bench_etcd) != 0)
+			bench_die("etcd did not start", NULL);
+		printf("etcd %s, data and log in %s\n", bench_etcd.url, bench_etcd.dir);
+		bench_cycles(dir, repeats);
+		etcd_proc_cleanup(&bench_etcd);
+	}
 	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
 	if (!getenv("CSID_BENCH_KEEP"))
 		hpp_rmrf(dir);

@@ -6,8 +6,9 @@
  *
  * ACL: with tokens configured every request must carry one, in
  * X-Csid-Token or "Authorization: Bearer <token>"; a missing or unknown
- * token gets 403, and a read-only token may only GET. Tokens are compared
- * in constant time and never logged.
+ * token gets 403, and a read-only token may only GET, and not the operator
+ * endpoints (a snapshot holds secrets). Tokens are compared in constant
+ * time and never logged.
  */
 #include "api/server_api_int.h"
 
@@ -75,7 +76,9 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	return 0;
 }
 
-static int server_api_acl(struct server_api *api, const struct http_request *req, struct err *e)
+/* Checks the request's token; write: a write token even for a GET. */
+static int server_api_acl(struct server_api *api, const struct http_request *req, bool write,
+			  struct err *e)
 {
 	const char *tok = http_request_token(req);
 	size_t i;
@@ -87,7 +90,7 @@ static int server_api_acl(struct server_api *api, const struct http_request *req
 	for (i = 0; i < api->ntokens; i++) {
 		if (!http_token_eq(tok, api->tokens[i].secret))
 			continue;
-		if (!api->tokens[i].write && strcmp(req->method, "GET") != 0)
+		if (!api->tokens[i].write && (write || strcmp(req->method, "GET") != 0))
 			return err_set(e, CSID_EPERM, "this token may only read");
 		return 0;
 	}
@@ -135,7 +138,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 	/* The console's files hold no data: its login page must load without a token. */
 	if (strncmp(u, "/ui", 3) == 0 && (u[3] == '\0' || u[3] == '/'))
 		return server_api_ui(api, req, rep, e);
-	rc = server_api_acl(api, req, e);
+	/* A snapshot of the catalogue holds secrets: operator endpoints need a write token. */
+	rc = server_api_acl(api, req, strncmp(u, "/v1/operator/", 13) == 0, e);
 	if (rc)
 		return rc;
 	if (strcmp(u, "/v1/volumes") == 0)
@@ -160,6 +164,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_reconciler(api, req, rep, e);
 	if (strcmp(u, METRICS_API_PATH) == 0)
 		return metrics_api_reply(req, rep, e);
+	if (strncmp(u, "/v1/operator/", 13) == 0)
+		return server_api_operator(api, req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 

@@ -24,6 +24,8 @@
  *   GET    /v1/status/health
  *   GET    /v1/status/reconciler        the queue over the last 10 minutes
  *   GET    /v1/event/stream?index=N     newline-delimited JSON events
+ *   GET    /v1/operator/snapshot        the catalogue at one index (write token)
+ *   POST   /v1/operator/snapshot        restore one batch into an empty store
  *   GET    /ui/                         the web console (no token: it asks for one)
  *
  * Every GET is a blocking query with ?index=N&wait=30s: it answers when

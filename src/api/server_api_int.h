@@ -78,6 +78,9 @@ int server_api_reconciler(struct server_api *api, const struct http_request *req
 			  struct http_reply *rep, struct err *e);
 int server_api_events(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
+/* /v1/operator/snapshot: GET saves, POST restores one batch (server_api_operator.c). */
+int server_api_operator(struct server_api *api, const struct http_request *req,
+			struct http_reply *rep, struct err *e);
 /* GET /ui/<file>: the web console's files (server_api_ui.c); no token needed. */
 int server_api_ui(struct server_api *api, const struct http_request *req, struct http_reply *rep,
 		  struct err *e);

@@ -13,8 +13,7 @@
 
 #include <jansson.h>
 
-static const char csi_remote_b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+#include "util/base64.h"
 
 bool csi_remote_allowed(enum csi_rpc rpc)
 {
@@ -62,80 +61,6 @@ int csi_remote_request_decode(enum csi_rpc rpc, const void *body, size_t len,
 	return 0;
 }
 
-/* Base64 of n bytes into a malloc'd string; NULL when out of memory. */
-static char *csi_remote_b64_encode(const uint8_t *in, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= in[i + 2];
-		*o++ = csi_remote_b64[(v >> 18) & 63];
-		*o++ = csi_remote_b64[(v >> 12) & 63];
-		*o++ = i + 1 < n ? csi_remote_b64[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? csi_remote_b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-static int csi_remote_b64_value(char c)
-{
-	const char *p = c ? strchr(csi_remote_b64, c) : NULL;
-
-	return p ? (int)(p - csi_remote_b64) : -1;
-}
-
-/*
- * Decodes base64 text of n bytes (padded, length a multiple of 4) into a
- * malloc'd buffer (*out, *outn). Returns 0, CSID_EPROTO or CSID_ENOMEM.
- */
-static int csi_remote_b64_decode(const char *in, size_t n, uint8_t **out, size_t *outn)
-{
-	size_t pad = 0, w = 0;
-	uint8_t *buf;
-
-	*out = NULL;
-	*outn = 0;
-	if (n % 4)
-		return CSID_EPROTO;
-	if (n && in[n - 1] == '=')
-		pad = n >= 2 && in[n - 2] == '=' ? 2 : 1;
-	buf = malloc(n / 4 * 3 + 1);
-	if (!buf)
-		return CSID_ENOMEM;
-	for (size_t i = 0; i < n; i += 4) {
-		uint32_t v = 0;
-		bool last = i + 4 == n;
-
-		for (size_t k = 0; k < 4; k++) {
-			int d = csi_remote_b64_value(in[i + k]);
-
-			if (last && k >= 4 - pad)
-				d = 0;
-			else if (d < 0) {
-				free(buf);
-				return CSID_EPROTO;
-			}
-			v = v << 6 | (uint32_t)d;
-		}
-		buf[w++] = (uint8_t)(v >> 16);
-		if (!last || pad < 2)
-			buf[w++] = (uint8_t)(v >> 8);
-		if (!last || pad < 1)
-			buf[w++] = (uint8_t)v;
-	}
-	*out = buf;
-	*outn = w;
-	return 0;
-}
-
 int csi_remote_answer_encode(const struct csi_status *st, const ProtobufCMessage *resp, char **out,
 			     struct err *e)
 {
@@ -155,7 +80,7 @@ int csi_remote_answer_encode(const struct csi_status *st, const ProtobufCMessage
 		if (!bytes)
 			goto out;
 		protobuf_c_message_pack(resp, bytes);
-		b64 = csi_remote_b64_encode(bytes, n);
+		b64 = base64_encode(bytes, n, NULL);
 		if (!b64 || json_object_set_new(doc, "response", json_string(b64)))
 			goto out;
 	}
@@ -173,7 +98,7 @@ int csi_remote_answer_decode(enum csi_rpc rpc, const char *body, size_t len,
 {
 	const struct csi_rpc_info *info = csi_rpc_info(rpc);
 	json_t *doc = NULL, *code, *msg, *r;
-	uint8_t *bytes = NULL;
+	char *bytes = NULL;
 	size_t nbytes = 0;
 	int rc = CSID_EPROTO, c;
 
@@ -203,13 +128,13 @@ int csi_remote_answer_decode(enum csi_rpc rpc, const char *body, size_t len,
 			err_set(e, rc, "controller answer: OK without a response");
 			goto out;
 		}
-		brc = csi_remote_b64_decode(json_string_value(r), json_string_length(r), &bytes,
-					    &nbytes);
+		brc = base64_decode(json_string_value(r), json_string_length(r), &bytes, &nbytes);
 		if (brc) {
 			err_set(e, rc = brc, "controller answer: response is not base64");
 			goto out;
 		}
-		*resp = protobuf_c_message_unpack(info->response, NULL, nbytes, bytes);
+		*resp =
+		    protobuf_c_message_unpack(info->response, NULL, nbytes, (const uint8_t *)bytes);
 		if (!*resp) {
 			err_set(e, rc, "controller answer: response does not decode as %s",
 				info->response->name);

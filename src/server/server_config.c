@@ -63,6 +63,13 @@ void server_config_free(struct server_config_file *cfg)
 	free(cfg->data_dir);
 	free(cfg->listen);
 	free(cfg->socket);
+	for (size_t i = 0; i < cfg->etcd.nendpoints; i++)
+		free(cfg->etcd.endpoints[i]);
+	free(cfg->etcd.endpoints);
+	free(cfg->etcd.prefix);
+	free(cfg->etcd.ca_file);
+	free(cfg->etcd.cert_file);
+	free(cfg->etcd.key_file);
 	free(cfg->store_path);
 	free(cfg->lock_path);
 	free(cfg);
@@ -268,6 +275,74 @@ static int server_config_plugins(json_t *v, struct server_config_file *cfg, stru
 	return rc;
 }
 
+static const char *const server_config_etcd_keys[] = {
+    "endpoints", "prefix",    "dial_timeout", "request_timeout",
+    "ca_file",   "cert_file", "key_file",     "max_request_bytes",
+    NULL};
+
+/* "etcd": {"endpoints", "prefix", timeouts, TLS files, "max_request_bytes"}. */
+static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct err *e)
+{
+	json_t *eps = json_object_get(v, "endpoints"), *x;
+	char path[SERVER_CONFIG_JPATH];
+	size_t i;
+	int rc;
+
+	if (!json_is_object(v))
+		return err_set(e, CSID_EINVAL, "etcd: expected an object");
+	if ((rc = server_config_keys(v, "etcd", server_config_etcd_keys, e)))
+		return rc;
+	if (!json_is_array(eps) || json_array_size(eps) == 0 ||
+	    json_array_size(eps) > SERVER_CONFIG_ETCD_ENDPOINTS_MAX)
+		return err_set(e, CSID_EINVAL, "etcd.endpoints: expected an array of 1 to %d URLs",
+			       SERVER_CONFIG_ETCD_ENDPOINTS_MAX);
+	ec->endpoints = calloc(json_array_size(eps), sizeof(*ec->endpoints));
+	if (!ec->endpoints)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	json_array_foreach(eps, i, x)
+	{
+		snprintf(path, sizeof(path), "etcd.endpoints[%zu]", i);
+		if ((rc = server_config_str(x, path, SERVER_CONFIG_LISTEN_MAX, false,
+					    &ec->endpoints[i], e)))
+			return rc;
+		ec->nendpoints++;
+		if (strncmp(ec->endpoints[i], "http://", 7) != 0 &&
+		    strncmp(ec->endpoints[i], "https://", 8) != 0)
+			return err_set(e, CSID_EINVAL,
+				       "%s: expected http://HOST:PORT or https://HOST:PORT", path);
+	}
+	if ((x = json_object_get(v, "prefix"))) {
+		if ((rc = server_config_str(x, "etcd.prefix", 256, false, &ec->prefix, e)))
+			return rc;
+		if (ec->prefix[0] != '/' || ec->prefix[strlen(ec->prefix) - 1] != '/')
+			return err_set(e, CSID_EINVAL, "etcd.prefix: must start and end with '/'");
+	}
+	if (((x = json_object_get(v, "ca_file")) &&
+	     (rc = server_config_abs_path(x, "etcd.ca_file", SERVER_CONFIG_PATH_MAX, &ec->ca_file,
+					  e))) ||
+	    ((x = json_object_get(v, "cert_file")) &&
+	     (rc = server_config_abs_path(x, "etcd.cert_file", SERVER_CONFIG_PATH_MAX,
+					  &ec->cert_file, e))) ||
+	    ((x = json_object_get(v, "key_file")) &&
+	     (rc = server_config_abs_path(x, "etcd.key_file", SERVER_CONFIG_PATH_MAX, &ec->key_file,
+					  e))))
+		return rc;
+	if (!ec->cert_file != !ec->key_file)
+		return err_set(e, CSID_EINVAL, "etcd: cert_file and key_file go together");
+	if ((rc = server_config_duration(v, "dial_timeout", 10, &ec->dial_timeout_ms, e)) ||
+	    (rc = server_config_duration(v, "request_timeout", 100, &ec->request_timeout_ms, e)))
+		return err_wrap(e, "etcd");
+	if ((x = json_object_get(v, "max_request_bytes"))) {
+		if (!json_is_integer(x) || json_integer_value(x) < 64 * 1024 ||
+		    json_integer_value(x) > 1024 * 1024 * 1024)
+			return err_set(e, CSID_EINVAL,
+				       "etcd.max_request_bytes: expected an integer from 65536 to "
+				       "1073741824");
+		ec->max_request_bytes = (size_t)json_integer_value(x);
+	}
+	return 0;
+}
+
 static int server_config_scalars(json_t *root, struct server_config_file *cfg, struct err *e)
 {
 	json_t *v;
@@ -295,8 +370,11 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 			cfg->store = SERVER_CONFIG_STORE_SQLITE;
 		else if (strcmp(s, "memory") == 0)
 			cfg->store = SERVER_CONFIG_STORE_MEMORY;
+		else if (strcmp(s, "etcd") == 0)
+			cfg->store = SERVER_CONFIG_STORE_ETCD;
 		else
-			return err_set(e, CSID_EINVAL, "store: expected \"sqlite\" or \"memory\"");
+			return err_set(e, CSID_EINVAL,
+				       "store: expected \"sqlite\", \"memory\" or \"etcd\"");
 	}
 	if ((v = json_object_get(root, "log_level"))) {
 		cfg->log_level = json_is_string(v) ? log_level_parse(json_string_value(v)) : -1;
@@ -330,26 +408,17 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	return 0;
 }
 
-static const char *const server_config_top_keys[] = {"data_dir",
-						     "listen",
-						     "socket",
-						     "store",
-						     "workers",
-						     "rpc_timeout",
-						     "backoff_min",
-						     "backoff_max",
-						     "node_ttl",
-						     "node_grace",
-						     "plugin_concurrency",
-						     "acl_tokens",
-						     "agent_token",
-						     "log_level",
-						     "controller_plugins",
-						     NULL};
+static const char *const server_config_top_keys[] = {
+    "data_dir",    "listen",      "socket",      "store",
+    "etcd",        "workers",     "rpc_timeout", "backoff_min",
+    "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
+    "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
+    NULL};
 
 const struct conf_keyset server_config_keysets[] = {
     {"", server_config_top_keys},
     {"acl_tokens[]", server_config_token_keys},
+    {"etcd", server_config_etcd_keys},
     {"controller_plugins[]", config_plugin_keys},
     {NULL, NULL},
 };
@@ -377,6 +446,12 @@ static int server_config_from_json(json_t *root, struct server_config_file **out
 		rc = server_config_tokens(v, cfg, e);
 	if (!rc && (v = json_object_get(root, "controller_plugins")))
 		rc = server_config_plugins(v, cfg, e);
+	if (!rc && (v = json_object_get(root, "etcd")))
+		rc = server_config_etcd(v, &cfg->etcd, e);
+	if (!rc && cfg->store == SERVER_CONFIG_STORE_ETCD && cfg->etcd.nendpoints == 0)
+		rc = err_set(e, CSID_EINVAL, "etcd: \"store\": \"etcd\" needs etcd.endpoints");
+	if (!rc && cfg->store != SERVER_CONFIG_STORE_ETCD && cfg->etcd.nendpoints > 0)
+		rc = err_set(e, CSID_EINVAL, "etcd: set, but \"store\" is not \"etcd\"");
 	if (rc)
 		goto out;
 	*out = cfg;

@@ -7,6 +7,10 @@
  *     "listen": "127.0.0.1:4646",
  *     "socket": "/run/csid/server.sock",
  *     "store": "sqlite",
+ *     "etcd": {"endpoints": ["https://10.0.0.1:2379"], "prefix": "/csid/",
+ *              "dial_timeout": "2s", "request_timeout": "10s",
+ *              "ca_file": "/etc/csid/etcd-ca.pem", "cert_file": "...", "key_file": "...",
+ *              "max_request_bytes": 1572864},
  *     "workers": 4, "plugin_concurrency": 1,
  *     "rpc_timeout": "15s", "backoff_min": "100ms", "backoff_max": "10m",
  *     "node_ttl": "30s", "node_grace": "5m",
@@ -21,7 +25,8 @@
  *     ]
  *   }
  *
- * Every key is optional but data_dir (here or -data-dir). Unknown keys,
+ * Every key is optional but data_dir (here or -data-dir), and "etcd" with
+ * its endpoints when "store" is "etcd" (and only then). Unknown keys,
  * wrong types and bad values are refused with the JSON path of the value
  * ("controller_plugins[1].args[0]: expected a string"); an ACL secret
  * never appears in a message. A struct server_config_file owns every
@@ -46,7 +51,27 @@
 #define SERVER_CONFIG_SECRET_MIN 8
 #define SERVER_CONFIG_WORKERS_MAX 256
 
-enum server_config_store { SERVER_CONFIG_STORE_SQLITE, SERVER_CONFIG_STORE_MEMORY };
+enum server_config_store {
+	SERVER_CONFIG_STORE_SQLITE,
+	SERVER_CONFIG_STORE_MEMORY,
+	SERVER_CONFIG_STORE_ETCD
+};
+
+/* The most etcd endpoints in a config. */
+#define SERVER_CONFIG_ETCD_ENDPOINTS_MAX 16
+
+/*
+ * "etcd": {...} with "store": "etcd": where the catalogue lives. Every
+ * server of one installation names the same cluster and prefix.
+ */
+struct server_config_etcd {
+	char **endpoints; /* "http://HOST:PORT" or "https://HOST:PORT" */
+	size_t nendpoints;
+	char *prefix; /* "prefix"; NULL: the store's default "/csid/" */
+	char *ca_file, *cert_file, *key_file; /* TLS files; NULL: none */
+	int64_t dial_timeout_ms, request_timeout_ms; /* 0: the store's defaults */
+	size_t max_request_bytes; /* etcd's --max-request-bytes; 0: its default */
+};
 
 struct server_config_token {
 	char *secret; /* never logged nor shown */
@@ -58,6 +83,7 @@ struct server_config_file {
 	char *listen; /* TCP "host:port"; "" for none */
 	char *socket; /* unix listener of the API, or NULL */
 	enum server_config_store store;
+	struct server_config_etcd etcd;
 	char *store_path; /* <data_dir>/server.db once finalized (sqlite) */
 	char *lock_path; /* <data_dir>/server.lock once finalized */
 	int workers; /* 0: reconciler default */

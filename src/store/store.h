@@ -10,7 +10,9 @@
  * carries the index that created it and the index of its last change
  * (modify_index). This is etcd's revision model on purpose: an etcd
  * backend maps the index to the revision, conditions to Compare on
- * mod_revision, and the change log to a watch from a revision.
+ * mod_revision, and the change log to a watch from a revision. Callers
+ * rely on the order only: etcd's revisions also count writes outside the
+ * store's prefix, so its indexes may skip values.
  *
  * Transactions. store_txn() applies a list of puts and deletes atomically,
  * and only when every condition holds: a condition on an op asks that its
@@ -211,5 +213,33 @@ void store_mem_fail_txn(struct store *s, int code, unsigned count);
  * second open in this one) gets CSID_EUNAVAIL ("locked").
  */
 int store_sqlite_open(const char *path, struct store **out, struct err *e);
+
+/* Where and how the etcd backend reaches etcd (every pointer borrowed). */
+struct store_etcd_config {
+	const char *const *endpoints; /* "http://host:port" or "https://host:port" */
+	size_t nendpoints;
+	const char *prefix; /* of every key; NULL or "": "/csid/" */
+	const char *ca_file, *cert_file, *key_file; /* TLS; NULL: none */
+	int64_t dial_timeout_ms; /* 0: 2 s */
+	int64_t request_timeout_ms; /* 0: 10 s */
+	size_t max_request_bytes; /* etcd's --max-request-bytes; 0: its default 1.5 MiB */
+};
+
+/*
+ * Opens the etcd store (src/store/store_etcd.c says how objects, indexes
+ * and the change log map onto etcd). Returns 0, or CSID_EUNAVAIL /
+ * CSID_ETIMEDOUT naming the endpoint when etcd does not answer, or
+ * CSID_EINVAL for a bad config. The store's index starts at etcd's
+ * revision: changes from before the open give CSID_ERANGE. Any number of
+ * processes may open the same prefix; each sees the others' writes.
+ */
+int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, struct err *e);
+
+/*
+ * For tests: pause stops the etcd store's watch (no change reaches the log
+ * and writes wait for it until their timeout) until called again with
+ * false; the watch then resumes from the last revision it saw.
+ */
+void store_etcd_pause_watch(struct store *s, bool pause);
 
 #endif

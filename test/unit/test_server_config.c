@@ -93,6 +93,27 @@ static void test_full(void **state)
 	server_config_free(cfg);
 }
 
+static void test_etcd(void **state)
+{
+	struct server_config_file *cfg = sc_parse_ok(
+	    "{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"https://10.0.0.1:2379\","
+	    " \"https://10.0.0.2:2379\"], \"prefix\": \"/prod/\", \"dial_timeout\": \"3s\","
+	    " \"request_timeout\": \"20s\", \"ca_file\": \"/etc/ca.pem\", \"cert_file\":"
+	    " \"/etc/c.pem\", \"key_file\": \"/etc/k.pem\", \"max_request_bytes\": 2097152}}");
+
+	assert_int_equal(cfg->store, SERVER_CONFIG_STORE_ETCD);
+	assert_int_equal(cfg->etcd.nendpoints, 2);
+	assert_string_equal(cfg->etcd.endpoints[1], "https://10.0.0.2:2379");
+	assert_string_equal(cfg->etcd.prefix, "/prod/");
+	assert_int_equal(cfg->etcd.dial_timeout_ms, 3000);
+	assert_int_equal(cfg->etcd.request_timeout_ms, 20000);
+	assert_string_equal(cfg->etcd.ca_file, "/etc/ca.pem");
+	assert_string_equal(cfg->etcd.cert_file, "/etc/c.pem");
+	assert_string_equal(cfg->etcd.key_file, "/etc/k.pem");
+	assert_int_equal(cfg->etcd.max_request_bytes, 2097152);
+	server_config_free(cfg);
+}
+
 static void test_defaults_and_finalize(void **state)
 {
 	struct server_config_file *cfg = sc_parse_ok("{}");
@@ -162,7 +183,27 @@ static void test_bad(void **state)
 	sc_parse_bad("{\"listen\": \"h:0\"}", "listen: port");
 	sc_parse_bad("{\"listen\": \"::1:80\"}", "IPv6");
 	sc_parse_bad("{\"socket\": \"x.sock\"}", "socket: must be an absolute path");
-	sc_parse_bad("{\"store\": \"etcd\"}", "store: expected");
+	sc_parse_bad("{\"store\": \"redis\"}", "store: expected");
+	sc_parse_bad("{\"store\": \"etcd\"}", "needs etcd.endpoints");
+	sc_parse_bad("{\"etcd\": {\"endpoints\": [\"http://h:1\"]}}", "\"store\" is not \"etcd\"");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": []}}",
+		     "etcd.endpoints: expected an array");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"h:2379\"]}}",
+		     "etcd.endpoints[0]: expected http://");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"], \"x\": 1}}",
+		     "etcd: unknown key x");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"prefix\": \"csid\"}}",
+		     "etcd.prefix: must start and end");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"cert_file\": \"/c.pem\"}}",
+		     "cert_file and key_file go together");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"request_timeout\": \"1ms\"}}",
+		     "etcd: request_timeout: must be at least");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"max_request_bytes\": 5}}",
+		     "etcd.max_request_bytes");
 	sc_parse_bad("{\"workers\": 0}", "workers: expected an integer from 1");
 	sc_parse_bad("{\"workers\": \"4\"}", "workers");
 	sc_parse_bad("{\"plugin_concurrency\": 1000}", "plugin_concurrency");
@@ -274,6 +315,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_full),
+	    cmocka_unit_test(test_etcd),
 	    cmocka_unit_test(test_defaults_and_finalize),
 	    cmocka_unit_test(test_override),
 	    cmocka_unit_test(test_bad),

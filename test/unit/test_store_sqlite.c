@@ -1,5 +1,6 @@
 /*
- * What only the SQLite store backend promises (src/store/store_sqlite.c):
+ * The SQLite store backend: the store contract (test/lib/store_conformance.c)
+ * run against it, then what only it promises (src/store/store_sqlite.c):
  * a reopened store holds everything; a file from a newer schema, a
  * foreign file and a corrupt file are refused at open and left byte for
  * byte as they were; and every write acknowledged before a kill -9 is
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store_conformance.h"
 
 extern char **environ;
 
@@ -447,6 +449,31 @@ static void test_sqlite_kill9(void **state)
 	}
 }
 
+/* A store in a new directory for each contract test. */
+static int tq_open(void *arg, struct store **out, void **ctx, struct err *e)
+{
+	struct tq *t = calloc(1, sizeof(*t));
+	int rc;
+
+	*ctx = t;
+	if (t == NULL)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	snprintf(t->dir, sizeof(t->dir), "/tmp/csid-test-sqlite-XXXXXX");
+	if (mkdtemp(t->dir) == NULL)
+		return err_set(e, CSID_EIO, "mkdtemp failed");
+	snprintf(t->path, sizeof(t->path), "%s/store.db", t->dir);
+	rc = store_sqlite_open(t->path, out, e);
+	return rc;
+}
+
+static void tq_close(void *arg, void *ctx)
+{
+	void *state = ctx;
+
+	if (ctx != NULL)
+		tq_teardown(&state);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,7 +486,12 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_sqlite_kill9, tq_setup, tq_teardown),
 	};
 
+	const struct store_conformance sqlite = {"sqlite", tq_open, tq_close, NULL,
+						 STORE_VALUE_MAX};
+	int failed;
+
 	if (argc == 3 && strcmp(argv[1], "--child") == 0)
 		return tq_child(argv[2]);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	failed = store_conformance_run(&sqlite);
+	return failed + cmocka_run_group_tests(tests, NULL, NULL);
 }

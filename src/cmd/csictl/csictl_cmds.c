@@ -57,6 +57,15 @@ const struct csictl_cmd csictl_cmds[] = {
     {"events", NULL, "index topic " CSICTL_SERVER_COMMON,
      "Follows the server's event stream until interrupted; -index N resumes after index N, "
      "-topic keeps one of volume, claim, snapshot, node, plugin."},
+    {"operator", NULL, CSICTL_SERVER_COMMON,
+     "Operator tasks on a csid server's catalogue (a write token is needed)."},
+    {"operator snapshot", NULL, "",
+     "Every volume, snapshot and node record of the server's store, read at one index."},
+    {"operator snapshot save", "FILE", "",
+     "Writes the snapshot to FILE (mode 0600: the records hold the volumes' secrets)."},
+    {"operator snapshot restore", "FILE", "",
+     "Loads FILE into a server whose store is empty (refused otherwise): a restore, or the "
+     "move from a SQLite server to an etcd one."},
     {"agent", NULL, CSICTL_AGENT_COMMON,
      "Drives a csid agent directly: its plugins and mounts (-address, default "
      "$CSID_AGENT_ADDR)."},

@@ -53,6 +53,35 @@ int csictl_http_addr_parse(const char *what, const char *s, struct csictl_http_a
 	return 0;
 }
 
+int csictl_http_addr_list_parse(const char *what, const char *s, struct csictl_http *h,
+				struct err *e)
+{
+	char one[CSICTL_HTTP_URL_MAX];
+	size_t n = 0;
+
+	h->nalt = 0;
+	for (const char *p = s;; n++) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		int rc;
+
+		if (n == CSICTL_HTTP_ADDRS_MAX)
+			return err_set(e, CSID_EINVAL, "more than %d %s addresses",
+				       CSICTL_HTTP_ADDRS_MAX, what);
+		if (len >= sizeof(one))
+			return err_set(e, CSID_EINVAL, "%s address is too long", what);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		rc = csictl_http_addr_parse(what, one, n == 0 ? &h->addr : &h->alt[n - 1], e);
+		if (rc)
+			return rc;
+		h->nalt = n;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
 int csictl_http_escape(const char *s, char *buf, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -146,27 +175,19 @@ void csictl_http_answer_free(struct csictl_http_answer *ans)
 	memset(ans, 0, sizeof(*ans));
 }
 
-int csictl_http_do(struct csictl_http *h, const char *method, const char *path, const char *body,
-		   struct csictl_http_answer *ans)
+/* One request to address a; the transfer's result (errbuf holds libcurl's detail). */
+static CURLcode csictl_http_once(struct csictl_http *h, const struct csictl_http_addr *a,
+				 const char *method, const char *path, const char *body,
+				 struct csictl_http_rd *rd, char *errbuf)
 {
-	char url[CSICTL_HTTP_URL_MAX + 2048], errbuf[CURL_ERROR_SIZE] = "", tokhdr[600];
-	struct csictl_http_rd rd = {ans, {.max = CSICTL_HTTP_BODY_MAX}};
+	char url[CSICTL_HTTP_URL_MAX + 2048], tokhdr[600];
 	struct curl_slist *hdrs = NULL;
-	CURL *curl;
+	CURL *curl = curl_easy_init();
 	CURLcode rc;
-	int ret = CSICTL_EXIT_FAIL;
 
-	memset(ans, 0, sizeof(*ans));
-	if (strlen(h->addr.base) + strlen(path) >= sizeof(url)) {
-		fprintf(h->err, "error: request path too long\n");
-		return CSICTL_EXIT_FAIL;
-	}
-	snprintf(url, sizeof(url), "%s%s", h->addr.base, path);
-	curl = curl_easy_init();
-	if (!curl) {
-		fputs("error: cannot start libcurl\n", h->err);
-		return CSICTL_EXIT_FAIL;
-	}
+	if (!curl)
+		return CURLE_FAILED_INIT;
+	snprintf(url, sizeof(url), "%s%s", a->base, path);
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	if (body)
@@ -176,8 +197,8 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 		hdrs = curl_slist_append(hdrs, tokhdr);
 	}
 	curl_easy_setopt(curl, CURLOPT_URL, url);
-	if (h->addr.socket[0])
-		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, h->addr.socket);
+	if (a->socket[0])
+		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, a->socket);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
 	if (body) {
 		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
@@ -188,34 +209,80 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, strbuf_write);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rd.body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &rd->body);
 	curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, csictl_http_header);
-	curl_easy_setopt(curl, CURLOPT_HEADERDATA, &rd);
+	curl_easy_setopt(curl, CURLOPT_HEADERDATA, rd);
 	rc = curl_easy_perform(curl);
 	memset(tokhdr, 0, sizeof(tokhdr));
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &rd->ans->status);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(curl);
+	return rc;
+}
+
+/* "A, B, C": every address of h, for a message. */
+static void csictl_http_where(const struct csictl_http *h, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i <= h->nalt && o < len; i++) {
+		const struct csictl_http_addr *a = i == 0 ? &h->addr : &h->alt[i - 1];
+
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "",
+				      a->socket[0] ? a->socket : a->base);
+	}
+}
+
+int csictl_http_do(struct csictl_http *h, const char *method, const char *path, const char *body,
+		   struct csictl_http_answer *ans)
+{
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct csictl_http_rd rd = {ans, {.max = h->body_max ? h->body_max : CSICTL_HTTP_BODY_MAX}};
+	CURLcode rc;
+
+	memset(ans, 0, sizeof(*ans));
+	if (strlen(h->addr.base) + strlen(path) >= CSICTL_HTTP_URL_MAX + 2048) {
+		fprintf(h->err, "error: request path too long\n");
+		return CSICTL_EXIT_FAIL;
+	}
+	rc = csictl_http_once(h, &h->addr, method, path, body, &rd, errbuf);
+	/* Nobody listens there (nothing was sent): the next address, which then stays. */
+	for (size_t i = 0; rc == CURLE_COULDNT_CONNECT && i < h->nalt; i++) {
+		struct csictl_http_addr a = h->alt[i];
+
+		strbuf_free(&rd.body);
+		errbuf[0] = '\0';
+		rc = csictl_http_once(h, &a, method, path, body, &rd, errbuf);
+		if (rc != CURLE_COULDNT_CONNECT) {
+			h->alt[i] = h->addr;
+			h->addr = a;
+		}
+	}
 	ans->data = rd.body.p;
 	ans->len = rd.body.len;
 	if (rc != CURLE_OK) {
-		const char *where = h->addr.socket[0] ? h->addr.socket : h->addr.base;
-		char msg[1200];
+		char msg[1200], where[1024];
 
-		if (rd.body.too_big)
-			fprintf(h->err, "error: the %s's answer is larger than %u bytes\n", h->what,
-				CSICTL_HTTP_BODY_MAX);
+		csictl_http_where(h, where, sizeof(where));
+		if (rc == CURLE_FAILED_INIT)
+			fputs("error: cannot start libcurl\n", h->err);
+		else if (rd.body.too_big)
+			fprintf(h->err, "error: the %s's answer is larger than %zu bytes\n",
+				h->what, rd.body.max);
 		else
 			fprintf(h->err, "error: %s\n",
 				csictl_http_connect_error(
-				    h->what, h->hint, (int)rc, where,
+				    h->what, h->hint, (int)rc,
+				    rc == CURLE_COULDNT_CONNECT ? where
+				    : h->addr.socket[0]         ? h->addr.socket
+								: h->addr.base,
 				    errbuf[0] ? errbuf : curl_easy_strerror(rc), msg, sizeof(msg)));
 		csictl_http_answer_free(ans);
-		goto out;
+		return CSICTL_EXIT_FAIL;
 	}
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &ans->status);
-	ret = 0;
-out:
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(curl);
-	return ret;
+	return 0;
 }
 
 int csictl_http_json(struct csictl_http *h, const char *method, const char *path, const char *body,

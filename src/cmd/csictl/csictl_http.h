@@ -19,6 +19,8 @@
 /* Largest answer read. */
 #define CSICTL_HTTP_BODY_MAX (16u << 20)
 
+struct csictl_http;
+
 /* Where requests go: a unix socket path, or a base URL for TCP. */
 struct csictl_http_addr {
 	char socket[108]; /* "" for TCP */
@@ -34,20 +36,37 @@ int csictl_http_addr_parse(const char *what, const char *s, struct csictl_http_a
 			   struct err *e);
 
 /*
+ * Parses a comma-separated list of addresses (at most
+ * CSICTL_HTTP_ADDRS_MAX) into h->addr and h->alt. Returns 0 or CSID_EINVAL.
+ */
+int csictl_http_addr_list_parse(const char *what, const char *s, struct csictl_http *h,
+				struct err *e);
+
+/*
  * Percent-encodes s for one URL path segment or query value into buf (len
  * bytes). Returns 0 or CSID_ETOOBIG.
  */
 int csictl_http_escape(const char *s, char *buf, size_t len);
 
+/* Most addresses in one comma-separated list (-address, CSID_ADDR). */
+#define CSICTL_HTTP_ADDRS_MAX 8
+
 /* One API endpoint and how to talk to it. */
 struct csictl_http {
-	struct csictl_http_addr addr;
+	struct csictl_http_addr addr; /* the one in use */
+	/*
+	 * The others of a list, tried in turn when addr cannot be reached (no
+	 * connection: nothing was sent); the first that answers becomes addr.
+	 */
+	struct csictl_http_addr alt[CSICTL_HTTP_ADDRS_MAX - 1];
+	size_t nalt;
 	const char *what; /* "agent", "server" */
 	const char
 	    *hint; /* what to do when nobody listens ("start csid server or set CSID_ADDR") */
 	const char *token; /* sent as X-Csid-Token, or NULL */
 	int64_t timeout_ms;
 	FILE *err;
+	size_t body_max; /* largest answer read; 0: CSICTL_HTTP_BODY_MAX */
 };
 
 /* An answer: status and body (data malloc'd, NUL-terminated). */

@@ -21,7 +21,8 @@ size_t csictl_server_flags(struct csictl_server_opts *o, struct csictl_flag *f, 
 {
 	const struct csictl_flag table[] = {
 	    {"address", CSICTL_FLAG_STRING, &o->address, "ADDR",
-	     "server: http://HOST:PORT or unix:PATH (default $CSID_ADDR, "
+	     "server: http://HOST:PORT or unix:PATH, or several separated by commas, tried "
+	     "in turn while one cannot be reached (default $CSID_ADDR, "
 	     "else " CSICTL_SERVER_DEFAULT_ADDR ")"},
 	    {"token", CSICTL_FLAG_STRING, &o->token, "TOKEN", "ACL token (default $CSID_TOKEN)"},
 	    {"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
@@ -79,7 +80,7 @@ int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 		addr = CSICTL_SERVER_DEFAULT_ADDR;
 	s->http.token = o->token ? o->token : getenv("CSID_TOKEN");
 	if ((o->timeout && csictl_duration_parse(o->timeout, &s->http.timeout_ms, &e)) ||
-	    csictl_http_addr_parse("server", addr, &s->http.addr, &e))
+	    csictl_http_addr_list_parse("server", addr, &s->http, &e))
 		return csictl_server_usage(s, "%s", e.msg);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return 0;

@@ -72,6 +72,8 @@ int main(int argc, char **argv)
 		return csictl_node_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "events") == 0)
 		return csictl_events_main(argc - 2, argv + 2, stdout, stderr);
+	if (strcmp(argv[1], "operator") == 0)
+		return csictl_operator_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
 		return csictl_version_main(argc - 1, argv + 1, stdout, stderr);
 	if (strcmp(argv[1], "completion") == 0) {

@@ -126,6 +126,23 @@ static int csid_server_open_store(struct csid_server_run *s, struct err *e)
 			       cfg->data_dir, cfg->lock_path);
 	if (cfg->store == SERVER_CONFIG_STORE_MEMORY)
 		return store_mem_new(&s->store, e);
+	if (cfg->store == SERVER_CONFIG_STORE_ETCD) {
+		const struct server_config_etcd *ec = &cfg->etcd;
+		struct store_etcd_config sc = {
+		    .endpoints = (const char *const *)ec->endpoints,
+		    .nendpoints = ec->nendpoints,
+		    .prefix = ec->prefix,
+		    .ca_file = ec->ca_file,
+		    .cert_file = ec->cert_file,
+		    .key_file = ec->key_file,
+		    .dial_timeout_ms = ec->dial_timeout_ms,
+		    .request_timeout_ms = ec->request_timeout_ms,
+		    .max_request_bytes = ec->max_request_bytes,
+		};
+
+		rc = store_etcd_open(&sc, &s->store, e);
+		return rc ? err_wrap(e, "store") : 0;
+	}
 	rc = store_sqlite_open(cfg->store_path, &s->store, e);
 	return rc ? err_wrap(e, "store") : 0;
 }
@@ -234,7 +251,9 @@ int csid_server_run_start(struct csid_server_run *s, struct err *e)
 
 	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
 		 CSID_VERSION, s->cfg->data_dir,
-		 s->cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite",
+		 s->cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory"
+		 : s->cfg->store == SERVER_CONFIG_STORE_ETCD ? "etcd"
+							     : "sqlite",
 		 s->cfg->nplugins);
 	rc = csid_server_open(s, e);
 	if (rc) {

@@ -1,0 +1,319 @@
+/*
+ * `csid server` on a real one-member etcd (test/lib/etcd_proc.c) with the
+ * real csi-hostpath: a volume created and claimed survives a restart of
+ * the server (the catalogue is in etcd, not in its data dir); a snapshot
+ * saved from a SQLite server with `csictl operator snapshot save` and
+ * restored into an etcd one carries the catalogue over (and a second
+ * restore into the now full store is refused); a server
+ * whose etcd does not answer exits with an error naming the endpoint; a
+ * stored value the server cannot decode is refused for that volume alone,
+ * naming it, while the others are served.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include <sys/stat.h>
+
+#include "csictl_run.h"
+#include "etcd_proc.h"
+#include "hostpath_proc.h"
+#include "server_proc.h"
+#include "store/etcd_client.h"
+
+#define WAIT_MS 30000
+#define PREFIX "/csid-e2e/"
+
+static const char node_body[] =
+    "{\"plugins\": [{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"type\": \"node\", "
+    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"0.1.0\", "
+    "\"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"plugin_node_id\": \"node-1\", "
+    "\"topology\": {\"topology.hostpath.csi/node\": \"node-1\"}}]}";
+
+static const char create_body[] =
+    "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", "
+    "\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}";
+
+struct fixture {
+	struct etcd_proc etcd;
+	struct hpp_proc hp;
+	struct server_proc s;
+	struct server_proc old; /* a SQLite server (the migration test) */
+	struct csictl_runner rn;
+	struct csictl_run r;
+};
+
+/* Writes the config of s: its store on etcd at url, or SQLite (url NULL). */
+static int write_config_of(struct fixture *f, struct server_proc *s, const char *url)
+{
+	char cfg[1024], store[256] = "";
+
+	if (url)
+		snprintf(store, sizeof(store),
+			 " \"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"%s\"], \"prefix\":"
+			 " \"" PREFIX "\", \"dial_timeout\": \"500ms\"},",
+			 url);
+	snprintf(
+	    cfg, sizeof(cfg),
+	    "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"10ms\","
+	    " \"backoff_max\": \"200ms\",%s \"controller_plugins\": [{\"id\": \"" SERVER_PROC_HP_ID
+	    "\", \"socket\": \"%s\"}]}",
+	    store, f->hp.endpoint + strlen("unix://"));
+	return server_proc_write_config(s, cfg, NULL);
+}
+
+static int write_config(struct fixture *f, const char *url)
+{
+	return write_config_of(f, &f->s, url);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	*state = f;
+	if (etcd_proc_start(&f->etcd) || hpp_proc_start(&f->hp, NULL) || server_proc_init(&f->s) ||
+	    write_config(f, f->etcd.url) || server_proc_init(&f->old) ||
+	    write_config_of(f, &f->old, NULL))
+		return -1;
+	f->rn.dir = f->s.dir;
+	f->rn.deadline_ms = WAIT_MS;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	csictl_runner_cleanup(&f->rn);
+	server_proc_cleanup(&f->s);
+	server_proc_cleanup(&f->old);
+	hpp_proc_cleanup(&f->hp);
+	etcd_proc_cleanup(&f->etcd);
+	free(f);
+	return 0;
+}
+
+static void start(struct server_proc *s)
+{
+	if (server_proc_start(s) || !server_proc_wait_ready(s, WAIT_MS) ||
+	    !server_proc_wait_plugin(s, SERVER_PROC_HP_ID, WAIT_MS)) {
+		server_proc_dump_log(s, "start");
+		fail_msg("server did not start");
+	}
+}
+
+static void start_server(struct fixture *f)
+{
+	start(&f->s);
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* A claim of web-1 that is claimed and published. */
+static bool claimed_and_published(json_t *doc)
+{
+	json_t *c = json_array_get(json_object_get(doc, "claims"), 0);
+
+	return c && jstr(c, "alloc_id") && strcmp(jstr(c, "alloc_id"), "web-1") == 0 &&
+	       server_proc_volume_published(doc);
+}
+
+/* Created and claimed on etcd; after a restart (kill -9) the state is there and goes on. */
+static void test_restart_keeps_state(void **state)
+{
+	struct fixture *f = *state;
+	char *external = NULL;
+	json_t *v = NULL;
+
+	start_server(f);
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/status/health", NULL, &v), 200);
+	assert_string_equal(jstr(v, "store"), "etcd");
+	json_decref(v);
+	assert_int_equal(server_proc_http(&f->s, "PUT", "/v1/node/node-1", node_body, NULL), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_ready, WAIT_MS));
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/claim",
+					 "{\"alloc_id\": \"web-1\", \"node_id\": \"node-1\","
+					 " \"access_mode\": \"single-node-single-writer\"}"),
+			 200);
+	assert_true(server_proc_wait_doc(&f->s, "/v1/volume/data", claimed_and_published, WAIT_MS));
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/volume/data", NULL, &v), 200);
+	external = strdup(jstr(v, "external_id"));
+	json_decref(v);
+
+	server_proc_stop(&f->s, SIGKILL, WAIT_MS);
+	start_server(f);
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/volume/data", NULL, &v), 200);
+	assert_string_equal(jstr(v, "external_id"), external);
+	assert_true(claimed_and_published(v));
+	json_decref(v);
+	/* It goes on from there: the release runs to the end. */
+	assert_int_equal(
+	    server_proc_put(&f->s, "/v1/volume/data/release", "{\"alloc_id\": \"web-1\"}"), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_freed, WAIT_MS));
+	free(external);
+}
+
+/* Runs csictl against server s with args (NULL-terminated). */
+static void run_csictl(struct fixture *f, struct server_proc *s, char *const *args)
+{
+	char env[128];
+	char *envv[] = {env, NULL};
+
+	snprintf(env, sizeof(env), "CSID_ADDR=%s", s->base);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+}
+
+/* SQLite to etcd: save a snapshot from one server, restore it into the other. */
+static void test_snapshot_sqlite_to_etcd(void **state)
+{
+	struct fixture *f = *state;
+	char file[SERVER_PROC_PATH + 16];
+	char *save[] = {"operator", "snapshot", "save", file, NULL};
+	char *restore[] = {"operator", "snapshot", "restore", file, NULL};
+	char *external = NULL;
+	struct stat st;
+	json_t *v = NULL;
+
+	snprintf(file, sizeof(file), "%s/snap.json", f->s.dir);
+	start(&f->old);
+	assert_int_equal(server_proc_http(&f->old, "PUT", "/v1/node/node-1", node_body, NULL), 200);
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/idle/create", create_body), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->old, "/v1/volume/idle", server_proc_volume_ready, WAIT_MS));
+	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/claim",
+					 "{\"alloc_id\": \"web-1\", \"node_id\": \"node-1\","
+					 " \"access_mode\": \"single-node-single-writer\"}"),
+			 200);
+	assert_true(
+	    server_proc_wait_doc(&f->old, "/v1/volume/data", claimed_and_published, WAIT_MS));
+	assert_int_equal(server_proc_http(&f->old, "GET", "/v1/volume/data", NULL, &v), 200);
+	external = strdup(jstr(v, "external_id"));
+	json_decref(v);
+	run_csictl(f, &f->old, save);
+	csictl_expect_ok(&f->r);
+	/* Two volumes, the node, and the claim index's entry for web-1. */
+	assert_non_null(strstr(f->r.out, "saved 4 objects"));
+	csictl_runner_free(&f->rn, &f->r);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(server_proc_stop(&f->old, SIGTERM, WAIT_MS) != -1, 1);
+
+	start_server(f);
+	run_csictl(f, &f->s, restore);
+	csictl_expect_ok(&f->r);
+	assert_non_null(strstr(f->r.out, "restored 4 objects"));
+	csictl_runner_free(&f->rn, &f->r);
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/volume/data", NULL, &v), 200);
+	assert_string_equal(jstr(v, "external_id"), external);
+	assert_true(claimed_and_published(v));
+	json_decref(v);
+	/* The store is no longer empty: a second restore is refused, clearly. */
+	run_csictl(f, &f->s, restore);
+	csictl_expect_fail(&f->r, 1, "not empty");
+	csictl_runner_free(&f->rn, &f->r);
+	/* The restored catalogue goes on: the release runs to the end on etcd. */
+	assert_int_equal(
+	    server_proc_put(&f->s, "/v1/volume/data/release", "{\"alloc_id\": \"web-1\"}"), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_freed, WAIT_MS));
+	free(external);
+}
+
+/*
+ * csictl with several server addresses: one nobody listens on is passed
+ * over for the next; when none answers, the error names them all.
+ */
+static void test_csictl_failover(void **state)
+{
+	struct fixture *f = *state;
+	char dead1[64], dead2[64], env[256];
+	char *envv[] = {env, NULL};
+	char *args[] = {"volume", "status", NULL};
+
+	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", server_proc_free_port());
+	snprintf(dead2, sizeof(dead2), "127.0.0.1:%d", server_proc_free_port());
+	start_server(f);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, f->s.base);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+	csictl_expect_ok(&f->r);
+	assert_non_null(strstr(f->r.out, "data"));
+	csictl_runner_free(&f->rn, &f->r);
+	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, dead2);
+	csictl_runner_run(&f->rn, &f->r, envv, args);
+	csictl_expect_fail(&f->r, 1, "no server listening at");
+	assert_non_null(strstr(f->r.err, dead1));
+	assert_non_null(strstr(f->r.err, dead2 + 10));
+	csictl_runner_free(&f->rn, &f->r);
+}
+
+/* A value the server cannot decode: that volume is refused, naming it; others are served. */
+static void test_undecodable_value(void **state)
+{
+	struct fixture *f = *state;
+	const char *key = PREFIX "volume/bad";
+	json_t *req = json_pack("{s:o,s:o}", "key", etcd_b64_json(key, strlen(key)), "value",
+				etcd_b64_json("{not json", 9));
+	char *body = json_dumps(req, JSON_COMPACT);
+	json_t *v = NULL;
+	long st;
+
+	assert_non_null(body);
+	start_server(f);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good/create", create_body), 200);
+	assert_int_equal(etcd_proc_post(&f->etcd, "/v3/kv/put", body), 200);
+	st = server_proc_http(&f->s, "GET", "/v1/volume/bad", NULL, &v);
+	assert_true(st >= 400);
+	assert_non_null(strstr(jstr(v, "error"), "volume bad: stored record"));
+	json_decref(v);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/good", server_proc_volume_ready, WAIT_MS));
+	free(body);
+	json_decref(req);
+}
+
+/* No etcd at the configured endpoint: the server exits, naming it. */
+static void test_etcd_not_running(void **state)
+{
+	struct fixture *f = *state;
+	char url[64];
+	int st;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_proc_free_port());
+	assert_int_equal(write_config(f, url), 0);
+	assert_int_equal(server_proc_start(&f->s), 0);
+	st = server_proc_stop(&f->s, 0, WAIT_MS);
+	assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	assert_true(server_proc_log_has(&f->s, url));
+	assert_true(server_proc_log_has(&f->s, "store"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_restart_keeps_state, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_snapshot_sqlite_to_etcd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_csictl_failover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_undecodable_value, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
