@@ -209,6 +209,21 @@ static bool ct_step_sent(struct ct *t, int64_t *due)
 }
 
 /*
+ * The module restarts while the server is down, then the server comes
+ * back: the first step sends the recorded release, which frees the claim.
+ */
+static void ct_restart_and_send(struct ct *t, int64_t *due)
+{
+	claims_free(t->c);
+	t->c = NULL;
+	ct_open_claims(t);
+	claims_fake_set_down(&t->fake, false);
+	assert_true(ct_step_sent(t, due));
+	assert_int_equal(t->fake.releases_ok, 1);
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+}
+
+/*
  * A publication that never comes: CSID_ETIMEDOUT after 60 s, with the
  * volume's last error; the claim is released at once.
  */
@@ -292,14 +307,8 @@ static void test_mount_failure_release_retried(void **state)
 
 	/* Still down: kept (a restart keeps it too, as for an unmount's release). */
 	assert_false(ct_step_sent(t, &due));
-	claims_free(t->c);
-	t->c = NULL;
-	ct_open_claims(t);
-	claims_fake_set_down(&t->fake, false);
-	assert_true(ct_step_sent(t, &due));
-	assert_int_equal(t->fake.releases_ok, 1);
+	ct_restart_and_send(t, &due);
 	assert_int_equal(strncmp(t->fake.last_reason, "mount failed: ", 14), 0);
-	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
 	clock_fake_set(&t->clock, due);
 	assert_false(ct_step_sent(t, &due));
 }
@@ -348,14 +357,8 @@ static void test_pending_release_backoff(void **state)
 	assert_int_equal(due, t1 + 1000 + 2000 + 4000);
 
 	/* A restart: the recorded release is sent by the first step. */
-	claims_free(t->c);
-	t->c = NULL;
-	ct_open_claims(t);
-	claims_fake_set_down(&t->fake, false);
-	assert_true(ct_step_sent(t, &due));
-	assert_int_equal(t->fake.releases_ok, 1);
+	ct_restart_and_send(t, &due);
 	assert_string_equal(t->fake.last_reason, "owner gone");
-	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
 	/* Taken: nothing pending any more, the next pass is the idle one. */
 	assert_int_equal(due, ct_now(t) + CLAIMS_RELEASE_MAX_MS);
 	clock_fake_set(&t->clock, due);
