@@ -447,6 +447,23 @@ static void claims_mount_rollback(struct claims *c, const char *vol, const char 
 		err_wrap(e, "not mounted; the claim was released");
 }
 
+/*
+ * Whether vol is mounted for alloc already (a repeated mount): such a
+ * mount holds the claim, so a repeat that fails leaves both alone.
+ */
+static bool claims_mounted_before(struct claims *c, const char *vol, const char *alloc)
+{
+	struct mount_record *rec = NULL;
+	struct err ignored;
+	int rc;
+
+	err_clear(&ignored);
+	/* Not known for sure (the mounter's store failed): left alone, as if mounted. */
+	if ((rc = mounter_get(c->cfg.mounter, vol, alloc, &rec, &ignored)) == 0)
+		mount_record_free(rec);
+	return rc != CSID_ENOTFOUND;
+}
+
 /* claims_mount once the allocation is reported as held; owner checked (NULL: none). */
 static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 			     struct owners_spec *owner, struct claims_mount_result *out,
@@ -478,7 +495,8 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 		err_wrap(e, "claim %s for %s", vol, alloc);
 		goto out;
 	}
-	claimed = true;
+	/* A failure from here on releases the claim, unless an earlier mount holds it. */
+	claimed = !claims_mounted_before(c, vol, alloc);
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
 	if ((rc = claims_wait_published(c, vol, &v, &pub, e)) ||
 	    (rc = claims_stage_get(c, vol, alloc, &st, e)))

@@ -17,10 +17,11 @@
  * of held allocations (agent/held_allocs.h) from before the claim goes
  * out until its mount record exists. A mount that fails after the claim
  * (or is rolled back once mounted) takes down what it mounted and
- * releases the claim at once, with the reason "mount failed: <error>",
- * through the same durable path as an unmount's release (below), so the
- * volume is free for another claim or its delete without waiting for the
- * server's lost-claim pass (server/server_gc.h).
+ * releases the claim at once (unless the allocation had it mounted
+ * already: a repeated mount that fails leaves that mount and its claim), with the reason "mount
+ * failed: <error>", through the same durable path as an unmount's release (below), so the volume is
+ * free for another claim or its delete without waiting for the server's lost-claim pass
+ * (server/server_gc.h).
  *
  * An unmount (claims_unmount) takes the mount down (unpublish, then
  * unstage when unused) and only then releases the claim, recorded

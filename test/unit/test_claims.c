@@ -512,6 +512,27 @@ static void test_no_servers_and_paths(void **state)
 	assert_true(t->fake.refused_down > 5);
 }
 
+/*
+ * A repeated mount of an allocation that has it mounted fails after its
+ * claim: the earlier mount and its claim stay, nothing is released.
+ */
+static void test_repeat_mount_failure_keeps_mount(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	t->fake.down_after_claim = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_EUNAVAIL);
+	assert_null(strstr(e.msg, "release"));
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+	assert_int_equal(t->fake.claims_put, 2);
+	mt_check(&t->env, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +545,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_publication_wait_timeout, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_failure_after_claim, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_failure_release_retried, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_repeat_mount_failure_keeps_mount, ct_setup,
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),
