@@ -395,6 +395,75 @@ static json_t *claims_claim_body(struct claims *c, const struct claims_mount_req
 			 "access_mode", access, "attachment_mode", attach);
 }
 
+/* claims_unmount once the allocation is reported as held (below). */
+static int claims_unmount_held(struct claims *c, const char *vol, const char *alloc,
+			       const char *reason, struct claims_unmount_result *out,
+			       struct err *e);
+
+/*
+ * "mount failed: <msg>" as a release reason: one line (control characters
+ * become spaces) of at most OWNERS_REASON_MAX - 1 bytes, cut at a UTF-8
+ * character boundary.
+ */
+static void claims_failure_reason(const char *msg, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, "mount failed: %s", msg);
+
+	if (n >= len) {
+		n = len - 1;
+		while (n > 0 && ((unsigned char)out[n] & 0xC0) == 0x80)
+			n--;
+		out[n] = '\0';
+	}
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+}
+
+/*
+ * A mount that failed after its claim (e holds why): whatever was mounted
+ * is taken down and the claim released at once, recorded first like an
+ * unmount's release, so a release no server answers is retried (the
+ * release passes) and the volume is free for others or for its delete.
+ * e is wrapped with what became of the claim.
+ */
+static void claims_mount_rollback(struct claims *c, const char *vol, const char *alloc,
+				  struct err *e)
+{
+	struct claims_unmount_result ur;
+	char reason[OWNERS_REASON_MAX];
+	struct err re;
+
+	claims_failure_reason(e->msg, reason, sizeof(reason));
+	memset(&ur, 0, sizeof(ur));
+	err_clear(&re);
+	if (claims_unmount_held(c, vol, alloc, reason, &ur, &re))
+		err_wrap(e, "claimed, not mounted; the claim is kept (unmount releases it): %.400s",
+			 re.msg);
+	else if (ur.release_pending)
+		err_wrap(e, "not mounted; the claim's release is pending (retried in the "
+			    "background)");
+	else
+		err_wrap(e, "not mounted; the claim was released");
+}
+
+/*
+ * Whether vol is mounted for alloc already (a repeated mount): such a
+ * mount holds the claim, so a repeat that fails leaves both alone.
+ */
+static bool claims_mounted_before(struct claims *c, const char *vol, const char *alloc)
+{
+	struct mount_record *rec = NULL;
+	struct err ignored;
+	int rc;
+
+	err_clear(&ignored);
+	/* Not known for sure (the mounter's store failed): left alone, as if mounted. */
+	if ((rc = mounter_get(c->cfg.mounter, vol, alloc, &rec, &ignored)) == 0)
+		mount_record_free(rec);
+	return rc != CSID_ENOTFOUND;
+}
+
 /* claims_mount once the allocation is reported as held; owner checked (NULL: none). */
 static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 			     struct owners_spec *owner, struct claims_mount_result *out,
@@ -405,6 +474,7 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	struct mounter_result *res = NULL;
 	struct claims_stage *st = NULL;
 	json_t *claim = NULL, *v = NULL, *pub = NULL;
+	bool claimed = false;
 	int rc;
 
 	if ((rc = claims_volume_path(vol, "", path, sizeof(path), e)) ||
@@ -425,6 +495,8 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 		err_wrap(e, "claim %s for %s", vol, alloc);
 		goto out;
 	}
+	/* A failure from here on releases the claim, unless an earlier mount holds it. */
+	claimed = !claims_mounted_before(c, vol, alloc);
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
 	if ((rc = claims_wait_published(c, vol, &v, &pub, e)) ||
 	    (rc = claims_stage_get(c, vol, alloc, &st, e)))
@@ -433,24 +505,23 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = claims_do_mount(c, vol, alloc, r->read_only, v, pub, st, res, e);
-	if (rc) {
-		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
+	if ((rc = claims_do_mount(c, vol, alloc, r->read_only, v, pub, st, res, e)))
 		goto out;
-	}
 	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
 	if (c->state && (rc = claims_state_mark(c->state, vol, alloc, true, e))) {
-		err_wrap(e, "mounted, but not marked as claimed (unmount releases the claim)");
+		err_wrap(e, "mounted, but not marked as claimed");
 		goto out;
 	}
 	if (owner && (rc = claims_owner_record(c, vol, alloc, owner, e))) {
-		err_wrap(e, "mounted, but its owner is not recorded (unmount releases the claim)");
+		err_wrap(e, "mounted, but its owner is not recorded");
 		goto out;
 	}
 	snprintf(out->path, sizeof(out->path), "%s", res->target);
 	snprintf(out->source, sizeof(out->source), "%s", res->source);
 	out->is_device = res->is_device;
 out:
+	if (rc && claimed)
+		claims_mount_rollback(c, vol, alloc, e);
 	claims_stage_free(st);
 	free(res);
 	json_decref(claim);
@@ -509,7 +580,6 @@ static int claims_unmount_record(struct claims *c, const char *vol, const char *
 	return rc;
 }
 
-/* claims_unmount once the allocation is reported as held. */
 static int claims_unmount_held(struct claims *c, const char *vol, const char *alloc,
 			       const char *reason, struct claims_unmount_result *out, struct err *e)
 {

@@ -16,8 +16,12 @@
  * owner (agent/owners_watch.h). The allocation is in the agent's report
  * of held allocations (agent/held_allocs.h) from before the claim goes
  * out until its mount record exists. A mount that fails after the claim
- * leaves the claim: the server releases it once the report no longer
- * has the allocation (server/server_gc.h), or an unmount releases it.
+ * (or is rolled back once mounted) takes down what it mounted and
+ * releases the claim at once (unless the allocation had it mounted
+ * already: a repeated mount that fails leaves that mount and its claim), with the reason "mount
+ * failed: <error>", through the same durable path as an unmount's release (below), so the volume is
+ * free for another claim or its delete without waiting for the server's lost-claim pass
+ * (server/server_gc.h).
  *
  * An unmount (claims_unmount) takes the mount down (unpublish, then
  * unstage when unused) and only then releases the claim, recorded
@@ -182,7 +186,10 @@ struct claims_mount_result {
  * holder), CSID_ETIMEDOUT (not published after CLAIMS_WAIT_MS, with the
  * volume's last error), CSID_EUNAVAIL (no server answered, or the node
  * plugin is not healthy), or the mounter's code. A failure after the
- * claim says so ("claimed, not mounted (unmount releases the claim)").
+ * claim says what became of the claim: "not mounted; the claim was
+ * released", "...; the claim's release is pending" (no server answered:
+ * retried in the background), or "claimed, not mounted; the claim is
+ * kept" (the rollback's unmount failed: an unmount releases it).
  * Blocks for up to about two minutes; calls for different allocations
  * run in parallel.
  */

@@ -12,7 +12,9 @@
  * mounted, the claim freed already) succeeds and says so, as does
  * unmounting an allocation that never held a claim. With the
  * server down, the unmount records the release, and the agent sends it
- * after a restart of both. Every mount is detached at teardown even
+ * after a restart of both. A mount whose NodePublishVolume fails releases
+ * its claim at once, so the volume's delete succeeds right away. Every
+ * mount is detached at teardown even
  * when a test fails (agent_proc_cleanup).
  */
 #include <setjmp.h>
@@ -240,12 +242,68 @@ static void test_release_pending_across_restarts(void **state)
 	assert_true(agent_proc_wait_log(a, "pending release sent", 1, T_WAIT_MS));
 }
 
+/*
+ * The plugin fails NodePublishVolume after the claim: the mount fails
+ * saying the claim was released, the server shows the claim released
+ * (not claimed) with the failure in its note at once, and `csictl volume delete
+ * -wait` succeeds without waiting for the lost-claim pass.
+ */
+static void test_failed_mount_releases_claim(void **state)
+{
+	struct claim_env *t = *state;
+	json_t *v, *claim;
+	const char *note, *st;
+
+	T_RUN(t, "volume", "create", t->spec, "-wait");
+	csictl_expect_ok(&t->r);
+	csictl_runner_free(&t->rn, &t->r);
+	assert_int_equal(agent_proc_write_faults(
+			     t->a, "NodePublishVolume code=INTERNAL msg=\"publish broke\"\n"),
+			 0);
+	T_RUN(t, "volume", "mount", "data", "-alloc", "web-1");
+	csictl_expect_fail(&t->r, 1, "the claim was released");
+	assert_non_null(strstr(t->r.err, "publish broke"));
+	csictl_runner_free(&t->rn, &t->r);
+	assert_int_equal(agent_proc_mount_count(t->a), 0);
+
+	/*
+	 * Released before the mount answered: the claim is no longer claimed
+	 * (node-unpublished until the controller unpublish, or freed by now),
+	 * with the failure in its note.
+	 */
+	v = t_volume(t);
+	claim = json_array_get(json_object_get(v, "claims"), 0);
+	if (!claim)
+		claim = json_array_get(json_object_get(v, "past_claims"), 0);
+	st = json_string_value(json_object_get(claim, "state"));
+	note = json_string_value(json_object_get(claim, "note"));
+	assert_int_equal(json_array_size(json_object_get(v, "claims")) +
+			     json_array_size(json_object_get(v, "past_claims")),
+			 1);
+	assert_string_equal(json_string_value(json_object_get(claim, "alloc_id")), "web-1");
+	assert_non_null(st);
+	assert_string_not_equal(st, "claimed");
+	assert_non_null(note);
+	assert_non_null(strstr(note, "mount failed: "));
+	assert_non_null(strstr(note, "publish broke"));
+	json_decref(v);
+
+	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
+	T_RUN(t, "volume", "delete", "data", "-wait");
+	if (t->r.status != 0)
+		server_proc_dump_log(&t->s, "delete after a failed mount");
+	csictl_expect_ok(&t->r);
+	csictl_runner_free(&t->rn, &t->r);
+	assert_int_equal(server_proc_http(&t->s, "GET", "/v1/volume/data", NULL, NULL), 404);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_mount_claim_unmount_release, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_release_pending_across_restarts, t_setup,
 					    t_teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_mount_releases_claim, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -517,12 +517,19 @@ static bool t_check_volume(json_t *v, const struct t_vol *m, char *msg)
 			    strcmp(t_str(p, "state"), "published") != 0))
 		return T_NO("%s: mounted, but %zu publications, the first %s", m->id, np,
 			    np ? t_str(p, "state") : "-");
-	/* Allocation IDs are never reused: two past claims of one were one claim freed twice. */
+	/*
+	 * Allocation IDs are never reused, but a mount that failed after its
+	 * claim released it, and the re-issued mount claimed anew: two past
+	 * claims of one allocation claimed at the same time were one claim
+	 * freed twice.
+	 */
 	json_array_foreach(past, i, x)
 	{
 		json_array_foreach(past, k, y)
 		{
-			if (k > i && strcmp(t_str(x, "alloc_id"), t_str(y, "alloc_id")) == 0)
+			if (k > i && strcmp(t_str(x, "alloc_id"), t_str(y, "alloc_id")) == 0 &&
+			    json_integer_value(json_object_get(x, "claimed_ms")) ==
+				json_integer_value(json_object_get(y, "claimed_ms")))
 				return T_NO("%s: claim of %s freed twice", m->id,
 					    t_str(x, "alloc_id"));
 		}

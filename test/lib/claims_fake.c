@@ -68,6 +68,7 @@ static int claims_fake_claim(struct claims_fake *f, struct claims_fake_volume *v
 		v->modify_index++;
 		*status = 200;
 		*doc = claims_fake_volume_json(f, v);
+		f->down = f->down || f->down_after_claim;
 	}
 	json_decref(b);
 	return 0;

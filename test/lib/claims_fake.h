@@ -14,8 +14,9 @@
  *        none), keeping the reason
  *
  * Faults: down (every request: CSID_EUNAVAIL, as if no server answered),
- * a claim refused with a status and code, a claim answered
- * failed_precondition a number of times first. Everything is counted.
+ * down_after_claim (down from the first granted claim on), a claim
+ * refused with a status and code, a claim answered failed_precondition a
+ * number of times first. Everything is counted.
  * Thread-safe (the owner watch releases from its own thread).
  */
 #ifndef CSID_TEST_CLAIMS_FAKE_H
@@ -51,6 +52,7 @@ struct claims_fake {
 	int nvols;
 	/* Faults. */
 	bool down;
+	bool down_after_claim; /* a granted claim sets down */
 	int claim_status; /* 0: granted; else the HTTP status of a refusal */
 	char claim_code[32]; /* its csid code name ("conflict") */
 	int claim_precond; /* answer failed_precondition this many times first */

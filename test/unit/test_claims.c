@@ -199,7 +199,34 @@ static void test_claim_retried_while_not_ready(void **state)
 	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
 }
 
-/* A publication that never comes: CSID_ETIMEDOUT after 60 s, with the volume's last error. */
+/* One step at the clock's now: whether it sent a release request. */
+static bool ct_step_sent(struct ct *t, int64_t *due)
+{
+	int before = claims_fake_releases(&t->fake);
+
+	*due = claims_step(t->c);
+	return claims_fake_releases(&t->fake) > before;
+}
+
+/*
+ * The module restarts while the server is down, then the server comes
+ * back: the first step sends the recorded release, which frees the claim.
+ */
+static void ct_restart_and_send(struct ct *t, int64_t *due)
+{
+	claims_free(t->c);
+	t->c = NULL;
+	ct_open_claims(t);
+	claims_fake_set_down(&t->fake, false);
+	assert_true(ct_step_sent(t, due));
+	assert_int_equal(t->fake.releases_ok, 1);
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+}
+
+/*
+ * A publication that never comes: CSID_ETIMEDOUT after 60 s, with the
+ * volume's last error; the claim is released at once.
+ */
 static void test_publication_wait_timeout(void **state)
 {
 	struct ct *t = *state;
@@ -214,40 +241,76 @@ static void test_publication_wait_timeout(void **state)
 	assert_int_equal(t->fake.blocking_queries, CLAIMS_WAIT_MS / 5000);
 	assert_int_equal(t->fake.stage_reads, 0);
 	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
-	/* The claim stays until an unmount (or the server's GC) releases it. */
-	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	/* The claim is released at once, with why. */
+	assert_non_null(strstr(e.msg, "the claim was released"));
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases_ok, 1);
+	assert_non_null(strstr(t->fake.last_reason, "mount failed: "));
+	assert_non_null(strstr(t->fake.last_reason, "not published to node node-1"));
 }
 
-/* The plugin fails after the claim: the error says so; an unmount releases the claim. */
+/*
+ * The plugin fails after the claim: the claim is released at once with
+ * the failure as its reason (one line), nothing stays pending; an
+ * unmount afterwards finds nothing to do.
+ */
 static void test_mount_failure_after_claim(void **state)
 {
 	struct ct *t = *state;
 	struct claims_mount_result res;
 	struct claims_unmount_result ur;
+	int64_t due;
 	struct err e;
 
 	t->env.fake.fail_at = 0;
 	t->env.fake.fail_code = 13; /* INTERNAL */
 	assert_int_not_equal(ct_mount(t, "alloc-1", &res, &e), 0);
-	assert_non_null(strstr(e.msg, "claimed, not mounted (unmount releases the claim)"));
-	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_non_null(strstr(e.msg, "not mounted; the claim was released"));
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 1);
+	assert_int_equal(t->fake.releases_ok, 1);
+	assert_false(t->fake.last_reason_null);
+	assert_int_equal(strncmp(t->fake.last_reason, "mount failed: ", 14), 0);
+	assert_true(strlen(t->fake.last_reason) < OWNERS_REASON_MAX);
+	for (const char *p = t->fake.last_reason; *p; p++)
+		assert_true((unsigned char)*p >= 0x20);
 	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
 	mt_check_empty(&t->env);
+	/* Nothing pending: the next pass sends nothing. */
+	assert_false(ct_step_sent(t, &due));
 
 	err_clear(&e);
 	assert_int_equal(claims_unmount(t->c, "vol-1", "alloc-1", NULL, &ur, &e), 0);
 	assert_false(ur.unmounted);
-	assert_true(ur.released);
-	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_false(ur.released);
+	assert_false(ur.release_pending);
 }
 
-/* One step at the clock's now: whether it sent a release request. */
-static bool ct_step_sent(struct ct *t, int64_t *due)
+/*
+ * The mount fails after the claim and no server answers the release: it
+ * is recorded and retried by the release passes until a server takes it,
+ * with the failure as its reason.
+ */
+static void test_mount_failure_release_retried(void **state)
 {
-	int before = claims_fake_releases(&t->fake);
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	int64_t due;
+	struct err e;
 
-	*due = claims_step(t->c);
-	return claims_fake_releases(&t->fake) > before;
+	t->fake.down_after_claim = true;
+	assert_int_not_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_non_null(strstr(e.msg, "the claim's release is pending"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+
+	/* Still down: kept (a restart keeps it too, as for an unmount's release). */
+	assert_false(ct_step_sent(t, &due));
+	ct_restart_and_send(t, &due);
+	assert_int_equal(strncmp(t->fake.last_reason, "mount failed: ", 14), 0);
+	clock_fake_set(&t->clock, due);
+	assert_false(ct_step_sent(t, &due));
 }
 
 /*
@@ -294,14 +357,8 @@ static void test_pending_release_backoff(void **state)
 	assert_int_equal(due, t1 + 1000 + 2000 + 4000);
 
 	/* A restart: the recorded release is sent by the first step. */
-	claims_free(t->c);
-	t->c = NULL;
-	ct_open_claims(t);
-	claims_fake_set_down(&t->fake, false);
-	assert_true(ct_step_sent(t, &due));
-	assert_int_equal(t->fake.releases_ok, 1);
+	ct_restart_and_send(t, &due);
 	assert_string_equal(t->fake.last_reason, "owner gone");
-	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
 	/* Taken: nothing pending any more, the next pass is the idle one. */
 	assert_int_equal(due, ct_now(t) + CLAIMS_RELEASE_MAX_MS);
 	clock_fake_set(&t->clock, due);
@@ -455,6 +512,27 @@ static void test_no_servers_and_paths(void **state)
 	assert_true(t->fake.refused_down > 5);
 }
 
+/*
+ * A repeated mount of an allocation that has it mounted fails after its
+ * claim: the earlier mount and its claim stay, nothing is released.
+ */
+static void test_repeat_mount_failure_keeps_mount(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	t->fake.down_after_claim = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_EUNAVAIL);
+	assert_null(strstr(e.msg, "release"));
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+	assert_int_equal(t->fake.claims_put, 2);
+	mt_check(&t->env, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +544,10 @@ int main(void)
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_publication_wait_timeout, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_failure_after_claim, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_failure_release_retried, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_repeat_mount_failure_keeps_mount, ct_setup,
+					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_gone, ct_setup, ct_teardown),
