@@ -43,6 +43,8 @@ struct claims {
 	/* The release passes (claims_step's thread only). */
 	int64_t rel_due, rel_delay;
 	struct claims_state_release *rows;
+	/* The node expansion passes (claims_step's thread only; claims_expand.c). */
+	int64_t exp_due, exp_delay;
 };
 
 /* Whether the module is stopping (requests and waits give up). */
@@ -71,6 +73,16 @@ int claims_release_done(struct claims *c, const char *vol, const char *alloc, st
 /* Starts the thread (not in manual mode); claims_release_stop joins it. */
 int claims_release_start(struct claims *c, struct err *e);
 void claims_release_stop(struct claims *c);
+
+/* claims_expand.c */
+/*
+ * NodeExpandVolume for volume vol (its server record v) when the record
+ * wants it on this node, then the report to the server. 0 when done or
+ * nothing was wanted, else a code with e set (retried by the passes).
+ */
+int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e);
+/* Runs the node expansion pass when due; returns when it is next due (clock ms). */
+int64_t claims_expand_step(struct claims *c);
 
 /* claims_orphans.c */
 /* Starts taking released allocations from held_allocs; claims_orphans_close stops it. */
