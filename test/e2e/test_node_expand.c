@@ -25,25 +25,6 @@
 #define T_WAIT_MS CLAIM_ENV_WAIT_MS
 #define T_RUN CLAIM_ENV_RUN
 
-static int t_setup(void **state)
-{
-	struct claim_env *t = calloc(1, sizeof(*t));
-
-	*state = t;
-	return t ? claim_env_setup(t, "single-node-writer") : -1;
-}
-
-static int t_teardown(void **state)
-{
-	struct claim_env *t = *state;
-
-	if (!t)
-		return 0;
-	claim_env_teardown(t);
-	free(t);
-	return 0;
-}
-
 /* What a poll waits for: the volume's capacity at least min, the flag as wanted. */
 struct t_want {
 	struct claim_env *t;
@@ -136,8 +117,8 @@ static void test_node_expand_online_and_offline(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_node_expand_online_and_offline, t_setup,
-					    t_teardown),
+	    cmocka_unit_test_setup_teardown(test_node_expand_online_and_offline,
+					    claim_env_cmocka_setup, claim_env_cmocka_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
