@@ -10,6 +10,10 @@
  * EXPAND_VOLUME counts as done) and reports. A failed volume makes the
  * next pass come sooner with a doubling backoff (CLAIMS_EXPAND_MIN_MS to
  * CLAIMS_RELEASE_MAX_MS); otherwise a pass runs every CLAIMS_EXPAND_MS.
+ * A final refusal (FAILED_PRECONDITION: "Caller MUST NOT retry",
+ * OUT_OF_RANGE, INVALID_ARGUMENT) is logged once and remembered in
+ * memory for that volume and capacity: not retried until the volume
+ * grows again (or the agent restarts).
  * A mount does the same for its volume right after it is mounted (the
  * offline case: the volume was on no node when it grew), so the
  * allocation gets the grown file system; a failure there is left to the
@@ -17,6 +21,7 @@
  */
 #include "agent/claims_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +46,26 @@ static bool claims_expand_wanted(struct claims *c, json_t *v)
 	return false;
 }
 
+/* Whether (vol, cap) was refused finally; with add, remembers it. */
+static bool claims_expand_final(struct claims *c, const char *vol, int64_t cap, bool add)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->exp_nfinal && i < CLAIMS_EXPAND_FINAL_MAX; i++)
+		if (c->exp_final[i].capacity == cap && strcmp(c->exp_final[i].vol, vol) == 0)
+			found = true;
+	if (add && !found) {
+		struct claims_expand_final *f =
+		    &c->exp_final[c->exp_nfinal++ % CLAIMS_EXPAND_FINAL_MAX];
+
+		snprintf(f->vol, sizeof(f->vol), "%s", vol);
+		f->capacity = cap;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
 int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e)
 {
 	const char *plugin = json_string_value(json_object_get(v, "plugin_id"));
@@ -50,7 +75,7 @@ int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct er
 	json_t *body, *doc = NULL;
 	int rc;
 
-	if (!claims_expand_wanted(c, v))
+	if (!claims_expand_wanted(c, v) || claims_expand_final(c, vol, (int64_t)cap, false))
 		return 0;
 	if (!plugin || cap <= 0)
 		return err_set(e, CSID_EINVAL, "volume %s: no plugin_id or capacity", vol);
@@ -59,6 +84,15 @@ int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct er
 		rc = mounter_expand(c->cfg.mounter, &mp, vol, (int64_t)cap, e);
 		if (c->cfg.release)
 			c->cfg.release(c->cfg.lookup_ctx, &mp);
+		if (rc == CSID_EPRECOND || rc == CSID_ERANGE || rc == CSID_EINVAL) {
+			char q[600];
+
+			claims_expand_final(c, vol, (int64_t)cap, true);
+			log_error("msg=\"node expansion refused finally; not retried for this "
+				  "capacity\" volume=%s capacity=%lld error=%s",
+				  vol, (long long)cap, log_q(q, sizeof(q), e->msg));
+			return 0;
+		}
 	}
 	if (rc == 0)
 		rc = claims_volume_path(vol, "/node-expanded", path, sizeof(path), e);

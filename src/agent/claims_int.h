@@ -14,6 +14,15 @@
 #include "agent/owners_watch.h"
 #include "agent/server_link.h"
 
+/* Node expansions that failed finally, remembered (the oldest forgotten first). */
+#define CLAIMS_EXPAND_FINAL_MAX 32
+
+/* A node expansion the plugin refused finally: not retried for this capacity. */
+struct claims_expand_final {
+	char vol[MOUNT_NAME_MAX + 1];
+	int64_t capacity;
+};
+
 /* Releases retried per pass at most (the rest in the next pass). */
 #define CLAIMS_RELEASE_BATCH 64
 
@@ -45,6 +54,9 @@ struct claims {
 	struct claims_state_release *rows;
 	/* The node expansion passes (claims_step's thread only; claims_expand.c). */
 	int64_t exp_due, exp_delay;
+	/* Under mu: final refusals of NodeExpandVolume, a ring (claims_expand.c). */
+	struct claims_expand_final exp_final[CLAIMS_EXPAND_FINAL_MAX];
+	size_t exp_nfinal;
 };
 
 /* Whether the module is stopping (requests and waits give up). */

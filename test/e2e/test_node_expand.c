@@ -8,7 +8,9 @@
  * by the plugin's fault script, is retried by the agent, then succeeds;
  * the server clears node_expansion_required. Offline: unmounted, the
  * volume is expanded again (the flag stays set, no node holds it); the
- * next mount grows it on the node and the flag is cleared.
+ * next mount grows it on the node and the flag is cleared. A final
+ * refusal (FAILED_PRECONDITION) is not retried for that capacity; the
+ * next expand is tried afresh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,6 +110,21 @@ static void test_node_expand_online_and_offline(void **state)
 	t_wait_volume(t, 3 << 20, false, "offline node expansion never cleared the flag");
 	assert_true(agent_proc_wait_log(t->a, "node expansion done", 2, T_WAIT_MS));
 	assert_false(agent_proc_log_count(t->a, "node expansion after mount failed", 1));
+
+	/*
+	 * FAILED_PRECONDITION ("Caller MUST NOT retry"): refused finally, the
+	 * flag stays; a later expand to another capacity is tried afresh.
+	 */
+	assert_int_equal(agent_proc_write_faults(t->a, "NodeExpandVolume code=FAILED_PRECONDITION "
+						       "msg=\"cannot grow while published\"\n"),
+			 0);
+	t_expand(t, 4 << 20);
+	assert_true(agent_proc_wait_log(t->a, "refused finally", 1, T_WAIT_MS));
+	t_wait_volume(t, 4 << 20, true, "a final refusal cleared the flag");
+	assert_int_equal(agent_proc_write_faults(t->a, ""), 0);
+	t_expand(t, 5 << 20);
+	t_wait_volume(t, 5 << 20, false, "node expansion after a final refusal never done");
+	assert_false(agent_proc_log_count(t->a, "refused finally", 2));
 
 	T_RUN(t, "volume", "unmount", "data", "-alloc", "web-1");
 	csictl_expect_ok(&t->r);
