@@ -291,6 +291,22 @@ static size_t claims_kvs(json_t *m, struct mount_kv *kvs, size_t max)
 	return n;
 }
 
+/*
+ * A volume grown while on no node (node_expansion_required with this
+ * node's new claim unmarked) is grown here before the mount is handed
+ * out; a failure is logged and left to the node expansion passes.
+ */
+static void claims_expand_after_mount(struct claims *c, const char *vol, json_t *v)
+{
+	struct err e;
+	char q[600];
+
+	err_clear(&e);
+	if (claims_expand_volume(c, vol, v, &e) != 0)
+		log_warn("msg=\"node expansion after mount failed; retried\" volume=%s error=%s",
+			 vol, log_q(q, sizeof(q), e.msg));
+}
+
 /* Mounts volume v (published as pub, may be NULL) for alloc with st's secrets; fills res. */
 static int claims_do_mount(struct claims *c, const char *vol, const char *alloc, bool read_only,
 			   json_t *v, json_t *pub, const struct claims_stage *st,
@@ -337,6 +353,8 @@ static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 			c->cfg.release(c->cfg.lookup_ctx, &mp);
 	}
 	free(kvs);
+	if (rc == 0)
+		claims_expand_after_mount(c, vol, v);
 	return rc;
 }
 
@@ -674,6 +692,7 @@ int claims_new(const struct claims_config *cfg, struct claims **out, struct err 
 	pthread_mutex_init(&c->mu, NULL);
 	clock_cond_init(&c->cond);
 	c->rel_delay = CLAIMS_RELEASE_MIN_MS;
+	c->exp_delay = CLAIMS_EXPAND_MIN_MS;
 	c->rel_due = clock_now_ms(c->clock);
 	c->node = strdup(cfg->node_name);
 	c->cfg.node_name = c->node;

@@ -23,6 +23,11 @@
  * free for another claim or its delete without waiting for the server's lost-claim pass
  * (server/server_gc.h).
  *
+ * A volume grown with node_expansion_required is grown on this node too
+ * (NodeExpandVolume through the mounter, then reported to the server):
+ * by a background pass while it is mounted here, and by a mount right
+ * after it mounted (claims_expand.c).
+ *
  * An unmount (claims_unmount) takes the mount down (unpublish, then
  * unstage when unused) and only then releases the claim, recorded
  * durably first (claims_state.h); a release no server answers stays
@@ -85,6 +90,9 @@
 /* Backoff of the pending releases (ms). */
 #define CLAIMS_RELEASE_MIN_MS 1000
 #define CLAIMS_RELEASE_MAX_MS 30000
+/* Node expansion passes (claims_expand.c): their period, and the first retry of a failure (ms). */
+#define CLAIMS_EXPAND_MS 5000
+#define CLAIMS_EXPAND_MIN_MS 1000
 /* Room for a server path with its query. */
 #define CLAIMS_PATH_MAX 2048
 /* Room for an access or attachment mode name. */
@@ -269,8 +277,12 @@ int claims_mark_unclaimed(struct claims *c, const char *vol, const char *alloc, 
 /*
  * Manual mode: unmounts the orphans queued so far, then sends the
  * pending releases when they are due at the clock's now (at once after
- * an unmount left one pending; then with backoff while none is taken).
- * Returns the clock time at which it is next due.
+ * an unmount left one pending; then with backoff while none is taken),
+ * and runs the node expansion pass of the volumes published here when it
+ * is due (every CLAIMS_EXPAND_MS; after a failure from
+ * CLAIMS_EXPAND_MIN_MS doubling: claims_expand.c). Returns the clock time
+ * at which the pending releases are next due (the thread also wakes for
+ * the next expansion pass).
  */
 int64_t claims_step(struct claims *c);
 

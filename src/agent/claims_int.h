@@ -14,6 +14,15 @@
 #include "agent/owners_watch.h"
 #include "agent/server_link.h"
 
+/* Node expansions that failed finally, remembered (the oldest forgotten first). */
+#define CLAIMS_EXPAND_FINAL_MAX 32
+
+/* A node expansion the plugin refused finally: not retried for this capacity. */
+struct claims_expand_final {
+	char vol[MOUNT_NAME_MAX + 1];
+	int64_t capacity;
+};
+
 /* Releases retried per pass at most (the rest in the next pass). */
 #define CLAIMS_RELEASE_BATCH 64
 
@@ -43,6 +52,11 @@ struct claims {
 	/* The release passes (claims_step's thread only). */
 	int64_t rel_due, rel_delay;
 	struct claims_state_release *rows;
+	/* The node expansion passes (claims_step's thread only; claims_expand.c). */
+	int64_t exp_due, exp_delay;
+	/* Under mu: final refusals of NodeExpandVolume, a ring (claims_expand.c). */
+	struct claims_expand_final exp_final[CLAIMS_EXPAND_FINAL_MAX];
+	size_t exp_nfinal;
 };
 
 /* Whether the module is stopping (requests and waits give up). */
@@ -71,6 +85,16 @@ int claims_release_done(struct claims *c, const char *vol, const char *alloc, st
 /* Starts the thread (not in manual mode); claims_release_stop joins it. */
 int claims_release_start(struct claims *c, struct err *e);
 void claims_release_stop(struct claims *c);
+
+/* claims_expand.c */
+/*
+ * NodeExpandVolume for volume vol (its server record v) when the record
+ * wants it on this node, then the report to the server. 0 when done or
+ * nothing was wanted, else a code with e set (retried by the passes).
+ */
+int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e);
+/* Runs the node expansion pass when due; returns when it is next due (clock ms). */
+int64_t claims_expand_step(struct claims *c);
 
 /* claims_orphans.c */
 /* Starts taking released allocations from held_allocs; claims_orphans_close stops it. */

@@ -98,6 +98,7 @@ int64_t claims_step(struct claims *c)
 	bool poked, pending;
 
 	claims_orphans_run(c);
+	claims_expand_step(c);
 	pthread_mutex_lock(&c->mu);
 	poked = c->poke;
 	c->poke = false;
@@ -121,6 +122,9 @@ static void *claims_release_main(void *arg)
 
 	for (;;) {
 		int64_t due = claims_step(c);
+
+		if (c->exp_due < due)
+			due = c->exp_due;
 
 		pthread_mutex_lock(&c->mu);
 		/* Orphans (claims_orphans.c) go at once; the backoff stays. */

@@ -1,5 +1,5 @@
 /*
- * The four node RPCs of the volume mounter, built from a mount record and
+ * The node RPCs of the volume mounter, built from a mount record and
  * (going up) the request that carries the maps and the secrets: every
  * call gets the mounter's deadline, and its outcome is read through the
  * CSI rules table, so NOT_FOUND from NodeUnpublish/NodeUnstage counts as
@@ -202,4 +202,34 @@ int mount_rpc_unstage(const struct mounter_plugin *p, int64_t timeout_ms,
 	ur.staging_target_path = r->staging_path;
 	return mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_UNSTAGE_VOLUME, &ur.base, "node unstage",
 			      e);
+}
+
+int mount_rpc_expand(const struct mounter_plugin *p, int64_t timeout_ms,
+		     const struct mount_record *r, int64_t capacity, struct err *e)
+{
+	Csi__V1__NodeExpandVolumeRequest xr = CSI__V1__NODE_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+	struct mount_usage u;
+	struct arena *a = arena_new();
+	int rc = a ? 0 : CSID_ENOMEM;
+
+	memset(&u, 0, sizeof(u));
+	u.attachment = r->attachment;
+	u.access = r->access;
+	u.fs_type = r->fs_type;
+	u.read_only = r->read_only;
+	range.required_bytes = capacity;
+	xr.volume_id = r->external_id;
+	xr.volume_path = r->target_path;
+	xr.staging_target_path = r->staging_path ? r->staging_path : "";
+	xr.capacity_range = &range;
+	if (rc == 0 && (xr.volume_capability = mount_rpc_capability(a, &u)) == NULL)
+		rc = CSID_ENOMEM;
+	if (rc == 0)
+		rc = mount_rpc_call(p, timeout_ms, CSI_RPC_NODE_EXPAND_VOLUME, &xr.base,
+				    "node expand", e);
+	else
+		err_set(e, rc, "node expand: out of memory");
+	arena_free(a);
+	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * The node RPCs of the volume mounter (NodeStageVolume, NodePublishVolume,
- * NodeUnpublishVolume, NodeUnstageVolume) for one mount record. Each call
+ * NodeUnpublishVolume, NodeUnstageVolume, NodeExpandVolume) for one mount record. Each call
  * is bounded by timeout_ms and returns 0 when the step is done (OK, or
  * NOT_FOUND on an unpublish/unstage, per csi_rules.h), else the csid code
  * of the gRPC status with e saying "node stage: plugin <id>: <CODE>:
@@ -24,6 +24,13 @@ int mount_rpc_publish(const struct mounter_plugin *p, int64_t timeout_ms,
 /* Unpublishes r->target_path. */
 int mount_rpc_unpublish(const struct mounter_plugin *p, int64_t timeout_ms,
 			const struct mount_record *r, struct err *e);
+/*
+ * Expands r's volume on the node to capacity bytes: NodeExpandVolume with
+ * volume_path r->target_path, staging_target_path r->staging_path (when
+ * staged) and r's capability.
+ */
+int mount_rpc_expand(const struct mounter_plugin *p, int64_t timeout_ms,
+		     const struct mount_record *r, int64_t capacity, struct err *e);
 /* Unstages r->staging_path. */
 int mount_rpc_unstage(const struct mounter_plugin *p, int64_t timeout_ms,
 		      const struct mount_record *r, struct err *e);

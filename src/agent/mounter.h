@@ -51,6 +51,7 @@ struct mounter_plugin {
 	const char *plugin_id;
 	struct csi_client *client;
 	bool has_stage_unstage; /* node capability STAGE_UNSTAGE_VOLUME */
+	bool has_node_expand; /* node capability EXPAND_VOLUME */
 };
 
 /*
@@ -172,6 +173,20 @@ struct mounter_force_report {
 int mounter_unmount_force(struct mounter *m, const struct mounter_plugin *p, const char *no_plugin,
 			  const char *volume_id, const char *alloc_id,
 			  struct mounter_force_report *rep, struct err *e);
+
+/*
+ * Grows the file system of volume_id on this node to capacity bytes after
+ * its controller expanded it: NodeExpandVolume once per staging path of
+ * the volume's published mounts through plugin p (once per volume when
+ * the plugin does not stage), with volume_path a published target. A
+ * plugin without the node capability EXPAND_VOLUME is not called: nothing
+ * is to be done on the node, and that counts as done. Returns 0,
+ * CSID_ENOTFOUND when no mount of the volume through p is published here,
+ * CSID_EINVAL for a bad name, or the code of the failing RPC (the caller
+ * retries; FAILED_PRECONDITION and OUT_OF_RANGE are final, csi_rules.h).
+ */
+int mounter_expand(struct mounter *m, const struct mounter_plugin *p, const char *volume_id,
+		   int64_t capacity, struct err *e);
 
 /*
  * Whether volume_id is published for alloc_id and its target is still a

@@ -68,6 +68,7 @@ int node_plugins_lookup(void *ctx, const char *plugin_id, struct mounter_plugin 
 	out->plugin_id = ref->name;
 	out->client = ref->client;
 	out->has_stage_unstage = ref->fingerprint.stage_unstage;
+	out->has_node_expand = ref->fingerprint.node_expand;
 	return 0;
 }
 

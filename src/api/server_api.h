@@ -14,6 +14,7 @@
  *   PUT    /v1/volume/<id>/release      {"alloc_id","force"}
  *   PUT    /v1/volume/<id>/detach       {"node_id"}
  *   PUT    /v1/volume/<id>/expand       {"capacity_min"}
+ *   PUT    /v1/volume/<id>/node-expanded {"node_id", "capacity"} (agents)
  *   PUT    /v1/volume/<id>/modify       {"mutable_parameters": {...}}
  *   GET    /v1/snapshots?volume=&prefix=&per_page=&next_token=
  *   PUT    /v1/snapshot/<id>            {"volume_id","name","parameters","secrets"}

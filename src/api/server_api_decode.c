@@ -222,6 +222,27 @@ int server_api_decode_detach(struct arena *a, const char *body, size_t len, char
 	return rc;
 }
 
+int server_api_decode_node_expanded(struct arena *a, const char *body, size_t len, char **node_id,
+				    int64_t *capacity, struct err *e)
+{
+	static const char *const keys[] = {"node_id", "capacity", NULL};
+	json_t *root = decode_object(body, len, e), *v;
+	int rc;
+
+	if (!root)
+		return CSID_EINVAL;
+	rc = decode_keys(root, "", keys, e);
+	if (!rc)
+		rc = decode_id(a, root, "node_id", "node_id", true, node_id, e);
+	v = json_object_get(root, "capacity");
+	if (!rc && (!json_is_integer(v) || json_integer_value(v) <= 0))
+		rc = err_set(e, CSID_EINVAL, "capacity: required, a positive integer");
+	if (!rc)
+		*capacity = json_integer_value(v);
+	json_decref(root);
+	return rc;
+}
+
 int server_api_decode_expand(struct arena *a, const char *body, size_t len, int64_t *capacity,
 			     struct err *e)
 {

@@ -40,6 +40,9 @@ int server_api_decode_release(struct arena *a, const char *body, size_t len, cha
 int server_api_decode_detach(struct arena *a, const char *body, size_t len, char **node_id,
 			     struct err *e);
 /* {"capacity_min": bytes or "10GiB"} */
+/* PUT /v1/volume/<id>/node-expanded {"node_id", "capacity"} (both required). */
+int server_api_decode_node_expanded(struct arena *a, const char *body, size_t len, char **node_id,
+				    int64_t *capacity, struct err *e);
 int server_api_decode_expand(struct arena *a, const char *body, size_t len, int64_t *capacity,
 			     struct err *e);
 /* {"mutable_parameters": {...}} */

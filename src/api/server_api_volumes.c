@@ -431,7 +431,8 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 	} else if (strcmp(m, "PUT") != 0 &&
 		   (strcmp(rest, "/claim") == 0 || strcmp(rest, "/release") == 0 ||
 		    strcmp(rest, "/detach") == 0 || strcmp(rest, "/expand") == 0 ||
-		    strcmp(rest, "/modify") == 0 || strcmp(rest, "/cancel") == 0)) {
+		    strcmp(rest, "/modify") == 0 || strcmp(rest, "/cancel") == 0 ||
+		    strcmp(rest, "/node-expanded") == 0)) {
 		rep->allow = "PUT";
 		rc = HTTP_METHOD_NOT_ALLOWED;
 	} else if (strcmp(rest, "/claim") == 0) {
@@ -456,6 +457,13 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		rc = server_api_decode_expand(a, req->body, req->len, &cap, e);
 		if (!rc)
 			rc = server_volume_expand(api->server, id, cap, a, &v, e);
+	} else if (strcmp(rest, "/node-expanded") == 0) {
+		rc = server_api_decode_node_expanded(a, req->body, req->len, &node, &cap, e);
+		if (!rc)
+			rc = server_node_instance_check(api->server, node, vol_node_instance(req),
+							"node expanded", false, e);
+		if (!rc)
+			rc = server_volume_node_expanded(api->server, id, node, cap, a, &v, e);
 	} else if (strcmp(rest, "/modify") == 0) {
 		rc = server_api_decode_modify(a, req->body, req->len, &mut, e);
 		if (!rc)

@@ -39,7 +39,8 @@
  *     server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
- *           "claimed_ms", "updated_ms", "note", "held_by_agent"}
+ *           "claimed_ms", "updated_ms", "note", "held_by_agent",
+ *           "node_expanded"}
  *   publication: {"node_id", "plugin_node_id", "read_only", "access_mode",
  *           "attachment_mode", "state": "publishing|published|unpublishing",
  *           "context": {...}}
@@ -207,6 +208,11 @@ struct model_claim {
 	 * scheduler made through the API is never collected that way.
 	 */
 	bool held_by_agent;
+	/*
+	 * The claim's node reported NodeExpandVolume done for the volume's
+	 * current node_expansion_required (server_volume_node_expanded).
+	 */
+	bool node_expanded;
 };
 
 /* Whether the claim lifecycle allows from -> to. */

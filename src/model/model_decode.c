@@ -479,6 +479,8 @@ static int model_dec_claim(struct model_dec *d, json_t *o, const char *path, str
 		rc = model_dec_str(d, o, "note", path, 0, &c->note);
 	if (!rc)
 		rc = model_dec_bool(d, o, "held_by_agent", path, &c->held_by_agent);
+	if (!rc)
+		rc = model_dec_bool(d, o, "node_expanded", path, &c->node_expanded);
 	c->mode = (enum model_claim_mode)mode;
 	c->state = (enum model_claim_state)state;
 	return rc;

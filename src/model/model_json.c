@@ -142,6 +142,8 @@ static json_t *model_enc_claim(const struct model_claim *c)
 	model_set_int(&ok, o, "updated_ms", c->updated_ms);
 	model_set_str(&ok, o, "note", c->note);
 	model_set(&ok, o, "held_by_agent", json_boolean(c->held_by_agent));
+	if (c->node_expanded)
+		model_set(&ok, o, "node_expanded", json_true());
 	if (!ok) {
 		json_decref(o);
 		return NULL;

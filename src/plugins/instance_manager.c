@@ -418,6 +418,9 @@ static int im_fp_node(struct instance_manager *im, struct csi_client *c,
 	    (fp->node_caps &
 	     (UINT64_C(1) << CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME)) !=
 	    0;
+	fp->node_expand =
+	    (fp->node_caps &
+	     (UINT64_C(1) << CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME)) != 0;
 	if (im_call(im, c, CSI_RPC_NODE_GET_INFO, &ireq.base, (ProtobufCMessage **)&iresp, buf,
 		    len) < 0)
 		return -1;

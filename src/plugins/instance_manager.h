@@ -72,6 +72,8 @@ struct plugin_fingerprint {
 	uint64_t node_caps;
 	/* Shorthand for node_caps & STAGE_UNSTAGE_VOLUME. */
 	bool stage_unstage;
+	/* Shorthand for node_caps & EXPAND_VOLUME. */
+	bool node_expand;
 	/* NodeGetInfo (node plugins). */
 	char node_id[PLUGIN_NODE_ID_MAX];
 	int64_t max_volumes; /* 0: no limit given */

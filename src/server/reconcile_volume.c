@@ -816,8 +816,12 @@ static int rv_expand_record(struct rv_pass *s, int64_t min, int64_t capacity, bo
 		if (v->capacity_min < min)
 			v->capacity_min = min;
 		/* "node_expansion_required=true: the CO MUST call NodeExpandVolume". */
-		if (node_required)
+		if (node_required) {
 			v->node_expansion_required = true;
+			/* Every node holding it must grow it again (server_volumes.c). */
+			for (size_t j = 0; j < v->nclaims; j++)
+				v->claims[j].node_expanded = false;
+		}
 		if (v->pending_capacity_min <= min || v->pending_capacity_min <= v->capacity)
 			v->pending_capacity_min = 0;
 		if (rv_write(s) == 0)

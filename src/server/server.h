@@ -163,6 +163,17 @@ int server_volume_detach(struct server *s, const char *id, const char *node_id, 
 int server_volume_expand(struct server *s, const char *id, int64_t capacity_min, struct arena *a,
 			 struct model_volume **out, struct err *e);
 /*
+ * Node node_id grew volume id on the node to capacity bytes
+ * (NodeExpandVolume done, or not offered by its node plugin): its active
+ * claims are marked node_expanded, and once every claimed claim is,
+ * node_expansion_required is cleared (with the marks). A report while
+ * nothing is required, or for less than the volume's capacity (an older
+ * expand), changes nothing. CSID_EPRECOND when the node holds no claim.
+ */
+int server_volume_node_expanded(struct server *s, const char *id, const char *node_id,
+				int64_t capacity, struct arena *a, struct model_volume **out,
+				struct err *e);
+/*
  * Drops the pending changes (expand and modify) the reconciler has not
  * done yet; *skipped says which. CSID_EPRECOND when none is pending. A
  * change whose RPC is in flight still lands: its outcome is recorded.

@@ -721,6 +721,52 @@ int server_volume_expand(struct server *s, const char *id, int64_t capacity_min,
 	return server_volume_request(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
 }
 
+struct server_node_expanded {
+	const char *node_id;
+	int64_t capacity;
+};
+
+static int server_node_expanded_fn(struct server *s, struct model_volume *v, void *arg,
+				   struct arena *scratch, char **skipped, struct err *e)
+{
+	const struct server_node_expanded *x = arg;
+	bool held = false, all = true;
+
+	(void)scratch;
+	(void)skipped;
+	if (!v->node_expansion_required || x->capacity < v->capacity)
+		return SERVER_KEEP;
+	for (size_t i = 0; i < v->nclaims; i++) {
+		struct model_claim *c = &v->claims[i];
+
+		if (strcmp(c->node_id, x->node_id) == 0) {
+			held = true;
+			c->node_expanded = true;
+		}
+		if (c->state == MODEL_CLAIM_CLAIMED && !c->node_expanded)
+			all = false;
+	}
+	if (!held)
+		return err_set(e, CSID_EPRECOND, "volume %s: node %s holds no claim of it", v->id,
+			       x->node_id);
+	if (all) {
+		v->node_expansion_required = false;
+		for (size_t i = 0; i < v->nclaims; i++)
+			v->claims[i].node_expanded = false;
+	}
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+int server_volume_node_expanded(struct server *s, const char *id, const char *node_id,
+				int64_t capacity, struct arena *a, struct model_volume **out,
+				struct err *e)
+{
+	struct server_node_expanded x = {node_id, capacity};
+
+	return server_volume_request(s, id, server_node_expanded_fn, &x, a, out, NULL, e);
+}
+
 static int server_cancel_fn(struct server *s, struct model_volume *v, void *arg,
 			    struct arena *scratch, char **skipped, struct err *e)
 {

@@ -34,25 +34,6 @@
 #define T_WAIT_MS CLAIM_ENV_WAIT_MS
 #define T_RUN CLAIM_ENV_RUN
 
-static int t_setup(void **state)
-{
-	struct claim_env *t = calloc(1, sizeof(*t));
-
-	*state = t;
-	return t ? claim_env_setup(t, "single-node-single-writer") : -1;
-}
-
-static int t_teardown(void **state)
-{
-	struct claim_env *t = *state;
-
-	if (!t)
-		return 0;
-	claim_env_teardown(t);
-	free(t);
-	return 0;
-}
-
 /* The volume as the server shows it (a new reference). */
 static json_t *t_volume(struct claim_env *t)
 {
@@ -300,10 +281,12 @@ static void test_failed_mount_releases_claim(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_mount_claim_unmount_release, t_setup, t_teardown),
-	    cmocka_unit_test_setup_teardown(test_release_pending_across_restarts, t_setup,
-					    t_teardown),
-	    cmocka_unit_test_setup_teardown(test_failed_mount_releases_claim, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_claim_unmount_release,
+					    claim_env_cmocka_setup, claim_env_cmocka_teardown),
+	    cmocka_unit_test_setup_teardown(test_release_pending_across_restarts,
+					    claim_env_cmocka_setup, claim_env_cmocka_teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_mount_releases_claim,
+					    claim_env_cmocka_setup, claim_env_cmocka_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /*
  * Fuzz target: the server API's request decoders (server_api_decode.c).
  * The first byte picks the decoder (claim, release, detach, expand,
- * modify, snapshot, node), the rest is the body. Each must decode or fail
+ * modify, snapshot, node, node-expanded), the rest is the body. Each must decode or fail
  * with a code and a message; what decodes must hold only checked IDs and
  * known modes, and never more than the documented limits.
  */
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!a)
 		return 0;
 	err_clear(&e);
-	switch (data[0] % 7) {
+	switch (data[0] % 8) {
 	case 0:
 		rc = server_api_decode_claim(a, body, len, &claim, &e);
 		if (!rc) {
@@ -84,6 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_check_id(snap->id);
 			fuzz_check_id(snap->volume_id);
 		}
+		break;
+	case 7:
+		rc = server_api_decode_node_expanded(a, body, len, &id, &cap, &e);
+		if (!rc)
+			fuzz_check_id(id);
+		if (!rc && cap <= 0)
+			abort();
 		break;
 	default:
 		rc = server_api_decode_node(a, body, len, "node-1", &node, &e);

@@ -14,6 +14,7 @@
 #include "claim_env.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int claim_env_setup(struct claim_env *t, const char *access_mode)
@@ -82,4 +83,23 @@ void claim_env_teardown(struct claim_env *t)
 	if (t->s.dir[0])
 		assert_false(server_proc_log_has(&t->s, CLAIM_ENV_TOKEN));
 	server_proc_cleanup(&t->s);
+}
+
+int claim_env_cmocka_setup(void **state)
+{
+	struct claim_env *t = calloc(1, sizeof(*t));
+
+	*state = t;
+	return t ? claim_env_setup(t, "single-node-single-writer") : -1;
+}
+
+int claim_env_cmocka_teardown(void **state)
+{
+	struct claim_env *t = *state;
+
+	if (!t)
+		return 0;
+	claim_env_teardown(t);
+	free(t);
+	return 0;
 }

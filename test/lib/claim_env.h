@@ -38,6 +38,13 @@ int claim_env_setup(struct claim_env *t, const char *access_mode);
 /* Stops and removes everything; asserts the token never reached the server's log. */
 void claim_env_teardown(struct claim_env *t);
 
+/*
+ * cmocka setup/teardown: a claim_env in *state (single-node-single-writer),
+ * torn down and freed even when the test failed.
+ */
+int claim_env_cmocka_setup(void **state);
+int claim_env_cmocka_teardown(void **state);
+
 /* Runs csictl with the server's and the agent's addresses and the token; args NULL-terminated. */
 #define CLAIM_ENV_RUN(t, ...)                                                                   \
 	do {                                                                                    \

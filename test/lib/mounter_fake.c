@@ -160,6 +160,19 @@ static int mounter_fake_apply(struct mounter_fake *f, struct mounter_fake_view *
 		}
 		return CSI_OK;
 	}
+	case CSI_RPC_NODE_EXPAND_VOLUME: {
+		const Csi__V1__NodeExpandVolumeRequest *r = (const void *)req;
+
+		if (r->volume_capability == NULL || r->capacity_range == NULL)
+			return CSI_INVALID_ARGUMENT;
+		if (mounter_fake_find(v->targets, v->n_targets, r->volume_path) < 0)
+			return CSI_NOT_FOUND;
+		f->expands++;
+		f->expand_bytes = r->capacity_range->required_bytes;
+		snprintf(f->expand_path, sizeof(f->expand_path), "%s", r->volume_path);
+		snprintf(f->expand_stage, sizeof(f->expand_stage), "%s", r->staging_target_path);
+		return CSI_OK;
+	}
 	default:
 		return CSI_UNIMPLEMENTED;
 	}
@@ -177,6 +190,8 @@ static const char *mounter_fake_volume(enum csi_rpc rpc, const ProtobufCMessage 
 		return ((const Csi__V1__NodeUnpublishVolumeRequest *)(const void *)req)->volume_id;
 	case CSI_RPC_NODE_UNSTAGE_VOLUME:
 		return ((const Csi__V1__NodeUnstageVolumeRequest *)(const void *)req)->volume_id;
+	case CSI_RPC_NODE_EXPAND_VOLUME:
+		return ((const Csi__V1__NodeExpandVolumeRequest *)(const void *)req)->volume_id;
 	default:
 		return "";
 	}

@@ -5,7 +5,7 @@
  * published where) in a small text file, so that a test can "kill -9" a
  * child process in the middle of an operation and look at the same node
  * from the parent afterwards. Its client answers NodeStage, NodePublish,
- * NodeUnpublish and NodeUnstage like a strict plugin (idempotent, publish
+ * NodeUnpublish, NodeUnstage and NodeExpand like a strict plugin (idempotent, publish
  * requires the stage) and counts protocol violations: a stage of a path
  * that is already staged, an unstage while a target still uses the stage,
  * a publish without a stage, two RPCs of one volume at once.
@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "agent/mountinfo.h"
 #include "csi/csi_client.h"
@@ -58,6 +59,11 @@ struct mounter_fake {
 	char busy_mount[MOUNTER_FAKE_PATH];
 	/* Fail every RPC of this kind (enum csi_rpc) with fail_code; -1 for none. */
 	int fail_rpc;
+	/* NodeExpandVolume calls that reached the plugin's logic (not failed by a fault). */
+	int expands;
+	int64_t expand_bytes; /* capacity_range.required_bytes of the last one */
+	char expand_path[MOUNTER_FAKE_PATH]; /* its volume_path */
+	char expand_stage[MOUNTER_FAKE_PATH]; /* its staging_target_path */
 	pthread_mutex_t mu;
 	char busy[MOUNTER_FAKE_MAX][MOUNTER_FAKE_PATH]; /* volumes with an RPC in flight */
 	int n_busy;

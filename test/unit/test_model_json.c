@@ -77,6 +77,7 @@ static struct model_volume *vol_full(struct arena *a)
 				 100,
 				 200,
 				 "released",
+				 true,
 				 true};
 	v->nclaims = 1;
 	v->past_claims = arena_alloc(a, sizeof(*v->past_claims));

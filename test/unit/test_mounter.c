@@ -240,6 +240,50 @@ static void test_mount_without_stage(void **state)
 	mt_check_empty(env);
 }
 
+/*
+ * NodeExpandVolume after a controller expand: a fault is an error the
+ * caller retries, the retry grows the volume once for its shared stage,
+ * with the published target and the staging path; a plugin without
+ * EXPAND_VOLUME is not called and that counts as done; a volume not
+ * mounted here is not found.
+ */
+static void test_node_expand(void **state)
+{
+	struct mt_env *env = *state;
+	struct mounter_result ra, rb;
+	struct mounter_request req;
+	struct err e;
+
+	mt_request(&req, "vol1", "alloc-a");
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &ra, &e), 0);
+	mt_request(&req, "vol1", "alloc-b");
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &rb, &e), 0);
+
+	env->plugin.has_node_expand = true;
+	env->fake.fail_rpc = CSI_RPC_NODE_EXPAND_VOLUME;
+	env->fake.fail_code = CSI_UNAVAILABLE;
+	assert_int_equal(mounter_expand(env->m, &env->plugin, "vol1", 4096, &e), CSID_EUNAVAIL);
+	assert_non_null(strstr(e.msg, "node expand vol1"));
+	assert_int_equal(env->fake.expands, 0);
+
+	env->fake.fail_rpc = -1;
+	assert_int_equal(mounter_expand(env->m, &env->plugin, "vol1", 4096, &e), 0);
+	assert_int_equal(env->fake.expands, 1);
+	assert_int_equal(env->fake.expand_bytes, 4096);
+	assert_string_equal(env->fake.expand_stage, ra.source);
+	assert_true(strcmp(env->fake.expand_path, ra.target) == 0 ||
+		    strcmp(env->fake.expand_path, rb.target) == 0);
+
+	env->plugin.has_node_expand = false;
+	assert_int_equal(mounter_expand(env->m, &env->plugin, "vol1", 8192, &e), 0);
+	assert_int_equal(env->fake.expands, 1);
+
+	assert_int_equal(mounter_expand(env->m, &env->plugin, "vol2", 8192, &e), CSID_ENOTFOUND);
+	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol1", "alloc-a", &e), 0);
+	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol1", "alloc-b", &e), 0);
+	mt_check_empty(env);
+}
+
 static void test_block_device(void **state)
 {
 	struct mt_env *env = *state;
@@ -564,6 +608,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mount_with_stage, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_without_stage, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_block_device, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_node_expand, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_staging, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_every_rpc_failing, mt_scratch_setup,
 					    mt_scratch_teardown),

@@ -974,6 +974,64 @@ static void test_expand_and_modify(void **state)
 }
 
 /*
+ * node_expansion_required after a controller expand that asked for it is
+ * cleared only when every node holding a claim reported its
+ * NodeExpandVolume done; a report for an older (smaller) capacity or
+ * while nothing is required changes nothing; a node without a claim is
+ * refused.
+ */
+static void test_node_expanded(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability mc = {.access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER};
+	struct model_volume spec = {0}, *v = NULL;
+	int64_t cap;
+	uint64_t index;
+	struct err e;
+
+	t_node(t, "n1", T_PUB_PLUGIN, true, "z1");
+	t_node(t, "n2", T_PUB_PLUGIN, true, "z1");
+	t_local_ctl(t, T_PUB_PLUGIN, T_CAP_CREATE | T_CAP_EXPAND);
+	spec.id = "v";
+	spec.plugin_id = T_PUB_PLUGIN;
+	spec.caps = &mc;
+	spec.ncaps = 1;
+	spec.capacity_min = 1 << 20;
+	assert_int_equal(server_volume_create(t->s, &spec, t->a, &v, &e), 0);
+	t_step(t);
+	assert_int_equal(t_claim(t, "v", "a1", "n1", MODEL_CLAIM_WRITE,
+				 MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
+			 0);
+	assert_int_equal(t_claim(t, "v", "a2", "n2", MODEL_CLAIM_WRITE,
+				 MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
+			 0);
+	t->pub.node_expansion = true;
+	assert_int_equal(server_volume_expand(t->s, "v", 1 << 30, t->a, &v, &e), 0);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
+	assert_true(v->node_expansion_required);
+	cap = v->capacity;
+	assert_true(cap >= 1 << 30);
+
+	assert_int_equal(server_volume_node_expanded(t->s, "v", "n3", cap, t->a, &v, &e),
+			 CSID_EPRECOND);
+	t_contains(e.msg, "node n3 holds no claim");
+	index = store_index(t->store);
+	assert_int_equal(server_volume_node_expanded(t->s, "v", "n1", cap - 1, t->a, &v, &e), 0);
+	assert_int_equal(store_index(t->store), index);
+	assert_int_equal(server_volume_node_expanded(t->s, "v", "n1", cap, t->a, &v, &e), 0);
+	assert_true(v->node_expansion_required);
+	assert_true(model_volume_claim(v, "a1")->node_expanded);
+	assert_false(model_volume_claim(v, "a2")->node_expanded);
+	assert_int_equal(server_volume_node_expanded(t->s, "v", "n2", cap, t->a, &v, &e), 0);
+	assert_false(v->node_expansion_required);
+	assert_false(model_volume_claim(v, "a1")->node_expanded);
+	index = store_index(t->store);
+	assert_int_equal(server_volume_node_expanded(t->s, "v", "n2", cap, t->a, &v, &e), 0);
+	assert_int_equal(store_index(t->store), index);
+}
+
+/*
  * Waiting that tells the truth: a retry that failed again changes the
  * status stamp (a blocking query wakes on it); a new request (delete,
  * expand, cancel, modify) drops the error of the old one before its
@@ -1141,6 +1199,7 @@ int main(void)
 	    T_TEST(test_topology_refusal),
 	    T_TEST(test_failing_volume_shows_status),
 	    T_TEST(test_expand_and_modify),
+	    T_TEST(test_node_expanded),
 	    T_TEST(test_expand_refused_and_cancel),
 	    T_TEST(test_expand_smaller),
 	    T_TEST(test_wait_truth),

@@ -183,6 +183,7 @@ static int csid_agent_lookup(void *ctx, const char *plugin_id, struct mounter_pl
 	out->plugin_id = h->id;
 	out->client = h->ref.client;
 	out->has_stage_unstage = h->ref.fingerprint.stage_unstage;
+	out->has_node_expand = h->ref.fingerprint.node_expand;
 	return 0;
 }
 
