@@ -169,6 +169,7 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 		goto fail;
 	}
 	hc.ctx = a;
+	hc.limits = cfg->limits;
 	a->cfg.db_path = NULL;
 	if ((rc = curl_pool_new(AGENT_API_SERVER_CONNS, &a->conns, e)) ||
 	    (rc = agent_api_release_open(a, cfg->db_path, e)) ||

@@ -1,7 +1,8 @@
 /*
  * The agent's HTTP API (JSON over a unix socket, optionally TCP too), on
- * libmicrohttpd with a thread per connection, so a mount that blocks on a
- * slow plugin never stalls other requests:
+ * the event-driven HTTP layer of http.h: handlers run on its bounded
+ * worker pool, so a mount that blocks on a slow plugin never stalls the
+ * connections of other requests:
  *
  *   GET    /v1/agent/self                  node name, data dir, version, counts
  *   GET    /v1/agent/plugins               plugins: type, instances, active, health,
@@ -36,6 +37,7 @@
 #include <jansson.h>
 
 #include "agent/held_allocs.h"
+#include "api/http.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
 #include "agent/plugin_manager.h"
@@ -76,6 +78,7 @@ struct agent_api_config {
 	int64_t rpc_timeout_ms;
 	/* The allocations reported to the servers (borrowed); NULL: none reported. */
 	struct held_allocs *held;
+	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
 };
 
 struct agent_api;

@@ -1,8 +1,16 @@
 /*
- * HTTP plumbing on libmicrohttpd (see http.h): a unix listener we bind
- * ourselves and hand over, an optional TCP listener, a thread per
- * connection, request bodies gathered up to the cap and wiped when done,
- * and the one place where answers, streams and errors are written.
+ * HTTP plumbing on libmicrohttpd (see http.h and http_int.h): a unix
+ * listener we bind ourselves and hand over, an optional TCP listener,
+ * each served by epoll on its own I/O thread(s) with suspend/resume;
+ * request bodies gathered up to the cap and wiped when done; handlers run
+ * by the workers of http_work.c; and the one place where answers, streams
+ * and errors are written (http_finish).
+ *
+ * Limits: the TCP listener takes at most limits.per_client connections
+ * from one address; a new connection has limits.header_timeout_s of
+ * silence to send its request head (a TLS handshake included) before it
+ * is closed, and limits.idle_timeout_s once its first request came; all
+ * connections together stay below the process's file limit.
  *
  * libmicrohttpd answers a few failures itself with an HTML page: a request
  * head larger than its per-connection memory. The memory limit is set well
@@ -17,40 +25,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "api/http_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
-#define HTTP_CONN_LIMIT 512
-#define HTTP_IDLE_TIMEOUT_S 120
 #define HTTP_CONN_MEMORY (128 * 1024)
 #define HTTP_STREAM_BLOCK 16384
-
-struct http_server {
-	struct http_server_config cfg;
-	char *name;
-	char *socket_path;
-	char *tcp_addr;
-	struct MHD_Daemon *unix_daemon;
-	struct MHD_Daemon *tcp_daemon;
-};
-
-/* Per-request state, from the first call of the handler to completion. */
-struct http_conn {
-	char *body;
-	size_t len;
-	size_t cap;
-	bool too_big;
-	bool url_too_long;
-	bool answered;
-	struct timespec start;
-};
+/* Lines a second logged for libmicrohttpd's complaints (refused connections...). */
+#define HTTP_LOG_BURST 10
+/* File descriptors kept for everything but connections (files, plugins, clients). */
+#define HTTP_FD_RESERVE 256
 
 const char *http_query(const struct http_request *r, const char *key)
 {
@@ -148,37 +140,42 @@ static void http_send_err(struct MHD_Connection *c, int rc, const struct err *e)
 
 static ssize_t http_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct http_stream *st = cls;
-	long n = st->next(st->ctx, buf, max);
+	struct http_sbox *b = cls;
+	long n = b->st.next(b->st.ctx, buf, max);
 
 	if (n < 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing now: the connection sleeps until the next wake-up or tick. */
+	if (n == 0 && !http_work_park_stream(b->srv, b))
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	return (ssize_t)n;
 }
 
 static void http_stream_free(void *cls)
 {
-	struct http_stream *st = cls;
+	struct http_sbox *b = cls;
 
-	if (st->done)
-		st->done(st->ctx);
-	free(st);
+	if (b->st.done)
+		b->st.done(b->st.ctx);
+	free(b);
 }
 
-static void http_send_stream(struct MHD_Connection *c, const struct http_stream *src,
-			     const char *index)
+static void http_send_stream(struct http_server *s, struct MHD_Connection *c,
+			     const struct http_stream *src, const char *index)
 {
-	struct http_stream *st = malloc(sizeof(*st));
+	struct http_sbox *b = calloc(1, sizeof(*b));
 	struct MHD_Response *resp = NULL;
 
-	if (st) {
-		*st = *src;
+	if (b) {
+		b->st = *src;
+		b->srv = s;
+		b->c = c;
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
-							 http_stream_read, st, http_stream_free);
+							 http_stream_read, b, http_stream_free);
 	}
 	if (!resp) {
-		if (st)
-			http_stream_free(st);
+		if (b)
+			http_stream_free(b);
 		else if (src->done)
 			src->done(src->ctx);
 		http_send_error(c, 500, "no_memory", "out of memory", NULL);
@@ -192,89 +189,129 @@ static void http_send_stream(struct MHD_Connection *c, const struct http_stream 
 }
 
 static void http_log(const struct http_server *s, const char *method, const char *url,
-		     unsigned status, const struct timespec *start, const char *error)
+		     unsigned status, int64_t start_ms, const char *error)
 {
 	char qu[300], qe[600];
-	struct timespec now;
-	double ms;
+	double ms = (double)(clock_now_ms(clock_real()) - start_ms);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (double)(now.tv_sec - start->tv_sec) * 1e3 +
-	     (double)(now.tv_nsec - start->tv_nsec) / 1e6;
 	log_msg(strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO,
-		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.1f "
+		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.0f "
 		"error=%s",
 		s->name, method, log_q(qu, sizeof(qu), url), status, ms,
 		log_q(qe, sizeof(qe), error && error[0] ? error : "-"));
 }
 
-/* Runs the handler for a complete request and queues its answer; returns the status. */
-static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, const char *url,
-			      const char *method, struct http_conn *hc, struct err *e)
+/* Frees what a reply holds (the handler's outcome was not sent). */
+static void http_reply_drop(struct http_reply *rep)
+{
+	if (rep->text && rep->wipe)
+		http_wipe_free(rep->text);
+	else
+		free(rep->text);
+	rep->text = NULL;
+	json_decref(rep->doc);
+	rep->doc = NULL;
+	if (rep->stream.done)
+		rep->stream.done(rep->stream.ctx);
+	rep->stream.next = NULL;
+	rep->stream.done = NULL;
+}
+
+void http_run(struct http_server *s, struct http_conn *hc)
 {
 	struct http_request req = {
-	    .method = method,
-	    .url = url,
+	    .method = hc->method,
+	    .url = hc->url,
 	    .body = hc->body ? hc->body : "",
 	    .len = hc->len,
-	    .conn_ = c,
+	    .conn_ = hc->c,
+	    .hc_ = hc,
 	};
-	struct http_reply rep;
-	int rc;
+
+	memset(&hc->rep, 0, sizeof(hc->rep));
+	err_clear(&hc->e);
+	hc->rc = s->cfg.handler(s->cfg.ctx, &req, &hc->rep, &hc->e);
+	if (hc->rc && hc->rc != HTTP_METHOD_NOT_ALLOWED)
+		http_reply_drop(&hc->rep);
+}
+
+int64_t http_request_start_ms(const struct http_request *r)
+{
+	return r->hc_->start_ms;
+}
+
+int http_wait(const struct http_request *r, int64_t deadline_ms)
+{
+	r->hc_->deadline_ms = deadline_ms;
+	return HTTP_WAIT;
+}
+
+/* Queues the answer of a request whose outcome is known; returns its status. */
+static unsigned http_answer(struct http_server *s, struct http_conn *hc)
+{
+	struct MHD_Connection *c = hc->c;
+	struct http_reply *rep = &hc->rep;
+	struct err *e = &hc->e;
+	unsigned status;
 
 	if (hc->url_too_long) {
-		rc =
-		    err_set(e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name, HTTP_URL_MAX);
-		http_send_error(c, 414, csid_err_code(rc), e->msg, NULL);
+		http_send_error(c, 414, csid_err_code(hc->rc), e->msg, NULL);
 		return 414;
 	}
-	if (hc->too_big) {
-		rc = err_set(e, CSID_ETOOBIG, "%s: request body larger than %zu bytes", s->name,
-			     s->cfg.body_max);
-		http_send_err(c, rc, e);
-		return (unsigned)csid_err_http_status(rc);
-	}
-	memset(&rep, 0, sizeof(rep));
-	rc = s->cfg.handler(s->cfg.ctx, &req, &rep, e);
-	if ((rc || rep.stream.next) && rep.text && rep.wipe)
-		http_wipe_free(rep.text);
-	else if (rc || rep.stream.next)
-		free(rep.text);
-	if (rc == HTTP_METHOD_NOT_ALLOWED) {
+	if (hc->rc == HTTP_METHOD_NOT_ALLOWED) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", method,
-			 rep.allow ? rep.allow : "none");
+		snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", hc->method,
+			 rep->allow ? rep->allow : "none");
 		err_set(e, CSID_EINVAL, "%s", msg);
-		http_send_error(c, 405, "method_not_allowed", msg, rep.allow);
-		json_decref(rep.doc);
+		http_reply_drop(rep);
+		http_send_error(c, 405, "method_not_allowed", msg, rep->allow);
 		return 405;
 	}
-	if (rc) {
-		json_decref(rep.doc);
-		if (rep.stream.done)
-			rep.stream.done(rep.stream.ctx);
-		http_send_err(c, rc, e);
-		return (unsigned)csid_err_http_status(rc);
+	if (hc->rc) {
+		http_send_err(c, hc->rc, e);
+		return (unsigned)csid_err_http_status(hc->rc);
 	}
-	if (rep.stream.next) {
-		json_decref(rep.doc);
-		http_send_stream(c, &rep.stream, rep.index);
+	if (rep->stream.next) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		if (rep->text && rep->wipe)
+			http_wipe_free(rep->text);
+		else
+			free(rep->text);
+		rep->text = NULL;
+		http_send_stream(s, c, &rep->stream, rep->index);
+		memset(&rep->stream, 0, sizeof(rep->stream));
 		return 200;
 	}
-	if (!rep.status)
-		rep.status = 200;
-	if (rep.text) {
-		json_decref(rep.doc);
-		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe);
-		return rep.status;
+	status = rep->status ? rep->status : 200;
+	if (rep->text) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		http_send_text_wipe(c, status, rep->text, rep->index, NULL, rep->wipe);
+		rep->text = NULL;
+		return status;
 	}
-	if (!rep.doc)
-		rep.doc = json_object();
-	http_send_text(c, rep.status, rep.doc ? json_dumps(rep.doc, JSON_COMPACT) : NULL, rep.index,
+	if (!rep->doc)
+		rep->doc = json_object();
+	http_send_text(c, status, rep->doc ? json_dumps(rep->doc, JSON_COMPACT) : NULL, rep->index,
 		       NULL);
-	json_decref(rep.doc);
-	return rep.status;
+	json_decref(rep->doc);
+	rep->doc = NULL;
+	return status;
+}
+
+/*
+ * Completes a request: queues its answer and logs it. Every request that
+ * gets an answer from us passes here once, on an I/O thread.
+ */
+static void http_finish(struct http_server *s, struct http_conn *hc)
+{
+	const char *url = hc->url_too_long ? "(long url)" : hc->url;
+	unsigned status = http_answer(s, hc);
+
+	hc->state = HTTP_CONN_ANSWERED;
+	http_log(s, hc->method, url, status, hc->start_ms, status < 400 ? NULL : hc->e.msg);
 }
 
 static int http_hex(char c)
@@ -351,40 +388,50 @@ static int http_body_append(struct http_conn *hc, const char *data, size_t n, si
 	return 0;
 }
 
+/* The first call for a request: its head is complete. Returns false to drop the connection. */
+static bool http_begin(struct http_server *s, struct MHD_Connection *c, const char *url,
+		       const char *method, void **con_cls)
+{
+	const char *cl =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	size_t ulen = strlen(url);
+	struct http_conn *hc = calloc(1, sizeof(*hc));
+
+	if (!hc)
+		return false;
+	hc->c = c;
+	hc->url = url;
+	hc->method = method;
+	hc->start_ms = clock_now_ms(clock_real());
+	*con_cls = hc;
+	/* The head came: from now on the connection may idle longer. */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)s->cfg.limits.idle_timeout_s);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
+	hc->url_too_long = ulen > HTTP_URL_MAX;
+	/* A body announced larger than the cap is refused before it is read. */
+	hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
+	if (hc->url_too_long)
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name,
+				 HTTP_URL_MAX);
+	else if (hc->too_big)
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: request body larger than %zu bytes",
+				 s->name, s->cfg.body_max);
+	if (hc->url_too_long || hc->too_big)
+		http_finish(s, hc);
+	return true;
+}
+
 static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const char *url,
 				    const char *method, const char *version, const char *upload,
 				    size_t *upload_size, void **con_cls)
 {
 	struct http_server *s = cls;
 	struct http_conn *hc = *con_cls;
-	struct err e;
-	unsigned status;
 
-	if (!hc) {
-		const char *cl =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		size_t ulen = strlen(url);
-
-		hc = calloc(1, sizeof(*hc));
-		if (!hc)
-			return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &hc->start);
-		*con_cls = hc;
-		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
-		hc->url_too_long = ulen > HTTP_URL_MAX;
-		/* A body announced larger than the cap is refused before it is read. */
-		hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
-		if (hc->too_big || hc->url_too_long) {
-			hc->answered = true;
-			err_clear(&e);
-			status = http_dispatch(s, c, hc->url_too_long ? "(long url)" : url, method,
-					       hc, &e);
-			http_log(s, method, hc->url_too_long ? "(long url)" : url, status,
-				 &hc->start, e.msg);
-		}
-		return MHD_YES;
-	}
-	if (hc->answered) {
+	if (!hc)
+		return http_begin(s, c, url, method, con_cls) ? MHD_YES : MHD_NO;
+	if (hc->state == HTTP_CONN_ANSWERED) {
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -394,10 +441,22 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 		*upload_size = 0;
 		return http_body_append(hc, upload, n, s->cfg.body_max) == 0 ? MHD_YES : MHD_NO;
 	}
-	hc->answered = true;
-	err_clear(&e);
-	status = http_dispatch(s, c, url, method, hc, &e);
-	http_log(s, method, url, status, &hc->start, status < 400 ? NULL : e.msg);
+	if (hc->state == HTTP_CONN_DONE) {
+		http_finish(s, hc);
+		return MHD_YES;
+	}
+	if (hc->state != HTTP_CONN_READING)
+		return MHD_YES;
+	if (hc->too_big) {
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: request body larger than %zu bytes",
+				 s->name, s->cfg.body_max);
+		http_finish(s, hc);
+		return MHD_YES;
+	}
+	if (!http_work_submit(s, hc)) {
+		hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
+		http_finish(s, hc);
+	}
 	return MHD_YES;
 }
 
@@ -408,8 +467,9 @@ static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	if (!hc)
 		return;
+	http_reply_drop(&hc->rep);
 	if (hc->body) {
-		memset(hc->body, 0, hc->cap);
+		explicit_bzero(hc->body, hc->cap);
 		free(hc->body);
 	}
 	free(hc);
@@ -425,11 +485,32 @@ static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 	char buf[512], q[600];
 	size_t n;
 
+	int64_t now = clock_now_ms(clock_real());
+	unsigned long dropped;
+
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
-	log_warn("msg=\"http server\" api=%s detail=%s", s->name, log_q(q, sizeof(q), buf));
+	/*
+	 * A flood of connections makes one line per refused connection: at
+	 * most HTTP_LOG_BURST lines a second, then a count of those dropped.
+	 */
+	pthread_mutex_lock(&s->log_mu);
+	if (now - s->log_second >= 1000) {
+		s->log_second = now;
+		s->log_lines = 0;
+	}
+	if (++s->log_lines > HTTP_LOG_BURST) {
+		s->log_dropped++;
+		pthread_mutex_unlock(&s->log_mu);
+		return;
+	}
+	dropped = s->log_dropped;
+	s->log_dropped = 0;
+	pthread_mutex_unlock(&s->log_mu);
+	log_warn("msg=\"http server\" api=%s detail=%s dropped=%lu", s->name,
+		 log_q(q, sizeof(q), buf), dropped);
 }
 
 static int http_listen_unix(const char *name, const char *path, struct err *e)
@@ -507,20 +588,28 @@ static int http_listen_tcp(const char *name, const char *addr, struct err *e)
 	return fd;
 }
 
-/* Starts a daemon on listening socket fd (or passes on fd's error code). */
-static int http_serve(struct http_server *s, int fd, const char *where, struct MHD_Daemon **out,
-		      struct err *e)
+/* Starts a daemon on listening socket fd (or passes on fd's error code); tcp: limits per client. */
+static int http_serve(struct http_server *s, int fd, const char *where, bool tcp,
+		      struct MHD_Daemon **out, struct err *e)
 {
+	const struct http_limits *l = &s->cfg.limits;
+	unsigned pool = tcp ? l->io_threads : 1;
+	struct MHD_OptionItem opts[] = {
+	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? l->per_client : 0, NULL},
+	    /* More than one I/O thread: a pool of them (one is the daemon's own). */
+	    {pool > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, pool, NULL},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+
 	if (fd < 0)
 		return fd;
 	*out = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
-	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s, MHD_OPTION_NOTIFY_COMPLETED,
-	    http_completed, s, MHD_OPTION_END);
+	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
+	    NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, l->max_conns,
+	    MHD_OPTION_CONNECTION_TIMEOUT, l->header_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	    (size_t)HTTP_CONN_MEMORY, MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s,
+	    MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (*out)
 		return 0;
 	close(fd);
@@ -530,6 +619,42 @@ static int http_serve(struct http_server *s, int fd, const char *where, struct M
 static char *http_dup(const char *v)
 {
 	return v ? strdup(v) : NULL;
+}
+
+/*
+ * The limits with defaults filled in. Connections take file descriptors:
+ * the soft limit is raised to the hard one, and the total stays below it.
+ */
+static void http_limits_fill(struct http_limits *l)
+{
+	struct rlimit rl;
+	unsigned fit = HTTP_MAX_CONNS;
+
+	if (!l->workers)
+		l->workers = HTTP_WORKERS;
+	if (!l->io_threads)
+		l->io_threads = 1;
+	if (!l->per_client)
+		l->per_client = HTTP_PER_CLIENT;
+	if (!l->header_timeout_s)
+		l->header_timeout_s = HTTP_HEADER_TIMEOUT_S;
+	if (!l->idle_timeout_s)
+		l->idle_timeout_s = HTTP_IDLE_TIMEOUT_S;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (rl.rlim_cur != RLIM_INFINITY)
+			fit = rl.rlim_cur > 2 * HTTP_FD_RESERVE
+				  ? (unsigned)(rl.rlim_cur - HTTP_FD_RESERVE)
+				  : (unsigned)rl.rlim_cur / 2;
+	}
+	if (!l->max_conns)
+		l->max_conns = HTTP_MAX_CONNS;
+	if (l->max_conns > fit)
+		l->max_conns = fit;
 }
 
 int http_server_start(const struct http_server_config *cfg, struct http_server **out, struct err *e)
@@ -544,6 +669,8 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	if (!s)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	s->cfg = *cfg;
+	pthread_mutex_init(&s->log_mu, NULL);
+	http_limits_fill(&s->cfg.limits);
 	s->name = http_dup(cfg->name ? cfg->name : "api");
 	s->socket_path = http_dup(cfg->socket_path);
 	s->tcp_addr = cfg->tcp_addr && cfg->tcp_addr[0] ? http_dup(cfg->tcp_addr) : NULL;
@@ -554,16 +681,18 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (s->socket_path)
+	rc = http_work_start(s, e);
+	if (!rc && s->socket_path)
 		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
-				&s->unix_daemon, e);
+				false, &s->unix_daemon, e);
 	if (!rc && s->tcp_addr)
-		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr,
+		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr, true,
 				&s->tcp_daemon, e);
 	if (rc)
 		goto fail;
-	log_info("msg=\"%s listening\" socket=%s addr=%s", s->name,
-		 s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-");
+	log_info("msg=\"%s listening\" socket=%s addr=%s max_conns=%u per_client=%u workers=%u",
+		 s->name, s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-",
+		 s->cfg.limits.max_conns, s->cfg.limits.per_client, s->cfg.limits.workers);
 	*out = s;
 	return 0;
 fail:
@@ -575,12 +704,15 @@ void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* No connection may stay suspended when a daemon stops. */
+	http_work_stop(s);
 	if (s->unix_daemon) {
 		MHD_stop_daemon(s->unix_daemon);
 		unlink(s->socket_path);
 	}
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
+	pthread_mutex_destroy(&s->log_mu);
 	free(s->name);
 	free(s->socket_path);
 	free(s->tcp_addr);

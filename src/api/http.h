@@ -1,10 +1,17 @@
 /*
  * The HTTP plumbing shared by the agent's and the server's APIs, on
- * libmicrohttpd with a thread per connection (a request blocked on a slow
- * plugin or a blocking query never stalls another): listeners (a unix
- * socket bound here, and TCP), request bodies gathered up to a cap (and
- * wiped, since they may hold secrets), routing to one handler, and the one
- * way answers and errors are written. Every error is our JSON,
+ * libmicrohttpd driven by events (epoll): a few I/O threads serve every
+ * connection, and handlers run on a bounded pool of workers while their
+ * connection is suspended, so a slow plugin or a blocking query never
+ * stalls the I/O threads. A handler that must wait (a blocking query)
+ * parks its request with http_wait(): it holds no thread until its wake-up
+ * (the config's wake source reports a change) or its deadline, when it
+ * runs again. No client can take the API down: connections per client
+ * address are capped, a request head must arrive within the header
+ * timeout, and the total is capped below the process's file limit.
+ * Listeners (a unix socket bound here, and TCP), request bodies gathered
+ * up to a cap (and wiped, since they may hold secrets), routing to one
+ * handler, and the one way answers and errors are written. Every error is our JSON,
  * {"error": "...", "code": "..."} with the status of include/csid.h's
  * table, including 404, 405, 413 and 414 (a URL longer than HTTP_URL_MAX).
  * Request lines are logged with method, path, status and duration; never
@@ -33,7 +40,14 @@ struct http_request {
 	const char *body; /* NUL-terminated ("" when none) */
 	size_t len;
 	struct MHD_Connection *conn_;
+	struct http_conn *hc_;
 };
+
+struct http_conn;
+
+/* When the request arrived (clock_now_ms(clock_real())): the same on every run of a parked request.
+ */
+int64_t http_request_start_ms(const struct http_request *r);
 
 /* Returns the query argument key, or NULL. */
 const char *http_query(const struct http_request *r, const char *key);
@@ -50,10 +64,11 @@ bool http_token_eq(const char *presented, const char *secret);
 
 /*
  * A streamed answer (status 200, newline-delimited JSON). next() is called
- * on the connection's thread whenever the client can take more; it writes
- * at most cap bytes to buf and returns how many, 0 to be called again
- * (it should block a while first, e.g. in store_wait), or -1 to end the
- * stream. done() runs once when the connection ends.
+ * on an I/O thread whenever the client can take more, and must not block:
+ * it writes at most cap bytes to buf and returns how many, -1 to end the
+ * stream, or 0 when it has nothing now: it is called again after the next
+ * wake-up (a change reported by the config's wake source) or tick
+ * (HTTP_TICK_MS). done() runs once when the connection ends.
  */
 struct http_stream {
 	long (*next)(void *ctx, char *buf, size_t cap);
@@ -80,14 +95,46 @@ struct http_reply {
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1
+/* A handler's return value meaning "parked: run me again later" (see http_wait). */
+#define HTTP_WAIT 2
+/* How often parked requests and streams are looked at without a wake-up (ms). */
+#define HTTP_TICK_MS 250
+
+/*
+ * Parks the request: the handler returns what this returns (HTTP_WAIT),
+ * with nothing in its reply; the request holds no thread, and the handler
+ * runs again (same request, same start time) after a wake-up of the
+ * config's wake source, at deadline_ms (clock_now_ms(clock_real())), or
+ * when the server stops. Only for servers with a wake source; without one
+ * the handler runs again at the deadline.
+ */
+int http_wait(const struct http_request *r, int64_t deadline_ms);
 
 /*
  * Answers one request: returns 0 with rep filled, HTTP_METHOD_NOT_ALLOWED,
- * or a negative csid code with e set (the answer is then the JSON error
- * with the code's status). Runs on the connection's thread.
+ * HTTP_WAIT (http_wait), or a negative csid code with e set (the answer is
+ * then the JSON error with the code's status). Runs on a worker thread;
+ * may block (bounded), though a long wait should park with http_wait.
  */
 typedef int (*http_handler_fn)(void *ctx, const struct http_request *req, struct http_reply *rep,
 			       struct err *e);
+
+/* Bounds of one listener's service; 0 in a field: its default. */
+struct http_limits {
+	unsigned workers; /* handler threads (HTTP_WORKERS) */
+	unsigned io_threads; /* I/O threads of the TCP listener (1) */
+	unsigned per_client; /* connections per client address on TCP (HTTP_PER_CLIENT) */
+	unsigned header_timeout_s; /* a new connection's request head (HTTP_HEADER_TIMEOUT_S) */
+	unsigned
+	    idle_timeout_s; /* a connection idle after its first request (HTTP_IDLE_TIMEOUT_S) */
+	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS, less under a low file limit) */
+};
+
+#define HTTP_WORKERS 16
+#define HTTP_PER_CLIENT 100
+#define HTTP_HEADER_TIMEOUT_S 5
+#define HTTP_IDLE_TIMEOUT_S 120
+#define HTTP_MAX_CONNS 16384
 
 struct http_server_config {
 	const char *name; /* "agent api", "server api": in log lines and errors */
@@ -96,6 +143,14 @@ struct http_server_config {
 	size_t body_max; /* bytes; larger bodies get 413 */
 	http_handler_fn handler;
 	void *ctx;
+	/*
+	 * The wake source of parked requests and streams (optional): blocks
+	 * until its mark passes after or timeout_ms ends, and returns the mark
+	 * (store_wait has this shape). Called on one thread of the server.
+	 */
+	uint64_t (*wake)(void *wake_ctx, uint64_t after, int64_t timeout_ms);
+	void *wake_ctx;
+	struct http_limits limits;
 };
 
 struct http_server;

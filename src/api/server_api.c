@@ -58,16 +58,20 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		return rc;
 	if (wait_ms > SERVER_API_WAIT_MAX_MS)
 		wait_ms = SERVER_API_WAIT_MAX_MS;
-	deadline = clock_now_ms(c) + wait_ms;
-	while (!atomic_load(&api->stopping)) {
-		uint64_t seen = store_index(api->store);
-		int64_t left = deadline - clock_now_ms(c);
+	/* Parked until a change or the deadline, counted from the request's arrival. */
+	deadline = http_request_start_ms(req) + wait_ms;
+	if (atomic_load(&api->stopping) || server_api_watched(api, kind, id) > index ||
+	    clock_now_ms(c) >= deadline)
+		return 0;
+	return http_wait(req, deadline);
+}
 
-		if (server_api_watched(api, kind, id) > index || left <= 0)
-			break;
-		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
-	}
-	return 0;
+/* The wake source of parked requests: the store's change index. */
+static uint64_t server_api_wake(void *ctx, uint64_t after, int64_t timeout_ms)
+{
+	struct server_api *api = ctx;
+
+	return store_wait(api->store, after, timeout_ms);
 }
 
 static int server_api_acl(struct server_api *api, const struct http_request *req, struct err *e)
@@ -166,6 +170,9 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 		}
 	}
 	hc.ctx = api;
+	hc.wake = server_api_wake;
+	hc.wake_ctx = api;
+	hc.limits = cfg->limits;
 	rc = http_server_start(&hc, &api->http, e);
 	if (rc)
 		goto fail;

@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 
+#include "api/http.h"
 #include "server/server.h"
 #include "util/err.h"
 
@@ -54,6 +55,7 @@ struct server_api_config {
 	const char *socket_path; /* optional unix listener */
 	const struct server_api_token *tokens; /* none: no ACL */
 	size_t ntokens;
+	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
 };
 
 struct server_api;
