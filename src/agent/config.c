@@ -86,6 +86,7 @@ void config_free(struct config *cfg)
 	free(cfg->node_name);
 	free(cfg->listen_socket);
 	free(cfg->listen_addr);
+	config_http_clear(&cfg->http);
 	if (cfg->server_token) {
 		explicit_bzero(cfg->server_token, strlen(cfg->server_token));
 		free(cfg->server_token);
@@ -652,7 +653,7 @@ static int config_parse_token(json_t *v, struct config *cfg, struct err *e)
 
 static const char *const config_top_keys[] = {
     "data_dir", "node_name",    "listener", "timings", "plugin_log_max_bytes",
-    "servers",  "server_token", "plugins",  NULL};
+    "servers",  "server_token", "plugins",  "http",    NULL};
 
 static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 {
@@ -699,6 +700,9 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 		return rc;
 	v = json_object_get(root, "server_token");
 	if (v && (rc = config_parse_token(v, cfg, e)))
+		return rc;
+	v = json_object_get(root, "http");
+	if (v && (rc = config_http_parse(v, &cfg->http, e)))
 		return rc;
 	v = json_object_get(root, "plugins");
 	if (v)

@@ -621,6 +621,16 @@ static char *http_dup(const char *v)
 	return v ? strdup(v) : NULL;
 }
 
+void http_limits_from_config(const struct config_http *h, struct http_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->workers = h->workers;
+	out->per_client = h->max_conns_per_client;
+	out->header_timeout_s = h->header_timeout_s;
+	out->idle_timeout_s = h->idle_timeout_s;
+	out->max_conns = h->max_conns;
+}
+
 /*
  * The limits with defaults filled in. Connections take file descriptors:
  * the soft limit is raised to the hard one, and the total stays below it.

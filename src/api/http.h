@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "agent/config_http.h"
 #include "util/err.h"
 
 /* Longest URL (path and query) answered; longer ones get 414. */
@@ -129,6 +130,9 @@ struct http_limits {
 	    idle_timeout_s; /* a connection idle after its first request (HTTP_IDLE_TIMEOUT_S) */
 	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS, less under a low file limit) */
 };
+
+/* The limits a config's "http" section sets (agent/config_http.h). */
+void http_limits_from_config(const struct config_http *h, struct http_limits *out);
 
 #define HTTP_WORKERS 16
 #define HTTP_PER_CLIENT 100

@@ -59,6 +59,7 @@ void server_config_free(struct server_config_file *cfg)
 	for (size_t i = 0; i < cfg->nplugins; i++)
 		config_plugin_clear(&cfg->plugins[i]);
 	free(cfg->plugins);
+	config_http_clear(&cfg->http);
 	free(cfg->data_dir);
 	free(cfg->listen);
 	free(cfg->socket);
@@ -343,6 +344,7 @@ static const char *const server_config_top_keys[] = {"data_dir",
 						     "agent_token",
 						     "log_level",
 						     "controller_plugins",
+						     "http",
 						     NULL};
 
 /* Walks a decoded document (root is consumed) into a new config. */
@@ -368,6 +370,8 @@ static int server_config_from_json(json_t *root, struct server_config_file **out
 		rc = server_config_tokens(v, cfg, e);
 	if (!rc && (v = json_object_get(root, "controller_plugins")))
 		rc = server_config_plugins(v, cfg, e);
+	if (!rc && (v = json_object_get(root, "http")))
+		rc = config_http_parse(v, &cfg->http, e);
 	if (rc)
 		goto out;
 	*out = cfg;

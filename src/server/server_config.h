@@ -13,6 +13,7 @@
  *     "log_level": "info",
  *     "acl_tokens": [{"secret": "...", "write": true}],
  *     "agent_token": "...",
+ *     "http": {"max_conns_per_client": 100, "header_timeout": "5s", ...},
  *     "controller_plugins": [
  *       {"id": "ebs.csi.aws.com", "socket": "/run/ebs/csi.sock"},
  *       {"id": "hostpath.csi.csid.dev",
@@ -83,6 +84,7 @@ struct server_config_file {
 	 */
 	struct config_plugin *plugins;
 	size_t nplugins;
+	struct config_http http; /* the "http" section (agent/config_http.h) */
 };
 
 /* A config with every default; NULL when out of memory. */

@@ -242,6 +242,7 @@ static void *csid_agent_startup_main(void *arg)
 		ac.data_dir = a->cfg->data_dir;
 		ac.plugin_wait_ms = a->cfg->health_timeout_ms;
 		ac.server_token = a->cfg->server_token;
+		http_limits_from_config(&a->cfg->http, &ac.limits);
 		ac.servers = (const char *const *)a->cfg->servers;
 		ac.nservers = a->cfg->nservers;
 		ac.db_path = a->db_path;

@@ -176,6 +176,7 @@ static int csid_server_open(struct csid_server_run *s, struct err *e)
 	ac.socket_path = cfg->socket;
 	ac.tokens = s->tokens;
 	ac.ntokens = cfg->ntokens;
+	http_limits_from_config(&cfg->http, &ac.limits);
 	return server_api_start(&ac, &s->api, e);
 }
 
