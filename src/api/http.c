@@ -13,10 +13,12 @@
  * connections together stay below the process's file limit.
  *
  * libmicrohttpd answers a few failures itself with an HTML page: a request
- * head larger than its per-connection memory. The memory limit is set well
+ * head larger than its per-connection memory. The memory limit is set
  * above HTTP_URL_MAX so that a long URL reaches us and gets our JSON 414;
  * what still goes past it (a head over HTTP_CONN_MEMORY) or is not HTTP at
- * all is answered by libmicrohttpd.
+ * all is answered by libmicrohttpd. It is also what every connection
+ * costs (libmicrohttpd zeroes the whole of it between requests, so it is
+ * resident), hence no larger than that.
  */
 #include "api/http.h"
 
@@ -37,7 +39,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define HTTP_CONN_MEMORY (128 * 1024)
+#define HTTP_CONN_MEMORY (16 * 1024)
 #define HTTP_STREAM_BLOCK 16384
 /* Lines a second logged for libmicrohttpd's complaints (refused connections...). */
 #define HTTP_LOG_BURST 10
