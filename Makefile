@@ -4,7 +4,7 @@
 DEB_PACKAGES := cmake make gcc pkg-config libgrpc-dev protobuf-c-compiler \
 	libprotobuf-c-dev libprotobuf-dev libuv1-dev libsqlite3-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev \
-	clang-format
+	clang-format libgnutls28-dev openssl
 JOBS ?= $(shell nproc)
 TEST_DIR := build/test
 REL_DIR := build/release

@@ -349,6 +349,7 @@ static void edge_loop(struct edge *b, int64_t until_ms)
 static int edge_run(struct edge *b, int seconds)
 {
 	int total = b->nagents + b->nwatchers, i, connected = 0, parked;
+
 	int64_t t0;
 	pthread_t probe;
 	long hb0, ans0;
@@ -365,13 +366,14 @@ static int edge_run(struct edge *b, int seconds)
 	b->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!b->conns || b->ep < 0)
 		return -1;
+	for (i = 0; i < total; i++)
+		b->conns[i].fd = -1;
 	t0 = edge_now_ms();
-	for (i = 0; i < total; i++) {
+	for (i = 0; i < b->nagents; i++) {
 		struct edge_conn *c = &b->conns[i];
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 
-		c->watcher = i >= b->nagents;
-		c->id = c->watcher ? i - b->nagents : i;
+		c->id = i;
 		c->fd = edge_dial(b->port, i / EDGE_PER_ADDR, true);
 		if (c->fd < 0)
 			continue;
@@ -381,14 +383,11 @@ static int edge_run(struct edge *b, int seconds)
 		 * Registration: an agent's first heartbeat goes at once (a
 		 * connection silent for the header timeout is closed).
 		 */
-		if (!c->watcher) {
-			b->heartbeats++;
-			if (edge_heartbeat(c) != 0)
-				b->errors++;
-		}
+		b->heartbeats++;
+		if (edge_heartbeat(c) != 0)
+			b->errors++;
 	}
-	printf("connected %d of %d (agents %d, watchers %d) in %.1f s\n", connected, total,
-	       b->nagents, b->nwatchers, (double)(edge_now_ms() - t0) / 1e3);
+	printf("connected %d agents in %.1f s\n", connected, (double)(edge_now_ms() - t0) / 1e3);
 	t0 = edge_now_ms();
 	for (i = 0; i < b->nagents; i++)
 		b->conns[i].next_ms =
@@ -397,15 +396,24 @@ static int edge_run(struct edge *b, int seconds)
 		edge_loop(b, edge_now_ms() + 100);
 	printf("registered %ld nodes in %.1f s (errors %ld)\n", b->answers,
 	       (double)(edge_now_ms() - t0) / 1e3, b->errors);
-	/* Watchers: a blocking query each, from the node's current index. */
+	/* Watchers: a connection and a blocking query each, from the node's current index. */
 	for (i = b->nagents; i < total; i++) {
 		struct edge_conn *c = &b->conns[i];
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
 		char path[64];
 
+		c->watcher = true;
+		c->id = i - b->nagents;
 		snprintf(path, sizeof(path), "/v1/node/node-%d", c->id);
 		if (http_client_do(b->srv.http, "GET", path, NULL, NULL, &c->index, 0) != 200)
 			b->errors++;
-		if (c->fd >= 0 && edge_watch(c) != 0)
+		c->fd = edge_dial(b->port, i / EDGE_PER_ADDR, true);
+		if (c->fd < 0) {
+			b->errors++;
+			continue;
+		}
+		epoll_ctl(b->ep, EPOLL_CTL_ADD, c->fd, &ev);
+		if (edge_watch(c) != 0)
 			b->errors++;
 	}
 	edge_loop(b, edge_now_ms() + 2000);

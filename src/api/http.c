@@ -33,6 +33,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "api/http_int.h"
@@ -242,6 +247,27 @@ int64_t http_request_start_ms(const struct http_request *r)
 	return r->hc_->start_ms;
 }
 
+bool http_request_tcp(const struct http_request *r)
+{
+	return r->hc_->tcp;
+}
+
+bool http_request_client_cert(const struct http_request *r)
+{
+	return r->hc_->cert_ok;
+}
+
+bool http_request_private(const struct http_request *r)
+{
+	return !r->hc_->tcp || r->hc_->tls || r->hc_->loopback;
+}
+
+const char *http_request_peer(const struct http_request *r, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", r->hc_->peer);
+	return buf;
+}
+
 int http_wait(const struct http_request *r, int64_t deadline_ms)
 {
 	r->hc_->deadline_ms = deadline_ms;
@@ -390,6 +416,80 @@ static int http_body_append(struct http_conn *hc, const char *data, size_t n, si
 	return 0;
 }
 
+/* Whether a peer address is a loopback one (127/8, ::1, ::ffff:127/104). */
+static bool http_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* The verification status of the client's certificate, 0 when it verified; -1: none sent. */
+static int http_cert_status(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t ses = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	unsigned int n = 0, status = 0;
+
+	if (!ses || !gnutls_certificate_get_peers(ses, &n) || n == 0)
+		return -1;
+	if (gnutls_certificate_verify_peers2(ses, &status) != 0)
+		return (int)GNUTLS_CERT_INVALID;
+	return (int)status;
+}
+
+static const char *http_cert_problem(const struct http_conn *hc)
+{
+	if (!hc->tls)
+		return "not a TLS connection";
+	if (hc->cert_status < 0)
+		return "none presented";
+	if (hc->cert_status & GNUTLS_CERT_EXPIRED)
+		return "it has expired";
+	if (hc->cert_status & GNUTLS_CERT_NOT_ACTIVATED)
+		return "it is not valid yet";
+	if (hc->cert_status & (GNUTLS_CERT_SIGNER_NOT_FOUND | GNUTLS_CERT_SIGNER_NOT_CA))
+		return "it is not signed by the configured CA";
+	return "it does not verify";
+}
+
+/* Where the request comes from: transport, peer address, TLS and client certificate. */
+static void http_peer(struct http_server *s, struct http_conn *hc)
+{
+	const union MHD_ConnectionInfo *di =
+	    MHD_get_connection_info(hc->c, MHD_CONNECTION_INFO_DAEMON);
+	const union MHD_ConnectionInfo *ai =
+	    MHD_get_connection_info(hc->c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+
+	hc->tcp = di && di->daemon == s->tcp_daemon && s->tcp_daemon;
+	snprintf(hc->peer, sizeof(hc->peer), "unix");
+	hc->loopback = !hc->tcp;
+	if (!hc->tcp)
+		return;
+	hc->loopback = sa && http_loopback(sa);
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, hc->peer,
+			  sizeof(hc->peer));
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, hc->peer,
+			  sizeof(hc->peer));
+	else
+		snprintf(hc->peer, sizeof(hc->peer), "?");
+	hc->tls = s->tls_cert != NULL;
+	if (hc->tls && s->tls_ca) {
+		hc->cert_status = http_cert_status(hc->c);
+		hc->cert_ok = hc->cert_status == 0;
+	}
+}
+
 /* The first call for a request: its head is complete. Returns false to drop the connection. */
 static bool http_begin(struct http_server *s, struct MHD_Connection *c, const char *url,
 		       const char *method, void **con_cls)
@@ -406,13 +506,23 @@ static bool http_begin(struct http_server *s, struct MHD_Connection *c, const ch
 	hc->method = method;
 	hc->start_ms = clock_now_ms(clock_real());
 	*con_cls = hc;
-	/* The head came: from now on the connection may idle longer. */
+	http_peer(s, hc);
+	/* The head came: from now on the connection has the daemon's idle timeout. */
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)s->cfg.limits.idle_timeout_s);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
 	hc->url_too_long = ulen > HTTP_URL_MAX;
 	/* A body announced larger than the cap is refused before it is read. */
 	hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
+	if (hc->tcp && s->tls_ca && !hc->cert_ok) {
+		/* Nothing is served without a client certificate of the CA: not even a 404. */
+		hc->rc = err_set(&hc->e, CSID_EUNAUTH,
+				 "%s: a client certificate signed by the configured CA is "
+				 "required (%s)",
+				 s->name, http_cert_problem(hc));
+		http_finish(s, hc);
+		return true;
+	}
 	if (hc->url_too_long)
 		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name,
 				 HTTP_URL_MAX);
@@ -455,11 +565,35 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 		http_finish(s, hc);
 		return MHD_YES;
 	}
+	if (s->cfg.at_once && s->cfg.at_once(method, url)) {
+		http_run(s, hc);
+		if (hc->rc == HTTP_WAIT)
+			hc->rc =
+			    err_set(&hc->e, CSID_EINTERNAL, "%s: %s may not wait", s->name, url);
+		http_finish(s, hc);
+		return MHD_YES;
+	}
 	if (!http_work_submit(s, hc)) {
 		hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
 		http_finish(s, hc);
 	}
 	return MHD_YES;
+}
+
+/*
+ * A new connection has the header timeout until its first request head is
+ * in (http_begin). Only those connections carry a timeout of their own:
+ * libmicrohttpd walks the list of such connections on every turn of its
+ * loop, while connections on the daemon's timeout cost nothing.
+ */
+static void http_notify_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
+			     enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)s->cfg.limits.header_timeout_s);
 }
 
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -590,32 +724,111 @@ static int http_listen_tcp(const char *name, const char *addr, struct err *e)
 	return fd;
 }
 
-/* Starts a daemon on listening socket fd (or passes on fd's error code); tcp: limits per client. */
+/* Starts a daemon on listening socket fd (or passes on fd's error code); tcp: limits per client,
+ * TLS. */
 static int http_serve(struct http_server *s, int fd, const char *where, bool tcp,
 		      struct MHD_Daemon **out, struct err *e)
 {
 	const struct http_limits *l = &s->cfg.limits;
-	unsigned pool = tcp ? l->io_threads : 1;
-	struct MHD_OptionItem opts[] = {
-	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, tcp ? l->per_client : 0, NULL},
-	    /* More than one I/O thread: a pool of them (one is the daemon's own). */
-	    {pool > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, pool, NULL},
-	    {MHD_OPTION_END, 0, NULL},
-	};
+	unsigned pool = tcp ? l->io_threads : 1, flags = MHD_USE_EPOLL_INTERNAL_THREAD |
+							 MHD_ALLOW_SUSPEND_RESUME |
+							 MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem opts[6];
+	size_t n = 0;
 
 	if (fd < 0)
 		return fd;
+	if (tcp) {
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						    l->per_client, NULL};
+		/* More than one I/O thread: a pool of them. */
+		if (pool > 1)
+			opts[n++] =
+			    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, pool, NULL};
+	}
+	if (tcp && s->tls_cert) {
+		flags |= MHD_USE_TLS;
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key};
+		/* With a CA, clients are asked for a certificate (http_peer checks it). */
+		if (s->tls_ca)
+			opts[n++] =
+			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca};
+	}
+	opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	*out = MHD_start_daemon(
-	    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
-	    NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+	    flags, 0, NULL, NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, l->max_conns,
-	    MHD_OPTION_CONNECTION_TIMEOUT, l->header_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-	    (size_t)HTTP_CONN_MEMORY, MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s,
-	    MHD_OPTION_NOTIFY_COMPLETED, http_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
+	    http_notify_conn, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s, MHD_OPTION_NOTIFY_COMPLETED,
+	    http_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (*out)
 		return 0;
 	close(fd);
-	return err_set(e, CSID_EIO, "%s: cannot start the HTTP server on %s", s->name, where);
+	return err_set(e, CSID_EIO, "%s: cannot start the HTTP server on %s%s", s->name, where,
+		       tcp && s->tls_cert ? " (are the TLS certificate and key a valid pair?)"
+					  : "");
+}
+
+/* Reads a PEM file of at most HTTP_TLS_FILE_MAX bytes into *out (malloc'd, NUL-terminated). */
+static int http_read_pem(const char *name, const char *what, const char *path, char **out,
+			 struct err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	struct stat st;
+	size_t len = 0;
+	char *buf = NULL;
+
+	*out = NULL;
+	if (fd < 0)
+		return err_errno(e, errno, "%s: %s %s", name, what, path);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0 ||
+	    st.st_size > HTTP_TLS_FILE_MAX) {
+		rc = err_set(e, CSID_EINVAL, "%s: %s %s: not a file of 1 byte to 1 MiB", name, what,
+			     path);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	while (len < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	if (len != (size_t)st.st_size) {
+		rc = err_set(e, CSID_EIO, "%s: %s %s: short read", name, what, path);
+		explicit_bzero(buf, len);
+		free(buf);
+		buf = NULL;
+	}
+out:
+	close(fd);
+	*out = buf;
+	return rc;
+}
+
+static void http_free_pem(char *p)
+{
+	if (p) {
+		explicit_bzero(p, strlen(p));
+		free(p);
+	}
+}
+
+void http_tls_from_config(const struct config_http *h, struct http_tls *out)
+{
+	out->cert_file = h->tls_cert_file;
+	out->key_file = h->tls_key_file;
+	out->client_ca_file = h->tls_client_ca_file;
 }
 
 static char *http_dup(const char *v)
@@ -693,6 +906,14 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (cfg->tls.cert_file && s->tcp_addr &&
+	    ((rc =
+		  http_read_pem(s->name, "TLS certificate", cfg->tls.cert_file, &s->tls_cert, e)) ||
+	     (rc = http_read_pem(s->name, "TLS key", cfg->tls.key_file ? cfg->tls.key_file : "",
+				 &s->tls_key, e)) ||
+	     (cfg->tls.client_ca_file &&
+	      (rc = http_read_pem(s->name, "client CA", cfg->tls.client_ca_file, &s->tls_ca, e)))))
+		goto fail;
 	rc = http_work_start(s, e);
 	if (!rc && s->socket_path)
 		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
@@ -702,8 +923,10 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 				&s->tcp_daemon, e);
 	if (rc)
 		goto fail;
-	log_info("msg=\"%s listening\" socket=%s addr=%s max_conns=%u per_client=%u workers=%u",
+	log_info("msg=\"%s listening\" socket=%s addr=%s tls=%s client_certs=%s max_conns=%u "
+		 "per_client=%u workers=%u",
 		 s->name, s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-",
+		 s->tls_cert ? "on" : "off", s->tls_ca ? "required" : "off",
 		 s->cfg.limits.max_conns, s->cfg.limits.per_client, s->cfg.limits.workers);
 	*out = s;
 	return 0;
@@ -725,6 +948,9 @@ void http_server_stop(struct http_server *s)
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
 	pthread_mutex_destroy(&s->log_mu);
+	http_free_pem(s->tls_cert);
+	http_free_pem(s->tls_key);
+	http_free_pem(s->tls_ca);
 	free(s->name);
 	free(s->socket_path);
 	free(s->tcp_addr);

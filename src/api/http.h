@@ -49,6 +49,20 @@ struct http_conn;
 /* When the request arrived (clock_now_ms(clock_real())): the same on every run of a parked request.
  */
 int64_t http_request_start_ms(const struct http_request *r);
+/* Whether the request came over TCP (not the unix socket). */
+bool http_request_tcp(const struct http_request *r);
+/*
+ * Whether the request presented a client certificate that verified
+ * against the listener's tls.client_ca_file (never without one).
+ */
+bool http_request_client_cert(const struct http_request *r);
+/*
+ * Whether what is answered stays private to the peer: the unix socket,
+ * TLS, or plaintext TCP from a loopback address.
+ */
+bool http_request_private(const struct http_request *r);
+/* The peer's address for messages ("10.0.0.5", "unix"), into buf. */
+const char *http_request_peer(const struct http_request *r, char *buf, size_t cap);
 
 /* Returns the query argument key, or NULL. */
 const char *http_query(const struct http_request *r, const char *key);
@@ -134,6 +148,23 @@ struct http_limits {
 /* The limits a config's "http" section sets (agent/config_http.h). */
 void http_limits_from_config(const struct config_http *h, struct http_limits *out);
 
+/*
+ * TLS on the TCP listener (the unix socket stays plaintext): PEM files,
+ * read when the server starts (at most HTTP_TLS_FILE_MAX bytes each).
+ * With client_ca_file, every TCP request must present a client
+ * certificate signed by that CA (401 otherwise, before any handler runs).
+ */
+struct http_tls {
+	const char *cert_file; /* NULL: plaintext */
+	const char *key_file;
+	const char *client_ca_file;
+};
+
+#define HTTP_TLS_FILE_MAX (1024 * 1024)
+
+/* The TLS files of a config's "http" section (borrowed from h). */
+void http_tls_from_config(const struct config_http *h, struct http_tls *out);
+
 #define HTTP_WORKERS 16
 #define HTTP_PER_CLIENT 100
 #define HTTP_HEADER_TIMEOUT_S 5
@@ -154,6 +185,14 @@ struct http_server_config {
 	 */
 	uint64_t (*wake)(void *wake_ctx, uint64_t after, int64_t timeout_ms);
 	void *wake_ctx;
+	/*
+	 * Optional: whether a request (method, path) is answered at once on
+	 * the I/O thread instead of queueing for a worker. Only for handlers
+	 * that never block nor park (a health probe), so that a queue of slow
+	 * requests never delays them.
+	 */
+	bool (*at_once)(const char *method, const char *url);
+	struct http_tls tls;
 	struct http_limits limits;
 };
 

@@ -40,6 +40,12 @@ struct http_conn {
 	size_t cap;
 	bool too_big;
 	bool url_too_long;
+	bool tcp; /* came on the TCP listener */
+	bool tls;
+	bool cert_ok; /* a client certificate verified against the client CA */
+	int cert_status; /* gnutls verification status; -1: no certificate */
+	bool loopback; /* the peer is a loopback address (or the unix socket) */
+	char peer[48];
 	enum http_conn_state state;
 	int64_t start_ms;
 	int64_t deadline_ms; /* HTTP_CONN_PARKED: when to run again */
@@ -82,6 +88,9 @@ struct http_server {
 	struct MHD_Daemon *unix_daemon;
 	struct MHD_Daemon *tcp_daemon;
 	struct http_work work;
+	char *tls_cert; /* the PEM texts given to libmicrohttpd (the key wiped on stop) */
+	char *tls_key;
+	char *tls_ca;
 	pthread_mutex_t log_mu; /* libmicrohttpd's log lines, rate-limited */
 	int64_t log_second;
 	unsigned log_lines;

@@ -66,6 +66,12 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	return http_wait(req, deadline);
 }
 
+/* Health is answered on the I/O thread: no queue of slow requests delays a probe. */
+static bool server_api_at_once(const char *method, const char *url)
+{
+	return strcmp(url, "/v1/status/health") == 0;
+}
+
 /* The wake source of parked requests: the store's change index. */
 static uint64_t server_api_wake(void *ctx, uint64_t after, int64_t timeout_ms)
 {
@@ -172,6 +178,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	hc.ctx = api;
 	hc.wake = server_api_wake;
 	hc.wake_ctx = api;
+	hc.at_once = server_api_at_once;
 	hc.limits = cfg->limits;
 	rc = http_server_start(&hc, &api->http, e);
 	if (rc)
