@@ -79,6 +79,7 @@ struct agent_api_config {
 	/* The allocations reported to the servers (borrowed); NULL: none reported. */
 	struct held_allocs *held;
 	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
+	struct http_tls tls; /* HTTPS on the TCP listener; zeros: plaintext */
 };
 
 struct agent_api;

@@ -154,7 +154,7 @@ static int agent_api_server_once(struct agent_api *a, const char *base, const ch
 		*doc = NULL;
 	}
 out:
-	curl_slist_free_all(hdrs);
+	curl_pool_headers_free(hdrs);
 	curl_pool_put(a->conns, c);
 	/* A node-stage answer holds secrets. */
 	if (ans.p)

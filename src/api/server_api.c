@@ -153,6 +153,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	if (!api)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	api->server = cfg->server;
+	api->plaintext_secrets = cfg->plaintext_secrets;
 	api->store = server_store(cfg->server);
 	atomic_init(&api->stopping, false);
 	if (cfg->ntokens) {
@@ -180,6 +181,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	hc.wake_ctx = api;
 	hc.at_once = server_api_at_once;
 	hc.limits = cfg->limits;
+	hc.tls = cfg->tls;
 	rc = http_server_start(&hc, &api->http, e);
 	if (rc)
 		goto fail;

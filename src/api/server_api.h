@@ -56,6 +56,12 @@ struct server_api_config {
 	const struct server_api_token *tokens; /* none: no ACL */
 	size_t ntokens;
 	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
+	struct http_tls tls; /* HTTPS on the TCP listener; zeros: plaintext */
+	/*
+	 * Whether node-stage secrets may go over plaintext TCP to a
+	 * non-loopback peer (refused otherwise, with how to fix it).
+	 */
+	bool plaintext_secrets;
 };
 
 struct server_api;

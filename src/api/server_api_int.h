@@ -18,6 +18,7 @@
 
 struct server_api {
 	struct server *server;
+	bool plaintext_secrets; /* node-stage secrets over plaintext TCP beyond loopback */
 	struct store *store;
 	struct server_api_token *tokens; /* copies */
 	size_t ntokens;

@@ -14,6 +14,7 @@ struct http_client {
 	char *socket; /* unix socket path, or NULL */
 	char *token;
 	char *header; /* one more header line, or NULL */
+	char *ca, *cert, *key; /* TLS files, or NULL */
 };
 
 struct http_client_buf {
@@ -77,6 +78,9 @@ void http_client_free(struct http_client *c)
 	free(c->socket);
 	free(c->token);
 	free(c->header);
+	free(c->ca);
+	free(c->cert);
+	free(c->key);
 	free(c);
 }
 
@@ -113,6 +117,17 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 	if (c->socket)
 		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	if (c->ca)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca);
+	if (c->cert) {
+		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
+		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
+	}
+	/* TLS settings change between requests: each on a connection of its own. */
+	if (c->ca || c->cert) {
+		curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
+	}
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 30000));
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, http_client_write);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
@@ -167,4 +182,19 @@ long http_client_json(struct http_client *c, const char *method, const char *pat
 	*out = text ? json_loads(text, 0, NULL) : NULL;
 	free(text);
 	return status;
+}
+
+static char *http_client_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void http_client_tls(struct http_client *c, const char *ca, const char *cert, const char *key)
+{
+	free(c->ca);
+	free(c->cert);
+	free(c->key);
+	c->ca = http_client_dup(ca);
+	c->cert = http_client_dup(cert);
+	c->key = http_client_dup(key);
 }
