@@ -17,9 +17,12 @@
  */
 #include <setjmp.h>
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include <cmocka.h>
 
@@ -45,45 +51,78 @@ struct fixture {
 	char base[96];
 };
 
-/* Runs a shell command line (openssl); 0 when it succeeded. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int run(const char *fmt, ...)
+/* Runs openssl with args (NULL-terminated, without argv[0]), its output dropped; 0 when it
+ * succeeded. */
+static int openssl(const char *const *args)
 {
-	char cmd[2048];
-	va_list ap;
-	int rc;
+	char *argv[32] = {"openssl"};
+	posix_spawn_file_actions_t fa;
+	int status = -1, i;
+	pid_t pid;
 
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "failed (%d): %s\n", rc, cmd);
-	return rc;
+	for (i = 0; args[i] && i < 30; i++)
+		argv[i + 1] = (char *)args[i];
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&pid, "openssl", &fa, NULL, argv, environ) == 0)
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	posix_spawn_file_actions_destroy(&fa);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "openssl %s failed\n", args[0]);
+		return -1;
+	}
+	return 0;
+}
+
+/* <dir>/<name><suffix> into buf. */
+static const char *pki_path(char *buf, size_t cap, const char *dir, const char *name,
+			    const char *suffix)
+{
+	snprintf(buf, cap, "%s/%s%s", dir, name, suffix);
+	return buf;
+}
+
+/* A self-signed CA <name>.pem/<name>.key. */
+static int make_ca(const char *dir, const char *name)
+{
+	char key[300], pem[300], subj[64];
+
+	snprintf(subj, sizeof(subj), "/CN=csid-test-%s", name);
+	return openssl((const char *const[]){
+	    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+	    "-keyout", pki_path(key, sizeof(key), dir, name, ".key"), "-out",
+	    pki_path(pem, sizeof(pem), dir, name, ".pem"), "-days", "2", "-subj", subj, NULL});
 }
 
 /* A key and a certificate <name>.pem/<name>.key signed by ca, valid days (negative: expired). */
 static int make_cert(const char *dir, const char *name, const char *ca, int days, const char *ext)
 {
-	if (run("cd %s && printf '%s\\n' > %s.ext && "
-		"openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "
-		"%s.key -out %s.csr -subj /CN=%s 2>/dev/null && "
-		"openssl x509 -req -in %s.csr -CA %s.pem -CAkey %s.key -CAcreateserial -out %s.pem "
-		"-days %d -extfile %s.ext 2>/dev/null",
-		dir, ext, name, name, name, name, name, ca, ca, name, days, name) != 0)
+	char key[300], pem[300], csr[300], extf[300], cap[300], cak[300], srl[300], subj[64], d[16];
+	FILE *f = fopen(pki_path(extf, sizeof(extf), dir, name, ".ext"), "w");
+
+	if (!f)
 		return -1;
-	return 0;
+	fprintf(f, "%s\n", ext);
+	fclose(f);
+	snprintf(subj, sizeof(subj), "/CN=%s", name);
+	snprintf(d, sizeof(d), "%d", days);
+	if (openssl((const char *const[]){
+		"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+		"-keyout", pki_path(key, sizeof(key), dir, name, ".key"), "-out",
+		pki_path(csr, sizeof(csr), dir, name, ".csr"), "-subj", subj, NULL}) != 0)
+		return -1;
+	return openssl((const char *const[]){
+	    "x509", "-req", "-in", csr, "-CA", pki_path(cap, sizeof(cap), dir, ca, ".pem"),
+	    "-CAkey", pki_path(cak, sizeof(cak), dir, ca, ".key"), "-CAserial",
+	    pki_path(srl, sizeof(srl), dir, ca, ".srl"), "-CAcreateserial", "-out",
+	    pki_path(pem, sizeof(pem), dir, name, ".pem"), "-days", d, "-extfile", extf, NULL});
 }
 
 static int make_pki(const char *dir)
 {
-	if (mkdir(dir, 0700) != 0)
-		return -1;
-	if (run("cd %s && for ca in ca other; do openssl req -x509 -newkey ec -pkeyopt "
-		"ec_paramgen_curve:prime256v1 -nodes -keyout $ca.key -out $ca.pem -days 2 "
-		"-subj /CN=csid-test-$ca 2>/dev/null || exit 1; done",
-		dir) != 0)
+	if (mkdir(dir, 0700) != 0 || make_ca(dir, "ca") || make_ca(dir, "other"))
 		return -1;
 	if (make_cert(dir, "server", "ca", 2, "subjectAltName=IP:127.0.0.1") ||
 	    make_cert(dir, "client", "ca", 2, "extendedKeyUsage=clientAuth") ||
@@ -151,16 +190,16 @@ static long tls_req(struct fixture *f, const char *ca, const char *cert, const c
 	return st;
 }
 
+static bool tls_ready(void *ctx)
+{
+	return tls_req(ctx, "ca", "client", NULL, "GET", "/v1/status/health", NULL, NULL) == 200;
+}
+
 /* Polls health over HTTPS with the client certificate until it answers 200. */
 static bool wait_tls_ready(struct fixture *f)
 {
-	int64_t until = agent_proc_now_ms() + 30000;
-
-	while (agent_proc_now_ms() < until) {
-		if (tls_req(f, "ca", "client", NULL, "GET", "/v1/status/health", NULL, NULL) == 200)
-			return true;
-		usleep(50 * 1000);
-	}
+	if (agent_proc_poll(tls_ready, f, 30000))
+		return true;
 	server_proc_dump_log(&f->srv, "https server never ready");
 	return false;
 }
