@@ -118,16 +118,16 @@ static int agent_api_tcp_auth(struct agent_api *a, const struct http_request *re
 	if (!http_request_tcp(req) || http_request_client_cert(req))
 		return 0;
 	if (!a->server_token)
-		return err_set(e, CSID_EUNAUTH,
+		return err_set(e, CSID_EPERM,
 			       "agent api on TCP: no server_token nor http.tls_client_ca_file is "
 			       "configured, so nothing is served here; use the unix socket");
 	tok = http_request_token(req);
 	if (!tok || !tok[0])
-		return err_set(e, CSID_EUNAUTH,
+		return err_set(e, CSID_EPERM,
 			       "agent api on TCP: a token (X-Csid-Token: the agent's server_token) "
 			       "or a client certificate is required");
 	if (!http_token_eq(tok, a->server_token))
-		return err_set(e, CSID_EPERM, "agent api on TCP: unknown token");
+		return err_set(e, CSID_EPERM, "unknown token");
 	return 0;
 }
 

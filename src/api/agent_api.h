@@ -22,6 +22,11 @@
  *                                          one controller RPC for the server
  *                                          (csi/csi_remote.h); needs server_token
  *
+ * On TCP nothing is served without authentication: the server_token in
+ * X-Csid-Token (or "Authorization: Bearer"), or a client certificate of
+ * the listener's tls.client_ca_file; otherwise 403 (401 for a missing or
+ * bad certificate when one is required). The unix socket needs neither.
+ *
  * Errors are {"error": "...", "code": "..."} with the HTTP status of the
  * csid error table (include/csid.h). Request bodies are capped
  * (AGENT_API_BODY_MAX, 413 beyond). Secrets are accepted, passed to the

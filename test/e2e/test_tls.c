@@ -11,9 +11,9 @@
  *     log;
  *   - node-stage secrets over plaintext TCP from a non-loopback address
  *     are refused with how to fix it (when the host has such an address);
- *   - the agent's TCP API serves nothing without its token (401), an
- *     unknown token gets 403, the token gets 200; its unix socket is as
- *     before.
+ *   - the agent's TCP API serves nothing without its token (403 saying
+ *     what is needed), an unknown token gets 403, the token gets 200; its
+ *     unix socket is as before.
  */
 #include <setjmp.h>
 #include <arpa/inet.h>
@@ -329,8 +329,8 @@ static void test_agent_tcp_needs_auth(void **state)
 	c = http_client_new(base);
 	assert_non_null(c);
 	assert_int_equal(http_client_do(c, "GET", "/v1/agent/mounts", NULL, &text, NULL, 10000),
-			 401);
-	assert_non_null(strstr(text, "token"));
+			 403);
+	assert_non_null(strstr(text, "a token (X-Csid-Token"));
 	free(text);
 	http_client_token(c, "not-the-token");
 	assert_int_equal(http_client_do(c, "GET", "/v1/agent/self", NULL, NULL, NULL, 10000), 403);
