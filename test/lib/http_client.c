@@ -123,11 +123,6 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
 		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
 	}
-	/* TLS settings change between requests: each on a connection of its own. */
-	if (c->ca || c->cert) {
-		curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, 1L);
-		curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
-	}
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 30000));
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, http_client_write);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
