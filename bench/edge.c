@@ -287,10 +287,11 @@ static int edge_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static long edge_server_kib(pid_t pid, const char *field)
+/* A number field of /proc/<pid>/status ("VmRSS:", "Threads:"); -1 when absent. */
+static long edge_proc_status(pid_t pid, const char *field)
 {
 	char path[64], line[256];
-	long kib = -1;
+	long v = -1;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
@@ -299,26 +300,9 @@ static long edge_server_kib(pid_t pid, const char *field)
 		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (strncmp(line, field, strlen(field)) == 0)
-			kib = strtol(line + strlen(field) + 1, NULL, 10);
+			v = strtol(line + strlen(field), NULL, 10);
 	fclose(f);
-	return kib;
-}
-
-static int edge_server_threads(pid_t pid)
-{
-	char path[64], line[256];
-	int n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, "Threads:", 8) == 0)
-			n = atoi(line + 8);
-	fclose(f);
-	return n;
+	return v;
 }
 
 /* Drives the loop until until_ms: heartbeats when due, answers as they come. */
@@ -421,7 +405,7 @@ static int edge_run(struct edge *b, int seconds)
 	for (i = b->nagents; i < total; i++)
 		parked += b->conns[i].busy;
 	printf("watchers parked: %d; server threads: %d\n", parked,
-	       edge_server_threads(b->srv.pid));
+	       (int)edge_proc_status(b->srv.pid, "Threads:"));
 	/* Measure. */
 	b->caplat = (size_t)seconds * 1000 / EDGE_PROBE_MS + 16;
 	b->lat = calloc(b->caplat, sizeof(double));
@@ -451,9 +435,9 @@ static int edge_run(struct edge *b, int seconds)
 		       b->nlat);
 	}
 	printf("server RSS:            %.1f MiB now, %.1f MiB peak (VmRSS, VmHWM); threads %d\n",
-	       (double)edge_server_kib(b->srv.pid, "VmRSS:") / 1024.0,
-	       (double)edge_server_kib(b->srv.pid, "VmHWM:") / 1024.0,
-	       edge_server_threads(b->srv.pid));
+	       (double)edge_proc_status(b->srv.pid, "VmRSS:") / 1024.0,
+	       (double)edge_proc_status(b->srv.pid, "VmHWM:") / 1024.0,
+	       (int)edge_proc_status(b->srv.pid, "Threads:"));
 	return b->nlat ? 0 : -1;
 }
 

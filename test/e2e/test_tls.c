@@ -205,13 +205,18 @@ static void test_plaintext_refusals(void **state)
 		&s, (const char *const[]){"server", "-config", s.config, "-listen", listen, NULL}),
 	    0);
 	assert_true(server_proc_wait_ready(&s, 30000));
+	/* Ours answers (not another test's server on the same port of 127.0.0.1). */
+	if (!server_proc_log_has(&s, "addr=0.0.0.0:")) {
+		server_proc_dump_log(&s, "server not on 0.0.0.0");
+		fail();
+	}
 	snprintf(base, sizeof(base), "http://%s:%s", ip, strrchr(s.addr, ':') + 1);
 	c = http_client_new(base);
 	assert_non_null(c);
 	st = http_client_do(c, "GET", "/v1/volume/v1/node-stage?alloc_id=a1", NULL, &text, NULL,
 			    10000);
-	assert_int_equal(st, 403);
-	assert_non_null(strstr(text, "not sent over plaintext HTTP"));
+	if (st != 403 || !text || !strstr(text, "not sent over plaintext HTTP"))
+		fail_msg("node-stage from %s: HTTP %ld: %s", ip, st, text ? text : "");
 	assert_non_null(strstr(text, "http.tls_cert_file"));
 	assert_non_null(strstr(text, "allow_plaintext_secrets"));
 	free(text);

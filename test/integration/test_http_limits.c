@@ -6,7 +6,9 @@
  * delays another client's request; hundreds of parked blocking requests
  * hold no thread (the process's thread count stays bounded) and do not
  * delay a health request, and all answer once the wake source reports a
- * change; a stop answers the parked requests that are left.
+ * change; a stop answers the parked requests that are left; a 1 MiB
+ * token is refused within the connection's memory, and thousands of
+ * connection attempts from one address leave the service to everyone.
  */
 #include <setjmp.h>
 #include <arpa/inet.h>
@@ -325,6 +327,46 @@ static void test_one_byte_at_a_time(void **state)
 	close(fd);
 }
 
+static void test_huge_token(void **state)
+{
+	struct fixture *f = *state;
+	size_t n = 1024 * 1024;
+	char *req = malloc(n + 128);
+	int fd = dial(f, 5), st;
+
+	assert_non_null(req);
+	assert_true(fd >= 0);
+	/* A 1 MiB token: refused once the head outgrows a connection's memory. */
+	snprintf(req, 128, "GET /health HTTP/1.1\r\nHost: t\r\nX-Csid-Token: ");
+	memset(req + strlen(req), 'k', n);
+	strcpy(req + strlen(req), "\r\n\r\n");
+	send_all(fd, req);
+	st = read_status(fd, 5000);
+	assert_true(st == 431 || st == 414 || st == 413 || (st == -1 && closed_by_peer(fd)));
+	close(fd);
+	free(req);
+	assert_int_equal(get(f, 2, "/health", 2000), 200);
+}
+
+static void test_connection_storm(void **state)
+{
+	struct fixture *f = *state;
+	int i, made = 0;
+
+	/* Thousands of connection attempts from one address, each closed at once. */
+	for (i = 0; i < 3000; i++) {
+		int fd = dial(f, 6);
+
+		if (fd >= 0) {
+			made++;
+			close(fd);
+		}
+	}
+	assert_true(made > 0);
+	assert_int_equal(get(f, 6, "/health", 2000), 200);
+	assert_int_equal(get(f, 2, "/health", 2000), 200);
+}
+
 static void test_parked_do_not_starve(void **state)
 {
 	struct fixture *f = *state;
@@ -384,6 +426,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_half_open_flood, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_one_byte_at_a_time, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_token, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_connection_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_parked_do_not_starve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_answers_parked, setup, teardown),
 	};
