@@ -339,7 +339,7 @@ static void test_huge_token(void **state)
 	/* A 1 MiB token: refused once the head outgrows a connection's memory. */
 	snprintf(req, 128, "GET /health HTTP/1.1\r\nHost: t\r\nX-Csid-Token: ");
 	memset(req + strlen(req), 'k', n);
-	strcpy(req + strlen(req), "\r\n\r\n");
+	memcpy(req + strlen(req), "\r\n\r\n", 5);
 	send_all(fd, req);
 	st = read_status(fd, 5000);
 	assert_true(st == 431 || st == 414 || st == 413 || (st == -1 && closed_by_peer(fd)));
