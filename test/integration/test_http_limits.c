@@ -330,16 +330,16 @@ static void test_one_byte_at_a_time(void **state)
 static void test_huge_token(void **state)
 {
 	struct fixture *f = *state;
-	size_t n = 1024 * 1024;
+	size_t n = 1024 * 1024, head;
 	char *req = malloc(n + 128);
 	int fd = dial(f, 5), st;
 
 	assert_non_null(req);
 	assert_true(fd >= 0);
 	/* A 1 MiB token: refused once the head outgrows a connection's memory. */
-	snprintf(req, 128, "GET /health HTTP/1.1\r\nHost: t\r\nX-Csid-Token: ");
-	memset(req + strlen(req), 'k', n);
-	memcpy(req + strlen(req), "\r\n\r\n", 5);
+	head = (size_t)snprintf(req, 128, "GET /health HTTP/1.1\r\nHost: t\r\nX-Csid-Token: ");
+	memset(req + head, 'k', n);
+	memcpy(req + head + n, "\r\n\r\n", 5);
 	send_all(fd, req);
 	st = read_status(fd, 5000);
 	assert_true(st == 431 || st == 414 || st == 413 || (st == -1 && closed_by_peer(fd)));
