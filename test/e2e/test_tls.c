@@ -8,7 +8,8 @@
  *     CA refuses the server; no certificate, an unknown one or an expired
  *     one gets 401 with what is wrong, and nothing is served (not even a
  *     404); a read-only token may not write (403); nothing secret in the
- *     log;
+ *     log; a TLS handshake that never finishes is cut at the header
+ *     timeout while others are served;
  *   - node-stage secrets over plaintext TCP from a non-loopback address
  *     are refused with how to fix it (when the host has such an address);
  *   - the agent's TCP API serves nothing without its token (403 saying
@@ -19,6 +20,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +63,8 @@ static int setup(void **state)
 		 "\"acl_tokens\": [{\"secret\": \"" T_READ_TOKEN "\", \"write\": false}, "
 		 "{\"secret\": \"" T_WRITE_TOKEN "\", \"write\": true}], "
 		 "\"http\": {\"tls_cert_file\": \"%s/server.pem\", \"tls_key_file\": "
-		 "\"%s/server.key\", \"tls_client_ca_file\": \"%s/ca.pem\"}",
+		 "\"%s/server.key\", \"tls_client_ca_file\": \"%s/ca.pem\", "
+		 "\"header_timeout\": \"1s\"}",
 		 f->pki, f->pki, f->pki);
 	if (server_proc_write_config(&f->srv, NULL, extra) != 0 || server_proc_start(&f->srv) != 0)
 		goto fail;
@@ -166,6 +170,37 @@ static void test_https_client_certs(void **state)
 	assert_true(server_proc_log_has(&f->srv, "tls=on client_certs=required"));
 }
 
+static void test_handshake_never_finishes(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in dst = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int64_t t0;
+	char buf[64];
+	ssize_t r = 1;
+
+	assert_true(wait_tls_ready(f));
+	assert_true(fd >= 0);
+	dst.sin_addr.s_addr = htonl(0x7f000001u);
+	dst.sin_port = htons((uint16_t)atoi(strrchr(f->srv.addr, ':') + 1));
+	assert_int_equal(connect(fd, (struct sockaddr *)&dst, sizeof(dst)), 0);
+	/* The first bytes of a ClientHello, then silence: closed after the 1 s header timeout. */
+	assert_int_equal(send(fd, "\x16\x03\x01\x00", 4, MSG_NOSIGNAL), 4);
+	t0 = agent_proc_now_ms();
+	while (r > 0 && agent_proc_now_ms() - t0 < 10000) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, 200) > 0)
+			r = recv(fd, buf, sizeof(buf), 0);
+	}
+	assert_true(r <= 0);
+	assert_true(agent_proc_now_ms() - t0 < 5000);
+	close(fd);
+	/* Meanwhile and after, a proper client is served. */
+	assert_int_equal(tls_req(f, "ca", "client", T_READ_TOKEN, "GET", "/v1/volumes", NULL, NULL),
+			 200);
+}
+
 /* An IPv4 address of this host that is not loopback, or false. */
 static bool host_address(char *buf, size_t cap)
 {
@@ -268,6 +303,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_https_client_certs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_handshake_never_finishes, setup, teardown),
 	    cmocka_unit_test(test_plaintext_refusals),
 	    cmocka_unit_test(test_agent_tcp_needs_auth),
 	};
