@@ -97,6 +97,16 @@ struct http_server {
 	unsigned long log_dropped;
 };
 
+/* A listening unix socket at path (http_listen.c); returns the fd or a code with e set. */
+int http_listen_unix(const char *name, const char *path, struct err *e);
+/* A listening TCP socket on addr ("host:port"); returns the fd or a code with e set. */
+int http_listen_tcp(const char *name, const char *addr, struct err *e);
+/* Reads a PEM file of at most HTTP_TLS_FILE_MAX bytes into *out (malloc'd); name and what in
+ * errors. */
+int http_read_pem(const char *name, const char *what, const char *path, char **out, struct err *e);
+/* Zeroes and frees a PEM text; NULL is a no-op. */
+void http_free_pem(char *p);
+
 /* Runs the handler of hc on the calling worker (http.c). */
 void http_run(struct http_server *s, struct http_conn *hc);
 
