@@ -4,7 +4,8 @@
 DEB_PACKAGES := cmake make gcc pkg-config libgrpc-dev protobuf-c-compiler \
 	libprotobuf-c-dev libprotobuf-dev libuv1-dev libsqlite3-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev \
-	clang-format libgnutls28-dev openssl
+	clang-format chromium chromium-driver groff-base man-db debootstrap dpkg-dev \
+	libgnutls28-dev openssl
 JOBS ?= $(shell nproc)
 TEST_DIR := build/test
 REL_DIR := build/release
@@ -13,7 +14,13 @@ FUZZ_DIR := build/fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_TARGET ?=
 
-.PHONY: deps dev test release bench fuzz clean
+# make install: PREFIX (default /usr/local) with the configs in /etc/csid;
+# DESTDIR works as usual. make deb: build/release/csid_<version>_<arch>.deb
+# (prefix /usr). make deb-check: that .deb in a fresh Debian 12 chroot.
+PREFIX ?= /usr/local
+DEB_CACHE := build/deb-cache
+
+.PHONY: deps dev test release bench fuzz clean install deb deb-check
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -39,6 +46,22 @@ test: deps $(TEST_DIR)/CMakeCache.txt
 
 release: deps $(REL_DIR)/CMakeCache.txt
 	cmake --build $(REL_DIR) -j $(JOBS)
+
+install: deps
+	cmake -S . -B $(REL_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+		-DCMAKE_INSTALL_SYSCONFDIR=/etc
+	cmake --build $(REL_DIR) --target dist -j $(JOBS)
+	cmake --install $(REL_DIR)
+
+deb: deps
+	cmake -S . -B $(REL_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+		-DCMAKE_INSTALL_SYSCONFDIR=/etc
+	cmake --build $(REL_DIR) --target dist -j $(JOBS)
+	rm -f $(REL_DIR)/csid_*.deb
+	cd $(REL_DIR) && cpack -G DEB
+
+deb-check: deb
+	packaging/deb-check.sh $$(ls $(REL_DIR)/csid_*.deb) $(DEB_CACHE)
 
 dev: release
 	./scripts/dev.sh $(REL_DIR)

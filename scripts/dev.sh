@@ -44,6 +44,7 @@ if up; then
 	cat <<TXT
 
 csid dev is running: server API $CSID_ADDR, node "dev", csi-hostpath supervised.
+Web console: $CSID_ADDR/ui/
 From another shell:
 
   export CSID_ADDR=$CSID_ADDR CSID_AGENT_ADDR=unix:$dir/agent/agent.sock PATH=$build:\$PATH

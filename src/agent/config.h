@@ -52,11 +52,11 @@
 
 #include <jansson.h>
 
-#include "agent/config_http.h"
+#include "util/conf_http.h"
+#include "plugins/config_plugin.h"
+#include "util/conf.h"
 #include "util/err.h"
 
-/* Longest plugin ID accepted (bytes). */
-#define CONFIG_ID_MAX 128
 /* Servers an agent may list, and the longest server URL and token (bytes). */
 #define CONFIG_SERVERS_MAX 16
 #define CONFIG_SERVER_URL_MAX 256
@@ -64,29 +64,8 @@
 /* Config files larger than this are refused. */
 #define CONFIG_FILE_MAX (1024 * 1024)
 
-enum config_plugin_type {
-	CONFIG_PLUGIN_CONTROLLER,
-	CONFIG_PLUGIN_NODE,
-	CONFIG_PLUGIN_MONOLITH,
-};
-
-struct config_env {
-	char *name;
-	char *value; /* may hold ${CSI_ENDPOINT} / ${CSI_ENDPOINT_PATH} / ${NODE_NAME} */
-};
-
-struct config_plugin {
-	char *id;
-	enum config_plugin_type type;
-	/* Supervised plugin: command (absolute or found on PATH), args, env. */
-	char *command;
-	char **args;
-	size_t nargs;
-	struct config_env *env;
-	size_t nenv;
-	/* External plugin: path of its socket (exclusive with command). */
-	char *socket;
-};
+/* The agent config's keysets; ends with {NULL, NULL}. */
+extern const struct conf_keyset config_keysets[];
 
 struct config {
 	char *data_dir;
@@ -121,7 +100,7 @@ struct config {
 	int64_t heartbeat_ms;
 	struct config_plugin *plugins;
 	size_t nplugins;
-	struct config_http http; /* the "http" section: listener bounds, TLS */
+	struct conf_http http; /* the "http" section: listener bounds, TLS */
 };
 
 /* A config with every default and no plugin; NULL when out of memory. */
@@ -152,44 +131,6 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
  */
 int config_finalize(struct config *cfg, struct err *e);
 
-/*
- * Parses v, a JSON array of plugin definitions in the shape of the
- * agent's "plugins" key: {"id", "type", "command", "args", "env"} or
- * {"id", "type", "socket"}. key names the array in messages
- * ("plugins[2].command: ..."). A definition without "type" gets
- * default_type (an enum config_plugin_type), or is refused when it is -1.
- * IDs must be unique. On success *out (n entries) belongs to the caller
- * (config_plugin_clear each, then free); on failure too, with *n the
- * entries filled so far. Returns 0 or CSID_EINVAL / CSID_ENOMEM with e set.
- */
-int config_parse_plugin_list(json_t *v, const char *key, int default_type,
-			     struct config_plugin **out, size_t *n, struct err *e);
-
-/*
- * Checks a plugin ID (or node name): 1..CONFIG_ID_MAX bytes, no '/', '\\',
- * "..", control characters, spaces, quotes, '=', '`' or '$'.
- */
-int config_check_id(const char *kind, const char *id, struct err *e);
-/* Parses "1h2m3s", "100ms", "1.5s" into milliseconds; -1 when invalid. */
-int64_t config_parse_duration(const char *s);
-/* Name of a plugin type ("controller", "node", "monolith"). */
-const char *config_plugin_type_name(enum config_plugin_type t);
 /* Looks a plugin up by ID; NULL when absent. */
 const struct config_plugin *config_find_plugin(const struct config *cfg, const char *id);
-/* Whether two plugin definitions are identical (same process and socket). */
-bool config_plugin_equal(const struct config_plugin *a, const struct config_plugin *b);
-
-/* Deep copy of src into dst (zeroed first); CSID_ENOMEM on failure. */
-int config_plugin_copy(struct config_plugin *dst, const struct config_plugin *src);
-/* Frees what p owns and zeroes it; NULL is a no-op. */
-void config_plugin_clear(struct config_plugin *p);
-
-/*
- * Expands ${CSI_ENDPOINT} (endpoint, a unix:// URL), ${CSI_ENDPOINT_PATH}
- * (the same without its unix:// or unix: scheme: the bare socket path, for
- * plugins that take a path) and ${NODE_NAME} in tmpl. Returns a malloc'd
- * string, or NULL when out of memory.
- */
-char *config_expand(const char *tmpl, const char *endpoint, const char *node_name);
-
 #endif

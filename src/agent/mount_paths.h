@@ -95,12 +95,4 @@ int mount_staging_path(const char *data_dir, const char *plugin_id, const char *
 int mount_target_path(const char *data_dir, const char *alloc_id, const char *volume_id,
 		      const struct mount_usage *u, char *buf, size_t len, struct err *e);
 
-/*
- * Creates dir and every missing parent with mode 0750 (the agent and the
- * plugin, both root, are the only users). Returns 0 or a code from errno
- * with e set. An existing directory is fine; an existing non-directory is
- * not.
- */
-int mount_mkdir_p(const char *dir, struct err *e);
-
 #endif

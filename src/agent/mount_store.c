@@ -18,7 +18,7 @@
 
 #include <sqlite3.h>
 
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "util/log.h"
 
 static const char *const mount_store_schema[] = {

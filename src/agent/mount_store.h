@@ -95,7 +95,7 @@ struct mount_store;
 
 /*
  * Opens its own connection to the agent database at db_path (see
- * agent/state.h) and creates the mounter's tables. Returns 0 and *out, or
+ * store/agent_db.h) and creates the mounter's tables. Returns 0 and *out, or
  * a negative code with e set.
  */
 int mount_store_open(const char *db_path, struct mount_store **out, struct err *e);

@@ -72,6 +72,7 @@
 
 #include "agent/mount_rpc.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
 
 /* Bounds on what a request may carry (CSI: maps up to 4 KiB). */
 #define MOUNTER_MAP_MAX_BYTES 4096
@@ -91,7 +92,7 @@ int mounter_open(const char *data_dir, const char *db_path, const struct mounter
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
-	rc = mount_mkdir_p(data_dir, e);
+	rc = mkdir_p(data_dir, e);
 	if (rc != 0)
 		goto fail;
 	if (realpath(data_dir, real) == NULL) {
@@ -106,10 +107,10 @@ int mounter_open(const char *data_dir, const char *db_path, const struct mounter
 	snprintf(m->data_dir, sizeof(m->data_dir), "%s", real);
 	snprintf(m->mounts_dir, sizeof(m->mounts_dir), "%s/mounts", real);
 	snprintf(sub, sizeof(sub), "%s/staging", m->mounts_dir);
-	rc = mount_mkdir_p(sub, e);
+	rc = mkdir_p(sub, e);
 	snprintf(sub, sizeof(sub), "%s/per-alloc", m->mounts_dir);
 	if (rc == 0)
-		rc = mount_mkdir_p(sub, e);
+		rc = mkdir_p(sub, e);
 	if (rc == 0)
 		rc = mount_store_open(db_path, &m->store, e);
 	if (rc != 0)
@@ -314,7 +315,7 @@ static int mounter_mkdir(struct mounter *m, const char *dir, struct err *e)
 	i = mounter_parked_find(m, dir);
 	if (i >= 0)
 		mounter_parked_drop(m, i);
-	rc = mount_mkdir_p(dir, e);
+	rc = mkdir_p(dir, e);
 	pthread_mutex_unlock(&m->dir_mu);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * Claim owners: who keeps a mount of the agent alive. A mount made
- * through the claims API (api/agent_api_claims.c) may name an owner:
+ * through the claim flow (agent/claims.h) may name an owner:
  *
  *   pid     a process, recorded with its start time (field 22 of
  *           /proc/PID/stat), so a PID the kernel reused for another

@@ -34,7 +34,7 @@
 
 #include <sqlite3.h>
 
-#include "agent/state.h"
+#include "store/agent_db.h"
 #include "util/clock.h"
 #include "util/log.h"
 

@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "agent/mount_paths.h"
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 #include "model/model.h"
 #include "util/arena.h"
 

@@ -51,7 +51,7 @@
 #include <stdint.h>
 
 #include "agent/held_allocs.h"
-#include "agent/plugin_manager.h"
+#include "plugins/plugin_manager.h"
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/err.h"

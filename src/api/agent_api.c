@@ -1,6 +1,7 @@
 /*
  * The agent's HTTP API: routing to the resource handlers of
- * agent_api_mounts.c and agent_api_plugins.c. The HTTP plumbing
+ * agent_api_mounts.c, agent_api_claims.c, agent_api_owners.c and
+ * agent_api_plugins.c. The HTTP plumbing
  * (listeners, bodies, answers, errors) is shared with the server's API in
  * http.c.
  */
@@ -11,11 +12,7 @@
 
 #include "csi/csi_remote.h"
 #include "util/clock.h"
-#include "util/curl_pool.h"
 #include "util/log.h"
-
-/* Idle keep-alive connections to the servers kept between requests. */
-#define AGENT_API_SERVER_CONNS 8
 
 /*
  * /v1/agent/volumes/<vol>/mount (PUT), /v1/agent/volumes/<vol>/mount/<alloc> (DELETE) and
@@ -55,7 +52,7 @@ static int agent_api_route_volume(struct agent_api *a, const struct http_request
 	rep->allow = "DELETE";
 	if (strcmp(req->method, "DELETE") != 0)
 		return HTTP_METHOD_NOT_ALLOWED;
-	return agent_api_volume_unmount(a, vol, alloc, NULL, &rep->doc, e);
+	return agent_api_volume_unmount(a, vol, alloc, &rep->doc, e);
 }
 
 static int agent_api_dispatch(void *ctx, const struct http_request *req, struct http_reply *rep,
@@ -170,9 +167,10 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	int rc;
 
 	*out = NULL;
-	if (!cfg->socket_path || !cfg->plugins || !cfg->registry || !cfg->mounter)
+	if (!cfg->socket_path || !cfg->plugins || !cfg->registry || !cfg->mounter || !cfg->claims)
 		return err_set(e, CSID_EINVAL,
-			       "agent api: socket, plugin manager, registry and mounter required");
+			       "agent api: socket, plugin manager, registry, mounter "
+			       "and claim flow required");
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
@@ -189,23 +187,18 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	a->cfg.server_token = NULL;
 	if (cfg->server_token && cfg->server_token[0])
 		a->server_token = strdup(cfg->server_token);
-	a->cfg.instance_id = NULL;
-	if (cfg->instance_id && cfg->instance_id[0])
-		a->instance_id = strdup(cfg->instance_id);
 	if (!a->socket_path || (cfg->tcp_addr && !a->tcp_addr) || !a->node_name || !a->data_dir ||
-	    (cfg->server_token && cfg->server_token[0] && !a->server_token) ||
-	    (cfg->instance_id && cfg->instance_id[0] && !a->instance_id)) {
+	    (cfg->server_token && cfg->server_token[0] && !a->server_token)) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
+	a->np.plugins = cfg->plugins;
+	a->np.registry = cfg->registry;
+	a->np.supervisor = cfg->supervisor;
+	a->np.wait_ms = a->cfg.plugin_wait_ms;
 	hc.ctx = a;
 	hc.limits = cfg->limits;
 	hc.tls = cfg->tls;
-	a->cfg.db_path = NULL;
-	if ((rc = curl_pool_new(AGENT_API_SERVER_CONNS, &a->conns, e)) ||
-	    (rc = agent_api_release_open(a, cfg->db_path, e)) ||
-	    (rc = agent_api_owners_open(a, cfg->db_path, e)))
-		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
 	if (rc)
 		goto fail;
@@ -224,12 +217,7 @@ void agent_api_stop(struct agent_api *a)
 {
 	if (!a)
 		return;
-	/* Requests to the servers in flight give up at once, so the stop does not wait on them. */
-	__atomic_store_n(&a->rel_stop, true, __ATOMIC_RELEASE);
 	http_server_stop(a->http);
-	agent_api_owners_close(a);
-	agent_api_release_close(a);
-	curl_pool_free(a->conns);
 	free(a->socket_path);
 	free(a->tcp_addr);
 	free(a->node_name);
@@ -237,10 +225,6 @@ void agent_api_stop(struct agent_api *a)
 	if (a->server_token) {
 		explicit_bzero(a->server_token, strlen(a->server_token));
 		free(a->server_token);
-	}
-	if (a->instance_id) {
-		explicit_bzero(a->instance_id, strlen(a->instance_id));
-		free(a->instance_id);
 	}
 	free(a);
 }

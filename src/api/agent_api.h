@@ -41,13 +41,14 @@
 
 #include <jansson.h>
 
+#include "agent/claims.h"
 #include "agent/held_allocs.h"
 #include "api/http.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
-#include "agent/supervisor.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
+#include "plugins/supervisor.h"
 #include "util/err.h"
 
 #define AGENT_API_BODY_MAX (1024 * 1024)
@@ -68,17 +69,12 @@ struct agent_api_config {
 	 * never logged); NULL or "": the controller endpoint refuses all.
 	 */
 	const char *server_token;
-	/* The servers' base URLs for claims (borrowed; outlive the api); 0: claims refused. */
-	const char *const *servers;
-	size_t nservers;
-	/* The agent database, where unsent releases are recorded; NULL: not recorded. */
-	const char *db_path;
 	/*
-	 * The agent's instance ID (server_link_instance_id; copied, wiped on
-	 * stop, never logged), sent in HTTP_NODE_INSTANCE_HEADER with every
-	 * request to the servers so they know the node's own agent; NULL: none.
+	 * The claim flow (borrowed, required) behind /v1/agent/volumes/ and
+	 * /v1/agent/owners; the agent stops it (claims_shutdown) before
+	 * agent_api_stop, so requests waiting on the servers end at once.
 	 */
-	const char *instance_id;
+	struct claims *claims;
 	/* Deadline of a controller RPC whose caller gave none (ms); 0: 15 s. */
 	int64_t rpc_timeout_ms;
 	/* The allocations reported to the servers (borrowed); NULL: none reported. */
@@ -116,36 +112,25 @@ int agent_api_decode_mount(const char *body, size_t len, struct agent_api_mount_
 			   struct err *e);
 void agent_api_mount_req_free(struct agent_api_mount_req *r);
 
-/*
- * Decodes the body of PUT /v1/agent/volumes/<vol>/mount (len bytes: a
- * JSON object of alloc_id, read_only, access_mode, attachment_mode, each
- * checked) into *claim, a new body of PUT /v1/volume/<vol>/claim for
- * node ("mode" read when read_only). Returns 0, or CSID_EINVAL /
- * CSID_ENOMEM with e set.
- */
-int agent_api_decode_claim(const char *node, const char *body, size_t len, json_t **claim,
-			   bool *read_only, struct err *e);
-
-/* The node-stage data of a claimed volume (a servers' answer); every string wiped on free. */
-struct agent_api_stage {
-	json_t *doc; /* the answer, which every pointer below borrows from */
-	struct mount_kv *secrets;
-	size_t n_secrets;
-	const char **flags;
-	size_t n_flags;
-	const char *fs_type; /* NULL: none */
+/* A decoded PUT /v1/agent/volumes/<vol>/mount body. */
+struct agent_api_claim {
+	/* The request (volume_id NULL: the caller sets it); strings point into doc_. */
+	struct claims_mount_req req;
+	struct owners_spec owner; /* req.owner points here when the body had one */
+	json_t *doc_; /* the parsed body (free with agent_api_claim_clear) */
 };
 
 /*
- * Decodes a servers' answer to GET /v1/volume/<vol>/node-stage (len
- * bytes: {"secrets": {strings}, "mount_flags": [strings], "fs_type"}).
- * Returns 0 and *out (free with agent_api_stage_free), or CSID_EPROTO /
- * CSID_ENOMEM with e naming what is wrong, never a value.
+ * Decodes the body of PUT /v1/agent/volumes/<vol>/mount (len bytes: a
+ * JSON object of alloc_id, read_only, access_mode, attachment_mode and
+ * owner, each checked; the owner as agent_api_decode_owner) into *out.
+ * Returns 0 (clear *out with agent_api_claim_clear), or CSID_EINVAL /
+ * CSID_ENOMEM with e set (nothing to clear).
  */
-int agent_api_decode_stage(const char *body, size_t len, struct agent_api_stage **out,
+int agent_api_decode_claim(const char *body, size_t len, struct agent_api_claim *out,
 			   struct err *e);
-/* Zeroes every string of st, then frees it. NULL is a no-op. */
-void agent_api_stage_free(struct agent_api_stage *st);
+/* Frees what a decoded claim holds. */
+void agent_api_claim_clear(struct agent_api_claim *c);
 
 /*
  * Decodes the "owner" of a PUT /v1/agent/volumes/<vol>/mount body (len

@@ -312,25 +312,6 @@ int agent_api_parse_force(const char *value, bool *out, struct err *e)
 	return err_set(e, CSID_EINVAL, "force: expected true or false");
 }
 
-int agent_api_node_plugin(struct agent_api *a, const char *plugin_id, struct plugin_ref *ref,
-			  struct err *e)
-{
-	int rc = agent_api_node_plugin_known(a, plugin_id, e);
-
-	if (rc)
-		return rc;
-	rc = plugin_manager_wait_for_plugin(a->cfg.plugins, REGISTRY_NODE, plugin_id,
-					    a->cfg.plugin_wait_ms, NULL, e);
-	if (rc == CSID_ETIMEDOUT) {
-		e->code = CSID_EUNAVAIL;
-		return err_wrap(e, "node plugin %s not healthy after %lldms", plugin_id,
-				(long long)a->cfg.plugin_wait_ms);
-	}
-	if (rc)
-		return rc;
-	return plugin_manager_mounter_for_plugin(a->cfg.plugins, plugin_id, ref, e);
-}
-
 int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json_t **out,
 			 struct err *e)
 {
@@ -343,7 +324,7 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 	rc = agent_api_decode_mount(body, len, &r, e);
 	if (rc)
 		return rc;
-	rc = agent_api_node_plugin(a, r->req.plugin_id, &ref, e);
+	rc = node_plugins_ref(&a->np, r->req.plugin_id, &ref, e);
 	if (rc)
 		goto out;
 	res = calloc(1, sizeof(*res));
@@ -351,8 +332,8 @@ int agent_api_mounts_put(struct agent_api *a, const char *body, size_t len, json
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* A mount made without a claim is never unmounted for the servers (agent_api_orphans.c). */
-	if ((rc = agent_api_claimed_mark(a, r->req.volume_id, r->req.alloc_id, false, e)))
+	/* A mount made without a claim is never unmounted for the servers (agent/claims.h). */
+	if ((rc = claims_mark_unclaimed(a->cfg.claims, r->req.volume_id, r->req.alloc_id, e)))
 		goto out;
 	mp.plugin_id = r->req.plugin_id;
 	mp.client = ref.client;
@@ -410,7 +391,7 @@ static int agent_api_mounts_force(struct agent_api *a, const char *vol, const ch
 	mp.plugin_id = plugin;
 	mp.has_stage_unstage = false;
 	mp.client = NULL;
-	if (agent_api_node_plugin(a, plugin, &ref, &pe) == 0) {
+	if (node_plugins_ref(&a->np, plugin, &ref, &pe) == 0) {
 		mp.client = ref.client;
 		mp.has_stage_unstage = ref.fingerprint.stage_unstage;
 	}
@@ -434,7 +415,7 @@ static int agent_api_unmount_plugin(struct agent_api *a, const char *vol, const 
 	struct mounter_plugin mp;
 	int rc;
 
-	rc = agent_api_node_plugin(a, plugin, &ref, e);
+	rc = node_plugins_ref(&a->np, plugin, &ref, e);
 	if (rc)
 		return err_wrap(e, "unmount %s for %s", vol, alloc);
 	mp.plugin_id = plugin;
@@ -460,14 +441,6 @@ static int agent_api_mount_plugin(struct agent_api *a, const char *vol, const ch
 	snprintf(plugin, MOUNT_NAME_MAX + 1, "%s", rec->plugin_id);
 	mount_record_free(rec);
 	return 0;
-}
-
-int agent_api_unmount_one(struct agent_api *a, const char *vol, const char *alloc, struct err *e)
-{
-	char plugin[MOUNT_NAME_MAX + 1];
-	int rc = agent_api_mount_plugin(a, vol, alloc, plugin, e);
-
-	return rc ? rc : agent_api_unmount_plugin(a, vol, alloc, plugin, e);
 }
 
 int agent_api_mounts_delete(struct agent_api *a, const char *url, const char *force, json_t **out,

@@ -8,20 +8,16 @@
  *   PUT /v1/agent/volumes/<vol>/mount/<alloc>/renew   {"lease_ms": N} (optional)
  *   GET /v1/agent/owners                     every recorded owner
  *
- * A mount's owner is decoded and checked on the system before anything
- * is claimed (a pid that does not exist, a cgroup that is not a live
- * cgroup v2 directory, a lease out of 1s..24h: 400, nothing claimed), and
- * recorded once the mount is done. When the watch finds it gone, this
- * file's release callback runs the unmount of agent_api_claims.c with
- * the reason, which the release carries to the server's claim note.
+ * A mount's owner is decoded here and checked on the system by the claim
+ * flow (agent/claims.h) before anything is claimed (a pid that does not
+ * exist, a cgroup that is not a live cgroup v2 directory, a lease out of
+ * 1s..24h: 400, nothing claimed); the flow records it and releases the
+ * mount, with the reason, when the watch finds it gone.
  */
 #include "api/agent_api_int.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "util/clock.h"
-#include "util/log.h"
 
 /* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit). */
 #define AGENT_API_PID_MAX 4194304
@@ -94,89 +90,6 @@ out:
 	return rc;
 }
 
-int agent_api_owner_check(struct agent_api *a, const char *body, size_t len,
-			  struct owners_spec *out, bool *present, struct err *e)
-{
-	int rc = agent_api_decode_owner(body, len, out, present, e);
-
-	if (rc || !*present)
-		return rc;
-	if (!a->owners)
-		return err_set(e, CSID_EPRECOND,
-			       "claim owners need the agent to join servers (config \"servers\")");
-	if (out->kind == OWNERS_PID)
-		return owners_watch_pid_check(out->pid, &out->start_time, e);
-	if (out->kind == OWNERS_CGROUP)
-		return owners_watch_cgroup_check(out->cgroup, e);
-	return 0;
-}
-
-int agent_api_owner_record(struct agent_api *a, const char *vol, const char *alloc,
-			   struct owners_spec *s, struct err *e)
-{
-	if (s->kind == OWNERS_LEASE)
-		s->expires_ms = clock_wall_ms(clock_real()) + s->lease_ms;
-	return owners_watch_put(a->owners, vol, alloc, s, e);
-}
-
-void agent_api_owner_forget(struct agent_api *a, const char *vol, const char *alloc)
-{
-	if (a->owners)
-		owners_watch_forget(a->owners, vol, alloc);
-}
-
-/* The owner watch's release: the unmount of a claim mount, with the reason. */
-static int agent_api_owners_release(void *ctx, const char *vol, const char *alloc,
-				    const char *reason)
-{
-	struct agent_api *a = ctx;
-	bool mounted = true;
-	json_t *out = NULL;
-	struct err e, e2;
-	char q[ERR_MSG_MAX + 64], r[OWNERS_REASON_MAX + 64];
-	int rc;
-
-	err_clear(&e);
-	err_clear(&e2);
-	rc = agent_api_volume_unmount(a, vol, alloc, reason, &out, &e);
-	if (rc == 0) {
-		log_info("msg=\"claim owner gone: released\" volume=%s alloc=%s release_pending=%d "
-			 "reason=%s",
-			 vol, alloc, json_is_true(json_object_get(out, "release_pending")),
-			 log_q(r, sizeof(r), reason));
-		json_decref(out);
-		return 0;
-	}
-	log_warn("msg=\"claim owner gone: release failed\" volume=%s alloc=%s reason=%s error=%s",
-		 vol, alloc, log_q(r, sizeof(r), reason), log_q(q, sizeof(q), e.msg));
-	/* Unmounted, and the server refused the release for good: nothing left to retry. */
-	if (rc != CSID_EUNAVAIL &&
-	    mounter_has_mount(a->cfg.mounter, vol, alloc, &mounted, &e2) == 0 && !mounted) {
-		agent_api_owner_forget(a, vol, alloc);
-		return 0;
-	}
-	return rc;
-}
-
-int agent_api_owners_open(struct agent_api *a, const char *db_path, struct err *e)
-{
-	struct owners_watch_config wc = {
-	    .db_path = db_path,
-	    .release = agent_api_owners_release,
-	    .ctx = a,
-	};
-
-	if (!a->cfg.nservers)
-		return 0;
-	return owners_watch_start(&wc, &a->owners, e);
-}
-
-void agent_api_owners_close(struct agent_api *a)
-{
-	owners_watch_stop(a->owners);
-	a->owners = NULL;
-}
-
 int agent_api_owner_renew(struct agent_api *a, const char *vol, const char *alloc, const char *body,
 			  size_t len, json_t **out, struct err *e)
 {
@@ -186,12 +99,6 @@ int agent_api_owner_renew(struct agent_api *a, const char *vol, const char *allo
 	const char *key;
 	int rc = 0;
 
-	if ((rc = mount_name_check("volume id", vol, e)) ||
-	    (rc = mount_name_check("alloc id", alloc, e)))
-		return rc;
-	if (!a->owners)
-		return err_set(e, CSID_ENOTFOUND, "volume %s for %s: no owner recorded", vol,
-			       alloc);
 	if (body && len) {
 		root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
 		if (!json_is_object(root)) {
@@ -215,10 +122,8 @@ int agent_api_owner_renew(struct agent_api *a, const char *vol, const char *allo
 		if (rc)
 			return rc;
 	}
-	if ((rc = owners_watch_renew(a->owners, vol, alloc, lease, &s, e)))
+	if ((rc = claims_owner_renew(a->cfg.claims, vol, alloc, lease, &s, e)))
 		return rc;
-	log_info("msg=\"lease renewed\" volume=%s alloc=%s lease_ms=%lld", vol, alloc,
-		 (long long)s.lease_ms);
 	*out = json_pack("{s:s, s:s, s:I, s:I}", "volume_id", vol, "alloc_id", alloc, "lease_ms",
 			 (json_int_t)s.lease_ms, "expires_ms", (json_int_t)s.expires_ms);
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
@@ -230,7 +135,7 @@ int agent_api_owners_list(struct agent_api *a, json_t **out, struct err *e)
 	json_t *list = json_array();
 	size_t n = 0;
 
-	if (!list || (a->owners && owners_watch_list(a->owners, &v, &n))) {
+	if (!list || claims_owners_list(a->cfg.claims, &v, &n)) {
 		json_decref(list);
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	}

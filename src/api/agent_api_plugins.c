@@ -14,10 +14,6 @@
 
 #include "util/clock.h"
 
-#ifndef CSID_VERSION
-#define CSID_VERSION "0.1.0"
-#endif
-
 static json_t *agent_api_caps(uint64_t bits, const char *(*name)(int bit))
 {
 	json_t *arr = json_array();
@@ -158,29 +154,6 @@ int agent_api_plugins_list(struct agent_api *a, json_t **out, struct err *e)
 	plugin_manager_snapshot_free(&snap);
 	*out = arr ? json_pack("{s:o}", "plugins", arr) : NULL;
 	return *out ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
-}
-
-int agent_api_node_plugin_known(struct agent_api *a, const char *plugin_id, struct err *e)
-{
-	struct registry_instance inst;
-	struct supervisor_status *ss = NULL;
-	const struct supervisor_status *s;
-	size_t n = 0;
-	int rc = 0;
-
-	if (registry_active(a->cfg.registry, REGISTRY_NODE, plugin_id, &inst) == 0)
-		return 0;
-	if (a->cfg.supervisor && supervisor_snapshot(a->cfg.supervisor, &ss, &n) != 0)
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	s = agent_api_find_sv(ss, n, plugin_id);
-	if (!s)
-		rc = err_set(e, CSID_ENOTFOUND, "plugin %s: no such node plugin on this node",
-			     plugin_id);
-	else if (s->type == CONFIG_PLUGIN_CONTROLLER)
-		rc = err_set(e, CSID_EINVAL, "plugin %s is a controller plugin, not a node plugin",
-			     plugin_id);
-	free(ss);
-	return rc;
 }
 
 int agent_api_self(struct agent_api *a, json_t **out, struct err *e)

@@ -190,6 +190,24 @@ static void http_send_stream(struct http_server *s, struct MHD_Connection *c,
 	MHD_destroy_response(resp);
 }
 
+/* Sends a handler's static bytes with their content type and header lines. */
+static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *rep)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    rep->data_len, (void *)rep->data, MHD_RESPMEM_PERSISTENT);
+
+	if (!resp) {
+		http_send_error(c, 500, "no_memory", "out of memory", NULL);
+		return;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rep->content_type ? rep->content_type : "application/octet-stream");
+	for (size_t i = 0; i + 1 < 2 * HTTP_REPLY_HEADERS && rep->headers[i]; i += 2)
+		MHD_add_response_header(resp, rep->headers[i], rep->headers[i + 1]);
+	MHD_queue_response(c, rep->status, resp);
+	MHD_destroy_response(resp);
+}
+
 static void http_log(const struct http_server *s, const char *method, const char *url,
 		     unsigned status, int64_t start_ms, const char *error)
 {
@@ -308,6 +326,13 @@ static unsigned http_answer(struct http_server *s, struct http_conn *hc)
 		return 200;
 	}
 	status = rep->status ? rep->status : 200;
+	if (rep->data) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		rep->status = status;
+		http_send_bytes(c, rep);
+		return status;
+	}
 	if (rep->text) {
 		json_decref(rep->doc);
 		rep->doc = NULL;
@@ -691,7 +716,7 @@ static int http_serve(struct http_server *s, int fd, const char *where, bool tcp
 					  : "");
 }
 
-void http_tls_from_config(const struct config_http *h, struct http_tls *out)
+void http_tls_from_config(const struct conf_http *h, struct http_tls *out)
 {
 	out->cert_file = h->tls_cert_file;
 	out->key_file = h->tls_key_file;
@@ -703,7 +728,7 @@ static char *http_dup(const char *v)
 	return v ? strdup(v) : NULL;
 }
 
-void http_limits_from_config(const struct config_http *h, struct http_limits *out)
+void http_limits_from_config(const struct conf_http *h, struct http_limits *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->workers = h->workers;

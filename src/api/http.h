@@ -26,7 +26,8 @@
 
 #include <jansson.h>
 
-#include "agent/config_http.h"
+#include "model/model.h"
+#include "util/conf_http.h"
 #include "util/err.h"
 
 /* Longest URL (path and query) answered; longer ones get 414. */
@@ -91,6 +92,9 @@ struct http_stream {
 	void *ctx;
 };
 
+/* Most extra header lines an answer of static bytes carries (struct http_reply.headers). */
+#define HTTP_REPLY_HEADERS 8
+
 /* What a handler answers with. */
 struct http_reply {
 	unsigned status; /* 0: 200 */
@@ -100,13 +104,19 @@ struct http_reply {
 	char index[24]; /* X-Csid-Index value, "" for none */
 	const char *allow; /* for 405: the methods allowed here */
 	struct http_stream stream; /* next != NULL: stream instead of doc */
+	/*
+	 * data != NULL: these bytes (borrowed, alive as long as the server:
+	 * static) are the body instead of doc, with content_type and the
+	 * header lines in headers (name, value, ...; a NULL name ends them).
+	 */
+	const void *data;
+	size_t data_len;
+	const char *content_type;
+	const char *headers[2 * HTTP_REPLY_HEADERS];
 };
 
-/*
- * The header an agent's requests for its node carry: the agent's instance
- * ID, which proves it is the node's agent (a credential: never logged).
- */
-#define HTTP_NODE_INSTANCE_HEADER "X-Csid-Node-Instance"
+/* The header an agent's requests for its node carry (model/model.h). */
+#define HTTP_NODE_INSTANCE_HEADER MODEL_NODE_INSTANCE_HEADER
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1
@@ -145,8 +155,8 @@ struct http_limits {
 	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS, less under a low file limit) */
 };
 
-/* The limits a config's "http" section sets (agent/config_http.h). */
-void http_limits_from_config(const struct config_http *h, struct http_limits *out);
+/* The limits a config's "http" section sets (util/conf_http.h). */
+void http_limits_from_config(const struct conf_http *h, struct http_limits *out);
 
 /*
  * TLS on the TCP listener (the unix socket stays plaintext): PEM files,
@@ -163,7 +173,7 @@ struct http_tls {
 #define HTTP_TLS_FILE_MAX (1024 * 1024)
 
 /* The TLS files of a config's "http" section (borrowed from h). */
-void http_tls_from_config(const struct config_http *h, struct http_tls *out);
+void http_tls_from_config(const struct conf_http *h, struct http_tls *out);
 
 #define HTTP_WORKERS 16
 #define HTTP_PER_CLIENT 100

@@ -1,7 +1,8 @@
 /*
  * The server's HTTP API: access control, routing to the resource handlers
- * (server_api_volumes.c, server_api_nodes.c, server_api_events.c), and
- * blocking queries. The paths are listed in server_api.h.
+ * (server_api_volumes.c, server_api_nodes.c, server_api_events.c) and to
+ * the web console's files (server_api_ui.c), and blocking queries. The paths are listed in
+ * server_api.h.
  *
  * ACL: with tokens configured every request must carry one, in
  * X-Csid-Token or "Authorization: Bearer <token>"; a missing or unknown
@@ -109,6 +110,9 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 	/* Health tells nothing secret: load balancers and probes need no token. */
 	if (strcmp(u, "/v1/status/health") == 0)
 		return server_api_health(api, req, rep, e);
+	/* The console's files hold no data: its login page must load without a token. */
+	if (strncmp(u, "/ui", 3) == 0 && (u[3] == '\0' || u[3] == '/'))
+		return server_api_ui(api, req, rep, e);
 	rc = server_api_acl(api, req, e);
 	if (rc)
 		return rc;
@@ -130,6 +134,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_plugin(api, req, rep, e);
 	if (strcmp(u, "/v1/event/stream") == 0)
 		return server_api_events(api, req, rep, e);
+	if (strcmp(u, "/v1/status/reconciler") == 0)
+		return server_api_reconciler(api, req, rep, e);
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", u);
 }
 

@@ -22,7 +22,9 @@
  *   GET    /v1/plugins, GET /v1/plugin/<id>
  *   GET    /v1/nodes, GET /v1/node/<id>, PUT /v1/node/<id> (register + heartbeat)
  *   GET    /v1/status/health
+ *   GET    /v1/status/reconciler        the queue over the last 10 minutes
  *   GET    /v1/event/stream?index=N     newline-delimited JSON events
+ *   GET    /ui/                         the web console (no token: it asks for one)
  *
  * Every GET is a blocking query with ?index=N&wait=30s: it answers when
  * the store's index moves past N (or the wait ends); the answer carries

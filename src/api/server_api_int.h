@@ -72,8 +72,14 @@ int server_api_plugin(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
 int server_api_health(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
+/* GET /v1/status/reconciler: {"period_ms", "samples": [{"age_ms", "queued", "failing"}]}. */
+int server_api_reconciler(struct server_api *api, const struct http_request *req,
+			  struct http_reply *rep, struct err *e);
 int server_api_events(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
+/* GET /ui/<file>: the web console's files (server_api_ui.c); no token needed. */
+int server_api_ui(struct server_api *api, const struct http_request *req, struct http_reply *rep,
+		  struct err *e);
 
 /* --- shared helpers (server_api.c) --- */
 

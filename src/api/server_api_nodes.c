@@ -4,7 +4,9 @@
  * names, in "released", the reported allocations that hold no active
  * claim on the node any more (server/server_gc.h), for the agent to
  * unmount. Plugins are the server's view derived from the fingerprints
- * and its own controller plugins.
+ * and its own controller plugins. GET /v1/status/reconciler gives the
+ * reconciler's queue over the last minutes (server_history.h) for the web
+ * console's chart.
  */
 #include "api/server_api_int.h"
 
@@ -244,10 +246,40 @@ int server_api_health(struct server_api *api, const struct http_request *req,
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	server_health(api->server, &h);
-	rep->doc = json_pack("{s:b, s:I, s:s, s:{s:i, s:i}, s:{s:i, s:i}}", "ok", 1, "index",
-			     (json_int_t)h.index, "store", h.store_backend ? h.store_backend : "-",
-			     "reconciler", "queued", h.queued, "failing", h.failing, "nodes",
-			     "ready", h.nodes_ready, "down", h.nodes_down);
+	rep->doc =
+	    json_pack("{s:b, s:s, s:I, s:s, s:{s:i, s:i}, s:{s:i, s:i}}", "ok", 1, "version",
+		      CSID_VERSION, "index", (json_int_t)h.index, "store",
+		      h.store_backend ? h.store_backend : "-", "reconciler", "queued", h.queued,
+		      "failing", h.failing, "nodes", "ready", h.nodes_ready, "down", h.nodes_down);
 	server_api_set_index(rep, h.index);
+	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+int server_api_reconciler(struct server_api *api, const struct http_request *req,
+			  struct http_reply *rep, struct err *e)
+{
+	struct server_history_sample *samples;
+	json_t *arr;
+	int64_t now;
+	size_t n;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	samples = calloc(SERVER_HISTORY_SAMPLES, sizeof(*samples));
+	if (!samples)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	n = server_reconciler_history(api->server, samples, &now);
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		json_array_append_new(arr,
+				      json_pack("{s:I, s:i, s:i}", "age_ms",
+						(json_int_t)(now - samples[i].time_ms), "queued",
+						samples[i].queued, "failing", samples[i].failing));
+	free(samples);
+	rep->doc =
+	    arr ? json_pack("{s:i, s:o}", "period_ms", SERVER_HISTORY_PERIOD_MS, "samples", arr)
+		: NULL;
 	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }

@@ -432,6 +432,11 @@ int model_node_encode(const struct model_node *n, char **out, size_t *len, struc
  */
 int model_node_encode_api(const struct model_node *n, char **out, size_t *len, struct err *e);
 
+/*
+ * The header an agent's requests for its node carry: the agent's instance
+ * ID, which proves it is the node's agent (a credential: never logged).
+ */
+#define MODEL_NODE_INSTANCE_HEADER "X-Csid-Node-Instance"
 /* Hex digits of an instance tag. */
 #define MODEL_INSTANCE_TAG_LEN 8
 /*

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
-#include "agent/supervisor.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
+#include "plugins/supervisor.h"
 #include "util/array.h"
 #include "util/log.h"
 

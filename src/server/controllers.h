@@ -28,7 +28,7 @@
 
 #include <uv.h>
 
-#include "agent/config.h"
+#include "plugins/config_plugin.h"
 #include "server/reconciler.h"
 #include "server/server.h"
 #include "util/err.h"

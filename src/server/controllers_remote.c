@@ -23,7 +23,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "agent/instance_manager.h"
+#include "plugins/instance_manager.h"
 #include "csi/csi_remote.h"
 #include "csi/csi_rules.h"
 #include "server/server.h"

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
 #include "util/array.h"
 #include "util/log.h"

@@ -308,6 +308,7 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 		free(s);
 		return err_set(e, CSID_ENOMEM, "server: out of memory");
 	}
+	server_history_init(&s->history);
 	pthread_mutex_init(&s->mu, NULL);
 	if ((rc = clock_cond_init(&s->cond))) {
 		pthread_mutex_destroy(&s->mu);
@@ -341,11 +342,17 @@ static void *server_ticker_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
-		int64_t next;
+		int64_t next, sample;
+		int queued, failing;
 
 		pthread_mutex_unlock(&s->mu);
 		next = server_tick(s);
+		reconciler_counts(s->rec, &queued, &failing);
 		pthread_mutex_lock(&s->mu);
+		sample =
+		    server_history_record(&s->history, clock_now_ms(s->clock), queued, failing);
+		if (sample < next)
+			next = sample;
 		if (!s->stopping)
 			clock_wait(s->clock, &s->cond, &s->mu, next);
 	}
@@ -388,6 +395,18 @@ void server_free(struct server *s)
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+size_t server_reconciler_history(struct server *s, struct server_history_sample *out,
+				 int64_t *now_ms)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->mu);
+	*now_ms = clock_now_ms(s->clock);
+	n = server_history_list(&s->history, *now_ms, out);
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 struct reconciler *server_reconciler(struct server *s)

@@ -39,6 +39,7 @@
 #include "model/model.h"
 #include "model/model_claim.h"
 #include "server/reconciler.h"
+#include "server/server_history.h"
 #include "store/store.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -239,5 +240,15 @@ struct server_health {
 	const char *store_backend;
 };
 void server_health(struct server *s, struct server_health *out);
+
+/*
+ * The reconciler's queue over the last minutes, as server_start's ticker
+ * samples it (server_history.h): copies the samples into out (room for
+ * SERVER_HISTORY_SAMPLES), oldest first, sets *now_ms to the server
+ * clock's time they are measured against; returns how many. None before
+ * server_start, nor with manual_reconciler.
+ */
+size_t server_reconciler_history(struct server *s, struct server_history_sample *out,
+				 int64_t *now_ms);
 
 #endif

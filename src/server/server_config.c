@@ -3,7 +3,7 @@
  * object's keys are checked against a fixed list, so a typo is an error
  * rather than a setting silently ignored, and every error names the JSON
  * path of the value at fault. Durations use the agent's syntax
- * (config_parse_duration: "100ms", "15s", "1m"), plugin IDs the model's
+ * (conf_parse_duration: "100ms", "15s", "1m"), plugin IDs the model's
  * rules (model_plugin_id_check), and a controller plugin becomes the
  * agent's struct config_plugin, so the supervisor runs it unchanged.
  */
@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "util/conf.h"
 #include "util/log.h"
 
 #define SERVER_CONFIG_PATH_MAX 4096
@@ -59,7 +60,7 @@ void server_config_free(struct server_config_file *cfg)
 	for (size_t i = 0; i < cfg->nplugins; i++)
 		config_plugin_clear(&cfg->plugins[i]);
 	free(cfg->plugins);
-	config_http_clear(&cfg->http);
+	conf_http_clear(&cfg->http);
 	free(cfg->data_dir);
 	free(cfg->listen);
 	free(cfg->socket);
@@ -147,7 +148,7 @@ static int server_config_duration(json_t *root, const char *key, int64_t min, in
 	if (!json_is_string(v))
 		return err_set(e, CSID_EINVAL, "%s: expected a duration string such as \"15s\"",
 			       key);
-	ms = config_parse_duration(json_string_value(v));
+	ms = conf_parse_duration(json_string_value(v));
 	if (ms < 0)
 		return err_set(e, CSID_EINVAL,
 			       "%s: invalid duration (use e.g. \"100ms\", \"15s\", \"1m\")", key);
@@ -193,9 +194,10 @@ int server_config_check_listen(const char *what, const char *addr, struct err *e
 	return 0;
 }
 
+static const char *const server_config_token_keys[] = {"secret", "write", NULL};
+
 static int server_config_tokens(json_t *v, struct server_config_file *cfg, struct err *e)
 {
-	static const char *const keys[] = {"secret", "write", NULL};
 	size_t i;
 	json_t *t;
 
@@ -217,7 +219,7 @@ static int server_config_tokens(json_t *v, struct server_config_file *cfg, struc
 		snprintf(path, sizeof(path), "acl_tokens[%zu]", i);
 		if (!json_is_object(t))
 			return err_set(e, CSID_EINVAL, "%s: expected an object", path);
-		if ((rc = server_config_keys(t, path, keys, e)))
+		if ((rc = server_config_keys(t, path, server_config_token_keys, e)))
 			return rc;
 		snprintf(path, sizeof(path), "acl_tokens[%zu].secret", i);
 		if (!json_object_get(t, "secret"))
@@ -252,7 +254,7 @@ static int server_config_tokens(json_t *v, struct server_config_file *cfg, struc
  */
 static int server_config_plugins(json_t *v, struct server_config_file *cfg, struct err *e)
 {
-	int rc = config_parse_plugin_list(v, "controller_plugins", CONFIG_PLUGIN_CONTROLLER,
+	int rc = config_plugin_parse_list(v, "controller_plugins", CONFIG_PLUGIN_CONTROLLER,
 					  &cfg->plugins, &cfg->nplugins, e);
 
 	for (size_t i = 0; !rc && i < cfg->nplugins; i++) {
@@ -347,6 +349,14 @@ static const char *const server_config_top_keys[] = {"data_dir",
 						     "http",
 						     NULL};
 
+const struct conf_keyset server_config_keysets[] = {
+    {"", server_config_top_keys},
+    {"acl_tokens[]", server_config_token_keys},
+    {"controller_plugins[]", config_plugin_keys},
+    {"http", conf_http_keys},
+    {NULL, NULL},
+};
+
 /* Walks a decoded document (root is consumed) into a new config. */
 static int server_config_from_json(json_t *root, struct server_config_file **out, struct err *e)
 {
@@ -371,7 +381,7 @@ static int server_config_from_json(json_t *root, struct server_config_file **out
 	if (!rc && (v = json_object_get(root, "controller_plugins")))
 		rc = server_config_plugins(v, cfg, e);
 	if (!rc && (v = json_object_get(root, "http")))
-		rc = config_http_parse(v, &cfg->http, e);
+		rc = conf_http_parse(v, &cfg->http, e);
 	if (rc)
 		goto out;
 	*out = cfg;

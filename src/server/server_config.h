@@ -35,7 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent/config.h"
+#include "plugins/config_plugin.h"
+#include "util/conf.h"
+#include "util/conf_http.h"
 #include "util/err.h"
 
 #define SERVER_CONFIG_LISTEN_DEFAULT "127.0.0.1:4646"
@@ -79,13 +81,16 @@ struct server_config_file {
 	/*
 	 * Controller plugins on this host: type CONFIG_PLUGIN_CONTROLLER, with
 	 * either socket, or command + args + env (supervised): the agent's
-	 * plugin definitions (config_parse_plugin_list), "type" controller by
+	 * plugin definitions (config_plugin_parse_list), "type" controller by
 	 * default, or monolith.
 	 */
 	struct config_plugin *plugins;
 	size_t nplugins;
-	struct config_http http; /* the "http" section (agent/config_http.h) */
+	struct conf_http http; /* the "http" section (util/conf_http.h) */
 };
+
+/* The keys the parser accepts (see struct conf_keyset); ends with {NULL, NULL}. */
+extern const struct conf_keyset server_config_keysets[];
 
 /* A config with every default; NULL when out of memory. */
 struct server_config_file *server_config_new(void);

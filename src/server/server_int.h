@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_history.h"
 #include "server/server_vcache.h"
 
 /* Attempts of one compare-and-set write before CSID_EABORTED. */
@@ -51,8 +52,9 @@ struct server {
 	struct server_live *live;
 	size_t nlive, live_cap;
 	bool stopping;
-	pthread_t ticker; /* marks nodes down on real time (server_start) */
+	pthread_t ticker; /* marks nodes down, samples the queue, on real time (server_start) */
 	bool ticker_started;
+	struct server_history history; /* the ticker's samples of the queue; guarded by mu */
 };
 
 /* What an update callback asks the compare-and-set loop to do. */

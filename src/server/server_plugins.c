@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/instance_manager.h"
+#include "plugins/instance_manager.h"
 
 #define SERVER_LOCAL_CONTROLLERS_MAX 256
 #define SERVER_CAP_PUBLISH "PUBLISH_UNPUBLISH_VOLUME"

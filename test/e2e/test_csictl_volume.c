@@ -221,12 +221,45 @@ static void test_user_errors(void **state)
 	csictl_runner_free(&f->rn, r);
 }
 
+/* csictl version: csictl's own, then the one the server reports in its health answer. */
+static void test_version(void **state)
+{
+	struct fixture *f = *state;
+	struct csictl_run *r = &f->r;
+	json_t *j;
+
+	RUN(f, r, "version");
+	csictl_expect_ok(r);
+	assert_string_equal(r->out, "csictl " CSID_VERSION "\nserver " CSID_VERSION "\n");
+	csictl_runner_free(&f->rn, r);
+
+	RUN(f, r, "version", "-o", "json");
+	csictl_expect_ok(r);
+	j = csictl_expect_json(r);
+	assert_string_equal(json_string_value(json_object_get(j, "csictl")), CSID_VERSION);
+	assert_string_equal(json_string_value(json_object_get(j, "server")), CSID_VERSION);
+	json_decref(j);
+	csictl_runner_free(&f->rn, r);
+
+	/* Nobody listens there: csictl's line, then an error. */
+	RUN(f, r, "version", "-address", "http://127.0.0.1:1");
+	csictl_expect_fail(r, 1, "server");
+	assert_string_equal(r->out, "csictl " CSID_VERSION "\n");
+	csictl_runner_free(&f->rn, r);
+
+	RUN(f, r, "version", "-client", "-address", "http://127.0.0.1:1");
+	csictl_expect_ok(r);
+	assert_string_equal(r->out, "csictl " CSID_VERSION "\n");
+	csictl_runner_free(&f->rn, r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_tour, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_force_deregister, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_version, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,22 +46,19 @@ static void fuzz_agent_api_path(const uint8_t *data, size_t n)
 /* A claim body: decodes, or a clear error; a decoded claim names a safe allocation. */
 static void fuzz_agent_api_claim(const char *body, size_t len)
 {
-	json_t *claim = NULL;
-	bool read_only = false;
-	const char *mode;
+	struct agent_api_claim c;
 	struct err e;
 
 	err_clear(&e);
-	if (agent_api_decode_claim("node-1", body, len, &claim, &read_only, &e) != 0) {
-		if (!e.msg[0] || claim)
+	if (agent_api_decode_claim(body, len, &c, &e) != 0) {
+		if (!e.msg[0] || c.doc_ || c.req.alloc_id)
 			abort();
 		return;
 	}
-	mode = json_string_value(json_object_get(claim, "mode"));
-	if (!mode || strcmp(mode, read_only ? "read" : "write") != 0 ||
-	    mount_name_check("alloc", json_string_value(json_object_get(claim, "alloc_id")), &e))
+	if (mount_name_check("alloc", c.req.alloc_id, &e) ||
+	    (c.req.owner && c.req.owner != &c.owner))
 		abort();
-	json_decref(claim);
+	agent_api_claim_clear(&c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -26,10 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct config_plugin *p = &cfg->plugins[i];
 
 		for (size_t j = 0; j < p->nargs; j++)
-			free(config_expand(p->args[j], "unix:///tmp/x/csi.sock", "node"));
+			free(config_plugin_expand(p->args[j], "unix:///tmp/x/csi.sock", "node"));
 		for (size_t j = 0; j < p->nenv; j++)
-			free(config_expand(p->env[j].value, "unix:///tmp/x/csi.sock", "node"));
-		if (config_check_id("id", p->id, &e) != 0)
+			free(config_plugin_expand(p->env[j].value, "unix:///tmp/x/csi.sock",
+						  "node"));
+		if (config_plugin_check_id("id", p->id, &e) != 0)
 			abort();
 	}
 	config_free(cfg);

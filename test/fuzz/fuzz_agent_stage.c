@@ -8,17 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/agent_api.h"
+#include "agent/claims_stage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct agent_api_stage *st = NULL;
+	struct claims_stage *st = NULL;
 	struct err e;
 
 	err_clear(&e);
-	if (agent_api_decode_stage((const char *)data, size, &st, &e) != 0) {
+	if (claims_stage_decode((const char *)data, size, &st, &e) != 0) {
 		if (!e.msg[0] || st || strstr(e.msg, "CANARY"))
 			abort();
 		return 0;
@@ -32,6 +32,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < st->n_flags; i++)
 		if (!st->flags[i])
 			abort();
-	agent_api_stage_free(st);
+	claims_stage_free(st);
 	return 0;
 }

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct config_plugin *p = &cfg->plugins[i];
 
 		if (model_plugin_id_check(p->id, &e) != 0 ||
-		    config_check_id("id", p->id, &e) != 0 || (!p->socket == !p->command))
+		    config_plugin_check_id("id", p->id, &e) != 0 || (!p->socket == !p->command))
 			abort();
 	}
 	if (cfg->listen && cfg->listen[0] && server_config_check_listen("listen", cfg->listen, &e))

@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
-#include "agent/state.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
+#include "store/agent_db.h"
 #include "csi/csi_server.h"
 #include "util/arena.h"
 #include "util/clock.h"

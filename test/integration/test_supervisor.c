@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 #include "proc_guard.h"
 
 #define T_EVENTS_MAX 256

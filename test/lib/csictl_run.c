@@ -63,6 +63,12 @@ static bool csictl_run_env_skip(const char *e)
 int csictl_run(const char *dir, char *const *args, char *const *extra_env, int64_t deadline_ms,
 	       struct csictl_run *r)
 {
+	return csictl_run_prog(dir, CSICTL_BIN, args, extra_env, deadline_ms, r);
+}
+
+int csictl_run_prog(const char *dir, const char *prog, char *const *args, char *const *extra_env,
+		    int64_t deadline_ms, struct csictl_run *r)
+{
 	char outp[512], errp[512];
 	char *argv[CSICTL_RUN_ARGS_MAX + 2], *envp[CSICTL_RUN_ENV_MAX + 1];
 	posix_spawn_file_actions_t fa;
@@ -73,7 +79,7 @@ int csictl_run(const char *dir, char *const *args, char *const *extra_env, int64
 	memset(r, 0, sizeof(*r));
 	snprintf(outp, sizeof(outp), "%s/csictl.out", dir);
 	snprintf(errp, sizeof(errp), "%s/csictl.err", dir);
-	argv[n++] = (char *)CSICTL_BIN;
+	argv[n++] = (char *)prog;
 	for (int i = 0; args[i] && n <= CSICTL_RUN_ARGS_MAX; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -87,7 +93,7 @@ int csictl_run(const char *dir, char *const *args, char *const *extra_env, int64
 		return -1;
 	posix_spawn_file_actions_addopen(&fa, 1, outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	posix_spawn_file_actions_addopen(&fa, 2, errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	rc = posix_spawn(&pid, CSICTL_BIN, &fa, NULL, argv, envp);
+	rc = posix_spawn(&pid, prog, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0)
 		return -1;

@@ -30,6 +30,10 @@ struct csictl_run {
 int csictl_run(const char *dir, char *const *args, char *const *extra_env, int64_t deadline_ms,
 	       struct csictl_run *r);
 
+/* Runs prog (a path: csid, bash...) the way csictl_run runs csictl. */
+int csictl_run_prog(const char *dir, const char *prog, char *const *args, char *const *extra_env,
+		    int64_t deadline_ms, struct csictl_run *r);
+
 /* Frees what a run captured; safe to call twice. */
 void csictl_run_free(struct csictl_run *r);
 

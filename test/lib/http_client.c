@@ -15,12 +15,15 @@ struct http_client {
 	char *token;
 	char *header; /* one more header line, or NULL */
 	char *ca, *cert, *key; /* TLS files, or NULL */
+	char head[HTTP_CLIENT_HEAD_MAX]; /* the last answer's header lines */
+	size_t hlen;
 };
 
 struct http_client_buf {
 	char *p;
 	size_t len;
 	uint64_t index;
+	struct http_client *c;
 };
 
 static size_t http_client_write(char *data, size_t size, size_t n, void *ctx)
@@ -40,10 +43,16 @@ static size_t http_client_write(char *data, size_t size, size_t n, void *ctx)
 static size_t http_client_header(char *data, size_t size, size_t n, void *ctx)
 {
 	struct http_client_buf *b = ctx;
+	struct http_client *c = b->c;
 	static const char name[] = "x-csid-index:";
 
 	if (size * n > sizeof(name) && strncasecmp(data, name, sizeof(name) - 1) == 0)
 		b->index = strtoull(data + sizeof(name) - 1, NULL, 10);
+	if (c->hlen + size * n < sizeof(c->head)) {
+		memcpy(c->head + c->hlen, data, size * n);
+		c->hlen += size * n;
+		c->head[c->hlen] = '\0';
+	}
 	return size * n;
 }
 
@@ -99,7 +108,7 @@ void http_client_extra_header(struct http_client *c, const char *line)
 long http_client_do(struct http_client *c, const char *method, const char *path, const char *body,
 		    char **out, uint64_t *index, int64_t timeout_ms)
 {
-	struct http_client_buf b = {0};
+	struct http_client_buf b = {.c = c};
 	struct curl_slist *hdrs = NULL;
 	size_t ulen = strlen(c->base) + strlen(path) + 1;
 	char *url = malloc(ulen), *tok = NULL;
@@ -109,6 +118,8 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 		*out = NULL;
 	if (index)
 		*index = 0;
+	c->hlen = 0;
+	c->head[0] = '\0';
 	if (!url)
 		return -1;
 	snprintf(url, ulen, "%s%s", c->base, path);
@@ -141,6 +152,9 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 	}
 	if (strcmp(method, "GET") == 0)
 		curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	/* A HEAD answer announces a length but has no body: do not wait for one. */
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c->curl, CURLOPT_NOBODY, 1L);
 	if (c->token) {
 		size_t tl = strlen(c->token) + 16;
 
@@ -192,4 +206,22 @@ void http_client_tls(struct http_client *c, const char *ca, const char *cert, co
 	c->ca = http_client_dup(ca);
 	c->cert = http_client_dup(cert);
 	c->key = http_client_dup(key);
+}
+
+bool http_client_last_header(const struct http_client *c, const char *name, char *buf, size_t cap)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = c->head; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+		const char *v = l + n + 1, *end;
+
+		if (strncasecmp(l, name, n) != 0 || l[n] != ':')
+			continue;
+		while (*v == ' ')
+			v++;
+		end = strpbrk(v, "\r\n");
+		snprintf(buf, cap, "%.*s", (int)(end ? (size_t)(end - v) : strlen(v)), v);
+		return true;
+	}
+	return false;
 }

@@ -2,11 +2,13 @@
  * A small HTTP client for tests and benchmarks, on libcurl: one request to
  * an API over a unix socket ("unix:/path") or TCP ("http://host:port"),
  * with an optional body and token, returning the status, the body and the
- * X-Csid-Index header. A struct http_client reuses its connection.
+ * X-Csid-Index header (and any header of the last answer, on request). A
+ * struct http_client reuses its connection.
  */
 #ifndef CSID_TEST_HTTP_CLIENT_H
 #define CSID_TEST_HTTP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +35,15 @@ void http_client_extra_header(struct http_client *c, const char *line);
  */
 long http_client_do(struct http_client *c, const char *method, const char *path, const char *body,
 		    char **out, uint64_t *index, int64_t timeout_ms);
+
+/* Bytes of the last answer's header lines kept for http_client_last_header. */
+#define HTTP_CLIENT_HEAD_MAX 8192
+
+/*
+ * The value of header name (case-insensitive) in the last answer, into
+ * buf (cap bytes, NUL-terminated); false when it had none.
+ */
+bool http_client_last_header(const struct http_client *c, const char *name, char *buf, size_t cap);
 
 /* http_client_do with the body parsed as JSON (*out NULL when it is not JSON). */
 long http_client_json(struct http_client *c, const char *method, const char *path, const char *body,

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/config.h"
+#include "util/conf.h"
 
 static struct config *parse_ok(const char *json)
 {
@@ -131,19 +132,19 @@ static void test_override(void **state)
 
 static void test_durations(void **state)
 {
-	assert_int_equal(config_parse_duration("100ms"), 100);
-	assert_int_equal(config_parse_duration("30s"), 30000);
-	assert_int_equal(config_parse_duration("1m"), 60000);
-	assert_int_equal(config_parse_duration("1h2m3s"), 3723000);
-	assert_int_equal(config_parse_duration("1.5s"), 1500);
-	assert_int_equal(config_parse_duration("0"), 0);
-	assert_int_equal(config_parse_duration(""), -1);
-	assert_int_equal(config_parse_duration("10"), -1);
-	assert_int_equal(config_parse_duration("s"), -1);
-	assert_int_equal(config_parse_duration("5x"), -1);
-	assert_int_equal(config_parse_duration("-5s"), -1);
-	assert_int_equal(config_parse_duration("99999999999999999999h"), -1);
-	assert_int_equal(config_parse_duration("9000h"), -1);
+	assert_int_equal(conf_parse_duration("100ms"), 100);
+	assert_int_equal(conf_parse_duration("30s"), 30000);
+	assert_int_equal(conf_parse_duration("1m"), 60000);
+	assert_int_equal(conf_parse_duration("1h2m3s"), 3723000);
+	assert_int_equal(conf_parse_duration("1.5s"), 1500);
+	assert_int_equal(conf_parse_duration("0"), 0);
+	assert_int_equal(conf_parse_duration(""), -1);
+	assert_int_equal(conf_parse_duration("10"), -1);
+	assert_int_equal(conf_parse_duration("s"), -1);
+	assert_int_equal(conf_parse_duration("5x"), -1);
+	assert_int_equal(conf_parse_duration("-5s"), -1);
+	assert_int_equal(conf_parse_duration("99999999999999999999h"), -1);
+	assert_int_equal(conf_parse_duration("9000h"), -1);
 }
 
 static void test_bad(void **state)
@@ -214,15 +215,15 @@ static void test_plain_ids(void **state)
 {
 	struct err e;
 
-	assert_int_equal(config_check_id("id", "hostpath.csi.csid.dev", &e), 0);
-	assert_int_equal(config_check_id("id", "a_b-c:1", &e), 0);
-	assert_int_equal(config_check_id("id", "a b", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", "a=b", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", "a\"b", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", "$(x)", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", "a\\b", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", ".", &e), CSID_EINVAL);
-	assert_int_equal(config_check_id("id", NULL, &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", "hostpath.csi.csid.dev", &e), 0);
+	assert_int_equal(config_plugin_check_id("id", "a_b-c:1", &e), 0);
+	assert_int_equal(config_plugin_check_id("id", "a b", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", "a=b", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", "a\"b", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", "$(x)", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", "a\\b", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", ".", &e), CSID_EINVAL);
+	assert_int_equal(config_plugin_check_id("id", NULL, &e), CSID_EINVAL);
 }
 
 static void test_long_id(void **state)
@@ -236,7 +237,7 @@ static void test_long_id(void **state)
 		 "{\"plugins\": [{\"id\": \"%s\", \"type\": \"node\", \"socket\": \"/s\"}]}", id);
 	parse_bad(json, "longer than");
 	id[CONFIG_ID_MAX] = '\0';
-	assert_int_equal(config_check_id("id", id, &e), 0);
+	assert_int_equal(config_plugin_check_id("id", id, &e), 0);
 }
 
 static void test_expand_and_equal(void **state)
@@ -249,21 +250,21 @@ static void test_expand_and_equal(void **state)
 	struct config_plugin copy;
 	char *s;
 
-	s = config_expand(cfg->plugins[0].args[0], "unix:///d/csi.sock", "n1");
+	s = config_plugin_expand(cfg->plugins[0].args[0], "unix:///d/csi.sock", "n1");
 	assert_string_equal(s, "--endpoint=unix:///d/csi.sock");
 	free(s);
-	s = config_expand(cfg->plugins[0].args[1], "unix:///d/csi.sock", "node-1");
+	s = config_plugin_expand(cfg->plugins[0].args[1], "unix:///d/csi.sock", "node-1");
 	assert_string_equal(s, "node-1-node-1");
 	free(s);
-	s = config_expand("${OTHER}", "e", "n");
+	s = config_plugin_expand("${OTHER}", "e", "n");
 	assert_string_equal(s, "${OTHER}");
 	free(s);
 	/* The bare socket path, for plugins that take a path. */
-	s = config_expand("--csi-address=${CSI_ENDPOINT_PATH} ${CSI_ENDPOINT}",
-			  "unix:///d/csi.sock", "n");
+	s = config_plugin_expand("--csi-address=${CSI_ENDPOINT_PATH} ${CSI_ENDPOINT}",
+				 "unix:///d/csi.sock", "n");
 	assert_string_equal(s, "--csi-address=/d/csi.sock unix:///d/csi.sock");
 	free(s);
-	s = config_expand("${CSI_ENDPOINT_PATH}${CSI_ENDPOINT_PATH}", "unix:/s", "n");
+	s = config_plugin_expand("${CSI_ENDPOINT_PATH}${CSI_ENDPOINT_PATH}", "unix:/s", "n");
 	assert_string_equal(s, "/s/s");
 	free(s);
 	config_free(parse_ok("{\"plugins\": [{\"id\": \"c\", \"type\": \"node\", "

@@ -1,5 +1,5 @@
 /*
- * The "http" config section (agent/config_http.c), through the agent's
+ * The "http" config section (util/conf_http.c), through the agent's
  * config parser: every key read into its field, defaults left at zero,
  * and each bad value refused with a message naming its key.
  */

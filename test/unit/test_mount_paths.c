@@ -21,6 +21,7 @@
 #include "agent/mountinfo.h"
 #include "csi.pb-c.h"
 #include "mounter_test.h"
+#include "util/mkdir_p.h"
 
 static void test_usage_segments(void **state)
 {
@@ -189,29 +190,29 @@ static void test_mkdir_p(void **state)
 	struct err e;
 
 	snprintf(path, sizeof(path), "%s/a/b/c", dir);
-	assert_int_equal(mount_mkdir_p(path, &e), 0);
-	assert_int_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_equal(mkdir_p(path, &e), 0);
+	assert_int_equal(mkdir_p(path, &e), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/file", dir);
 	fp = fopen(path, "w");
 	assert_non_null(fp);
 	fclose(fp);
-	assert_int_equal(mount_mkdir_p(path, &e), CSID_EEXIST);
+	assert_int_equal(mkdir_p(path, &e), CSID_EEXIST);
 	snprintf(path, sizeof(path), "%s/file/sub", dir);
-	assert_int_not_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_not_equal(mkdir_p(path, &e), 0);
 	snprintf(path, sizeof(path), "%s/file/sub/deeper", dir);
-	assert_int_not_equal(mount_mkdir_p(path, &e), 0);
-	assert_int_equal(mount_mkdir_p("", &e), CSID_EINVAL);
+	assert_int_not_equal(mkdir_p(path, &e), 0);
+	assert_int_equal(mkdir_p("", &e), CSID_EINVAL);
 	/* Some parents there, some not; a trailing slash. */
 	snprintf(path, sizeof(path), "%s/a/b/x/y/z", dir);
-	assert_int_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_equal(mkdir_p(path, &e), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/a/q/", dir);
-	assert_int_equal(mount_mkdir_p(path, &e), 0);
+	assert_int_equal(mkdir_p(path, &e), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	/* A relative path works too. */
 	assert_int_equal(chdir(dir), 0);
-	assert_int_equal(mount_mkdir_p("rel/one/two", &e), 0);
+	assert_int_equal(mkdir_p("rel/one/two", &e), 0);
 	assert_int_equal(access("rel/one/two", F_OK), 0);
 	assert_int_equal(chdir("/"), 0);
 }

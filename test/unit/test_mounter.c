@@ -24,6 +24,7 @@
 
 #include "agent/mounter.h"
 #include "csi/csi_rules.h"
+#include "util/mkdir_p.h"
 #include "mounter_fake.h"
 #include "mounter_test.h"
 
@@ -188,11 +189,11 @@ static void test_parked_dirs(void **state)
 	mt_reopen(env);
 	assert_int_equal(mt_count_entries(per_alloc), 1);
 	snprintf(junk, sizeof(junk), "%s/mounts/staging/" MT_PLUGIN "/vol9/rw-x", env->real_data);
-	assert_int_equal(mount_mkdir_p(junk, &e), 0);
+	assert_int_equal(mkdir_p(junk, &e), 0);
 	snprintf(junk, sizeof(junk), "%s/ghost/vol9/target", per_alloc);
-	assert_int_equal(mount_mkdir_p(junk, &e), 0);
+	assert_int_equal(mkdir_p(junk, &e), 0);
 	snprintf(keep, sizeof(keep), "%s/full/vol9/target", per_alloc);
-	assert_int_equal(mount_mkdir_p(keep, &e), 0);
+	assert_int_equal(mkdir_p(keep, &e), 0);
 	snprintf(path, sizeof(path), "%s/data", keep);
 	fp = fopen(path, "w");
 	assert_non_null(fp);

@@ -25,6 +25,7 @@
 #include "agent/mount_store.h"
 #include "agent/mounter.h"
 #include "csi/csi_rules.h"
+#include "util/mkdir_p.h"
 #include "mounter_fake.h"
 #include "mounter_test.h"
 
@@ -92,7 +93,7 @@ static void mtf_plant(struct mt_env *env, const char *vol, const char *alloc, en
 	if (via != to)
 		assert_int_equal(mount_store_transition(s, &r, to, &e), 0);
 	mount_store_close(s);
-	assert_int_equal(mount_mkdir_p(staging, &e), 0);
+	assert_int_equal(mkdir_p(staging, &e), 0);
 }
 
 /* The case: stage refused (INVALID_ARGUMENT), unstage refused too. */

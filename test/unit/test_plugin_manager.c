@@ -1,6 +1,6 @@
 /*
  * Unit tests of the plugin manager and its instance managers
- * (src/agent/plugin_manager.c, instance_manager.c) with a memory-only
+ * (src/plugins/plugin_manager.c, instance_manager.c) with a memory-only
  * registry and a scripted fake CSI client, in virtual time: registration,
  * fingerprint, health changes, the retry backoff of a plugin that is down, resync of missed events,
  * instance changes, deregistration, wait_for_plugin, references held across a replacement, hanging
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
 #include "util/clock.h"
 
 #define FAKE_MAX 8

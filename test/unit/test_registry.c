@@ -1,6 +1,6 @@
 /*
- * Unit tests of the agent's dynamic plugin registry (src/agent/registry.c)
- * and of its local state helper (src/agent/state.c): precedence of
+ * Unit tests of the agent's dynamic plugin registry (src/plugins/registry.c)
+ * and of its local state helper (src/store/agent_db.c): precedence of
  * instances, monoliths, events per type, persistence and restore, pruning
  * of dead restored instances, bad input, schema migrations.
  */
@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "agent/registry.h"
-#include "agent/state.h"
+#include "plugins/registry.h"
+#include "store/agent_db.h"
 #include "util/clock.h"
 
 #define TEST_EVENTS_MAX 64

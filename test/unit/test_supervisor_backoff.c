@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "agent/supervisor.h"
+#include "plugins/supervisor.h"
 
 static void test_backoff_growth(void **state)
 {

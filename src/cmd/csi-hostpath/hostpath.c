@@ -134,7 +134,7 @@ static int hp_get_plugin_info(struct hp_plugin *p, const void *req, ProtobufCMes
 		return hp_fail(msg, CSI_RESOURCE_EXHAUSTED, "out of memory");
 	csi__v1__get_plugin_info_response__init(r);
 	r->name = p->name;
-	r->vendor_version = HP_VERSION;
+	r->vendor_version = CSID_VERSION;
 	*resp = &r->base;
 	return CSI_OK;
 }

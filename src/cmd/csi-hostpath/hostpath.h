@@ -30,7 +30,6 @@
 #include "hp_mount.h"
 
 #define HP_DEFAULT_NAME "hostpath.csi.csid.dev"
-#define HP_VERSION "0.1.0"
 #define HP_TOPOLOGY_KEY "topology.hostpath.csi/node"
 /* publish_context key set by ControllerPublishVolume(readonly=true). */
 #define HP_CTX_READONLY "hostpath.csi/readonly"

@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 			cfg.log_requests = log_level_parse(optarg) == LOG_DEBUG;
 			break;
 		case HP_OPT_VERSION:
-			printf("csi-hostpath %s (CSI v1.12.0)\n", HP_VERSION);
+			printf("csi-hostpath %s (CSI v1.12.0)\n", CSID_VERSION);
 			return 0;
 		case HP_OPT_HELP:
 		case 'h':

@@ -17,6 +17,7 @@
 
 #include <curl/curl.h>
 
+#include "csictl_cmds.h"
 #include "csictl_csi.h"
 #include "csictl_out.h"
 
@@ -804,28 +805,6 @@ static size_t csictl_agent_flags(struct csictl_agent_opts *o, struct csictl_flag
 	return sizeof(table) / sizeof(table[0]);
 }
 
-static void csictl_agent_help(FILE *f)
-{
-	struct csictl_agent_opts o;
-	struct csictl_flag flags[CSICTL_AGENT_FLAGS_MAX];
-	size_t n = csictl_agent_flags(&o, flags);
-
-	fputs("usage: csictl agent [flags] COMMAND [ARGS]\n\n"
-	      "Commands:\n"
-	      "  self                          the agent: node name, data dir, version, counts\n"
-	      "  plugins                       plugins known to the agent, with health\n"
-	      "  mounts                        volumes the agent has mounted\n"
-	      "  mount VOLUME ALLOC -plugin ID mount a volume for an allocation\n"
-	      "  unmount VOLUME ALLOC          unmount it (unpublish, unstage when unused)\n"
-	      "  unmount VOLUME ALLOC -force   the RPCs once, then the agent unmounts what is\n"
-	      "                                left itself and drops the record; says what it\n"
-	      "                                skipped\n"
-	      "\nFlags (before or after the command):\n",
-	      f);
-	csictl_flags_help(flags, n, f);
-	fputs("\nExit status: 0 OK, 1 the request failed, 2 usage error.\n", f);
-}
-
 static int csictl_agent_run(struct csictl_agent *a)
 {
 	const char *cmd = a->args.v[0];
@@ -891,7 +870,8 @@ static int csictl_agent_main_as(int argc, char **argv, FILE *out, FILE *errf, bo
 		goto out;
 	}
 	if (a.o.help || a.args.n == 0) {
-		csictl_agent_help(a.o.help ? out : errf);
+		csictl_cmd_help(volume ? "volume" : "agent", &a.args, flags, nflags,
+				a.o.help ? out : errf);
 		status = a.o.help ? CSICTL_EXIT_OK : CSICTL_EXIT_USAGE;
 		goto out;
 	}

@@ -74,22 +74,32 @@ static size_t csictl_csi_flags(struct csictl_csi_opts *o, struct csictl_flag *f)
 	return sizeof(table) / sizeof(table[0]);
 }
 
-static void csictl_csi_help(FILE *f, const struct csictl_csi_cmd *only)
+/*
+ * The help of one command (only), of the commands of one group ("snapshot
+ * -h": group names it), or of every command.
+ */
+static void csictl_csi_help(FILE *f, const struct csictl_csi_cmd *only, const char *group)
 {
 	struct csictl_csi_opts o;
 	struct csictl_flag flags[CSICTL_CSI_FLAGS_MAX];
 	size_t n = csictl_csi_flags(&o, flags);
 
 	if (only) {
-		fprintf(f, "usage: csictl csi [flags] %s\n\n%s\n", only->usage, only->help);
+		fprintf(f, "usage: csictl csi %s [flags]\n\n%s\n", only->usage, only->help);
 	} else {
-		fputs("usage: csictl csi [flags] COMMAND [ARGS]\n\n"
-		      "A client for any CSI plugin; the endpoint is -endpoint or $CSI_ENDPOINT.\n\n"
-		      "Commands:\n",
-		      f);
+		size_t glen = group ? strlen(group) : 0;
+
+		fprintf(
+		    f,
+		    "usage: csictl csi%s%s COMMAND [ARGS] [flags]\n\n"
+		    "A client for any CSI plugin; the endpoint is -endpoint or $CSI_ENDPOINT.\n\n"
+		    "Commands:\n",
+		    group ? " " : "", group ? group : "");
 		for (size_t g = 0; g < CSICTL_CSI_NGROUPS; g++)
 			for (const struct csictl_csi_cmd *c = csictl_csi_groups[g]; c->name; c++)
-				fprintf(f, "  %-36s %s\n", c->usage, c->help);
+				if (!group ||
+				    (strncmp(c->name, group, glen) == 0 && c->name[glen] == ' '))
+					fprintf(f, "  %-36s %s\n", c->usage, c->help);
 	}
 	fputs("\nFlags (before or after the command):\n", f);
 	csictl_flags_help(flags, n, f);
@@ -166,12 +176,17 @@ int csictl_csi_main(int argc, char **argv, FILE *out, FILE *errf)
 	if (pos.n > 0)
 		cmd = csictl_csi_find(&pos, &words);
 	if (c.o.help) {
-		csictl_csi_help(out, cmd);
+		csictl_csi_help(out, cmd,
+				!cmd && pos.n > 0 &&
+					(strcmp(pos.v[0], "snapshot") == 0 ||
+					 strcmp(pos.v[0], "group-snapshot") == 0)
+				    ? pos.v[0]
+				    : NULL);
 		status = CSICTL_EXIT_OK;
 		goto out;
 	}
 	if (pos.n == 0) {
-		csictl_csi_help(errf, NULL);
+		csictl_csi_help(errf, NULL, NULL);
 		status = CSICTL_EXIT_USAGE;
 		goto out;
 	}

@@ -30,14 +30,6 @@ struct events_run {
 	bool too_long;
 };
 
-static void events_help(FILE *f)
-{
-	fputs("usage: csictl events [-index N] [-topic volume|claim|snapshot|node|plugin] "
-	      "[flags]\n\n"
-	      "Follows the server's event stream until interrupted.\n",
-	      f);
-}
-
 static void events_line(struct events_run *r)
 {
 	json_t *ev = json_loadb(r->line, r->len, 0, NULL);
@@ -121,7 +113,7 @@ int csictl_events_main(int argc, char **argv, FILE *out, FILE *err)
 		free(v);
 		return ret;
 	}
-	ret = csictl_server_init(&s, &o.c, flags, n, argc, argv, events_help, out, err);
+	ret = csictl_server_init(&s, &o.c, flags, n, argc, argv, "", out, err);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	if (s.args.n != 1 || strcmp(s.args.v[0], "events") != 0)

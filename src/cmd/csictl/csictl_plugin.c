@@ -8,18 +8,6 @@
 #include "csictl_csi.h"
 #include "csictl_server.h"
 
-static void plugin_help(FILE *f)
-{
-	struct csictl_server_opts o;
-	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
-	size_t n = csictl_server_flags(&o, flags, 0);
-
-	fputs("usage: csictl plugin status [ID] [flags]\n"
-	      "       csictl node status [ID] [flags]\n\nFlags:\n",
-	      f);
-	csictl_flags_help(flags, n, f);
-}
-
 /* One "<what> status [ID]" run. */
 static int plugin_status(const char *what, const char *list_path, csictl_server_render_fn all,
 			 csictl_server_render_fn one, int argc, char **argv, FILE *out, FILE *err)
@@ -33,7 +21,7 @@ static int plugin_status(const char *what, const char *list_path, csictl_server_
 
 	memset(&o, 0, sizeof(o));
 	n = csictl_server_flags(&o, flags, 0);
-	ret = csictl_server_init(&s, &o, flags, n, argc, argv, plugin_help, out, err);
+	ret = csictl_server_init(&s, &o, flags, n, argc, argv, what, out, err);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	if (strcmp(s.args.v[0], "status") != 0 || s.args.n > 2)

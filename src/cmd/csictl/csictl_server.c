@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "csictl_cmds.h"
 #include "csictl_csi.h"
 #include "csictl_out.h"
 
@@ -54,7 +55,7 @@ int csictl_server_usage(struct csictl_server *s, const char *fmt, ...)
 
 int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 		       const struct csictl_flag *flags, size_t nflags, int argc, char **argv,
-		       void (*help)(FILE *f), FILE *out, FILE *err)
+		       const char *group, FILE *out, FILE *err)
 {
 	const char *addr;
 	struct err e;
@@ -73,7 +74,7 @@ int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 	if (csictl_flags_parse(flags, nflags, argc, argv, &s->args, &e))
 		return csictl_server_usage(s, "%s (see -h)", e.msg);
 	if (o->help || s->args.n == 0) {
-		help(o->help ? out : err);
+		csictl_cmd_help(group, &s->args, flags, nflags, o->help ? out : err);
 		return o->help ? -1 : CSICTL_EXIT_USAGE;
 	}
 	if (o->output && strcmp(o->output, "json") != 0 && strcmp(o->output, "table") != 0)

@@ -48,12 +48,14 @@ size_t csictl_server_flags(struct csictl_server_opts *o, struct csictl_flag *f, 
 
 /*
  * Parses argv with flags (the command's, including the connection flags)
- * and sets s up. Prints help (returns -1 with *status set) for -h or no
- * command, and usage errors. Returns 0 to go on, else the exit status.
+ * and sets s up. For -h it prints the help of the command that group (a
+ * path of csictl_cmds.h) and the positional arguments name, and returns
+ * -1; with no command it prints the group's help as a usage error. Prints
+ * usage errors. Returns 0 to go on, else the exit status.
  */
 int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 		       const struct csictl_flag *flags, size_t nflags, int argc, char **argv,
-		       void (*help)(FILE *f), FILE *out, FILE *err);
+		       const char *group, FILE *out, FILE *err);
 
 /* Sends the request; prints the JSON answer as is with -o json, else
  * through render (NULL: done_msg). Returns the exit status. */
@@ -86,5 +88,7 @@ int csictl_volume_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_plugin_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_node_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_events_main(int argc, char **argv, FILE *out, FILE *err);
+/* `csictl version`: argv starts with "version". */
+int csictl_version_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

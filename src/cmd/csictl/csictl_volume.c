@@ -88,42 +88,6 @@ static size_t volume_flags(struct volume_opts *o, struct csictl_flag *f)
 	return csictl_server_flags(&o->c, f, sizeof(table) / sizeof(table[0]));
 }
 
-static void volume_help(FILE *f)
-{
-	struct volume_opts o;
-	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
-	size_t n = volume_flags(&o, flags);
-
-	fputs("usage: csictl volume COMMAND [ARGS] [flags]\n\n"
-	      "Commands:\n"
-	      "  init                          print a commented example spec (init > vol.json)\n"
-	      "  register FILE                 register an existing volume (needs external_id)\n"
-	      "  create FILE [-wait]           create the volume through its plugin\n"
-	      "  status [ID]                   list volumes, or show one with its claims\n"
-	      "  delete ID [-wait]             delete it in the plugin, then deregister it\n"
-	      "  deregister ID [-force]        forget it; -force even while claimed\n"
-	      "  detach ID NODE                release every claim of NODE (operator exit)\n"
-	      "  expand ID -size SIZE          grow it\n"
-	      "  modify ID K=V...              change mutable parameters\n"
-	      "  claim ID -alloc A -node N     claim it for an allocation (low level)\n"
-	      "  release ID -alloc A [-force]  release a claim; -force frees it at once\n"
-	      "  mount ID -alloc A [-read-only] [-access-mode M] [-attachment-mode M]\n"
-	      "                                the local agent claims it, mounts it for A and\n"
-	      "                                prints the path (-address: the agent)\n"
-	      "    [-owner-pid PID | -owner-cgroup PATH | -lease DURATION]\n"
-	      "                                its owner: when the process exits, the cgroup\n"
-	      "                                is empty or the lease (1s to 24h) lapses, the\n"
-	      "                                agent unmounts it and releases the claim\n"
-	      "  renew ID -alloc A [-lease D]  renew the lease owning the mount\n"
-	      "  unmount ID -alloc A           the local agent unmounts it, then releases the\n"
-	      "                                claim\n"
-	      "  snapshot create VOL SNAP [-wait] | delete SNAP | list [VOL] | status SNAP\n"
-	      "\nFlags:\n",
-	      f);
-	csictl_flags_help(flags, n, f);
-	fputs("\nExit status: 0 OK, 1 the request failed, 2 usage error.\n", f);
-}
-
 /* Reads a spec file, checks it with the model and returns its JSON without comment lines. */
 static int volume_read_spec(struct csictl_server *s, const char *file, bool create, char **body,
 			    char *id, size_t idlen)
@@ -549,7 +513,7 @@ int csictl_volume_main(int argc, char **argv, FILE *out, FILE *err)
 		return csictl_agent_volume_main(argc, argv, out, err);
 	memset(&o, 0, sizeof(o));
 	n = volume_flags(&o, flags);
-	ret = csictl_server_init(&s, &o.c, flags, n, argc, argv, volume_help, out, err);
+	ret = csictl_server_init(&s, &o.c, flags, n, argc, argv, "volume", out, err);
 	if (ret == 0)
 		ret = volume_run(&s, &o);
 	else if (ret < 0)

@@ -4,6 +4,8 @@
  *   csictl csi ...    talk CSI (gRPC) to any plugin at a unix socket
  *   csictl agent ...  talk to a csid agent's HTTP API
  *   csictl volume|plugin|node|events ...  talk to a csid server's HTTP API
+ *   csictl version | completion bash
+ * Every command's help comes from one table (csictl_cmds.c).
  * Exit status: 0 OK, 1 the operation failed, 2 usage error.
  *
  * `csictl csi` runs the program csictl-csi beside this one: only that
@@ -17,20 +19,13 @@
 #include <unistd.h>
 
 #include "csictl_agent.h"
+#include "csictl_cmds.h"
 #include "csictl_csi.h"
 #include "csictl_server.h"
 
 static void csictl_usage(FILE *f)
 {
-	fputs("usage: csictl COMMAND [ARGS]\n\n"
-	      "Commands:\n"
-	      "  volume  volumes of a csid server: create, claim, snapshot... (csictl volume -h)\n"
-	      "  plugin  plugins a csid server knows, with their health\n"
-	      "  node    nodes registered with a csid server\n"
-	      "  events  follow a csid server's event stream\n"
-	      "  agent   drive a csid agent: plugins, mounts (csictl agent -h)\n"
-	      "  csi     call a CSI plugin directly (csictl csi -h)\n",
-	      f);
+	csictl_cmd_help("", NULL, NULL, 0, f);
 }
 
 /* Replaces this process with csictl-csi from csictl's directory, with argv[2..]. */
@@ -77,6 +72,23 @@ int main(int argc, char **argv)
 		return csictl_node_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "events") == 0)
 		return csictl_events_main(argc - 2, argv + 2, stdout, stderr);
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
+		return csictl_version_main(argc - 1, argv + 1, stdout, stderr);
+	if (strcmp(argv[1], "completion") == 0) {
+		if (argc == 3 && strcmp(argv[2], "bash") == 0) {
+			csictl_cmd_completion_bash(stdout);
+			return CSICTL_EXIT_OK;
+		}
+		if (argc == 3 && (strcmp(argv[2], "-h") == 0 || strcmp(argv[2], "--help") == 0 ||
+				  strcmp(argv[2], "-help") == 0)) {
+			struct csictl_args a = {.v = {"completion"}, .n = 1};
+
+			csictl_cmd_help("", &a, NULL, 0, stdout);
+			return CSICTL_EXIT_OK;
+		}
+		fputs("error: usage: csictl completion bash\n", stderr);
+		return CSICTL_EXIT_USAGE;
+	}
 	fprintf(stderr, "error: unknown command \"%.64s\"\n", argv[1]);
 	csictl_usage(stderr);
 	return CSICTL_EXIT_USAGE;

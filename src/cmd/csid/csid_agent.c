@@ -42,21 +42,25 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#include "agent/claims.h"
+#include "agent/claims_http.h"
 #include "agent/config.h"
 #include "agent/held_allocs.h"
-#include "agent/mount_paths.h"
 #include "agent/mounter.h"
-#include "agent/plugin_manager.h"
-#include "agent/registry.h"
+#include "agent/node_plugins.h"
+#include "plugins/plugin_manager.h"
+#include "plugins/registry.h"
 #include "agent/server_link.h"
-#include "agent/state.h"
-#include "agent/supervisor.h"
+#include "store/agent_db.h"
+#include "plugins/supervisor.h"
 #include "api/agent_api.h"
 #include "csi/csi_client.h"
 #include "csid_flags.h"
 #include "model/model.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
+#include "util/sd_notify.h"
 
 struct csid_agent_run {
 	uv_loop_t *loop;
@@ -71,6 +75,9 @@ struct csid_agent_run {
 	struct mounter *mounter;
 	struct supervisor *sv;
 	struct agent_api *api;
+	struct node_plugins np; /* the node plugins of the claim flow's mounts */
+	struct claims_client *servers; /* the claim flow's client; NULL: no servers configured */
+	struct claims *claims;
 	struct server_link *link; /* NULL: no servers configured */
 	struct held_allocs *held; /* the allocations the link reports */
 	char instance_id[SERVER_LINK_INSTANCE_ID_LEN + 1];
@@ -220,6 +227,36 @@ static bool csid_agent_stopping(struct csid_agent_run *a)
 	return s;
 }
 
+/* The claim flow, with its client when servers are configured. */
+static int csid_agent_claims_start(struct csid_agent_run *a, struct err *e)
+{
+	struct claims_http_config hc = {
+	    .servers = (const char *const *)a->cfg->servers,
+	    .nservers = a->cfg->nservers,
+	    .token = a->cfg->server_token,
+	    .instance_id = a->instance_id[0] ? a->instance_id : NULL,
+	};
+	struct claims_config cc = {
+	    .node_name = a->cfg->node_name,
+	    .mounter = a->mounter,
+	    .lookup = node_plugins_lookup,
+	    .release = node_plugins_release,
+	    .lookup_ctx = &a->np,
+	    .held = a->held,
+	    .db_path = a->db_path,
+	};
+	int rc;
+
+	a->np.plugins = a->pm;
+	a->np.registry = a->registry;
+	a->np.supervisor = a->sv;
+	a->np.wait_ms = a->cfg->health_timeout_ms;
+	if (a->cfg->nservers && (rc = claims_http_new(&hc, &a->servers, e)))
+		return rc;
+	cc.client = a->servers;
+	return claims_new(&cc, &a->claims, e);
+}
+
 static void *csid_agent_startup_main(void *arg)
 {
 	struct csid_agent_run *a = arg;
@@ -244,13 +281,12 @@ static void *csid_agent_startup_main(void *arg)
 		ac.server_token = a->cfg->server_token;
 		http_limits_from_config(&a->cfg->http, &ac.limits);
 		http_tls_from_config(&a->cfg->http, &ac.tls);
-		ac.servers = (const char *const *)a->cfg->servers;
-		ac.nservers = a->cfg->nservers;
-		ac.db_path = a->db_path;
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 		ac.held = a->held;
-		ac.instance_id = a->instance_id[0] ? a->instance_id : NULL;
-		a->startup_rc = agent_api_start(&ac, &a->api, &e);
+		a->startup_rc = csid_agent_claims_start(a, &e);
+		ac.claims = a->claims;
+		if (a->startup_rc == 0)
+			a->startup_rc = agent_api_start(&ac, &a->api, &e);
 		if (a->startup_rc) {
 			char q[600];
 
@@ -259,6 +295,7 @@ static void *csid_agent_startup_main(void *arg)
 		} else {
 			log_info("msg=\"agent ready\" node=%s socket=%s", a->cfg->node_name,
 				 a->cfg->listen_socket);
+			sd_notify_state("READY=1\nSTATUS=serving the API, mounts recovered");
 		}
 	}
 	pthread_mutex_lock(&a->mu);
@@ -325,8 +362,14 @@ void csid_agent_run_stop(struct csid_agent_run *a)
 	if (a->startup_started)
 		pthread_join(a->startup, NULL);
 	a->startup_started = false;
+	/* Requests waiting on the servers give up at once, so the API's stop does not wait. */
+	claims_shutdown(a->claims);
 	agent_api_stop(a->api);
 	a->api = NULL;
+	claims_free(a->claims);
+	a->claims = NULL;
+	claims_http_free(a->servers);
+	a->servers = NULL;
 	if (a->sv)
 		supervisor_shutdown(a->sv, csid_agent_sv_done, a);
 	else
@@ -458,7 +501,7 @@ static int csid_agent_open(struct csid_agent_run *a, struct err *e)
 	struct mounter_options mo = {0};
 	int rc, n;
 
-	if ((rc = mount_mkdir_p(a->cfg->data_dir, e)))
+	if ((rc = mkdir_p(a->cfg->data_dir, e)))
 		return rc;
 	/* Before touching anything: a second agent on the same data_dir would fight the first. */
 	snprintf(a->db_path, sizeof(a->db_path), "%s/agent.lock", a->cfg->data_dir);
@@ -546,8 +589,8 @@ int csid_agent_run_start(struct csid_agent_run *a, struct err *e)
 {
 	int rc;
 
-	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu",
-		 CSID_AGENT_VERSION, a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
+	log_info("msg=\"agent starting\" version=%s node=%s data_dir=%s plugins=%zu", CSID_VERSION,
+		 a->cfg->node_name, a->cfg->data_dir, a->cfg->nplugins);
 	rc = csid_agent_open(a, e);
 	if (!rc) {
 		pthread_mutex_lock(&a->mu);
@@ -574,7 +617,10 @@ void csid_agent_run_free(struct csid_agent_run *a)
 		return;
 	if (a->startup_started)
 		pthread_join(a->startup, NULL);
+	claims_shutdown(a->claims);
 	agent_api_stop(a->api);
+	claims_free(a->claims);
+	claims_http_free(a->servers);
 	/* No health callback (which notifies the link) runs after the shutdown. */
 	server_link_stop(a->link);
 	if (a->pm)
@@ -636,6 +682,7 @@ static void csid_agent_on_signal(uv_signal_t *h, int signo)
 		return;
 	}
 	log_info("msg=\"shutting down\" signal=%d", signo);
+	sd_notify_state("STOPPING=1");
 	csid_agent_run_stop(m->run);
 }
 

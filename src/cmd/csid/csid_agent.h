@@ -19,8 +19,6 @@
 #include "agent/config.h"
 #include "util/err.h"
 
-#define CSID_AGENT_VERSION "0.1.0"
-
 struct csid_agent_run;
 
 /*

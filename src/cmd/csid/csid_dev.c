@@ -44,6 +44,7 @@
 #include "csid_flags.h"
 #include "csid_server.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
 
 #define CSID_DEV_NODE "dev"
 #define CSID_DEV_HP_ID "hostpath.csi.csid.dev"
@@ -126,7 +127,7 @@ static int csid_dev_make_dir(struct csid_dev *d, struct err *e)
 		return 0;
 	}
 	if (!realpath(d->flag_data_dir, d->dir)) {
-		int rc = mount_mkdir_p(d->flag_data_dir, e);
+		int rc = mkdir_p(d->flag_data_dir, e);
 
 		if (rc)
 			return err_wrap(e, "-data-dir");

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config_http.h"
+#include "util/conf_http.h"
 #include "util/curl_tls.h"
 
 int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nflags, int argc,
@@ -45,7 +45,7 @@ int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nfla
 	return 0;
 }
 
-int csid_flags_client_tls(const struct config_http *h, struct err *e)
+int csid_flags_client_tls(const struct conf_http *h, struct err *e)
 {
 	struct curl_tls t = {
 	    .ca_file = h->ca_file ? h->ca_file : getenv("CSID_CACERT"),

@@ -26,7 +26,7 @@ struct csid_flag {
 int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nflags, int argc,
 		     char **argv, void (*usage)(FILE *f));
 
-struct config_http;
+struct conf_http;
 struct err;
 
 /*
@@ -34,6 +34,6 @@ struct err;
  * section: ca_file (else $CSID_CACERT), client_cert_file and
  * client_key_file. Returns 0 or a code with e set.
  */
-int csid_flags_client_tls(const struct config_http *h, struct err *e);
+int csid_flags_client_tls(const struct conf_http *h, struct err *e);
 
 #endif

@@ -32,7 +32,6 @@
 
 #include <uv.h>
 
-#include "agent/mount_paths.h"
 #include "api/server_api.h"
 #include "csi/csi_client.h"
 #include "csid_agent.h"
@@ -43,6 +42,8 @@
 #include "server/server_config.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/mkdir_p.h"
+#include "util/sd_notify.h"
 
 struct csid_server_run {
 	uv_loop_t *loop;
@@ -114,7 +115,7 @@ static int csid_server_open_store(struct csid_server_run *s, struct err *e)
 	const struct server_config_file *cfg = s->cfg;
 	int rc;
 
-	if ((rc = mount_mkdir_p(cfg->data_dir, e)))
+	if ((rc = mkdir_p(cfg->data_dir, e)))
 		return err_wrap(e, "data_dir");
 	s->lock_fd = open(cfg->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (s->lock_fd < 0)
@@ -235,7 +236,7 @@ int csid_server_run_start(struct csid_server_run *s, struct err *e)
 	int rc;
 
 	log_info("msg=\"server starting\" version=%s data_dir=%s store=%s controller_plugins=%zu",
-		 CSID_AGENT_VERSION, s->cfg->data_dir,
+		 CSID_VERSION, s->cfg->data_dir,
 		 s->cfg->store == SERVER_CONFIG_STORE_MEMORY ? "memory" : "sqlite",
 		 s->cfg->nplugins);
 	rc = csid_server_open(s, e);
@@ -283,6 +284,7 @@ static void csid_server_on_signal(uv_signal_t *h, int signo)
 	struct csid_server *s = h->data;
 
 	log_info("msg=\"shutting down\" signal=%d", signo);
+	sd_notify_state("STOPPING=1");
 	csid_server_run_stop(s->run);
 }
 
@@ -326,6 +328,8 @@ int csid_server_main(int argc, char **argv)
 	uv_signal_start(&s.sig_int, csid_server_on_signal, SIGINT);
 	if (csid_server_run_start(s.run, &e) != 0)
 		log_error("msg=\"server failed to start\" error=%s", log_q(q, sizeof(q), e.msg));
+	else
+		sd_notify_state("READY=1\nSTATUS=serving the API");
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
 	csid_server_run_free(s.run);

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "-version") == 0 ||
 	    strcmp(cmd, "--version") == 0) {
-		printf("csid %s\n", CSID_AGENT_VERSION);
+		printf("csid %s\n", CSID_VERSION);
 		return 0;
 	}
 	if (strcmp(cmd, "agent") == 0)

@@ -1,0 +1,655 @@
+/*
+ * The claim flow (claims.h): the module object, the requests to the
+ * servers through the client seam, the mount and the unmount. The
+ * durable release queue is in claims_release.c, the orphans in
+ * claims_orphans.c, the owners in claims_owners.c.
+ *
+ * A server request tries the servers in order (the client) and, while
+ * none answers, again after a pause doubling from CLAIMS_RETRY_MIN_MS to
+ * CLAIMS_RETRY_MAX_MS, within CLAIMS_SERVER_WAIT_MS; the pauses wait on
+ * the module's clock and condition variable, so claims_shutdown ends
+ * them at once and a fake clock makes them cost nothing.
+ */
+#include "agent/claims_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/claims_stage.h"
+#include "util/log.h"
+
+bool claims_stopping(struct claims *c)
+{
+	return __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE);
+}
+
+void claims_pause_until(struct claims *c, int64_t until)
+{
+	pthread_mutex_lock(&c->mu);
+	while (!claims_stopping(c) && clock_now_ms(c->clock) < until)
+		clock_wait(c->clock, &c->cond, &c->mu, until);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The csid code an error answer names ("conflict"), else the one of its status. */
+static int claims_server_code(long status, json_t *doc)
+{
+	const char *code = json_string_value(json_object_get(doc, "code"));
+
+	for (int c = CSID_ERROR_BASE_ + 1; code && c < CSID_ERROR_END_; c++)
+		if (strcmp(csid_err_code(c), code) == 0)
+			return c;
+	if (status == 404)
+		return CSID_ENOTFOUND;
+	if (status == 409)
+		return CSID_ECONFLICT;
+	if (status == 412)
+		return CSID_EPRECOND;
+	if (status == 401 || status == 403)
+		return CSID_EPERM;
+	return status >= 500 ? CSID_EUNAVAIL : CSID_EINVAL;
+}
+
+static int64_t claims_next_pause(int64_t pause)
+{
+	return pause * 2 > CLAIMS_RETRY_MAX_MS ? CLAIMS_RETRY_MAX_MS : pause * 2;
+}
+
+int claims_server_try(struct claims *c, const char *method, const char *path, json_t *body,
+		      bool patient, json_t **doc, struct err *e)
+{
+	int64_t deadline = clock_now_ms(c->clock) + (patient ? CLAIMS_SERVER_WAIT_MS : 0);
+	int64_t pause = CLAIMS_RETRY_MIN_MS;
+	struct claims_client *cl = c->cfg.client;
+	char *text = NULL;
+	long status = 0;
+	int rc;
+
+	*doc = NULL;
+	if (!cl)
+		return err_set(e, CSID_EPRECOND,
+			       "the agent joined no servers (config \"servers\")");
+	if (body && !(text = json_dumps(body, JSON_COMPACT)))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	for (;;) {
+		rc = claims_stopping(c) ? err_set(e, CSID_EUNAVAIL, "the agent is stopping")
+					: cl->request(cl, method, path, text, &status, doc, e);
+		if (rc != CSID_EUNAVAIL || clock_now_ms(c->clock) + pause > deadline ||
+		    claims_stopping(c))
+			break;
+		claims_pause_until(c, clock_now_ms(c->clock) + pause);
+		pause = claims_next_pause(pause);
+	}
+	free(text);
+	if (rc)
+		return err_wrap(e, "no server answered");
+	if (status < 200 || status > 299) {
+		const char *msg = json_string_value(json_object_get(*doc, "error"));
+
+		rc = err_set(e, claims_server_code(status, *doc), "%.800s",
+			     msg ? msg : "the server refused the request");
+		json_decref(*doc);
+		*doc = NULL;
+	}
+	return rc;
+}
+
+int claims_server_request(struct claims *c, const char *method, const char *path, json_t *body,
+			  json_t **doc, struct err *e)
+{
+	return claims_server_try(c, method, path, body, true, doc, e);
+}
+
+/* Appends s percent-escaped (RFC 3986: all but unreserved characters) at out[*n]. */
+static void claims_escape(const char *s, char *out, size_t len, size_t *n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			     (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' ||
+			     ch == '~';
+
+		if (*n + 4 > len) {
+			*n = len;
+			return;
+		}
+		if (plain) {
+			out[(*n)++] = (char)ch;
+		} else {
+			out[(*n)++] = '%';
+			out[(*n)++] = hex[ch >> 4];
+			out[(*n)++] = hex[ch & 15];
+		}
+	}
+}
+
+/* prefix, escaped a, mid, escaped b (may be NULL), rest: into out, or CSID_EINVAL. */
+static int claims_path(const char *prefix, const char *a, const char *mid, const char *b,
+		       const char *rest, char *out, size_t len, struct err *e)
+{
+	size_t n = 0;
+	int w;
+
+	w = snprintf(out, len, "%s", prefix);
+	n = w < 0 ? len : (size_t)w;
+	if (n < len)
+		claims_escape(a, out, len, &n);
+	if (n < len && b) {
+		w = snprintf(out + n, len - n, "%s", mid);
+		n = w < 0 ? len : n + (size_t)w;
+		if (n < len)
+			claims_escape(b, out, len, &n);
+	}
+	if (n < len) {
+		w = snprintf(out + n, len - n, "%s", rest);
+		n = w < 0 ? len : n + (size_t)w;
+	}
+	if (n >= len)
+		return err_set(e, CSID_EINVAL, "volume ID too long");
+	return 0;
+}
+
+int claims_volume_path(const char *vol, const char *rest, char *out, size_t len, struct err *e)
+{
+	return claims_path("/v1/volume/", vol, NULL, NULL, rest, out, len, e);
+}
+
+/* ---- the mount ---- */
+
+/* A string member of o, or dflt. */
+static const char *claims_str(json_t *o, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : dflt;
+}
+
+/* The publication of v to node, or NULL. */
+static json_t *claims_publication(json_t *v, const char *node)
+{
+	json_t *p;
+	size_t i;
+
+	json_array_foreach(json_object_get(v, "publications"), i, p)
+	{
+		const char *n = json_string_value(json_object_get(p, "node_id"));
+
+		if (n && strcmp(n, node) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* Whether the volume's plugin needs ControllerPublishVolume, as the server sees it. */
+static int claims_controller_required(struct claims *c, const char *plugin, bool *out,
+				      struct err *e)
+{
+	char path[CLAIMS_PATH_MAX];
+	json_t *doc = NULL;
+	int rc;
+
+	if ((rc = claims_path("/v1/plugin/", plugin, NULL, NULL, "", path, sizeof(path), e)) ||
+	    (rc = claims_server_request(c, "GET", path, NULL, &doc, e)))
+		return err_wrap(e, "plugin %s", plugin);
+	*out = json_is_true(json_object_get(doc, "controller_required"));
+	json_decref(doc);
+	return 0;
+}
+
+/*
+ * Follows volume *v (replaced as it changes) until its publication to
+ * this node is published, or there is none and none is needed. Returns
+ * 0 with *pub (borrowed from *v, NULL: no publication), or an error
+ * naming the volume's last error.
+ */
+static int claims_wait_published(struct claims *c, const char *vol, json_t **v, json_t **pub,
+				 struct err *e)
+{
+	int64_t deadline = clock_now_ms(c->clock) + CLAIMS_WAIT_MS;
+	char path[CLAIMS_PATH_MAX], rest[64];
+	bool checked = false, required = true;
+	int rc;
+
+	for (;;) {
+		const char *st, *last;
+		json_t *p = claims_publication(*v, c->node), *next = NULL;
+
+		st = json_string_value(json_object_get(p, "state"));
+		if (st && strcmp(st, "published") == 0) {
+			*pub = p;
+			return 0;
+		}
+		if (!p && !checked) {
+			rc = claims_controller_required(c, claims_str(*v, "plugin_id", ""),
+							&required, e);
+			if (rc)
+				return rc;
+			checked = true;
+		}
+		if (!p && !required) {
+			*pub = NULL;
+			return 0;
+		}
+		if (clock_now_ms(c->clock) >= deadline) {
+			last = json_string_value(
+			    json_object_get(json_object_get(*v, "status"), "last_error"));
+			return err_set(e, CSID_ETIMEDOUT,
+				       "volume %s: not published to node %s after %ds (%s): "
+				       "last error: %.600s",
+				       vol, c->node, CLAIMS_WAIT_MS / 1000,
+				       st ? st : "no publication", last && *last ? last : "none");
+		}
+		snprintf(rest, sizeof(rest), "?index=%lld&wait=" CLAIMS_BLOCK_WAIT,
+			 (long long)json_integer_value(json_object_get(*v, "modify_index")));
+		if ((rc = claims_volume_path(vol, rest, path, sizeof(path), e)) ||
+		    (rc = claims_server_request(c, "GET", path, NULL, &next, e)))
+			return err_wrap(e, "volume %s", vol);
+		json_decref(*v);
+		*v = next;
+	}
+}
+
+/*
+ * GET /v1/volume/<vol>/node-stage?alloc_id=<alloc>: 0 and *out (free
+ * with claims_stage_free), or a code with e set (never quoting a value).
+ */
+static int claims_stage_get(struct claims *c, const char *vol, const char *alloc,
+			    struct claims_stage **out, struct err *e)
+{
+	char path[CLAIMS_PATH_MAX];
+	json_t *doc = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = claims_path("/v1/volume/", vol, "/node-stage?alloc_id=", alloc, "", path, sizeof(path),
+			 e);
+	if (rc == 0 && (rc = claims_server_request(c, "GET", path, NULL, &doc, e)) == 0)
+		rc = claims_stage_from(doc, out, e);
+	if (rc)
+		err_wrap(e, "node-stage secrets of %s for %s", vol, alloc);
+	return rc;
+}
+
+/* The string map m as kvs (borrowed from m), at most max. */
+static size_t claims_kvs(json_t *m, struct mount_kv *kvs, size_t max)
+{
+	const char *key;
+	json_t *val;
+	size_t n = 0;
+
+	json_object_foreach(m, key, val)
+	{
+		if (n < max && json_is_string(val)) {
+			kvs[n].key = key;
+			kvs[n].value = json_string_value(val);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Mounts volume v (published as pub, may be NULL) for alloc with st's secrets; fills res. */
+static int claims_do_mount(struct claims *c, const char *vol, const char *alloc, bool read_only,
+			   json_t *v, json_t *pub, const struct claims_stage *st,
+			   struct mounter_result *res, struct err *e)
+{
+	json_t *cap = json_array_get(json_object_get(v, "capabilities"), 0);
+	json_t *vctx = json_object_get(v, "context"), *pctx = json_object_get(pub, "context");
+	size_t nv = json_object_size(vctx), np = json_object_size(pctx);
+	struct mounter_request req = {0};
+	struct mounter_plugin mp = {0};
+	struct mount_kv *kvs;
+	const char *fs;
+	int rc;
+
+	if (pub)
+		cap = pub;
+	req.volume_id = vol;
+	req.alloc_id = alloc;
+	req.plugin_id = claims_str(v, "plugin_id", "");
+	req.external_id = claims_str(v, "external_id", vol);
+	req.usage.read_only = read_only;
+	fs = claims_str(json_object_get(v, "mount_options"), "fs_type", "");
+	req.usage.fs_type = *fs ? fs : NULL;
+	req.usage.fs_type = st->fs_type && *st->fs_type ? st->fs_type : req.usage.fs_type;
+	req.usage.mount_flags = st->flags;
+	req.usage.n_mount_flags = st->n_flags;
+	req.secrets = st->secrets;
+	req.n_secrets = st->n_secrets;
+	if ((rc = mount_access_parse(claims_str(cap, "access_mode", ""), &req.usage.access, e)) ||
+	    (rc = mount_attachment_parse(claims_str(cap, "attachment_mode", "file-system"),
+					 &req.usage.attachment, e)))
+		return err_wrap(e, "volume %s", vol);
+	kvs = calloc(nv + np + 1, sizeof(*kvs));
+	if (!kvs)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	req.volume_context = kvs;
+	req.n_volume_context = claims_kvs(vctx, kvs, nv);
+	req.publish_context = kvs + req.n_volume_context;
+	req.n_publish_context = claims_kvs(pctx, kvs + req.n_volume_context, np);
+	rc = c->cfg.lookup(c->cfg.lookup_ctx, req.plugin_id, &mp, e);
+	if (rc == 0) {
+		rc = mounter_mount(c->cfg.mounter, &mp, &req, res, e);
+		if (c->cfg.release)
+			c->cfg.release(c->cfg.lookup_ctx, &mp);
+	}
+	free(kvs);
+	return rc;
+}
+
+/* Waits for the volume's node plugin to be healthy here (the lookup's wait). */
+static int claims_plugin_ready(struct claims *c, const char *plugin, struct err *e)
+{
+	struct mounter_plugin mp = {0};
+	int rc = c->cfg.lookup(c->cfg.lookup_ctx, plugin, &mp, e);
+
+	if (rc == 0 && c->cfg.release)
+		c->cfg.release(c->cfg.lookup_ctx, &mp);
+	return rc;
+}
+
+/*
+ * The claim, retried with backoff for CLAIMS_WAIT_MS while the server
+ * answers failed_precondition (the volume is not ready yet, or the
+ * node's fingerprint has not shown its plugin healthy yet).
+ */
+static int claims_claim_put(struct claims *c, const char *path, json_t *claim, json_t **v,
+			    struct err *e)
+{
+	int64_t deadline = clock_now_ms(c->clock) + CLAIMS_WAIT_MS;
+	int64_t pause = CLAIMS_RETRY_MIN_MS;
+	int rc;
+
+	for (;;) {
+		rc = claims_server_request(c, "PUT", path, claim, v, e);
+		if (rc != CSID_EPRECOND || clock_now_ms(c->clock) + pause > deadline ||
+		    claims_stopping(c))
+			return rc;
+		claims_pause_until(c, clock_now_ms(c->clock) + pause);
+		pause = claims_next_pause(pause);
+	}
+}
+
+/*
+ * The body of PUT /v1/volume/<vol>/claim for req, its capability
+ * defaulting to the volume v's first one; copies it into out.
+ */
+static json_t *claims_claim_body(struct claims *c, const struct claims_mount_req *req, json_t *v,
+				 struct claims_mount_result *out)
+{
+	json_t *cap = json_array_get(json_object_get(v, "capabilities"), 0);
+	const char *access =
+	    req->access_mode ? req->access_mode : claims_str(cap, "access_mode", "");
+	const char *attach = req->attachment_mode
+				 ? req->attachment_mode
+				 : claims_str(cap, "attachment_mode", "file-system");
+
+	snprintf(out->access_mode, sizeof(out->access_mode), "%s", access);
+	snprintf(out->attachment_mode, sizeof(out->attachment_mode), "%s", attach);
+	out->read_only = req->read_only;
+	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:s}", "alloc_id", req->alloc_id, "node_id",
+			 c->node, "mode", req->read_only ? "read" : "write", "held_by_agent", 1,
+			 "access_mode", access, "attachment_mode", attach);
+}
+
+/* claims_mount once the allocation is reported as held; owner checked (NULL: none). */
+static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
+			     struct owners_spec *owner, struct claims_mount_result *out,
+			     struct err *e)
+{
+	const char *vol = r->volume_id, *alloc = r->alloc_id;
+	char path[CLAIMS_PATH_MAX];
+	struct mounter_result *res = NULL;
+	struct claims_stage *st = NULL;
+	json_t *claim = NULL, *v = NULL, *pub = NULL;
+	int rc;
+
+	if ((rc = claims_volume_path(vol, "", path, sizeof(path), e)) ||
+	    (rc = claims_server_request(c, "GET", path, NULL, &v, e)))
+		goto out;
+	if (!(claim = claims_claim_body(c, r, v, out))) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = claims_plugin_ready(c, claims_str(v, "plugin_id", ""), e);
+	json_decref(v);
+	v = NULL;
+	if (rc == 0)
+		rc = claims_volume_path(vol, "/claim", path, sizeof(path), e);
+	if (rc == 0)
+		rc = claims_claim_put(c, path, claim, &v, e);
+	if (rc) {
+		err_wrap(e, "claim %s for %s", vol, alloc);
+		goto out;
+	}
+	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
+	if ((rc = claims_wait_published(c, vol, &v, &pub, e)) ||
+	    (rc = claims_stage_get(c, vol, alloc, &st, e)))
+		goto out;
+	if (!(res = calloc(1, sizeof(*res)))) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = claims_do_mount(c, vol, alloc, r->read_only, v, pub, st, res, e);
+	if (rc) {
+		err_wrap(e, "claimed, not mounted (unmount releases the claim)");
+		goto out;
+	}
+	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
+	if (c->state && (rc = claims_state_mark(c->state, vol, alloc, true, e))) {
+		err_wrap(e, "mounted, but not marked as claimed (unmount releases the claim)");
+		goto out;
+	}
+	if (owner && (rc = claims_owner_record(c, vol, alloc, owner, e))) {
+		err_wrap(e, "mounted, but its owner is not recorded (unmount releases the claim)");
+		goto out;
+	}
+	snprintf(out->path, sizeof(out->path), "%s", res->target);
+	snprintf(out->source, sizeof(out->source), "%s", res->source);
+	out->is_device = res->is_device;
+out:
+	claims_stage_free(st);
+	free(res);
+	json_decref(claim);
+	json_decref(v);
+	return rc;
+}
+
+int claims_mount(struct claims *c, const struct claims_mount_req *req,
+		 struct claims_mount_result *out, struct err *e)
+{
+	struct owners_spec owner;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = mount_name_check("volume id", req->volume_id, e)) ||
+	    (rc = mount_name_check("alloc_id", req->alloc_id, e)))
+		return rc;
+	/* The owner is checked before anything is claimed. */
+	if (req->owner) {
+		owner = *req->owner;
+		if ((rc = claims_owner_check(c, &owner, e)))
+			return rc;
+	}
+	/* Reported as held before the claim goes out (server/server_gc.h). */
+	if ((rc = held_allocs_begin(c->cfg.held, req->volume_id, req->alloc_id, e)))
+		return rc;
+	rc = claims_mount_held(c, req, req->owner ? &owner : NULL, out, e);
+	held_allocs_end(c->cfg.held, req->volume_id, req->alloc_id);
+	return rc;
+}
+
+/* ---- the unmount ---- */
+
+/* Unmounts vol for alloc through the plugin that mounted it; CSID_ENOTFOUND: no record. */
+static int claims_unmount_record(struct claims *c, const char *vol, const char *alloc,
+				 struct err *e)
+{
+	struct mounter_plugin mp = {0};
+	struct mount_record *rec = NULL;
+	char plugin[MOUNT_NAME_MAX + 1];
+	int rc;
+
+	rc = mounter_get(c->cfg.mounter, vol, alloc, &rec, e);
+	if (rc == CSID_ENOTFOUND)
+		return err_set(e, CSID_ENOTFOUND, "no mount of volume %s for alloc %s", vol, alloc);
+	if (rc)
+		return rc;
+	snprintf(plugin, sizeof(plugin), "%s", rec->plugin_id);
+	mount_record_free(rec);
+	rc = c->cfg.lookup(c->cfg.lookup_ctx, plugin, &mp, e);
+	if (rc)
+		return err_wrap(e, "unmount %s for %s", vol, alloc);
+	rc = mounter_unmount(c->cfg.mounter, &mp, vol, alloc, e);
+	if (c->cfg.release)
+		c->cfg.release(c->cfg.lookup_ctx, &mp);
+	return rc;
+}
+
+/* claims_unmount once the allocation is reported as held. */
+static int claims_unmount_held(struct claims *c, const char *vol, const char *alloc,
+			       const char *reason, struct claims_unmount_result *out, struct err *e)
+{
+	struct err ignored;
+	char q[600];
+	int rc;
+
+	rc = claims_unmount_record(c, vol, alloc, e);
+	if (rc && rc != CSID_ENOTFOUND)
+		return err_wrap(e, "the claim is kept");
+	out->unmounted = rc == 0;
+	/* Recorded before it is sent: an agent that stops now still sends it. */
+	if (c->state && (rc = claims_state_release_put(c->state, vol, alloc, reason, e)))
+		return err_wrap(e, "%s", out->unmounted ? "unmounted" : "nothing mounted");
+	/* Recorded: one try of each server, then the background backoff. */
+	rc = claims_release_send(c, vol, alloc, reason, !c->state, e);
+	/* Kept too when refused for who sent it (claims_release.c says why). */
+	if ((rc == CSID_EUNAVAIL || rc == CSID_EPERM) && c->state) {
+		log_warn("msg=\"release pending: retried in the background\" volume=%s alloc=%s "
+			 "error=%s",
+			 vol, alloc, log_q(q, sizeof(q), e->msg));
+		claims_release_poke(c);
+		claims_owner_forget(c, vol, alloc);
+		out->release_pending = true;
+		snprintf(out->release_error, sizeof(out->release_error), "%s", e->msg);
+		err_clear(e);
+		return 0;
+	}
+	err_clear(&ignored);
+	claims_release_done(c, vol, alloc, &ignored);
+	/*
+	 * The server knows no claim of alloc (a mount stopped before its
+	 * claim, or the volume is gone): nothing is held, the unmount is done.
+	 */
+	if (rc == CSID_ENOTFOUND) {
+		log_info("msg=\"no claim to release\" volume=%s alloc=%s unmounted=%d error=%s",
+			 vol, alloc, out->unmounted, log_q(q, sizeof(q), e->msg));
+		claims_owner_forget(c, vol, alloc);
+		err_clear(e);
+		return 0;
+	}
+	if (rc)
+		return err_wrap(e, "%s; release %s for %s (unmount again to retry)",
+				out->unmounted ? "unmounted" : "nothing mounted", vol, alloc);
+	log_info("msg=\"claim released\" volume=%s alloc=%s unmounted=%d", vol, alloc,
+		 out->unmounted);
+	claims_owner_forget(c, vol, alloc);
+	out->released = true;
+	return 0;
+}
+
+int claims_unmount(struct claims *c, const char *vol, const char *alloc, const char *reason,
+		   struct claims_unmount_result *out, struct err *e)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = mount_name_check("volume id", vol, e)) ||
+	    (rc = mount_name_check("alloc id", alloc, e)))
+		return rc;
+	/*
+	 * Reported as held until the release went (server/server_gc.h): a
+	 * report without the allocation must not reach the server before
+	 * the release, whose reason the claim is to keep.
+	 */
+	if ((rc = held_allocs_begin(c->cfg.held, vol, alloc, e)))
+		return rc;
+	rc = claims_unmount_held(c, vol, alloc, reason, out, e);
+	held_allocs_end(c->cfg.held, vol, alloc);
+	return rc;
+}
+
+int claims_mark_unclaimed(struct claims *c, const char *vol, const char *alloc, struct err *e)
+{
+	return c->state ? claims_state_mark(c->state, vol, alloc, false, e) : 0;
+}
+
+/* ---- life cycle ---- */
+
+int claims_new(const struct claims_config *cfg, struct claims **out, struct err *e)
+{
+	struct claims *c;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->node_name || !cfg->mounter || !cfg->lookup)
+		return err_set(e, CSID_EINVAL, "claims: node name, mounter and lookup required");
+	if (!(c = calloc(1, sizeof(*c))))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	c->cfg = *cfg;
+	c->clock = cfg->clock ? cfg->clock : clock_real();
+	pthread_mutex_init(&c->mu, NULL);
+	clock_cond_init(&c->cond);
+	c->rel_delay = CLAIMS_RELEASE_MIN_MS;
+	c->rel_due = clock_now_ms(c->clock);
+	c->node = strdup(cfg->node_name);
+	c->cfg.node_name = c->node;
+	c->cfg.db_path = NULL;
+	c->rows = calloc(CLAIMS_RELEASE_BATCH, sizeof(*c->rows));
+	if (!c->node || !c->rows) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* Without servers nothing is claimed, so nothing is recorded or watched. */
+	if (cfg->client && cfg->db_path && (rc = claims_state_open(cfg->db_path, &c->state, e)))
+		goto fail;
+	if (cfg->client &&
+	    ((rc = claims_owners_open(c, cfg->db_path, e)) || (rc = claims_release_start(c, e))))
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	claims_free(c);
+	return rc;
+}
+
+void claims_shutdown(struct claims *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+	if (c->cfg.client && c->cfg.client->cancel)
+		c->cfg.client->cancel(c->cfg.client);
+}
+
+void claims_free(struct claims *c)
+{
+	if (!c)
+		return;
+	claims_shutdown(c);
+	/* The thread may forget an owner: it goes first; the owner watch may poke it. */
+	claims_release_stop(c);
+	claims_owners_close(c);
+	claims_state_close(c->state);
+	free(c->rows);
+	free(c->node);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}

@@ -1,0 +1,113 @@
+/*
+ * Helpers of the JSON config parsers (conf.h): key lists, bounded
+ * strings, durations.
+ */
+#include "util/conf.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "util/log.h"
+
+bool conf_has_ctl(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return true;
+	return false;
+}
+
+int64_t conf_parse_duration(const char *s)
+{
+	int64_t total = 0;
+
+	if (!s || !*s)
+		return -1;
+	if (strcmp(s, "0") == 0)
+		return 0;
+	while (*s) {
+		int64_t whole = 0, frac = 0, fscale = 1, unit;
+		int digits = 0;
+
+		while (*s >= '0' && *s <= '9') {
+			if (whole > INT64_MAX / 100)
+				return -1;
+			whole = whole * 10 + (*s++ - '0');
+			digits++;
+		}
+		if (*s == '.') {
+			s++;
+			while (*s >= '0' && *s <= '9') {
+				if (fscale < 1000000) {
+					frac = frac * 10 + (*s - '0');
+					fscale *= 10;
+				}
+				s++;
+				digits++;
+			}
+		}
+		if (!digits)
+			return -1;
+		if (strncmp(s, "ms", 2) == 0) {
+			unit = 1;
+			s += 2;
+		} else if (*s == 's') {
+			unit = 1000;
+			s++;
+		} else if (*s == 'm') {
+			unit = 60000;
+			s++;
+		} else if (*s == 'h') {
+			unit = 3600000;
+			s++;
+		} else {
+			return -1;
+		}
+		/* Durations longer than a year are a mistake, not a setting. */
+		if (whole > 366LL * 24 * 3600 * 1000 / unit)
+			return -1;
+		total += whole * unit + frac * unit / fscale;
+		if (total > 366LL * 24 * 3600 * 1000)
+			return -1;
+	}
+	return total;
+}
+
+int conf_check_keys(json_t *obj, const char *path, const char *const *allowed, struct err *e)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v)
+	{
+		bool ok = false;
+
+		for (int i = 0; allowed[i]; i++)
+			if (strcmp(key, allowed[i]) == 0)
+				ok = true;
+		if (!ok) {
+			char q[160];
+
+			return err_set(e, CSID_EINVAL, "%s: unknown key %.100s", path,
+				       log_q(q, sizeof(q), key));
+		}
+	}
+	return 0;
+}
+
+int conf_get_string(json_t *v, const char *path, size_t max, char **out, struct err *e)
+{
+	size_t len;
+
+	if (!json_is_string(v))
+		return err_set(e, CSID_EINVAL, "%s: expected a string", path);
+	len = json_string_length(v);
+	if (len > max)
+		return err_set(e, CSID_EINVAL, "%s: longer than %zu bytes", path, max);
+	if (memchr(json_string_value(v), '\0', len))
+		return err_set(e, CSID_EINVAL, "%s: contains a NUL byte", path);
+	*out = strdup(json_string_value(v));
+	if (!*out)
+		return err_set(e, CSID_ENOMEM, "%s: out of memory", path);
+	return 0;
+}

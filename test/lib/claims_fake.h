@@ -1,0 +1,79 @@
+/*
+ * A fake csid server behind the claim flow's client seam (struct
+ * claims_client of agent/claims.h), for tests of the flow in virtual
+ * time. It holds a few volumes and answers what the flow asks:
+ *
+ *   GET /v1/volume/<vol>[?index=N&wait=5s]   the volume (a blocking query
+ *        whose index is current moves the fake clock by the wait, then
+ *        publishes a pending publication when auto_publish is set)
+ *   GET /v1/plugin/<plugin>                   {"controller_required"}
+ *   PUT /v1/volume/<vol>/claim                the claim (or the scripted
+ *        refusal), then the volume with its publication to the node
+ *   GET /v1/volume/<vol>/node-stage?alloc_id= the volume's secrets
+ *   PUT /v1/volume/<vol>/release              drops the claim (404 when
+ *        none), keeping the reason
+ *
+ * Faults: down (every request: CSID_EUNAVAIL, as if no server answered),
+ * a claim refused with a status and code, a claim answered
+ * failed_precondition a number of times first. Everything is counted.
+ * Thread-safe (the owner watch releases from its own thread).
+ */
+#ifndef CSID_TEST_CLAIMS_FAKE_H
+#define CSID_TEST_CLAIMS_FAKE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "agent/claims.h"
+#include "util/clock.h"
+
+#define CLAIMS_FAKE_VOLS 4
+#define CLAIMS_FAKE_CLAIMS 8
+#define CLAIMS_FAKE_STR 256
+
+struct claims_fake_volume {
+	char id[CLAIMS_FAKE_STR];
+	char plugin[CLAIMS_FAKE_STR];
+	char access_mode[CLAIMS_FAKE_STR];
+	bool controller_required; /* the claim makes a pending publication */
+	bool auto_publish; /* a blocking query publishes it */
+	long long modify_index;
+	char pub_state[32]; /* "" none, "pending", "published" */
+	char claims[CLAIMS_FAKE_CLAIMS][CLAIMS_FAKE_STR]; /* alloc IDs, "" free */
+};
+
+struct claims_fake {
+	struct claims_client base; /* pass &fake->base as the client */
+	pthread_mutex_t mu;
+	struct clock_fake *clock; /* moved by blocking queries; may be NULL */
+	char node[CLAIMS_FAKE_STR];
+	struct claims_fake_volume vols[CLAIMS_FAKE_VOLS];
+	int nvols;
+	/* Faults. */
+	bool down;
+	int claim_status; /* 0: granted; else the HTTP status of a refusal */
+	char claim_code[32]; /* its csid code name ("conflict") */
+	int claim_precond; /* answer failed_precondition this many times first */
+	/* Counts and the last release. */
+	int requests, refused_down, claims_put, releases, releases_ok, blocking_queries,
+	    stage_reads;
+	int cancels;
+	char last_reason[512]; /* "" none */
+	bool last_reason_null;
+	int64_t release_times[16]; /* the clock at each release request (first 16) */
+};
+
+/* A fake server for node (no volume yet); clock may be NULL. */
+void claims_fake_init(struct claims_fake *f, const char *node, struct clock_fake *clock);
+void claims_fake_destroy(struct claims_fake *f);
+/* Adds a volume of plugin with one capability (access mode, file-system); returns it. */
+struct claims_fake_volume *claims_fake_add(struct claims_fake *f, const char *id,
+					   const char *plugin, const char *access_mode);
+/* Whether vol holds a claim of alloc. */
+bool claims_fake_claimed(struct claims_fake *f, const char *vol, const char *alloc);
+/* Sets down under the lock. */
+void claims_fake_set_down(struct claims_fake *f, bool down);
+/* The count of releases asked so far, under the lock. */
+int claims_fake_releases(struct claims_fake *f);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * Unit tests of the node's claim flow (src/agent/claims*.c) against a
+ * fake csid server (test/lib/claims_fake.h), the mounter over the fake
+ * node plugin (test/lib/mounter_test.h) and a fake clock in auto-advance
+ * mode, so the flow's waits (a claim retried, a 60 s publication wait,
+ * the releases' backoff) run in virtual time. The module runs without a
+ * thread of its own: the tests step claims_step. The owner test uses the
+ * real owner watch on a real child process.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "agent/claims.h"
+#include "child_proc.h"
+#include "claims_fake.h"
+#include "mounter_test.h"
+
+#define T0 1000000
+#define WALL0 1700000000000
+#define NODE "node-1"
+
+struct ct {
+	struct clock_fake clock;
+	struct mt_env env;
+	struct claims_fake fake;
+	struct held_allocs *held;
+	struct claims *c;
+	struct claims_fake_volume *vol;
+};
+
+static void ct_open_claims(struct ct *t)
+{
+	struct claims_config cfg = {
+	    .node_name = NODE,
+	    .mounter = t->env.m,
+	    .lookup = mt_lookup,
+	    .lookup_ctx = &t->env,
+	    .held = t->held,
+	    .client = &t->fake.base,
+	    .db_path = t->env.db,
+	    .clock = &t->clock.base,
+	    .manual = true,
+	};
+	struct err e;
+
+	err_clear(&e);
+	if (claims_new(&cfg, &t->c, &e))
+		fail_msg("claims_new: %s", e.msg);
+}
+
+static int ct_setup(void **state)
+{
+	struct ct *t = calloc(1, sizeof(*t));
+	struct err e;
+
+	if (!t)
+		return -1;
+	clock_fake_init(&t->clock, T0, WALL0);
+	clock_fake_set_auto_advance(&t->clock, true);
+	mt_env_open(&t->env, true);
+	claims_fake_init(&t->fake, NODE, &t->clock);
+	t->vol = claims_fake_add(&t->fake, "vol-1", MT_PLUGIN, "single-node-writer");
+	if (held_allocs_new(NULL, NULL, &t->held, &e))
+		return -1;
+	held_allocs_attach(t->held, t->env.m);
+	ct_open_claims(t);
+	*state = t;
+	return 0;
+}
+
+static int ct_teardown(void **state)
+{
+	struct ct *t = *state;
+
+	claims_free(t->c);
+	held_allocs_free(t->held);
+	mt_env_close(&t->env);
+	claims_fake_destroy(&t->fake);
+	clock_fake_destroy(&t->clock);
+	free(t);
+	return 0;
+}
+
+static int64_t ct_now(struct ct *t)
+{
+	return clock_now_ms(&t->clock.base);
+}
+
+static bool ct_mounted(struct ct *t, const char *vol, const char *alloc)
+{
+	bool on = false;
+	struct err e;
+
+	assert_int_equal(mounter_has_mount(t->env.m, vol, alloc, &on, &e), 0);
+	return on;
+}
+
+static int ct_mount(struct ct *t, const char *alloc, struct claims_mount_result *res, struct err *e)
+{
+	struct claims_mount_req req = {.volume_id = "vol-1", .alloc_id = alloc};
+
+	err_clear(e);
+	return claims_mount(t->c, &req, res, e);
+}
+
+/* Mount: claimed, staged and published; unmount: unpublished, then released. */
+static void test_mount_happy_path(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct claims_unmount_result ur;
+	struct err e;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.stage_reads, 1);
+	assert_non_null(strstr(res.path, "alloc-1"));
+	assert_false(res.is_device);
+	assert_string_equal(res.access_mode, "single-node-writer");
+	assert_string_equal(res.attachment_mode, "file-system");
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	/* No time passed: nothing waited. */
+	assert_int_equal(ct_now(t), T0);
+	mt_check(&t->env, true);
+
+	err_clear(&e);
+	assert_int_equal(claims_unmount(t->c, "vol-1", "alloc-1", NULL, &ur, &e), 0);
+	assert_true(ur.unmounted);
+	assert_true(ur.released);
+	assert_false(ur.release_pending);
+	assert_true(t->fake.last_reason_null);
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	mt_check_empty(&t->env);
+
+	/* Again: nothing mounted and no claim is done, not an error. */
+	err_clear(&e);
+	assert_int_equal(claims_unmount(t->c, "vol-1", "alloc-1", "why", &ur, &e), 0);
+	assert_false(ur.unmounted);
+	assert_false(ur.released);
+	assert_false(ur.release_pending);
+}
+
+/* A plugin that needs ControllerPublishVolume: the mount follows the volume until published. */
+static void test_mount_waits_for_publication(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->vol->controller_required = true;
+	t->vol->auto_publish = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_int_equal(t->fake.blocking_queries, 1);
+	assert_int_equal(ct_now(t), T0 + 5000);
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	/* The node-stage secrets and mount flags went to the plugin, never to the database. */
+	mt_assert_no_secret_in_db(&t->env);
+}
+
+/* A refused claim is the server's code and message; nothing mounted. */
+static void test_claim_refused(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->fake.claim_status = 409;
+	snprintf(t->fake.claim_code, sizeof(t->fake.claim_code), "conflict");
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_ECONFLICT);
+	assert_non_null(strstr(e.msg, "claim vol-1 for alloc-1"));
+	assert_non_null(strstr(e.msg, "held by alloc other on node-9"));
+	assert_int_equal(t->fake.claims_put, 1);
+	assert_int_equal(t->fake.stage_reads, 0);
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+	mt_check_empty(&t->env);
+}
+
+/* failed_precondition (volume or fingerprint not ready) is retried with backoff. */
+static void test_claim_retried_while_not_ready(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->fake.claim_precond = 3;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_int_equal(t->fake.claims_put, 4);
+	/* Pauses of 200, 400 and 800 ms, in virtual time. */
+	assert_int_equal(ct_now(t), T0 + 1400);
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+}
+
+/* A publication that never comes: CSID_ETIMEDOUT after 60 s, with the volume's last error. */
+static void test_publication_wait_timeout(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->vol->controller_required = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_ETIMEDOUT);
+	assert_non_null(strstr(e.msg, "not published to node node-1 after 60s (pending)"));
+	assert_non_null(strstr(e.msg, "controller busy"));
+	assert_true(ct_now(t) >= T0 + CLAIMS_WAIT_MS);
+	assert_int_equal(t->fake.blocking_queries, CLAIMS_WAIT_MS / 5000);
+	assert_int_equal(t->fake.stage_reads, 0);
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+	/* The claim stays until an unmount (or the server's GC) releases it. */
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+}
+
+/* The plugin fails after the claim: the error says so; an unmount releases the claim. */
+static void test_mount_failure_after_claim(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct claims_unmount_result ur;
+	struct err e;
+
+	t->env.fake.fail_at = 0;
+	t->env.fake.fail_code = 13; /* INTERNAL */
+	assert_int_not_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_non_null(strstr(e.msg, "claimed, not mounted (unmount releases the claim)"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+	mt_check_empty(&t->env);
+
+	err_clear(&e);
+	assert_int_equal(claims_unmount(t->c, "vol-1", "alloc-1", NULL, &ur, &e), 0);
+	assert_false(ur.unmounted);
+	assert_true(ur.released);
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+}
+
+/* One step at the clock's now: whether it sent a release request. */
+static bool ct_step_sent(struct ct *t, int64_t *due)
+{
+	int before = claims_fake_releases(&t->fake);
+
+	*due = claims_step(t->c);
+	return claims_fake_releases(&t->fake) > before;
+}
+
+/*
+ * The servers are down at the unmount: the release is pending, recorded,
+ * and retried by claims_step at 1 s, then 2 s, 4 s later; it survives a
+ * restart of the module, and goes once a server answers.
+ */
+static void test_pending_release_backoff(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct claims_unmount_result ur;
+	struct err e;
+	int64_t due, t1;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	claims_fake_set_down(&t->fake, true);
+	err_clear(&e);
+	assert_int_equal(claims_unmount(t->c, "vol-1", "alloc-1", "owner gone", &ur, &e), 0);
+	assert_true(ur.unmounted);
+	assert_false(ur.released);
+	assert_true(ur.release_pending);
+	assert_non_null(strstr(ur.release_error, "connection refused"));
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+
+	/* Poked by the unmount: a pass at once, then 1 s, 2 s, 4 s apart. */
+	t1 = ct_now(t);
+	claims_step(t->c);
+	assert_int_equal(t->fake.refused_down, 2);
+	due = claims_step(t->c);
+	assert_int_equal(due, t1 + CLAIMS_RELEASE_MIN_MS);
+	assert_int_equal(t->fake.refused_down, 2);
+	clock_fake_set(&t->clock, due - 1);
+	assert_int_equal(claims_step(t->c), due);
+	assert_int_equal(t->fake.refused_down, 2);
+	clock_fake_set(&t->clock, due);
+	due = claims_step(t->c);
+	assert_int_equal(t->fake.refused_down, 3);
+	assert_int_equal(due, t1 + 1000 + 2000);
+	clock_fake_set(&t->clock, due);
+	due = claims_step(t->c);
+	assert_int_equal(t->fake.refused_down, 4);
+	assert_int_equal(due, t1 + 1000 + 2000 + 4000);
+
+	/* A restart: the recorded release is sent by the first step. */
+	claims_free(t->c);
+	t->c = NULL;
+	ct_open_claims(t);
+	claims_fake_set_down(&t->fake, false);
+	assert_true(ct_step_sent(t, &due));
+	assert_int_equal(t->fake.releases_ok, 1);
+	assert_string_equal(t->fake.last_reason, "owner gone");
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	/* Taken: nothing pending any more, the next pass is the idle one. */
+	assert_int_equal(due, ct_now(t) + CLAIMS_RELEASE_MAX_MS);
+	clock_fake_set(&t->clock, due);
+	assert_false(ct_step_sent(t, &due));
+}
+
+/*
+ * Released while the node was away: the claim flow's mount is unmounted
+ * by the next step, with the server's note as the reason; a mount made
+ * without a claim is left alone.
+ */
+static void test_released_while_away(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct mounter_result *mr = calloc(1, sizeof(*mr));
+	struct mounter_request req;
+	uint64_t seq;
+	int64_t due;
+	struct err e;
+
+	assert_non_null(mr);
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	mt_request(&req, "vol-2", "raw-1");
+	assert_int_equal(claims_mark_unclaimed(t->c, "vol-2", "raw-1", &e), 0);
+	assert_int_equal(mounter_mount(t->env.m, &t->env.plugin, &req, mr, &e), 0);
+	free(mr);
+
+	/* The server released both (node down past node_grace) and forgot the claim. */
+	pthread_mutex_lock(&t->fake.mu);
+	t->vol->claims[0][0] = '\0';
+	pthread_mutex_unlock(&t->fake.mu);
+	seq = held_allocs_seq(t->held);
+	assert_true(held_allocs_released(t->held, seq, "vol-1", "alloc-1", "node down"));
+	assert_true(held_allocs_released(t->held, seq, "vol-2", "raw-1", "node down"));
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+
+	assert_true(ct_step_sent(t, &due));
+	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(ct_mounted(t, "vol-2", "raw-1"));
+	assert_string_equal(t->fake.last_reason,
+			    "claim released by the server while the node was away: node down");
+	/* The server knew no claim: done, nothing pending. */
+	assert_int_equal(t->fake.releases, 1);
+	clock_fake_set(&t->clock, due);
+	assert_false(ct_step_sent(t, &due));
+	mt_check(&t->env, true);
+}
+
+/* The owner process dies: the owner watch unmounts and releases with the reason. */
+static void test_owner_gone(void **state)
+{
+	struct ct *t = *state;
+	struct owners_spec owner = {.kind = OWNERS_PID};
+	struct claims_mount_req req = {.volume_id = "vol-1", .alloc_id = "alloc-1"};
+	struct claims_mount_result res;
+	struct owners_entry *list = NULL;
+	struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
+	struct timespec now, deadline;
+	pid_t pid = child_proc_idle();
+	size_t n = 0;
+	struct err e;
+
+	assert_true(pid > 0);
+	owner.pid = (int)pid;
+	req.owner = &owner;
+	err_clear(&e);
+	assert_int_equal(claims_mount(t->c, &req, &res, &e), 0);
+	assert_int_equal(claims_owners_list(t->c, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].spec.pid, (int)pid);
+	assert_true(list[0].spec.start_time > 0);
+	free(list);
+
+	child_proc_kill(&pid);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += 20;
+	for (;;) {
+		if (claims_fake_releases(&t->fake) > 0 && !ct_mounted(t, "vol-1", "alloc-1"))
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > deadline.tv_sec)
+			fail_msg("the owner's mount was not released");
+		nanosleep(&pause, NULL);
+	}
+	pthread_mutex_lock(&t->fake.mu);
+	assert_non_null(strstr(t->fake.last_reason, "exited"));
+	pthread_mutex_unlock(&t->fake.mu);
+	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+}
+
+/* A dead pid as owner is refused before anything is claimed. */
+static void test_owner_checked_before_claim(void **state)
+{
+	struct ct *t = *state;
+	struct owners_spec owner = {.kind = OWNERS_PID};
+	struct claims_mount_req req = {.volume_id = "vol-1", .alloc_id = "alloc-1"};
+	struct claims_mount_result res;
+	struct err e;
+
+	owner.pid = (int)child_proc_gone();
+	assert_true(owner.pid > 0);
+	req.owner = &owner;
+	err_clear(&e);
+	assert_int_equal(claims_mount(t->c, &req, &res, &e), CSID_EINVAL);
+	assert_int_equal(t->fake.requests, 0);
+}
+
+/* Without servers: refused with a clear message; the path helper escapes. */
+static void test_no_servers_and_paths(void **state)
+{
+	struct ct *t = *state;
+	struct claims_config cfg = {
+	    .node_name = NODE, .mounter = t->env.m, .lookup = mt_lookup, .lookup_ctx = &t->env};
+	struct claims_mount_req req = {.volume_id = "vol-1", .alloc_id = "alloc-1"};
+	struct claims_mount_result res;
+	struct claims *alone = NULL;
+	char path[64];
+	json_t *doc = NULL;
+	struct err e;
+
+	err_clear(&e);
+	assert_int_equal(claims_new(&cfg, &alone, &e), 0);
+	assert_int_equal(claims_mount(alone, &req, &res, &e), CSID_EPRECOND);
+	assert_non_null(strstr(e.msg, "joined no servers"));
+	assert_int_equal(claims_server_request(alone, "GET", "/v1/volumes", NULL, &doc, &e),
+			 CSID_EPRECOND);
+	claims_free(alone);
+
+	assert_int_equal(claims_volume_path("a b/c", "/claim", path, sizeof(path), &e), 0);
+	assert_string_equal(path, "/v1/volume/a%20b%2Fc/claim");
+	assert_int_equal(
+	    claims_volume_path("0123456789012345678901234567890123456789012345678901234567",
+			       "/claim", path, sizeof(path), &e),
+	    CSID_EINVAL);
+
+	/* A request of a front end through the same client: the server's code and message. */
+	assert_int_equal(claims_server_request(t->c, "GET", "/v1/volume/nope", NULL, &doc, &e),
+			 CSID_ENOTFOUND);
+	assert_non_null(strstr(e.msg, "no such volume"));
+	assert_int_equal(claims_server_request(t->c, "GET", "/v1/volume/vol-1", NULL, &doc, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(doc, "plugin_id")), MT_PLUGIN);
+	json_decref(doc);
+
+	/* No server answers: retried with backoff for CLAIMS_SERVER_WAIT_MS, in virtual time. */
+	claims_fake_set_down(&t->fake, true);
+	assert_int_equal(claims_server_request(t->c, "GET", "/v1/volume/vol-1", NULL, &doc, &e),
+			 CSID_EUNAVAIL);
+	assert_true(ct_now(t) > T0 + CLAIMS_SERVER_WAIT_MS - CLAIMS_RETRY_MAX_MS);
+	assert_true(ct_now(t) <= T0 + CLAIMS_SERVER_WAIT_MS);
+	assert_true(t->fake.refused_down > 5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_mount_happy_path, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_waits_for_publication, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_refused, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_retried_while_not_ready, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_publication_wait_timeout, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_failure_after_claim, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_owner_gone, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_owner_checked_before_claim, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_no_servers_and_paths, ct_setup, ct_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, mt_scratch_setup, mt_scratch_teardown);
+}
