@@ -284,7 +284,20 @@ const char *http_request_peer(const struct http_request *r, char *buf, size_t ca
 int http_wait(const struct http_request *r, int64_t deadline_ms)
 {
 	r->hc_->deadline_ms = deadline_ms;
+	r->hc_->polled = false;
 	return HTTP_WAIT;
+}
+
+int http_wait_polled(const struct http_request *r, int64_t deadline_ms)
+{
+	http_wait(r, deadline_ms);
+	r->hc_->polled = true;
+	return HTTP_WAIT;
+}
+
+uint64_t *http_request_memo(const struct http_request *r)
+{
+	return &r->hc_->memo;
 }
 
 /* Queues the answer of a request whose outcome is known; returns its status. */

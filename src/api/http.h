@@ -134,6 +134,11 @@ struct http_reply {
  * the handler runs again at the deadline.
  */
 int http_wait(const struct http_request *r, int64_t deadline_ms);
+/* http_wait, and the handler also runs again every HTTP_TICK_MS (it watches something without a
+ * wake-up). */
+int http_wait_polled(const struct http_request *r, int64_t deadline_ms);
+/* A value the handler keeps across the runs of a parked request (0 at the first run). */
+uint64_t *http_request_memo(const struct http_request *r);
 
 /*
  * Answers one request: returns 0 with rep filled, HTTP_METHOD_NOT_ALLOWED,

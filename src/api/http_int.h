@@ -49,6 +49,8 @@ struct http_conn {
 	enum http_conn_state state;
 	int64_t start_ms;
 	int64_t deadline_ms; /* HTTP_CONN_PARKED: when to run again */
+	bool polled; /* parked: also run again every tick */
+	uint64_t memo; /* kept for the handler across runs (http_request_memo) */
 	/* The handler's outcome (HTTP_CONN_DONE). */
 	int rc;
 	struct http_reply rep;

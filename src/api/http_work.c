@@ -83,8 +83,9 @@ static void *http_work_worker(void *arg)
 }
 
 /*
- * One round, with mu held: parked requests whose deadline passed (all of
- * them when changed or stopping) are queued again; parked streams resume.
+ * One round, with mu held: parked requests whose deadline passed, and
+ * polled ones (all of them when changed or stopping), are queued again;
+ * parked streams resume.
  */
 static void http_work_round(struct http_work *w, bool changed)
 {
@@ -95,7 +96,7 @@ static void http_work_round(struct http_work *w, bool changed)
 	while (*pp) {
 		struct http_conn *hc = *pp;
 
-		if (!changed && !w->stopping && now < hc->deadline_ms) {
+		if (!changed && !w->stopping && !hc->polled && now < hc->deadline_ms) {
 			pp = &hc->next;
 			continue;
 		}

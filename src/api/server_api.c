@@ -46,7 +46,7 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		     const char *id, struct err *e)
 {
 	struct clock *c = clock_real();
-	uint64_t index;
+	uint64_t index, stamp, *memo;
 	int64_t wait_ms, deadline;
 	int rc;
 
@@ -59,12 +59,21 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		return rc;
 	if (wait_ms > SERVER_API_WAIT_MAX_MS)
 		wait_ms = SERVER_API_WAIT_MAX_MS;
-	/* Parked until a change or the deadline, counted from the request's arrival. */
+	/*
+	 * Parked until a change or the deadline, counted from the request's
+	 * arrival. A retry that failed again writes nothing: the reconciler's
+	 * status stamp of the object, kept from the first run, is looked at
+	 * every tick too.
+	 */
 	deadline = http_request_start_ms(req) + wait_ms;
+	stamp = id ? server_status_stamp(api->server, kind, id) : 0;
+	memo = http_request_memo(req);
+	if (!*memo)
+		*memo = stamp + 1;
 	if (atomic_load(&api->stopping) || server_api_watched(api, kind, id) > index ||
-	    clock_now_ms(c) >= deadline)
+	    clock_now_ms(c) >= deadline || (id && *memo != stamp + 1))
 		return 0;
-	return http_wait(req, deadline);
+	return id ? http_wait_polled(req, deadline) : http_wait(req, deadline);
 }
 
 /* Health is answered on the I/O thread: no queue of slow requests delays a probe. */

@@ -231,6 +231,9 @@ static void ev_change(struct ev_stream *s, const struct store_change *ch, json_t
 	struct ev_seen *seen;
 	bool fresh;
 
+	/* The server's claim index mirrors volume writes: their claim events say it all. */
+	if (ch->obj.kind == STORE_CLAIM)
+		return;
 	snprintf(key, sizeof(key), "%s/%.*s", topic, MODEL_ID_MAX, ch->obj.id);
 	if (ch->type == STORE_OP_DELETE) {
 		ev_line(list, ch->index, topic, "delete", ch->obj.id, NULL);

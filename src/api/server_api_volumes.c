@@ -441,7 +441,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 	} else if (strcmp(m, "PUT") != 0 &&
 		   (strcmp(rest, "/claim") == 0 || strcmp(rest, "/release") == 0 ||
 		    strcmp(rest, "/detach") == 0 || strcmp(rest, "/expand") == 0 ||
-		    strcmp(rest, "/modify") == 0)) {
+		    strcmp(rest, "/modify") == 0 || strcmp(rest, "/cancel") == 0)) {
 		rep->allow = "PUT";
 		rc = HTTP_METHOD_NOT_ALLOWED;
 	} else if (strcmp(rest, "/claim") == 0) {
@@ -470,6 +470,8 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		rc = server_api_decode_modify(a, req->body, req->len, &mut, e);
 		if (!rc)
 			rc = server_volume_modify(api->server, id, &mut, a, &v, e);
+	} else if (strcmp(rest, "/cancel") == 0) {
+		rc = server_volume_cancel(api->server, id, a, &v, &skipped, e);
 	} else {
 		rc = err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
 	}

@@ -20,6 +20,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,18 +64,28 @@
 #define CSI_CLIENT_UNIX_PATH_MAX 107
 #define CSI_CLIENT_NARGS 11
 
-/* One channel with the method paths registered on it. */
+/*
+ * One channel with the method paths registered on it. Counted: the client
+ * holds one reference while the channel is its current one, and every
+ * call started on it holds one until the call is released, so a renewal
+ * never destroys a channel under a call. grpc_channel_destroy fails every
+ * call of the channel that has not yet got a connection ("UNKNOWN: Channel
+ * Destroyed"): a call created on the old channel just before another
+ * thread renewed it, and still waiting for its connection, met exactly
+ * that on a busy machine.
+ */
 struct csi_client_chan {
 	grpc_channel *channel;
 	void *methods[CSI_RPC_COUNT]; /* handles from grpc_channel_register_call */
+	atomic_int refs;
 };
 
 struct csi_client_grpc {
 	struct csi_client base;
 	/*
-	 * Guards chan: calls hold it for reading while they create their
-	 * grpc_call (which then keeps its channel alive), a renewal for
-	 * writing while it swaps the channel.
+	 * Guards chan: calls hold it for reading while they take a reference
+	 * on the channel and create their grpc_call, a renewal for writing
+	 * while it swaps the channel.
 	 */
 	pthread_rwlock_t lock;
 	struct csi_client_chan *chan;
@@ -307,6 +318,7 @@ static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
 struct csi_client_op {
 	struct csi_client_op *prev, *next; /* in q->flying, q->ready or q->spare */
 	const struct csi_rpc_info *info;
+	struct csi_client_chan *chan; /* the call's reference, with call */
 	grpc_call *call;
 	grpc_byte_buffer *send;
 	grpc_byte_buffer *recv;
@@ -350,6 +362,8 @@ static int csi_client_check(enum csi_rpc rpc, const ProtobufCMessage *req,
 	return 0;
 }
 
+static void csi_client_chan_unref(struct csi_client_chan *chan);
+
 /* Releases what the batch of op holds. */
 static void csi_client_op_release(struct csi_client_op *op)
 {
@@ -369,6 +383,8 @@ static void csi_client_op_release(struct csi_client_op *op)
 	if (op->call)
 		grpc_call_unref(op->call);
 	op->call = NULL;
+	csi_client_chan_unref(op->chan);
+	op->chan = NULL;
 }
 
 static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old);
@@ -398,10 +414,14 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 		pthread_rwlock_rdlock(&c->lock);
 		chan = c->chan;
 	}
+	atomic_fetch_add(&chan->refs, 1);
+	op->chan = chan;
 	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
 						       cq, chan->methods[rpc], deadline, NULL);
 	pthread_rwlock_unlock(&c->lock);
 	if (!op->call) {
+		csi_client_chan_unref(op->chan);
+		op->chan = NULL;
 		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
 		return CSID_ENOMEM;
 	}
@@ -522,11 +542,11 @@ static int csi_client_grpc_call(struct csi_client *base, enum csi_rpc rpc,
 	return rc;
 }
 
-static void csi_client_chan_free(struct csi_client_chan *chan)
+/* Drops a reference; the last one destroys the channel (no call is left on it). */
+static void csi_client_chan_unref(struct csi_client_chan *chan)
 {
-	if (!chan)
+	if (!chan || atomic_fetch_sub(&chan->refs, 1) != 1)
 		return;
-	/* Calls still in flight on it keep the channel alive until they end. */
 	if (chan->channel)
 		grpc_channel_destroy(chan->channel);
 	free(chan);
@@ -542,6 +562,7 @@ static struct csi_client_chan *csi_client_chan_new(const char *target)
 
 	if (!chan)
 		return NULL;
+	atomic_init(&chan->refs, 1);
 	args[0] = (grpc_arg){GRPC_ARG_INTEGER,
 			     GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 			     {.integer = CSI_CLIENT_BACKGROUND_RETRY_MS}};
@@ -588,7 +609,7 @@ static struct csi_client_chan *csi_client_chan_new(const char *target)
 /*
  * Replaces old, a channel found in TRANSIENT_FAILURE, with a new one (see
  * the top of the file), unless another thread did already; on failure the
- * old channel stays.
+ * old channel stays. The old channel goes when its last call is released.
  */
 static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *old)
 {
@@ -602,7 +623,7 @@ static void csi_client_renew(struct csi_client_grpc *c, struct csi_client_chan *
 		chan = old;
 	}
 	pthread_rwlock_unlock(&c->lock);
-	csi_client_chan_free(chan);
+	csi_client_chan_unref(chan);
 }
 
 static void csi_client_grpc_free(struct csi_client *base)
@@ -611,7 +632,7 @@ static void csi_client_grpc_free(struct csi_client *base)
 
 	if (!c)
 		return;
-	csi_client_chan_free(c->chan);
+	csi_client_chan_unref(c->chan);
 	pthread_rwlock_destroy(&c->lock);
 	free(c);
 }
@@ -634,7 +655,7 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 	csi_endpoint_target(path, c->target, sizeof(c->target));
 	c->chan = csi_client_chan_new(c->target);
 	if (!c->chan || pthread_rwlock_init(&c->lock, NULL) != 0) {
-		csi_client_chan_free(c->chan);
+		csi_client_chan_unref(c->chan);
 		free(c);
 		return err_set(e, CSID_EINTERNAL, "csi client %s: cannot create channel", endpoint);
 	}

@@ -35,7 +35,8 @@
  *     The store view keeps "secrets" and "mount_options.mount_flags".
  *     The API view leaves both out and adds "status": {"last_error",
  *     "attempts", "next_attempt_ms"}, "create_index", "modify_index",
- *     "schedulable", "plugin_health" (filled by the server, never stored).
+ *     "schedulable", "plugin_health", "plugin_registered" (filled by the
+ *     server, never stored).
  *   claim: {"alloc_id", "node_id", "plugin_node_id", "mode": "read|write",
  *           "access_mode", "attachment_mode", "read_only", "state",
  *           "claimed_ms", "updated_ms", "note", "held_by_agent"}
@@ -306,6 +307,7 @@ struct model_volume {
 	struct model_status status;
 	bool schedulable;
 	char *plugin_health; /* "healthy" or why not */
+	bool plugin_registered; /* some node or this server offers the plugin */
 };
 
 enum model_snapshot_state {

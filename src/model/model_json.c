@@ -268,6 +268,7 @@ static json_t *model_enc_volume(const struct model_volume *v, enum model_view vi
 		model_set_int(&ok, o, "modify_index", (int64_t)v->modify_index);
 		model_set(&ok, o, "schedulable", json_boolean(v->schedulable));
 		model_set_str(&ok, o, "plugin_health", v->plugin_health);
+		model_set(&ok, o, "plugin_registered", json_boolean(v->plugin_registered));
 	}
 	if (!ok) {
 		model_json_wipe(o);

@@ -372,8 +372,11 @@ static int rv_write(struct rv_pass *s)
 				      e.msg);
 	rc = reconcile_put(s->p.env, STORE_VOLUME, s->v->id, json, len, s->index, s->res);
 	model_wipe_free(json, len);
-	if (rc == 0)
+	if (rc == 0) {
+		/* The next pass and the API's next read take it decoded. */
+		server_vcache_put(s->p.env->vcache, s->v, s->res->wrote_index);
 		s->res->outcome = RECONCILE_AGAIN;
+	}
 	return rc;
 }
 
@@ -767,6 +770,66 @@ static int rv_unpublish(struct rv_pass *s, size_t p)
 	return rv_write(s);
 }
 
+/* Tries to re-read the pass's volume after a conflict; false when it cannot. */
+static bool rv_reread(struct rv_pass *s)
+{
+	struct store_obj o;
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	if (reconcile_read(s->p.env, STORE_VOLUME, s->v->id, s->what, &o, s->res) < 0)
+		return false;
+	rc = model_volume_decode(s->p.a, o.value, o.len, &s->v, &e);
+	s->index = o.modify_index;
+	if (rc == 0)
+		s->v->create_index = o.create_index;
+	store_obj_free(&o);
+	if (rc < 0) {
+		reconcile_fail(s->res, RECONCILE_FINAL, rc, "%s: damaged record: %s", s->what,
+			       e.msg);
+		return false;
+	}
+	s->v->modify_index = s->index;
+	return true;
+}
+
+/* How often an expand's outcome is written again on a record changed meanwhile. */
+#define RV_EXPAND_WRITES 4
+
+/*
+ * Records a done ControllerExpandVolume (capacity and min as asked,
+ * node_expansion_required as answered). The plugin has grown the volume,
+ * so the outcome must not be lost to a write that raced the RPC (a claim,
+ * or an operator's cancel): on a conflict the record is read again and
+ * the outcome applied to it, and the pending request is dropped only when
+ * this outcome satisfies it (a cancel already dropped it; a larger request
+ * made meanwhile stays pending).
+ */
+static int rv_expand_record(struct rv_pass *s, int64_t min, int64_t capacity, bool node_required)
+{
+	for (int i = 0; i < RV_EXPAND_WRITES; i++) {
+		struct model_volume *v = s->v;
+
+		if (v->capacity < capacity)
+			v->capacity = capacity;
+		if (v->capacity_min < min)
+			v->capacity_min = min;
+		/* "node_expansion_required=true: the CO MUST call NodeExpandVolume". */
+		if (node_required)
+			v->node_expansion_required = true;
+		if (v->pending_capacity_min <= min || v->pending_capacity_min <= v->capacity)
+			v->pending_capacity_min = 0;
+		if (rv_write(s) == 0)
+			return 0;
+		if (s->res->outcome != RECONCILE_AGAIN || !rv_reread(s))
+			return -1;
+	}
+	return reconcile_fail(s->res, RECONCILE_RETRY, CSID_EABORTED,
+			      "%s: expand done, but its record raced %d writers; retried", s->what,
+			      RV_EXPAND_WRITES);
+}
+
 static int rv_expand(struct rv_pass *s)
 {
 	Csi__V1__ControllerExpandVolumeRequest req =
@@ -774,7 +837,8 @@ static int rv_expand(struct rv_pass *s)
 	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
 	Csi__V1__ControllerExpandVolumeResponse *resp = NULL;
 	struct model_volume *v = s->v;
-	int rc;
+	int64_t capacity;
+	bool node_required;
 
 	req.volume_id = v->external_id ? v->external_id : "";
 	range.required_bytes = v->pending_capacity_min;
@@ -787,16 +851,11 @@ static int rv_expand(struct rv_pass *s)
 	if (reconcile_rpc(&s->p, s->what, CSI_RPC_CONTROLLER_EXPAND_VOLUME, &req.base,
 			  (ProtobufCMessage **)&resp, s->res) < 0)
 		return -1;
-	v->capacity_min = v->pending_capacity_min;
-	v->capacity =
+	capacity =
 	    resp && resp->capacity_bytes > 0 ? resp->capacity_bytes : v->pending_capacity_min;
-	/* "node_expansion_required=true: the CO MUST call NodeExpandVolume". */
-	if (resp && resp->node_expansion_required)
-		v->node_expansion_required = true;
-	v->pending_capacity_min = 0;
+	node_required = resp && resp->node_expansion_required;
 	csi_msg_free(resp ? &resp->base : NULL);
-	rc = rv_write(s);
-	return rc;
+	return rv_expand_record(s, v->pending_capacity_min, capacity, node_required);
 }
 
 static int rv_modify(struct rv_pass *s)

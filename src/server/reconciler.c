@@ -330,6 +330,22 @@ static void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const
 			 id);
 }
 
+void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *id)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it != NULL) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	pthread_mutex_unlock(&r->mu);
+	reconciler_enqueue(r, kind, id);
+}
+
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
 {
 	if (r == NULL || id == NULL || id[0] == '\0' ||

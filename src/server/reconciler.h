@@ -111,6 +111,12 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 
 /* Queues (kind, id) to be worked now (a no-op when it is queued already and due). */
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id);
+/*
+ * reconciler_enqueue after the item was asked for something else (a
+ * delete, an expand): its last error and attempt count, which were about
+ * the old request, are dropped, so no one reads them as the new one's.
+ */
+void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *id);
 
 /* Works every due item on this thread; returns when the next is due (CLOCK_NEVER: none). */
 int64_t reconciler_step(struct reconciler *r);

@@ -165,8 +165,56 @@ static int server_delete(struct server *s, enum store_kind kind, const char *id,
 	return rc;
 }
 
-int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
-			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+/*
+ * Writes what the update decided (SERVER_PUT: v; SERVER_DELETE: its
+ * removal) on v's index, with the claim index changes from the claimed
+ * claims old[0..nold) to v's (none after a delete) in the same
+ * transaction. Changes that do not fit one transaction are left to the
+ * next lost-claim pass's rebuild (claimidx_dirty). *index: the new index.
+ */
+static int server_volume_write(struct server *s, struct model_volume *v, int what,
+			       const struct server_claimidx_entry *old, size_t nold,
+			       struct arena *scratch, uint64_t *index, struct err *e)
+{
+	struct store_op ops[STORE_TXN_OPS_MAX];
+	struct server_claimidx_entry *nw = NULL;
+	size_t n = 1, nnew = 0, len = 0;
+	char *text = NULL;
+	int rc = 0;
+
+	ops[0] = (struct store_op){.type = STORE_OP_DELETE,
+				   .kind = STORE_VOLUME,
+				   .id = v->id,
+				   .expect_index = v->modify_index};
+	if (what == SERVER_PUT) {
+		if ((rc = model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, e)))
+			return err_wrap(e, "volume %s", v->id);
+		ops[0].type = STORE_OP_PUT;
+		ops[0].value = text;
+		ops[0].len = len;
+		rc = server_claimidx_of(v, scratch, &nw, &nnew);
+	}
+	if (!rc)
+		rc = server_claimidx_diff(old, nold, nw, nnew, scratch, ops, STORE_TXN_OPS_MAX, &n);
+	if (rc == CSID_ERANGE) {
+		pthread_mutex_lock(&s->mu);
+		s->claimidx_dirty = true;
+		pthread_mutex_unlock(&s->mu);
+		rc = 0;
+	}
+	if (rc)
+		rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
+	else
+		rc = store_txn(s->cfg.store, ops, n, index, e);
+	model_wipe_free(text, len);
+	if (rc && rc != CSID_ECONFLICT)
+		err_wrap(e, "volume %s: write", v->id);
+	return rc;
+}
+
+static int server_volume_update_do(struct server *s, const char *id, server_volume_fn fn, void *arg,
+				   bool restart, struct arena *a, struct model_volume **out,
+				   char **skipped, struct err *e)
 {
 	struct server_plugin *plugins = NULL;
 	size_t nplugins = 0;
@@ -178,35 +226,42 @@ int server_volume_update(struct server *s, const char *id, server_volume_fn fn, 
 		*skipped = NULL;
 	for (int attempt = 0; attempt < SERVER_CAS_RETRIES; attempt++) {
 		struct arena *scratch = arena_new();
+		struct server_claimidx_entry *old = NULL;
 		struct model_volume *v = NULL;
 		char *note = NULL;
 		uint64_t index = 0;
+		size_t nold = 0;
 		int what;
 
 		if (!scratch)
 			return err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		rc = server_get_volume(s, id, scratch, &v, e);
+		if (!rc && server_claimidx_of(v, scratch, &old, &nold))
+			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		what = rc ? rc : fn(s, v, arg, scratch, &note, e);
-		if (what == SERVER_PUT)
-			rc = server_put_volume(s, v, v->modify_index, &index, e);
-		else if (what == SERVER_DELETE)
-			rc = server_delete(s, STORE_VOLUME, id, v->modify_index, e);
+		if (what == SERVER_PUT || what == SERVER_DELETE)
+			rc = server_volume_write(s, v, what, old, nold, scratch, &index, e);
 		else
 			rc = what;
 		if (rc == CSID_ECONFLICT && what > SERVER_KEEP) {
 			arena_free(scratch);
 			continue;
 		}
-		if (!rc && what != SERVER_KEEP)
+		if (!rc && what != SERVER_KEEP && restart)
+			reconciler_restart(s->rec, STORE_VOLUME, id);
+		else if (!rc && what != SERVER_KEEP)
 			reconciler_enqueue(s->rec, STORE_VOLUME, id);
-		if (!rc && what == SERVER_PUT)
+		if (!rc && what == SERVER_PUT) {
+			/* The reconciler reads this version next: it need not parse it. */
+			server_vcache_put(s->vcache, v, index);
 			v->modify_index = index;
+		}
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
 			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		if (!rc && out && what != SERVER_DELETE) {
 			rc = model_volume_copy(a, v, out, e);
 			if (!rc &&
-			    !(rc = server_plugins_collect(s, scratch, &plugins, &nplugins, e)))
+			    !(rc = server_plugins_summary(s, scratch, &plugins, &nplugins, e)))
 				server_volume_fill(s, *out, plugins, nplugins, a);
 		}
 		arena_free(scratch);
@@ -214,6 +269,18 @@ int server_volume_update(struct server *s, const char *id, server_volume_fn fn, 
 	}
 	return err_set(e, CSID_EABORTED, "volume %s: %d writers raced; try again", id,
 		       SERVER_CAS_RETRIES);
+}
+
+int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	return server_volume_update_do(s, id, fn, arg, false, a, out, skipped, e);
+}
+
+int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
+{
+	return server_volume_update_do(s, id, fn, arg, true, a, out, skipped, e);
 }
 
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
@@ -304,7 +371,10 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	if (s->gc_period_ms > SERVER_GC_PERIOD_MAX_MS)
 		s->gc_period_ms = SERVER_GC_PERIOD_MAX_MS;
 	s->vcache = server_vcache_new();
-	if (!s->vcache) {
+	s->pcache = server_pcache_new(cfg->store, server_plugins_build, NULL);
+	if (!s->vcache || !s->pcache) {
+		server_vcache_free(s->vcache);
+		server_pcache_free(s->pcache);
 		free(s);
 		return err_set(e, CSID_ENOMEM, "server: out of memory");
 	}
@@ -313,6 +383,7 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	if ((rc = clock_cond_init(&s->cond))) {
 		pthread_mutex_destroy(&s->mu);
 		server_vcache_free(s->vcache);
+		server_pcache_free(s->pcache);
 		free(s);
 		return err_set(e, rc, "server: out of memory");
 	}
@@ -328,6 +399,8 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	rc = reconciler_new(&rc_cfg, &s->rec, e);
 	if (!rc)
 		rc = server_live_load(s, e);
+	/* A store written before the claim index, or by a crashed writer: checked once. */
+	s->claimidx_dirty = true;
 	if (rc) {
 		server_free(s);
 		return err_wrap(e, "server");
@@ -392,6 +465,7 @@ void server_free(struct server *s)
 	}
 	free(s->live);
 	server_vcache_free(s->vcache);
+	server_pcache_free(s->pcache);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -417,6 +491,24 @@ struct reconciler *server_reconciler(struct server *s)
 struct store *server_store(struct server *s)
 {
 	return s->cfg.store;
+}
+
+uint64_t server_status_stamp(struct server *s, enum store_kind kind, const char *id)
+{
+	struct arena *a = arena_new();
+	struct model_status st;
+	uint64_t h = 1469598103934665603ULL;
+
+	if (!a)
+		return 0;
+	if (reconciler_status(s->rec, kind, id, a, &st) == 0) {
+		h = (h ^ (uint64_t)st.attempts) * 1099511628211ULL;
+		h = (h ^ (uint64_t)st.next_attempt_ms) * 1099511628211ULL;
+		for (const char *p = st.last_error; p && *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	}
+	arena_free(a);
+	return h;
 }
 
 void server_health(struct server *s, struct server_health *out)

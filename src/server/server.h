@@ -152,8 +152,23 @@ int server_volume_release_why(struct server *s, const char *id, const char *allo
  * node no longer uses it); the reconciler then unpublishes and frees. */
 int server_volume_detach(struct server *s, const char *id, const char *node_id, struct arena *a,
 			 struct model_volume **out, char **skipped, struct err *e);
+/*
+ * Asks for capacity_min bytes (ControllerExpandVolume by the reconciler).
+ * CSID_EINVAL below the volume's capacity (volumes do not shrink) or over
+ * capacity_max; CSID_EPRECOND when the volume is not ready, or when the
+ * plugins view already shows that its plugin cannot expand (a controller
+ * without EXPAND_VOLUME, or no controller service at all). The capacity it
+ * has, or the change already pending, is a no-op.
+ */
 int server_volume_expand(struct server *s, const char *id, int64_t capacity_min, struct arena *a,
 			 struct model_volume **out, struct err *e);
+/*
+ * Drops the pending changes (expand and modify) the reconciler has not
+ * done yet; *skipped says which. CSID_EPRECOND when none is pending. A
+ * change whose RPC is in flight still lands: its outcome is recorded.
+ */
+int server_volume_cancel(struct server *s, const char *id, struct arena *a,
+			 struct model_volume **out, char **skipped, struct err *e);
 int server_volume_modify(struct server *s, const char *id, const struct model_map *mutable_params,
 			 struct arena *a, struct model_volume **out, struct err *e);
 
@@ -231,6 +246,13 @@ int server_plugin_list(struct server *s, struct arena *a, struct server_plugin *
 		       struct err *e);
 int server_plugin_get(struct server *s, const char *id, struct arena *a, struct server_plugin **out,
 		      struct err *e);
+
+/*
+ * A value that changes whenever the reconciler's status of (kind, id)
+ * changes (attempts, next attempt, last error), so a blocking query can
+ * wake on a retry that failed again, which writes nothing to the store.
+ */
+uint64_t server_status_stamp(struct server *s, enum store_kind kind, const char *id);
 
 /* Queued and failing reconciler items, store index, nodes ready/down. */
 struct server_health {

@@ -5,11 +5,16 @@
  * restarted server waits for two new ones). server_gc_pass, run by
  * server_tick every gc period and at once after a report changed, takes
  * a snapshot of the nodes (their records for the down times, the map for
- * liveness and reports), pages through every volume, and releases each
- * lost claim with a compare-and-set write that decides again on the
- * volume it reads, so a claim the agent made again meanwhile (a fresh
- * updated_ms) is kept. A pass never blocks heartbeats: the map's lock is
- * held only to copy the reports.
+ * liveness and reports), and for each node whose claims could be lost now
+ * (down past the grace, or live with two reports) reads that node's
+ * entries of the active-claims index (server_claimidx.h) instead of every
+ * volume; it releases each lost claim with a compare-and-set write that
+ * decides again on the volume it reads, so a claim the agent made again
+ * meanwhile (a fresh updated_ms) is kept, and drops an entry whose claim
+ * it finds gone. The first pass after a start (and one after a write whose
+ * index changes did not fit its transaction) rebuilds the index first. A
+ * pass never blocks heartbeats: the map's lock is held only to copy the
+ * reports.
  */
 #include "server/server_gc.h"
 
@@ -366,21 +371,33 @@ static bool server_gc_live_now(struct server *s, const char *id)
 	return live;
 }
 
+/* The compare-and-set step's argument: the view, and the index entry that led to it. */
+struct server_gc_arg {
+	const struct server_gc_view *w;
+	const struct server_claimidx_entry *x;
+	bool found; /* the volume as read has x's claim, claimed */
+};
+
 /* The compare-and-set step: decides again on the volume as read, releases what is lost. */
 static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, struct arena *scratch,
 			char **skipped, struct err *e)
 {
-	const struct server_gc_view *w = arg;
+	struct server_gc_arg *ga = arg;
+	const struct server_gc_view *w = ga->w;
 	int64_t now = clock_wall_ms(s->clock);
 	bool changed = false;
 
 	(void)skipped;
+	ga->found = false;
 	for (size_t i = 0; i < v->nclaims; i++) {
 		struct model_claim *c = &v->claims[i];
 		const struct server_gc_node *g = server_gc_node_find(w, c->node_id);
 		char note[ERR_MSG_MAX], q[ERR_MSG_MAX + 64];
 		int rc;
 
+		if (c->state == MODEL_CLAIM_CLAIMED && strcmp(c->node_id, ga->x->node_id) == 0 &&
+		    strcmp(c->alloc_id, ga->x->alloc_id) == 0)
+			ga->found = true;
 		if (!server_gc_verdict(v->id, c, g, w->now_ms, w->grace_ms, note, sizeof(note)))
 			continue;
 		/* A down node that sent a heartbeat since the snapshot keeps its claims. */
@@ -400,58 +417,97 @@ static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, str
 	return SERVER_PUT;
 }
 
-/* Whether any claim of v is lost by the snapshot (saves a write loop for the rest). */
-static bool server_gc_wanted(const struct server_gc_view *w, const struct model_volume *v)
+/*
+ * Whether the pass judges node g's claims at all: down past the grace, or
+ * live with two reports (the rules of server_gc_verdict); otherwise none
+ * of its claims can be lost now, and its index entries are not read.
+ */
+static bool server_gc_judged(const struct server_gc_view *w, const struct server_gc_node *g)
 {
-	char note[ERR_MSG_MAX];
-
-	for (size_t i = 0; i < v->nclaims; i++)
-		if (server_gc_verdict(v->id, &v->claims[i],
-				      server_gc_node_find(w, v->claims[i].node_id), w->now_ms,
-				      w->grace_ms, note, sizeof(note)))
-			return true;
-	return false;
+	return (g->down && w->now_ms - g->down_since_ms > w->grace_ms) ||
+	       (g->live && g->reported && g->prev_report_ms > 0);
 }
 
-/* One page of volumes after *after (updated); *more whether others follow. */
-static int server_gc_page(struct server *s, const struct server_gc_view *w, char **after,
-			  bool *more, struct err *e)
+/* Acts on one index entry o of node g: releases its claim when lost, drops it when stale. */
+static int server_gc_entry(struct server *s, const struct server_gc_view *w,
+			   const struct server_gc_node *g, const struct store_obj *o, struct err *e)
 {
-	struct store_list l = {0};
-	int rc = store_list(s->cfg.store, STORE_VOLUME, NULL, *after, SERVER_PER_PAGE_MAX, &l, e);
+	struct model_claim c = {.state = MODEL_CLAIM_CLAIMED};
+	struct server_claimidx_entry x;
+	struct arena *a = arena_new();
+	char note[ERR_MSG_MAX], q[600];
+	int rc;
 
-	*more = false;
-	if (rc)
-		return err_wrap(e, "list volumes");
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		struct arena *a = arena_new();
-		struct model_volume *v = NULL;
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_claimidx_parse(o, a, &x, e);
+	if (!rc) {
+		c.alloc_id = (char *)x.alloc_id;
+		c.node_id = (char *)x.node_id;
+		c.updated_ms = x.updated_ms;
+		c.held_by_agent = x.held_by_agent;
+	}
+	if (!rc &&
+	    server_gc_verdict(x.volume_id, &c, g, w->now_ms, w->grace_ms, note, sizeof(note))) {
+		struct server_gc_arg ga = {.w = w, .x = &x};
+		struct err we;
 
-		if (!a)
-			rc = err_set(e, CSID_ENOMEM, "out of memory");
-		else if (model_volume_decode(a, l.objs[i].value, l.objs[i].len, &v, e) == 0 &&
-			 server_gc_wanted(w, v)) {
-			struct err we;
-			char q[600];
-
-			err_clear(&we);
-			/* One volume failing (a race, a damaged record) does not stop the pass. */
-			if (server_volume_update(s, v->id, server_gc_fn, (void *)w, a, NULL, NULL,
-						 &we) &&
-			    we.code != CSID_ENOTFOUND)
-				log_error("msg=\"cannot release lost claims\" volume=%s error=%s",
-					  v->id, log_q(q, sizeof(q), we.msg));
+		err_clear(&we);
+		/* One volume failing (a race, a damaged record) does not stop the pass. */
+		if (server_volume_update(s, x.volume_id, server_gc_fn, &ga, a, NULL, NULL, &we) &&
+		    we.code != CSID_ENOTFOUND) {
+			log_error("msg=\"cannot release lost claims\" volume=%s error=%s",
+				  x.volume_id, log_q(q, sizeof(q), we.msg));
+			ga.found = true;
 		}
-		arena_free(a);
-		explicit_bzero(l.objs[i].value, l.objs[i].len);
+		if (!ga.found) {
+			/* Stale: no such claimed claim; unless rewritten since it was read. */
+			struct store_op del = {STORE_OP_DELETE, STORE_CLAIM, o->id, NULL, 0,
+					       o->modify_index};
+
+			if (store_txn(s->cfg.store, &del, 1, NULL, &we) == CSID_EIO)
+				log_error("msg=\"cannot drop a stale claim index entry\" error=%s",
+					  log_q(q, sizeof(q), we.msg));
+		}
+	} else if (rc == CSID_EPROTO) {
+		log_error("msg=\"damaged claim index entry; rebuilt next pass\" error=%s",
+			  log_q(q, sizeof(q), e->msg));
+		pthread_mutex_lock(&s->mu);
+		s->claimidx_dirty = true;
+		pthread_mutex_unlock(&s->mu);
+		rc = 0;
 	}
-	if (!rc && l.n) {
-		free(*after);
-		if (!(*after = strdup(l.objs[l.n - 1].id)))
+	arena_free(a);
+	return rc;
+}
+
+/* The index entries of node g, a page at a time. */
+static int server_gc_node_claims(struct server *s, const struct server_gc_view *w,
+				 const struct server_gc_node *g, struct err *e)
+{
+	struct arena *a = arena_new();
+	char *prefix = a ? server_claimidx_prefix(a, g->id) : NULL, *after = NULL;
+	bool more = true;
+	int rc = prefix ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+
+	while (!rc && more) {
+		struct store_list l = {0};
+
+		rc = store_list(s->cfg.store, STORE_CLAIM, prefix, after, SERVER_PER_PAGE_MAX, &l,
+				e);
+		if (rc)
+			err_wrap(e, "claim index of node %s", g->id);
+		for (size_t i = 0; !rc && i < l.n; i++)
+			rc = server_gc_entry(s, w, g, &l.objs[i], e);
+		free(after);
+		after = !rc && l.n ? strdup(l.objs[l.n - 1].id) : NULL;
+		more = !rc && l.more;
+		if (more && !after)
 			rc = err_set(e, CSID_ENOMEM, "out of memory");
-		*more = l.more;
+		store_list_free(&l);
 	}
-	store_list_free(&l);
+	free(after);
+	arena_free(a);
 	return rc;
 }
 
@@ -459,21 +515,33 @@ void server_gc_pass(struct server *s)
 {
 	struct server_gc_view w = {.now_ms = clock_wall_ms(s->clock), .grace_ms = s->node_grace_ms};
 	struct arena *a = arena_new();
-	char *after = NULL;
-	bool more = true;
+	bool dirty;
 	struct err e;
 	int rc;
 
 	err_clear(&e);
-	rc = a ? server_gc_snapshot(s, a, &w, &e) : err_set(&e, CSID_ENOMEM, "out of memory");
-	while (!rc && more)
-		rc = server_gc_page(s, &w, &after, &more, &e);
+	pthread_mutex_lock(&s->mu);
+	dirty = s->claimidx_dirty;
+	s->claimidx_dirty = false;
+	pthread_mutex_unlock(&s->mu);
+	rc = dirty ? server_claimidx_rebuild(s->cfg.store, &e) : 0;
+	if (rc) {
+		pthread_mutex_lock(&s->mu);
+		s->claimidx_dirty = true;
+		pthread_mutex_unlock(&s->mu);
+		err_wrap(&e, "rebuild the claim index");
+	}
+	if (!rc)
+		rc = a ? server_gc_snapshot(s, a, &w, &e)
+		       : err_set(&e, CSID_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < w.n; i++)
+		if (server_gc_judged(&w, &w.nodes[i]))
+			rc = server_gc_node_claims(s, &w, &w.nodes[i], &e);
 	if (rc) {
 		char q[600];
 
 		log_error("msg=\"lost-claim pass failed; retried next pass\" error=%s",
 			  log_q(q, sizeof(q), e.msg));
 	}
-	free(after);
 	arena_free(a);
 }

@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #include "server/server.h"
+#include "server/server_claimidx.h"
 #include "server/server_history.h"
+#include "server/server_pcache.h"
 #include "server/server_vcache.h"
 
 /* Attempts of one compare-and-set write before CSID_EABORTED. */
@@ -46,6 +48,10 @@ struct server {
 	int64_t gc_period_ms; /* how often the lost-claim pass runs (server_gc.c) */
 	int64_t gc_due_ms; /* monotonic; guarded by mu */
 	struct server_vcache *vcache; /* decoded volume records; shared with the reconciler */
+	struct server_pcache *pcache; /* the plugins view's node part (server_plugins.c) */
+	/* The claim index may lack changes: the next lost-claim pass rebuilds it (guarded by mu).
+	 */
+	bool claimidx_dirty;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -80,6 +86,16 @@ typedef int (*server_snapshot_fn)(struct server *s, struct model_snapshot *snap,
  */
 int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			 struct arena *a, struct model_volume **out, char **skipped, struct err *e);
+/*
+ * server_volume_update for a write that changes what the volume asks of
+ * its plugin (delete, expand, modify, cancel): the reconciler's error and
+ * attempt count, which were about the old request, are dropped before the
+ * answer is made (reconciler_restart), so neither the answer nor a wait
+ * shows a stale error as the new request's.
+ */
+int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			  struct arena *a, struct model_volume **out, char **skipped,
+			  struct err *e);
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
 			   struct arena *a, struct model_snapshot **out, struct err *e);
 
@@ -129,6 +145,17 @@ int server_plugins_collect(struct server *s, struct arena *a, struct server_plug
 			   struct err *e);
 const struct server_plugin *server_plugin_find(const struct server_plugin *p, size_t n,
 					       const char *id);
+/*
+ * The plugins view's counts only (id, controller_required, the healthy,
+ * expected and unknown counts; no instance, capability or version lists),
+ * what schedulability needs: from the cached node part (s->pcache) plus
+ * the local controllers, so no node record is decoded unless one changed.
+ */
+int server_plugins_summary(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+			   struct err *e);
+/* server_pcache_build_fn of the plugins view (ctx unused). */
+int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
+			 void **view, struct err *e);
 /*
  * Fills the API-view fields of v: schedulable and plugin_health from the
  * plugins view p[0..n), status from the reconciler (strings in a).

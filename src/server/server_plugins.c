@@ -6,6 +6,11 @@
  * on a node that is down counts as unhealthy. A controller is required
  * when one advertises PUBLISH_UNPUBLISH_VOLUME.
  *
+ * The node records' part of the view is cached (server_pcache.h): the
+ * summary of counts that claims, volume reads and lists need
+ * (server_plugins_summary) decodes no node record unless one changed.
+ * The full view (instances, capabilities, versions) is built afresh.
+ *
  * A volume is schedulable while its plugin is healthy: a healthy
  * controller if one is required, and a healthy node plugin somewhere (the
  * claim checks the claiming node itself, server_claim_env).
@@ -19,6 +24,8 @@
 
 #define SERVER_LOCAL_CONTROLLERS_MAX 256
 #define SERVER_CAP_PUBLISH "PUBLISH_UNPUBLISH_VOLUME"
+#define SERVER_CAP_PUBLISH_BIT \
+	((uint64_t)1 << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME)
 
 /* One plugin instance seen on a node or on this server, before grouping. */
 struct server_seen {
@@ -74,31 +81,12 @@ static int server_local_caps(uint64_t bits, struct arena *a, char ***out, size_t
 	return 0;
 }
 
-/* Every plugin instance the nodes and this server report, sorted by plugin ID. */
-static int server_seen_collect(struct server *s, struct arena *a, struct server_seen **out,
-			       size_t *n, struct err *e)
+/* The plugin instances of nodes[0..nnodes), at seen[0..): returns how many. */
+static size_t server_seen_nodes(struct model_node *const *nodes, size_t nnodes,
+				struct server_seen *seen)
 {
-	struct server_local_controller *local = NULL;
-	struct model_node **nodes = NULL;
-	struct server_seen *seen;
-	size_t nnodes = 0, nlocal = 0, total = 0;
-	int rc = server_all_nodes(s, a, &nodes, &nnodes, NULL, e);
+	size_t total = 0;
 
-	if (rc)
-		return rc;
-	if (s->cfg.local_controllers) {
-		local = arena_alloc(a, SERVER_LOCAL_CONTROLLERS_MAX * sizeof(*local));
-		if (!local)
-			return err_set(e, CSID_ENOMEM, "plugins: out of memory");
-		nlocal = s->cfg.local_controllers(s->cfg.local_controllers_ctx, local,
-						  SERVER_LOCAL_CONTROLLERS_MAX, a);
-	}
-	for (size_t i = 0; i < nnodes; i++)
-		total += nodes[i]->nplugins;
-	seen = arena_alloc(a, (total + nlocal + 1) * sizeof(*seen));
-	if (!seen)
-		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
-	total = 0;
 	for (size_t i = 0; i < nnodes; i++) {
 		bool up = nodes[i]->status == MODEL_NODE_READY;
 
@@ -116,6 +104,45 @@ static int server_seen_collect(struct server *s, struct arena *a, struct server_
 			x->ncaps = p->ncaps;
 		}
 	}
+	return total;
+}
+
+/* The server's own controllers, at *out (in a); *n how many. */
+static int server_local_list(struct server *s, struct arena *a,
+			     struct server_local_controller **out, size_t *n, struct err *e)
+{
+	*out = NULL;
+	*n = 0;
+	if (!s->cfg.local_controllers)
+		return 0;
+	*out = arena_alloc(a, SERVER_LOCAL_CONTROLLERS_MAX * sizeof(**out));
+	if (!*out)
+		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+	*n = s->cfg.local_controllers(s->cfg.local_controllers_ctx, *out,
+				      SERVER_LOCAL_CONTROLLERS_MAX, a);
+	return 0;
+}
+
+/* Every plugin instance the nodes and this server report, sorted by plugin ID. */
+static int server_seen_collect(struct server *s, struct arena *a, struct server_seen **out,
+			       size_t *n, struct err *e)
+{
+	struct server_local_controller *local = NULL;
+	struct model_node **nodes = NULL;
+	struct server_seen *seen;
+	size_t nnodes = 0, nlocal = 0, total = 0;
+	int rc = server_all_nodes(s, a, &nodes, &nnodes, NULL, e);
+
+	if (!rc)
+		rc = server_local_list(s, a, &local, &nlocal, e);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nnodes; i++)
+		total += nodes[i]->nplugins;
+	seen = arena_alloc(a, (total + nlocal + 1) * sizeof(*seen));
+	if (!seen)
+		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+	total = server_seen_nodes(nodes, nnodes, seen);
 	for (size_t i = 0; i < nlocal; i++) {
 		struct server_seen *x = &seen[total++];
 
@@ -175,19 +202,15 @@ static int server_plugin_group(struct server_plugin *p, const struct server_seen
 	return 0;
 }
 
-int server_plugins_collect(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
-			   struct err *e)
+/* Groups the sorted instances seen[0..nseen) by plugin into *out (in a). */
+static int server_plugins_group(const struct server_seen *seen, size_t nseen, struct arena *a,
+				struct server_plugin **out, size_t *n, struct err *e)
 {
-	struct server_seen *seen = NULL;
-	struct server_plugin *plugins;
-	size_t nseen = 0, count = 0;
-	int rc = server_seen_collect(s, a, &seen, &nseen, e);
+	struct server_plugin *plugins = arena_alloc(a, (nseen + 1) * sizeof(*plugins));
+	size_t count = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (rc)
-		return err_wrap(e, "plugins");
-	plugins = arena_alloc(a, (nseen + 1) * sizeof(*plugins));
 	if (!plugins)
 		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
 	for (size_t i = 0, j; i < nseen; i = j) {
@@ -198,6 +221,123 @@ int server_plugins_collect(struct server *s, struct arena *a, struct server_plug
 	}
 	*out = plugins;
 	*n = count;
+	return 0;
+}
+
+int server_plugins_collect(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+			   struct err *e)
+{
+	struct server_seen *seen = NULL;
+	size_t nseen = 0;
+	int rc = server_seen_collect(s, a, &seen, &nseen, e);
+
+	*out = NULL;
+	*n = 0;
+	if (rc)
+		return err_wrap(e, "plugins");
+	return server_plugins_group(seen, nseen, a, out, n, e);
+}
+
+/* The cached view: the plugins of the node records only. */
+struct server_nodes_view {
+	struct server_plugin *plugins;
+	size_t n;
+};
+
+int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
+			 void **view, struct err *e)
+{
+	struct server_nodes_view *v = arena_alloc(a, sizeof(*v));
+	struct server_seen *seen;
+	size_t total = 0;
+
+	(void)ctx;
+	for (size_t i = 0; i < n; i++)
+		total += nodes[i]->nplugins;
+	seen = arena_alloc(a, (total + 1) * sizeof(*seen));
+	if (!v || !seen)
+		return err_set(e, CSID_ENOMEM, "plugins view: out of memory");
+	total = server_seen_nodes(nodes, n, seen);
+	qsort(seen, total, sizeof(*seen), server_seen_cmp);
+	*view = v;
+	return server_plugins_group(seen, total, a, &v->plugins, &v->n, e);
+}
+
+/* Copying the cached counts out (under the cache's lock). */
+struct server_summary_copy {
+	struct arena *a;
+	struct server_plugin *out;
+	size_t n, cap;
+	bool nomem;
+};
+
+/* The counts of p, without its lists (id in a). */
+static void server_summary_add(struct server_summary_copy *c, const struct server_plugin *p)
+{
+	struct server_plugin *q = &c->out[c->n];
+
+	memset(q, 0, sizeof(*q));
+	q->id = arena_strdup(c->a, p->id);
+	q->controller_required = p->controller_required;
+	q->controllers_healthy = p->controllers_healthy;
+	q->controllers_expected = p->controllers_expected;
+	q->controllers_unknown = p->controllers_unknown;
+	q->nodes_healthy = p->nodes_healthy;
+	q->nodes_expected = p->nodes_expected;
+	c->nomem |= q->id == NULL;
+	c->n++;
+}
+
+static void server_summary_use(void *arg, const void *view)
+{
+	struct server_summary_copy *c = arg;
+	const struct server_nodes_view *v = view;
+
+	c->out = arena_alloc(c->a, (v->n + c->cap + 1) * sizeof(*c->out));
+	if (!c->out) {
+		c->nomem = true;
+		return;
+	}
+	for (size_t i = 0; i < v->n; i++)
+		server_summary_add(c, &v->plugins[i]);
+}
+
+int server_plugins_summary(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
+			   struct err *e)
+{
+	struct server_local_controller *local = NULL;
+	struct server_summary_copy c = {.a = a};
+	size_t nlocal = 0;
+	int rc = server_local_list(s, a, &local, &nlocal, e);
+
+	*out = NULL;
+	*n = 0;
+	c.cap = nlocal;
+	if (!rc)
+		rc = server_pcache_use(s->pcache, server_summary_use, &c, e);
+	if (rc)
+		return err_wrap(e, "plugins");
+	if (c.nomem)
+		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+	for (size_t i = 0; i < nlocal; i++) {
+		struct server_plugin *p =
+		    (struct server_plugin *)server_plugin_find(c.out, c.n, local[i].plugin_id);
+		bool healthy = local[i].healthy;
+
+		if (!p) {
+			p = &c.out[c.n++];
+			memset(p, 0, sizeof(*p));
+			if (!(p->id = arena_strdup(a, local[i].plugin_id)))
+				return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+		}
+		p->controllers_expected++;
+		p->controllers_healthy += healthy;
+		p->controllers_unknown += !healthy && local[i].controller_caps == 0;
+		if (local[i].controller_caps & SERVER_CAP_PUBLISH_BIT)
+			p->controller_required = true;
+	}
+	*out = c.out;
+	*n = c.n;
 	return 0;
 }
 
@@ -254,6 +394,7 @@ void server_volume_fill(struct server *s, struct model_volume *v, const struct s
 	const struct server_plugin *plugin = server_plugin_find(p, n, v->plugin_id);
 
 	v->plugin_health = server_plugin_health(plugin, v->plugin_id, a);
+	v->plugin_registered = plugin != NULL;
 	v->schedulable = v->plugin_health && strcmp(v->plugin_health, "healthy") == 0;
 	memset(&v->status, 0, sizeof(v->status));
 	reconciler_status(s->rec, STORE_VOLUME, v->id, a, &v->status);

@@ -58,8 +58,8 @@ static bool server_vcache_holds(const struct server_vcache_slot *s, const char *
 	       strcmp(s->v->id, id) == 0;
 }
 
-/* Keeps a copy of v in its slot; out of memory only leaves the slot as it was. */
-static void server_vcache_keep(struct server_vcache *c, size_t i, const struct model_volume *v)
+/* Keeps a copy of v in its slot; false when out of memory (the slot as it was). */
+static bool server_vcache_keep(struct server_vcache *c, size_t i, const struct model_volume *v)
 {
 	struct server_vcache_slot *s = &c->slots[i];
 	struct arena *a = arena_new();
@@ -68,11 +68,34 @@ static void server_vcache_keep(struct server_vcache *c, size_t i, const struct m
 
 	if (!a || model_volume_copy(a, v, &copy, &e) != 0) {
 		arena_free(a);
-		return;
+		return false;
 	}
 	arena_free(s->a);
 	s->a = a;
 	s->v = copy;
+	return true;
+}
+
+void server_vcache_put(struct server_vcache *c, const struct model_volume *v, uint64_t modify_index)
+{
+	struct server_vcache_slot *s;
+	size_t i;
+
+	if (!c || !v->id)
+		return;
+	i = server_vcache_slot_of(v->id);
+	s = &c->slots[i];
+	pthread_mutex_lock(&c->mu);
+	if ((!s->a || s->v->modify_index < modify_index || strcmp(s->v->id, v->id) != 0) &&
+	    server_vcache_keep(c, i, v)) {
+		/* Only the stored fields: a reader fills the API view itself. */
+		memset(&s->v->status, 0, sizeof(s->v->status));
+		s->v->schedulable = false;
+		s->v->plugin_health = NULL;
+		s->v->plugin_registered = false;
+		s->v->modify_index = modify_index;
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 int server_vcache_decode(struct server_vcache *c, const char *id, const char *json, size_t len,

@@ -33,5 +33,16 @@ void server_vcache_free(struct server_vcache *c);
 int server_vcache_decode(struct server_vcache *c, const char *id, const char *json, size_t len,
 			 uint64_t create_index, uint64_t modify_index, struct arena *a,
 			 struct model_volume **out, struct err *e);
+/*
+ * Keeps v (copied), which its writer has just stored as the version
+ * (v->create_index, modify_index), as that version's decoding: the writer
+ * holds it decoded already, so the next reader (the reconciler after an
+ * API write, the API after a reconciler write) copies it instead of
+ * parsing the record. v must be what the store view encodes (a record
+ * decoded, then changed): its API-view fields are not kept. c may be
+ * NULL (a no-op); out of memory leaves the cache as it was.
+ */
+void server_vcache_put(struct server_vcache *c, const struct model_volume *v,
+		       uint64_t modify_index);
 
 #endif

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/log.h"
+
 /* ---- helpers ---- */
 
 /* Appends sep (unless buf is empty) and text to a bounded sentence (buf of cap bytes). */
@@ -101,7 +103,7 @@ static int server_view(struct server *s, struct model_volume *v, struct arena *a
 {
 	struct server_plugin *p = NULL;
 	size_t n = 0;
-	int rc = server_plugins_collect(s, a, &p, &n, e);
+	int rc = server_plugins_summary(s, a, &p, &n, e);
 
 	if (!rc)
 		server_volume_fill(s, v, p, n, a);
@@ -204,6 +206,11 @@ static int server_volume_record(struct server *s, const struct model_volume *spe
 	rc = model_volume_copy(a, v, out, e);
 	if (!rc)
 		rc = server_view(s, *out, a, e);
+	/* Taken, since a plugin may register later; the answer's plugin_registered warns. */
+	if (!rc && !(*out)->plugin_registered)
+		log_warn("msg=\"volume recorded for a plugin no node nor this server offers\" "
+			 "volume=%s plugin=%s",
+			 v->id, v->plugin_id);
 out:
 	arena_free(scratch);
 	return rc;
@@ -300,7 +307,7 @@ int server_volume_list(struct server *s, const struct server_volume_filter *f, s
 	if (!rc && extra && !(*next_token = arena_strdup(a, page[count - 1]->id)))
 		rc = err_set(e, CSID_ENOMEM, "list volumes: out of memory");
 	if (!rc && count)
-		rc = server_plugins_collect(s, a, &plugins, &nplugins, e);
+		rc = server_plugins_summary(s, a, &plugins, &nplugins, e);
 	for (size_t i = 0; !rc && i < count; i++)
 		server_volume_fill(s, page[i], plugins, nplugins, a);
 	if (rc)
@@ -340,7 +347,7 @@ static int server_delete_fn(struct server *s, struct model_volume *v, void *arg,
 int server_volume_delete(struct server *s, const char *id, struct arena *a,
 			 struct model_volume **out, struct err *e)
 {
-	return server_volume_update(s, id, server_delete_fn, NULL, a, out, NULL, e);
+	return server_volume_request(s, id, server_delete_fn, NULL, a, out, NULL, e);
 }
 
 static int server_deregister_fn(struct server *s, struct model_volume *v, void *arg,
@@ -433,7 +440,7 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 	if (node->status == MODEL_NODE_DOWN)
 		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is down", v->id,
 			       node_id);
-	if ((rc = server_plugins_collect(s, a, &plugins, &n, e)))
+	if ((rc = server_plugins_summary(s, a, &plugins, &n, e)))
 		return rc;
 	p = server_plugin_find(plugins, n, v->plugin_id);
 	env->controller_required = p && p->controller_required;
@@ -634,10 +641,55 @@ int server_volume_detach(struct server *s, const char *id, const char *node_id, 
 
 /* ---- expand, modify ---- */
 
+/* Whether caps[0..n) names EXPAND_VOLUME. */
+static bool server_caps_expand(char *const *caps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(caps[i], "EXPAND_VOLUME") == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Why plugin_id cannot expand a volume, as far as the plugins view knows
+ * (in scratch), or NULL when it can or nothing is known yet: controllers
+ * that reported their capabilities without EXPAND_VOLUME, or a plugin
+ * seen only as node plugins none of which offers EXPAND_VOLUME. A plugin
+ * no one offers yet, or whose controllers have not been fingerprinted, is
+ * let through: the reconciler then says what it waits for, and the
+ * operator can cancel (server_volume_cancel).
+ */
+static char *server_expand_lacks(struct server *s, const char *plugin_id, struct arena *scratch)
+{
+	struct server_plugin *all = NULL;
+	const struct server_plugin *p;
+	size_t n = 0;
+	struct err e;
+
+	if (server_plugins_collect(s, scratch, &all, &n, &e) != 0)
+		return NULL;
+	p = server_plugin_find(all, n, plugin_id);
+	if (!p)
+		return NULL;
+	if (p->controllers_expected == 0)
+		return p->nodes_expected && !server_caps_expand(p->node_caps, p->nnode_caps)
+			   ? arena_printf(scratch,
+					  "plugin %s has no controller service and its node "
+					  "plugins do not offer EXPAND_VOLUME",
+					  plugin_id)
+			   : NULL;
+	if (p->controllers_unknown == p->controllers_expected ||
+	    server_caps_expand(p->controller_caps, p->ncontroller_caps))
+		return NULL;
+	return arena_printf(scratch, "plugin %s: its controller does not offer EXPAND_VOLUME",
+			    plugin_id);
+}
+
 static int server_expand_fn(struct server *s, struct model_volume *v, void *arg,
 			    struct arena *scratch, char **skipped, struct err *e)
 {
 	int64_t want = *(const int64_t *)arg;
+	char *lacks;
 
 	if (v->state != MODEL_VOL_READY)
 		return err_set(e, CSID_EPRECOND, "expand volume %s: it is %s, not ready", v->id,
@@ -646,13 +698,15 @@ static int server_expand_fn(struct server *s, struct model_volume *v, void *arg,
 		return err_set(e, CSID_EINVAL,
 			       "expand volume %s: %lld bytes is over its capacity_max %lld", v->id,
 			       (long long)want, (long long)v->capacity_max);
-	if (v->pending_capacity_min == want || (!v->pending_capacity_min && want <= v->capacity))
-		return SERVER_KEEP;
 	if (want < v->capacity)
 		return err_set(e, CSID_EINVAL,
 			       "expand volume %s: %lld bytes is less than its capacity %lld "
 			       "(volumes do not shrink)",
 			       v->id, (long long)want, (long long)v->capacity);
+	if (v->pending_capacity_min == want || (!v->pending_capacity_min && want == v->capacity))
+		return SERVER_KEEP;
+	if ((lacks = server_expand_lacks(s, v->plugin_id, scratch)) != NULL)
+		return err_set(e, CSID_EPRECOND, "expand volume %s: %s", v->id, lacks);
 	v->pending_capacity_min = want;
 	v->updated_ms = clock_wall_ms(s->clock);
 	return SERVER_PUT;
@@ -664,7 +718,35 @@ int server_volume_expand(struct server *s, const char *id, int64_t capacity_min,
 	if (capacity_min <= 0)
 		return err_set(e, CSID_EINVAL, "expand volume %s: capacity_min must be positive",
 			       id);
-	return server_volume_update(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
+	return server_volume_request(s, id, server_expand_fn, &capacity_min, a, out, NULL, e);
+}
+
+static int server_cancel_fn(struct server *s, struct model_volume *v, void *arg,
+			    struct arena *scratch, char **skipped, struct err *e)
+{
+	char what[64] = "";
+
+	if (v->pending_capacity_min)
+		snprintf(what, sizeof(what), "expand to %lld bytes",
+			 (long long)v->pending_capacity_min);
+	if (v->pending_mutable.n)
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), "%smodify",
+			 what[0] ? " and " : "");
+	if (!what[0])
+		return err_set(e, CSID_EPRECOND, "cancel volume %s: no pending change", v->id);
+	*skipped = arena_printf(scratch, "cancelled the pending %s", what);
+	if (!*skipped)
+		return err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
+	v->pending_capacity_min = 0;
+	memset(&v->pending_mutable, 0, sizeof(v->pending_mutable));
+	v->updated_ms = clock_wall_ms(s->clock);
+	return SERVER_PUT;
+}
+
+int server_volume_cancel(struct server *s, const char *id, struct arena *a,
+			 struct model_volume **out, char **skipped, struct err *e)
+{
+	return server_volume_request(s, id, server_cancel_fn, NULL, a, out, skipped, e);
 }
 
 static int server_modify_fn(struct server *s, struct model_volume *v, void *arg,
@@ -698,6 +780,6 @@ int server_volume_modify(struct server *s, const char *id, const struct model_ma
 		return err_set(e, CSID_EINVAL,
 			       "modify volume %s: mutable_parameters over %d bytes in all", id,
 			       MODEL_MAP_BYTES_MAX);
-	return server_volume_update(s, id, server_modify_fn, (void *)mutable_params, a, out, NULL,
-				    e);
+	return server_volume_request(s, id, server_modify_fn, (void *)mutable_params, a, out, NULL,
+				     e);
 }

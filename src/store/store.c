@@ -16,6 +16,7 @@ static const char *const store_kind_names[STORE_KIND_COUNT_] = {
     [STORE_VOLUME] = "volume",
     [STORE_NODE] = "node",
     [STORE_SNAPSHOT] = "snapshot",
+    [STORE_CLAIM] = "claim",
 };
 
 const char *store_kind_name(enum store_kind k)

@@ -50,9 +50,14 @@
 /* Most ops in one transaction (etcd's default --max-txn-ops). */
 #define STORE_TXN_OPS_MAX 128
 
-enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_KIND_COUNT_ };
+/*
+ * STORE_CLAIM: the server's index of active claims by node (one small
+ * object per claimed claim, "<node>/<volume>/<alloc>"), written in the
+ * same transactions as the volumes whose claims they mirror.
+ */
+enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_CLAIM, STORE_KIND_COUNT_ };
 
-/* "volume", "node", "snapshot"; NULL outside the enum. */
+/* "volume", "node", "snapshot", "claim"; NULL outside the enum. */
 const char *store_kind_name(enum store_kind k);
 
 /* One stored object. id and value are owned by whoever filled it. */

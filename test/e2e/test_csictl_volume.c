@@ -137,10 +137,41 @@ static void test_tour(void **state)
 
 	RUN(f, r, "volume", "snapshot", "delete", "snap-1", "-wait");
 	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "snapshot snap-1 deleted"));
 	csictl_runner_free(&f->rn, r);
 
-	RUN(f, r, "volume", "expand", "data", "-size", "2GiB");
+	/* expand -wait follows the volume until the plugin grew it, and says to what. */
+	RUN(f, r, "volume", "expand", "data", "-size", "2GiB", "-wait");
 	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "volume data: capacity 2147483648 bytes"));
+	csictl_runner_free(&f->rn, r);
+
+	/* Volumes do not shrink; nothing pending is nothing to cancel. */
+	RUN(f, r, "volume", "expand", "data", "-size", "1GiB");
+	csictl_expect_fail(r, 1, "volumes do not shrink");
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "cancel", "data");
+	csictl_expect_fail(r, 1, "no pending change");
+	csictl_runner_free(&f->rn, r);
+
+	/* An expand the plugin keeps failing is cancelled by the operator. */
+	assert_int_equal(
+	    server_proc_write_faults(&f->s, "ControllerExpandVolume code=UNAVAILABLE\n"), 0);
+	RUN(f, r, "volume", "expand", "data", "-size", "3GiB");
+	csictl_expect_ok(r);
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "cancel", "data");
+	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "cancelled the pending expand to 3221225472 bytes"));
+	csictl_runner_free(&f->rn, r);
+	assert_int_equal(server_proc_write_faults(&f->s, ""), 0);
+	RUN(f, r, "volume", "status", "data", "-o", "json");
+	csictl_expect_ok(r);
+	j = csictl_expect_json(r);
+	assert_int_equal(json_integer_value(json_object_get(j, "capacity")), 2147483648LL);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(j, "pending"), "capacity_min")), 0);
+	json_decref(j);
 	csictl_runner_free(&f->rn, r);
 
 	RUN(f, r, "plugin", "status");
@@ -179,6 +210,36 @@ static void test_force_deregister(void **state)
 	csictl_runner_free(&f->rn, r);
 	RUN(f, r, "volume", "status", "old");
 	csictl_expect_fail(r, 1, "not_found");
+	csictl_runner_free(&f->rn, r);
+}
+
+/*
+ * A spec naming a plugin no node nor the server offers: create answers
+ * with a warning, and delete -wait gives up at once saying why, instead of
+ * following a delete that cannot go on for ten minutes.
+ */
+static void test_plugin_missing(void **state)
+{
+	static const char spec[] =
+	    "{\"id\": \"lost\", \"plugin_id\": \"nobody.csi.example\", \"capabilities\": "
+	    "[{\"access_mode\": \"single-node-writer\", \"attachment_mode\": \"file-system\"}]}";
+	struct fixture *f = *state;
+	struct csictl_run *r = &f->r;
+	FILE *out = fopen(f->spec, "w");
+
+	assert_non_null(out);
+	fputs(spec, out);
+	fclose(out);
+	RUN(f, r, "volume", "create", f->spec);
+	csictl_expect_ok(r);
+	assert_non_null(strstr(r->out, "warning: plugin nobody.csi.example is offered by no node"));
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "delete", "lost", "-wait");
+	csictl_expect_fail(r, 1, "plugin nobody.csi.example: no controller nor node plugin");
+	assert_non_null(strstr(r->err, "deregister ID -force"));
+	csictl_runner_free(&f->rn, r);
+	RUN(f, r, "volume", "deregister", "lost", "-force");
+	csictl_expect_ok(r);
 	csictl_runner_free(&f->rn, r);
 }
 
@@ -258,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_tour, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_force_deregister, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_missing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_user_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_version, setup, teardown),
 	};

@@ -594,6 +594,60 @@ static void test_get_and_delete(void **state)
 	assert_string_equal(got.id, g2.id);
 }
 
+/*
+ * Get and Delete by group ID and snapshot_ids, one row per case: the list
+ * is checked only against a group that exists, so an unknown group is
+ * NOT_FOUND (Get) and OK (Delete) whatever the list holds, empty included.
+ */
+enum grp_ids { IDS_NONE, IDS_MEMBERS, IDS_WRONG, IDS_BAD };
+
+static const struct grp_row {
+	bool exists;
+	enum grp_ids ids;
+	int get, del;
+} grp_rows[] = {
+    {false, IDS_NONE, CSI_NOT_FOUND, CSI_OK},
+    {false, IDS_MEMBERS, CSI_NOT_FOUND, CSI_OK},
+    {false, IDS_WRONG, CSI_NOT_FOUND, CSI_OK},
+    {false, IDS_BAD, CSI_NOT_FOUND, CSI_OK},
+    {true, IDS_NONE, CSI_INVALID_ARGUMENT, CSI_INVALID_ARGUMENT},
+    {true, IDS_WRONG, CSI_INVALID_ARGUMENT, CSI_INVALID_ARGUMENT},
+    {true, IDS_BAD, CSI_INVALID_ARGUMENT, CSI_INVALID_ARGUMENT},
+    {true, IDS_MEMBERS, CSI_OK, CSI_OK},
+};
+
+static void test_ids_table(void **state)
+{
+	struct fx *f = *state;
+	char v1[64], *wrong[1] = {"snap-0000000000000000"}, *bad[1] = {"snap-bad/.."};
+	struct grp g;
+
+	assert_int_equal(hpp_create(&f->cl.caller, "a", 1 << 20, 0, false, v1), CSI_OK);
+	for (size_t i = 0; i < sizeof(grp_rows) / sizeof(grp_rows[0]); i++) {
+		const struct grp_row *r = &grp_rows[i];
+		char *const *ids = r->ids == IDS_MEMBERS ? g.ids
+				   : r->ids == IDS_WRONG ? wrong
+				   : r->ids == IDS_BAD   ? bad
+							 : NULL;
+		size_t n = r->ids == IDS_NONE ? 0 : 1;
+		const char *id = "group-0000000000000000";
+
+		print_message("row %zu\n", i);
+		assert_int_equal(group_create(f, "g", (const char *const[]){v1}, 1, NULL, &g),
+				 CSI_OK);
+		if (r->exists)
+			id = g.id;
+		assert_int_equal(group_get(f, id, ids, n, NULL), r->get);
+		if (r->get == CSI_NOT_FOUND)
+			assert_non_null(strstr(f->cl.st.message, "not found"));
+		assert_int_equal(group_delete(f, id, ids, n), r->del);
+		/* A refused delete keeps the group; a done one removes it. */
+		assert_int_equal(group_get(f, g.id, g.ids, 1, NULL),
+				 r->exists && r->del == CSI_OK ? CSI_NOT_FOUND : CSI_OK);
+		assert_int_equal(group_delete(f, g.id, g.ids, 1), CSI_OK);
+	}
+}
+
 static void test_kill_restart(void **state)
 {
 	struct fx *f = *state;
@@ -625,6 +679,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_create_consistent_and_idempotent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_get_and_delete, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ids_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_kill_restart, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

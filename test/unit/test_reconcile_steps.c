@@ -524,8 +524,10 @@ static void test_idempotent_after_conflict(void **state)
 	v->pending_capacity_min = 4 << 20;
 	rfx_put_volume(t, v);
 	rfx_run(t, 0);
-	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_EXPAND_VOLUME), 2);
+	/* A done expand is recorded on the record as re-read: no second call. */
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_EXPAND_VOLUME), 1);
 	assert_int_equal(rfx_get(t, a, "v1")->capacity, 4 << 20);
+	assert_int_equal(rfx_get(t, a, "v1")->pending_capacity_min, 0);
 
 	t->hook_rpc = rpcs[3];
 	t->hook_left = 1;
@@ -551,6 +553,71 @@ static void test_idempotent_after_conflict(void **state)
 	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_DELETE_VOLUME), 2);
 	assert_null(rfx_get(t, a, "v1"));
 	assert_int_equal(t->fake.nvols, 0);
+	arena_free(a);
+}
+
+/* What t_pending_hook writes as the pending expand while the expand RPC is in flight. */
+static int64_t t_pending_during;
+
+static void t_pending_hook(void *ctx, enum csi_rpc rpc, int code)
+{
+	struct rfx *t = ctx;
+	struct arena *a;
+	struct model_volume *v;
+
+	if (rpc != CSI_RPC_CONTROLLER_EXPAND_VOLUME || t->hook_left == 0 || code != CSI_OK)
+		return;
+	t->hook_left--;
+	a = arena_new();
+	v = rfx_get(t, a, "v1");
+	v->pending_capacity_min = t_pending_during;
+	rfx_put_volume(t, v);
+	arena_free(a);
+}
+
+/*
+ * An expand whose RPC is in flight when the pending request changes: the
+ * plugin grew the volume, so the outcome is recorded whatever happened
+ * meanwhile. A cancel (pending dropped) keeps the new capacity and leaves
+ * nothing pending; a larger request made meanwhile stays pending and is
+ * done next.
+ */
+static void test_expand_raced(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_volume *v;
+
+	rfx_new(t);
+	t->fake.hook = t_pending_hook;
+	t->fake.hook_ctx = t;
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+
+	/* Cancelled while in flight. */
+	t_pending_during = 0;
+	t->hook_left = 1;
+	v = rfx_get(t, a, "v1");
+	v->pending_capacity_min = 4 << 20;
+	rfx_put_volume(t, v);
+	rfx_run(t, 0);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_EXPAND_VOLUME), 1);
+	assert_int_equal(v->capacity, 4 << 20);
+	assert_int_equal(v->capacity_min, 4 << 20);
+	assert_int_equal(v->pending_capacity_min, 0);
+
+	/* Raised while in flight: the first outcome recorded, the larger one done next. */
+	t_pending_during = 16 << 20;
+	t->hook_left = 1;
+	v->pending_capacity_min = 8 << 20;
+	rfx_put_volume(t, v);
+	rfx_run(t, 0);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_EXPAND_VOLUME), 3);
+	assert_int_equal(t->fake.log[t->fake.nlog - 1].required_bytes, 16 << 20);
+	assert_int_equal(v->capacity, 16 << 20);
+	assert_int_equal(v->pending_capacity_min, 0);
 	arena_free(a);
 }
 
@@ -855,6 +922,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_snapshots, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_source_wakes_waiters, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_expand_modify, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_expand_raced, rfx_setup, rfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -854,6 +854,100 @@ static void test_failing_volume_shows_status(void **state)
 	assert_int_equal(server_volume_expand(t->s, "new", 2 << 20, t->a, &out, &e), CSID_EPRECOND);
 }
 
+/* ControllerGetCapabilities bits (CSI enum values). */
+#define T_CAP_CREATE ((uint64_t)1 << 1)
+#define T_CAP_EXPAND ((uint64_t)1 << 9)
+
+/* The server's own controller of plugin, healthy, with caps (0: not fingerprinted). */
+static void t_local_ctl(struct t_env *t, const char *plugin, uint64_t caps)
+{
+	t->local[0] = (struct server_local_controller){.plugin_id = plugin,
+						       .healthy = caps != 0,
+						       .health = caps ? "healthy" : "starting",
+						       .version = "1.0.0",
+						       .controller_caps = caps};
+	t->nlocal = 1;
+}
+
+/*
+ * Expand is refused at request time (412, the volume untouched) when the
+ * plugins view shows its plugin cannot: a controller without
+ * EXPAND_VOLUME, or only node plugins without it. Unknown capabilities
+ * let it through. A smaller size is refused (400); a cancel drops what is
+ * pending and says so; a cancel of nothing is refused (412).
+ */
+static void test_expand_refused_and_cancel(void **state)
+{
+	struct t_env *t = *state;
+	struct model_kv kv = {.key = "iops", .value = "3000"};
+	struct model_map params = {.kv = &kv, .n = 1};
+	struct model_volume *v = NULL;
+	char *skipped = NULL;
+	uint64_t index;
+	struct err e;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "v", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	index = store_index(t->store);
+	/* Node plugins only, none offering EXPAND_VOLUME. */
+	assert_int_equal(server_volume_expand(t->s, "v", 1 << 30, t->a, &v, &e), CSID_EPRECOND);
+	t_contains(e.msg, "expand volume v: plugin ctl.csi has no controller service");
+	/* A controller that reported its capabilities without EXPAND_VOLUME. */
+	t_local_ctl(t, T_PLUGIN, T_CAP_CREATE);
+	assert_int_equal(server_volume_expand(t->s, "v", 1 << 30, t->a, &v, &e), CSID_EPRECOND);
+	t_contains(e.msg, "its controller does not offer EXPAND_VOLUME");
+	assert_int_equal(store_index(t->store), index);
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &v, &e), 0);
+	assert_int_equal(v->pending_capacity_min, 0);
+	/* Not fingerprinted yet: let through, and then cancellable. */
+	t_local_ctl(t, T_PLUGIN, 0);
+	assert_int_equal(server_volume_expand(t->s, "v", 1 << 30, t->a, &v, &e), 0);
+	assert_int_equal(v->pending_capacity_min, 1 << 30);
+	assert_int_equal(server_volume_modify(t->s, "v", &params, t->a, &v, &e), 0);
+	assert_int_equal(server_volume_cancel(t->s, "v", t->a, &v, &skipped, &e), 0);
+	t_contains(skipped, "cancelled the pending expand to 1073741824 bytes and modify");
+	assert_int_equal(v->pending_capacity_min, 0);
+	assert_int_equal(v->pending_mutable.n, 0);
+	index = store_index(t->store);
+	assert_int_equal(server_volume_cancel(t->s, "v", t->a, &v, &skipped, &e), CSID_EPRECOND);
+	t_contains(e.msg, "cancel volume v: no pending change");
+	assert_int_equal(server_volume_cancel(t->s, "nope", t->a, &v, &skipped, &e),
+			 CSID_ENOTFOUND);
+	assert_int_equal(store_index(t->store), index);
+	/* With EXPAND_VOLUME: accepted. */
+	t_local_ctl(t, T_PLUGIN, T_CAP_CREATE | T_CAP_EXPAND);
+	assert_int_equal(server_volume_expand(t->s, "v", 2 << 20, t->a, &v, &e), 0);
+	assert_int_equal(v->pending_capacity_min, 2 << 20);
+}
+
+/* Smaller than the capacity: refused even with nothing pending (it used to be a silent no-op). */
+static void test_expand_smaller(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER};
+	struct model_volume spec = {0}, *v = NULL;
+	struct err e;
+
+	t_node(t, "n1", T_PUB_PLUGIN, true, NULL);
+	spec.id = "big";
+	spec.plugin_id = T_PUB_PLUGIN;
+	spec.caps = &cap;
+	spec.ncaps = 1;
+	spec.capacity_min = 4 << 20;
+	assert_int_equal(server_volume_create(t->s, &spec, t->a, &v, &e), 0);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "big", t->a, &v, &e), 0);
+	assert_int_equal(v->state, MODEL_VOL_READY);
+	assert_true(v->capacity >= 4 << 20);
+	assert_int_equal(server_volume_expand(t->s, "big", 1 << 20, t->a, &v, &e), CSID_EINVAL);
+	t_contains(e.msg, "is less than its capacity");
+	t_contains(e.msg, "volumes do not shrink");
+	/* The capacity it has: a no-op. */
+	assert_int_equal(server_volume_get(t->s, "big", t->a, &v, &e), 0);
+	assert_int_equal(server_volume_expand(t->s, "big", v->capacity, t->a, &v, &e), 0);
+	assert_int_equal(v->pending_capacity_min, 0);
+}
+
 static void test_expand_and_modify(void **state)
 {
 	struct t_env *t = *state;
@@ -864,6 +958,7 @@ static void test_expand_and_modify(void **state)
 	struct err e;
 
 	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_local_ctl(t, T_PLUGIN, T_CAP_EXPAND);
 	t_volume(t, "v", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
 	assert_int_equal(server_volume_expand(t->s, "v", 1 << 30, t->a, &v, &e), 0);
 	assert_int_equal(v->pending_capacity_min, 1 << 30);
@@ -876,6 +971,53 @@ static void test_expand_and_modify(void **state)
 	assert_string_equal(v->pending_mutable.kv[0].value, "3000");
 	assert_int_equal(server_volume_modify(t->s, "v", &empty, t->a, &v, &e), CSID_EINVAL);
 	assert_int_equal(server_volume_modify(t->s, "nope", &params, t->a, &v, &e), CSID_ENOTFOUND);
+}
+
+/*
+ * Waiting that tells the truth: a retry that failed again changes the
+ * status stamp (a blocking query wakes on it); a new request (delete,
+ * expand, cancel, modify) drops the error of the old one before its
+ * answer; a volume of a plugin no one offers says so (plugin_registered).
+ */
+static void test_wait_truth(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER};
+	struct model_volume spec = {0}, *out = NULL;
+	uint64_t stamp;
+	struct err e;
+
+	spec.id = "new";
+	spec.plugin_id = T_DOWN_PLUGIN;
+	spec.caps = &cap;
+	spec.ncaps = 1;
+	assert_int_equal(server_volume_create(t->s, &spec, t->a, &out, &e), 0);
+	assert_false(out->plugin_registered);
+	stamp = server_status_stamp(t->s, STORE_VOLUME, "new");
+	t_step(t);
+	assert_true(server_status_stamp(t->s, STORE_VOLUME, "new") != stamp);
+	stamp = server_status_stamp(t->s, STORE_VOLUME, "new");
+	assert_int_equal(server_status_stamp(t->s, STORE_VOLUME, "new"), stamp);
+	clock_fake_advance(&t->clock, 60000);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "new", t->a, &out, &e), 0);
+	assert_int_equal(out->status.attempts, 2);
+	assert_true(server_status_stamp(t->s, STORE_VOLUME, "new") != stamp);
+	/* The delete's answer does not carry the create's error. */
+	assert_int_equal(server_volume_delete(t->s, "new", t->a, &out, &e), 0);
+	assert_int_equal(out->state, MODEL_VOL_DELETING);
+	assert_int_equal(out->status.attempts, 0);
+	assert_null(out->status.last_error);
+	t_step(t);
+	assert_int_equal(server_volume_get(t->s, "new", t->a, &out, &e), 0);
+	/* Counted afresh: the delete's first attempt (a lookup by name, for lack of an ID). */
+	assert_int_equal(out->status.attempts, 1);
+	t_contains(out->status.last_error, "no healthy controller for plugin down.csi");
+	/* A plugin offered by a node. */
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "v", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	assert_int_equal(server_volume_get(t->s, "v", t->a, &out, &e), 0);
+	assert_true(out->plugin_registered);
 }
 
 /* ---- snapshots ---- */
@@ -999,6 +1141,9 @@ int main(void)
 	    T_TEST(test_topology_refusal),
 	    T_TEST(test_failing_volume_shows_status),
 	    T_TEST(test_expand_and_modify),
+	    T_TEST(test_expand_refused_and_cancel),
+	    T_TEST(test_expand_smaller),
+	    T_TEST(test_wait_truth),
 	    T_TEST(test_snapshots),
 	    T_TEST(test_claim_cycle_with_controller),
 	};

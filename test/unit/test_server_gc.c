@@ -327,6 +327,63 @@ static void test_report_absent(void **state)
 }
 
 /* Silent for the TTL: down. Returns the wall time it went down. */
+/* Whether the claim index holds id. */
+static bool t_indexed(struct t_env *t, const char *id)
+{
+	struct store_obj o;
+	struct err e;
+	int rc = store_get(t->store, STORE_CLAIM, id, &o, &e);
+
+	if (rc == 0)
+		store_obj_free(&o);
+	return rc == 0;
+}
+
+/*
+ * The pass reads the claim index, not the volumes: a claim's entry comes
+ * and goes with its claimed state in the volume's own writes; an entry no
+ * claim backs is dropped by the pass that meets it; a store whose index
+ * was lost (written before it existed) is rebuilt by the first pass of a
+ * new server, which then finds the lost claim.
+ */
+static void test_claim_index(void **state)
+{
+	struct t_env *t = *state;
+	const char *const none[] = {NULL};
+	struct store_op op = {
+	    STORE_OP_PUT, STORE_CLAIM, "n1/v/ghost", "{\"updated_ms\":1,\"held_by_agent\":true}", 0,
+	    STORE_ANY};
+	struct store_op del = {STORE_OP_DELETE, STORE_CLAIM, "n1/v/web-1", NULL, 0, STORE_ANY};
+	struct err e;
+
+	t_put(t, "n1", none);
+	t_volume(t, "v");
+	t_advance(t, 1000);
+	t_claim(t, "v", "web-1", "n1", true);
+	assert_true(t_indexed(t, "n1/v/web-1"));
+	op.len = strlen(op.value);
+	assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	/* The index lost web-1's entry; a new server rebuilds it (and drops the ghost). */
+	assert_int_equal(store_txn(t->store, &del, 1, NULL, &e), 0);
+	server_free(t->s);
+	t_server(t);
+	t_advance(t, 1000);
+	t_put(t, "n1", none);
+	t_tick(t);
+	assert_true(t_indexed(t, "n1/v/web-1"));
+	assert_false(t_indexed(t, "n1/v/ghost"));
+	/* A stale entry met by a pass is dropped. */
+	assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	t_advance(t, 1000);
+	t_put(t, "n1", none);
+	t_tick(t);
+	assert_false(t_indexed(t, "n1/v/ghost"));
+	/* Two reports without web-1 after the claim: released, and its entry goes with it. */
+	t_released(t, "v", "web-1",
+		   "released: allocation web-1 no longer held by the agent of node n1");
+	assert_false(t_indexed(t, "n1/v/web-1"));
+}
+
 static int64_t t_down(struct t_env *t, const char *node)
 {
 	struct model_node *n = NULL;
@@ -582,6 +639,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_report_claim_again, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_report_not_held_by_agent, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_report_absent, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_index, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_grace, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_node_back, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_server_restart, t_setup, t_teardown),

@@ -72,6 +72,45 @@ static void test_same_version_from_cache(void **state)
 	server_vcache_free(c);
 }
 
+/*
+ * A version its writer put is read without parsing (the text given is
+ * ignored) and without the writer's API-view fields; an older put does
+ * not replace a newer version.
+ */
+static void test_put_by_writer(void **state)
+{
+	struct server_vcache *c = server_vcache_new();
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	char r1[512], r2[512];
+	struct err e;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(a);
+	t_record(r1, sizeof(r1), "vol-a", "first");
+	t_record(r2, sizeof(r2), "vol-a", "written");
+	assert_int_equal(server_vcache_decode(c, "vol-a", r1, strlen(r1), 3, 7, a, &v, &e), 0);
+	v->name = "written";
+	v->plugin_health = "healthy";
+	v->schedulable = true;
+	v->status.attempts = 4;
+	server_vcache_put(c, v, 8);
+	assert_string_equal(t_read(c, a, "vol-a", "not json", 3, 8), "written");
+	assert_int_equal(server_vcache_decode(c, "vol-a", "not json", 8, 3, 8, a, &v, &e), 0);
+	assert_null(v->plugin_health);
+	assert_false(v->schedulable);
+	assert_int_equal(v->status.attempts, 0);
+	/* A stale writer (version 7 again) leaves version 8 in place. */
+	v->modify_index = 6;
+	v->name = "stale";
+	server_vcache_put(c, v, 7);
+	assert_string_equal(t_read(c, a, "vol-a", "not json", 3, 8), "written");
+	server_vcache_put(NULL, v, 9);
+	arena_free(a);
+	server_vcache_free(c);
+}
+
 static void test_slots_and_errors(void **state)
 {
 	struct server_vcache *c = server_vcache_new();
@@ -115,6 +154,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_same_version_from_cache),
 	    cmocka_unit_test(test_slots_and_errors),
+	    cmocka_unit_test(test_put_by_writer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,8 @@
  *   delete ID [-wait]                 DeleteVolume, then deregister
  *   deregister ID [-force]            forget it (force: even if claimed)
  *   detach ID NODE                    release every claim of a node
- *   expand ID -size SIZE              grow it
+ *   expand ID -size SIZE [-wait]      grow it (wait: print the new capacity)
+ *   cancel ID                         drop the pending expand and modify
  *   modify ID K=V...                  change mutable parameters
  *   claim ID -alloc A -node N         claim it (low level)
  *   release ID -alloc A [-force]      release a claim (low level)
@@ -61,7 +62,8 @@ static size_t volume_flags(struct volume_opts *o, struct csictl_flag *f)
 {
 	const struct csictl_flag table[] = {
 	    {"wait", CSICTL_FLAG_BOOL, &o->wait, NULL,
-	     "create, delete, snapshot create: follow until done or failed"},
+	     "create, delete, expand, snapshot create and delete: follow until done or "
+	     "failed"},
 	    {"force", CSICTL_FLAG_BOOL, &o->force, NULL,
 	     "deregister, release: skip what cannot be done, and say what was skipped"},
 	    {"size", CSICTL_FLAG_STRING, &o->size, "SIZE", "expand: new minimum (10Gi, 500M)"},
@@ -160,12 +162,30 @@ static void volume_progress(struct csictl_server *s, const json_t *v, char *last
 }
 
 /*
- * Follows what (volume or snapshot) id with blocking queries until its
- * state is one of done (then prints it), failed, or it is gone (gone_ok:
- * success, e.g. after delete). Returns the exit status.
+ * Whether a followed object j is where the wait wants it: 1 done, 0 not
+ * yet, -1 never (the reason printed to s->err).
  */
-static int volume_wait(struct csictl_server *s, const char *what, const char *id, const char *done,
-		       bool gone_ok, csictl_server_render_fn render)
+typedef int (*volume_done_fn)(struct csictl_server *s, const json_t *j, const void *arg);
+
+/* Done when the state is arg (a string); never when it is failed. */
+static int volume_done_state(struct csictl_server *s, const json_t *j, const void *arg)
+{
+	const char *state = json_string_value(json_object_get(j, "state"));
+
+	(void)s;
+	if (state && arg && strcmp(state, arg) == 0)
+		return 1;
+	return state && strcmp(state, "failed") == 0 ? -1 : 0;
+}
+
+/*
+ * Follows what (volume or snapshot) id with blocking queries until done
+ * says so (then prints it, or fails), or it is gone (gone_ok: success,
+ * e.g. after delete). Returns the exit status.
+ */
+static int volume_follow(struct csictl_server *s, const char *what, const char *id,
+			 volume_done_fn done, const void *arg, bool gone_ok,
+			 csictl_server_render_fn render)
 {
 	struct clock *c = clock_real();
 	int64_t deadline = clock_now_ms(c) + VOLUME_WAIT_MS;
@@ -177,9 +197,8 @@ static int volume_wait(struct csictl_server *s, const char *what, const char *id
 		return ret;
 	while (clock_now_ms(c) < deadline) {
 		struct csictl_http_answer ans;
-		const char *state;
-		bool failed;
 		json_t *j;
+		int at;
 
 		snprintf(path, sizeof(path), "%s?index=%s&wait=10s", base, index);
 		ret = csictl_http_do(&s->http, "GET", path, NULL, &ans);
@@ -207,20 +226,110 @@ static int volume_wait(struct csictl_server *s, const char *what, const char *id
 			return CSICTL_EXIT_FAIL;
 		}
 		volume_progress(s, j, last, sizeof(last));
-		state = json_string_value(json_object_get(j, "state"));
-		if (state && done && strcmp(state, done) == 0) {
+		at = done(s, j, arg);
+		if (at > 0) {
 			ret = s->json ? (csictl_out_json_print(j, s->out), 0) : render(j, s->out);
 			json_decref(j);
 			return ret;
 		}
-		failed = state && strcmp(state, "failed") == 0;
 		json_decref(j);
-		if (failed)
+		if (at < 0)
 			return CSICTL_EXIT_FAIL;
 	}
 	fprintf(s->err, "error: %s %s: still not done after %d s\n", what, id,
 		VOLUME_WAIT_MS / 1000);
 	return CSICTL_EXIT_FAIL;
+}
+
+/* Whether the volume's plugin is offered by no node and not by the server. */
+static bool volume_plugin_missing(const json_t *j)
+{
+	return json_is_false(json_object_get(j, "plugin_registered"));
+}
+
+/*
+ * Done when the volume is gone; never while its plugin is on no node:
+ * DeleteVolume needs the plugin, so waiting would only run out the clock.
+ */
+static int volume_done_delete(struct csictl_server *s, const json_t *j, const void *arg)
+{
+	const char *health = json_string_value(json_object_get(j, "plugin_health"));
+	char clean[600];
+
+	(void)arg;
+	if (!volume_plugin_missing(j))
+		return 0;
+	fprintf(
+	    s->err,
+	    "error: %s; the delete waits for the plugin (register it, or forget the volume "
+	    "with csictl volume deregister ID -force)\n",
+	    csictl_out_clean(health ? health : "its plugin is on no node", clean, sizeof(clean)));
+	return -1;
+}
+
+/* A warning when no node nor the server offers the volume's plugin (create -wait). */
+static int volume_render_warning(const json_t *j, FILE *out)
+{
+	const char *plugin = json_string_value(json_object_get(j, "plugin_id"));
+	char clean[600];
+
+	if (volume_plugin_missing(j))
+		fprintf(out,
+			"warning: plugin %s is offered by no node and not by the server (yet?); "
+			"the volume waits for it\n",
+			csictl_out_clean(plugin ? plugin : "?", clean, sizeof(clean)));
+	return 0;
+}
+
+/* The answer to create or register, with a warning when no one offers its plugin. */
+static int volume_render_recorded(const json_t *j, FILE *out)
+{
+	int ret = csictl_render_volume(j, out);
+
+	volume_render_warning(j, out);
+	return ret;
+}
+
+/* volume_follow until the state is done (NULL: until gone). */
+static int volume_wait(struct csictl_server *s, const char *what, const char *id, const char *done,
+		       bool gone_ok, csictl_server_render_fn render)
+{
+	return volume_follow(s, what, id, volume_done_state, done, gone_ok, render);
+}
+
+/*
+ * Done when no expand is pending any more: at the capacity asked (*arg),
+ * or short of it when the request was cancelled or replaced by a smaller one.
+ */
+static int volume_done_expand(struct csictl_server *s, const json_t *j, const void *arg)
+{
+	int64_t want = *(const int64_t *)arg;
+	const json_t *pending = json_object_get(json_object_get(j, "pending"), "capacity_min");
+	json_int_t cap = json_integer_value(json_object_get(j, "capacity"));
+
+	if (json_integer_value(pending) > 0)
+		return 0;
+	if (cap >= want)
+		return 1;
+	fprintf(s->err,
+		"error: no expand pending any more, and the capacity is %lld bytes, "
+		"not the %lld asked (cancelled?)\n",
+		(long long)cap, (long long)want);
+	return -1;
+}
+
+static int volume_render_capacity(const json_t *j, FILE *out)
+{
+	const char *id = json_string_value(json_object_get(j, "id"));
+	json_int_t cap = json_integer_value(json_object_get(j, "capacity"));
+	char clean[600];
+
+	fprintf(out, "volume %s: capacity %lld bytes%s\n",
+		csictl_out_clean(id ? id : "?", clean, sizeof(clean)), (long long)cap,
+		json_is_true(json_object_get(j, "node_expansion_required"))
+		    ? " (node expansion required)"
+		    : "");
+	return 0;
 }
 
 static int volume_put_spec(struct csictl_server *s, struct volume_opts *o, bool create)
@@ -236,8 +345,9 @@ static int volume_put_spec(struct csictl_server *s, struct volume_opts *o, bool 
 		ret = csictl_server_path(s, "volume", id, create ? "/create" : NULL, path,
 					 sizeof(path));
 	if (!ret)
-		ret = csictl_server_request(s, "PUT", path, body,
-					    o->wait ? NULL : csictl_render_volume, NULL);
+		ret = csictl_server_request(
+		    s, "PUT", path, body, o->wait ? volume_render_warning : volume_render_recorded,
+		    NULL);
 	if (body) {
 		memset(body, 0, strlen(body));
 		free(body);
@@ -287,7 +397,8 @@ static int volume_delete(struct csictl_server *s, struct volume_opts *o)
 		ret = csictl_server_request(s, "DELETE", path, NULL,
 					    o->wait ? NULL : csictl_render_volume, NULL);
 	if (!ret && o->wait)
-		ret = volume_wait(s, "volume", s->args.v[1], NULL, true, csictl_render_volume);
+		ret = volume_follow(s, "volume", s->args.v[1], volume_done_delete, NULL, true,
+				    csictl_render_volume);
 	return ret;
 }
 
@@ -318,8 +429,12 @@ static int volume_deregister(struct csictl_server *s, struct volume_opts *o)
 		   : csictl_server_request(s, "DELETE", path, NULL, volume_deregister_render, NULL);
 }
 
-/* PUTs body (a JSON object, consumed) to /v1/volume/<id><suffix> and shows the volume. */
-static int volume_action(struct csictl_server *s, const char *id, const char *suffix, json_t *body)
+/*
+ * PUTs body (a JSON object, consumed) to /v1/volume/<id><suffix> and shows
+ * the volume with render (NULL: nothing).
+ */
+static int volume_action(struct csictl_server *s, const char *id, const char *suffix, json_t *body,
+			 csictl_server_render_fn render)
 {
 	char path[1200], *text;
 	int ret;
@@ -332,9 +447,29 @@ static int volume_action(struct csictl_server *s, const char *id, const char *su
 		return csictl_server_usage(s, "out of memory");
 	ret = csictl_server_path(s, "volume", id, suffix, path, sizeof(path));
 	if (!ret)
-		ret = csictl_server_request(s, "PUT", path, text, csictl_render_volume, NULL);
+		ret = csictl_server_request(s, "PUT", path, text, render, NULL);
 	memset(text, 0, strlen(text));
 	free(text);
+	return ret;
+}
+
+static int volume_expand(struct csictl_server *s, struct volume_opts *o)
+{
+	struct err e;
+	int64_t size;
+	int ret;
+
+	err_clear(&e);
+	if (s->args.n != 2 || !o->size)
+		return csictl_server_usage(s, "usage: csictl volume expand ID -size SIZE [-wait]");
+	if (csictl_size_parse(o->size, &size, &e))
+		return csictl_server_usage(s, "-size: %s", e.msg);
+	ret = volume_action(s, s->args.v[1], "/expand",
+			    json_pack("{s:I}", "capacity_min", (json_int_t)size),
+			    o->wait ? NULL : csictl_render_volume);
+	if (!ret && o->wait)
+		ret = volume_follow(s, "volume", s->args.v[1], volume_done_expand, &size, false,
+				    volume_render_capacity);
 	return ret;
 }
 
@@ -361,7 +496,8 @@ static int volume_claim(struct csictl_server *s, struct volume_opts *o)
 				       "node_id", o->node, "mode", mode, "access_mode",
 				       o->access_mode ? o->access_mode : "single-node-writer",
 				       "attachment_mode",
-				       o->attachment_mode ? o->attachment_mode : "file-system"));
+				       o->attachment_mode ? o->attachment_mode : "file-system"),
+			     csictl_render_volume);
 }
 
 static int volume_snapshot(struct csictl_server *s, struct volume_opts *o)
@@ -454,23 +590,23 @@ static int volume_run(struct csictl_server *s, struct volume_opts *o)
 			    s, "usage: csictl volume release ID -alloc A [-force]");
 		return volume_action(
 		    s, s->args.v[1], "/release",
-		    json_pack("{s:s, s:b}", "alloc_id", o->alloc, "force", o->force));
+		    json_pack("{s:s, s:b}", "alloc_id", o->alloc, "force", o->force),
+		    csictl_render_volume);
 	}
 	if (strcmp(cmd, "detach") == 0) {
 		if (s->args.n != 3)
 			return csictl_server_usage(s, "usage: csictl volume detach ID NODE");
 		return volume_action(s, s->args.v[1], "/detach",
-				     json_pack("{s:s}", "node_id", s->args.v[2]));
+				     json_pack("{s:s}", "node_id", s->args.v[2]),
+				     csictl_render_volume);
 	}
-	if (strcmp(cmd, "expand") == 0) {
-		int64_t size;
-
-		if (s->args.n != 2 || !o->size)
-			return csictl_server_usage(s, "usage: csictl volume expand ID -size SIZE");
-		if (csictl_size_parse(o->size, &size, &e))
-			return csictl_server_usage(s, "-size: %s", e.msg);
-		return volume_action(s, s->args.v[1], "/expand",
-				     json_pack("{s:I}", "capacity_min", (json_int_t)size));
+	if (strcmp(cmd, "expand") == 0)
+		return volume_expand(s, o);
+	if (strcmp(cmd, "cancel") == 0) {
+		if (s->args.n != 2)
+			return csictl_server_usage(s, "usage: csictl volume cancel ID");
+		return volume_action(s, s->args.v[1], "/cancel", json_object(),
+				     csictl_render_volume);
 	}
 	if (strcmp(cmd, "modify") == 0) {
 		json_t *params = json_object();
@@ -494,7 +630,8 @@ static int volume_run(struct csictl_server *s, struct volume_opts *o)
 			json_object_set_new(params, key, csictl_out_json_str(eq + 1));
 		}
 		return volume_action(s, s->args.v[1], "/modify",
-				     json_pack("{s:o}", "mutable_parameters", params));
+				     json_pack("{s:o}", "mutable_parameters", params),
+				     csictl_render_volume);
 	}
 	return csictl_server_usage(s, "unknown command \"%.64s\" (see csictl volume -h)", cmd);
 }
