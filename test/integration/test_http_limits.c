@@ -6,9 +6,11 @@
  * delays another client's request; hundreds of parked blocking requests
  * hold no thread (the process's thread count stays bounded) and do not
  * delay a health request, and all answer once the wake source reports a
- * change; a stop answers the parked requests that are left; a 1 MiB
- * token is refused within the connection's memory, and thousands of
- * connection attempts from one address leave the service to everyone.
+ * change; a polled park runs again at the next tick and answers a
+ * change no wake-up reported; a stop answers the parked requests left;
+ * a 1 MiB token is refused within the connection's memory, and
+ * thousands of connection attempts from one address leave the service
+ * to everyone.
  */
 #include <setjmp.h>
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +49,7 @@ struct fixture {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	uint64_t mark;
+	atomic_int flag; /* what /poll watches, changed without a wake-up */
 };
 
 static int handler(void *ctx, const struct http_request *req, struct http_reply *rep, struct err *e)
@@ -66,6 +70,17 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		if (seen == 0 && clock_now_ms(clock_real()) < http_request_start_ms(req) + 60000)
 			return http_wait(req, http_request_start_ms(req) + 60000);
 		rep->doc = json_pack("{s:I}", "mark", (json_int_t)seen);
+		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	if (strcmp(req->url, "/poll") == 0) {
+		uint64_t *memo = http_request_memo(req);
+
+		/* The flag at the first run is kept across runs; a change answers. */
+		if (!*memo)
+			*memo = (uint64_t)atomic_load(&f->flag) + 1;
+		if (*memo == (uint64_t)atomic_load(&f->flag) + 1)
+			return http_wait_polled(req, http_request_start_ms(req) + 60000);
+		rep->doc = json_pack("{s:b}", "changed", 1);
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
@@ -398,6 +413,22 @@ static void test_parked_do_not_starve(void **state)
 	assert_int_equal(answered, T_PARKED);
 }
 
+static void test_polled_wait(void **state)
+{
+	struct fixture *f = *state;
+	int fd = dial(f, 7);
+
+	assert_true(fd >= 0);
+	assert_int_equal(send_all(fd, "GET /poll HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	/* Parked: no answer while the flag stays. */
+	assert_int_equal(read_status(fd, 600), -1);
+	assert_false(closed_by_peer(fd));
+	/* Changed without any wake-up: the next tick runs it again, and it answers. */
+	atomic_fetch_add(&f->flag, 1);
+	assert_int_equal(read_status(fd, 3000), 200);
+	close(fd);
+}
+
 static void test_stop_answers_parked(void **state)
 {
 	struct fixture *f = *state;
@@ -429,6 +460,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_huge_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connection_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_parked_do_not_starve, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_polled_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_answers_parked, setup, teardown),
 	};
 
