@@ -41,6 +41,8 @@
 
 #define HTTP_CONN_MEMORY (16 * 1024)
 #define HTTP_STREAM_BLOCK 16384
+/* Bodies announced up to this many times the cap are read (and dropped) before the 413. */
+#define HTTP_DRAIN_FACTOR 4
 /* Lines a second logged for libmicrohttpd's complaints (refused connections...). */
 #define HTTP_LOG_BURST 10
 /* File descriptors kept for everything but connections (files, plugins, clients). */
@@ -531,6 +533,7 @@ static bool http_begin(struct http_server *s, struct MHD_Connection *c, const ch
 	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	size_t ulen = strlen(url);
 	struct http_conn *hc = calloc(1, sizeof(*hc));
+	bool drain;
 
 	if (!hc)
 		return false;
@@ -545,8 +548,14 @@ static bool http_begin(struct http_server *s, struct MHD_Connection *c, const ch
 				  (unsigned)s->cfg.limits.idle_timeout_s);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
 	hc->url_too_long = ulen > HTTP_URL_MAX;
-	/* A body announced larger than the cap is refused before it is read. */
+	/*
+	 * A body announced larger than the cap is refused: up to
+	 * HTTP_DRAIN_FACTOR times the cap it is read and dropped first, so
+	 * that the client, still sending, reads the 413 instead of a reset;
+	 * beyond that at once.
+	 */
 	hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
+	drain = hc->too_big && strtoull(cl, NULL, 10) <= HTTP_DRAIN_FACTOR * s->cfg.body_max;
 	if (hc->tcp && s->tls_ca && !hc->cert_ok) {
 		/* Nothing is served without a client certificate of the CA: not even a 404. */
 		hc->rc = err_set(&hc->e, CSID_EUNAUTH,
@@ -562,7 +571,7 @@ static bool http_begin(struct http_server *s, struct MHD_Connection *c, const ch
 	else if (hc->too_big)
 		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: request body larger than %zu bytes",
 				 s->name, s->cfg.body_max);
-	if (hc->url_too_long || hc->too_big)
+	if (hc->url_too_long || (hc->too_big && !drain))
 		http_finish(s, hc);
 	return true;
 }

@@ -47,6 +47,7 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 {
 	struct clock *c = clock_real();
 	uint64_t index, stamp, *memo;
+	bool stamped;
 	int64_t wait_ms, deadline;
 	int rc;
 
@@ -66,14 +67,16 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 	 * every tick too.
 	 */
 	deadline = http_request_start_ms(req) + wait_ms;
-	stamp = id ? server_status_stamp(api->server, kind, id) : 0;
+	/* Only what the reconciler works on (volumes, snapshots) has a status stamp. */
+	stamped = id && (kind == STORE_VOLUME || kind == STORE_SNAPSHOT);
+	stamp = stamped ? server_status_stamp(api->server, kind, id) : 0;
 	memo = http_request_memo(req);
 	if (!*memo)
 		*memo = stamp + 1;
 	if (atomic_load(&api->stopping) || server_api_watched(api, kind, id) > index ||
-	    clock_now_ms(c) >= deadline || (id && *memo != stamp + 1))
+	    clock_now_ms(c) >= deadline || (stamped && *memo != stamp + 1))
 		return 0;
-	return id ? http_wait_polled(req, deadline) : http_wait(req, deadline);
+	return stamped ? http_wait_polled(req, deadline) : http_wait(req, deadline);
 }
 
 /* Health is answered on the I/O thread: no queue of slow requests delays a probe. */
