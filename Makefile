@@ -5,7 +5,8 @@ DEB_PACKAGES := cmake make gcc pkg-config libgrpc-dev protobuf-c-compiler \
 	libprotobuf-c-dev libprotobuf-dev libuv1-dev libsqlite3-dev \
 	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev \
 	clang-format chromium chromium-driver groff-base man-db debootstrap dpkg-dev \
-	prometheus docker.io podman busybox-static etcd-server etcd-client
+	prometheus docker.io podman busybox-static etcd-server etcd-client \
+	libgnutls28-dev openssl
 JOBS ?= $(shell nproc)
 TEST_DIR := build/test
 REL_DIR := build/release

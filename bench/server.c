@@ -2,7 +2,8 @@
  * Benchmark of the control plane (not a test: it prints figures and
  * targets, and fails only when a run breaks). Five measures, each on a
  * SQLite store in a private directory under /tmp (or $CSID_BENCH_DIR):
- *   1. claim + release cycles through the HTTP API: the server in this
+ *   1. claim + release cycles through the HTTP API, over plaintext HTTP and
+ *      again over HTTPS (certificates made with openssl, keep-alive): the server in this
  *      process (server_new + server_api_start on a free port) with a
  *      zero-latency in-process controller (a struct csi_client answering
  *      every RPC at once), driven by several keep-alive libcurl clients on
@@ -64,6 +65,7 @@
 #include "server/server.h"
 #include "server_proc.h"
 #include "store/store.h"
+#include "test_pki.h"
 
 #define BENCH_PLUGIN "bench.csi.csid.dev"
 #define BENCH_NODE "node-1"
@@ -302,8 +304,12 @@ struct bench_srv {
 	struct store *store;
 	struct server *server;
 	struct server_api *api;
-	char base[64];
+	char base[80];
 };
+
+/* A directory of test_pki.h certificates: the API is served over HTTPS with them; NULL: plaintext.
+ */
+static const char *bench_pki;
 
 static void bench_srv_start(struct bench_srv *b, const char *db, struct reconciler_controllers ctl,
 			    int workers, int concurrency, bool api)
@@ -329,11 +335,18 @@ static void bench_srv_start(struct bench_srv *b, const char *db, struct reconcil
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", bench_free_port());
 	{
 		struct server_api_config ac = {.server = b->server, .tcp_addr = addr};
+		char cert[300], key[300];
 
+		if (bench_pki) {
+			snprintf(cert, sizeof(cert), "%s/server.pem", bench_pki);
+			snprintf(key, sizeof(key), "%s/server.key", bench_pki);
+			ac.tls.cert_file = cert;
+			ac.tls.key_file = key;
+		}
 		if (server_api_start(&ac, &b->api, &e) != 0)
 			bench_die("server api start", e.msg);
 	}
-	snprintf(b->base, sizeof(b->base), "http://%s", addr);
+	snprintf(b->base, sizeof(b->base), "%s://%s", bench_pki ? "https" : "http", addr);
 }
 
 static void bench_srv_stop(struct bench_srv *b)
@@ -481,12 +494,28 @@ static void *bench_client_run(void *arg)
  * One variant of the cycles: repeats runs of BENCH_CYCLES cycles on volumes
  * not used before (from *next_vol on), on the server b.
  */
+/* A keep-alive client of b's API (trusting bench_pki's CA over HTTPS). */
+static struct http_client *bench_http(const struct bench_srv *b)
+{
+	struct http_client *h = http_client_new(b->base);
+	char ca[300];
+
+	if (h && bench_pki) {
+		snprintf(ca, sizeof(ca), "%s/ca.pem", bench_pki);
+		http_client_tls(h, ca, NULL, NULL);
+	}
+	return h;
+}
+
 static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
 				 bool wait_publish, int *next_vol)
 {
-	const char *name =
-	    wait_publish ? (bench_etcd.pid > 0 ? "etcd_claim_wait_release" : "claim_wait_release")
-			 : (bench_etcd.pid > 0 ? "etcd_claim_release" : "claim_release");
+	const char *name = wait_publish ? (bench_etcd.pid > 0 ? "etcd_claim_wait_release"
+					   : bench_pki        ? "claim_wait_release_tls"
+							      : "claim_wait_release")
+					: (bench_etcd.pid > 0 ? "etcd_claim_release"
+					   : bench_pki        ? "claim_release_tls"
+							      : "claim_release");
 	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
 	double rt[16], freed[16], cpu[16], writes[16];
@@ -503,7 +532,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 						      .n = per,
 						      .rep = r,
 						      .wait_publish = wait_publish};
-			if (!(cl[i].http = http_client_new(b->base)))
+			if (!(cl[i].http = bench_http(b)))
 				bench_die("http client", NULL);
 		}
 		t0 = bench_now();
@@ -557,26 +586,35 @@ static void bench_cycles(const char *dir, int repeats)
 	struct http_client *h;
 	struct bench_srv b;
 	int next_vol = 0, ready, busy;
-	char db[256];
+	char db[256], pki[300];
 	static const char node[] =
 	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
 	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
 	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
 
 	snprintf(db, sizeof(db), "%s/cycles.db", dir);
-	bench_fill(db, 2 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
-	bench_srv_start(&b, db, ctl, 0, 0, true);
-	bench_srv_idle(&b);
-	h = http_client_new(b.base);
-	if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
-		bench_die("node registration failed", NULL);
-	http_client_free(h);
-	bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
-	bench_cycles_variant(&b, &fake, repeats, true, &next_vol);
-	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
-	if (busy != 0)
-		bench_die("claims or publications left after the cycles", NULL);
-	bench_srv_stop(&b);
+	snprintf(pki, sizeof(pki), "%s/pki", dir);
+	bench_fill(db, 4 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
+	/* Plaintext, then the same over HTTPS (keep-alive connections both times). */
+	for (int tls = 0; tls < 2; tls++) {
+		if (tls && test_pki_make(pki) != 0)
+			bench_die("openssl", "cannot make the certificates");
+		bench_pki = tls ? pki : NULL;
+		bench_srv_start(&b, db, ctl, 0, 0, true);
+		bench_srv_idle(&b);
+		h = bench_http(&b);
+		if (!h ||
+		    http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
+			bench_die("node registration failed", NULL);
+		http_client_free(h);
+		bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
+		bench_cycles_variant(&b, &fake, repeats, true, &next_vol);
+		bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
+		if (busy != 0)
+			bench_die("claims or publications left after the cycles", NULL);
+		bench_srv_stop(&b);
+	}
+	bench_pki = NULL;
 }
 
 /* ---- 2. restart with 10,000 volumes that need no work ---- */

@@ -105,7 +105,7 @@ static int claims_http_once(struct claims_http *h, const char *base, const char 
 		*doc = NULL;
 	}
 out:
-	curl_slist_free_all(hdrs);
+	curl_pool_headers_free(hdrs);
 	curl_pool_put(h->conns, c);
 	/* A node-stage answer holds secrets. */
 	if (ans.p)

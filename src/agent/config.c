@@ -68,6 +68,7 @@ void config_free(struct config *cfg)
 	free(cfg->docker.socket);
 	free(cfg->docker.spec_file);
 	free(cfg->docker.engine_socket);
+	conf_http_clear(&cfg->http);
 	if (cfg->server_token) {
 		explicit_bzero(cfg->server_token, strlen(cfg->server_token));
 		free(cfg->server_token);
@@ -298,7 +299,8 @@ static int config_parse_docker(json_t *v, struct config *cfg, struct err *e)
 
 static const char *const config_top_keys[] = {
     "data_dir", "node_name",    "listener", "timings",       "plugin_log_max_bytes",
-    "servers",  "server_token", "plugins",  "docker_plugin", NULL};
+    "servers",  "server_token", "plugins",  "docker_plugin", "http",
+    NULL};
 
 const struct conf_keyset config_keysets[] = {
     {"", config_top_keys},
@@ -306,6 +308,7 @@ const struct conf_keyset config_keysets[] = {
     {"timings", config_timing_keys},
     {"plugins[]", config_plugin_keys},
     {"docker_plugin", config_docker_keys},
+    {"http", conf_http_keys},
     {NULL, NULL},
 };
 
@@ -357,6 +360,9 @@ static int config_parse_json(json_t *root, struct config *cfg, struct err *e)
 		return rc;
 	v = json_object_get(root, "docker_plugin");
 	if (v && (rc = config_parse_docker(v, cfg, e)))
+		return rc;
+	v = json_object_get(root, "http");
+	if (v && (rc = conf_http_parse(v, &cfg->http, e)))
 		return rc;
 	v = json_object_get(root, "plugins");
 	if (v)

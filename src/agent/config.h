@@ -14,6 +14,7 @@
  *     "servers": ["http://10.0.0.1:4646", "http://10.0.0.2:4646"],
  *     "server_token": "...",
  *     "plugin_log_max_bytes": 1048576,
+ *     "http": {"max_conns_per_client": 100, "header_timeout": "5s", ...},
  *     "plugins": [
  *       {"id": "hostpath.csi.csid.dev", "type": "monolith",
  *        "command": "/usr/bin/csi-hostpath",
@@ -51,6 +52,7 @@
 
 #include <jansson.h>
 
+#include "util/conf_http.h"
 #include "plugins/config_plugin.h"
 #include "util/conf.h"
 #include "util/err.h"
@@ -119,6 +121,7 @@ struct config {
 	struct config_plugin *plugins;
 	size_t nplugins;
 	struct config_docker docker;
+	struct conf_http http; /* the "http" section: listener bounds, TLS */
 };
 
 /* A config with every default and no plugin; NULL when out of memory. */

@@ -28,6 +28,8 @@
 
 #include "model/model.h"
 #include "util/arena.h"
+#include "util/curl_pool.h"
+#include "util/curl_tls.h"
 #include "util/log.h"
 
 /* Bytes of a server's answer kept (the node, with its released allocations). */
@@ -245,6 +247,7 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 		memset(tok, 0, sizeof(tok));
 	}
 	curl_easy_reset(l->curl);
+	curl_tls_apply(l->curl);
 	curl_easy_setopt(l->curl, CURLOPT_URL, url);
 	curl_easy_setopt(l->curl, CURLOPT_CUSTOMREQUEST, "PUT");
 	curl_easy_setopt(l->curl, CURLOPT_POSTFIELDS, l->body ? l->body : "{}");
@@ -260,7 +263,7 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 	curl_easy_setopt(l->curl, CURLOPT_XFERINFOFUNCTION, server_link_progress);
 	curl_easy_setopt(l->curl, CURLOPT_XFERINFODATA, l);
 	cc = curl_easy_perform(l->curl);
-	curl_slist_free_all(hdrs);
+	curl_pool_headers_free(hdrs);
 	if (cc != CURLE_OK) {
 		snprintf(why, why_len, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		return SERVER_LINK_UNREACHABLE;

@@ -122,6 +122,32 @@ static const char *const agent_api_routes[] = {
 };
 
 /*
+ * On TCP, nothing is served without authentication: a client certificate
+ * of the listener's client CA, or the agent's server_token (the unix
+ * socket is guarded by its file mode). Controller RPCs check the token
+ * again in their handler.
+ */
+static int agent_api_tcp_auth(struct agent_api *a, const struct http_request *req, struct err *e)
+{
+	const char *tok;
+
+	if (!http_request_tcp(req) || http_request_client_cert(req))
+		return 0;
+	if (!a->server_token)
+		return err_set(e, CSID_EPERM,
+			       "agent api on TCP: no server_token nor http.tls_client_ca_file is "
+			       "configured, so nothing is served here; use the unix socket");
+	tok = http_request_token(req);
+	if (!tok || !tok[0])
+		return err_set(e, CSID_EPERM,
+			       "agent api on TCP: a token (X-Csid-Token: the agent's server_token) "
+			       "or a client certificate is required");
+	if (!http_token_eq(tok, a->server_token))
+		return err_set(e, CSID_EPERM, "unknown token");
+	return 0;
+}
+
+/*
  * Dispatches; after any mount or unmount request (whatever its outcome:
  * a failure may have changed records too) the held allocations are told,
  * so the servers see the agent's report change at once.
@@ -130,7 +156,11 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 			   struct err *e)
 {
 	struct agent_api *a = ctx;
-	int rc = agent_api_dispatch(ctx, req, rep, e);
+	int rc = agent_api_tcp_auth(a, req, e);
+
+	if (rc)
+		return rc;
+	rc = agent_api_dispatch(ctx, req, rep, e);
 
 	if (strcmp(req->method, "GET") != 0 && (strncmp(req->url, "/v1/agent/mounts", 16) == 0 ||
 						strncmp(req->url, "/v1/agent/volumes/", 18) == 0))
@@ -188,6 +218,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	a->np.supervisor = cfg->supervisor;
 	a->np.wait_ms = a->cfg.plugin_wait_ms;
 	hc.ctx = a;
+	hc.limits = cfg->limits;
+	hc.tls = cfg->tls;
 	if ((rc = agent_metrics_start(&mc, &a->metrics, e)))
 		goto fail;
 	rc = http_server_start(&hc, &a->http, e);
@@ -203,9 +235,9 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 			 log_q(q, sizeof(q), e->msg));
 		err_clear(e);
 	}
-	if (a->tcp_addr)
-		log_warn("msg=\"the agent api on TCP authenticates only controller RPCs: bind it "
-			 "to a trusted address\" addr=%s",
+	if (a->tcp_addr && !a->server_token && !cfg->tls.client_ca_file)
+		log_warn("msg=\"the agent api on TCP refuses every request: it has no "
+			 "server_token nor client CA\" addr=%s",
 			 a->tcp_addr);
 	*out = a;
 	return 0;

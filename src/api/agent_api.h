@@ -1,7 +1,8 @@
 /*
  * The agent's HTTP API (JSON over a unix socket, optionally TCP too), on
- * libmicrohttpd with a thread per connection, so a mount that blocks on a
- * slow plugin never stalls other requests:
+ * the event-driven HTTP layer of http.h: handlers run on its bounded
+ * worker pool, so a mount that blocks on a slow plugin never stalls the
+ * connections of other requests:
  *
  *   GET    /v1/agent/self                  node name, data dir, version, counts
  *   GET    /v1/agent/plugins               plugins: type, instances, active, health,
@@ -21,6 +22,11 @@
  *                                          one controller RPC for the server
  *                                          (csi/csi_remote.h); needs server_token
  *
+ * On TCP nothing is served without authentication: the server_token in
+ * X-Csid-Token (or "Authorization: Bearer"), or a client certificate of
+ * the listener's tls.client_ca_file; otherwise 403 (401 for a missing or
+ * bad certificate when one is required). The unix socket needs neither.
+ *
  * Errors are {"error": "...", "code": "..."} with the HTTP status of the
  * csid error table (include/csid.h). Request bodies are capped
  * (AGENT_API_BODY_MAX, 413 beyond). Secrets are accepted, passed to the
@@ -38,6 +44,7 @@
 #include "agent/claims.h"
 #include "agent/config.h"
 #include "agent/held_allocs.h"
+#include "api/http.h"
 #include "agent/mounter.h"
 #include "agent/owners.h"
 #include "plugins/plugin_manager.h"
@@ -75,6 +82,8 @@ struct agent_api_config {
 	struct held_allocs *held;
 	/* The Docker volume plugin (api/docker_plugin.h; borrowed); NULL or no name: off. */
 	const struct config_docker *docker;
+	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
+	struct http_tls tls; /* HTTPS on the TCP listener; zeros: plaintext */
 };
 
 struct agent_api;

@@ -1,57 +1,53 @@
 /*
- * HTTP plumbing on libmicrohttpd (see http.h): a unix listener we bind
- * ourselves and hand over, an optional TCP listener, a thread per
- * connection, request bodies gathered up to the cap and wiped when done,
- * and the one place where answers, streams and errors are written.
+ * HTTP plumbing on libmicrohttpd (see http.h and http_int.h): a unix
+ * listener we bind ourselves and hand over, an optional TCP listener,
+ * each served by epoll on its own I/O thread(s) with suspend/resume;
+ * request bodies gathered up to the cap and wiped when done; handlers run
+ * by the workers of http_work.c; and the one place where answers, streams
+ * and errors are written (http_finish).
+ *
+ * Limits: the TCP listener takes at most limits.per_client connections
+ * from one address; a new connection has limits.header_timeout_s of
+ * silence to send its request head (a TLS handshake included) before it
+ * is closed, and limits.idle_timeout_s once its first request came; all
+ * connections together stay below the process's file limit.
  *
  * libmicrohttpd answers a few failures itself with an HTML page: a request
- * head larger than its per-connection memory. The memory limit is set well
+ * head larger than its per-connection memory. The memory limit is set
  * above HTTP_URL_MAX so that a long URL reaches us and gets our JSON 414;
  * what still goes past it (a head over HTTP_CONN_MEMORY) or is not HTTP at
- * all is answered by libmicrohttpd.
+ * all is answered by libmicrohttpd. It is also what every connection
+ * costs (libmicrohttpd zeroes the whole of it between requests, so it is
+ * resident), hence no larger than that.
  */
 #include "api/http.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "api/http_route.h"
+#include "api/http_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
-#define HTTP_CONN_LIMIT 512
-#define HTTP_IDLE_TIMEOUT_S 120
-#define HTTP_CONN_MEMORY (128 * 1024)
+#define HTTP_CONN_MEMORY (16 * 1024)
 #define HTTP_STREAM_BLOCK 16384
-
-struct http_server {
-	struct http_server_config cfg;
-	char *name;
-	char *socket_path;
-	char *tcp_addr;
-	struct MHD_Daemon *unix_daemon;
-	struct MHD_Daemon *tcp_daemon;
-};
-
-/* Per-request state, from the first call of the handler to completion. */
-struct http_conn {
-	char *body;
-	size_t len;
-	size_t cap;
-	bool too_big;
-	bool url_too_long;
-	bool answered;
-	struct timespec start;
-};
+/* Bodies announced up to this many times the cap are read (and dropped) before the 413. */
+#define HTTP_DRAIN_FACTOR 4
+/* Lines a second logged for libmicrohttpd's complaints (refused connections...). */
+#define HTTP_LOG_BURST 10
+/* File descriptors kept for everything but connections (files, plugins, clients). */
+#define HTTP_FD_RESERVE 256
 
 const char *http_query(const struct http_request *r, const char *key)
 {
@@ -151,37 +147,42 @@ static void http_send_err(struct MHD_Connection *c, int rc, const struct err *e,
 
 static ssize_t http_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
-	struct http_stream *st = cls;
-	long n = st->next(st->ctx, buf, max);
+	struct http_sbox *b = cls;
+	long n = b->st.next(b->st.ctx, buf, max);
 
 	if (n < 0)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing now: the connection sleeps until the next wake-up or tick. */
+	if (n == 0 && !http_work_park_stream(b->srv, b))
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	return (ssize_t)n;
 }
 
 static void http_stream_free(void *cls)
 {
-	struct http_stream *st = cls;
+	struct http_sbox *b = cls;
 
-	if (st->done)
-		st->done(st->ctx);
-	free(st);
+	if (b->st.done)
+		b->st.done(b->st.ctx);
+	free(b);
 }
 
-static void http_send_stream(struct MHD_Connection *c, const struct http_stream *src,
-			     const char *index)
+static void http_send_stream(struct http_server *s, struct MHD_Connection *c,
+			     const struct http_stream *src, const char *index)
 {
-	struct http_stream *st = malloc(sizeof(*st));
+	struct http_sbox *b = calloc(1, sizeof(*b));
 	struct MHD_Response *resp = NULL;
 
-	if (st) {
-		*st = *src;
+	if (b) {
+		b->st = *src;
+		b->srv = s;
+		b->c = c;
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
-							 http_stream_read, st, http_stream_free);
+							 http_stream_read, b, http_stream_free);
 	}
 	if (!resp) {
-		if (st)
-			http_stream_free(st);
+		if (b)
+			http_stream_free(b);
 		else if (src->done)
 			src->done(src->ctx);
 		http_send_error(c, 500, "no_memory", "out of memory", NULL, NULL);
@@ -213,96 +214,172 @@ static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *r
 }
 
 static void http_log(const struct http_server *s, const char *method, const char *url,
-		     unsigned status, const struct timespec *start, const char *error)
+		     unsigned status, int64_t start_ms, const char *error)
 {
 	char qu[300], qe[600];
-	struct timespec now;
-	double ms;
+	double ms = (double)(clock_now_ms(clock_real()) - start_ms);
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (double)(now.tv_sec - start->tv_sec) * 1e3 +
-	     (double)(now.tv_nsec - start->tv_nsec) / 1e6;
 	log_msg(strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO,
-		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.1f "
+		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.0f "
 		"error=%s",
 		s->name, method, log_q(qu, sizeof(qu), url), status, ms,
 		log_q(qe, sizeof(qe), error && error[0] ? error : "-"));
 	http_route_observe(s->name, s->cfg.routes, method, url, status, ms / 1e3);
 }
 
-/* Runs the handler for a complete request and queues its answer; returns the status. */
-static unsigned http_dispatch(struct http_server *s, struct MHD_Connection *c, const char *url,
-			      const char *method, struct http_conn *hc, struct err *e)
+/* Frees what a reply holds (the handler's outcome was not sent). */
+static void http_reply_drop(struct http_reply *rep)
+{
+	if (rep->text && rep->wipe)
+		http_wipe_free(rep->text);
+	else
+		free(rep->text);
+	rep->text = NULL;
+	json_decref(rep->doc);
+	rep->doc = NULL;
+	if (rep->stream.done)
+		rep->stream.done(rep->stream.ctx);
+	rep->stream.next = NULL;
+	rep->stream.done = NULL;
+}
+
+void http_run(struct http_server *s, struct http_conn *hc)
 {
 	struct http_request req = {
-	    .method = method,
-	    .url = url,
+	    .method = hc->method,
+	    .url = hc->url,
 	    .body = hc->body ? hc->body : "",
 	    .len = hc->len,
-	    .conn_ = c,
+	    .conn_ = hc->c,
+	    .hc_ = hc,
 	};
-	struct http_reply rep;
-	int rc;
+
+	memset(&hc->rep, 0, sizeof(hc->rep));
+	err_clear(&hc->e);
+	hc->rc = s->cfg.handler(s->cfg.ctx, &req, &hc->rep, &hc->e);
+	if (hc->rc && hc->rc != HTTP_METHOD_NOT_ALLOWED)
+		http_reply_drop(&hc->rep);
+}
+
+int64_t http_request_start_ms(const struct http_request *r)
+{
+	return r->hc_->start_ms;
+}
+
+bool http_request_tcp(const struct http_request *r)
+{
+	return r->hc_->tcp;
+}
+
+bool http_request_client_cert(const struct http_request *r)
+{
+	return r->hc_->cert_ok;
+}
+
+bool http_request_private(const struct http_request *r)
+{
+	return !r->hc_->tcp || r->hc_->tls || r->hc_->loopback;
+}
+
+const char *http_request_peer(const struct http_request *r, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s", r->hc_->peer);
+	return buf;
+}
+
+int http_wait(const struct http_request *r, int64_t deadline_ms)
+{
+	r->hc_->deadline_ms = deadline_ms;
+	r->hc_->polled = false;
+	return HTTP_WAIT;
+}
+
+int http_wait_polled(const struct http_request *r, int64_t deadline_ms)
+{
+	http_wait(r, deadline_ms);
+	r->hc_->polled = true;
+	return HTTP_WAIT;
+}
+
+uint64_t *http_request_memo(const struct http_request *r)
+{
+	return &r->hc_->memo;
+}
+
+/* Queues the answer of a request whose outcome is known; returns its status. */
+static unsigned http_answer(struct http_server *s, struct http_conn *hc)
+{
+	struct MHD_Connection *c = hc->c;
+	struct http_reply *rep = &hc->rep;
+	struct err *e = &hc->e;
+	unsigned status;
 
 	if (hc->url_too_long) {
-		rc =
-		    err_set(e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name, HTTP_URL_MAX);
-		http_send_error(c, 414, csid_err_code(rc), e->msg, NULL, s->cfg.error_key);
+		http_send_error(c, 414, csid_err_code(hc->rc), e->msg, NULL, s->cfg.error_key);
 		return 414;
 	}
-	if (hc->too_big) {
-		rc = err_set(e, CSID_ETOOBIG, "%s: request body larger than %zu bytes", s->name,
-			     s->cfg.body_max);
-		http_send_err(c, rc, e, s->cfg.error_key);
-		return (unsigned)csid_err_http_status(rc);
-	}
-	memset(&rep, 0, sizeof(rep));
-	rc = s->cfg.handler(s->cfg.ctx, &req, &rep, e);
-	if ((rc || rep.stream.next) && rep.text && rep.wipe)
-		http_wipe_free(rep.text);
-	else if (rc || rep.stream.next)
-		free(rep.text);
-	if (rc == HTTP_METHOD_NOT_ALLOWED) {
+	if (hc->rc == HTTP_METHOD_NOT_ALLOWED) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", method,
-			 rep.allow ? rep.allow : "none");
+		snprintf(msg, sizeof(msg), "method %s not allowed here (allowed: %s)", hc->method,
+			 rep->allow ? rep->allow : "none");
 		err_set(e, CSID_EINVAL, "%s", msg);
-		http_send_error(c, 405, "method_not_allowed", msg, rep.allow, s->cfg.error_key);
-		json_decref(rep.doc);
+		http_reply_drop(rep);
+		http_send_error(c, 405, "method_not_allowed", msg, rep->allow, s->cfg.error_key);
 		return 405;
 	}
-	if (rc) {
-		json_decref(rep.doc);
-		if (rep.stream.done)
-			rep.stream.done(rep.stream.ctx);
-		http_send_err(c, rc, e, s->cfg.error_key);
-		return (unsigned)csid_err_http_status(rc);
+	if (hc->rc) {
+		http_send_err(c, hc->rc, e, s->cfg.error_key);
+		return (unsigned)csid_err_http_status(hc->rc);
 	}
-	if (rep.stream.next) {
-		json_decref(rep.doc);
-		http_send_stream(c, &rep.stream, rep.index);
+	if (rep->stream.next) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		if (rep->text && rep->wipe)
+			http_wipe_free(rep->text);
+		else
+			free(rep->text);
+		rep->text = NULL;
+		http_send_stream(s, c, &rep->stream, rep->index);
+		memset(&rep->stream, 0, sizeof(rep->stream));
 		return 200;
 	}
-	if (!rep.status)
-		rep.status = 200;
-	if (rep.data) {
-		json_decref(rep.doc);
-		http_send_bytes(c, &rep);
-		return rep.status;
+	status = rep->status ? rep->status : 200;
+	if (rep->data) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		rep->status = status;
+		http_send_bytes(c, rep);
+		return status;
 	}
-	if (rep.text) {
-		json_decref(rep.doc);
-		http_send_text_wipe(c, rep.status, rep.text, rep.index, NULL, rep.wipe,
-				    rep.content_type);
-		return rep.status;
+	if (rep->text) {
+		json_decref(rep->doc);
+		rep->doc = NULL;
+		http_send_text_wipe(c, status, rep->text, rep->index, NULL, rep->wipe,
+				    rep->content_type);
+		rep->text = NULL;
+		return status;
 	}
-	if (!rep.doc)
-		rep.doc = json_object();
-	http_send_text(c, rep.status, rep.doc ? json_dumps(rep.doc, JSON_COMPACT) : NULL, rep.index,
+	if (!rep->doc)
+		rep->doc = json_object();
+	http_send_text(c, status, rep->doc ? json_dumps(rep->doc, JSON_COMPACT) : NULL, rep->index,
 		       NULL);
-	json_decref(rep.doc);
-	return rep.status;
+	json_decref(rep->doc);
+	rep->doc = NULL;
+	return status;
+}
+
+/*
+ * Completes a request: queues its answer and logs it. Every request that
+ * gets an answer from us passes here once, on an I/O thread.
+ */
+static void http_finish(struct http_server *s, struct http_conn *hc)
+{
+	const char *url = hc->url_too_long ? "(long url)" : hc->url;
+	unsigned status = http_answer(s, hc);
+
+	hc->state = HTTP_CONN_ANSWERED;
+	http_log(s, hc->method, url, status, hc->start_ms, status < 400 ? NULL : hc->e.msg);
 }
 
 static int http_hex(char c)
@@ -379,40 +456,141 @@ static int http_body_append(struct http_conn *hc, const char *data, size_t n, si
 	return 0;
 }
 
+/* Whether a peer address is a loopback one (127/8, ::1, ::ffff:127/104). */
+static bool http_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* The verification status of the client's certificate, 0 when it verified; -1: none sent. */
+static int http_cert_status(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t ses = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	unsigned int n = 0, status = 0;
+
+	if (!ses || !gnutls_certificate_get_peers(ses, &n) || n == 0)
+		return -1;
+	if (gnutls_certificate_verify_peers2(ses, &status) != 0)
+		return (int)GNUTLS_CERT_INVALID;
+	return (int)status;
+}
+
+static const char *http_cert_problem(const struct http_conn *hc)
+{
+	if (!hc->tls)
+		return "not a TLS connection";
+	if (hc->cert_status < 0)
+		return "none presented";
+	if (hc->cert_status & GNUTLS_CERT_EXPIRED)
+		return "it has expired";
+	if (hc->cert_status & GNUTLS_CERT_NOT_ACTIVATED)
+		return "it is not valid yet";
+	if (hc->cert_status & (GNUTLS_CERT_SIGNER_NOT_FOUND | GNUTLS_CERT_SIGNER_NOT_CA))
+		return "it is not signed by the configured CA";
+	return "it does not verify";
+}
+
+/* Where the request comes from: transport, peer address, TLS and client certificate. */
+static void http_peer(struct http_server *s, struct http_conn *hc)
+{
+	const union MHD_ConnectionInfo *di =
+	    MHD_get_connection_info(hc->c, MHD_CONNECTION_INFO_DAEMON);
+	const union MHD_ConnectionInfo *ai =
+	    MHD_get_connection_info(hc->c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+
+	hc->tcp = di && di->daemon == s->tcp_daemon && s->tcp_daemon;
+	snprintf(hc->peer, sizeof(hc->peer), "unix");
+	hc->loopback = !hc->tcp;
+	if (!hc->tcp)
+		return;
+	hc->loopback = sa && http_loopback(sa);
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, hc->peer,
+			  sizeof(hc->peer));
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, hc->peer,
+			  sizeof(hc->peer));
+	else
+		snprintf(hc->peer, sizeof(hc->peer), "?");
+	hc->tls = s->tls_cert != NULL;
+	if (hc->tls && s->tls_ca) {
+		hc->cert_status = http_cert_status(hc->c);
+		hc->cert_ok = hc->cert_status == 0;
+	}
+}
+
+/* The first call for a request: its head is complete. Returns false to drop the connection. */
+static bool http_begin(struct http_server *s, struct MHD_Connection *c, const char *url,
+		       const char *method, void **con_cls)
+{
+	const char *cl =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	size_t ulen = strlen(url);
+	struct http_conn *hc = calloc(1, sizeof(*hc));
+	bool drain;
+
+	if (!hc)
+		return false;
+	hc->c = c;
+	hc->url = url;
+	hc->method = method;
+	hc->start_ms = clock_now_ms(clock_real());
+	*con_cls = hc;
+	http_peer(s, hc);
+	/* The head came: from now on the connection has the daemon's idle timeout. */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)s->cfg.limits.idle_timeout_s);
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
+	hc->url_too_long = ulen > HTTP_URL_MAX;
+	/*
+	 * A body announced larger than the cap is refused: up to
+	 * HTTP_DRAIN_FACTOR times the cap it is read and dropped first, so
+	 * that the client, still sending, reads the 413 instead of a reset;
+	 * beyond that at once.
+	 */
+	hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
+	drain = hc->too_big && strtoull(cl, NULL, 10) <= HTTP_DRAIN_FACTOR * s->cfg.body_max;
+	if (hc->tcp && s->tls_ca && !hc->cert_ok) {
+		/* Nothing is served without a client certificate of the CA: not even a 404. */
+		hc->rc = err_set(&hc->e, CSID_EUNAUTH,
+				 "%s: a client certificate signed by the configured CA is "
+				 "required (%s)",
+				 s->name, http_cert_problem(hc));
+		http_finish(s, hc);
+		return true;
+	}
+	if (hc->url_too_long)
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: URL longer than %d bytes", s->name,
+				 HTTP_URL_MAX);
+	else if (hc->too_big)
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: request body larger than %zu bytes",
+				 s->name, s->cfg.body_max);
+	if (hc->url_too_long || (hc->too_big && !drain))
+		http_finish(s, hc);
+	return true;
+}
+
 static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const char *url,
 				    const char *method, const char *version, const char *upload,
 				    size_t *upload_size, void **con_cls)
 {
 	struct http_server *s = cls;
 	struct http_conn *hc = *con_cls;
-	struct err e;
-	unsigned status;
 
-	if (!hc) {
-		const char *cl =
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		size_t ulen = strlen(url);
-
-		hc = calloc(1, sizeof(*hc));
-		if (!hc)
-			return MHD_NO;
-		clock_gettime(CLOCK_MONOTONIC, &hc->start);
-		*con_cls = hc;
-		MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, http_count_arg, &ulen);
-		hc->url_too_long = ulen > HTTP_URL_MAX;
-		/* A body announced larger than the cap is refused before it is read. */
-		hc->too_big = cl && strtoull(cl, NULL, 10) > s->cfg.body_max;
-		if (hc->too_big || hc->url_too_long) {
-			hc->answered = true;
-			err_clear(&e);
-			status = http_dispatch(s, c, hc->url_too_long ? "(long url)" : url, method,
-					       hc, &e);
-			http_log(s, method, hc->url_too_long ? "(long url)" : url, status,
-				 &hc->start, e.msg);
-		}
-		return MHD_YES;
-	}
-	if (hc->answered) {
+	if (!hc)
+		return http_begin(s, c, url, method, con_cls) ? MHD_YES : MHD_NO;
+	if (hc->state == HTTP_CONN_ANSWERED) {
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -422,11 +600,47 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 		*upload_size = 0;
 		return http_body_append(hc, upload, n, s->cfg.body_max) == 0 ? MHD_YES : MHD_NO;
 	}
-	hc->answered = true;
-	err_clear(&e);
-	status = http_dispatch(s, c, url, method, hc, &e);
-	http_log(s, method, url, status, &hc->start, status < 400 ? NULL : e.msg);
+	if (hc->state == HTTP_CONN_DONE) {
+		http_finish(s, hc);
+		return MHD_YES;
+	}
+	if (hc->state != HTTP_CONN_READING)
+		return MHD_YES;
+	if (hc->too_big) {
+		hc->rc = err_set(&hc->e, CSID_ETOOBIG, "%s: request body larger than %zu bytes",
+				 s->name, s->cfg.body_max);
+		http_finish(s, hc);
+		return MHD_YES;
+	}
+	if (s->cfg.at_once && s->cfg.at_once(method, url)) {
+		http_run(s, hc);
+		if (hc->rc == HTTP_WAIT)
+			hc->rc =
+			    err_set(&hc->e, CSID_EINTERNAL, "%s: %s may not wait", s->name, url);
+		http_finish(s, hc);
+		return MHD_YES;
+	}
+	if (!http_work_submit(s, hc)) {
+		hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
+		http_finish(s, hc);
+	}
 	return MHD_YES;
+}
+
+/*
+ * A new connection has the header timeout until its first request head is
+ * in (http_begin). Only those connections carry a timeout of their own:
+ * libmicrohttpd walks the list of such connections on every turn of its
+ * loop, while connections on the daemon's timeout cost nothing.
+ */
+static void http_notify_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
+			     enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)s->cfg.limits.header_timeout_s);
 }
 
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -436,8 +650,9 @@ static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	if (!hc)
 		return;
+	http_reply_drop(&hc->rep);
 	if (hc->body) {
-		memset(hc->body, 0, hc->cap);
+		explicit_bzero(hc->body, hc->cap);
 		free(hc->body);
 	}
 	free(hc);
@@ -453,111 +668,137 @@ static void http_mhd_log(void *cls, const char *fmt, va_list ap)
 	char buf[512], q[600];
 	size_t n;
 
+	int64_t now = clock_now_ms(clock_real());
+	unsigned long dropped;
+
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
-	log_warn("msg=\"http server\" api=%s detail=%s", s->name, log_q(q, sizeof(q), buf));
+	/*
+	 * A flood of connections makes one line per refused connection: at
+	 * most HTTP_LOG_BURST lines a second, then a count of those dropped.
+	 */
+	pthread_mutex_lock(&s->log_mu);
+	if (now - s->log_second >= 1000) {
+		s->log_second = now;
+		s->log_lines = 0;
+	}
+	if (++s->log_lines > HTTP_LOG_BURST) {
+		s->log_dropped++;
+		pthread_mutex_unlock(&s->log_mu);
+		return;
+	}
+	dropped = s->log_dropped;
+	s->log_dropped = 0;
+	pthread_mutex_unlock(&s->log_mu);
+	log_warn("msg=\"http server\" api=%s detail=%s dropped=%lu", s->name,
+		 log_q(q, sizeof(q), buf), dropped);
 }
 
-static int http_listen_unix(const char *name, const char *path, struct err *e)
+/* Starts a daemon on listening socket fd (or passes on fd's error code); tcp: limits per client,
+ * TLS. */
+static int http_serve(struct http_server *s, int fd, const char *where, bool tcp,
+		      struct MHD_Daemon **out, struct err *e)
 {
-	struct sockaddr_un sa;
-	int fd;
+	const struct http_limits *l = &s->cfg.limits;
+	unsigned pool = tcp ? l->io_threads : 1, flags = MHD_USE_EPOLL_INTERNAL_THREAD |
+							 MHD_ALLOW_SUSPEND_RESUME |
+							 MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem opts[6];
+	size_t n = 0;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(e, CSID_EINVAL, "%s: listener socket %s: longer than %zu bytes",
-			       name, path, sizeof(sa.sun_path) - 1);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_errno(e, errno, "socket");
-	/* A socket file that nobody answers on is left over from a crash: replace it. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-		close(fd);
-		return err_set(e, CSID_EEXIST, "%s: listener socket %s: another process listens",
-			       name, path);
-	}
-	close(fd);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_errno(e, errno, "socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(path, 0600) != 0 ||
-	    listen(fd, 128) != 0) {
-		int rc = err_errno(e, errno, "%s: listener socket %s", name, path);
-
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
-static int http_listen_tcp(const char *name, const char *addr, struct err *e)
-{
-	char host[256], *colon;
-	struct addrinfo hints, *res = NULL;
-	int fd, one = 1, rc;
-
-	snprintf(host, sizeof(host), "%s", addr);
-	colon = strrchr(host, ':');
-	if (!colon)
-		return err_set(e, CSID_EINVAL, "%s: listener addr %s: expected host:port", name,
-			       addr);
-	*colon = '\0';
-	/* "[::1]:4646" */
-	if (host[0] == '[' && colon > host + 1 && colon[-1] == ']') {
-		colon[-1] = '\0';
-		memmove(host, host + 1, strlen(host));
-	}
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
-	if (rc != 0)
-		return err_set(e, CSID_EINVAL, "%s: listener addr %s: %s", name, addr,
-			       gai_strerror(rc));
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		freeaddrinfo(res);
-		return err_errno(e, errno, "socket");
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-		rc = err_errno(e, errno, "%s: listener addr %s", name, addr);
-		close(fd);
-		freeaddrinfo(res);
-		return rc;
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
-/* Starts a daemon on listening socket fd (or passes on fd's error code). */
-static int http_serve(struct http_server *s, int fd, const char *where, struct MHD_Daemon **out,
-		      struct err *e)
-{
 	if (fd < 0)
 		return fd;
+	if (tcp) {
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+						    l->per_client, NULL};
+		/* More than one I/O thread: a pool of them. */
+		if (pool > 1)
+			opts[n++] =
+			    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, pool, NULL};
+	}
+	if (tcp && s->tls_cert) {
+		flags |= MHD_USE_TLS;
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key};
+		/* With a CA, clients are asked for a certificate (http_peer checks it). */
+		if (s->tls_ca)
+			opts[n++] =
+			    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca};
+	}
+	opts[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	*out = MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
-	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONN_LIMIT,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+	    flags, 0, NULL, NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, l->max_conns,
+	    MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
+	    http_notify_conn, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s, MHD_OPTION_NOTIFY_COMPLETED,
-	    http_completed, s, MHD_OPTION_END);
+	    http_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (*out)
 		return 0;
 	close(fd);
-	return err_set(e, CSID_EIO, "%s: cannot start the HTTP server on %s", s->name, where);
+	return err_set(e, CSID_EIO, "%s: cannot start the HTTP server on %s%s", s->name, where,
+		       tcp && s->tls_cert ? " (are the TLS certificate and key a valid pair?)"
+					  : "");
+}
+
+void http_tls_from_config(const struct conf_http *h, struct http_tls *out)
+{
+	out->cert_file = h->tls_cert_file;
+	out->key_file = h->tls_key_file;
+	out->client_ca_file = h->tls_client_ca_file;
 }
 
 static char *http_dup(const char *v)
 {
 	return v ? strdup(v) : NULL;
+}
+
+void http_limits_from_config(const struct conf_http *h, struct http_limits *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->workers = h->workers;
+	out->per_client = h->max_conns_per_client;
+	out->header_timeout_s = h->header_timeout_s;
+	out->idle_timeout_s = h->idle_timeout_s;
+	out->max_conns = h->max_conns;
+}
+
+/*
+ * The limits with defaults filled in. Connections take file descriptors:
+ * the soft limit is raised to the hard one, and the total stays below it.
+ */
+static void http_limits_fill(struct http_limits *l)
+{
+	struct rlimit rl;
+	unsigned fit = HTTP_MAX_CONNS;
+
+	if (!l->workers)
+		l->workers = HTTP_WORKERS;
+	if (!l->io_threads)
+		l->io_threads = 1;
+	if (!l->per_client)
+		l->per_client = HTTP_PER_CLIENT;
+	if (!l->header_timeout_s)
+		l->header_timeout_s = HTTP_HEADER_TIMEOUT_S;
+	if (!l->idle_timeout_s)
+		l->idle_timeout_s = HTTP_IDLE_TIMEOUT_S;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (rl.rlim_cur != RLIM_INFINITY)
+			fit = rl.rlim_cur > 2 * HTTP_FD_RESERVE
+				  ? (unsigned)(rl.rlim_cur - HTTP_FD_RESERVE)
+				  : (unsigned)rl.rlim_cur / 2;
+	}
+	if (!l->max_conns)
+		l->max_conns = HTTP_MAX_CONNS;
+	if (l->max_conns > fit)
+		l->max_conns = fit;
 }
 
 int http_server_start(const struct http_server_config *cfg, struct http_server **out, struct err *e)
@@ -572,6 +813,8 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	if (!s)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	s->cfg = *cfg;
+	pthread_mutex_init(&s->log_mu, NULL);
+	http_limits_fill(&s->cfg.limits);
 	s->name = http_dup(cfg->name ? cfg->name : "api");
 	s->socket_path = http_dup(cfg->socket_path);
 	s->tcp_addr = cfg->tcp_addr && cfg->tcp_addr[0] ? http_dup(cfg->tcp_addr) : NULL;
@@ -582,16 +825,28 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (s->socket_path)
+	if (cfg->tls.cert_file && s->tcp_addr &&
+	    ((rc =
+		  http_read_pem(s->name, "TLS certificate", cfg->tls.cert_file, &s->tls_cert, e)) ||
+	     (rc = http_read_pem(s->name, "TLS key", cfg->tls.key_file ? cfg->tls.key_file : "",
+				 &s->tls_key, e)) ||
+	     (cfg->tls.client_ca_file &&
+	      (rc = http_read_pem(s->name, "client CA", cfg->tls.client_ca_file, &s->tls_ca, e)))))
+		goto fail;
+	rc = http_work_start(s, e);
+	if (!rc && s->socket_path)
 		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
-				&s->unix_daemon, e);
+				false, &s->unix_daemon, e);
 	if (!rc && s->tcp_addr)
-		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr,
+		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr, true,
 				&s->tcp_daemon, e);
 	if (rc)
 		goto fail;
-	log_info("msg=\"%s listening\" socket=%s addr=%s", s->name,
-		 s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-");
+	log_info("msg=\"%s listening\" socket=%s addr=%s tls=%s client_certs=%s max_conns=%u "
+		 "per_client=%u workers=%u",
+		 s->name, s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-",
+		 s->tls_cert ? "on" : "off", s->tls_ca ? "required" : "off",
+		 s->cfg.limits.max_conns, s->cfg.limits.per_client, s->cfg.limits.workers);
 	*out = s;
 	return 0;
 fail:
@@ -603,12 +858,18 @@ void http_server_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* No connection may stay suspended when a daemon stops. */
+	http_work_stop(s);
 	if (s->unix_daemon) {
 		MHD_stop_daemon(s->unix_daemon);
 		unlink(s->socket_path);
 	}
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
+	pthread_mutex_destroy(&s->log_mu);
+	http_free_pem(s->tls_cert);
+	http_free_pem(s->tls_key);
+	http_free_pem(s->tls_ca);
 	free(s->name);
 	free(s->socket_path);
 	free(s->tcp_addr);

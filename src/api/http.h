@@ -1,10 +1,17 @@
 /*
  * The HTTP plumbing shared by the agent's and the server's APIs, on
- * libmicrohttpd with a thread per connection (a request blocked on a slow
- * plugin or a blocking query never stalls another): listeners (a unix
- * socket bound here, and TCP), request bodies gathered up to a cap (and
- * wiped, since they may hold secrets), routing to one handler, and the one
- * way answers and errors are written. Every error is our JSON,
+ * libmicrohttpd driven by events (epoll): a few I/O threads serve every
+ * connection, and handlers run on a bounded pool of workers while their
+ * connection is suspended, so a slow plugin or a blocking query never
+ * stalls the I/O threads. A handler that must wait (a blocking query)
+ * parks its request with http_wait(): it holds no thread until its wake-up
+ * (the config's wake source reports a change) or its deadline, when it
+ * runs again. No client can take the API down: connections per client
+ * address are capped, a request head must arrive within the header
+ * timeout, and the total is capped below the process's file limit.
+ * Listeners (a unix socket bound here, and TCP), request bodies gathered
+ * up to a cap (and wiped, since they may hold secrets), routing to one
+ * handler, and the one way answers and errors are written. Every error is our JSON,
  * {"error": "...", "code": "..."} with the status of include/csid.h's
  * table, including 404, 405, 413 and 414 (a URL longer than HTTP_URL_MAX).
  * Request lines are logged with method, path, status and duration; never
@@ -21,6 +28,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "util/conf_http.h"
 #include "util/err.h"
 
 /* Longest URL (path and query) answered; longer ones get 414. */
@@ -35,7 +43,28 @@ struct http_request {
 	const char *body; /* NUL-terminated ("" when none) */
 	size_t len;
 	struct MHD_Connection *conn_;
+	struct http_conn *hc_;
 };
+
+struct http_conn;
+
+/* When the request arrived (clock_now_ms(clock_real())): the same on every run of a parked request.
+ */
+int64_t http_request_start_ms(const struct http_request *r);
+/* Whether the request came over TCP (not the unix socket). */
+bool http_request_tcp(const struct http_request *r);
+/*
+ * Whether the request presented a client certificate that verified
+ * against the listener's tls.client_ca_file (never without one).
+ */
+bool http_request_client_cert(const struct http_request *r);
+/*
+ * Whether what is answered stays private to the peer: the unix socket,
+ * TLS, or plaintext TCP from a loopback address.
+ */
+bool http_request_private(const struct http_request *r);
+/* The peer's address for messages ("10.0.0.5", "unix"), into buf. */
+const char *http_request_peer(const struct http_request *r, char *buf, size_t cap);
 
 /* Returns the query argument key, or NULL. */
 const char *http_query(const struct http_request *r, const char *key);
@@ -52,10 +81,11 @@ bool http_token_eq(const char *presented, const char *secret);
 
 /*
  * A streamed answer (status 200, newline-delimited JSON). next() is called
- * on the connection's thread whenever the client can take more; it writes
- * at most cap bytes to buf and returns how many, 0 to be called again
- * (it should block a while first, e.g. in store_wait), or -1 to end the
- * stream. done() runs once when the connection ends.
+ * on an I/O thread whenever the client can take more, and must not block:
+ * it writes at most cap bytes to buf and returns how many, -1 to end the
+ * stream, or 0 when it has nothing now: it is called again after the next
+ * wake-up (a change reported by the config's wake source) or tick
+ * (HTTP_TICK_MS). done() runs once when the connection ends.
  */
 struct http_stream {
 	long (*next)(void *ctx, char *buf, size_t cap);
@@ -92,14 +122,71 @@ struct http_reply {
 
 /* A handler's return value meaning "method not allowed" (reply.allow says what is). */
 #define HTTP_METHOD_NOT_ALLOWED 1
+/* A handler's return value meaning "parked: run me again later" (see http_wait). */
+#define HTTP_WAIT 2
+/* How often parked requests and streams are looked at without a wake-up (ms). */
+#define HTTP_TICK_MS 250
+
+/*
+ * Parks the request: the handler returns what this returns (HTTP_WAIT),
+ * with nothing in its reply; the request holds no thread, and the handler
+ * runs again (same request, same start time) after a wake-up of the
+ * config's wake source, at deadline_ms (clock_now_ms(clock_real())), or
+ * when the server stops. Only for servers with a wake source; without one
+ * the handler runs again at the deadline.
+ */
+int http_wait(const struct http_request *r, int64_t deadline_ms);
+/* http_wait, and the handler also runs again every HTTP_TICK_MS (it watches something without a
+ * wake-up). */
+int http_wait_polled(const struct http_request *r, int64_t deadline_ms);
+/* A value the handler keeps across the runs of a parked request (0 at the first run). */
+uint64_t *http_request_memo(const struct http_request *r);
 
 /*
  * Answers one request: returns 0 with rep filled, HTTP_METHOD_NOT_ALLOWED,
- * or a negative csid code with e set (the answer is then the JSON error
- * with the code's status). Runs on the connection's thread.
+ * HTTP_WAIT (http_wait), or a negative csid code with e set (the answer is
+ * then the JSON error with the code's status). Runs on a worker thread;
+ * may block (bounded), though a long wait should park with http_wait.
  */
 typedef int (*http_handler_fn)(void *ctx, const struct http_request *req, struct http_reply *rep,
 			       struct err *e);
+
+/* Bounds of one listener's service; 0 in a field: its default. */
+struct http_limits {
+	unsigned workers; /* handler threads (HTTP_WORKERS) */
+	unsigned io_threads; /* I/O threads of the TCP listener (1) */
+	unsigned per_client; /* connections per client address on TCP (HTTP_PER_CLIENT) */
+	unsigned header_timeout_s; /* a new connection's request head (HTTP_HEADER_TIMEOUT_S) */
+	unsigned
+	    idle_timeout_s; /* a connection idle after its first request (HTTP_IDLE_TIMEOUT_S) */
+	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS, less under a low file limit) */
+};
+
+/* The limits a config's "http" section sets (util/conf_http.h). */
+void http_limits_from_config(const struct conf_http *h, struct http_limits *out);
+
+/*
+ * TLS on the TCP listener (the unix socket stays plaintext): PEM files,
+ * read when the server starts (at most HTTP_TLS_FILE_MAX bytes each).
+ * With client_ca_file, every TCP request must present a client
+ * certificate signed by that CA (401 otherwise, before any handler runs).
+ */
+struct http_tls {
+	const char *cert_file; /* NULL: plaintext */
+	const char *key_file;
+	const char *client_ca_file;
+};
+
+#define HTTP_TLS_FILE_MAX (1024 * 1024)
+
+/* The TLS files of a config's "http" section (borrowed from h). */
+void http_tls_from_config(const struct conf_http *h, struct http_tls *out);
+
+#define HTTP_WORKERS 16
+#define HTTP_PER_CLIENT 100
+#define HTTP_HEADER_TIMEOUT_S 5
+#define HTTP_IDLE_TIMEOUT_S 120
+#define HTTP_MAX_CONNS 16384
 
 struct http_server_config {
 	const char *name; /* "agent api", "server api": in log lines and errors */
@@ -111,6 +198,22 @@ struct http_server_config {
 	const char *const *routes; /* route templates for request metrics (http_route.h) */
 	http_handler_fn handler;
 	void *ctx;
+	/*
+	 * The wake source of parked requests and streams (optional): blocks
+	 * until its mark passes after or timeout_ms ends, and returns the mark
+	 * (store_wait has this shape). Called on one thread of the server.
+	 */
+	uint64_t (*wake)(void *wake_ctx, uint64_t after, int64_t timeout_ms);
+	void *wake_ctx;
+	/*
+	 * Optional: whether a request (method, path) is answered at once on
+	 * the I/O thread instead of queueing for a worker. Only for handlers
+	 * that never block nor park (a health probe), so that a queue of slow
+	 * requests never delays them.
+	 */
+	bool (*at_once)(const char *method, const char *url);
+	struct http_tls tls;
+	struct http_limits limits;
 };
 
 struct http_server;

@@ -48,7 +48,8 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		     const char *id, struct err *e)
 {
 	struct clock *c = clock_real();
-	uint64_t index, stamp;
+	uint64_t index, stamp, *memo;
+	bool stamped;
 	int64_t wait_ms, deadline;
 	int rc;
 
@@ -61,19 +62,37 @@ int server_api_block(struct server_api *api, const struct http_request *req, enu
 		return rc;
 	if (wait_ms > SERVER_API_WAIT_MAX_MS)
 		wait_ms = SERVER_API_WAIT_MAX_MS;
-	deadline = clock_now_ms(c) + wait_ms;
-	/* A retry that failed again writes nothing: its status change wakes the query too. */
-	stamp = id ? server_status_stamp(api->server, kind, id) : 0;
-	while (!atomic_load(&api->stopping)) {
-		uint64_t seen = store_index(api->store);
-		int64_t left = deadline - clock_now_ms(c);
+	/*
+	 * Parked until a change or the deadline, counted from the request's
+	 * arrival. A retry that failed again writes nothing: the reconciler's
+	 * status stamp of the object, kept from the first run, is looked at
+	 * every tick too.
+	 */
+	deadline = http_request_start_ms(req) + wait_ms;
+	/* Only what the reconciler works on (volumes, snapshots) has a status stamp. */
+	stamped = id && (kind == STORE_VOLUME || kind == STORE_SNAPSHOT);
+	stamp = stamped ? server_status_stamp(api->server, kind, id) : 0;
+	memo = http_request_memo(req);
+	if (!*memo)
+		*memo = stamp + 1;
+	if (atomic_load(&api->stopping) || server_api_watched(api, kind, id) > index ||
+	    clock_now_ms(c) >= deadline || (stamped && *memo != stamp + 1))
+		return 0;
+	return stamped ? http_wait_polled(req, deadline) : http_wait(req, deadline);
+}
 
-		if (server_api_watched(api, kind, id) > index || left <= 0 ||
-		    (id && server_status_stamp(api->server, kind, id) != stamp))
-			break;
-		store_wait(api->store, seen, left < SERVER_API_WAKE_MS ? left : SERVER_API_WAKE_MS);
-	}
-	return 0;
+/* Health is answered on the I/O thread: no queue of slow requests delays a probe. */
+static bool server_api_at_once(const char *method, const char *url)
+{
+	return strcmp(url, "/v1/status/health") == 0;
+}
+
+/* The wake source of parked requests: the store's change index. */
+static uint64_t server_api_wake(void *ctx, uint64_t after, int64_t timeout_ms)
+{
+	struct server_api *api = ctx;
+
+	return store_wait(api->store, after, timeout_ms);
 }
 
 /* Checks the request's token; write: a write token even for a GET. */
@@ -190,6 +209,7 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 	if (!api)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	api->server = cfg->server;
+	api->plaintext_secrets = cfg->plaintext_secrets;
 	api->store = server_store(cfg->server);
 	atomic_init(&api->stopping, false);
 	if (cfg->ntokens) {
@@ -213,6 +233,11 @@ int server_api_start(const struct server_api_config *cfg, struct server_api **ou
 		}
 	}
 	hc.ctx = api;
+	hc.wake = server_api_wake;
+	hc.wake_ctx = api;
+	hc.at_once = server_api_at_once;
+	hc.limits = cfg->limits;
+	hc.tls = cfg->tls;
 	rc = http_server_start(&hc, &api->http, e);
 	if (rc)
 		goto fail;

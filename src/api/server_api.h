@@ -43,6 +43,7 @@
 
 #include <stddef.h>
 
+#include "api/http.h"
 #include "server/server.h"
 #include "util/err.h"
 
@@ -59,6 +60,13 @@ struct server_api_config {
 	const char *socket_path; /* optional unix listener */
 	const struct server_api_token *tokens; /* none: no ACL */
 	size_t ntokens;
+	struct http_limits limits; /* connections, timeouts, workers; zeros: defaults */
+	struct http_tls tls; /* HTTPS on the TCP listener; zeros: plaintext */
+	/*
+	 * Whether node-stage secrets may go over plaintext TCP to a
+	 * non-loopback peer (refused otherwise, with how to fix it).
+	 */
+	bool plaintext_secrets;
 };
 
 struct server_api;

@@ -331,14 +331,12 @@ static long ev_next(void *ctx, char *buf, size_t cap)
 		s->pos = s->len = 0;
 		if (s->ended || atomic_load(&s->api->stopping))
 			return -1;
+		/* Nothing new: the HTTP layer calls again after the next change or tick. */
 		if (!ev_fill(s)) {
-			store_wait(s->api->store, s->after, SERVER_API_WAKE_MS);
-			if (!ev_fill(s)) {
-				now = clock_now_ms(clock_real());
-				if (now - s->last_ms < EV_HEARTBEAT_MS)
-					return 0;
-				ev_append(s, "{}");
-			}
+			now = clock_now_ms(clock_real());
+			if (now - s->last_ms < EV_HEARTBEAT_MS)
+				return 0;
+			ev_append(s, "{}");
 		}
 		s->last_ms = clock_now_ms(clock_real());
 	}

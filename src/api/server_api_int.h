@@ -15,11 +15,10 @@
 /* Longest wait of a blocking query, and its default. */
 #define SERVER_API_WAIT_MAX_MS (10 * 60 * 1000)
 #define SERVER_API_WAIT_DEFAULT_MS (5 * 60 * 1000)
-/* Blocking queries and streams wake at least this often to notice a stop. */
-#define SERVER_API_WAKE_MS 250
 
 struct server_api {
 	struct server *server;
+	bool plaintext_secrets; /* node-stage secrets over plaintext TCP beyond loopback */
 	struct store *store;
 	struct server_api_token *tokens; /* copies */
 	size_t ntokens;

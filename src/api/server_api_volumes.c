@@ -326,6 +326,16 @@ static int vol_node_stage(struct server_api *api, const struct http_request *req
 		rep->allow = "GET";
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
+	if (!http_request_private(req) && !api->plaintext_secrets) {
+		char peer[48];
+
+		return err_set(e, CSID_EPERM,
+			       "volume %s: node-stage secrets are not sent over plaintext HTTP to "
+			       "%s: serve the API over HTTPS (http.tls_cert_file and "
+			       "http.tls_key_file in the server's config, https:// in the agents' "
+			       "servers), or set http.allow_plaintext_secrets to accept the risk",
+			       id, http_request_peer(req, peer, sizeof(peer)));
+	}
 	if (!alloc || !alloc[0])
 		return err_set(e, CSID_EINVAL, "alloc_id: required");
 	if ((rc = model_id_check("alloc_id", alloc, strlen(alloc), e)))

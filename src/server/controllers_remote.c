@@ -215,18 +215,14 @@ static int controllers_remote_prepare(struct controllers_remote_client *c,
 	*hdrs = l;
 	return 0;
 fail:
-	for (t = l; t; t = t->next)
-		explicit_bzero(t->data, strlen(t->data));
-	curl_slist_free_all(l);
+	curl_pool_headers_free(l);
 	return CSID_ENOMEM;
 }
 
+/* One header holds the token: leave no copy behind. */
 static void controllers_remote_headers_free(struct curl_slist *hdrs)
 {
-	/* One header holds the token: leave no copy behind. */
-	for (struct curl_slist *t = hdrs; t; t = t->next)
-		explicit_bzero(t->data, strlen(t->data));
-	curl_slist_free_all(hdrs);
+	curl_pool_headers_free(hdrs);
 }
 
 static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,

@@ -60,6 +60,7 @@ void server_config_free(struct server_config_file *cfg)
 	for (size_t i = 0; i < cfg->nplugins; i++)
 		config_plugin_clear(&cfg->plugins[i]);
 	free(cfg->plugins);
+	conf_http_clear(&cfg->http);
 	free(cfg->data_dir);
 	free(cfg->listen);
 	free(cfg->socket);
@@ -413,14 +414,12 @@ static const char *const server_config_top_keys[] = {
     "etcd",        "workers",     "rpc_timeout", "backoff_min",
     "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
     "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
-    NULL};
+    "http",        NULL};
 
 const struct conf_keyset server_config_keysets[] = {
-    {"", server_config_top_keys},
-    {"acl_tokens[]", server_config_token_keys},
-    {"etcd", server_config_etcd_keys},
-    {"controller_plugins[]", config_plugin_keys},
-    {NULL, NULL},
+    {"", server_config_top_keys},      {"acl_tokens[]", server_config_token_keys},
+    {"etcd", server_config_etcd_keys}, {"controller_plugins[]", config_plugin_keys},
+    {"http", conf_http_keys},          {NULL, NULL},
 };
 
 /* Walks a decoded document (root is consumed) into a new config. */
@@ -452,6 +451,8 @@ static int server_config_from_json(json_t *root, struct server_config_file **out
 		rc = err_set(e, CSID_EINVAL, "etcd: \"store\": \"etcd\" needs etcd.endpoints");
 	if (!rc && cfg->store != SERVER_CONFIG_STORE_ETCD && cfg->etcd.nendpoints > 0)
 		rc = err_set(e, CSID_EINVAL, "etcd: set, but \"store\" is not \"etcd\"");
+	if (!rc && (v = json_object_get(root, "http")))
+		rc = conf_http_parse(v, &cfg->http, e);
 	if (rc)
 		goto out;
 	*out = cfg;

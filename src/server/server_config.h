@@ -17,6 +17,7 @@
  *     "log_level": "info",
  *     "acl_tokens": [{"secret": "...", "write": true}],
  *     "agent_token": "...",
+ *     "http": {"max_conns_per_client": 100, "header_timeout": "5s", ...},
  *     "controller_plugins": [
  *       {"id": "ebs.csi.aws.com", "socket": "/run/ebs/csi.sock"},
  *       {"id": "hostpath.csi.csid.dev",
@@ -41,6 +42,7 @@
 
 #include "plugins/config_plugin.h"
 #include "util/conf.h"
+#include "util/conf_http.h"
 #include "util/err.h"
 
 #define SERVER_CONFIG_LISTEN_DEFAULT "127.0.0.1:4646"
@@ -110,6 +112,7 @@ struct server_config_file {
 	 */
 	struct config_plugin *plugins;
 	size_t nplugins;
+	struct conf_http http; /* the "http" section (util/conf_http.h) */
 };
 
 /* The keys the parser accepts (see struct conf_keyset); ends with {NULL, NULL}. */

@@ -9,6 +9,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "util/curl_tls.h"
 
 struct curl_pool {
 	pthread_mutex_t mu; /* guards idle, n */
@@ -41,7 +44,18 @@ CURL *curl_pool_get(struct curl_pool *p)
 			c = p->idle[--p->n];
 		pthread_mutex_unlock(&p->mu);
 	}
-	return c ? c : curl_easy_init();
+	if (!c)
+		c = curl_easy_init();
+	if (c)
+		curl_tls_apply(c);
+	return c;
+}
+
+void curl_pool_headers_free(struct curl_slist *hdrs)
+{
+	for (struct curl_slist *t = hdrs; t; t = t->next)
+		explicit_bzero(t->data, strlen(t->data));
+	curl_slist_free_all(hdrs);
 }
 
 void curl_pool_put(struct curl_pool *p, CURL *c)

@@ -27,7 +27,8 @@ struct curl_pool;
 int curl_pool_new(size_t max, struct curl_pool **out, struct err *e);
 /*
  * An easy handle for one request: an idle one of p (its options cleared)
- * or a new one; p may be NULL (always a new one). The caller owns it
+ * or a new one; p may be NULL (always a new one). The process's client
+ * TLS settings (curl_tls.h) are set on it. The caller owns it
  * until curl_pool_put. NULL when out of memory.
  */
 CURL *curl_pool_get(struct curl_pool *p);
@@ -36,6 +37,8 @@ CURL *curl_pool_get(struct curl_pool *p);
  * there is room, else cleaned up; p NULL: cleaned up. The caller drops c.
  */
 void curl_pool_put(struct curl_pool *p, CURL *c);
+/* Frees a header list, zeroing every line first (one may hold a token). */
+void curl_pool_headers_free(struct curl_slist *hdrs);
 /* Cleans up every idle handle and frees p, once no handle is out; NULL is a no-op. */
 void curl_pool_free(struct curl_pool *p);
 

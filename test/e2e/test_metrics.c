@@ -245,7 +245,7 @@ static bool t_agent_addr(struct t_env *t, char *buf, size_t cap)
 
 static void t_prom_start(struct t_env *t, const char *agent_addr)
 {
-	char config[SERVER_PROC_PATH + 32], text[1024], flag_cfg[SERVER_PROC_PATH + 48];
+	char config[SERVER_PROC_PATH + 32], text[2048], flag_cfg[SERVER_PROC_PATH + 48];
 	char flag_db[SERVER_PROC_PATH + 48], flag_web[80];
 	char *argv[] = {"/usr/bin/prometheus", flag_cfg, flag_db, flag_web, NULL};
 	posix_spawn_file_actions_t fa;
@@ -259,8 +259,10 @@ static void t_prom_start(struct t_env *t, const char *agent_addr)
 		 "  - job_name: csid-server\n    metrics_path: /v1/metrics\n"
 		 "    static_configs:\n      - targets: ['%s']\n"
 		 "  - job_name: csid-agent\n    metrics_path: /v1/metrics\n"
+		 /* The agent's TCP API answers nothing without csid dev's token. */
+		 "    authorization:\n      credentials_file: %s/agent-token\n"
 		 "    static_configs:\n      - targets: ['%s']\n",
-		 t->s.addr, agent_addr);
+		 t->s.addr, t->dev_dir, agent_addr);
 	assert_int_equal(t_write_file(config, text), 0);
 	snprintf(flag_cfg, sizeof(flag_cfg), "--config.file=%s", config);
 	snprintf(flag_db, sizeof(flag_db), "--storage.tsdb.path=%s", t->prom_dir);

@@ -14,6 +14,7 @@ struct http_client {
 	char *socket; /* unix socket path, or NULL */
 	char *token;
 	char *header; /* one more header line, or NULL */
+	char *ca, *cert, *key; /* TLS files, or NULL */
 	char head[HTTP_CLIENT_HEAD_MAX]; /* the last answer's header lines */
 	size_t hlen;
 };
@@ -86,6 +87,9 @@ void http_client_free(struct http_client *c)
 	free(c->socket);
 	free(c->token);
 	free(c->header);
+	free(c->ca);
+	free(c->cert);
+	free(c->key);
 	free(c);
 }
 
@@ -124,6 +128,12 @@ long http_client_do(struct http_client *c, const char *method, const char *path,
 	if (c->socket)
 		curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->socket);
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	if (c->ca)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->ca);
+	if (c->cert) {
+		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
+		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
+	}
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(timeout_ms ? timeout_ms : 30000));
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, http_client_write);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
@@ -181,6 +191,21 @@ long http_client_json(struct http_client *c, const char *method, const char *pat
 	*out = text ? json_loads(text, 0, NULL) : NULL;
 	free(text);
 	return status;
+}
+
+static char *http_client_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+void http_client_tls(struct http_client *c, const char *ca, const char *cert, const char *key)
+{
+	free(c->ca);
+	free(c->cert);
+	free(c->key);
+	c->ca = http_client_dup(ca);
+	c->cert = http_client_dup(cert);
+	c->key = http_client_dup(key);
 }
 
 bool http_client_last_header(const struct http_client *c, const char *name, char *buf, size_t cap)

@@ -21,6 +21,8 @@ struct http_client *http_client_new(const char *base);
 void http_client_free(struct http_client *c);
 /* Sets the token sent in X-Csid-Token (NULL: none). */
 void http_client_token(struct http_client *c, const char *token);
+/* Sets the TLS files of https:// requests: CA, client certificate and key (NULL: none). */
+void http_client_tls(struct http_client *c, const char *ca, const char *cert, const char *key);
 /* Sets one more header line sent with every request ("Name: value"; NULL: none). */
 void http_client_extra_header(struct http_client *c, const char *line);
 

@@ -882,6 +882,10 @@ static int csictl_agent_main_as(int argc, char **argv, FILE *out, FILE *errf, bo
 	}
 	a.json = a.o.output && strcmp(a.o.output, "json") == 0;
 	addr = a.o.address ? a.o.address : getenv("CSID_AGENT_ADDR");
+	/* The agent's TCP API wants its token (the agent's server_token) or a client certificate.
+	 */
+	a.http.token = getenv("CSID_AGENT_TOKEN");
+	csictl_http_tls_env(&a.http);
 	if (!addr || !*addr)
 		addr = CSICTL_AGENT_DEFAULT_ADDR;
 	if ((a.o.timeout && csictl_duration_parse(a.o.timeout, &a.http.timeout_ms, &e)) ||

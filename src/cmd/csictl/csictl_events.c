@@ -137,6 +137,7 @@ int csictl_events_main(int argc, char **argv, FILE *out, FILE *err)
 		hdrs = curl_slist_append(hdrs, tok);
 	}
 	curl_easy_setopt(curl, CURLOPT_URL, url);
+	csictl_http_tls(&s.http, curl);
 	if (s.http.addr.socket[0])
 		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, s.http.addr.socket);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);

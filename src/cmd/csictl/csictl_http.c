@@ -10,6 +10,7 @@
 
 #include "csictl_csi.h"
 #include "csictl_out.h"
+#include "util/curl_pool.h"
 #include "util/strbuf.h"
 
 int csictl_http_addr_parse(const char *what, const char *s, struct csictl_http_addr *a,
@@ -197,6 +198,7 @@ static CURLcode csictl_http_once(struct csictl_http *h, const struct csictl_http
 		hdrs = curl_slist_append(hdrs, tokhdr);
 	}
 	curl_easy_setopt(curl, CURLOPT_URL, url);
+	csictl_http_tls(h, curl);
 	if (a->socket[0])
 		curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, a->socket);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
@@ -216,7 +218,7 @@ static CURLcode csictl_http_once(struct csictl_http *h, const struct csictl_http
 	memset(tokhdr, 0, sizeof(tokhdr));
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &rd->ans->status);
-	curl_slist_free_all(hdrs);
+	curl_pool_headers_free(hdrs);
 	curl_easy_cleanup(curl);
 	return rc;
 }
@@ -283,6 +285,28 @@ int csictl_http_do(struct csictl_http *h, const char *method, const char *path, 
 		return CSICTL_EXIT_FAIL;
 	}
 	return 0;
+}
+
+void csictl_http_tls_env(struct csictl_http *h)
+{
+	if (!h->ca_file)
+		h->ca_file = getenv("CSID_CACERT");
+	if (!h->cert_file)
+		h->cert_file = getenv("CSID_CLIENT_CERT");
+	if (!h->key_file)
+		h->key_file = getenv("CSID_CLIENT_KEY");
+}
+
+void csictl_http_tls(const struct csictl_http *h, CURL *c)
+{
+	if (h->ca_file && h->ca_file[0])
+		curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+	if (h->cert_file && h->cert_file[0])
+		curl_easy_setopt(c, CURLOPT_SSLCERT, h->cert_file);
+	if (h->key_file && h->key_file[0])
+		curl_easy_setopt(c, CURLOPT_SSLKEY, h->key_file);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
 }
 
 int csictl_http_json(struct csictl_http *h, const char *method, const char *path, const char *body,

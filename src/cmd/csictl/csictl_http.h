@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <curl/curl.h>
+
 #include <jansson.h>
 
 #include "util/err.h"
@@ -64,10 +66,20 @@ struct csictl_http {
 	const char
 	    *hint; /* what to do when nobody listens ("start csid server or set CSID_ADDR") */
 	const char *token; /* sent as X-Csid-Token, or NULL */
+	/* TLS of https:// addresses: CA file (NULL: the system's), client certificate and key. */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
 	int64_t timeout_ms;
 	FILE *err;
 	size_t body_max; /* largest answer read; 0: CSICTL_HTTP_BODY_MAX */
 };
+
+/* Takes ca_file, cert_file and key_file from $CSID_CACERT, $CSID_CLIENT_CERT, $CSID_CLIENT_KEY
+ * where unset. */
+void csictl_http_tls_env(struct csictl_http *h);
+/* Sets h's TLS files on c (peers always verified). */
+void csictl_http_tls(const struct csictl_http *h, CURL *c);
 
 /* An answer: status and body (data malloc'd, NUL-terminated). */
 struct csictl_http_answer {

@@ -25,6 +25,12 @@ size_t csictl_server_flags(struct csictl_server_opts *o, struct csictl_flag *f, 
 	     "in turn while one cannot be reached (default $CSID_ADDR, "
 	     "else " CSICTL_SERVER_DEFAULT_ADDR ")"},
 	    {"token", CSICTL_FLAG_STRING, &o->token, "TOKEN", "ACL token (default $CSID_TOKEN)"},
+	    {"ca-cert", CSICTL_FLAG_STRING, &o->ca_cert, "FILE",
+	     "CA that verifies an https:// server (default $CSID_CACERT)"},
+	    {"client-cert", CSICTL_FLAG_STRING, &o->client_cert, "FILE",
+	     "client certificate for https:// (default $CSID_CLIENT_CERT)"},
+	    {"client-key", CSICTL_FLAG_STRING, &o->client_key, "FILE",
+	     "its key (default $CSID_CLIENT_KEY)"},
 	    {"o", CSICTL_FLAG_STRING, &o->output, "table|json", "output format (default table)"},
 	    {"timeout", CSICTL_FLAG_STRING, &o->timeout, "DURATION",
 	     "deadline of each request (default 1m)"},
@@ -79,6 +85,10 @@ int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 	if (!addr || !*addr)
 		addr = CSICTL_SERVER_DEFAULT_ADDR;
 	s->http.token = o->token ? o->token : getenv("CSID_TOKEN");
+	s->http.ca_file = o->ca_cert;
+	s->http.cert_file = o->client_cert;
+	s->http.key_file = o->client_key;
+	csictl_http_tls_env(&s->http);
 	if ((o->timeout && csictl_duration_parse(o->timeout, &s->http.timeout_ms, &e)) ||
 	    csictl_http_addr_list_parse("server", addr, &s->http, &e))
 		return csictl_server_usage(s, "%s", e.msg);

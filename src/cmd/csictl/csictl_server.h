@@ -26,6 +26,9 @@
 struct csictl_server_opts {
 	const char *address;
 	const char *token;
+	const char *ca_cert;
+	const char *client_cert;
+	const char *client_key;
 	const char *output;
 	const char *timeout;
 	bool help;

@@ -280,6 +280,8 @@ static void *csid_agent_startup_main(void *arg)
 		ac.data_dir = a->cfg->data_dir;
 		ac.plugin_wait_ms = a->cfg->health_timeout_ms;
 		ac.server_token = a->cfg->server_token;
+		http_limits_from_config(&a->cfg->http, &ac.limits);
+		http_tls_from_config(&a->cfg->http, &ac.tls);
 		ac.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 		ac.held = a->held;
 		a->startup_rc = csid_agent_claims_start(a, &e);
@@ -720,8 +722,10 @@ int csid_agent_main(int argc, char **argv)
 		}
 		log_set_level((enum log_level)log_level_parse(level));
 	}
-	if (csid_agent_load_config(&m, &cfg, &e) != 0) {
+	if (csid_agent_load_config(&m, &cfg, &e) != 0 ||
+	    csid_flags_client_tls(&cfg->http, &e) != 0) {
 		log_error("msg=\"bad configuration\" error=%s", log_q(q, sizeof(q), e.msg));
+		config_free(cfg);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

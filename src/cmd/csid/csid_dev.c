@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,6 +51,8 @@
 #define CSID_DEV_NODE "dev"
 #define CSID_DEV_HP_ID "hostpath.csi.csid.dev"
 #define CSID_DEV_TOKEN_BYTES 16
+/* The file under the directory holding the token, for tools that call the agent. */
+#define CSID_DEV_TOKEN_FILE "agent-token"
 
 struct csid_dev {
 	const char *flag_data_dir, *flag_listen, *flag_node, *flag_hostpath, *flag_level;
@@ -106,17 +110,6 @@ static int csid_dev_free_port(int *port, struct err *e)
 	return rc;
 }
 
-static int csid_dev_make_token(struct csid_dev *d, struct err *e)
-{
-	unsigned char raw[CSID_DEV_TOKEN_BYTES];
-
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return err_errno(e, errno, "token: getrandom");
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(d->token + 2 * i, 3, "%02x", raw[i]);
-	return 0;
-}
-
 /* The directory: -data-dir (created when missing), or a new temporary one. */
 static int csid_dev_make_dir(struct csid_dev *d, struct err *e)
 {
@@ -166,6 +159,41 @@ static int csid_dev_path(char *buf, size_t len, const char *dir, const char *nam
 	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
 		return err_set(e, CSID_EINVAL, "path %s/%s is too long", dir, name);
 	return 0;
+}
+
+/*
+ * The token also goes to <dir>/agent-token (mode 0600): every request on
+ * the agent's TCP API needs it, so a tool on this machine (Prometheus
+ * scraping the agent's /v1/metrics, with credentials_file) can present it.
+ */
+static int csid_dev_write_token(struct csid_dev *d, struct err *e)
+{
+	char path[PATH_MAX];
+	int fd, rc;
+	size_t len = strlen(d->token);
+
+	if ((rc = csid_dev_path(path, sizeof(path), d->dir, CSID_DEV_TOKEN_FILE, e)))
+		return rc;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_errno(e, errno, "token: %s", path);
+	rc = write(fd, d->token, len) == (ssize_t)len && fchmod(fd, 0600) == 0
+		 ? 0
+		 : err_errno(e, errno, "token: %s", path);
+	close(fd);
+	return rc;
+}
+
+static int csid_dev_make_token(struct csid_dev *d, struct err *e)
+{
+	unsigned char raw[CSID_DEV_TOKEN_BYTES];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return err_errno(e, errno, "token: getrandom");
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(d->token + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+	return csid_dev_write_token(d, e);
 }
 
 /* The server's config: SQLite store under <dir>/server, the API on listen, the token. */

@@ -5,7 +5,11 @@
  */
 #include "csid_flags.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "util/conf_http.h"
+#include "util/curl_tls.h"
 
 int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nflags, int argc,
 		     char **argv, void (*usage)(FILE *f))
@@ -39,4 +43,17 @@ int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nfla
 		*flags[k].value = arg[len] == '=' ? arg + len + 1 : argv[++i];
 	}
 	return 0;
+}
+
+int csid_flags_client_tls(const struct conf_http *h, struct err *e)
+{
+	struct curl_tls t = {
+	    .ca_file = h->ca_file ? h->ca_file : getenv("CSID_CACERT"),
+	    .cert_file = h->client_cert_file,
+	    .key_file = h->client_key_file,
+	};
+
+	if (t.ca_file && !t.ca_file[0])
+		t.ca_file = NULL;
+	return curl_tls_set(&t, e);
 }

@@ -26,4 +26,14 @@ struct csid_flag {
 int csid_flags_parse(const char *cmd, const struct csid_flag *flags, size_t nflags, int argc,
 		     char **argv, void (*usage)(FILE *f));
 
+struct conf_http;
+struct err;
+
+/*
+ * Sets the process's client TLS (util/curl_tls.h) from a config's "http"
+ * section: ca_file (else $CSID_CACERT), client_cert_file and
+ * client_key_file. Returns 0 or a code with e set.
+ */
+int csid_flags_client_tls(const struct conf_http *h, struct err *e);
+
 #endif

@@ -194,6 +194,9 @@ static int csid_server_open(struct csid_server_run *s, struct err *e)
 	ac.socket_path = cfg->socket;
 	ac.tokens = s->tokens;
 	ac.ntokens = cfg->ntokens;
+	http_limits_from_config(&cfg->http, &ac.limits);
+	http_tls_from_config(&cfg->http, &ac.tls);
+	ac.plaintext_secrets = cfg->http.allow_plaintext_secrets;
 	return server_api_start(&ac, &s->api, e);
 }
 
@@ -323,6 +326,11 @@ int csid_server_main(int argc, char **argv)
 	}
 	if (s.cfg->log_level >= 0)
 		log_set_level((enum log_level)s.cfg->log_level);
+	if (csid_flags_client_tls(&s.cfg->http, &e) != 0) {
+		log_error("msg=\"bad configuration\" error=%s", log_q(q, sizeof(q), e.msg));
+		server_config_free(s.cfg);
+		return 2;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	uv_loop_init(&s.loop);
 	s.run = csid_server_run_new(&s.loop, s.cfg, csid_server_on_stopped, &s);

@@ -1,0 +1,227 @@
+/*
+ * The workers of the HTTP layer (see http_int.h): a fixed pool of threads
+ * that run handlers while the I/O threads go on serving connections, and
+ * one wake thread that watches the config's wake source and the clock and
+ * lets parked requests run again and parked streams resume.
+ *
+ * New requests are served before parked ones that run again, so a storm
+ * of wake-ups (every blocking query woken by one write) delays a health
+ * probe by one handler at most. Wake-ups are coalesced: after one round,
+ * the next waits HTTP_WAKE_GAP_MS, so a thousand writes a second wake a
+ * thousand parked requests a few times a second, not a thousand times.
+ */
+#include "api/http_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+
+/* Shortest time between two rounds of wake-ups caused by changes (ms). */
+#define HTTP_WAKE_GAP_MS 50
+
+static void http_work_push(struct http_conn **head, struct http_conn **tail, struct http_conn *hc)
+{
+	hc->next = NULL;
+	if (*tail)
+		(*tail)->next = hc;
+	else
+		*head = hc;
+	*tail = hc;
+}
+
+static struct http_conn *http_work_pop(struct http_work *w)
+{
+	struct http_conn **head = w->fresh_head ? &w->fresh_head : &w->again_head;
+	struct http_conn **tail = w->fresh_head ? &w->fresh_tail : &w->again_tail;
+	struct http_conn *hc = *head;
+
+	if (!hc)
+		return NULL;
+	*head = hc->next;
+	if (!*head)
+		*tail = NULL;
+	hc->next = NULL;
+	return hc;
+}
+
+static void *http_work_worker(void *arg)
+{
+	struct http_server *s = arg;
+	struct http_work *w = &s->work;
+	struct http_conn *hc;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		hc = http_work_pop(w);
+		if (!hc) {
+			if (w->stopping)
+				break;
+			pthread_cond_wait(&w->ready, &w->mu);
+			continue;
+		}
+		hc->state = HTTP_CONN_RUNNING;
+		pthread_mutex_unlock(&w->mu);
+		http_run(s, hc);
+		pthread_mutex_lock(&w->mu);
+		if (hc->rc == HTTP_WAIT && !w->stopping) {
+			hc->state = HTTP_CONN_PARKED;
+			hc->next = w->parked;
+			w->parked = hc;
+			continue;
+		}
+		if (hc->rc == HTTP_WAIT)
+			hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
+		hc->state = HTTP_CONN_DONE;
+		MHD_resume_connection(hc->c);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/*
+ * One round, with mu held: parked requests whose deadline passed, and
+ * polled ones (all of them when changed or stopping), are queued again;
+ * parked streams resume.
+ */
+static void http_work_round(struct http_work *w, bool changed)
+{
+	int64_t now = clock_now_ms(clock_real());
+	struct http_conn **pp = &w->parked;
+	struct http_sbox *b;
+
+	while (*pp) {
+		struct http_conn *hc = *pp;
+
+		if (!changed && !w->stopping && !hc->polled && now < hc->deadline_ms) {
+			pp = &hc->next;
+			continue;
+		}
+		*pp = hc->next;
+		hc->state = HTTP_CONN_QUEUED;
+		http_work_push(&w->again_head, &w->again_tail, hc);
+	}
+	while ((b = w->sparked)) {
+		w->sparked = b->next;
+		b->next = NULL;
+		MHD_resume_connection(b->c);
+	}
+	pthread_cond_broadcast(&w->ready);
+}
+
+static void *http_work_waker(void *arg)
+{
+	struct http_server *s = arg;
+	struct http_work *w = &s->work;
+	struct clock *clk = clock_real();
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->stopping) {
+		uint64_t mark = w->mark, now_mark = mark;
+
+		if (s->cfg.wake) {
+			pthread_mutex_unlock(&w->mu);
+			now_mark = s->cfg.wake(s->cfg.wake_ctx, mark, HTTP_TICK_MS);
+			pthread_mutex_lock(&w->mu);
+		} else {
+			clock_wait(clk, &w->tick, &w->mu, clock_now_ms(clk) + HTTP_TICK_MS);
+		}
+		if (w->stopping)
+			break;
+		w->mark = now_mark;
+		http_work_round(w, now_mark != mark);
+		if (now_mark != mark) {
+			int64_t until = clock_now_ms(clk) + HTTP_WAKE_GAP_MS;
+
+			while (!w->stopping && clock_now_ms(clk) < until)
+				clock_wait(clk, &w->tick, &w->mu, until);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int http_work_start(struct http_server *s, struct err *e)
+{
+	struct http_work *w = &s->work;
+	unsigned i;
+
+	w->mark = 0;
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		return err_set(e, CSID_ENOMEM, "%s: mutex", s->name);
+	if (pthread_cond_init(&w->ready, NULL) != 0 || clock_cond_init(&w->tick) != 0)
+		return err_set(e, CSID_ENOMEM, "%s: condition variable", s->name);
+	w->workers = calloc(s->cfg.limits.workers, sizeof(*w->workers));
+	if (!w->workers)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	for (i = 0; i < s->cfg.limits.workers; i++) {
+		if (pthread_create(&w->workers[i], NULL, http_work_worker, s) != 0)
+			return err_set(e, CSID_ENOMEM, "%s: cannot start worker threads", s->name);
+		w->nworkers++;
+	}
+	if (pthread_create(&w->waker, NULL, http_work_waker, s) != 0)
+		return err_set(e, CSID_ENOMEM, "%s: cannot start the wake thread", s->name);
+	w->waker_on = true;
+	return 0;
+}
+
+void http_work_stop(struct http_server *s)
+{
+	struct http_work *w = &s->work;
+	unsigned i;
+
+	if (!w->workers)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stopping = true;
+	http_work_round(w, true);
+	pthread_cond_broadcast(&w->tick);
+	pthread_mutex_unlock(&w->mu);
+	if (w->waker_on)
+		pthread_join(w->waker, NULL);
+	for (i = 0; i < w->nworkers; i++)
+		pthread_join(w->workers[i], NULL);
+	free(w->workers);
+	w->workers = NULL;
+	w->nworkers = 0;
+	w->waker_on = false;
+	pthread_cond_destroy(&w->tick);
+	pthread_cond_destroy(&w->ready);
+	pthread_mutex_destroy(&w->mu);
+}
+
+bool http_work_submit(struct http_server *s, struct http_conn *hc)
+{
+	struct http_work *w = &s->work;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->stopping) {
+		pthread_mutex_unlock(&w->mu);
+		return false;
+	}
+	MHD_suspend_connection(hc->c);
+	hc->state = HTTP_CONN_QUEUED;
+	http_work_push(&w->fresh_head, &w->fresh_tail, hc);
+	pthread_cond_signal(&w->ready);
+	pthread_mutex_unlock(&w->mu);
+	return true;
+}
+
+bool http_work_park_stream(struct http_server *s, struct http_sbox *b)
+{
+	struct http_work *w = &s->work;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->stopping) {
+		pthread_mutex_unlock(&w->mu);
+		return false;
+	}
+	MHD_suspend_connection(b->c);
+	b->next = w->sparked;
+	w->sparked = b;
+	pthread_mutex_unlock(&w->mu);
+	return true;
+}
