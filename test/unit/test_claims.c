@@ -367,6 +367,17 @@ static void test_released_while_away(void **state)
 	mt_check(&t->env, true);
 }
 
+/* A step keeps alloc-1 claimed and mounted; nothing was released. */
+static void ct_step_kept(struct ct *t)
+{
+	int64_t due;
+
+	ct_step_sent(t, &due);
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+}
+
 /*
  * The race seen under load: the fingerprint report is built once the
  * claim flow began, before its claim reached the server, so the server
@@ -377,7 +388,6 @@ static void test_released_answer_to_report_mid_claim(void **state)
 {
 	struct ct *t = *state;
 	struct claims_mount_result res;
-	int64_t due;
 	struct err e;
 
 	t->snap_armed = true;
@@ -387,10 +397,7 @@ static void test_released_answer_to_report_mid_claim(void **state)
 	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
 	assert_false(held_allocs_released(t->held, t->snap_seq, "vol-1", "alloc-1",
 					  "no claim of allocation alloc-1 on node node-1"));
-	ct_step_sent(t, &due);
-	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
-	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
-	assert_int_equal(t->fake.releases, 0);
+	ct_step_kept(t);
 }
 
 /*
@@ -402,7 +409,6 @@ static void test_released_then_claimed_again(void **state)
 	struct ct *t = *state;
 	struct claims_mount_result res;
 	uint64_t seq;
-	int64_t due;
 	struct err e;
 
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
@@ -413,10 +419,7 @@ static void test_released_then_claimed_again(void **state)
 	assert_true(held_allocs_released(t->held, seq, "vol-1", "alloc-1", "node down"));
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
 	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
-	ct_step_sent(t, &due);
-	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
-	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
-	assert_int_equal(t->fake.releases, 0);
+	ct_step_kept(t);
 }
 
 /* The owner process dies: the owner watch unmounts and releases with the reason. */
