@@ -33,6 +33,7 @@ struct held_allocs {
 	struct held_allocs_flow *flows;
 	size_t nflows, flows_cap;
 	uint64_t gen; /* begins and ends of claim flows so far */
+	uint64_t forgot; /* the stamps up to this generation are forgotten */
 	held_allocs_released_fn on_released;
 	void *released_ctx;
 };
@@ -158,6 +159,8 @@ void held_allocs_answered(struct held_allocs *h, uint64_t seq)
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->mu);
+	if (seq > h->forgot)
+		h->forgot = seq;
 	for (size_t i = h->nflows; i-- > 0;)
 		if (h->flows[i].count == 0 && h->flows[i].gen <= seq)
 			held_allocs_drop(h, i);
@@ -186,13 +189,19 @@ void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, 
 	pthread_mutex_unlock(&h->mu);
 }
 
-/* Whether no flow of the pair ran at or after generation seq; h->mu held. */
+/*
+ * Whether no flow of the pair runs now or began or ended after generation
+ * seq; h->mu held. A pair not in the set had its last flow at or before
+ * h->forgot (or none): settled for any seq from there on only.
+ */
 static bool held_allocs_settled_locked(struct held_allocs *h, uint64_t seq, const char *volume_id,
 				       const char *alloc_id)
 {
 	const struct held_allocs_flow *f = held_allocs_find(h, volume_id, alloc_id);
 
-	return !f || (f->count == 0 && f->gen <= seq);
+	if (!f)
+		return seq >= h->forgot;
+	return f->count == 0 && f->gen <= seq;
 }
 
 bool held_allocs_settled(struct held_allocs *h, uint64_t seq, const char *volume_id,

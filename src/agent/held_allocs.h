@@ -88,7 +88,9 @@ uint64_t held_allocs_seq(struct held_allocs *h);
 /*
  * An answer to the report built at seq was handled: forgets the stamps
  * of pairs whose flows all ended at or before seq (answers come in the
- * order of their reports). h NULL: a no-op.
+ * order of their reports). A check at an older generation
+ * (held_allocs_settled) of a pair without a stamp then says false. h
+ * NULL: a no-op.
  */
 void held_allocs_answered(struct held_allocs *h, uint64_t seq);
 
