@@ -31,6 +31,7 @@ struct claims_orphan {
 	char vol[MOUNT_NAME_MAX + 1];
 	char alloc[MOUNT_NAME_MAX + 1];
 	char note[SERVER_LINK_NOTE_MAX + 1];
+	uint64_t seq; /* the generation of the report answered (held_allocs.h) */
 };
 
 struct claims {

@@ -51,22 +51,28 @@ static bool claims_orphan_marked(struct claims *c, const char *vol, const char *
  * (not as a poke: the pending releases keep their backoff). Quick: under
  * the held set's lock.
  */
-static void claims_orphan_found(void *ctx, const char *vol, const char *alloc, const char *note)
+static void claims_orphan_found(void *ctx, uint64_t seq, const char *vol, const char *alloc,
+				const char *note)
 {
 	struct claims *c = ctx;
 	struct claims_orphan *o;
 	bool queued = false;
 
 	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < c->norphans && !queued; i++)
-		queued =
-		    strcmp(c->orphans[i].vol, vol) == 0 && strcmp(c->orphans[i].alloc, alloc) == 0;
+	for (size_t i = 0; i < c->norphans && !queued; i++) {
+		o = &c->orphans[i];
+		queued = strcmp(o->vol, vol) == 0 && strcmp(o->alloc, alloc) == 0;
+		/* A newer answer may still hold: its report is the one checked at the unmount. */
+		if (queued && o->seq < seq)
+			o->seq = seq;
+	}
 	if (!queued && array_grow((void **)&c->orphans, &c->orphans_cap, c->norphans + 1,
 				  sizeof(*c->orphans)) == 0) {
 		o = &c->orphans[c->norphans++];
 		snprintf(o->vol, sizeof(o->vol), "%s", vol);
 		snprintf(o->alloc, sizeof(o->alloc), "%s", alloc);
 		snprintf(o->note, sizeof(o->note), "%s", note);
+		o->seq = seq;
 		pthread_cond_broadcast(&c->cond);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -97,6 +103,13 @@ static void claims_orphan_unmount(struct claims *c, const struct claims_orphan *
 	struct claims_unmount_result res;
 	struct err e;
 
+	/* A claim flow of the pair ran since the answer's report: the answer is stale now. */
+	if (!held_allocs_settled(c->cfg.held, o->seq, o->vol, o->alloc)) {
+		log_debug("msg=\"released allocation kept: a claim flow ran since the report\" "
+			  "volume=%s alloc=%s",
+			  o->vol, o->alloc);
+		return;
+	}
 	if (!claims_orphan_marked(c, o->vol, o->alloc)) {
 		log_debug("msg=\"released allocation kept: not mounted by a claim\" volume=%s "
 			  "alloc=%s",

@@ -3,6 +3,12 @@
  * (volume, allocation) pairs whose claim flow is running, and the
  * mounter's records, merged into one sorted list per report; and the
  * hand-over of released allocations to the agent API.
+ *
+ * Every begin and end of a flow takes the next generation and stamps it
+ * on its pair. A pair whose flows all ended stays in the set (count 0,
+ * not reported) until an answer to a report built at or after its stamp
+ * was handled (held_allocs_answered): until then an answer to an older
+ * report can still name it, and its stamp tells that answer is stale.
  */
 #include "agent/held_allocs.h"
 
@@ -15,7 +21,8 @@
 struct held_allocs_flow {
 	char *volume_id;
 	char *alloc_id;
-	int count;
+	int count; /* flows running; 0: all ended, kept for its stamp */
+	uint64_t gen; /* the generation of the pair's last begin or end */
 };
 
 struct held_allocs {
@@ -25,7 +32,8 @@ struct held_allocs {
 	struct mounter *mounter;
 	struct held_allocs_flow *flows;
 	size_t nflows, flows_cap;
-	uint64_t begun; /* claim flows begun so far */
+	uint64_t gen; /* begins and ends of claim flows so far */
+	uint64_t forgot; /* the stamps up to this generation are forgotten */
 	held_allocs_released_fn on_released;
 	void *released_ctx;
 };
@@ -94,10 +102,10 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->mu);
-	h->begun++;
 	f = held_allocs_find(h, volume_id, alloc_id);
 	if (f) {
 		f->count++;
+		f->gen = ++h->gen;
 	} else if (array_grow((void **)&h->flows, &h->flows_cap, h->nflows + 1,
 			      sizeof(*h->flows)) != 0) {
 		rc = CSID_ENOMEM;
@@ -108,6 +116,7 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 		f->count = 1;
 		if (f->volume_id && f->alloc_id) {
 			h->nflows++;
+			f->gen = ++h->gen;
 		} else {
 			free(f->volume_id);
 			free(f->alloc_id);
@@ -129,13 +138,33 @@ void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *a
 		return;
 	pthread_mutex_lock(&h->mu);
 	f = held_allocs_find(h, volume_id, alloc_id);
-	if (f && --f->count == 0) {
-		free(f->volume_id);
-		free(f->alloc_id);
-		*f = h->flows[--h->nflows];
+	if (f && f->count > 0) {
+		f->count--;
+		f->gen = ++h->gen;
 	}
 	pthread_mutex_unlock(&h->mu);
 	held_allocs_changed(h);
+}
+
+/* Drops flows[i] (its slot takes the last one); h->mu held. */
+static void held_allocs_drop(struct held_allocs *h, size_t i)
+{
+	free(h->flows[i].volume_id);
+	free(h->flows[i].alloc_id);
+	h->flows[i] = h->flows[--h->nflows];
+}
+
+void held_allocs_answered(struct held_allocs *h, uint64_t seq)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (seq > h->forgot)
+		h->forgot = seq;
+	for (size_t i = h->nflows; i-- > 0;)
+		if (h->flows[i].count == 0 && h->flows[i].gen <= seq)
+			held_allocs_drop(h, i);
+	pthread_mutex_unlock(&h->mu);
 }
 
 uint64_t held_allocs_seq(struct held_allocs *h)
@@ -145,7 +174,7 @@ uint64_t held_allocs_seq(struct held_allocs *h)
 	if (!h)
 		return 0;
 	pthread_mutex_lock(&h->mu);
-	seq = h->begun;
+	seq = h->gen;
 	pthread_mutex_unlock(&h->mu);
 	return seq;
 }
@@ -160,6 +189,34 @@ void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, 
 	pthread_mutex_unlock(&h->mu);
 }
 
+/*
+ * Whether no flow of the pair runs now or began or ended after generation
+ * seq; h->mu held. A pair not in the set had its last flow at or before
+ * h->forgot (or none): settled for any seq from there on only.
+ */
+static bool held_allocs_settled_locked(struct held_allocs *h, uint64_t seq, const char *volume_id,
+				       const char *alloc_id)
+{
+	const struct held_allocs_flow *f = held_allocs_find(h, volume_id, alloc_id);
+
+	if (!f)
+		return seq >= h->forgot;
+	return f->count == 0 && f->gen <= seq;
+}
+
+bool held_allocs_settled(struct held_allocs *h, uint64_t seq, const char *volume_id,
+			 const char *alloc_id)
+{
+	bool settled;
+
+	if (!h)
+		return false;
+	pthread_mutex_lock(&h->mu);
+	settled = held_allocs_settled_locked(h, seq, volume_id, alloc_id);
+	pthread_mutex_unlock(&h->mu);
+	return settled;
+}
+
 bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volume_id,
 			  const char *alloc_id, const char *note)
 {
@@ -168,8 +225,8 @@ bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volum
 	if (!h)
 		return false;
 	pthread_mutex_lock(&h->mu);
-	if (h->on_released && h->begun == seq && !held_allocs_find(h, volume_id, alloc_id)) {
-		h->on_released(h->released_ctx, volume_id, alloc_id, note);
+	if (h->on_released && held_allocs_settled_locked(h, seq, volume_id, alloc_id)) {
+		h->on_released(h->released_ctx, seq, volume_id, alloc_id, note);
 		passed = true;
 	}
 	pthread_mutex_unlock(&h->mu);
@@ -201,11 +258,14 @@ int held_allocs_list(struct held_allocs *h, struct arena *a, bool *ready,
 	m = h->mounter;
 	if (m && !(v = arena_alloc(a, (h->nflows + 1) * sizeof(*v))))
 		rc = CSID_ENOMEM;
-	for (size_t i = 0; m && !rc && i < h->nflows; i++, count++) {
+	for (size_t i = 0; m && !rc && i < h->nflows; i++) {
+		if (h->flows[i].count == 0)
+			continue;
 		v[count].volume_id = arena_strdup(a, h->flows[i].volume_id);
 		v[count].alloc_id = arena_strdup(a, h->flows[i].alloc_id);
 		if (!v[count].volume_id || !v[count].alloc_id)
 			rc = CSID_ENOMEM;
+		count++;
 	}
 	pthread_mutex_unlock(&h->mu);
 	if (rc)

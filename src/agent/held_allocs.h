@@ -24,10 +24,20 @@
  * while the node was away). held_allocs_released passes such an answer on
  * to the agent API (held_allocs_on_released), which unmounts the
  * allocation if its claim flow mounted it, unless the answer may be
- * stale: a claim flow of the pair is running (its claim may not have
- * reached the server yet), or any claim flow began since the report was
- * built (held_allocs_seq), so a claim made meanwhile is never undone; the
- * next report asks again.
+ * stale for that allocation: a claim flow of the pair runs now, or one
+ * began or ended since the report was built. Each begin and end takes
+ * the next generation (held_allocs_seq) and stamps it on its pair; the
+ * server link takes the generation before it builds a report and hands
+ * it back with the answer, which counts only for pairs stamped at or
+ * before it. A flow running when the report was built is stamped by its
+ * end after it: its claim may have reached the server only after the
+ * server built its answer ("no claim"), so the answer is dropped even
+ * when it comes back after the mount was made; the next report asks
+ * again. A pair's stamp is kept after its flows ended until an answer
+ * to a report built at or after it was handled (held_allocs_answered).
+ * The agent API checks again before it unmounts (held_allocs_settled):
+ * a claim flow of the pair that ran between the answer and the unmount
+ * keeps the mount.
  *
  * Thread-safety: every function may be called from any thread; on_change
  * is called without the module's lock held, on_released with it held.
@@ -45,8 +55,8 @@
 #include "util/err.h"
 
 typedef void (*held_allocs_changed_fn)(void *ctx);
-typedef void (*held_allocs_released_fn)(void *ctx, const char *volume_id, const char *alloc_id,
-					const char *note);
+typedef void (*held_allocs_released_fn)(void *ctx, uint64_t seq, const char *volume_id,
+					const char *alloc_id, const char *note);
 
 struct held_allocs;
 
@@ -72,8 +82,24 @@ void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *a
 /* The mounter's records may have changed: calls on_change. h NULL: a no-op. */
 void held_allocs_changed(struct held_allocs *h);
 
-/* How many claim flows began so far: taken before a report is built. h NULL: 0. */
+/* The generation now (begins and ends so far): taken before a report is built. h NULL: 0. */
 uint64_t held_allocs_seq(struct held_allocs *h);
+
+/*
+ * An answer to the report built at seq was handled: forgets the stamps
+ * of pairs whose flows all ended at or before seq (answers come in the
+ * order of their reports). A check at an older generation
+ * (held_allocs_settled) of a pair without a stamp then says false. h
+ * NULL: a no-op.
+ */
+void held_allocs_answered(struct held_allocs *h, uint64_t seq);
+
+/*
+ * Whether no claim flow of (volume_id, alloc_id) runs now or began or
+ * ended after generation seq. h NULL: false.
+ */
+bool held_allocs_settled(struct held_allocs *h, uint64_t seq, const char *volume_id,
+			 const char *alloc_id);
 
 /*
  * Sets who is told of released allocations (fn NULL: nobody). fn runs
@@ -84,9 +110,9 @@ void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, 
 
 /*
  * A server answered (volume_id, alloc_id) released (with note) to the
- * report built at seq: passes it on to on_released unless a claim flow of
- * the pair is running or a claim flow began since seq. Returns whether
- * it was passed on. h NULL: false.
+ * report built at seq: passes it on to on_released (with seq) when the
+ * pair is settled since seq (held_allocs_settled). Returns whether it was
+ * passed on. h NULL: false.
  */
 bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volume_id,
 			  const char *alloc_id, const char *note);

@@ -326,21 +326,23 @@ static void server_link_released(struct server_link *l, const struct server_link
 				 uint64_t seq)
 {
 	struct server_link_released *r = NULL;
-	struct arena *a;
+	struct arena *a = NULL;
 	size_t n = 0;
 	struct err e;
 
-	if (!l->held || !ans->buf || !(a = arena_new()))
+	if (!l->held)
 		return;
 	err_clear(&e);
-	if (server_link_released_parse(ans->buf, ans->len, a, &r, &n, &e) == 0)
+	if (ans->buf && (a = arena_new()) &&
+	    server_link_released_parse(ans->buf, ans->len, a, &r, &n, &e) == 0)
 		for (size_t i = 0; i < n; i++)
 			if (!held_allocs_released(l->held, seq, r[i].volume_id, r[i].alloc_id,
 						  r[i].note))
 				log_debug("msg=\"released allocation kept: a claim flow runs or "
-					  "began since the report\" volume=%s alloc=%s",
+					  "ran since the report\" volume=%s alloc=%s",
 					  r[i].volume_id, r[i].alloc_id);
 	arena_free(a);
+	held_allocs_answered(l->held, seq);
 }
 
 static void *server_link_main(void *arg)

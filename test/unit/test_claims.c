@@ -35,7 +35,23 @@ struct ct {
 	struct held_allocs *held;
 	struct claims *c;
 	struct claims_fake_volume *vol;
+	/* A fingerprint report taken at the next change of the held set, if armed. */
+	bool snap_armed;
+	uint64_t snap_seq; /* its generation */
+	bool snap_claimed; /* whether the fake server held the claim of alloc-1 then */
 };
+
+/* held_allocs_changed_fn: takes the armed report (as the server link would). */
+static void ct_held_changed(void *ctx)
+{
+	struct ct *t = ctx;
+
+	if (!t->snap_armed)
+		return;
+	t->snap_armed = false;
+	t->snap_seq = held_allocs_seq(t->held);
+	t->snap_claimed = claims_fake_claimed(&t->fake, "vol-1", "alloc-1");
+}
 
 static void ct_open_claims(struct ct *t)
 {
@@ -69,7 +85,7 @@ static int ct_setup(void **state)
 	mt_env_open(&t->env, true);
 	claims_fake_init(&t->fake, NODE, &t->clock);
 	t->vol = claims_fake_add(&t->fake, "vol-1", MT_PLUGIN, "single-node-writer");
-	if (held_allocs_new(NULL, NULL, &t->held, &e))
+	if (held_allocs_new(ct_held_changed, t, &t->held, &e))
 		return -1;
 	held_allocs_attach(t->held, t->env.m);
 	ct_open_claims(t);
@@ -408,6 +424,64 @@ static void test_released_while_away(void **state)
 	mt_check(&t->env, true);
 }
 
+/* A step keeps alloc-1 claimed and mounted; nothing was released. */
+static void ct_step_kept(struct ct *t)
+{
+	int64_t due;
+
+	ct_step_sent(t, &due);
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+}
+
+/*
+ * The race seen under load: the fingerprint report is built once the
+ * claim flow began, before its claim reached the server, so the server
+ * answers "no claim"; the answer comes back after the flow claimed and
+ * mounted. It is stale: the fresh mount stays, nothing is released.
+ */
+static void test_released_answer_to_report_mid_claim(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->snap_armed = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_false(t->snap_armed);
+	assert_false(t->snap_claimed);
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_false(held_allocs_released(t->held, t->snap_seq, "vol-1", "alloc-1",
+					  "no claim of allocation alloc-1 on node node-1"));
+	ct_step_kept(t);
+}
+
+/*
+ * A real orphan's answer is queued, but the allocation is claimed and
+ * mounted again before the step unmounts it, and the next answer came
+ * in meanwhile: that claim is kept.
+ */
+static void test_released_then_claimed_again(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	uint64_t seq;
+	struct err e;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	pthread_mutex_lock(&t->fake.mu);
+	t->vol->claims[0][0] = '\0';
+	pthread_mutex_unlock(&t->fake.mu);
+	seq = held_allocs_seq(t->held);
+	assert_true(held_allocs_released(t->held, seq, "vol-1", "alloc-1", "node down"));
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	/* The next report's answer (no release) came in before the step. */
+	held_allocs_answered(t->held, held_allocs_seq(t->held));
+	ct_step_kept(t);
+}
+
 /* The owner process dies: the owner watch unmounts and releases with the reason. */
 static void test_owner_gone(void **state)
 {
@@ -550,6 +624,10 @@ int main(void)
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_released_answer_to_report_mid_claim, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_released_then_claimed_again, ct_setup,
+					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_gone, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_checked_before_claim, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_servers_and_paths, ct_setup, ct_teardown),
