@@ -387,7 +387,7 @@ static void csid_dev_unmount_all(const char *dir)
 /* What csid dev made under dir, then dir itself when nothing else is left. */
 static void csid_dev_remove_dir(const char *dir)
 {
-	static const char *const parts[] = {"server", "agent", "hostpath"};
+	static const char *const parts[] = {"server", "agent", "hostpath", CSID_DEV_TOKEN_FILE};
 	char path[PATH_MAX];
 	struct err e;
 
