@@ -24,32 +24,12 @@
 #include <unistd.h>
 
 #include "agent_proc.h"
+#include "bench_stat.h"
 #include "csi/csi_client.h"
 #include "hostpath_proc.h"
 
 #define BENCH_RESTARTS 15
 #define BENCH_CYCLES 40
-
-static double bench_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double bench_median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void bench_die(struct agent_proc *a, const char *what)
 {
@@ -97,23 +77,23 @@ static double bench_socket_to_healthy(struct agent_proc *a)
 		if (agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p) != 0 || !p.pid)
 			bench_die(a, "no plugin pid");
 		kill(p.pid, SIGKILL);
-		deadline = bench_now_ms() + 20000;
+		deadline = bench_stat_now_ms() + 20000;
 		while (!bench_new_socket(a, p.active, inst, sizeof(inst)))
-			if (bench_now_ms() > deadline)
+			if (bench_stat_now_ms() > deadline)
 				bench_die(a, "no new plugin socket");
-		t0 = bench_now_ms();
+		t0 = bench_stat_now_ms();
 		for (;;) {
 			struct agent_proc_plugin c;
 
 			if (agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &c) == 0 && c.healthy &&
 			    strcmp(c.active, inst) == 0)
 				break;
-			if (bench_now_ms() > deadline)
+			if (bench_stat_now_ms() > deadline)
 				bench_die(a, "plugin never healthy");
 		}
-		v[i] = bench_now_ms() - t0;
+		v[i] = bench_stat_now_ms() - t0;
 	}
-	return bench_median(v, BENCH_RESTARTS);
+	return bench_stat_median(v, BENCH_RESTARTS);
 }
 
 static void bench_cap(Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability__MountVolume *mv,
@@ -173,14 +153,14 @@ static void bench_cycles(struct agent_proc *a, const char *vol, double *agent_ms
 	/* One HTTP connection for the cycles, as the CSI client keeps one channel. */
 	a->keepalive = true;
 	for (int i = 0; i < BENCH_CYCLES + 5; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		if (agent_proc_mount(a, vol, "bench-cycle", NULL) != 200 ||
 		    agent_proc_unmount(a, vol, "bench-cycle") != 200)
 			bench_die(a, "mount cycle through the agent failed");
 		/* The first cycles warm up (connections, threads, caches). */
 		if (i >= 5)
-			va[i - 5] = bench_now_ms() - t0;
+			va[i - 5] = bench_stat_now_ms() - t0;
 	}
 	a->keepalive = false;
 	if (agent_proc_plugin(a, AGENT_PROC_HP_ID, "node", &p) != 0 ||
@@ -192,16 +172,16 @@ static void bench_cycles(struct agent_proc *a, const char *vol, double *agent_ms
 	mkdir(stage, 0750);
 	mkdir(tdir, 0750);
 	for (int i = 0; i < BENCH_CYCLES + 5; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		if (bench_direct_cycle(c, vol, stage, target) != 0)
 			bench_die(a, "direct cycle failed");
 		if (i >= 5)
-			vd[i - 5] = bench_now_ms() - t0;
+			vd[i - 5] = bench_stat_now_ms() - t0;
 	}
 	csi_client_free(c);
-	*agent_ms = bench_median(va, BENCH_CYCLES);
-	*direct_ms = bench_median(vd, BENCH_CYCLES);
+	*agent_ms = bench_stat_median(va, BENCH_CYCLES);
+	*direct_ms = bench_stat_median(vd, BENCH_CYCLES);
 }
 
 static void bench_restart(struct agent_proc *a)
@@ -272,15 +252,15 @@ int main(void)
 
 		if (agent_proc_stop(&a, SIGTERM, 60000) != 0)
 			bench_die(&a, "agent stop failed");
-		t0 = bench_now_ms();
+		t0 = bench_stat_now_ms();
 		if (agent_proc_start(&a) != 0 || agent_proc_wait_ready(&a, 60000) != 0)
 			bench_die(&a, "agent restart failed");
-		restarts[i] = bench_now_ms() - t0;
+		restarts[i] = bench_stat_now_ms() - t0;
 		if (agent_proc_mount_count(&a) != 1000)
 			bench_die(&a, "mounts lost across the restart");
 	}
 	printf("restart_1000_mounts_ms median=%.0f n=3 (target <= 1000)\n",
-	       bench_median(restarts, 3));
+	       bench_stat_median(restarts, 3));
 	agent_proc_cleanup(&a);
 	csi_grpc_shutdown();
 	return 0;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_stat.h"
 #include "cluster.h"
 #include "engine.h"
 
@@ -32,38 +33,17 @@ struct bench {
 	char plugin[40], socket[96], extra[512], out[BENCH_OUT];
 };
 
-static double bench_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double bench_median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Runs a docker command; its duration in ms, or -1 (the output printed). */
 static double bench_run(struct bench *b, const char *const *args)
 {
-	double t0 = bench_now_ms();
+	double t0 = bench_stat_now_ms();
 	int rc = engine_run(&b->en, b->out, sizeof(b->out), args);
 
 	if (rc != 0) {
 		fprintf(stderr, "bench docker: %s %s: exit %d: %s\n", args[0], args[1], rc, b->out);
 		return -1;
 	}
-	return bench_now_ms() - t0;
+	return bench_stat_now_ms() - t0;
 }
 
 /* The median duration_ms of the agent's log lines for plugin call `call`; -1 when none. */
@@ -83,7 +63,7 @@ static double bench_call_ms(struct bench *b, const char *call)
 	}
 	if (f)
 		fclose(f);
-	return n ? bench_median(v, n) : -1;
+	return n ? bench_stat_median(v, n) : -1;
 }
 
 static int bench_main(struct bench *b, int runs, int vols)
@@ -118,15 +98,15 @@ static int bench_main(struct bench *b, int runs, int vols)
 		if ((cr[i] = bench_run(b, mk)) < 0 || (rm[i] = bench_run(b, del)) < 0)
 			goto out;
 	}
-	mc = bench_median(tc, runs);
-	ml = bench_median(tl, runs);
+	mc = bench_stat_median(tc, runs);
+	ml = bench_stat_median(tl, runs);
 	printf("docker run --rm -v VOL:/data true, median of %d: csid %.1f ms, local %.1f ms, "
 	       "ratio %.2fx (target <= 1.2x)\n",
 	       runs, mc, ml, mc / ml);
 	printf("docker volume create -d csid -o size=1M (until ready), median of %d: %.1f ms\n",
-	       vols, bench_median(cr, vols));
+	       vols, bench_stat_median(cr, vols));
 	printf("docker volume rm (until deleted), median of %d: %.1f ms\n", vols,
-	       bench_median(rm, vols));
+	       bench_stat_median(rm, vols));
 	printf("in the agent, median: Mount %.1f ms, Unmount %.1f ms, Create %.1f ms, Remove %.1f "
 	       "ms\n",
 	       bench_call_ms(b, "Mount"), bench_call_ms(b, "Unmount"), bench_call_ms(b, "Create"),

@@ -44,6 +44,7 @@
 #include <jansson.h>
 
 #include "agent_proc.h"
+#include "bench_stat.h"
 #include "hostpath_proc.h"
 #include "server_proc.h"
 
@@ -70,27 +71,12 @@ static const char bench_spec[] = "{\"plugin_id\": \"" BENCH_HP "\", \"capacity_m
 				 " \"capabilities\": [{\"access_mode\": \"single-node-writer\","
 				 " \"attachment_mode\": \"file-system\"}]}";
 
-static double bench_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The q-quantile (0.5: median) of v[0..n); sorts v. */
 static double bench_quantile(double *v, int n, double q)
 {
 	int i = (int)(q * (n - 1) + 0.5);
 
-	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
+	bench_stat_sort(v, n);
 	return v[i < n ? i : n - 1];
 }
 
@@ -230,10 +216,10 @@ static bool bench_freed(json_t *doc)
 /* Follows volume id with blocking queries until the server has freed it. */
 static void bench_wait_freed(struct bench *b, const char *id)
 {
-	double deadline = bench_now_ms() + BENCH_WAIT_MS;
+	double deadline = bench_stat_now_ms() + BENCH_WAIT_MS;
 	long long index = 0;
 
-	while (bench_now_ms() < deadline) {
+	while (bench_stat_now_ms() < deadline) {
 		char path[128];
 		json_t *j = NULL;
 		bool ok;
@@ -285,12 +271,12 @@ static double bench_csictl_mounts(struct bench *b, int cycles)
 	if (!v)
 		bench_die(b, "out of memory");
 	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		if (bench_csictl(b, mount, out, sizeof(out)) != 0 || out[0] != '/')
 			bench_die(b, "csictl volume mount failed");
 		if (i >= BENCH_WARMUP)
-			v[i - BENCH_WARMUP] = bench_now_ms() - t0;
+			v[i - BENCH_WARMUP] = bench_stat_now_ms() - t0;
 		if (bench_api_unmount(&b->a, "lat", "a-1") != 200)
 			bench_die(b, "unmount failed");
 		bench_wait_freed(b, "lat");
@@ -310,12 +296,12 @@ static double bench_api_mounts(struct bench *b, int cycles)
 		bench_die(b, "out of memory");
 	b->a.keepalive = true;
 	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		if (bench_api_mount(&b->a, "lat", "a-1") != 200)
 			bench_die(b, "agent API mount failed");
 		if (i >= BENCH_WARMUP)
-			v[i - BENCH_WARMUP] = bench_now_ms() - t0;
+			v[i - BENCH_WARMUP] = bench_stat_now_ms() - t0;
 		if (bench_api_unmount(&b->a, "lat", "a-1") != 200)
 			bench_die(b, "unmount failed");
 		bench_wait_freed(b, "lat");
@@ -353,14 +339,14 @@ static double bench_direct(struct bench *b, int cycles)
 	mkdir(stage, 0750);
 	mkdir(tdir, 0750);
 	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		if (hpp_ctl_publish(c, vol, node, false, mode, false) != 0 ||
 		    hpp_stage(c, vol, stage, false, mode) != 0 ||
 		    hpp_publish(c, vol, stage, target, false, mode, false) != 0)
 			bench_die(b, "direct publish failed");
 		if (i >= BENCH_WARMUP)
-			v[i - BENCH_WARMUP] = bench_now_ms() - t0;
+			v[i - BENCH_WARMUP] = bench_stat_now_ms() - t0;
 		if (hpp_unpublish(c, vol, target) != 0 || hpp_unstage(c, vol, stage) != 0 ||
 		    hpp_ctl_unpublish(c, vol, node) != 0)
 			bench_die(b, "direct unpublish failed");
@@ -386,7 +372,7 @@ static double bench_parallel_csictl(struct bench *b, int rounds)
 	for (int r = 0; r < rounds + 1; r++) {
 		pid_t pids[BENCH_CLIENTS];
 		int fds[BENCH_CLIENTS];
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			const char *args[] = {"volume", "mount",   vols[i],
@@ -401,7 +387,7 @@ static double bench_parallel_csictl(struct bench *b, int rounds)
 			    out[0] != '/')
 				bench_die(b, "parallel csictl volume mount failed");
 		if (r > 0)
-			total += bench_now_ms() - t0;
+			total += bench_stat_now_ms() - t0;
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (bench_api_unmount(&b->a, vols[i], allocs[i]) != 200)
 				bench_die(b, "unmount failed");
@@ -440,7 +426,7 @@ static double bench_parallel_api(struct bench *b, int rounds)
 		snprintf(cs[i].alloc, sizeof(cs[i].alloc), "q-%d", i);
 	}
 	for (int r = 0; r < rounds + 1; r++) {
-		double t0 = bench_now_ms();
+		double t0 = bench_stat_now_ms();
 
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (pthread_create(&cs[i].th, NULL, bench_client_run, &cs[i]) != 0)
@@ -448,7 +434,7 @@ static double bench_parallel_api(struct bench *b, int rounds)
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			pthread_join(cs[i].th, NULL);
 		if (r > 0)
-			total += bench_now_ms() - t0;
+			total += bench_stat_now_ms() - t0;
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (cs[i].status != 200 ||
 			    bench_api_unmount(&b->a, cs[i].vol, cs[i].alloc) != 200)
@@ -496,17 +482,17 @@ static double bench_tours(struct bench *b, int tours)
 	if (!v || bench_csictl(b, init, out, sizeof(out)) != 0 || hpp_write_file(spec, out) != 0)
 		bench_die(b, "volume init failed");
 	for (int i = 0; i < tours + 1; i++) {
-		double t0 = bench_now_ms(), t = t0, st[4];
+		double t0 = bench_stat_now_ms(), t = t0, st[4];
 		bool ok;
 
 		for (int k = 0; k < 3; k++) {
 			if (bench_csictl(b, cmds[k], out, sizeof(out)) != 0)
 				bench_die(b, "a tour step failed");
-			st[k] = bench_now_ms() - t;
+			st[k] = bench_stat_now_ms() - t;
 			t += st[k];
 		}
 		ok = bench_tour_delete(b, del);
-		st[3] = bench_now_ms() - t;
+		st[3] = bench_stat_now_ms() - t;
 		refused += !ok;
 		if (i == 0 || !ok)
 			continue;

@@ -56,6 +56,7 @@
 #include <jansson.h>
 
 #include "api/server_api.h"
+#include "bench_stat.h"
 #include "csi/csi_client.h"
 #include "csi/csi_server.h"
 #include "etcd_proc.h"
@@ -86,20 +87,6 @@ static double bench_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Sorts v[0..n) and returns its median. */
-static double bench_median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), bench_cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void bench_die(const char *what, const char *detail)
@@ -564,18 +551,18 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		    client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r]);
 	}
 	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
-	       name, bench_median(cpu, repeats) * 1e6, 2.0 / bench_median(cpu, repeats));
+	       name, bench_stat_median(cpu, repeats) * 1e6, 2.0 / bench_stat_median(cpu, repeats));
 	printf("%s api_round_trips_per_s median=%.0f (%s; %d clients)\n", name,
-	       bench_median(rt, repeats),
+	       bench_stat_median(rt, repeats),
 	       wait_publish ? "claim, blocking GETs until published, release"
 			    : "claim, release at once",
 	       BENCH_CLIENTS);
 	printf("%s cycles_to_freed_per_s median=%.0f n=%d x %d, ControllerPublish=%d "
 	       "ControllerUnpublish=%d, store writes per cycle %.2f (target >= %d)\n",
-	       name, bench_median(freed, repeats), repeats, per * BENCH_CLIENTS,
+	       name, bench_stat_median(freed, repeats), repeats, per * BENCH_CLIENTS,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0,
-	       bench_median(writes, repeats), bench_etcd.pid > 0 ? 1000 : 2000);
+	       bench_stat_median(writes, repeats), bench_etcd.pid > 0 ? 1000 : 2000);
 	fflush(stdout);
 }
 
@@ -649,7 +636,8 @@ static void bench_settle(const char *dir, int repeats)
 		bench_srv_stop(&b);
 	}
 	printf("restart_settle_10000_ms median=%.0f n=%d store_open_ms=%.1f (target <= 1000)\n",
-	       bench_median(v, repeats) * 1e3, repeats, bench_median(open_s, repeats) * 1e3);
+	       bench_stat_median(v, repeats) * 1e3, repeats,
+	       bench_stat_median(open_s, repeats) * 1e3);
 	fflush(stdout);
 }
 
@@ -704,7 +692,7 @@ static void bench_create(const char *dir, int repeats, const char *setting)
 			v[r] = bench_create_run(dir, client, settings[s][0], settings[s][1]);
 		printf("create_10000_s workers=%d plugin_concurrency=%d median=%.2f n=%d "
 		       "(target <= 3)\n",
-		       settings[s][0], settings[s][1], bench_median(v, repeats), repeats);
+		       settings[s][0], settings[s][1], bench_stat_median(v, repeats), repeats);
 		fflush(stdout);
 	}
 	csi_client_free(client);
@@ -763,7 +751,7 @@ static void bench_scrape(struct server_proc *s, double t0)
 		bytes = strlen(text);
 		free(text);
 	}
-	bench_median(lat, BENCH_LIST_REQUESTS);
+	bench_stat_median(lat, BENCH_LIST_REQUESTS);
 	printf("metrics_scrape_100000_volumes_ms p50=%.2f p99=%.2f n=%d bytes=%zu (target < 100)\n",
 	       lat[BENCH_LIST_REQUESTS / 2] * 1e3, lat[BENCH_LIST_REQUESTS * 99 / 100] * 1e3,
 	       BENCH_LIST_REQUESTS, bytes);
@@ -824,7 +812,7 @@ static void bench_big(void)
 		if (i >= 10)
 			lat[i - 10] = bench_now() - t;
 	}
-	bench_median(lat, BENCH_LIST_REQUESTS);
+	bench_stat_median(lat, BENCH_LIST_REQUESTS);
 	printf("list_first_page_100_of_100000_ms p50=%.2f p99=%.2f n=%d (target <= 10)\n",
 	       lat[BENCH_LIST_REQUESTS / 2] * 1e3, lat[BENCH_LIST_REQUESTS * 99 / 100] * 1e3,
 	       BENCH_LIST_REQUESTS);
