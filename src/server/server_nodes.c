@@ -17,6 +17,9 @@
 #include "util/array.h"
 #include "util/log.h"
 
+/* How soon a starting server tries its first member record again while it has no lease. */
+#define SERVER_MEMBER_FIRST_MS 100
+
 struct server_live *server_live_find(struct server *s, const char *id)
 {
 	for (size_t i = 0; i < s->nlive; i++)
@@ -101,11 +104,14 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 	for (size_t i = 0; i < n; i++)
 		free(seen[i].node_id);
 	free(seen);
-	if (rc && rc != CSID_EUNAVAIL)
+	if (rc == CSID_EUNAVAIL && !since)
+		return now + SERVER_MEMBER_FIRST_MS; /* no lease yet: the first record soon after */
+	if (rc)
 		log_warn("msg=\"cannot write the member record; retried\" error=\"%s\"", e.msg);
 	pthread_mutex_lock(&s->mu);
-	/* No lease yet (CSID_EUNAVAIL) or a failure: tried again a period later all the same. */
-	s->publish_ms = now;
+	/* A failure is tried again a period later, with what was heard since the last record. */
+	if (!rc)
+		s->publish_ms = now;
 	pthread_mutex_unlock(&s->mu);
 	return now + s->publish_period_ms;
 }
