@@ -59,6 +59,8 @@ struct server {
 	int64_t publish_ms; /* monotonic: the member record's last write; guarded by mu */
 	int64_t publish_period_ms;
 	uint64_t members_index; /* the newest member record counted (leader) */
+	/* Monotonic: the leader's last read of the member records (server_tick's). */
+	int64_t import_ms;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;

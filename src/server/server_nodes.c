@@ -485,7 +485,13 @@ int64_t server_tick(struct server *s)
 		publish = server_members_publish(s, now);
 		if (!server_leader_leading(s->leader))
 			return publish;
-		server_members_import(s, now);
+		/* Read once a period (records come no faster), not at every node's expiry. */
+		if (!s->import_ms || now >= s->import_ms + s->publish_period_ms) {
+			server_members_import(s, now);
+			s->import_ms = now;
+		}
+		if (s->import_ms + s->publish_period_ms < publish)
+			publish = s->import_ms + s->publish_period_ms;
 	}
 	/* What follows is the leader's: its writes are fenced. */
 	server_fenced(true);

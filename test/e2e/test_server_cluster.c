@@ -509,7 +509,7 @@ static void test_paused_leader_fenced(void **state)
 	 * stepped down and took a new lease): no object, no election key.
 	 */
 	keys_since(f, rev, keys, sizeof(keys));
-	for (char *k = strtok(keys, ","); k; k = strtok(NULL, ","))
+	for (char *save = NULL, *k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save))
 		if (strncmp(k, PREFIX "members/", strlen(PREFIX "members/")) != 0)
 			fail_msg("written after the paused leader woke: %s", k);
 	idx2 = node_modify_index(f, next, status, sizeof(status));
