@@ -28,10 +28,6 @@
 #define RUNS_MAX 100
 #define WAIT_MS 60000
 
-static const char create_body[] =
-    "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", "
-    "\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}";
-
 static struct etcd_proc fo_etcd;
 static struct hpp_proc fo_hp;
 static struct server_proc fo_s[NSERVERS];
@@ -125,7 +121,8 @@ int main(int argc, char **argv)
 		server_proc_stop(&fo_s[leader], SIGKILL, WAIT_MS);
 		t0 = bench_stat_now_ms();
 		snprintf(path, sizeof(path), "/v1/volume/fo-%d/create", r);
-		if (server_proc_http(&fo_s[other], "PUT", path, create_body, NULL) != 200)
+		if (server_proc_http(&fo_s[other], "PUT", path, SERVER_PROC_CREATE_BODY, NULL) !=
+		    200)
 			return fo_fail("create refused", other);
 		snprintf(path, sizeof(path), "/v1/volume/fo-%d", r);
 		for (;;) {

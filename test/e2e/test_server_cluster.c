@@ -43,16 +43,6 @@
 #define NSERVERS 3
 #define NVOLS 20
 
-static const char node_body[] =
-    "{\"plugins\": [{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"type\": \"node\", "
-    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"0.1.0\", "
-    "\"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"plugin_node_id\": \"node-1\", "
-    "\"topology\": {\"topology.hostpath.csi/node\": \"node-1\"}}]}";
-
-static const char create_body[] =
-    "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", "
-    "\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}";
-
 struct fixture {
 	struct etcd_proc etcd;
 	struct hpp_proc hp;
@@ -130,8 +120,8 @@ static void *heartbeat_main(void *arg)
 		int t = atomic_load(&f->hb_target);
 
 		if (t >= 0)
-			http_client_do(f->hb_http[t], "PUT", "/v1/node/node-1", node_body, NULL,
-				       NULL, 2000);
+			http_client_do(f->hb_http[t], "PUT", "/v1/node/node-1",
+				       SERVER_PROC_NODE_BODY, NULL, NULL, 2000);
 		hpp_pause_ms(300);
 	}
 	return NULL;
@@ -253,23 +243,6 @@ static json_t *find(json_t *list, const char *id)
 	return NULL;
 }
 
-/* csi-hostpath's volumes: their IDs into ids (at most max). */
-static int plugin_volumes(struct fixture *f, char ids[][80], int max)
-{
-	Csi__V1__ListVolumesRequest req = CSI__V1__LIST_VOLUMES_REQUEST__INIT;
-	Csi__V1__ListVolumesResponse *resp = NULL;
-	struct hpp_client cl;
-	int n = 0;
-
-	assert_int_equal(hpp_client_open(&cl, f->hp.endpoint), 0);
-	req.max_entries = 1000;
-	assert_int_equal(hpp_client_call(&cl, CSI_RPC_LIST_VOLUMES, &req, &resp, 0), 0);
-	for (size_t i = 0; i < resp->n_entries && n < max; i++, n++)
-		snprintf(ids[n], 80, "%s", resp->entries[i]->volume->volume_id);
-	hpp_client_close(&cl);
-	return n;
-}
-
 /* Runs csictl with args against every server's address. */
 static void run_csictl(struct fixture *f, char *const *args)
 {
@@ -308,12 +281,13 @@ static void test_kill_leader_in_flight(void **state)
 		assert_non_null(strstr(f->r.out, f->s[i].addr));
 	assert_non_null(strstr(f->r.out, "yes"));
 	heartbeat_to(f, (leader + 1) % NSERVERS);
-	assert_int_equal(send_any(f, leader + 1, "PUT", "/v1/node/node-1", node_body), 200);
+	assert_int_equal(send_any(f, leader + 1, "PUT", "/v1/node/node-1", SERVER_PROC_NODE_BODY),
+			 200);
 
 	/* Volumes to claim, ready before the storm. */
 	for (int i = 0; i < NVOLS; i++) {
 		snprintf(path, sizeof(path), "/v1/volume/c-%02d/create", i);
-		assert_int_equal(send_any(f, i, "PUT", path, create_body), 200);
+		assert_int_equal(send_any(f, i, "PUT", path, SERVER_PROC_CREATE_BODY), 200);
 	}
 	for (int i = 0; i < NVOLS; i++) {
 		snprintf(path, sizeof(path), "/v1/volume/c-%02d", i);
@@ -328,7 +302,7 @@ static void test_kill_leader_in_flight(void **state)
 			killed_ms = hpp_now_ms();
 		}
 		snprintf(path, sizeof(path), "/v1/volume/n-%02d/create", i);
-		assert_int_equal(send_any(f, i, "PUT", path, create_body), 200);
+		assert_int_equal(send_any(f, i, "PUT", path, SERVER_PROC_CREATE_BODY), 200);
 		snprintf(path, sizeof(path), "/v1/volume/c-%02d/claim", i);
 		snprintf(body, sizeof(body),
 			 "{\"alloc_id\": \"a-%02d\", \"node_id\": \"node-1\","
@@ -369,7 +343,7 @@ static void test_kill_leader_in_flight(void **state)
 		assert_string_equal(jstr(json_array_get(claims, 0), "alloc_id"), alloc);
 		assert_int_equal(json_array_size(json_object_get(v, "publications")), 1);
 	}
-	n = plugin_volumes(f, ids, 4 * NVOLS);
+	n = hpp_list_volumes(f->hp.endpoint, ids, NULL, 4 * NVOLS);
 	assert_int_equal(n, 2 * NVOLS);
 	for (size_t i = 0; i < json_array_size(json_object_get(list, "volumes")); i++) {
 		const char *ext =
