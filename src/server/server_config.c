@@ -415,25 +415,12 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	return 0;
 }
 
-static const char *const server_config_top_keys[] = {"data_dir",
-						     "listen",
-						     "socket",
-						     "store",
-						     "etcd",
-						     "workers",
-						     "rpc_timeout",
-						     "backoff_min",
-						     "backoff_max",
-						     "node_ttl",
-						     "node_grace",
-						     "leader_ttl",
-						     "plugin_concurrency",
-						     "acl_tokens",
-						     "agent_token",
-						     "log_level",
-						     "controller_plugins",
-						     "http",
-						     NULL};
+static const char *const server_config_top_keys[] = {
+    "data_dir",    "listen",      "socket",      "store",
+    "etcd",        "workers",     "rpc_timeout", "backoff_min",
+    "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
+    "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
+    "http",        "leader_ttl",  NULL};
 
 const struct conf_keyset server_config_keysets[] = {
     {"", server_config_top_keys},      {"acl_tokens[]", server_config_token_keys},
