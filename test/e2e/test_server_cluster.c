@@ -15,8 +15,11 @@
  *     follower's member records, no store write per heartbeat);
  *   - SIGSTOP of the leader past its lease and node_ttl, then SIGCONT
  *     (fencing): it steps down, and from the moment it wakes until it has,
- *     no key but the other servers' member records changes in etcd, so
- *     it wrote nothing (its nodes, expired on its clock, stay ready).
+ *     no key but member records changes in etcd, so it wrote nothing (its
+ *     nodes, expired on its clock, stay ready);
+ *   - the election key deleted under a live leader: another is elected,
+ *     the first one's next fenced write is refused and it steps down,
+ *     logged; its volumes converge, each created once.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -357,24 +360,49 @@ static void test_kill_leader_in_flight(void **state)
 	json_decref(list);
 }
 
-/* The keys of PREFIX written after revision `after` (base64-decoded, comma-separated). */
-static void keys_since(struct fixture *f, uint64_t after, char *out, size_t cap)
+/* One call of etcd's gateway from the test (req is consumed); the answer, the caller's. */
+static json_t *etcd_do(struct fixture *f, const char *path, json_t *req)
 {
 	const char *eps[] = {f->etcd.url};
 	struct etcd_client_config cc = {.endpoints = eps, .nendpoints = 1};
 	struct etcd_client *c = NULL;
-	json_t *req, *resp = NULL, *kvs;
-	char min[24];
-	size_t o = 0;
+	json_t *resp = NULL;
 	struct err e;
 
-	out[0] = '\0';
+	assert_non_null(req);
 	assert_int_equal(etcd_client_new(&cc, &c, &e), 0);
+	assert_int_equal(etcd_client_call(c, path, req, &resp, &e), 0);
+	json_decref(req);
+	etcd_client_free(c);
+	return resp;
+}
+
+/* etcd's revision now. */
+static uint64_t etcd_revision(struct fixture *f)
+{
+	json_t *resp =
+	    etcd_do(f, "/v3/kv/range",
+		    json_pack("{s:o,s:b}", "key", etcd_b64_json("x", 1), "count_only", 1));
+	uint64_t rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
+
+	json_decref(resp);
+	return rev;
+}
+
+/* The keys of PREFIX written after revision `after` (base64-decoded, comma-separated). */
+static void keys_since(struct fixture *f, uint64_t after, char *out, size_t cap)
+{
+	char min[24];
+	json_t *resp, *kvs;
+	size_t o = 0;
+
+	out[0] = '\0';
 	snprintf(min, sizeof(min), "%llu", (unsigned long long)after + 1);
-	req = json_pack("{s:o,s:o,s:s,s:b}", "key", etcd_b64_json(PREFIX, strlen(PREFIX)),
-			"range_end", etcd_b64_json("/csid-cluster0", strlen("/csid-cluster0")),
-			"min_mod_revision", min, "keys_only", 1);
-	assert_int_equal(etcd_client_call(c, "/v3/kv/range", req, &resp, &e), 0);
+	resp = etcd_do(f, "/v3/kv/range",
+		       json_pack("{s:o,s:o,s:s,s:b}", "key", etcd_b64_json(PREFIX, strlen(PREFIX)),
+				 "range_end",
+				 etcd_b64_json("/csid-cluster0", strlen("/csid-cluster0")),
+				 "min_mod_revision", min, "keys_only", 1));
 	kvs = json_object_get(resp, "kvs");
 	for (size_t i = 0; i < json_array_size(kvs); i++) {
 		char *k = NULL;
@@ -384,29 +412,7 @@ static void keys_since(struct fixture *f, uint64_t after, char *out, size_t cap)
 		o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%s", o ? "," : "", k);
 		free(k);
 	}
-	json_decref(req);
 	json_decref(resp);
-	etcd_client_free(c);
-}
-
-/* etcd's revision now. */
-static uint64_t etcd_revision(struct fixture *f)
-{
-	const char *eps[] = {f->etcd.url};
-	struct etcd_client_config cc = {.endpoints = eps, .nendpoints = 1};
-	struct etcd_client *c = NULL;
-	json_t *req, *resp = NULL;
-	uint64_t rev;
-	struct err e;
-
-	assert_int_equal(etcd_client_new(&cc, &c, &e), 0);
-	req = json_pack("{s:o,s:b}", "key", etcd_b64_json("x", 1), "count_only", 1);
-	assert_int_equal(etcd_client_call(c, "/v3/kv/range", req, &resp, &e), 0);
-	rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
-	json_decref(req);
-	json_decref(resp);
-	etcd_client_free(c);
-	return rev;
 }
 
 /* The node's modify_index (the answer's X-Csid-Index) and its status. */
@@ -491,11 +497,54 @@ static void test_paused_leader_fenced(void **state)
 	assert_int_equal(idx2, idx);
 }
 
+static bool leading_false(json_t *doc)
+{
+	return json_is_false(json_object_get(doc, "leading"));
+}
+
+/*
+ * The election key vanishes under a leader whose lease still runs (an
+ * operator deleted it): another server is elected while the first still
+ * believes it leads. Its next fenced write is refused, and it steps down
+ * (logged); the volumes it was working converge under the new leader,
+ * each created once.
+ */
+static void test_fenced_write_steps_down(void **state)
+{
+	struct fixture *f = *state;
+	char path[64], ids[16][80];
+	int leader, next;
+
+	start_all(f);
+	leader = find_leader(f, 0, 0, WAIT_MS);
+	assert_true(leader >= 0);
+	json_decref(etcd_do(
+	    f, "/v3/kv/deleterange",
+	    json_pack("{s:o}", "key", etcd_b64_json(PREFIX "leader", strlen(PREFIX "leader")))));
+	next = find_leader(f, (leader + 1) % NSERVERS, 1u << leader, WAIT_MS);
+	assert_true(next >= 0 && next != leader);
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "/v1/volume/fv-%d/create", i);
+		assert_int_equal(send_any(f, next, "PUT", path, SERVER_PROC_CREATE_BODY), 200);
+	}
+	assert_true(
+	    server_proc_wait_doc(&f->s[leader], "/v1/status/leader", leading_false, WAIT_MS));
+	assert_true(server_proc_log_has(&f->s[leader], "a fenced write found the term over"));
+	for (int i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "/v1/volume/fv-%d", i);
+		assert_true(
+		    server_proc_wait_doc(&f->s[next], path, server_proc_volume_ready, WAIT_MS));
+	}
+	assert_int_equal(hpp_list_volumes(f->hp.endpoint, ids, NULL, 16), 5);
+	assert_int_equal(find_leader(f, leader, 0, WAIT_MS), next);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_kill_leader_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_paused_leader_fenced, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fenced_write_steps_down, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
