@@ -108,6 +108,7 @@ struct reconciler {
 
 	bool stopping;
 	bool stopped;
+	bool inactive; /* reconciler_set_active(false): no item is taken */
 	pthread_t *workers;
 	int nworkers;
 	bool follower_started;
@@ -460,7 +461,7 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 {
 	struct rec_item *it;
 
-	if (r->stopping || r->nheap == 0 || r->heap[0]->due > now)
+	if (r->stopping || r->inactive || r->nheap == 0 || r->heap[0]->due > now)
 		return NULL;
 	it = r->heap[0];
 	rec_heap_remove(r, it);
@@ -836,7 +837,7 @@ int64_t reconciler_step(struct reconciler *r)
 			break;
 	}
 	pthread_mutex_lock(&r->mu);
-	next = r->stopping || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
+	next = r->stopping || r->inactive || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
 	if (!r->listed && r->relist_due < next)
 		next = r->relist_due;
 	pthread_mutex_unlock(&r->mu);
@@ -854,7 +855,7 @@ static void *rec_worker(void *arg)
 
 		if (it == NULL) {
 			clock_wait(r->clock, &r->cond, &r->mu,
-				   r->nheap > 0 ? r->heap[0]->due : CLOCK_NEVER);
+				   r->nheap > 0 && !r->inactive ? r->heap[0]->due : CLOCK_NEVER);
 			continue;
 		}
 		pthread_mutex_unlock(&r->mu);
@@ -888,6 +889,19 @@ static void *rec_follower(void *arg)
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
+}
+
+void reconciler_set_active(struct reconciler *r, bool active)
+{
+	pthread_mutex_lock(&r->mu);
+	if (active && r->inactive) {
+		/* Level-triggered: list everything again, as at a start. */
+		r->listed = false;
+		r->relist_due = 0;
+	}
+	r->inactive = !active;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
 }
 
 int reconciler_start(struct reconciler *r, struct err *e)

@@ -121,6 +121,15 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 /* Works every due item on this thread; returns when the next is due (CLOCK_NEVER: none). */
 int64_t reconciler_step(struct reconciler *r);
 
+/*
+ * Whether the reconciler works items (true from reconciler_new). While
+ * inactive (this server does not lead) no item is taken, by a worker or
+ * by reconciler_step, though changes are still queued; steps in flight
+ * finish. Made active again, it lists and enqueues everything, since
+ * another server worked the store meanwhile. Any thread.
+ */
+void reconciler_set_active(struct reconciler *r, bool active);
+
 /* Runs workers and the change-log follower on threads. */
 int reconciler_start(struct reconciler *r, struct err *e);
 

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "server/server_leader.h"
 #include "util/conf.h"
 #include "util/log.h"
 
@@ -393,8 +394,13 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	    (rc = server_config_duration(root, "backoff_min", 1, &cfg->backoff_min_ms, e)) ||
 	    (rc = server_config_duration(root, "backoff_max", 1, &cfg->backoff_max_ms, e)) ||
 	    (rc = server_config_duration(root, "node_ttl", 100, &cfg->node_ttl_ms, e)) ||
-	    (rc = server_config_duration(root, "node_grace", 100, &cfg->node_grace_ms, e)))
+	    (rc = server_config_duration(root, "node_grace", 100, &cfg->node_grace_ms, e)) ||
+	    (rc = server_config_duration(root, "leader_ttl", SERVER_LEADER_TTL_MIN_MS,
+					 &cfg->leader_ttl_ms, e)))
 		return rc;
+	if (cfg->leader_ttl_ms > SERVER_LEADER_TTL_MAX_MS)
+		return err_set(e, CSID_EINVAL, "leader_ttl: at most %ds",
+			       SERVER_LEADER_TTL_MAX_MS / 1000);
 	if ((v = json_object_get(root, "agent_token"))) {
 		rc = server_config_str(v, "agent_token", SERVER_CONFIG_SECRET_MAX, false,
 				       &cfg->agent_token, e);
@@ -414,7 +420,7 @@ static const char *const server_config_top_keys[] = {
     "etcd",        "workers",     "rpc_timeout", "backoff_min",
     "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
     "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
-    "http",        NULL};
+    "http",        "leader_ttl",  NULL};
 
 const struct conf_keyset server_config_keysets[] = {
     {"", server_config_top_keys},      {"acl_tokens[]", server_config_token_keys},

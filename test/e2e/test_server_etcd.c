@@ -31,16 +31,6 @@
 #define WAIT_MS 30000
 #define PREFIX "/csid-e2e/"
 
-static const char node_body[] =
-    "{\"plugins\": [{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"type\": \"node\", "
-    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"0.1.0\", "
-    "\"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"plugin_node_id\": \"node-1\", "
-    "\"topology\": {\"topology.hostpath.csi/node\": \"node-1\"}}]}";
-
-static const char create_body[] =
-    "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", "
-    "\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}";
-
 struct fixture {
 	struct etcd_proc etcd;
 	struct hpp_proc hp;
@@ -142,8 +132,10 @@ static void test_restart_keeps_state(void **state)
 	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/status/health", NULL, &v), 200);
 	assert_string_equal(jstr(v, "store"), "etcd");
 	json_decref(v);
-	assert_int_equal(server_proc_http(&f->s, "PUT", "/v1/node/node-1", node_body, NULL), 200);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(
+	    server_proc_http(&f->s, "PUT", "/v1/node/node-1", SERVER_PROC_NODE_BODY, NULL), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_ready, WAIT_MS));
 	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/claim",
@@ -192,9 +184,12 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 
 	snprintf(file, sizeof(file), "%s/snap.json", f->s.dir);
 	start(&f->old);
-	assert_int_equal(server_proc_http(&f->old, "PUT", "/v1/node/node-1", node_body, NULL), 200);
-	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/create", create_body), 200);
-	assert_int_equal(server_proc_put(&f->old, "/v1/volume/idle/create", create_body), 200);
+	assert_int_equal(
+	    server_proc_http(&f->old, "PUT", "/v1/node/node-1", SERVER_PROC_NODE_BODY, NULL), 200);
+	assert_int_equal(
+	    server_proc_put(&f->old, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY), 200);
+	assert_int_equal(
+	    server_proc_put(&f->old, "/v1/volume/idle/create", SERVER_PROC_CREATE_BODY), 200);
 	assert_true(
 	    server_proc_wait_doc(&f->old, "/v1/volume/idle", server_proc_volume_ready, WAIT_MS));
 	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/claim",
@@ -250,7 +245,8 @@ static void test_csictl_failover(void **state)
 	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", server_proc_free_port());
 	snprintf(dead2, sizeof(dead2), "127.0.0.1:%d", server_proc_free_port());
 	start_server(f);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, f->s.base);
 	csictl_runner_run(&f->rn, &f->r, envv, args);
 	csictl_expect_ok(&f->r);
@@ -277,7 +273,8 @@ static void test_undecodable_value(void **state)
 
 	assert_non_null(body);
 	start_server(f);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	assert_int_equal(etcd_proc_post(&f->etcd, "/v3/kv/put", body), 200);
 	st = server_proc_http(&f->s, "GET", "/v1/volume/bad", NULL, &v);
 	assert_true(st >= 400);

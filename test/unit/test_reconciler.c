@@ -128,6 +128,26 @@ static void test_create(void **state)
 	arena_free(a);
 }
 
+/* Inactive (another server leads): nothing is worked; active again: everything is. */
+static void test_inactive_works_nothing(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+
+	rfx_new(t);
+	reconciler_set_active(t->r, false);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, "\"name\": \"data-1\"");
+	reconciler_enqueue(t->r, STORE_VOLUME, "v1");
+	assert_int_equal(reconciler_step(t->r), CLOCK_NEVER);
+	assert_int_equal(t->fake.nlog, 0);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_CREATING);
+	reconciler_set_active(t->r, true);
+	rfx_run(t, 0);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), 1);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	arena_free(a);
+}
+
 static void test_aborted_retried(void **state)
 {
 	struct rfx *t = *state;
@@ -390,6 +410,7 @@ int main(void)
 	    cmocka_unit_test(test_backoff_function),
 	    cmocka_unit_test_setup_teardown(test_backoff_virtual_time, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_create, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_inactive_works_nothing, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_aborted_retried, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_argument_final, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_store_write_fails, rfx_setup, rfx_teardown),
