@@ -647,10 +647,11 @@ static void http_notify_conn(void *cls, struct MHD_Connection *c, void **socket_
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)s->cfg.limits.header_timeout_s);
 	/*
-	 * GnuTLS takes a handshake message of any length by default: a client
-	 * certificate chain of 10,000 entries (11 MB) was read whole and
-	 * parsed for 15 s. Bounded, it is refused as soon as its length is
-	 * read.
+	 * GnuTLS takes a handshake message of any length by default. With
+	 * this bound a complete message over 64 KiB (a client certificate
+	 * chain of 10,000 entries is 11 MB) is refused before it is parsed.
+	 * GnuTLS still gathers an incomplete message until the header
+	 * timeout cuts the connection: that memory is not bounded here.
 	 */
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	if (ci && ci->tls_session)
