@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
@@ -40,6 +41,8 @@
 #define REC_CHANGES_PAGE 1000
 /* How long the follower thread blocks on the store before re-checking stop. */
 #define REC_FOLLOW_WAIT_MS 250
+/* How long the follower, woken by a write, waits for the writes after it. */
+#define REC_FOLLOW_BATCH_MS 5
 /* Passes one reconciler_step runs at most before returning (a safety valve). */
 #define REC_STEP_MAX_PASSES 100000
 
@@ -56,9 +59,13 @@ struct rec_item {
 	bool again;
 	bool parked;
 	/*
-	 * The index of the reconciler's own last write of it: the follower
-	 * skips that change, since the pass that wrote it already queued the
-	 * item again (AGAIN); re-queueing it would cost an idle pass.
+	 * The index of the last write of it after which a pass was queued
+	 * (the reconciler's own, whose pass queued the item again (AGAIN), or
+	 * a server write that queued it, reconciler_written): the follower
+	 * skips the changes up to it, since that pass reads them all (a write
+	 * of another writer before it either was read by the write's pass, or
+	 * failed that write's compare-and-set); re-queueing would cost an
+	 * idle pass.
 	 */
 	uint64_t own_index;
 	char *last_error;
@@ -347,6 +354,19 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	reconciler_enqueue(r, kind, id);
 }
 
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL)
+		return;
+	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it != NULL && it->own_index < index)
+		it->own_index = index;
+	pthread_mutex_unlock(&r->mu);
+}
+
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
 {
 	if (r == NULL || id == NULL || id[0] == '\0' ||
@@ -550,7 +570,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 	it->busy = false;
 	r->busy--;
 	rec_count(it->kind, res->outcome);
-	if (res->wrote_index)
+	if (res->wrote_index > it->own_index)
 		it->own_index = res->wrote_index;
 	if (res->outcome == RECONCILE_IDLE || res->outcome == RECONCILE_IDLE_FAILED ||
 	    res->outcome == RECONCILE_AGAIN)
@@ -745,7 +765,7 @@ static void rec_catch_up(struct reconciler *r)
 			const struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
 
 			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
-			    !(own && own->own_index == c->index))
+			    !(own && own->own_index >= c->index))
 				rec_enqueue_locked(r, c->obj.kind, c->obj.id);
 			if (ch.changes[i].index > after)
 				after = ch.changes[i].index;
@@ -880,9 +900,14 @@ static void *rec_follower(void *arg)
 		after = r->follow_index;
 		listed = r->listed;
 		pthread_mutex_unlock(&r->mu);
-		/* Bounded, so that a stop is noticed soon. */
-		if (listed)
-			store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS);
+		/*
+		 * Bounded, so that a stop is noticed soon. Woken by a write, it
+		 * lets the writes right after it come too: one read of the log
+		 * for a burst, not a wake-up of this thread per write (the
+		 * server's own writes are queued by their writers at once).
+		 */
+		if (listed && store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS) > after)
+			nanosleep(&(struct timespec){0, REC_FOLLOW_BATCH_MS * 1000000L}, NULL);
 		rec_catch_up(r);
 		pthread_mutex_lock(&r->mu);
 	}

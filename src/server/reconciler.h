@@ -117,6 +117,13 @@ void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *
  * the old request, are dropped, so no one reads them as the new one's.
  */
 void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *id);
+/*
+ * The caller, which queued (kind, id) for its own write at index, says
+ * so: the change-log follower then skips the changes of (kind, id) up to
+ * index instead of queueing an idle pass for each (the queued pass reads
+ * that version or a later one).
+ */
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index);
 
 /* Works every due item on this thread; returns when the next is due (CLOCK_NEVER: none). */
 int64_t reconciler_step(struct reconciler *r);
