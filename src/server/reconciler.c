@@ -354,17 +354,36 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	reconciler_enqueue(r, kind, id);
 }
 
-void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index)
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart)
 {
 	struct rec_item *it;
 
-	if (r == NULL || id == NULL)
+	if (r == NULL || id == NULL || id[0] == '\0' ||
+	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
 		return;
+	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
 	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it != NULL && restart) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	rec_enqueue_locked(r, kind, id);
 	it = rec_find(r, kind, id);
 	if (it != NULL && it->own_index < index)
 		it->own_index = index;
 	pthread_mutex_unlock(&r->mu);
+}
+
+uint64_t reconciler_follow_index(struct reconciler *r)
+{
+	uint64_t index;
+
+	pthread_mutex_lock(&r->mu);
+	index = r->follow_index;
+	pthread_mutex_unlock(&r->mu);
+	return index;
 }
 
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
@@ -636,11 +655,21 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
 	}
-	/* Out of the queue: kept only to show its error. */
+	/*
+	 * Out of the queue: kept only to show its error, or until the
+	 * follower has read past its own write (rec_catch_up drops it then),
+	 * so that the follower knows that write was worked.
+	 */
 	if (it->last_error != NULL)
 		it->next_wall = 0;
-	else
+	else if (it->own_index <= r->follow_index)
 		rec_drop(r, it);
+}
+
+/* Whether it is only kept for the follower (see rec_finish). */
+static bool rec_lingers(const struct rec_item *it)
+{
+	return !it->busy && !it->parked && it->heap_pos == REC_NOT_QUEUED && it->last_error == NULL;
 }
 
 static void rec_work(struct reconciler *r, struct rec_item *it)
@@ -762,11 +791,13 @@ static void rec_catch_up(struct reconciler *r)
 		pthread_mutex_lock(&r->mu);
 		for (size_t i = 0; i < ch.n; i++) {
 			const struct store_change *c = &ch.changes[i];
-			const struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
+			struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
 
 			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
 			    !(own && own->own_index >= c->index))
 				rec_enqueue_locked(r, c->obj.kind, c->obj.id);
+			else if (own && own->own_index <= c->index && rec_lingers(own))
+				rec_drop(r, own);
 			if (ch.changes[i].index > after)
 				after = ch.changes[i].index;
 		}
