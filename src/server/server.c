@@ -260,10 +260,8 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			arena_free(scratch);
 			continue;
 		}
-		if (!rc && what != SERVER_KEEP && restart)
-			reconciler_restart(s->rec, STORE_VOLUME, id);
-		else if (!rc && what != SERVER_KEEP)
-			reconciler_enqueue(s->rec, STORE_VOLUME, id);
+		if (!rc && what != SERVER_KEEP)
+			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && what == SERVER_PUT) {
 			/* The reconciler reads this version next: it need not parse it. */
 			server_vcache_put(s->vcache, v, index);
