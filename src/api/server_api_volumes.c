@@ -548,7 +548,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		if (strcmp(m, "GET") == 0) {
 			rc = server_api_block(api, req, STORE_VOLUME, id, e);
 			if (!rc)
-				rc = server_volume_get(api->server, id, a, &v, e);
+				rc = server_volume_get_history(api->server, id, a, &v, e);
 		} else if (strcmp(m, "PUT") == 0) {
 			rc = vol_spec(a, req, id, false, &spec, e);
 			if (!rc)

@@ -296,6 +296,20 @@ static int model_dump(json_t *o, const char *what, char **out, size_t *len, stru
 	return 0;
 }
 
+int model_history_encode(const struct model_claim *c, size_t n, char **out, size_t *len,
+			 struct err *e)
+{
+	json_t *o = json_object();
+	bool ok = true;
+
+	model_set(&ok, o, "past_claims", model_enc_claims(c, n));
+	if (!ok) {
+		json_decref(o);
+		o = NULL;
+	}
+	return model_dump(o, "claim history", out, len, e);
+}
+
 int model_volume_encode(const struct model_volume *v, enum model_view view, char **out, size_t *len,
 			struct err *e)
 {

@@ -108,6 +108,12 @@ int server_volume_create(struct server *s, const struct model_volume *spec, stru
 			 struct model_volume **out, struct err *e);
 int server_volume_get(struct server *s, const char *id, struct arena *a, struct model_volume **out,
 		      struct err *e);
+/*
+ * server_volume_get with the volume's past claims in past_claims: its
+ * claim history (server/server_pastclaims.h), the last MODEL_PAST_CLAIMS_MAX.
+ */
+int server_volume_get_history(struct server *s, const char *id, struct arena *a,
+			      struct model_volume **out, struct err *e);
 
 struct server_volume_filter {
 	const char *plugin_id; /* NULL: any */

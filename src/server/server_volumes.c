@@ -240,6 +240,16 @@ int server_volume_get(struct server *s, const char *id, struct arena *a, struct 
 	return rc;
 }
 
+int server_volume_get_history(struct server *s, const char *id, struct arena *a,
+			      struct model_volume **out, struct err *e)
+{
+	int rc = server_volume_get(s, id, a, out, e);
+
+	if (!rc)
+		rc = server_pastclaims_read(s->cfg.store, *out, a, e);
+	return rc;
+}
+
 static bool server_volume_matches(const struct model_volume *v,
 				  const struct server_volume_filter *f)
 {
@@ -596,6 +606,9 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 	int rc;
 
 	if (!c) {
+		/* Freed already (its history says so): nothing to do. */
+		if ((rc = server_pastclaims_read(s->cfg.store, v, scratch, e)))
+			return rc;
 		for (size_t i = 0; i < v->npast_claims; i++)
 			if (strcmp(v->past_claims[i].alloc_id, r->alloc_id) == 0)
 				return SERVER_KEEP;

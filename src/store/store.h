@@ -57,9 +57,17 @@
  * object per claimed claim, "<node>/<volume>/<alloc>"), written in the
  * same transactions as the volumes whose claims they mirror.
  */
-enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_CLAIM, STORE_KIND_COUNT_ };
+/* STORE_CLAIM: the active-claims index; STORE_CLAIM_HISTORY: each volume's freed claims. */
+enum store_kind {
+	STORE_VOLUME,
+	STORE_NODE,
+	STORE_SNAPSHOT,
+	STORE_CLAIM,
+	STORE_CLAIM_HISTORY,
+	STORE_KIND_COUNT_
+};
 
-/* "volume", "node", "snapshot", "claim"; NULL outside the enum. */
+/* "volume", "node", "snapshot", "claim", "claim-history"; NULL outside the enum. */
 const char *store_kind_name(enum store_kind k);
 
 /* One stored object. id and value are owned by whoever filled it. */
