@@ -14,29 +14,6 @@
 
 #include "model/model.h"
 
-static void fuzz_history(struct arena *a, const char *text, size_t len)
-{
-	struct model_claim *c = NULL, *back = NULL;
-	char *once = NULL, *twice = NULL;
-	size_t l1 = 0, l2 = 0, n = 0, nb = 0;
-	struct err e;
-	int rc;
-
-	err_clear(&e);
-	rc = model_history_decode(a, text, len, &c, &n, &e);
-	if (rc) {
-		fuzz_failed(rc, &e);
-		return;
-	}
-	if (model_history_encode(c, n, &once, &l1, &e) ||
-	    model_history_decode(a, once, l1, &back, &nb, &e) || nb != n ||
-	    model_history_encode(back, nb, &twice, &l2, &e))
-		abort();
-	fuzz_same(once, l1, twice, l2);
-	free(once);
-	free(twice);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_failed(int rc, const struct err *e)
