@@ -542,7 +542,7 @@ static int claims_claim_wait(struct claims *c, const struct claims_mount_req *r,
 	if (rc == 0)
 		rc = claims_claim_put(c, path, claim, ans, e);
 	json_decref(claim);
-	/* Only an older server refuses a claim without access_mode (it requires one). */
+	/* Only an older server refuses a claim without access_mode ("access_mode: required"). */
 	if (rc == CSID_EINVAL && !r->access_mode && strstr(e->msg, "access_mode")) {
 		__atomic_store_n(&c->old_server, true, __ATOMIC_RELEASE);
 		log_info("msg=\"the server does not wait on claims: following the volume\" "

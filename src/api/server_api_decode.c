@@ -167,9 +167,8 @@ int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 	if (!rc && mode && strcmp(mode, "read") != 0 && strcmp(mode, "write") != 0)
 		rc = err_set(e, CSID_EINVAL, "mode: expected read or write");
 	/* Without access_mode the server takes the volume's first capability. */
-	if (!rc && !access && (!mode || attach))
-		rc = err_set(e, CSID_EINVAL,
-			     "access_mode: required with attachment_mode or without mode");
+	if (!rc && !access && !mode)
+		rc = err_set(e, CSID_EINVAL, "access_mode: required without mode");
 	if (!rc && access)
 		rc = model_access_parse(access, &out->cap.access, e);
 	if (!rc && attach)

@@ -34,9 +34,9 @@ struct server_api {
 /*
  * {"alloc_id", "node_id", "mode": "read|write", "access_mode",
  * "attachment_mode", "held_by_agent"}; without access_mode (then mode is
- * required and attachment_mode refused) out->cap.access is
- * MODEL_ACCESS_UNKNOWN: the volume's first capability; *attach_default:
- * no attachment_mode was named (server_volume_claim_default).
+ * required) out->cap.access is MODEL_ACCESS_UNKNOWN: the volume's first
+ * capability; *attach_default: no attachment_mode was named
+ * (server_volume_claim_default).
  */
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 			    struct model_claim_request *out, bool *attach_default, struct err *e);

@@ -148,7 +148,10 @@ int server_volume_claim(struct server *s, const char *id, const struct model_cla
 /*
  * server_volume_claim; attach_default: the request named no attachment
  * mode, so it takes the one of the volume's first capability with the
- * request's access mode (file-system when none has it).
+ * request's access mode (file-system when none has it). A request without
+ * an access mode that names an attachment mode takes the access mode of
+ * the volume's first capability with that attachment mode (else of its
+ * first one).
  */
 int server_volume_claim_default(struct server *s, const char *id,
 				const struct model_claim_request *req, bool attach_default,

@@ -506,9 +506,23 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	/* What the server knows of the plugin and node, as of this attempt. */
 	int rc = server_claim_env(s, v, c->req.node_id, scratch, &c->env, e);
 
-	/* No access mode named: the volume's first capability, as of this attempt. */
-	if (!c->cap_given && v->ncaps > 0)
-		c->req.cap = v->caps[0];
+	/*
+	 * No access mode named: the volume's first capability (the first with
+	 * the attachment mode named, if one was), as of this attempt.
+	 */
+	if (!c->cap_given && v->ncaps > 0) {
+		enum model_attachment asked = c->req.cap.attachment;
+		const struct model_capability *pick = &v->caps[0];
+
+		for (size_t i = 0; !c->attach_default && i < v->ncaps; i++)
+			if (v->caps[i].attachment == asked) {
+				pick = &v->caps[i];
+				break;
+			}
+		c->req.cap = *pick;
+		if (!c->attach_default)
+			c->req.cap.attachment = asked;
+	}
 	for (size_t i = 0; c->cap_given && c->attach_default && i < v->ncaps; i++)
 		if (v->caps[i].access == c->req.cap.access) {
 			c->req.cap.attachment = v->caps[i].attachment;

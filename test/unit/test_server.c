@@ -1278,6 +1278,72 @@ static void test_claim_history(void **state)
 	store_obj_free(&o);
 }
 
+/* Registers volume id of T_PLUGIN with caps[0..n), stepped to ready. */
+static void t_volume_caps(struct t_env *t, const char *id, struct model_capability *caps, size_t n)
+{
+	struct model_volume spec = {0}, *out = NULL;
+	struct err e;
+
+	spec.id = (char *)id;
+	spec.plugin_id = T_PLUGIN;
+	spec.external_id = (char *)id;
+	spec.caps = caps;
+	spec.ncaps = n;
+	assert_int_equal(server_volume_register(t->s, &spec, t->a, &out, &e), 0);
+	t_step(t);
+}
+
+/* The capability alloc's claim on vol was granted with: *access, *attach. */
+static void t_claim_cap(struct t_env *t, const char *vol, enum model_access access,
+			enum model_attachment attach, bool attach_default,
+			enum model_claim_mode mode, enum model_access *got_access,
+			enum model_attachment *got_attach)
+{
+	struct model_claim_request req = {
+	    .alloc_id = "x1", .node_id = "n1", .mode = mode, .cap = {access, attach}};
+	struct model_volume *v = NULL;
+	struct err e;
+
+	assert_int_equal(server_volume_claim_default(t->s, vol, &req, attach_default, t->a, &v, &e),
+			 0);
+	*got_access = model_volume_claim(v, "x1")->cap.access;
+	*got_attach = model_volume_claim(v, "x1")->cap.attachment;
+}
+
+/*
+ * A claim without an access mode takes the volume's first capability (the
+ * first with the attachment mode named, if one is); one without an
+ * attachment mode takes the attachment of the first capability with its
+ * access mode.
+ */
+static void test_claim_default_capability(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability caps[2] = {
+	    {.access = MODEL_ACCESS_MULTI_NODE_READER_ONLY, .attachment = MODEL_ATTACH_FILE_SYSTEM},
+	    {.access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER,
+	     .attachment = MODEL_ATTACH_BLOCK_DEVICE}};
+	enum model_attachment at;
+	enum model_access ac;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume_caps(t, "d1", caps, 2);
+	t_volume_caps(t, "d2", caps, 2);
+	t_volume_caps(t, "d3", caps, 2);
+	t_claim_cap(t, "d1", MODEL_ACCESS_UNKNOWN, MODEL_ATTACH_FILE_SYSTEM, true, MODEL_CLAIM_READ,
+		    &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_READER_ONLY);
+	assert_int_equal(at, MODEL_ATTACH_FILE_SYSTEM);
+	t_claim_cap(t, "d2", MODEL_ACCESS_UNKNOWN, MODEL_ATTACH_BLOCK_DEVICE, false,
+		    MODEL_CLAIM_WRITE, &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	assert_int_equal(at, MODEL_ATTACH_BLOCK_DEVICE);
+	t_claim_cap(t, "d3", MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, MODEL_ATTACH_FILE_SYSTEM, true,
+		    MODEL_CLAIM_WRITE, &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	assert_int_equal(at, MODEL_ATTACH_BLOCK_DEVICE);
+}
+
 #define T_TEST(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
 
 int main(void)
@@ -1306,6 +1372,7 @@ int main(void)
 	    T_TEST(test_snapshots),
 	    T_TEST(test_claim_cycle_with_controller),
 	    T_TEST(test_claim_history),
+	    T_TEST(test_claim_default_capability),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
