@@ -17,6 +17,8 @@
 #define SERVER_API_WAIT_DEFAULT_MS (5 * 60 * 1000)
 /* Longest wait of a claim (PUT /v1/volume/<id>/claim?wait=): a longer one is cut to it. */
 #define SERVER_API_CLAIM_WAIT_MAX_MS (60 * 1000)
+/* How long the first run of a claim that waits holds its worker before it parks. */
+#define SERVER_API_CLAIM_SPIN_MS 100
 
 struct server_api {
 	struct server *server;

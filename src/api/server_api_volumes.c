@@ -466,6 +466,40 @@ static int vol_claim_answer(struct server_api *api, const struct http_request *r
 }
 
 /*
+ * The first run of a claim that waits: the publication usually follows
+ * the claim within milliseconds, so the worker waits for the store to
+ * move, for at most SERVER_API_CLAIM_SPIN_MS, before the request parks
+ * (the wake-ups of parked requests are coalesced, HTTP_WAKE_GAP_MS apart,
+ * which would add tens of milliseconds to most mounts). *v and *prog are
+ * updated; it stops early when a publish attempt failed (stamp moved).
+ */
+static int vol_claim_spin(struct server_api *api, const char *id,
+			  const struct model_claim_request *claim, struct arena *a, uint64_t stamp,
+			  struct model_volume **v, enum server_claim_progress *prog, struct err *e)
+{
+	struct clock *clk = clock_real();
+	int64_t until = clock_now_ms(clk) + SERVER_API_CLAIM_SPIN_MS;
+	uint64_t seen = (*v)->modify_index;
+	int rc = 0;
+
+	while (rc == 0 && *prog == SERVER_CLAIM_PUBLISHING && !atomic_load(&api->stopping) &&
+	       clock_now_ms(clk) < until &&
+	       (server_status_stamp(api->server, STORE_VOLUME, id) | 1) == stamp) {
+		uint64_t now = store_wait(api->store, seen, until - clock_now_ms(clk));
+
+		/* The wait ended (or the store closes). */
+		if (now == seen)
+			break;
+		seen = now;
+		rc = server_volume_get(api->server, id, a, v, e);
+		if (rc == 0)
+			rc = server_volume_claim_progress(api->server, *v, claim->alloc_id,
+							  claim->node_id, prog, e);
+	}
+	return rc;
+}
+
+/*
  * PUT /v1/volume/<id>/claim?wait=D[&node_stage=true]: the claim, then the
  * request parks (no thread held) until the claim's node is published or
  * needs no publication, a publish attempt failed (the reconciler's status
@@ -484,7 +518,7 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	enum server_claim_progress prog;
 	struct model_volume *v = NULL;
 	int64_t wait_ms;
-	bool stage = false, attach_default = false;
+	bool stage = false, attach_default = false, first;
 	int rc;
 
 	if ((rc = http_query_duration(req, "wait", 0, &wait_ms, e)) ||
@@ -498,7 +532,8 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 		return rc;
 	/* Never 0, which marks the first run. */
 	stamp = server_status_stamp(api->server, STORE_VOLUME, id) | 1;
-	if (!*memo) {
+	first = !*memo;
+	if (first) {
 		rc = server_node_instance_check(api->server, claim.node_id, vol_node_instance(req),
 						"claim", true, e);
 		if (!rc)
@@ -511,6 +546,8 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 		return rc;
 	}
 	rc = server_volume_claim_progress(api->server, v, claim.alloc_id, claim.node_id, &prog, e);
+	if (rc == 0 && prog == SERVER_CLAIM_PUBLISHING && wait_ms > 0 && first)
+		rc = vol_claim_spin(api, id, &claim, a, stamp, &v, &prog, e);
 	if (rc)
 		return err_wrap(e, "claim volume %s", id);
 	if (prog == SERVER_CLAIM_PUBLISHING && *memo == stamp && !atomic_load(&api->stopping) &&
