@@ -468,20 +468,23 @@ static int vol_claim_answer(struct server_api *api, const struct http_request *r
 /*
  * The first run of a claim that waits: the publication usually follows
  * the claim within milliseconds, so the worker waits for the store to
- * move, for at most SERVER_API_CLAIM_SPIN_MS, before the request parks
+ * move, for at most SERVER_API_CLAIM_SPIN_MS (and not past deadline), before the request parks
  * (the wake-ups of parked requests are coalesced, HTTP_WAKE_GAP_MS apart,
  * which would add tens of milliseconds to most mounts). *v and *prog are
  * updated; it stops early when a publish attempt failed (stamp moved).
  */
 static int vol_claim_spin(struct server_api *api, const char *id,
 			  const struct model_claim_request *claim, struct arena *a, uint64_t stamp,
-			  struct model_volume **v, enum server_claim_progress *prog, struct err *e)
+			  int64_t deadline, struct model_volume **v,
+			  enum server_claim_progress *prog, struct err *e)
 {
 	struct clock *clk = clock_real();
 	int64_t until = clock_now_ms(clk) + SERVER_API_CLAIM_SPIN_MS;
 	uint64_t seen = (*v)->modify_index;
 	int rc = 0;
 
+	if (until > deadline)
+		until = deadline;
 	while (rc == 0 && *prog == SERVER_CLAIM_PUBLISHING && !atomic_load(&api->stopping) &&
 	       clock_now_ms(clk) < until &&
 	       (server_status_stamp(api->server, STORE_VOLUME, id) | 1) == stamp) {
@@ -547,7 +550,8 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	}
 	rc = server_volume_claim_progress(api->server, v, claim.alloc_id, claim.node_id, &prog, e);
 	if (rc == 0 && prog == SERVER_CLAIM_PUBLISHING && wait_ms > 0 && first)
-		rc = vol_claim_spin(api, id, &claim, a, stamp, &v, &prog, e);
+		rc = vol_claim_spin(api, id, &claim, a, stamp, http_request_start_ms(req) + wait_ms,
+				    &v, &prog, e);
 	if (rc)
 		return err_wrap(e, "claim volume %s", id);
 	if (prog == SERVER_CLAIM_PUBLISHING && *memo == stamp && !atomic_load(&api->stopping) &&
