@@ -56,8 +56,9 @@
  * STORE_CLAIM: the server's index of active claims by node (one small
  * object per claimed claim, "<node>/<volume>/<alloc>"), written in the
  * same transactions as the volumes whose claims they mirror.
+ * STORE_CLAIM_HISTORY: each volume's freed claims (one object per volume,
+ * keyed by its ID), written in the same transactions as the volume.
  */
-/* STORE_CLAIM: the active-claims index; STORE_CLAIM_HISTORY: each volume's freed claims. */
 enum store_kind {
 	STORE_VOLUME,
 	STORE_NODE,
