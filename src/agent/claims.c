@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "agent/claims_stage.h"
+#include "model/model.h"
 #include "util/log.h"
 
 bool claims_stopping(struct claims *c)
@@ -307,12 +308,15 @@ static void claims_expand_after_mount(struct claims *c, const char *vol, json_t 
 			 vol, log_q(q, sizeof(q), e.msg));
 }
 
-/* Mounts volume v (published as pub, may be NULL) for alloc with st's secrets; fills res. */
-static int claims_do_mount(struct claims *c, const char *vol, const char *alloc, bool read_only,
-			   json_t *v, json_t *pub, const struct claims_stage *st,
-			   struct mounter_result *res, struct err *e)
+/*
+ * Mounts volume v (published as pub, may be NULL) for alloc with st's
+ * secrets, with the capability of pub, else the claim's (cl); fills res.
+ */
+static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
+			   const struct claims_mount_result *cl, json_t *v, json_t *pub,
+			   const struct claims_stage *st, struct mounter_result *res, struct err *e)
 {
-	json_t *cap = json_array_get(json_object_get(v, "capabilities"), 0);
+	const char *access = cl->access_mode, *attach = cl->attachment_mode;
 	json_t *vctx = json_object_get(v, "context"), *pctx = json_object_get(pub, "context");
 	size_t nv = json_object_size(vctx), np = json_object_size(pctx);
 	struct mounter_request req = {0};
@@ -321,13 +325,15 @@ static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 	const char *fs;
 	int rc;
 
-	if (pub)
-		cap = pub;
+	if (pub) {
+		access = claims_str(pub, "access_mode", "");
+		attach = claims_str(pub, "attachment_mode", "file-system");
+	}
 	req.volume_id = vol;
 	req.alloc_id = alloc;
 	req.plugin_id = claims_str(v, "plugin_id", "");
 	req.external_id = claims_str(v, "external_id", vol);
-	req.usage.read_only = read_only;
+	req.usage.read_only = cl->read_only;
 	fs = claims_str(json_object_get(v, "mount_options"), "fs_type", "");
 	req.usage.fs_type = *fs ? fs : NULL;
 	req.usage.fs_type = st->fs_type && *st->fs_type ? st->fs_type : req.usage.fs_type;
@@ -335,9 +341,9 @@ static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 	req.usage.n_mount_flags = st->n_flags;
 	req.secrets = st->secrets;
 	req.n_secrets = st->n_secrets;
-	if ((rc = mount_access_parse(claims_str(cap, "access_mode", ""), &req.usage.access, e)) ||
-	    (rc = mount_attachment_parse(claims_str(cap, "attachment_mode", "file-system"),
-					 &req.usage.attachment, e)))
+	if ((rc = mount_access_parse(access, &req.usage.access, e)) ||
+	    (rc = mount_attachment_parse(*attach ? attach : "file-system", &req.usage.attachment,
+					 e)))
 		return err_wrap(e, "volume %s", vol);
 	kvs = calloc(nv + np + 1, sizeof(*kvs));
 	if (!kvs)
@@ -392,23 +398,26 @@ static int claims_claim_put(struct claims *c, const char *path, json_t *claim, j
 }
 
 /*
- * The body of PUT /v1/volume/<vol>/claim for req, its capability
- * defaulting to the volume v's first one; copies it into out.
+ * The body of PUT /v1/volume/<vol>/claim for req. With the volume v its
+ * capability defaults to v's first one, copied into out; without v (the
+ * claim that waits) only what req names is sent, and the server takes the
+ * volume's first capability for the rest (its answer tells which).
  */
 static json_t *claims_claim_body(struct claims *c, const struct claims_mount_req *req, json_t *v,
 				 struct claims_mount_result *out)
 {
 	json_t *cap = json_array_get(json_object_get(v, "capabilities"), 0);
-	const char *access =
-	    req->access_mode ? req->access_mode : claims_str(cap, "access_mode", "");
-	const char *attach = req->attachment_mode
-				 ? req->attachment_mode
-				 : claims_str(cap, "attachment_mode", "file-system");
+	const char *access = req->access_mode ? req->access_mode
+			     : v              ? claims_str(cap, "access_mode", "")
+					      : NULL;
+	const char *attach = req->attachment_mode ? req->attachment_mode
+			     : v ? claims_str(cap, "attachment_mode", "file-system")
+				 : NULL;
 
-	snprintf(out->access_mode, sizeof(out->access_mode), "%s", access);
-	snprintf(out->attachment_mode, sizeof(out->attachment_mode), "%s", attach);
+	snprintf(out->access_mode, sizeof(out->access_mode), "%s", access ? access : "");
+	snprintf(out->attachment_mode, sizeof(out->attachment_mode), "%s", attach ? attach : "");
 	out->read_only = req->read_only;
-	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:s}", "alloc_id", req->alloc_id, "node_id",
+	return json_pack("{s:s, s:s, s:s, s:b, s:s*, s:s*}", "alloc_id", req->alloc_id, "node_id",
 			 c->node, "mode", req->read_only ? "read" : "write", "held_by_agent", 1,
 			 "access_mode", access, "attachment_mode", attach);
 }
@@ -482,33 +491,129 @@ static bool claims_mounted_before(struct claims *c, const char *vol, const char 
 	return rc != CSID_ENOTFOUND;
 }
 
+/*
+ * The claim of an older server's flow: the volume read first (its
+ * capability and plugin), the node plugin waited for, then the claim.
+ * *v: the claim's answer (the volume).
+ */
+static int claims_claim_follow(struct claims *c, const struct claims_mount_req *r,
+			       struct claims_mount_result *out, json_t **v, struct err *e)
+{
+	char path[CLAIMS_PATH_MAX];
+	json_t *claim = NULL;
+	int rc;
+
+	if ((rc = claims_volume_path(r->volume_id, "", path, sizeof(path), e)) ||
+	    (rc = claims_server_request(c, "GET", path, NULL, v, e)))
+		return rc;
+	if (!(claim = claims_claim_body(c, r, *v, out)))
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = claims_plugin_ready(c, claims_str(*v, "plugin_id", ""), e);
+	json_decref(*v);
+	*v = NULL;
+	if (rc == 0)
+		rc = claims_volume_path(r->volume_id, "/claim", path, sizeof(path), e);
+	if (rc == 0)
+		rc = claims_claim_put(c, path, claim, v, e);
+	json_decref(claim);
+	return rc;
+}
+
+/*
+ * The claim that waits server side for this node's publication and
+ * answers it with the node-stage data (docs/server-api.md): one request.
+ * Returns 0 with *ans, the answer: {"volume", "claim", "publication",
+ * "publication_state", "node_stage"}, or an older server's (the volume
+ * alone: it took the claim, and the rest is followed); CSID_EUNIMPL when
+ * an older server refused a claim without access_mode (nothing was
+ * claimed: c->old_server is set); or the claim's error.
+ */
+static int claims_claim_wait(struct claims *c, const struct claims_mount_req *r,
+			     struct claims_mount_result *out, json_t **ans, struct err *e)
+{
+	char path[CLAIMS_PATH_MAX];
+	json_t *claim = claims_claim_body(c, r, NULL, out);
+	int rc;
+
+	if (!claim)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = claims_volume_path(r->volume_id, "/claim" CLAIMS_CLAIM_WAIT, path, sizeof(path), e);
+	if (rc == 0)
+		rc = claims_claim_put(c, path, claim, ans, e);
+	json_decref(claim);
+	/* Only an older server refuses a claim without access_mode ("access_mode: required"). */
+	if (rc == CSID_EINVAL && !r->access_mode && strstr(e->msg, "access_mode")) {
+		__atomic_store_n(&c->old_server, true, __ATOMIC_RELEASE);
+		log_info("msg=\"the server does not wait on claims: following the volume\" "
+			 "volume=%s",
+			 r->volume_id);
+		return err_set(e, CSID_EUNIMPL, "the server does not wait on claims");
+	}
+	if (rc == 0 && !json_object_get(*ans, "publication_state"))
+		__atomic_store_n(&c->old_server, true, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/*
+ * Takes what the claim that waited answered (ans, taken): *v the volume,
+ * *pub its publication to this node (borrowed from *v; NULL: none), *st
+ * the node-stage data when answered, out's capability from the claim.
+ * *published: the publication is done or not needed (else it is
+ * followed).
+ */
+static int claims_claim_taken(struct claims *c, json_t *ans, struct claims_mount_result *out,
+			      json_t **v, json_t **pub, bool *published, struct claims_stage **st,
+			      struct err *e)
+{
+	const char *state = claims_str(ans, "publication_state", "");
+	json_t *claim = json_object_get(ans, "claim"), *stage = json_object_get(ans, "node_stage");
+	int rc = 0;
+
+	*v = json_incref(json_object_get(ans, "volume"));
+	if (!json_is_object(*v) || !json_is_object(claim)) {
+		rc = err_set(e, CSID_EPROTO, "the server's claim answer is malformed");
+		goto out;
+	}
+	snprintf(out->access_mode, sizeof(out->access_mode), "%s",
+		 claims_str(claim, "access_mode", ""));
+	snprintf(out->attachment_mode, sizeof(out->attachment_mode), "%s",
+		 claims_str(claim, "attachment_mode", "file-system"));
+	*pub = claims_publication(*v, c->node);
+	*published = strcmp(state, "published") == 0 || strcmp(state, "not-required") == 0;
+	if (*published && stage) {
+		json_incref(stage);
+		json_object_del(ans, "node_stage");
+		rc = claims_stage_from(stage, st, e);
+	}
+out:
+	model_json_wipe(json_object_get(ans, "node_stage"));
+	json_decref(ans);
+	return rc;
+}
+
 /* claims_mount once the allocation is reported as held; owner checked (NULL: none). */
 static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 			     struct owners_spec *owner, struct claims_mount_result *out,
 			     struct err *e)
 {
 	const char *vol = r->volume_id, *alloc = r->alloc_id;
-	char path[CLAIMS_PATH_MAX];
 	struct mounter_result *res = NULL;
 	struct claims_stage *st = NULL;
-	json_t *claim = NULL, *v = NULL, *pub = NULL;
-	bool claimed = false;
-	int rc;
+	json_t *v = NULL, *pub = NULL, *ans = NULL;
+	bool claimed = false, published = false, waited = false;
+	int rc = CSID_EUNIMPL;
 
-	if ((rc = claims_volume_path(vol, "", path, sizeof(path), e)) ||
-	    (rc = claims_server_request(c, "GET", path, NULL, &v, e)))
-		goto out;
-	if (!(claim = claims_claim_body(c, r, v, out))) {
-		rc = err_set(e, CSID_ENOMEM, "out of memory");
-		goto out;
+	if (!__atomic_load_n(&c->old_server, __ATOMIC_ACQUIRE)) {
+		rc = claims_claim_wait(c, r, out, &ans, e);
+		waited = rc == 0 && json_object_get(ans, "publication_state");
 	}
-	rc = claims_plugin_ready(c, claims_str(v, "plugin_id", ""), e);
-	json_decref(v);
-	v = NULL;
-	if (rc == 0)
-		rc = claims_volume_path(vol, "/claim", path, sizeof(path), e);
-	if (rc == 0)
-		rc = claims_claim_put(c, path, claim, &v, e);
+	if (rc == CSID_EUNIMPL) {
+		err_clear(e);
+		rc = claims_claim_follow(c, r, out, &v, e);
+	} else if (rc == 0 && !waited) {
+		v = ans;
+	}
 	if (rc) {
 		err_wrap(e, "claim %s for %s", vol, alloc);
 		goto out;
@@ -516,14 +621,18 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	/* A failure from here on releases the claim, unless an earlier mount holds it. */
 	claimed = !claims_mounted_before(c, vol, alloc);
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
-	if ((rc = claims_wait_published(c, vol, &v, &pub, e)) ||
-	    (rc = claims_stage_get(c, vol, alloc, &st, e)))
+	if (waited && (rc = claims_claim_taken(c, ans, out, &v, &pub, &published, &st, e)))
+		goto out;
+	/* Not published within the claim's wait (or a publish attempt failed): followed. */
+	if (!published && (rc = claims_wait_published(c, vol, &v, &pub, e)))
+		goto out;
+	if (!st && (rc = claims_stage_get(c, vol, alloc, &st, e)))
 		goto out;
 	if (!(res = calloc(1, sizeof(*res)))) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = claims_do_mount(c, vol, alloc, r->read_only, v, pub, st, res, e)))
+	if ((rc = claims_do_mount(c, vol, alloc, out, v, pub, st, res, e)))
 		goto out;
 	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
 	if (c->state && (rc = claims_state_mark(c->state, vol, alloc, true, e))) {
@@ -542,7 +651,6 @@ out:
 		claims_mount_rollback(c, vol, alloc, e);
 	claims_stage_free(st);
 	free(res);
-	json_decref(claim);
 	json_decref(v);
 	return rc;
 }

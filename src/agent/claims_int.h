@@ -41,6 +41,8 @@ struct claims {
 	struct claims_state *state; /* NULL: nothing durable */
 	struct owners_watch *owners; /* NULL: owners refused */
 	bool stop; /* atomic: requests and waits give up */
+	/* atomic: a server answered like one that does not wait on claims (claims_mount). */
+	bool old_server;
 	/* Under mu: the background work and the pauses of the flow wait on cond. */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;

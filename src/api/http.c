@@ -954,7 +954,8 @@ int http_query_duration(const struct http_request *r, const char *key, int64_t d
 		return 0;
 	errno = 0;
 	x = strtod(v, &end);
-	if (end == v || errno || x < 0)
+	/* !(x >= 0) also refuses "nan", which no comparison below would catch. */
+	if (end == v || errno || !(x >= 0))
 		return err_set(e, CSID_EINVAL, "query %s: expected a duration such as 30s", key);
 	if (strcmp(end, "ms") == 0)
 		unit = 1;

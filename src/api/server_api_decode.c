@@ -140,7 +140,7 @@ static int decode_map(struct arena *a, json_t *obj, const char *key, struct mode
 }
 
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
-			    struct model_claim_request *out, struct err *e)
+			    struct model_claim_request *out, bool *attach_default, struct err *e)
 {
 	static const char *const keys[] = {
 	    "alloc_id", "node_id", "mode", "access_mode", "attachment_mode", "held_by_agent", NULL};
@@ -159,20 +159,24 @@ int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 	if (!rc)
 		rc = decode_string(a, root, "mode", 16, false, &mode, e);
 	if (!rc)
-		rc = decode_string(a, root, "access_mode", 64, true, &access, e);
+		rc = decode_string(a, root, "access_mode", 64, false, &access, e);
 	if (!rc)
 		rc = decode_string(a, root, "attachment_mode", 64, false, &attach, e);
 	if (!rc)
 		rc = decode_bool(root, "held_by_agent", &out->held_by_agent, e);
 	if (!rc && mode && strcmp(mode, "read") != 0 && strcmp(mode, "write") != 0)
 		rc = err_set(e, CSID_EINVAL, "mode: expected read or write");
-	if (!rc)
+	/* Without access_mode the server takes the volume's first capability. */
+	if (!rc && !access && !mode)
+		rc = err_set(e, CSID_EINVAL, "access_mode: required without mode");
+	if (!rc && access)
 		rc = model_access_parse(access, &out->cap.access, e);
 	if (!rc && attach)
 		rc = model_attachment_parse(attach, &out->cap.attachment, e);
 	if (!rc) {
 		out->alloc_id = alloc;
 		out->node_id = node;
+		*attach_default = !attach;
 		out->mode =
 		    mode && strcmp(mode, "read") == 0 ? MODEL_CLAIM_READ : MODEL_CLAIM_WRITE;
 		if (!mode && !model_access_writable(out->cap.access))

@@ -6,7 +6,8 @@
  * Topics: volume, snapshot and node for every change of such an object
  * (type upsert or delete); claim for every claim of a volume whose state
  * changed (key "<volume>/<alloc>", type the new state: claimed,
- * node-unpublished, controller-unpublished, freed); plugin for every
+ * node-unpublished, controller-unpublished, and freed when it reaches the
+ * volume's claim history); plugin for every
  * plugin of a node whose health changed (key the plugin ID, type healthy
  * or unhealthy). Claim and plugin events are derived by comparing a
  * volume or node with its previous version seen by the same stream, so a
@@ -223,6 +224,60 @@ static json_t *ev_object(const struct store_change *ch)
 	return out;
 }
 
+/*
+ * A volume's claim history changed (server/server_pastclaims.h): a freed
+ * event (key "<volume>/<alloc>") for each claim in it the stream has not
+ * seen there before, known by its claim and update times. A stream that
+ * never saw the history reports the claims freed by this change: those
+ * with its newest update time (one write frees its claims at one time).
+ */
+static void ev_history(struct ev_stream *s, const struct store_change *ch, json_t *list)
+{
+	char key[MODEL_ID_MAX + 32], ekey[2 * MODEL_ID_MAX + 8], stamp[48];
+	json_t *doc, *past, *c, *states;
+	struct ev_seen *seen;
+	json_int_t newest = -1;
+	size_t i;
+
+	snprintf(key, sizeof(key), "claim-history/%.*s", MODEL_ID_MAX, ch->obj.id);
+	seen = ev_seen_get(s, key);
+	if (ch->type == STORE_OP_DELETE) {
+		if (seen)
+			ev_seen_put(s, key, json_object());
+		return;
+	}
+	doc = server_api_json(ch->obj.value, ch->obj.len);
+	past = json_object_get(doc, "past_claims");
+	states = json_object();
+	json_array_foreach(past, i, c)
+	{
+		json_int_t up = json_integer_value(json_object_get(c, "updated_ms"));
+
+		newest = up > newest ? up : newest;
+	}
+	json_array_foreach(past, i, c)
+	{
+		const char *alloc = json_string_value(json_object_get(c, "alloc_id"));
+		json_int_t up = json_integer_value(json_object_get(c, "updated_ms"));
+		const char *was;
+
+		if (!alloc || !states)
+			continue;
+		snprintf(stamp, sizeof(stamp), "%lld/%lld",
+			 (long long)json_integer_value(json_object_get(c, "claimed_ms")),
+			 (long long)up);
+		was = seen ? json_string_value(json_object_get(seen->states, alloc)) : NULL;
+		json_object_set_new(states, alloc, json_string(stamp));
+		if (seen ? was && strcmp(was, stamp) == 0 : up != newest)
+			continue;
+		snprintf(ekey, sizeof(ekey), "%.*s/%s", MODEL_ID_MAX, ch->obj.id, alloc);
+		ev_line(list, ch->index, "claim", "freed", ekey, json_incref(c));
+	}
+	if (states)
+		ev_seen_put(s, key, states);
+	json_decref(doc);
+}
+
 /* Appends the events of one change to list. */
 static void ev_change(struct ev_stream *s, const struct store_change *ch, json_t *list)
 {
@@ -235,6 +290,10 @@ static void ev_change(struct ev_stream *s, const struct store_change *ch, json_t
 	/* The server's claim index mirrors volume writes: their claim events say it all. */
 	if (ch->obj.kind == STORE_CLAIM)
 		return;
+	if (ch->obj.kind == STORE_CLAIM_HISTORY) {
+		ev_history(s, ch, list);
+		return;
+	}
 	snprintf(key, sizeof(key), "%s/%.*s", topic, MODEL_ID_MAX, ch->obj.id);
 	if (ch->type == STORE_OP_DELETE) {
 		ev_line(list, ch->index, topic, "delete", ch->obj.id, NULL);

@@ -15,6 +15,10 @@
 /* Longest wait of a blocking query, and its default. */
 #define SERVER_API_WAIT_MAX_MS (10 * 60 * 1000)
 #define SERVER_API_WAIT_DEFAULT_MS (5 * 60 * 1000)
+/* Longest wait of a claim (PUT /v1/volume/<id>/claim?wait=): a longer one is cut to it. */
+#define SERVER_API_CLAIM_WAIT_MAX_MS (60 * 1000)
+/* How long the first run of a claim that waits holds its worker before it parks. */
+#define SERVER_API_CLAIM_SPIN_MS 100
 
 struct server_api {
 	struct server *server;
@@ -29,9 +33,15 @@ struct server_api {
 /* --- server_api_decode.c: request bodies (strict JSON; unknown keys refused with their path) ---
  */
 
-/* {"alloc_id", "node_id", "mode": "read|write", "access_mode", "attachment_mode"} */
+/*
+ * {"alloc_id", "node_id", "mode": "read|write", "access_mode",
+ * "attachment_mode", "held_by_agent"}; without access_mode (then mode is
+ * required) out->cap.access is MODEL_ACCESS_UNKNOWN: the volume's first
+ * capability; *attach_default: no attachment_mode was named
+ * (server_volume_claim_default).
+ */
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
-			    struct model_claim_request *out, struct err *e);
+			    struct model_claim_request *out, bool *attach_default, struct err *e);
 /* {"alloc_id", "force", "reason"}; *reason NULL when absent. */
 int server_api_decode_release(struct arena *a, const char *body, size_t len, char **alloc_id,
 			      bool *force, char **reason, struct err *e);

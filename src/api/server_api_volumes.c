@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
+
 /* A growing text buffer for list answers. */
 struct vol_buf {
 	char *p;
@@ -310,6 +312,55 @@ static int vol_release_check(struct server_api *api, const struct http_request *
 }
 
 /*
+ * Whether node-stage data may go to this request: an agent's (the
+ * X-Csid-Node-Instance header; whose node it holds is checked against the
+ * claim) over a private transport (or the operator accepted the risk).
+ */
+static int vol_stage_allowed(struct server_api *api, const struct http_request *req, const char *id,
+			     struct err *e)
+{
+	if (!http_request_private(req) && !api->plaintext_secrets) {
+		char peer[48];
+
+		return err_set(e, CSID_EPERM,
+			       "volume %s: node-stage secrets are not sent over plaintext HTTP to "
+			       "%s: serve the API over HTTPS (http.tls_cert_file and "
+			       "http.tls_key_file in the server's config, https:// in the agents' "
+			       "servers), or set http.allow_plaintext_secrets to accept the risk",
+			       id, http_request_peer(req, peer, sizeof(peer)));
+	}
+	if (!vol_node_instance(req))
+		return err_set(e, CSID_EPERM,
+			       "volume %s: node-stage is only for the agent of the claim's node "
+			       "(X-Csid-Node-Instance header)",
+			       id);
+	return 0;
+}
+
+/* v's node-stage data {"secrets", "mount_flags", "fs_type"}, or NULL; wipe it once used. */
+static json_t *vol_stage_doc(const struct model_volume *v)
+{
+	json_t *sec = json_object(), *flags = json_array();
+
+	for (size_t i = 0; sec && i < v->secrets.n; i++)
+		json_object_set_new(sec, v->secrets.kv[i].key, json_string(v->secrets.kv[i].value));
+	for (size_t i = 0; flags && i < v->nmount_flags; i++)
+		json_array_append_new(flags, json_string(v->mount_flags[i]));
+	return json_pack("{s:o, s:o, s:s?}", "secrets", sec, "mount_flags", flags, "fs_type",
+			 v->fs_type);
+}
+
+/* Answers doc (taken) holding node-stage data: wiped once sent, and here. */
+static int vol_answer_secret(json_t *doc, struct http_reply *rep, struct err *e)
+{
+	rep->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	rep->wipe = true;
+	model_json_wipe(doc);
+	json_decref(doc);
+	return rep->text ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+/*
  * GET /v1/volume/<id>/node-stage?alloc_id=A: what the node needs to stage
  * and publish, which the API view never shows: {"secrets", "mount_flags",
  * "fs_type"}. Only for the agent of the node where A holds an active
@@ -321,32 +372,18 @@ static int vol_node_stage(struct server_api *api, const struct http_request *req
 	const char *inst = vol_node_instance(req), *alloc = http_query(req, "alloc_id");
 	const struct model_claim *c;
 	struct model_volume *v;
-	json_t *doc, *sec, *flags;
 	int rc;
 
 	if (strcmp(req->method, "GET") != 0) {
 		rep->allow = "GET";
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
-	if (!http_request_private(req) && !api->plaintext_secrets) {
-		char peer[48];
-
-		return err_set(e, CSID_EPERM,
-			       "volume %s: node-stage secrets are not sent over plaintext HTTP to "
-			       "%s: serve the API over HTTPS (http.tls_cert_file and "
-			       "http.tls_key_file in the server's config, https:// in the agents' "
-			       "servers), or set http.allow_plaintext_secrets to accept the risk",
-			       id, http_request_peer(req, peer, sizeof(peer)));
-	}
+	if ((rc = vol_stage_allowed(api, req, id, e)))
+		return rc;
 	if (!alloc || !alloc[0])
 		return err_set(e, CSID_EINVAL, "alloc_id: required");
 	if ((rc = model_id_check("alloc_id", alloc, strlen(alloc), e)))
 		return rc;
-	if (!inst)
-		return err_set(e, CSID_EPERM,
-			       "volume %s: node-stage is only for the agent of the claim's node "
-			       "(X-Csid-Node-Instance header)",
-			       id);
 	if ((rc = server_volume_get(api->server, id, a, &v, e)))
 		return rc;
 	c = vol_claim_of(v, alloc);
@@ -356,19 +393,174 @@ static int vol_node_stage(struct server_api *api, const struct http_request *req
 	if ((rc =
 		 server_node_instance_check(api->server, c->node_id, inst, "node-stage", false, e)))
 		return err_wrap(e, "volume %s", id);
-	sec = json_object();
-	flags = json_array();
-	for (size_t i = 0; sec && i < v->secrets.n; i++)
-		json_object_set_new(sec, v->secrets.kv[i].key, json_string(v->secrets.kv[i].value));
-	for (size_t i = 0; flags && i < v->nmount_flags; i++)
-		json_array_append_new(flags, json_string(v->mount_flags[i]));
-	doc = json_pack("{s:o, s:o, s:s?}", "secrets", sec, "mount_flags", flags, "fs_type",
-			v->fs_type);
-	rep->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	rep->wipe = true;
-	model_json_wipe(doc);
-	json_decref(doc);
-	return rep->text ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	return vol_answer_secret(vol_stage_doc(v), rep, e);
+}
+
+/* The member of array arr whose key is val, or NULL. */
+static json_t *vol_find(json_t *arr, const char *key, const char *val)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(arr, i, x)
+	{
+		const char *s = json_string_value(json_object_get(x, key));
+
+		if (s && strcmp(s, val) == 0)
+			return x;
+	}
+	return NULL;
+}
+
+static const char *vol_progress_name(enum server_claim_progress p)
+{
+	switch (p) {
+	case SERVER_CLAIM_PUBLISHED:
+		return "published";
+	case SERVER_CLAIM_NO_PUBLICATION:
+		return "not-required";
+	default:
+		return "publishing";
+	}
+}
+
+/*
+ * The answer of a claim that waited: {"volume", "claim", "publication"
+ * (null: none), "publication_state", "node_stage" (with stage: the
+ * claim's node is published or needs no publication)}.
+ */
+static int vol_claim_answer(struct server_api *api, const struct http_request *req,
+			    const struct model_volume *v, const struct model_claim_request *claim,
+			    enum server_claim_progress prog, bool stage, struct http_reply *rep,
+			    struct err *e)
+{
+	json_t *vol, *doc;
+	char *text;
+	size_t n;
+	int rc;
+
+	if (stage &&
+	    (rc = server_node_instance_check(api->server, claim->node_id, vol_node_instance(req),
+					     "node-stage", false, e)))
+		return err_wrap(e, "volume %s", v->id);
+	if ((rc = model_volume_encode(v, MODEL_VIEW_API, &text, &n, e)))
+		return rc;
+	vol = server_api_json(text, n);
+	free(text);
+	doc = vol ? json_pack(
+			"{s:o, s:O?, s:O?, s:s}", "volume", vol, "claim",
+			vol_find(json_object_get(vol, "claims"), "alloc_id", claim->alloc_id),
+			"publication",
+			vol_find(json_object_get(vol, "publications"), "node_id", claim->node_id),
+			"publication_state", vol_progress_name(prog))
+		  : NULL;
+	server_api_set_index(rep, v->modify_index);
+	if (stage) {
+		if (doc && json_object_set_new(doc, "node_stage", vol_stage_doc(v))) {
+			model_json_wipe(doc);
+			json_decref(doc);
+			doc = NULL;
+		}
+		return vol_answer_secret(doc, rep, e);
+	}
+	rep->doc = doc;
+	return doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+/*
+ * The first run of a claim that waits: the publication usually follows
+ * the claim within milliseconds, so the worker waits for the store to
+ * move, for at most SERVER_API_CLAIM_SPIN_MS (and not past deadline), before the request parks
+ * (the wake-ups of parked requests are coalesced, HTTP_WAKE_GAP_MS apart,
+ * which would add tens of milliseconds to most mounts). *v and *prog are
+ * updated; it stops early when a publish attempt failed (stamp moved).
+ */
+static int vol_claim_spin(struct server_api *api, const char *id,
+			  const struct model_claim_request *claim, struct arena *a, uint64_t stamp,
+			  int64_t deadline, struct model_volume **v,
+			  enum server_claim_progress *prog, struct err *e)
+{
+	struct clock *clk = clock_real();
+	int64_t until = clock_now_ms(clk) + SERVER_API_CLAIM_SPIN_MS;
+	uint64_t seen = (*v)->modify_index;
+	int rc = 0;
+
+	if (until > deadline)
+		until = deadline;
+	while (rc == 0 && *prog == SERVER_CLAIM_PUBLISHING && !atomic_load(&api->stopping) &&
+	       clock_now_ms(clk) < until &&
+	       (server_status_stamp(api->server, STORE_VOLUME, id) | 1) == stamp) {
+		uint64_t now = store_wait(api->store, seen, until - clock_now_ms(clk));
+
+		/* The wait ended (or the store closes). */
+		if (now == seen)
+			break;
+		seen = now;
+		rc = server_volume_get(api->server, id, a, v, e);
+		if (rc == 0)
+			rc = server_volume_claim_progress(api->server, *v, claim->alloc_id,
+							  claim->node_id, prog, e);
+	}
+	return rc;
+}
+
+/*
+ * PUT /v1/volume/<id>/claim?wait=D[&node_stage=true]: the claim, then the
+ * request parks (no thread held) until the claim's node is published or
+ * needs no publication, a publish attempt failed (the reconciler's status
+ * changed), the claim is gone (404 with its note), the wait ends or the
+ * API stops; it then answers where the claim stands (vol_claim_answer).
+ * The claim is made on the first run only (the memo holds the status
+ * stamp seen then): the runs after it read the volume. A client that
+ * went away meanwhile loses nothing: the claim is kept, as granted, and
+ * a claim again by the allocation is granted again (idempotent).
+ */
+static int vol_claim_wait(struct server_api *api, const struct http_request *req, const char *id,
+			  struct http_reply *rep, struct arena *a, struct err *e)
+{
+	uint64_t *memo = http_request_memo(req), stamp;
+	struct model_claim_request claim;
+	enum server_claim_progress prog;
+	struct model_volume *v = NULL;
+	int64_t wait_ms;
+	bool stage = false, attach_default = false, first;
+	int rc;
+
+	if ((rc = http_query_duration(req, "wait", 0, &wait_ms, e)) ||
+	    (rc = http_query_bool(req, "node_stage", &stage, e)) ||
+	    (rc = server_api_decode_claim(a, req->body, req->len, &claim, &attach_default, e)))
+		return rc;
+	if (wait_ms > SERVER_API_CLAIM_WAIT_MAX_MS)
+		wait_ms = SERVER_API_CLAIM_WAIT_MAX_MS;
+	/* Checked before anything is claimed. */
+	if (stage && (rc = vol_stage_allowed(api, req, id, e)))
+		return rc;
+	/* Never 0, which marks the first run. */
+	stamp = server_status_stamp(api->server, STORE_VOLUME, id) | 1;
+	first = !*memo;
+	if (first) {
+		rc = server_node_instance_check(api->server, claim.node_id, vol_node_instance(req),
+						"claim", true, e);
+		if (!rc)
+			rc = server_volume_claim_default(api->server, id, &claim, attach_default, a,
+							 &v, e);
+		if (rc)
+			return rc;
+		*memo = stamp;
+	} else if ((rc = server_volume_get(api->server, id, a, &v, e))) {
+		return rc;
+	}
+	rc = server_volume_claim_progress(api->server, v, claim.alloc_id, claim.node_id, &prog, e);
+	if (rc == 0 && prog == SERVER_CLAIM_PUBLISHING && wait_ms > 0 && first)
+		rc = vol_claim_spin(api, id, &claim, a, stamp, http_request_start_ms(req) + wait_ms,
+				    &v, &prog, e);
+	if (rc)
+		return err_wrap(e, "claim volume %s", id);
+	if (prog == SERVER_CLAIM_PUBLISHING && *memo == stamp && !atomic_load(&api->stopping) &&
+	    clock_now_ms(clock_real()) < http_request_start_ms(req) + wait_ms)
+		return http_wait_polled(req, http_request_start_ms(req) + wait_ms);
+	return vol_claim_answer(api, req, v, &claim, prog, stage && prog != SERVER_CLAIM_PUBLISHING,
+				rep, e);
 }
 
 /* Routes /v1/volume/<id>[/<action>]. */
@@ -382,7 +574,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 	struct model_map mut;
 	struct arena *a;
 	int64_t cap;
-	bool force = false;
+	bool force = false, attach_default = false;
 	int rc;
 
 	rest = http_path_segment(req->url, "/v1/volume/", id, sizeof(id));
@@ -399,7 +591,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		if (strcmp(m, "GET") == 0) {
 			rc = server_api_block(api, req, STORE_VOLUME, id, e);
 			if (!rc)
-				rc = server_volume_get(api->server, id, a, &v, e);
+				rc = server_volume_get_history(api->server, id, a, &v, e);
 		} else if (strcmp(m, "PUT") == 0) {
 			rc = vol_spec(a, req, id, false, &spec, e);
 			if (!rc)
@@ -447,13 +639,16 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 		    strcmp(rest, "/node-expanded") == 0)) {
 		rep->allow = "PUT";
 		rc = HTTP_METHOD_NOT_ALLOWED;
+	} else if (strcmp(rest, "/claim") == 0 && http_query(req, "wait")) {
+		rc = vol_claim_wait(api, req, id, rep, a, e);
 	} else if (strcmp(rest, "/claim") == 0) {
-		rc = server_api_decode_claim(a, req->body, req->len, &claim, e);
+		rc = server_api_decode_claim(a, req->body, req->len, &claim, &attach_default, e);
 		if (!rc)
 			rc = server_node_instance_check(api->server, claim.node_id,
 							vol_node_instance(req), "claim", true, e);
 		if (!rc)
-			rc = server_volume_claim(api->server, id, &claim, a, &v, e);
+			rc = server_volume_claim_default(api->server, id, &claim, attach_default, a,
+							 &v, e);
 	} else if (strcmp(rest, "/release") == 0) {
 		rc = server_api_decode_release(a, req->body, req->len, &alloc, &force, &reason, e);
 		if (!rc)

@@ -29,7 +29,10 @@
  *      "snapshot_source", "clone_source" (IDs)}
  *   volume: the spec keys plus "state", "failure" (why it failed, when it
  *     did), "capacity", "accessible_topology",
- *     "claims": [claim], "past_claims": [claim], "publications": [pub],
+ *     "claims": [claim], "past_claims": [claim] (store view: only in
+ *     records written before the claim history, see model_history_encode;
+ *     the API view of one volume shows its history there),
+ *     "publications": [pub],
  *     "node_expansion_required", "pending": {"capacity_min",
  *     "mutable_parameters"}, "created_ms", "updated_ms".
  *     The store view keeps "secrets" and "mount_options.mount_flags".
@@ -95,7 +98,7 @@
 #define MODEL_NODE_ALLOCS_MAX 4096
 /* A node's agent address ("http://10.0.0.5:4650"). */
 #define MODEL_ADDRESS_MAX 256
-/* Past claims kept per volume (oldest dropped first). */
+/* Past claims kept per volume, in its claim history (oldest dropped first). */
 #define MODEL_PAST_CLAIMS_MAX 16
 /* Largest spec text model_volume_spec_decode accepts (bytes). */
 #define MODEL_SPEC_MAX (256 * 1024)
@@ -468,6 +471,19 @@ int model_snapshot_decode(struct arena *a, const char *json, size_t len,
 			  struct model_snapshot **out, struct err *e);
 int model_node_decode(struct arena *a, const char *json, size_t len, struct model_node **out,
 		      struct err *e);
+
+/*
+ * A volume's claim history, the record of its freed claims kept apart
+ * from the volume record (store kind STORE_CLAIM_HISTORY, ID the
+ * volume's; server/server_pastclaims.h): {"past_claims": [claim]}, newest
+ * last. The encoder gives a malloc'd text (free with free(); a claim
+ * holds no secret); the decoder puts the claims into a. Returns 0,
+ * CSID_ENOMEM, or (decode) CSID_EPROTO for a damaged record.
+ */
+int model_history_encode(const struct model_claim *c, size_t n, char **out, size_t *len,
+			 struct err *e);
+int model_history_decode(struct arena *a, const char *json, size_t len, struct model_claim **out,
+			 size_t *n, struct err *e);
 
 /*
  * Decodes a volume spec from outside (API body or spec file): strict JSON

@@ -630,6 +630,21 @@ int model_volume_decode(struct arena *a, const char *json, size_t len, struct mo
 	return rc;
 }
 
+int model_history_decode(struct arena *a, const char *json, size_t len, struct model_claim **out,
+			 size_t *n, struct err *e)
+{
+	struct model_dec d = {.a = a, .e = e, .strict = false, .what = "claim history record"};
+	json_t *root = NULL;
+	int rc = model_dec_load(&d, json, len, &root);
+
+	*out = NULL;
+	*n = 0;
+	if (!rc)
+		rc = model_dec_claims(&d, root, "past_claims", out, n);
+	json_decref(root);
+	return rc;
+}
+
 static int model_dec_snapshot_record(struct model_dec *d, json_t *root, struct model_snapshot *s)
 {
 	int state = 0;

@@ -209,6 +209,18 @@ static int model_finish(struct jsonw *w, const char *what, char **out, size_t *l
 /* Volume records with a few claims fit; past claims take about 300 bytes each. */
 #define MODEL_ENC_HINT 2048
 
+int model_history_encode(const struct model_claim *c, size_t n, char **out, size_t *len,
+			 struct err *e)
+{
+	struct jsonw w;
+
+	jsonw_init(&w, 64 + 320 * n);
+	jsonw_object_open(&w);
+	model_enc_claims(&w, "past_claims", c, n);
+	jsonw_object_close(&w);
+	return model_finish(&w, "claim history", out, len, e);
+}
+
 int model_volume_encode(const struct model_volume *v, enum model_view view, char **out, size_t *len,
 			struct err *e)
 {

@@ -114,6 +114,9 @@ int reconcile_read(const struct reconcile_env *env, enum store_kind kind, const 
 /* Writes value over (kind, id) on expect (0: must not exist); a conflict gives AGAIN. */
 int reconcile_put(const struct reconcile_env *env, enum store_kind kind, const char *id,
 		  const char *value, size_t len, uint64_t expect, struct reconcile_result *res);
+/* Applies ops[0..n) in one store transaction; a conflict gives AGAIN. */
+int reconcile_txn(const struct reconcile_env *env, const struct store_op *op, size_t n,
+		  struct reconcile_result *res);
 /* Deletes (kind, id) on expect; a conflict gives AGAIN. */
 int reconcile_remove(const struct reconcile_env *env, enum store_kind kind, const char *id,
 		     uint64_t expect, struct reconcile_result *res);

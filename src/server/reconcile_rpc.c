@@ -146,14 +146,14 @@ int reconcile_read(const struct reconcile_env *env, enum store_kind kind, const 
 	return 0;
 }
 
-static int reconcile_txn(const struct reconcile_env *env, const struct store_op *op,
-			 struct reconcile_result *res)
+int reconcile_txn(const struct reconcile_env *env, const struct store_op *op, size_t n,
+		  struct reconcile_result *res)
 {
 	struct err e;
 	int rc;
 
 	err_clear(&e);
-	rc = store_txn(env->store, op, 1, &res->wrote_index, &e);
+	rc = store_txn(env->store, op, n, &res->wrote_index, &e);
 	if (rc == CSID_ECONFLICT) {
 		/* Someone else changed it: read it again and decide again. */
 		res->outcome = RECONCILE_AGAIN;
@@ -170,7 +170,7 @@ int reconcile_put(const struct reconcile_env *env, enum store_kind kind, const c
 {
 	struct store_op op = {STORE_OP_PUT, kind, id, value, len, expect};
 
-	return reconcile_txn(env, &op, res);
+	return reconcile_txn(env, &op, 1, res);
 }
 
 int reconcile_remove(const struct reconcile_env *env, enum store_kind kind, const char *id,
@@ -178,5 +178,5 @@ int reconcile_remove(const struct reconcile_env *env, enum store_kind kind, cons
 {
 	struct store_op op = {STORE_OP_DELETE, kind, id, NULL, 0, expect};
 
-	return reconcile_txn(env, &op, res);
+	return reconcile_txn(env, &op, 1, res);
 }

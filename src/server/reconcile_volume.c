@@ -47,6 +47,7 @@
 
 #include "csi/csi_rules.h"
 #include "model/model_claim.h"
+#include "server/server_pastclaims.h"
 
 const char *reconcile_step_name(enum reconcile_step_kind k)
 {
@@ -359,18 +360,27 @@ struct rv_pass {
 /* Writes the changed volume on the index read; success gives AGAIN. */
 static int rv_write(struct rv_pass *s)
 {
+	struct store_op ops[2];
+	struct model_claim *freed;
 	char *json = NULL;
-	size_t len = 0;
+	size_t len = 0, nfreed;
+	bool history = false;
 	struct err e;
 	int rc;
 
 	err_clear(&e);
 	s->v->updated_ms = clock_wall_ms(s->p.env->clock);
+	/* Claims that reached freed go to the volume's history, in the same transaction. */
+	rc = server_pastclaims_take(s->p.env->store, s->v, s->p.a, &ops[1], &history, &freed,
+				    &nfreed, &e);
+	if (rc < 0)
+		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: %s", s->what, e.msg);
 	rc = model_volume_encode(s->v, MODEL_VIEW_STORE, &json, &len, &e);
 	if (rc < 0)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: encode: %s", s->what,
 				      e.msg);
-	rc = reconcile_put(s->p.env, STORE_VOLUME, s->v->id, json, len, s->index, s->res);
+	ops[0] = (struct store_op){STORE_OP_PUT, STORE_VOLUME, s->v->id, json, len, s->index};
+	rc = reconcile_txn(s->p.env, ops, history ? 2 : 1, s->res);
 	model_wipe_free(json, len);
 	if (rc == 0) {
 		/* The next pass and the API's next read take it decoded. */
@@ -461,7 +471,13 @@ static int rv_source(struct rv_pass *s, enum store_kind kind, const char *id, ch
 /* Removes the record on the index read. */
 static int rv_remove(struct rv_pass *s)
 {
-	if (reconcile_remove(s->p.env, STORE_VOLUME, s->v->id, s->index, s->res) < 0)
+	struct store_op ops[2] = {
+	    {STORE_OP_DELETE, STORE_VOLUME, s->v->id, NULL, 0, s->index},
+	    server_pastclaims_delete(s->v->id),
+	};
+
+	/* The volume's claim history goes with it. */
+	if (reconcile_txn(s->p.env, ops, 2, s->res) < 0)
 		return -1;
 	s->res->outcome = RECONCILE_AGAIN;
 	return 0;

@@ -191,16 +191,29 @@ static int server_volume_write(struct server *s, struct model_volume *v, int wha
 {
 	struct store_op ops[STORE_TXN_OPS_MAX];
 	struct server_claimidx_entry *nw = NULL;
-	size_t n = 1, nnew = 0, len = 0;
+	struct model_claim *freed = NULL;
+	size_t n = 1, nnew = 0, len = 0, nfreed = 0;
 	char *text = NULL;
+	bool history = false;
 	int rc = 0;
 
 	ops[0] = (struct store_op){.type = STORE_OP_DELETE,
 				   .kind = STORE_VOLUME,
 				   .id = v->id,
 				   .expect_index = v->modify_index};
+	if (what == SERVER_DELETE)
+		ops[n++] = server_pastclaims_delete(v->id);
+	/* Freed claims go to the volume's history, in this transaction. */
+	if (what == SERVER_PUT && (rc = server_pastclaims_take(s->cfg.store, v, scratch, &ops[n],
+							       &history, &freed, &nfreed, e)))
+		return err_wrap(e, "volume %s", v->id);
+	n += history;
 	if (what == SERVER_PUT) {
-		if ((rc = model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, e)))
+		rc = model_volume_encode(v, MODEL_VIEW_STORE, &text, &len, e);
+		/* The writer's answer shows the claims it freed. */
+		v->past_claims = freed;
+		v->npast_claims = nfreed;
+		if (rc)
 			return err_wrap(e, "volume %s", v->id);
 		ops[0].type = STORE_OP_PUT;
 		ops[0].value = text;
@@ -263,8 +276,15 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 		if (!rc && what != SERVER_KEEP)
 			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && what == SERVER_PUT) {
+			struct model_claim *freed = v->past_claims;
+			size_t nfreed = v->npast_claims;
+
 			/* The reconciler reads this version next: it need not parse it. */
+			v->past_claims = NULL;
+			v->npast_claims = 0;
 			server_vcache_put(s->vcache, v, index);
+			v->past_claims = freed;
+			v->npast_claims = nfreed;
 			v->modify_index = index;
 		}
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))

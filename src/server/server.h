@@ -122,6 +122,12 @@ int server_volume_create(struct server *s, const struct model_volume *spec, stru
 			 struct model_volume **out, struct err *e);
 int server_volume_get(struct server *s, const char *id, struct arena *a, struct model_volume **out,
 		      struct err *e);
+/*
+ * server_volume_get with the volume's past claims in past_claims: its
+ * claim history (server/server_pastclaims.h), the last MODEL_PAST_CLAIMS_MAX.
+ */
+int server_volume_get_history(struct server *s, const char *id, struct arena *a,
+			      struct model_volume **out, struct err *e);
 
 struct server_volume_filter {
 	const char *plugin_id; /* NULL: any */
@@ -145,8 +151,41 @@ int server_volume_delete(struct server *s, const char *id, struct arena *a,
  * published. With force: removes it anyway, *skipped says what. */
 int server_volume_deregister(struct server *s, const char *id, bool force, struct arena *a,
 			     char **skipped, struct err *e);
+/*
+ * Claims volume id for req->alloc_id on req->node_id (model_claim.h's
+ * rules; granted again when the allocation holds the same claim). A
+ * request without an access mode (MODEL_ACCESS_UNKNOWN) takes the
+ * volume's first capability. *out: the volume as written.
+ */
 int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
 			struct arena *a, struct model_volume **out, struct err *e);
+/*
+ * server_volume_claim; attach_default: the request named no attachment
+ * mode, so it takes the one of the volume's first capability with the
+ * request's access mode (file-system when none has it). A request without
+ * an access mode that names an attachment mode takes the access mode of
+ * the volume's first capability with that attachment mode (else of its
+ * first one).
+ */
+int server_volume_claim_default(struct server *s, const char *id,
+				const struct model_claim_request *req, bool attach_default,
+				struct arena *a, struct model_volume **out, struct err *e);
+
+/* Where an active claim stands for its node's mount. */
+enum server_claim_progress {
+	SERVER_CLAIM_PUBLISHING, /* ControllerPublishVolume to the node not done yet */
+	SERVER_CLAIM_PUBLISHED, /* published: the publish context is recorded */
+	SERVER_CLAIM_NO_PUBLICATION, /* the plugin needs no ControllerPublishVolume */
+};
+
+/*
+ * Where alloc_id's claim on v (a volume as read) stands for node_id.
+ * Returns 0 and *out, or CSID_ENOTFOUND (with the claim's note) when
+ * alloc_id holds no claimed claim on node_id any more, or another code.
+ */
+int server_volume_claim_progress(struct server *s, const struct model_volume *v,
+				 const char *alloc_id, const char *node_id,
+				 enum server_claim_progress *out, struct err *e);
 /* The node side of alloc's claim is done: claimed -> node-unpublished. With
  * force: freed at once, skipping the controller unpublish (*skipped). */
 int server_volume_release(struct server *s, const char *id, const char *alloc_id, bool force,

@@ -138,6 +138,14 @@ static int backup_check_record(enum store_kind kind, const char *id, const char 
 
 		rc = server_claimidx_parse(&o, a, &en, e);
 		got = id;
+	} else if (kind == STORE_CLAIM_HISTORY) {
+		/* A volume's freed claims (server/server_pastclaims.h), keyed by the volume's ID.
+		 */
+		struct model_claim *past = NULL;
+		size_t n = 0;
+
+		rc = model_history_decode(a, value, len, &past, &n, e);
+		got = id;
 	} else {
 		struct model_node *nd = NULL;
 

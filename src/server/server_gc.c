@@ -159,7 +159,7 @@ int server_gc_released(struct server *s, const char *node_id, const struct model
 		struct model_volume *v = NULL;
 		char note[ERR_MSG_MAX];
 		struct err ve;
-		int rc = server_volume_get(s, allocs[i].volume_id, a, &v, &ve);
+		int rc = server_volume_get_history(s, allocs[i].volume_id, a, &v, &ve);
 
 		if (rc == CSID_ENOMEM)
 			return err_set(e, rc, "out of memory");

@@ -15,6 +15,7 @@
 #include "server/server_claimidx.h"
 #include "server/server_history.h"
 #include "server/server_metrics.h"
+#include "server/server_pastclaims.h"
 #include "server/server_pcache.h"
 #include "server/server_vcache.h"
 

@@ -240,6 +240,16 @@ int server_volume_get(struct server *s, const char *id, struct arena *a, struct 
 	return rc;
 }
 
+int server_volume_get_history(struct server *s, const char *id, struct arena *a,
+			      struct model_volume **out, struct err *e)
+{
+	int rc = server_volume_get(s, id, a, out, e);
+
+	if (!rc)
+		rc = server_pastclaims_read(s->cfg.store, *out, a, e);
+	return rc;
+}
+
 static bool server_volume_matches(const struct model_volume *v,
 				  const struct server_volume_filter *f)
 {
@@ -463,7 +473,9 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 }
 
 struct server_claim_arg {
-	const struct model_claim_request *req;
+	struct model_claim_request req; /* its capability defaulted per attempt (below) */
+	bool cap_given; /* the request named an access mode */
+	bool attach_default; /* ... but no attachment mode */
 	struct model_claim_env env;
 };
 
@@ -492,25 +504,55 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	struct server_claim_arg *c = arg;
 	enum model_claim_verdict verdict;
 	/* What the server knows of the plugin and node, as of this attempt. */
-	int rc = server_claim_env(s, v, c->req->node_id, scratch, &c->env, e);
+	int rc = server_claim_env(s, v, c->req.node_id, scratch, &c->env, e);
 
+	/*
+	 * No access mode named: the volume's first capability (the first with
+	 * the attachment mode named, if one was), as of this attempt.
+	 */
+	if (!c->cap_given && v->ncaps > 0) {
+		enum model_attachment asked = c->req.cap.attachment;
+		const struct model_capability *pick = &v->caps[0];
+
+		for (size_t i = 0; !c->attach_default && i < v->ncaps; i++)
+			if (v->caps[i].attachment == asked) {
+				pick = &v->caps[i];
+				break;
+			}
+		c->req.cap = *pick;
+		if (!c->attach_default)
+			c->req.cap.attachment = asked;
+	}
+	for (size_t i = 0; c->cap_given && c->attach_default && i < v->ncaps; i++)
+		if (v->caps[i].access == c->req.cap.access) {
+			c->req.cap.attachment = v->caps[i].attachment;
+			break;
+		}
+	if (!rc && !c->cap_given && v->ncaps == 0)
+		rc = err_set(e, CSID_EINVAL,
+			     "claim volume %s: no access_mode given and the "
+			     "volume has no capability",
+			     v->id);
 	if (!rc)
-		rc = model_claim_check(v, c->req, &c->env, &verdict, e);
+		rc = model_claim_check(v, &c->req, &c->env, &verdict, e);
 	if (rc)
 		return rc;
 	if (verdict == MODEL_CLAIM_ALREADY)
-		return server_claim_again(s, v, c->req);
-	rc = model_claim_add(scratch, v, c->req, &c->env, clock_wall_ms(s->clock), e);
+		return server_claim_again(s, v, &c->req);
+	rc = model_claim_add(scratch, v, &c->req, &c->env, clock_wall_ms(s->clock), e);
 	if (rc)
 		return err_wrap(e, "claim volume %s", v->id);
 	v->updated_ms = clock_wall_ms(s->clock);
 	return SERVER_PUT;
 }
 
-int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
-			struct arena *a, struct model_volume **out, struct err *e)
+int server_volume_claim_default(struct server *s, const char *id,
+				const struct model_claim_request *req, bool attach_default,
+				struct arena *a, struct model_volume **out, struct err *e)
 {
-	struct server_claim_arg arg = {.req = req};
+	struct server_claim_arg arg = {.req = *req,
+				       .cap_given = req->cap.access != MODEL_ACCESS_UNKNOWN,
+				       .attach_default = attach_default};
 	int rc;
 
 	if (!req->alloc_id || !req->node_id)
@@ -520,6 +562,45 @@ int server_volume_claim(struct server *s, const char *id, const struct model_cla
 	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
 		return err_wrap(e, "claim volume %s", id);
 	return server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+}
+
+int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
+			struct arena *a, struct model_volume **out, struct err *e)
+{
+	return server_volume_claim_default(s, id, req, false, a, out, e);
+}
+
+int server_volume_claim_progress(struct server *s, const struct model_volume *v,
+				 const char *alloc_id, const char *node_id,
+				 enum server_claim_progress *out, struct err *e)
+{
+	const struct model_claim *c = model_volume_claim(v, alloc_id);
+	const struct model_publication *p = model_volume_pub(v, node_id);
+	struct server_plugin *plugins = NULL;
+	const struct server_plugin *plug;
+	struct arena *a;
+	size_t n = 0;
+	int rc;
+
+	if (!c || c->state != MODEL_CLAIM_CLAIMED || strcmp(c->node_id, node_id) != 0)
+		return err_set(e, CSID_ENOTFOUND,
+			       "volume %s: allocation %s holds no active claim on node %s (%s)",
+			       v->id, alloc_id, node_id,
+			       c && c->note ? c->note : "released or never granted");
+	if (p) {
+		*out = p->state == MODEL_PUB_PUBLISHED ? SERVER_CLAIM_PUBLISHED
+						       : SERVER_CLAIM_PUBLISHING;
+		return 0;
+	}
+	/* No publication: none is needed, unless the plugin wants one (made at the next claim). */
+	if (!(a = arena_new()))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_plugins_summary(s, a, &plugins, &n, e);
+	plug = rc ? NULL : server_plugin_find(plugins, n, v->plugin_id);
+	*out = plug && plug->controller_required ? SERVER_CLAIM_PUBLISHING
+						 : SERVER_CLAIM_NO_PUBLICATION;
+	arena_free(a);
+	return rc;
 }
 
 struct server_release_arg {
@@ -558,6 +639,9 @@ static int server_release_fn(struct server *s, struct model_volume *v, void *arg
 	int rc;
 
 	if (!c) {
+		/* Freed already (its history says so): nothing to do. */
+		if ((rc = server_pastclaims_read(s->cfg.store, v, scratch, e)))
+			return rc;
 		for (size_t i = 0; i < v->npast_claims; i++)
 			if (strcmp(v->past_claims[i].alloc_id, r->alloc_id) == 0)
 				return SERVER_KEEP;

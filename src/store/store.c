@@ -29,6 +29,7 @@ static const char *const store_kind_names[STORE_KIND_COUNT_] = {
     [STORE_NODE] = "node",
     [STORE_SNAPSHOT] = "snapshot",
     [STORE_CLAIM] = "claim",
+    [STORE_CLAIM_HISTORY] = "claim-history",
 };
 
 const char *store_kind_name(enum store_kind k)

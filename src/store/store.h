@@ -56,10 +56,19 @@
  * STORE_CLAIM: the server's index of active claims by node (one small
  * object per claimed claim, "<node>/<volume>/<alloc>"), written in the
  * same transactions as the volumes whose claims they mirror.
+ * STORE_CLAIM_HISTORY: each volume's freed claims (one object per volume,
+ * keyed by its ID), written in the same transactions as the volume.
  */
-enum store_kind { STORE_VOLUME, STORE_NODE, STORE_SNAPSHOT, STORE_CLAIM, STORE_KIND_COUNT_ };
+enum store_kind {
+	STORE_VOLUME,
+	STORE_NODE,
+	STORE_SNAPSHOT,
+	STORE_CLAIM,
+	STORE_CLAIM_HISTORY,
+	STORE_KIND_COUNT_
+};
 
-/* "volume", "node", "snapshot", "claim"; NULL outside the enum. */
+/* "volume", "node", "snapshot", "claim", "claim-history"; NULL outside the enum. */
 const char *store_kind_name(enum store_kind k);
 
 /* One stored object. id and value are owned by whoever filled it. */

@@ -25,6 +25,10 @@
  * - Two agents for one node: the second is refused (409, test_agent_join
  *   checks the log) and a mount through it is refused (403) and claims
  *   nothing, while the first one's mount stays.
+ * - The claim that waits (PUT .../claim?wait=&node_stage=true) and its
+ *   bad input: node-stage data asked for by an operator or another agent
+ *   (403, nothing claimed), a malformed or huge wait (400 / cut), a
+ *   client that goes away while its claim waits (the claim stays).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -615,6 +619,141 @@ static void test_two_agents_one_node(void **state)
 	assert_int_equal(t_unmount(t, a, "data", "web-1", NULL), 200);
 }
 
+/* The claim of volume rt for alloc (no access_mode: the volume's first capability). */
+#define T_RT_CLAIM(alloc) \
+	"{\"alloc_id\": \"" alloc "\", \"node_id\": \"" T_NODE "\", \"mode\": \"write\"}"
+#define T_RT_WAIT "/v1/volume/rt/claim?wait="
+
+/* A claim of rt that waits, by the node's own agent (instance inst): its status and answer. */
+static long t_claim_wait(struct t_env *t, const char *inst, const char *query, const char *body,
+			 int64_t timeout_ms, json_t **doc)
+{
+	struct http_client *own = http_client_new(t->s.base);
+	char hdr[128], path[256], *text = NULL;
+	long st;
+
+	assert_non_null(own);
+	http_client_token(own, T_TOKEN);
+	snprintf(hdr, sizeof(hdr), HTTP_NODE_INSTANCE_HEADER ": %s", inst);
+	http_client_extra_header(own, hdr);
+	snprintf(path, sizeof(path), T_RT_WAIT "%s", query);
+	st = http_client_do(own, "PUT", path, body, &text, NULL, timeout_ms);
+	*doc = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	http_client_free(own);
+	return st;
+}
+
+/* The claim of rt for alloc, as the server shows it: its state, or "" (none). */
+static void t_rt_claim_state(struct t_env *t, const char *alloc, char *out, size_t len)
+{
+	json_t *v = t_volume(t, "rt"), *c;
+	size_t i;
+
+	out[0] = '\0';
+	json_array_foreach(json_object_get(v, "claims"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "alloc_id")), alloc) == 0)
+			snprintf(out, len, "%s", json_string_value(json_object_get(c, "state")));
+	}
+	json_decref(v);
+}
+
+/*
+ * The claim that waits (docs/server-api.md), and its bad input: the
+ * node-stage data asked for by anyone but the node's agent (403, nothing
+ * claimed), a malformed wait (400), a huge one (cut to the cap, not
+ * refused); the node's agent gets the claim, the publication and the
+ * node-stage data in one answer; a client that goes away while the claim
+ * waits loses nothing (the claim stays claimed; claiming again answers it).
+ */
+static void test_claim_wait(void **state)
+{
+	struct t_env *t = *state;
+	struct agent_proc *a = t_agent(t, 0, T_TOKEN, false);
+	char inst[64], st[32];
+	json_t *doc = NULL, *stage;
+	int64_t start;
+
+	t_wait_node(t, a);
+	t_volume_put(t, "rt", true);
+	t_instance(a, inst, sizeof(inst));
+
+	/* Node-stage data for an operator (no instance) or another agent: 403, nothing claimed. */
+	assert_int_equal(server_proc_http(&t->s, "PUT", T_RT_WAIT "5s&node_stage=true",
+					  T_RT_CLAIM("web-1"), &doc),
+			 403);
+	assert_non_null(strstr(json_string_value(json_object_get(doc, "error")),
+			       "node-stage is only for the agent of the claim's node"));
+	json_decref(doc);
+	t_forged(t, "PUT", T_RT_WAIT "5s&node_stage=true", T_RT_CLAIM("web-1"), 403,
+		 "a node may act only for itself");
+	/* A malformed wait: 400, nothing claimed. */
+	assert_int_equal(
+	    t_claim_wait(t, inst, "soon&node_stage=true", T_RT_CLAIM("web-1"), 0, &doc), 400);
+	assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "query wait"));
+	json_decref(doc);
+	assert_int_equal(t_claim_wait(t, inst, "nan", T_RT_CLAIM("web-1"), 0, &doc), 400);
+	json_decref(doc);
+	assert_int_equal(t_claims(t, "rt"), 0);
+
+	/* The node's agent, a huge wait (cut, not refused): claim, publication, node-stage. */
+	start = agent_proc_now_ms();
+	assert_int_equal(
+	    t_claim_wait(t, inst, "99999999s&node_stage=true", T_RT_CLAIM("web-1"), 0, &doc), 200);
+	assert_true(agent_proc_now_ms() - start < T_WAIT_MS);
+	assert_string_equal(json_string_value(json_object_get(doc, "publication_state")),
+			    "published");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(doc, "claim"), "access_mode")),
+	    "single-node-writer");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(doc, "publication"), "state")),
+	    "published");
+	assert_true(
+	    json_is_object(json_object_get(json_object_get(doc, "publication"), "context")));
+	stage = json_object_get(doc, "node_stage");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(stage, "secrets"), T_KEY)),
+	    T_CANARY "-secret");
+	assert_int_equal(json_array_size(json_object_get(stage, "mount_flags")), 2);
+	/* The volume in the answer is the API view: no secret there. */
+	assert_null(json_object_get(json_object_get(doc, "volume"), "secrets"));
+	json_decref(doc);
+	/* Without node_stage: the same answer, no node-stage data. */
+	assert_int_equal(t_claim_wait(t, inst, "0", T_RT_CLAIM("web-1"), 0, &doc), 200);
+	assert_null(json_object_get(doc, "node_stage"));
+	json_decref(doc);
+	assert_int_equal(server_proc_put(&t->s, "/v1/volume/rt/release",
+					 "{\"alloc_id\": \"web-1\", \"force\": true}"),
+			 200);
+
+	/*
+	 * A client that goes away while its claim waits (the publication takes
+	 * 4 s, the client gives up after 1 s): the claim stays claimed, and
+	 * the same claim again answers it once published.
+	 */
+	assert_int_equal(agent_proc_write_faults(a, "ControllerPublishVolume delay_ms=4000\n"), 0);
+	assert_int_equal(
+	    t_claim_wait(t, inst, "30s&node_stage=true", T_RT_CLAIM("web-2"), 1000, &doc), -1);
+	json_decref(doc);
+	t_rt_claim_state(t, "web-2", st, sizeof(st));
+	assert_string_equal(st, "claimed");
+	assert_int_equal(t_claim_wait(t, inst, "30s&node_stage=true", T_RT_CLAIM("web-2"), 0, &doc),
+			 200);
+	assert_string_equal(json_string_value(json_object_get(doc, "publication_state")),
+			    "published");
+	assert_non_null(json_object_get(doc, "node_stage"));
+	json_decref(doc);
+	t_rt_claim_state(t, "web-2", st, sizeof(st));
+	assert_string_equal(st, "claimed");
+	assert_int_equal(agent_proc_write_faults(a, ""), 0);
+	assert_int_equal(server_proc_put(&t->s, "/v1/volume/rt/release",
+					 "{\"alloc_id\": \"web-2\", \"force\": true}"),
+			 200);
+	assert_false(server_proc_log_has(&t->s, T_CANARY));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -622,6 +761,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_server_stopped, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_wrong_token, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_two_agents_one_node, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_wait, t_setup, t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /*
- * Fuzz target: the store decoders of volumes, snapshots and nodes. A
+ * Fuzz target: the store decoders of volumes, snapshots, nodes and claim
+ * histories. A
  * damaged record must give CSID_EPROTO (or CSID_ENOMEM) with a message,
  * never a crash, a leak or a hang; a record that decodes must encode to a
  * text that decodes and encodes to itself again, and its API view must
@@ -104,6 +105,29 @@ static void fuzz_node(struct arena *a, const char *text, size_t len)
 	free(twice);
 }
 
+static void fuzz_history(struct arena *a, const char *text, size_t len)
+{
+	struct model_claim *c = NULL, *back = NULL;
+	char *once = NULL, *twice = NULL;
+	size_t l1 = 0, l2 = 0, n = 0, nb = 0;
+	struct err e;
+	int rc;
+
+	err_clear(&e);
+	rc = model_history_decode(a, text, len, &c, &n, &e);
+	if (rc) {
+		fuzz_failed(rc, &e);
+		return;
+	}
+	if (model_history_encode(c, n, &once, &l1, &e) ||
+	    model_history_decode(a, once, l1, &back, &nb, &e) || nb != n ||
+	    model_history_encode(back, nb, &twice, &l2, &e))
+		abort();
+	fuzz_same(once, l1, twice, l2);
+	free(once);
+	free(twice);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct arena *a = arena_new();
@@ -114,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_volume(a, (const char *)data, size);
 	fuzz_snapshot(a, (const char *)data, size);
 	fuzz_node(a, (const char *)data, size);
+	fuzz_history(a, (const char *)data, size);
 	arena_free(a);
 	return 0;
 }

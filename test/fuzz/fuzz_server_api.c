@@ -45,11 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err_clear(&e);
 	switch (data[0] % 8) {
 	case 0:
-		rc = server_api_decode_claim(a, body, len, &claim, &e);
+		rc = server_api_decode_claim(a, body, len, &claim, &force, &e);
 		if (!rc) {
 			fuzz_check_id(claim.alloc_id);
 			fuzz_check_id(claim.node_id);
-			if (!model_access_name(claim.cap.access) ||
+			/* No access mode: the volume's first capability (UNKNOWN here). */
+			if ((claim.cap.access != MODEL_ACCESS_UNKNOWN &&
+			     !model_access_name(claim.cap.access)) ||
 			    !model_attachment_name(claim.cap.attachment))
 				abort();
 		}

@@ -23,6 +23,7 @@
 #include "model/model.h"
 #include "model/model_claim.h"
 #include "server/reconciler.h"
+#include "server/server_pastclaims.h"
 #include "store/store.h"
 
 #define PLUGIN "hostpath.csi.csid.dev"
@@ -121,7 +122,10 @@ static int teardown(void **state)
 
 /* ---- store helpers ---- */
 
-static struct model_volume *fx_get(struct fx *f, struct arena *a, const char *id, uint64_t *index)
+/* The stored volume (in a); history: with its claim history in past_claims (to look at, not to
+ * write). */
+static struct model_volume *fx_get_as(struct fx *f, struct arena *a, const char *id,
+				      uint64_t *index, bool history)
 {
 	struct model_volume *v = NULL;
 	struct store_obj o;
@@ -133,7 +137,14 @@ static struct model_volume *fx_get(struct fx *f, struct arena *a, const char *id
 	if (index)
 		*index = o.modify_index;
 	store_obj_free(&o);
+	if (history)
+		assert_int_equal(server_pastclaims_read(f->store, v, a, &e), 0);
 	return v;
+}
+
+static struct model_volume *fx_get(struct fx *f, struct arena *a, const char *id, uint64_t *index)
+{
+	return fx_get_as(f, a, id, index, true);
 }
 
 /* Writes v on index (0: new); returns the store's code (CSID_ECONFLICT: lost a race). */
@@ -153,7 +164,7 @@ static void fx_update(struct fx *f, const char *id,
 	for (int tries = 0; tries < 1000; tries++) {
 		struct arena *a = arena_new();
 		uint64_t index;
-		struct model_volume *v = fx_get(f, a, id, &index);
+		struct model_volume *v = fx_get_as(f, a, id, &index, false);
 		char *json;
 		size_t len;
 		struct err e;

@@ -40,15 +40,59 @@ static json_t *claims_fake_error(const char *code, const char *msg)
 	return json_pack("{s:s, s:s}", "error", msg, "code", code);
 }
 
-static int claims_fake_claim(struct claims_fake *f, struct claims_fake_volume *v, const char *body,
-			     long *status, json_t **doc)
+static json_t *claims_fake_stage(void)
+{
+	return json_pack("{s:{s:s}, s:[s], s:s}", "secrets", "token", "s3cr3t-value", "mount_flags",
+			 "nodev,key=flag-s3cr3t", "fs_type", "ext4");
+}
+
+/*
+ * The answer of a claim that waits (docs/server-api.md): a pending
+ * publication is published at once with auto_publish, else the wait (5 s)
+ * passes on the clock and it is still publishing.
+ */
+static json_t *claims_fake_waited(struct claims_fake *f, struct claims_fake_volume *v,
+				  const char *alloc)
+{
+	const char *state = "not-required";
+	json_t *vol, *ans;
+
+	f->claim_waits++;
+	if (strcmp(v->pub_state, "pending") == 0 && v->auto_publish && v->publish_after-- <= 0) {
+		snprintf(v->pub_state, sizeof(v->pub_state), "published");
+		v->modify_index++;
+	} else if (strcmp(v->pub_state, "pending") == 0 && f->clock) {
+		clock_fake_advance(f->clock, 5000);
+	}
+	if (v->pub_state[0])
+		state = strcmp(v->pub_state, "published") == 0 ? "published" : "publishing";
+	vol = claims_fake_volume_json(f, v);
+	ans = json_pack("{s:O, s:{s:s, s:s, s:s, s:s, s:s}, s:O?, s:s}", "volume", vol, "claim",
+			"alloc_id", alloc, "node_id", f->node, "state", "claimed", "access_mode",
+			v->access_mode, "attachment_mode", "file-system", "publication",
+			json_array_get(json_object_get(vol, "publications"), 0),
+			"publication_state", state);
+	json_decref(vol);
+	if (ans && strcmp(state, "publishing") != 0) {
+		f->stage_answers++;
+		json_object_set_new(ans, "node_stage", claims_fake_stage());
+	}
+	return ans;
+}
+
+static int claims_fake_claim(struct claims_fake *f, struct claims_fake_volume *v, const char *query,
+			     const char *body, long *status, json_t **doc)
 {
 	json_t *b = json_loads(body ? body : "", 0, NULL);
 	const char *alloc = json_string_value(json_object_get(b, "alloc_id"));
+	bool wait = !f->old_server && query && strstr(query, "wait=");
 	int slot = -1;
 
 	f->claims_put++;
-	if (f->claim_precond > 0) {
+	if (f->old_server && !json_object_get(b, "access_mode")) {
+		*status = 400;
+		*doc = claims_fake_error("invalid_argument", "access_mode: required");
+	} else if (f->claim_precond > 0) {
 		f->claim_precond--;
 		*status = 412;
 		*doc = claims_fake_error("failed_precondition", "volume not ready");
@@ -67,7 +111,7 @@ static int claims_fake_claim(struct claims_fake *f, struct claims_fake_volume *v
 			snprintf(v->pub_state, sizeof(v->pub_state), "pending");
 		v->modify_index++;
 		*status = 200;
-		*doc = claims_fake_volume_json(f, v);
+		*doc = wait ? claims_fake_waited(f, v, alloc) : claims_fake_volume_json(f, v);
 		f->down = f->down || f->down_after_claim;
 	}
 	json_decref(b);
@@ -114,7 +158,8 @@ static int claims_fake_get(struct claims_fake *f, struct claims_fake_volume *v, 
 		f->blocking_queries++;
 		if (f->clock)
 			clock_fake_advance(f->clock, 5000);
-		if (v->auto_publish && strcmp(v->pub_state, "pending") == 0) {
+		if (v->auto_publish && strcmp(v->pub_state, "pending") == 0 &&
+		    v->publish_after-- <= 0) {
 			snprintf(v->pub_state, sizeof(v->pub_state), "published");
 			v->modify_index++;
 		}
@@ -161,16 +206,17 @@ static int claims_fake_request(struct claims_client *cl, const char *method, con
 		*status = 404;
 		*doc = claims_fake_error("not_found", "no such volume");
 	} else if (strcmp(method, "GET") == 0 && (!*rest || *rest == '?')) {
+		f->volume_reads++;
 		rc = claims_fake_get(f, v, rest, status, doc);
-	} else if (strcmp(method, "PUT") == 0 && strcmp(rest, "/claim") == 0) {
-		rc = claims_fake_claim(f, v, body, status, doc);
+	} else if (strcmp(method, "PUT") == 0 && strncmp(rest, "/claim", 6) == 0 &&
+		   (!rest[6] || rest[6] == '?')) {
+		rc = claims_fake_claim(f, v, rest + 6, body, status, doc);
 	} else if (strcmp(method, "PUT") == 0 && strcmp(rest, "/release") == 0) {
 		rc = claims_fake_release(f, v, body, status, doc);
 	} else if (strcmp(method, "GET") == 0 && strncmp(rest, "/node-stage?", 12) == 0) {
 		f->stage_reads++;
 		*status = 200;
-		*doc = json_pack("{s:{s:s}, s:[s], s:s}", "secrets", "token", "s3cr3t-value",
-				 "mount_flags", "nodev,key=flag-s3cr3t", "fs_type", "ext4");
+		*doc = claims_fake_stage();
 	} else {
 		*status = 404;
 		*doc = claims_fake_error("not_found", "no such endpoint");

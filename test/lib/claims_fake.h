@@ -9,6 +9,13 @@
  *   GET /v1/plugin/<plugin>                   {"controller_required"}
  *   PUT /v1/volume/<vol>/claim                the claim (or the scripted
  *        refusal), then the volume with its publication to the node
+ *   PUT /v1/volume/<vol>/claim?wait=...       the same, answered as a
+ *        claim that waits: {"volume", "claim", "publication",
+ *        "publication_state", "node_stage"}; a pending publication is
+ *        published at once with auto_publish, else the wait (5 s) passes
+ *        on the clock and it is answered still publishing. An old_server
+ *        ignores the wait and refuses a claim without access_mode (400),
+ *        as servers before the claim that waits did.
  *   GET /v1/volume/<vol>/node-stage?alloc_id= the volume's secrets
  *   PUT /v1/volume/<vol>/release              drops the claim (404 when
  *        none), keeping the reason
@@ -37,7 +44,8 @@ struct claims_fake_volume {
 	char plugin[CLAIMS_FAKE_STR];
 	char access_mode[CLAIMS_FAKE_STR];
 	bool controller_required; /* the claim makes a pending publication */
-	bool auto_publish; /* a blocking query publishes it */
+	bool auto_publish; /* a blocking query (or a claim's wait) publishes it */
+	int publish_after; /* ... after this many waits that do not */
 	long long modify_index;
 	char pub_state[32]; /* "" none, "pending", "published" */
 	char claims[CLAIMS_FAKE_CLAIMS][CLAIMS_FAKE_STR]; /* alloc IDs, "" free */
@@ -56,9 +64,11 @@ struct claims_fake {
 	int claim_status; /* 0: granted; else the HTTP status of a refusal */
 	char claim_code[32]; /* its csid code name ("conflict") */
 	int claim_precond; /* answer failed_precondition this many times first */
+	bool old_server; /* a server before the claim that waits (above) */
 	/* Counts and the last release. */
 	int requests, refused_down, claims_put, releases, releases_ok, blocking_queries,
 	    stage_reads;
+	int volume_reads, claim_waits, stage_answers; /* GETs of a volume; claims that waited */
 	int cancels;
 	char last_reason[512]; /* "" none */
 	bool last_reason_null;

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "model/model_claim.h"
+#include "server/server_pastclaims.h"
 #include "reconciler_fixture.h"
 
 int rfx_setup(void **state)
@@ -122,8 +123,8 @@ void rfx_add(struct rfx *t, const char *id, enum model_volume_state st, const ch
 	arena_free(a);
 }
 
-/* The stored volume (in a), or NULL. */
-struct model_volume *rfx_get(struct rfx *t, struct arena *a, const char *id)
+/* The stored volume record (in a), or NULL. */
+static struct model_volume *rfx_record(struct rfx *t, struct arena *a, const char *id)
 {
 	struct model_volume *v = NULL;
 	struct store_obj o;
@@ -133,6 +134,17 @@ struct model_volume *rfx_get(struct rfx *t, struct arena *a, const char *id)
 		return NULL;
 	assert_int_equal(model_volume_decode(a, o.value, o.len, &v, &e), 0);
 	store_obj_free(&o);
+	return v;
+}
+
+/* The stored volume (in a) with its claim history in past_claims, or NULL. */
+struct model_volume *rfx_get(struct rfx *t, struct arena *a, const char *id)
+{
+	struct model_volume *v = rfx_record(t, a, id);
+	struct err e;
+
+	if (v)
+		assert_int_equal(server_pastclaims_read(t->store, v, a, &e), 0);
 	return v;
 }
 
@@ -178,7 +190,7 @@ void rfx_claim(struct rfx *t, const char *id, const char *alloc, const char *nod
 	       enum model_claim_mode mode)
 {
 	struct arena *a = arena_new();
-	struct model_volume *v = rfx_get(t, a, id);
+	struct model_volume *v = rfx_record(t, a, id);
 	char pnode[64];
 	struct model_claim_request req = {alloc, node, mode, v->caps[0], false};
 	struct model_claim_env env = {.controller_required = (t->fake.caps & (1ULL << 2)) != 0,
@@ -198,7 +210,7 @@ void rfx_claim(struct rfx *t, const char *id, const char *alloc, const char *nod
 void rfx_move(struct rfx *t, const char *id, const char *alloc, enum model_claim_state to)
 {
 	struct arena *a = arena_new();
-	struct model_volume *v = rfx_get(t, a, id);
+	struct model_volume *v = rfx_record(t, a, id);
 	struct err e;
 
 	if (model_volume_claim_move(a, v, alloc, to, "test", RFX_WALL0, &e) != 0)
@@ -210,7 +222,7 @@ void rfx_move(struct rfx *t, const char *id, const char *alloc, enum model_claim
 void rfx_set_state(struct rfx *t, const char *id, enum model_volume_state st)
 {
 	struct arena *a = arena_new();
-	struct model_volume *v = rfx_get(t, a, id);
+	struct model_volume *v = rfx_record(t, a, id);
 
 	v->state = st;
 	rfx_put_volume(t, v);

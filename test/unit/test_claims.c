@@ -138,7 +138,12 @@ static void test_mount_happy_path(void **state)
 
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
 	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
-	assert_int_equal(t->fake.stage_reads, 1);
+	/* One request: the claim that waits, answered with the node-stage data. */
+	assert_int_equal(t->fake.requests, 1);
+	assert_int_equal(t->fake.claim_waits, 1);
+	assert_int_equal(t->fake.stage_answers, 1);
+	assert_int_equal(t->fake.stage_reads, 0);
+	assert_int_equal(t->fake.volume_reads, 0);
 	assert_non_null(strstr(res.path, "alloc-1"));
 	assert_false(res.is_device);
 	assert_string_equal(res.access_mode, "single-node-writer");
@@ -165,7 +170,11 @@ static void test_mount_happy_path(void **state)
 	assert_false(ur.release_pending);
 }
 
-/* A plugin that needs ControllerPublishVolume: the mount follows the volume until published. */
+/*
+ * A plugin that needs ControllerPublishVolume: the claim waits on the
+ * server until published and brings the publication and the node-stage
+ * data, in one request.
+ */
 static void test_mount_waits_for_publication(void **state)
 {
 	struct ct *t = *state;
@@ -175,11 +184,84 @@ static void test_mount_waits_for_publication(void **state)
 	t->vol->controller_required = true;
 	t->vol->auto_publish = true;
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
-	assert_int_equal(t->fake.blocking_queries, 1);
-	assert_int_equal(ct_now(t), T0 + 5000);
+	assert_int_equal(t->fake.requests, 1);
+	assert_int_equal(t->fake.claim_waits, 1);
+	assert_int_equal(t->fake.blocking_queries, 0);
+	assert_int_equal(t->fake.stage_answers, 1);
+	assert_int_equal(ct_now(t), T0);
 	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
 	/* The node-stage secrets and mount flags went to the plugin, never to the database. */
 	mt_assert_no_secret_in_db(&t->env);
+}
+
+/*
+ * Not published within the claim's wait: the mount follows the volume
+ * with blocking queries, then reads the node-stage data, as before.
+ */
+static void test_mount_follows_after_claim_wait(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct err e;
+
+	t->vol->controller_required = true;
+	t->vol->auto_publish = true;
+	t->vol->publish_after = 1;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_int_equal(t->fake.claims_put, 1);
+	assert_int_equal(t->fake.claim_waits, 1);
+	assert_int_equal(t->fake.stage_answers, 0);
+	assert_int_equal(t->fake.blocking_queries, 1);
+	assert_int_equal(t->fake.stage_reads, 1);
+	assert_int_equal(t->fake.volume_reads, 1);
+	assert_int_equal(ct_now(t), T0 + 10000);
+	assert_string_equal(res.access_mode, "single-node-writer");
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	mt_assert_no_secret_in_db(&t->env);
+}
+
+/*
+ * A server from before the claim that waits refuses a claim without
+ * access_mode: nothing was claimed, the mount reads the volume, claims
+ * with its capability, follows and reads the node-stage data; the next
+ * mount goes that way at once. A mount naming its access mode is
+ * granted by such a server at the first claim, and followed the same way.
+ */
+static void test_old_server_fallback(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_req req = {
+	    .volume_id = "vol-1", .alloc_id = "alloc-3", .access_mode = "single-node-writer"};
+	struct claims_mount_result res;
+	struct err e;
+
+	t->fake.old_server = true;
+	t->vol->controller_required = true;
+	t->vol->auto_publish = true;
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	assert_int_equal(t->fake.claims_put, 2);
+	assert_int_equal(t->fake.claim_waits, 0);
+	assert_int_equal(t->fake.volume_reads, 2); /* before the claim, then followed */
+	assert_int_equal(t->fake.blocking_queries, 1);
+	assert_int_equal(t->fake.stage_reads, 1);
+	assert_string_equal(res.access_mode, "single-node-writer");
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+
+	/* Known now: one claim, the older flow. */
+	assert_int_equal(ct_mount(t, "alloc-2", &res, &e), 0);
+	assert_int_equal(t->fake.claims_put, 3);
+	assert_int_equal(t->fake.stage_reads, 2);
+	assert_true(ct_mounted(t, "vol-1", "alloc-2"));
+
+	/* A module that has not learnt it yet, and a mount naming its mode. */
+	claims_free(t->c);
+	ct_open_claims(t);
+	err_clear(&e);
+	assert_int_equal(claims_mount(t->c, &req, &res, &e), 0);
+	assert_int_equal(t->fake.claims_put, 4);
+	assert_int_equal(t->fake.claim_waits, 0);
+	assert_int_equal(t->fake.stage_reads, 3);
+	assert_true(ct_mounted(t, "vol-1", "alloc-3"));
 }
 
 /* A refused claim is the server's code and message; nothing mounted. */
@@ -253,7 +335,9 @@ static void test_publication_wait_timeout(void **state)
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_ETIMEDOUT);
 	assert_non_null(strstr(e.msg, "not published to node node-1 after 60s (pending)"));
 	assert_non_null(strstr(e.msg, "controller busy"));
-	assert_true(ct_now(t) >= T0 + CLAIMS_WAIT_MS);
+	/* The claim waited 5 s, then the volume was followed for 60 s. */
+	assert_true(ct_now(t) >= T0 + 5000 + CLAIMS_WAIT_MS);
+	assert_int_equal(t->fake.claim_waits, 1);
 	assert_int_equal(t->fake.blocking_queries, CLAIMS_WAIT_MS / 5000);
 	assert_int_equal(t->fake.stage_reads, 0);
 	assert_false(ct_mounted(t, "vol-1", "alloc-1"));
@@ -315,6 +399,8 @@ static void test_mount_failure_release_retried(void **state)
 	struct err e;
 
 	t->fake.down_after_claim = true;
+	t->env.fake.fail_at = 0;
+	t->env.fake.fail_code = 13; /* INTERNAL */
 	assert_int_not_equal(ct_mount(t, "alloc-1", &res, &e), 0);
 	assert_non_null(strstr(e.msg, "the claim's release is pending"));
 	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
@@ -597,6 +683,8 @@ static void test_repeat_mount_failure_keeps_mount(void **state)
 	struct err e;
 
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	/* The repeat's claim is not published within its wait, and then no server answers. */
+	t->vol->controller_required = true;
 	t->fake.down_after_claim = true;
 	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), CSID_EUNAVAIL);
 	assert_null(strstr(e.msg, "release"));
@@ -613,6 +701,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mount_happy_path, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_waits_for_publication, ct_setup,
 					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_follows_after_claim_wait, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_old_server_fallback, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_claim_refused, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_claim_retried_while_not_ready, ct_setup,
 					    ct_teardown),

@@ -12,7 +12,7 @@
  * compare-and-set (100 threads race for one single-writer volume), the
  * operator exits and what they say they skipped, delete, node TTL,
  * the plugins view, schedulability and topology refusals, expand/modify,
- * snapshots.
+ * snapshots, the claim history (freed claims out of the volume record).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -1187,7 +1187,7 @@ static void test_claim_cycle_with_controller(void **state)
 	t_step(t);
 	/* The release's write, then one of the reconciler: unpublished and freed. */
 	assert_int_equal(store_index(t->store), before + 2);
-	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
+	assert_int_equal(server_volume_get_history(t->s, "cyc", t->a, &v, &e), 0);
 	assert_int_equal(v->nclaims, 0);
 	assert_int_equal(v->npubs, 0);
 	assert_int_equal(v->npast_claims, 1);
@@ -1197,6 +1197,172 @@ static void test_claim_cycle_with_controller(void **state)
 	t_step(t);
 	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), CSID_ENOTFOUND);
 	assert_false(csi_fake_has_volume(&t->pub, "cyc"));
+}
+
+/* The stored record of volume id, decoded as it is (no history merged). */
+static struct model_volume *t_record(struct t_env *t, const char *id, size_t *len)
+{
+	struct model_volume *v = NULL;
+	struct store_obj o;
+	struct err e;
+
+	assert_int_equal(store_get(t->store, STORE_VOLUME, id, &o, &e), 0);
+	*len = o.len;
+	assert_int_equal(model_volume_decode(t->a, o.value, o.len, &v, &e), 0);
+	v->modify_index = o.modify_index;
+	store_obj_free(&o);
+	return v;
+}
+
+/* A claim of vol by alloc on n1, released, then freed by the reconciler. */
+static void t_cycle(struct t_env *t, const char *vol, const char *alloc)
+{
+	struct model_volume *v = NULL;
+	char *skipped = NULL;
+	struct err e;
+
+	assert_int_equal(
+	    t_claim(t, vol, alloc, "n1", MODEL_CLAIM_WRITE, MODEL_ACCESS_SINGLE_NODE_WRITER, &e),
+	    0);
+	assert_int_equal(server_volume_release(t->s, vol, alloc, false, t->a, &v, &skipped, &e), 0);
+	t_step(t);
+}
+
+/*
+ * Freed claims go to the volume's claim history, not its record: after
+ * many cycles the record holds none and stays as small as after one; the
+ * history keeps the last MODEL_PAST_CLAIMS_MAX, newest last; a release of
+ * a freed claim is still done. A record written before the history (past
+ * claims inside) is read with them, and its next write moves them into
+ * the history; the history goes with the volume.
+ */
+static void test_claim_history(void **state)
+{
+	struct t_env *t = *state;
+	struct model_volume *v = NULL, *rec;
+	struct model_claim legacy[2];
+	char alloc[32], *text = NULL, *skipped = NULL;
+	size_t len1 = 0, len = 0, tlen = 0;
+	struct store_op op;
+	struct store_obj o;
+	struct err e;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume(t, "hist", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	t_cycle(t, "hist", "a0");
+	rec = t_record(t, "hist", &len1);
+	assert_int_equal(rec->npast_claims, 0);
+	for (int i = 1; i < 40; i++) {
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		t_cycle(t, "hist", alloc);
+	}
+	rec = t_record(t, "hist", &len);
+	assert_int_equal(rec->nclaims, 0);
+	assert_int_equal(rec->npast_claims, 0);
+	assert_true(len <= len1 + 8);
+	assert_int_equal(server_volume_get_history(t->s, "hist", t->a, &v, &e), 0);
+	assert_int_equal(v->npast_claims, MODEL_PAST_CLAIMS_MAX);
+	assert_string_equal(v->past_claims[MODEL_PAST_CLAIMS_MAX - 1].alloc_id, "a39");
+	assert_string_equal(v->past_claims[0].alloc_id, "a24");
+	assert_int_equal(v->past_claims[0].state, MODEL_CLAIM_FREED);
+	/* Freed long ago: a release is done, not refused. */
+	assert_int_equal(server_volume_release(t->s, "hist", "a30", false, t->a, &v, &skipped, &e),
+			 0);
+
+	/* An older record, past claims inside: read with them, moved at its next write. */
+	t_volume(t, "old", T_PLUGIN, MODEL_ACCESS_SINGLE_NODE_WRITER);
+	assert_int_equal(server_volume_get_history(t->s, "hist", t->a, &v, &e), 0);
+	legacy[0] = v->past_claims[0];
+	legacy[1] = v->past_claims[1];
+	legacy[0].alloc_id = "old-1";
+	legacy[1].alloc_id = "old-2";
+	rec = t_record(t, "old", &len);
+	rec->past_claims = legacy;
+	rec->npast_claims = 2;
+	assert_int_equal(model_volume_encode(rec, MODEL_VIEW_STORE, &text, &tlen, &e), 0);
+	op = (struct store_op){STORE_OP_PUT, STORE_VOLUME, "old", text, tlen, rec->modify_index};
+	assert_int_equal(store_txn(t->store, &op, 1, NULL, &e), 0);
+	free(text);
+	assert_int_equal(server_volume_get_history(t->s, "old", t->a, &v, &e), 0);
+	assert_int_equal(v->npast_claims, 2);
+	t_cycle(t, "old", "new-1");
+	assert_int_equal(t_record(t, "old", &len)->npast_claims, 0);
+	assert_int_equal(server_volume_get_history(t->s, "old", t->a, &v, &e), 0);
+	assert_int_equal(v->npast_claims, 3);
+	assert_string_equal(v->past_claims[0].alloc_id, "old-1");
+	assert_string_equal(v->past_claims[2].alloc_id, "new-1");
+
+	/* The history goes with its volume. */
+	assert_int_equal(server_volume_deregister(t->s, "old", false, t->a, &skipped, &e), 0);
+	assert_int_equal(store_get(t->store, STORE_CLAIM_HISTORY, "old", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_get(t->store, STORE_CLAIM_HISTORY, "hist", &o, &e), 0);
+	store_obj_free(&o);
+}
+
+/* Registers volume id of T_PLUGIN with caps[0..n), stepped to ready. */
+static void t_volume_caps(struct t_env *t, const char *id, struct model_capability *caps, size_t n)
+{
+	struct model_volume spec = {0}, *out = NULL;
+	struct err e;
+
+	spec.id = (char *)id;
+	spec.plugin_id = T_PLUGIN;
+	spec.external_id = (char *)id;
+	spec.caps = caps;
+	spec.ncaps = n;
+	assert_int_equal(server_volume_register(t->s, &spec, t->a, &out, &e), 0);
+	t_step(t);
+}
+
+/* The capability alloc's claim on vol was granted with: *access, *attach. */
+static void t_claim_cap(struct t_env *t, const char *vol, enum model_access access,
+			enum model_attachment attach, bool attach_default,
+			enum model_claim_mode mode, enum model_access *got_access,
+			enum model_attachment *got_attach)
+{
+	struct model_claim_request req = {
+	    .alloc_id = "x1", .node_id = "n1", .mode = mode, .cap = {access, attach}};
+	struct model_volume *v = NULL;
+	struct err e;
+
+	assert_int_equal(server_volume_claim_default(t->s, vol, &req, attach_default, t->a, &v, &e),
+			 0);
+	*got_access = model_volume_claim(v, "x1")->cap.access;
+	*got_attach = model_volume_claim(v, "x1")->cap.attachment;
+}
+
+/*
+ * A claim without an access mode takes the volume's first capability (the
+ * first with the attachment mode named, if one is); one without an
+ * attachment mode takes the attachment of the first capability with its
+ * access mode.
+ */
+static void test_claim_default_capability(void **state)
+{
+	struct t_env *t = *state;
+	struct model_capability caps[2] = {
+	    {.access = MODEL_ACCESS_MULTI_NODE_READER_ONLY, .attachment = MODEL_ATTACH_FILE_SYSTEM},
+	    {.access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER,
+	     .attachment = MODEL_ATTACH_BLOCK_DEVICE}};
+	enum model_attachment at;
+	enum model_access ac;
+
+	t_node(t, "n1", T_PLUGIN, true, NULL);
+	t_volume_caps(t, "d1", caps, 2);
+	t_volume_caps(t, "d2", caps, 2);
+	t_volume_caps(t, "d3", caps, 2);
+	t_claim_cap(t, "d1", MODEL_ACCESS_UNKNOWN, MODEL_ATTACH_FILE_SYSTEM, true, MODEL_CLAIM_READ,
+		    &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_READER_ONLY);
+	assert_int_equal(at, MODEL_ATTACH_FILE_SYSTEM);
+	t_claim_cap(t, "d2", MODEL_ACCESS_UNKNOWN, MODEL_ATTACH_BLOCK_DEVICE, false,
+		    MODEL_CLAIM_WRITE, &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	assert_int_equal(at, MODEL_ATTACH_BLOCK_DEVICE);
+	t_claim_cap(t, "d3", MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, MODEL_ATTACH_FILE_SYSTEM, true,
+		    MODEL_CLAIM_WRITE, &ac, &at);
+	assert_int_equal(ac, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	assert_int_equal(at, MODEL_ATTACH_BLOCK_DEVICE);
 }
 
 #define T_TEST(f) cmocka_unit_test_setup_teardown(f, t_setup, t_teardown)
@@ -1226,6 +1392,8 @@ int main(void)
 	    T_TEST(test_wait_truth),
 	    T_TEST(test_snapshots),
 	    T_TEST(test_claim_cycle_with_controller),
+	    T_TEST(test_claim_history),
+	    T_TEST(test_claim_default_capability),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

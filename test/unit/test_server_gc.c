@@ -195,7 +195,7 @@ static void t_released(struct t_env *t, const char *vol, const char *alloc, cons
 	assert_int_equal(c->state, MODEL_CLAIM_NODE_UNPUBLISHED);
 	assert_string_equal(c->note, note);
 	reconciler_step(server_reconciler(t->s));
-	assert_int_equal(server_volume_get(t->s, vol, t->a, &v, &e), 0);
+	assert_int_equal(server_volume_get_history(t->s, vol, t->a, &v, &e), 0);
 	assert_int_equal(v->nclaims, 0);
 	assert_int_equal(v->npast_claims, 1);
 	assert_string_equal(v->past_claims[0].alloc_id, alloc);
