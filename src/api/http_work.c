@@ -134,7 +134,12 @@ static unsigned http_work_round(struct http_work *w, bool changed)
 		b->next = NULL;
 		MHD_resume_connection(b->c);
 	}
-	pthread_cond_broadcast(&w->ready);
+	/* One worker per queued request: a broadcast on every store change woke all of them. */
+	if (w->stopping)
+		pthread_cond_broadcast(&w->ready);
+	else
+		for (unsigned i = 0; i < n && i < w->nworkers; i++)
+			pthread_cond_signal(&w->ready);
 	return n;
 }
 
