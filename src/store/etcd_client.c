@@ -140,8 +140,7 @@ static int etcd_grpc_code(long code, const char *msg)
  * Sets e from an etcd error document ({"error", "code", "message"}, or
  * in a stream {"error": {"grpc_code", "message"}}).
  */
-static int etcd_error_doc(struct etcd_client *c, const char *ep, json_t *doc, long http,
-			  struct err *e)
+static int etcd_error_doc(const char *ep, json_t *doc, long http, struct err *e)
 {
 	json_t *inner = json_object_get(doc, "error");
 	json_t *src = json_is_object(inner) ? inner : doc;
@@ -240,7 +239,6 @@ int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_
 	const char *ep = c->endpoints[first % c->n];
 	CURLcode cc = CURLE_OK;
 	long http = 0;
-	json_t *doc;
 	int rc;
 
 	*resp = NULL;
@@ -265,15 +263,25 @@ int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_
 		if (c->endpoints[i] == ep)
 			atomic_store(&c->cur, i);
 	}
-	doc = json_loadb(sb.p ? sb.p : "", sb.len, 0, NULL);
+	rc = etcd_client_answer(ep, path, sb.p ? sb.p : "", sb.len, http, resp, e);
 	strbuf_free(&sb);
+	return rc;
+}
+
+int etcd_client_answer(const char *ep, const char *path, const char *body, size_t len, long http,
+		       json_t **resp, struct err *e)
+{
+	json_t *doc = json_loadb(body, len, 0, NULL);
+	int rc;
+
+	*resp = NULL;
 	if (!json_is_object(doc)) {
 		json_decref(doc);
 		return err_set(e, CSID_EPROTO, "etcd %s%s: HTTP %ld: answer is not a JSON object",
 			       ep, path, http);
 	}
 	if (http != 200 || json_object_get(doc, "error")) {
-		rc = etcd_error_doc(c, ep, doc, http, e);
+		rc = etcd_error_doc(ep, doc, http, e);
 		json_decref(doc);
 		return rc;
 	}
@@ -307,23 +315,20 @@ void etcd_stream_reset(struct etcd_stream *st)
 	atomic_store(&st->stop, false);
 }
 
-/* A stream in progress: the partial line and the callback. */
-struct etcd_lines {
-	struct strbuf line;
-	etcd_stream_cb cb;
-	void *arg;
-	int cb_rc;
-	struct err *e;
-	struct etcd_client *c;
-	const char *ep;
-};
-
-/* Hands each complete line to the callback. */
-static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
+void etcd_lines_init(struct etcd_lines *l, const char *ep, etcd_stream_cb cb, void *arg,
+		     struct err *e)
 {
-	struct etcd_lines *l = arg;
-	size_t len = size * n;
+	*l = (struct etcd_lines){
+	    .line = {.max = ETCD_LINE_MAX}, .cb = cb, .arg = arg, .e = e, .ep = ep};
+}
 
+void etcd_lines_fini(struct etcd_lines *l)
+{
+	strbuf_free(&l->line);
+}
+
+size_t etcd_lines_feed(struct etcd_lines *l, char *data, size_t len)
+{
 	for (size_t i = 0; i < len; i++) {
 		char *nl = memchr(data + i, '\n', len - i);
 		size_t take = nl ? (size_t)(nl - (data + i)) : len - i;
@@ -345,7 +350,7 @@ static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
 			return 0;
 		}
 		if (json_object_get(msg, "error")) {
-			l->cb_rc = etcd_error_doc(l->c, l->ep, msg, 200, l->e);
+			l->cb_rc = etcd_error_doc(l->ep, msg, 200, l->e);
 			json_decref(msg);
 			return 0;
 		}
@@ -355,6 +360,12 @@ static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
 			return 0;
 	}
 	return len;
+}
+
+/* libcurl's write callback of a stream. */
+static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
+{
+	return etcd_lines_feed(arg, data, size * n);
 }
 
 /* Runs h in a multi handle until done or cancelled. */
@@ -406,14 +417,14 @@ int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, str
 	struct curl_slist *hdrs = etcd_headers();
 	char *body = json_dumps(req, JSON_COMPACT);
 	size_t first = atomic_load(&c->cur);
-	struct etcd_lines l = {
-	    .line = {.max = ETCD_LINE_MAX}, .cb = cb, .arg = arg, .e = e, .c = c};
+	struct etcd_lines l;
 	CURLcode cc = CURLE_OK;
 	bool cancelled = false;
 	long http = 0;
 	char url[512];
 	int rc = 0;
 
+	etcd_lines_init(&l, c->endpoints[first % c->n], cb, arg, e);
 	err_clear(e);
 	if (body == NULL || hdrs == NULL) {
 		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
@@ -448,7 +459,7 @@ int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, str
 	else
 		rc = err_set(e, CSID_EUNAVAIL, "etcd %s: stream ended", l.ep);
 out:
-	strbuf_free(&l.line);
+	etcd_lines_fini(&l);
 	free(body);
 	curl_slist_free_all(hdrs);
 	return rc;

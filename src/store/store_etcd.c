@@ -208,7 +208,7 @@ out:
 	free(val);
 	if (rc == CSID_EPROTO)
 		return err_set(e, rc, "etcd %s: a key or value that is not base64",
-			       etcd_client_endpoint(s->c));
+			       s->c ? etcd_client_endpoint(s->c) : "answer");
 	if (rc == CSID_ENOMEM)
 		return err_set(e, rc, "etcd: out of memory");
 	return rc;
@@ -288,6 +288,27 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 	return rc;
 }
 
+/* Reads a range answer into *out (a list page; out->index its revision). */
+static int etcd_list_decode(struct store_etcd *s, json_t *resp, struct store_list *out,
+			    struct err *e)
+{
+	json_t *kvs = json_object_get(resp, "kvs");
+
+	out->objs = calloc(json_array_size(kvs) + 1, sizeof(*out->objs));
+	if (out->objs == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	for (size_t i = 0; i < json_array_size(kvs); i++) {
+		int rc = etcd_kv_obj(s, json_array_get(kvs, i), &out->objs[out->n], e);
+
+		if (rc < 0)
+			return rc;
+		out->n += rc == 0;
+	}
+	out->more = json_is_true(json_object_get(resp, "more"));
+	out->index = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	return 0;
+}
+
 static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 		     const char *after_id, size_t limit, struct store_list *out, struct err *e)
 {
@@ -297,7 +318,7 @@ static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 	char *start =
 	    plen ? etcd_key(s, kind, prefix, plen, &slen) : etcd_key(s, kind, "", 1, &slen);
 	char *end = etcd_key(s, kind, prefix, plen, &elen);
-	json_t *req = NULL, *resp = NULL, *kvs;
+	json_t *req = NULL, *resp = NULL;
 	int rc = 0, cmp;
 
 	if (start && end && alen > 0 && strcmp(after_id, prefix) >= 0) {
@@ -320,19 +341,7 @@ static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 		err_wrap(e, "list %s", store_kind_name(kind));
 		goto out;
 	}
-	kvs = json_object_get(resp, "kvs");
-	out->objs = calloc(json_array_size(kvs) + 1, sizeof(*out->objs));
-	if (out->objs == NULL)
-		goto nomem;
-	for (size_t i = 0; i < json_array_size(kvs); i++) {
-		rc = etcd_kv_obj(s, json_array_get(kvs, i), &out->objs[out->n], e);
-		if (rc < 0)
-			goto out;
-		out->n += rc == 0;
-		rc = 0;
-	}
-	out->more = json_is_true(json_object_get(resp, "more"));
-	out->index = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	rc = etcd_list_decode(s, resp, out, e);
 	goto out;
 nomem:
 	rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
@@ -447,6 +456,25 @@ static void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, 
 	pthread_mutex_unlock(&s->mu);
 }
 
+/*
+ * Reads the answer to the Txn of ops: 0 and the revision it wrote in *rev
+ * (0 when it changed nothing), CSID_ECONFLICT naming the failed
+ * condition, or CSID_EPROTO for a write without a revision.
+ */
+static int etcd_txn_outcome(const struct store_op *ops, size_t n, json_t *resp, uint64_t *rev,
+			    struct err *e)
+{
+	*rev = 0;
+	if (!json_is_true(json_object_get(resp, "succeeded")))
+		return etcd_txn_conflict(ops, n, resp, e);
+	if (!etcd_txn_changed(ops, n, resp))
+		return 0;
+	*rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	if (*rev == 0)
+		return err_set(e, CSID_EPROTO, "store txn: etcd's answer carries no revision");
+	return 0;
+}
+
 static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
 		    struct err *e)
 {
@@ -469,19 +497,17 @@ static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint
 	json_decref(req);
 	if (rc)
 		return err_wrap(e, "store txn");
-	if (!json_is_true(json_object_get(resp, "succeeded"))) {
-		/* The caller reads again: from etcd, as the cache was behind. */
-		etcd_cache_forget(s, ops, n);
-		rc = etcd_txn_conflict(ops, n, resp, e);
-		json_decref(resp);
-		return rc;
-	}
-	rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
-	if (!etcd_txn_changed(ops, n, resp))
-		rev = store_notify_index(&s->notify);
+	rc = etcd_txn_outcome(ops, n, resp, &rev, e);
 	json_decref(resp);
-	/* Read your writes: the watch delivers the revision to the log first. */
-	if (store_notify_wait(&s->notify, rev - 1, s->request_ms) < rev) {
+	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
+	if (rc == CSID_ECONFLICT)
+		etcd_cache_forget(s, ops, n);
+	if (rc)
+		return rc;
+	if (rev == 0) {
+		rev = store_notify_index(&s->notify);
+	} else if (store_notify_wait(&s->notify, rev - 1, s->request_ms) < rev) {
+		/* Read your writes: the watch delivers the revision to the log first. */
 		log_warn("msg=\"etcd watch behind a write\" revision=%llu",
 			 (unsigned long long)rev);
 		etcd_cache_forget(s, ops, n);
@@ -806,6 +832,69 @@ void store_etcd_pause_watch(struct store *st, bool pause)
 	s->paused = pause;
 	etcd_stop_watch(s);
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* Every change in the log reached the cache too (store_etcd_decode). */
+static int etcd_decode_check(struct store_etcd *s, const struct store_change *ch, struct err *e)
+{
+	struct store_obj o = {0};
+	int rc = etcd_cache_get(s->cache, ch->obj.kind, ch->obj.id, &o, e);
+
+	store_obj_free(&o);
+	if (rc == 1)
+		return err_set(e, CSID_EINTERNAL, "%s %s: in the change log, not in the cache",
+			       store_kind_name(ch->obj.kind), ch->obj.id);
+	return 0;
+}
+
+int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, struct err *e)
+{
+	static const struct store_op ops[] = {
+	    {STORE_OP_PUT, STORE_VOLUME, "a", "x", 1, 5},
+	    {STORE_OP_DELETE, STORE_CLAIM, "n/a/b", NULL, 0, STORE_ANY},
+	    {STORE_OP_PUT, STORE_NODE, "b", "y", 1, 0},
+	};
+	struct store_etcd s = {.prefix = (char *)prefix, .prefix_len = strlen(prefix), .next = 1};
+	struct store_list l = {0};
+	struct store_changes ch = {0};
+	struct etcd_lines lines;
+	json_t *doc = NULL;
+	uint64_t rev;
+	int rc = 0;
+
+	if ((s.cache = etcd_cache_new()) == NULL || store_notify_init(&s.notify, 0) != 0) {
+		etcd_cache_free(s.cache);
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	}
+	pthread_mutex_init(&s.mu, NULL);
+	/* As a unary answer: a list page, then the outcome of a Txn. */
+	if (etcd_client_answer("answer", "/v3/kv/range", text, len, 200, &doc, e) == 0) {
+		etcd_list_decode(&s, doc, &l, e);
+		store_list_free(&l);
+		etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]), doc, &rev, e);
+		json_decref(doc);
+	}
+	/* As the watch stream, in chunks of chunk bytes (0: at once). */
+	etcd_lines_init(&lines, "answer", etcd_watch_msg, &s, e);
+	for (size_t off = 0; off < len;) {
+		size_t n = chunk && chunk < len - off ? chunk : len - off;
+
+		if (etcd_lines_feed(&lines, text + off, n) != n)
+			break;
+		off += n;
+	}
+	etcd_lines_fini(&lines);
+	if (etcd_changes(&s.base, 0, 0, &ch, e) == 0) {
+		for (size_t i = 0; i < ch.n && rc == 0; i++)
+			rc = etcd_decode_check(&s, &ch.changes[i], e);
+		store_changes_free(&ch);
+	}
+	etcd_log_clear(&s);
+	free(s.log);
+	etcd_cache_free(s.cache);
+	store_notify_fini(&s.notify);
+	pthread_mutex_destroy(&s.mu);
+	return rc;
 }
 
 /* Reads etcd's revision (and checks that it answers). */
