@@ -194,8 +194,10 @@ static int bench_grpc_acquire(void *ctx, const char *plugin_id, struct csi_clien
 
 /* ---- filling a store ---- */
 
-/* The etcd the stores are on (measure 6); not running: SQLite. */
-static struct etcd_proc bench_etcd;
+/* The etcd members the stores are on (measure 6); none: SQLite. */
+#define BENCH_MEMBERS_MAX 3
+static struct etcd_proc bench_members[BENCH_MEMBERS_MAX];
+static size_t bench_nmembers;
 
 /* Opens the store named path: the SQLite file, or on etcd the prefix "/<path>/". */
 static void bench_store_open(const char *path, struct store **st)
@@ -203,10 +205,14 @@ static void bench_store_open(const char *path, struct store **st)
 	struct err e;
 
 	err_clear(&e);
-	if (bench_etcd.pid > 0) {
-		const char *ep[] = {bench_etcd.url};
+	if (bench_nmembers > 0) {
+		const char *ep[BENCH_MEMBERS_MAX];
 		char prefix[300];
-		struct store_etcd_config cfg = {.endpoints = ep, .nendpoints = 1, .prefix = prefix};
+		struct store_etcd_config cfg = {
+		    .endpoints = ep, .nendpoints = bench_nmembers, .prefix = prefix};
+
+		for (size_t i = 0; i < bench_nmembers; i++)
+			ep[i] = bench_members[i].url;
 
 		snprintf(prefix, sizeof(prefix), "%s/", path);
 		if (store_etcd_open(&cfg, st, &e) != 0)
@@ -397,6 +403,66 @@ static void bench_count(struct store *st, enum model_volume_state state, int *in
 
 /* ---- 1. claim + release cycles ---- */
 
+/* The node the claims are for, with the plugin's node service. */
+static const char bench_node_doc[] =
+    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
+    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
+    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
+
+/* etcd's side of a run: its CPU time (s) and the Range and Txn calls it handled. */
+struct bench_etcd_use {
+	double cpu;
+	double range, txn;
+};
+
+/* Sums etcd's grpc_server_handled_total of method (every code) in its /metrics text. */
+static double bench_etcd_calls(const char *text, const char *method)
+{
+	char pat[64];
+	double sum = 0;
+
+	snprintf(pat, sizeof(pat), "grpc_method=\"%s\",grpc_service=\"etcdserverpb.KV\"", method);
+	for (const char *p = text; (p = strstr(p, "grpc_server_handled_total{")); p++) {
+		const char *eol = strchr(p, '\n'), *m = strstr(p, pat), *sp;
+
+		if (m && (!eol || m < eol) && (sp = strchr(m, ' ')) && (!eol || sp < eol))
+			sum += strtod(sp + 1, NULL);
+	}
+	return sum;
+}
+
+/* Reads the etcd's use so far (every member when a cluster runs); zeros without etcd. */
+static void bench_etcd_use(struct bench_etcd_use *u)
+{
+	*u = (struct bench_etcd_use){0};
+	for (size_t i = 0; i < bench_nmembers; i++) {
+		struct etcd_proc *m = &bench_members[i];
+		struct http_client *h = http_client_new(m->url);
+		char path[64], buf[1024], *text = NULL, *paren;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)m->pid);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')'))) {
+			unsigned long ut = 0, st = 0;
+
+			/* Fields 14 and 15 (utime, stime) are the 12th and 13th after the state. */
+			if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+				   &ut, &st) == 2)
+				u->cpu += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		}
+		if (f)
+			fclose(f);
+		if (h && http_client_do(h, "GET", "/metrics", NULL, &text, NULL, 10000) == 200 &&
+		    text) {
+			u->range += bench_etcd_calls(text, "Range");
+			u->txn += bench_etcd_calls(text, "Txn");
+		}
+		free(text);
+		http_client_free(h);
+	}
+}
+
 struct bench_client {
 	pthread_t thread;
 	struct http_client *http;
@@ -497,12 +563,14 @@ static struct http_client *bench_http(const struct bench_srv *b)
 static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
 				 bool wait_publish, int *next_vol)
 {
-	const char *name = wait_publish ? (bench_etcd.pid > 0 ? "etcd_claim_wait_release"
-					   : bench_pki        ? "claim_wait_release_tls"
-							      : "claim_wait_release")
-					: (bench_etcd.pid > 0 ? "etcd_claim_release"
-					   : bench_pki        ? "claim_release_tls"
-							      : "claim_release");
+	const char *name = wait_publish ? (bench_nmembers == 3  ? "etcd3_claim_wait_release"
+					   : bench_nmembers > 0 ? "etcd_claim_wait_release"
+					   : bench_pki          ? "claim_wait_release_tls"
+								: "claim_wait_release")
+					: (bench_nmembers == 3  ? "etcd3_claim_release"
+					   : bench_nmembers > 0 ? "etcd_claim_release"
+					   : bench_pki          ? "claim_release_tls"
+								: "claim_release");
 	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
 	double rt[16], freed[16], cpu[16], writes[16];
@@ -513,6 +581,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		long requests = 0;
 		double t0, t1, cpu0, client_cpu = 0;
 		uint64_t index0 = store_index(b->store);
+		struct bench_etcd_use eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			cl[i] = (struct bench_client){.first = *next_vol + i * per,
@@ -522,6 +591,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			if (!(cl[i].http = bench_http(b)))
 				bench_die("http client", NULL);
 		}
+		bench_etcd_use(&eu0);
 		t0 = bench_now();
 		cpu0 = bench_cpu(RUSAGE_SELF);
 		for (int i = 0; i < BENCH_CLIENTS; i++)
@@ -543,6 +613,14 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
+		bench_etcd_use(&eu1);
+		if (bench_nmembers > 0)
+			printf(
+			    "  repeat %d: etcd CPU %.0f us per cycle (all members), %.2f Range and "
+			    "%.2f Txn calls per cycle\n",
+			    r + 1, (eu1.cpu - eu0.cpu) / (per * BENCH_CLIENTS) * 1e6,
+			    (eu1.range - eu0.range) / (per * BENCH_CLIENTS),
+			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
 		printf(
 		    "  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
 		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle\n",
@@ -562,7 +640,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 	       name, bench_stat_median(freed, repeats), repeats, per * BENCH_CLIENTS,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0,
-	       bench_stat_median(writes, repeats), bench_etcd.pid > 0 ? 1000 : 2000);
+	       bench_stat_median(writes, repeats), bench_nmembers > 0 ? 1000 : 2000);
 	fflush(stdout);
 }
 
@@ -574,24 +652,21 @@ static void bench_cycles(const char *dir, int repeats)
 	struct bench_srv b;
 	int next_vol = 0, ready, busy;
 	char db[256], pki[300];
-	static const char node[] =
-	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
-	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
-	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
 
 	snprintf(db, sizeof(db), "%s/cycles.db", dir);
 	snprintf(pki, sizeof(pki), "%s/pki", dir);
 	bench_fill(db, 4 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
 	/* Plaintext, then the same over HTTPS (keep-alive connections both times). */
-	for (int tls = 0; tls < 2; tls++) {
+	/* On etcd plaintext only: TLS is the API's cost, measured on SQLite. */
+	for (int tls = 0; tls < (bench_nmembers > 0 ? 1 : 2); tls++) {
 		if (tls && test_pki_make(pki) != 0)
 			bench_die("openssl", "cannot make the certificates");
 		bench_pki = tls ? pki : NULL;
 		bench_srv_start(&b, db, ctl, 0, 0, true);
 		bench_srv_idle(&b);
 		h = bench_http(&b);
-		if (!h ||
-		    http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
+		if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, bench_node_doc, NULL,
+					 NULL, 0) != 200)
 			bench_die("node registration failed", NULL);
 		http_client_free(h);
 		bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
@@ -602,6 +677,104 @@ static void bench_cycles(const char *dir, int repeats)
 		bench_srv_stop(&b);
 	}
 	bench_pki = NULL;
+}
+
+/* ---- 6b. watch latency between two servers on one etcd ---- */
+
+#define BENCH_WATCH_SAMPLES 50
+
+/* A blocking query on server B, and when it returned. */
+struct bench_waiter {
+	pthread_t thread;
+	struct http_client *http;
+	char path[128];
+	double done;
+	long status;
+};
+
+static void *bench_waiter_run(void *arg)
+{
+	struct bench_waiter *w = arg;
+
+	w->status = http_client_do(w->http, "GET", w->path, NULL, NULL, NULL, 0);
+	w->done = bench_now();
+	return NULL;
+}
+
+/*
+ * Two servers on the same etcd prefix: a blocking GET of a volume waits
+ * on server B, a claim of it goes through server A; the latency is from
+ * sending the claim to B's answer (the write's commit, etcd's watch
+ * event to B, B's wake-up), beside the claim's own round trip.
+ */
+static void bench_watch_latency(const char *dir, int repeats)
+{
+	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
+	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	int n = BENCH_WATCH_SAMPLES * repeats;
+	double *lat = calloc((size_t)n, sizeof(double)), *wr = calloc((size_t)n, sizeof(double));
+	struct bench_srv a, b;
+	struct http_client *ha, *hb;
+	char db[256];
+
+	snprintf(db, sizeof(db), "%s/watch.db", dir);
+	bench_fill(db, n, MODEL_VOL_READY);
+	bench_srv_start(&a, db, ctl, 0, 0, true);
+	bench_srv_start(&b, db, ctl, 0, 0, true);
+	ha = bench_http(&a);
+	hb = bench_http(&b);
+	if (!lat || !wr || !ha || !hb ||
+	    http_client_do(ha, "PUT", "/v1/node/" BENCH_NODE, bench_node_doc, NULL, NULL, 0) != 200)
+		bench_die("watch latency set-up failed", NULL);
+	for (int i = 0; i < n; i++) {
+		struct bench_waiter w = {.http = bench_http(&b)};
+		char path[128], body[256];
+		json_t *v = NULL;
+		double t0;
+
+		bench_srv_idle(&a);
+		bench_srv_idle(&b);
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d", i);
+		if (!w.http || http_client_json(hb, "GET", path, NULL, &v) != 200)
+			bench_die("watch latency: get", NULL);
+		snprintf(w.path, sizeof(w.path), "%s?index=%lld&wait=30s", path,
+			 (long long)json_integer_value(json_object_get(v, "modify_index")));
+		json_decref(v);
+		if (pthread_create(&w.thread, NULL, bench_waiter_run, &w) != 0)
+			bench_die("pthread_create", NULL);
+		/* Let the query park on B (a benchmark may wait; the figure does not include it).
+		 */
+		usleep(20000);
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d/claim", i);
+		snprintf(body, sizeof(body),
+			 "{\"alloc_id\": \"w-%d\", \"node_id\": \"" BENCH_NODE
+			 "\", \"mode\": \"write\", \"access_mode\": \"single-node-writer\", "
+			 "\"attachment_mode\": \"file-system\"}",
+			 i);
+		t0 = bench_now();
+		if (http_client_do(ha, "PUT", path, body, NULL, NULL, 0) != 200)
+			bench_die("watch latency: claim", NULL);
+		wr[i] = (bench_now() - t0) * 1e3;
+		pthread_join(w.thread, NULL);
+		http_client_free(w.http);
+		if (w.status != 200)
+			bench_die("watch latency: blocking query", NULL);
+		lat[i] = (w.done - t0) * 1e3;
+	}
+	bench_stat_sort(lat, n);
+	bench_stat_sort(wr, n);
+	printf("%s watch_latency_ms median=%.2f p99=%.2f n=%d (claim through server A to the "
+	       "blocking query on server B answering; the claim alone median=%.2f p99=%.2f)\n",
+	       bench_nmembers == 3 ? "etcd3" : "etcd", bench_stat_median(lat, n),
+	       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n, bench_stat_median(wr, n),
+	       wr[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
+	fflush(stdout);
+	http_client_free(ha);
+	http_client_free(hb);
+	bench_srv_stop(&b);
+	bench_srv_stop(&a);
+	free(lat);
+	free(wr);
 }
 
 /* ---- 2. restart with 10,000 volumes that need no work ---- */
@@ -840,6 +1013,34 @@ static void bench_big(void)
 	server_proc_cleanup(&s);
 }
 
+/*
+ * Measure 6 on an etcd of n members (1 or 3). Their data goes to
+ * $CSID_BENCH_ETCD_DIR, by default /dev/shm: tmpfs stands for the fast
+ * disk (NVMe, fsync well under a millisecond) a real etcd is given; this
+ * machine's disk takes about 3 ms per fsync, which would measure the disk.
+ */
+static void bench_on_etcd(const char *dir, int repeats, size_t n)
+{
+	const char *base =
+	    getenv("CSID_BENCH_ETCD_DIR") ? getenv("CSID_BENCH_ETCD_DIR") : "/dev/shm";
+
+	memset(bench_members, 0, sizeof(bench_members));
+	for (size_t i = 0; i < n; i++)
+		bench_members[i].base = base;
+	if ((n == 1 ? etcd_proc_start(&bench_members[0]) : etcd_cluster_start(bench_members, n)) !=
+	    0)
+		bench_die("etcd did not start", NULL);
+	for (size_t i = 0; i < n; i++)
+		printf("etcd member %zu: %s, data and log in %s\n", i, bench_members[i].url,
+		       bench_members[i].dir);
+	bench_nmembers = n;
+	bench_cycles(dir, repeats);
+	bench_watch_latency(dir, repeats);
+	for (size_t i = 0; i < n; i++)
+		etcd_proc_cleanup(&bench_members[i]);
+	bench_nmembers = 0;
+}
+
 int main(int argc, char **argv)
 {
 	int repeats = argc > 1 ? atoi(argv[1]) : 3;
@@ -847,8 +1048,9 @@ int main(int argc, char **argv)
 	char dir[256], log[300];
 
 	if (repeats < 1 || repeats > 16)
-		bench_die("usage",
-			  "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big|etcd]");
+		bench_die(
+		    "usage",
+		    "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big|etcd|etcd3]");
 	signal(SIGPIPE, SIG_IGN);
 	bench_dir(dir, sizeof(dir));
 	/* The server's log lines go to a file, as a real server's would. */
@@ -865,14 +1067,10 @@ int main(int argc, char **argv)
 		bench_create(dir, repeats, argc > 3 ? argv[3] : NULL);
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
-	if (!*only || !strcmp(only, "etcd")) {
-		bench_etcd.base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
-		if (etcd_proc_start(&bench_etcd) != 0)
-			bench_die("etcd did not start", NULL);
-		printf("etcd %s, data and log in %s\n", bench_etcd.url, bench_etcd.dir);
-		bench_cycles(dir, repeats);
-		etcd_proc_cleanup(&bench_etcd);
-	}
+	if (!*only || !strcmp(only, "etcd"))
+		bench_on_etcd(dir, repeats, 1);
+	if (!*only || !strcmp(only, "etcd3"))
+		bench_on_etcd(dir, repeats, 3);
 	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
 	if (!getenv("CSID_BENCH_KEEP"))
 		hpp_rmrf(dir);
