@@ -151,6 +151,8 @@ static int etcd_error_doc(const char *ep, json_t *doc, long http, struct err *e)
 		msg = "no message";
 	if (!json_is_integer(code))
 		return err_set(e, CSID_EPROTO, "etcd %s: HTTP %ld: %.200s", ep, http, msg);
+	if (json_integer_value(code) == 14 && strstr(msg, "no leader"))
+		return err_set(e, CSID_EUNAVAIL, "etcd %s: no quorum (%.200s)", ep, msg);
 	return err_set(e, etcd_grpc_code((long)json_integer_value(code), msg), "etcd %s: %.300s",
 		       ep, msg);
 }
@@ -177,13 +179,21 @@ static void etcd_setopt(struct etcd_client *c, CURL *h, const char *url, const c
 /*
  * The request headers: JSON, and no "Expect: 100-continue" (libcurl asks
  * for it on bodies over 1 KiB, which would cost a transaction a round
- * trip to etcd's answer of 100 first). NULL when out of memory.
+ * trip to etcd's answer of 100 first). Every call but a read also asks
+ * for a leader (the gateway passes Grpc-Metadata-* on as gRPC metadata,
+ * here etcd's "hasleader"): a member that lost its quorum then answers
+ * "no leader" at once, and cancels such a watch, instead of holding a
+ * write until its own timeout (7 s) and answering "context deadline
+ * exceeded"; a serializable read may still be answered from what the
+ * member has. NULL when out of memory.
  */
-static struct curl_slist *etcd_headers(void)
+static struct curl_slist *etcd_headers(const char *path)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
 
+	if (h2 && strcmp(path, "/v3/kv/range") != 0)
+		h2 = curl_slist_append(h2, "Grpc-Metadata-hasleader: true");
 	if (h2 == NULL)
 		curl_slist_free_all(h);
 	return h2;
@@ -207,7 +217,7 @@ static int etcd_transport_err(const char *ep, CURLcode cc, struct err *e)
 static CURLcode etcd_post(struct etcd_client *c, const char *ep, const char *path, const char *body,
 			  struct strbuf *sb, long *http)
 {
-	struct curl_slist *hdrs = etcd_headers();
+	struct curl_slist *hdrs = etcd_headers(path);
 	char url[512];
 	CURL *h = curl_pool_get(c->pool);
 	CURLcode cc;
@@ -414,7 +424,7 @@ static CURLcode etcd_stream_run(struct etcd_stream *st, CURL *h, bool *cancelled
 int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, struct etcd_stream *st,
 		       etcd_stream_cb cb, void *arg, struct err *e)
 {
-	struct curl_slist *hdrs = etcd_headers();
+	struct curl_slist *hdrs = etcd_headers(path);
 	char *body = json_dumps(req, JSON_COMPACT);
 	size_t first = atomic_load(&c->cur);
 	struct etcd_lines l;

@@ -623,6 +623,11 @@ static int etcd_watch_msg(void *arg, json_t *msg)
 		return s->compact_to ? 1 : CSID_EUNAVAIL;
 	}
 	pthread_mutex_lock(&s->mu);
+	if (s->paused || s->closing) {
+		/* Stopped while the stream was still reading: nothing more reaches the log. */
+		pthread_mutex_unlock(&s->mu);
+		return CSID_ECANCELED;
+	}
 	had = s->log_n;
 	for (size_t i = 0; i < json_array_size(evs) && rc == 0; i++)
 		rc = etcd_log_event(s, json_array_get(evs, i), &rev, &e);
