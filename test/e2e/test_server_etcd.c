@@ -268,7 +268,23 @@ static void test_csictl_failover(void **state)
 	csictl_runner_free(&f->rn, &f->r);
 }
 
-/* A value the server cannot decode: that volume is refused, naming it; others are served. */
+/* Polls the server's log for needle (at most WAIT_MS). */
+static bool wait_log(struct server_proc *s, const char *needle)
+{
+	struct timespec pause = {0, 50 * 1000 * 1000};
+
+	for (int i = 0; i < WAIT_MS / 50; i++) {
+		if (server_proc_log_has(s, needle))
+			return true;
+		nanosleep(&pause, NULL);
+	}
+	return false;
+}
+
+/*
+ * A value the server cannot decode: that volume is refused, naming it;
+ * the reconciler logs it and sets it aside; others are served.
+ */
 static void test_undecodable_value(void **state)
 {
 	struct fixture *f = *state;
@@ -289,6 +305,10 @@ static void test_undecodable_value(void **state)
 	json_decref(v);
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/good", server_proc_volume_ready, WAIT_MS));
+	/* The reconciler met it through the watch: logged and set aside, the server runs on. */
+	assert_true(wait_log(&f->s, "damaged record"));
+	assert_true(server_proc_log_has(&f->s, "volume bad"));
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good2/create", create_body), 200);
 	free(body);
 	json_decref(req);
 }
