@@ -19,6 +19,7 @@ struct etcd_cache_entry {
 	uint64_t hash;
 	uint64_t known; /* the revision this state is true at */
 	bool missing; /* a tombstone: obj has the kind and ID only */
+	bool unknown; /* a mark: changes up to known are stale, the state is not cached */
 	struct store_obj obj;
 };
 
@@ -131,17 +132,18 @@ static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **li
 }
 
 /*
- * Sets kind/id to value (NULL: missing) as of revision known, unless the
- * entry already knows a revision at least as new.
+ * Sets kind/id to value (NULL: missing; unknown: a mark) as of revision
+ * known, unless the entry already knows a revision at least as new.
  */
 static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const char *id,
-			   const struct store_obj *value, uint64_t known)
+			   const struct store_obj *value, bool unknown, uint64_t known)
 {
 	uint64_t h = etcd_cache_hash(kind, id);
 	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, h), *en;
 	struct err e;
 
-	if (*link && (*link)->known >= known)
+	/* A mark gives way to a state at its own revision: that is the truth there. */
+	if (*link && ((*link)->unknown ? (*link)->known > known : (*link)->known >= known))
 		return;
 	if (*link)
 		etcd_cache_unlink(c, link);
@@ -157,6 +159,7 @@ static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const cha
 	en->hash = h;
 	en->known = known;
 	en->missing = value == NULL;
+	en->unknown = unknown;
 	if (c->bytes + etcd_cache_cost(en) > ETCD_CACHE_BYTES)
 		etcd_cache_clear(c);
 	if (c->n >= c->nb)
@@ -171,13 +174,13 @@ static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const cha
 void etcd_cache_apply(struct etcd_cache *c, const struct store_change *ch)
 {
 	etcd_cache_set(c, ch->obj.kind, ch->obj.id, ch->type == STORE_OP_PUT ? &ch->obj : NULL,
-		       ch->index);
+		       false, ch->index);
 }
 
 void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
 		     const struct store_obj *o, uint64_t rev)
 {
-	etcd_cache_set(c, kind, id, o, rev);
+	etcd_cache_set(c, kind, id, o, false, rev);
 }
 
 int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
@@ -185,7 +188,7 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 {
 	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
 
-	if (en == NULL)
+	if (en == NULL || en->unknown)
 		return 1;
 	if (en->missing)
 		return err_set(e, CSID_ENOTFOUND, "%s %s: not found", store_kind_name(kind), id);
@@ -193,10 +196,17 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 			     en->obj.create_index, en->obj.modify_index, e);
 }
 
-void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id)
+void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)
 {
 	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
 
-	if (*link)
+	if (*link && (*link)->known < rev) {
+		/* Keep what was known only when it is newer than the mark would be. */
 		etcd_cache_unlink(c, link);
+	} else if (*link) {
+		(*link)->unknown = true;
+		return;
+	}
+	if (rev > 0)
+		etcd_cache_set(c, kind, id, NULL, true, rev);
 }

@@ -3,8 +3,9 @@
  * (and those its reads fetched), each as of a known revision, so a get
  * is answered without a round trip to etcd.
  *
- * Each entry is an object or a tombstone (the key is known to be
- * missing) with `known`, the revision its state is true at. A change of
+ * Each entry is an object, a tombstone (the key is known to be missing)
+ * or a mark (its state is unknown up to `known`: a get misses) with
+ * `known`, the revision its state is true at. A change of
  * the watch replaces an entry only when its revision is newer than what
  * the entry knows, so a read that came back after later events were
  * applied cannot roll the entry back, and events replayed after the watch
@@ -55,8 +56,13 @@ void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
 int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 		   struct store_obj *out, struct err *e);
 
-/* Forgets kind/id (its next get reads etcd). */
-void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id);
+/*
+ * Forgets kind/id: its next get reads etcd. rev is a revision its state
+ * is known to be at least as new as (a failed compare's answer): changes
+ * up to it that the watch still brings are ignored, so they cannot put
+ * back what the compare just showed to be old. 0: none known.
+ */
+void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev);
 
 /* Forgets everything (the watch lost changes). */
 void etcd_cache_clear(struct etcd_cache *c);

@@ -453,12 +453,16 @@ static bool etcd_txn_changed(const struct store_op *ops, size_t n, json_t *resp)
 	return false;
 }
 
-/* Forgets the objects of ops: their next get reads etcd. */
-static void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n)
+/*
+ * Forgets the objects of ops: their next get reads etcd, and changes up
+ * to rev the watch still brings do not put an older state back.
+ */
+static void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n,
+			      uint64_t rev)
 {
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < n; i++)
-		etcd_cache_drop(s->cache, ops[i].kind, ops[i].id);
+		etcd_cache_drop(s->cache, ops[i].kind, ops[i].id, rev);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -504,10 +508,11 @@ static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint
 	if (rc)
 		return err_wrap(e, "store txn");
 	rc = etcd_txn_outcome(ops, n, resp, &rev, e);
-	json_decref(resp);
 	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
 	if (rc == CSID_ECONFLICT)
-		etcd_cache_forget(s, ops, n);
+		etcd_cache_forget(s, ops, n,
+				  etcd_json_u64(json_object_get(resp, "header"), "revision"));
+	json_decref(resp);
 	if (rc)
 		return rc;
 	if (rev == 0) {
@@ -516,7 +521,7 @@ static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint
 		/* Read your writes: the watch delivers the revision to the log first. */
 		log_warn("msg=\"etcd watch behind a write\" revision=%llu",
 			 (unsigned long long)rev);
-		etcd_cache_forget(s, ops, n);
+		etcd_cache_forget(s, ops, n, rev);
 	}
 	if (index != NULL)
 		*index = rev;
