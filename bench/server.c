@@ -705,6 +705,20 @@ static void *bench_waiter_run(void *arg)
 	return NULL;
 }
 
+/* Prints the median and p99 of lat[0..n) beside those of the writes wr[0..n) (sorts both). */
+static void bench_watch_print(const char *name, const char *what, const char *write, double *lat,
+			      double *wr, int n)
+{
+	int p99 = (n * 99) / 100 < n ? (n * 99) / 100 : n - 1;
+
+	bench_stat_sort(lat, n);
+	bench_stat_sort(wr, n);
+	printf("%s %s median=%.2f p99=%.2f n=%d (%s; %s alone median=%.2f p99=%.2f)\n",
+	       bench_nmembers == 3 ? "etcd3" : "etcd", name, bench_stat_median(lat, n), lat[p99], n,
+	       what, write, bench_stat_median(wr, n), wr[p99]);
+	fflush(stdout);
+}
+
 /*
  * The same below the API: a write through store A (which returns once
  * A's own watch delivered it) until store B's store_wait returns it.
@@ -734,14 +748,8 @@ static void bench_watch_store(const char *dir, double *lat, double *wr, int n)
 		lat[i] = (bench_now() - t0) * 1e3;
 		wr[i] = (t1 - t0) * 1e3;
 	}
-	bench_stat_sort(lat, n);
-	bench_stat_sort(wr, n);
-	printf("%s watch_latency_store_ms median=%.2f p99=%.2f n=%d (store A's write to store B's "
-	       "store_wait; the write alone median=%.2f p99=%.2f)\n",
-	       bench_nmembers == 3 ? "etcd3" : "etcd", bench_stat_median(lat, n),
-	       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n, bench_stat_median(wr, n),
-	       wr[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
-	fflush(stdout);
+	bench_watch_print("watch_latency_store_ms", "store A's write to store B's store_wait",
+			  "the write", lat, wr, n);
 	store_close(sb);
 	store_close(sa);
 }
@@ -806,15 +814,10 @@ static void bench_watch_latency(const char *dir, int repeats)
 			bench_die("watch latency: blocking query", NULL);
 		lat[i] = (w.done - t0) * 1e3;
 	}
-	bench_stat_sort(lat, n);
-	bench_stat_sort(wr, n);
-	printf("%s watch_latency_ms median=%.2f p99=%.2f n=%d (claim through server A to the "
-	       "blocking query on server B answering, whose wake-ups the API coalesces every "
-	       "50 ms; the claim alone median=%.2f p99=%.2f)\n",
-	       bench_nmembers == 3 ? "etcd3" : "etcd", bench_stat_median(lat, n),
-	       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], n, bench_stat_median(wr, n),
-	       wr[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1]);
-	fflush(stdout);
+	bench_watch_print("watch_latency_ms",
+			  "claim through server A to the blocking query on server B answering, "
+			  "whose wake-ups the API coalesces every 50 ms",
+			  "the claim", lat, wr, n);
 	http_client_free(ha);
 	http_client_free(hb);
 	bench_srv_stop(&b);
