@@ -229,14 +229,16 @@ static void test_etcd_compacted_watch(void **state)
 	struct store *a, *b;
 	struct store_changes c;
 	struct store_list l;
-	uint64_t reader, index = 0;
+	uint64_t reader, index = 0, changed;
 	struct err e;
 
 	assert_int_equal(te_open_prefix(&a, prefix, sizeof(prefix), &e), 0);
 	b = te_open_at(prefix);
 	assert_int_equal(te_put(a, "before", "x", &index, &e), 0);
 	reader = index;
+	te_expect(a, "before", "x", index); /* now in a's read cache */
 	store_etcd_pause_watch(a, true);
+	assert_int_equal(te_put(b, "before", "changed", &changed, &e), 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof(id), "gap-%d", i);
 		assert_int_equal(te_put(b, id, "y", &index, &e), 0);
@@ -254,6 +256,9 @@ static void test_etcd_compacted_watch(void **state)
 	assert_int_equal(l.n, 6);
 	reader = l.index;
 	store_list_free(&l);
+	/* Reads after the compaction see the writes the watch never delivered. */
+	te_expect(a, "gap-4", "y", index);
+	te_expect(a, "before", "changed", changed);
 	assert_int_equal(te_put(b, "after", "z", &index, &e), 0);
 	assert_true(store_wait(a, reader, 30000) >= index);
 	assert_int_equal(store_changes(a, reader, 0, &c, &e), 0);
