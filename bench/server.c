@@ -413,57 +413,17 @@ static const char bench_node_doc[] =
     "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
     "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
 
-/* etcd's side of a run: its CPU time (s) and the Range and Txn calls it handled. */
-struct bench_etcd_use {
-	double cpu;
-	double range, txn;
-};
-
-/* Sums etcd's grpc_server_handled_total of method (every code) in its /metrics text. */
-static double bench_etcd_calls(const char *text, const char *method)
+/* etcd's side of a run, summed over every member (zeros without etcd). */
+static void bench_etcd_use(struct etcd_proc_usage *u)
 {
-	char pat[64];
-	double sum = 0;
-
-	snprintf(pat, sizeof(pat), "grpc_method=\"%s\",grpc_service=\"etcdserverpb.KV\"", method);
-	for (const char *p = text; (p = strstr(p, "grpc_server_handled_total{")); p++) {
-		const char *eol = strchr(p, '\n'), *m = strstr(p, pat), *sp;
-
-		if (m && (!eol || m < eol) && (sp = strchr(m, ' ')) && (!eol || sp < eol))
-			sum += strtod(sp + 1, NULL);
-	}
-	return sum;
-}
-
-/* Reads the etcd's use so far (every member when a cluster runs); zeros without etcd. */
-static void bench_etcd_use(struct bench_etcd_use *u)
-{
-	*u = (struct bench_etcd_use){0};
+	*u = (struct etcd_proc_usage){0};
 	for (size_t i = 0; i < bench_nmembers; i++) {
-		struct etcd_proc *m = &bench_members[i];
-		struct http_client *h = http_client_new(m->url);
-		char path[64], buf[1024], *text = NULL, *paren;
-		FILE *f;
+		struct etcd_proc_usage m;
 
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)m->pid);
-		f = fopen(path, "r");
-		if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')'))) {
-			unsigned long ut = 0, st = 0;
-
-			/* Fields 14 and 15 (utime, stime) are the 12th and 13th after the state. */
-			if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-				   &ut, &st) == 2)
-				u->cpu += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-		}
-		if (f)
-			fclose(f);
-		if (h && http_client_do(h, "GET", "/metrics", NULL, &text, NULL, 10000) == 200 &&
-		    text) {
-			u->range += bench_etcd_calls(text, "Range");
-			u->txn += bench_etcd_calls(text, "Txn");
-		}
-		free(text);
-		http_client_free(h);
+		etcd_proc_usage(&bench_members[i], &m);
+		u->cpu_s += m.cpu_s;
+		u->range += m.range;
+		u->txn += m.txn;
 	}
 }
 
@@ -585,7 +545,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		long requests = 0;
 		double t0, t1, cpu0, client_cpu = 0;
 		uint64_t index0 = store_index(b->store);
-		struct bench_etcd_use eu0, eu1;
+		struct etcd_proc_usage eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			cl[i] = (struct bench_client){.first = *next_vol + i * per,
@@ -622,7 +582,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			printf(
 			    "  repeat %d: etcd CPU %.0f us per cycle (all members), %.2f Range and "
 			    "%.2f Txn calls per cycle\n",
-			    r + 1, (eu1.cpu - eu0.cpu) / (per * BENCH_CLIENTS) * 1e6,
+			    r + 1, (eu1.cpu_s - eu0.cpu_s) / (per * BENCH_CLIENTS) * 1e6,
 			    (eu1.range - eu0.range) / (per * BENCH_CLIENTS),
 			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
 		printf(
