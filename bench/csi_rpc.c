@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "csi/csi_client.h"
+#include "proc_stat.h"
 
 #ifndef CSI_HOSTPATH_BIN
 #error "CSI_HOSTPATH_BIN is defined by CMake"
@@ -667,23 +668,6 @@ static int bench_pin(struct bench *b)
 	return rc;
 }
 
-static long bench_peak_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 static void bench_stop_plugin(struct bench *b)
 {
 	bench_kill_plugin(b->pid);
@@ -771,7 +755,7 @@ int main(int argc, char **argv)
 		bench_mounts(&b);
 	else
 		printf("stage..unstage cycle:  skipped (needs root for mount(2))\n");
-	rss = bench_peak_rss_kib(b.pid);
+	rss = proc_stat_status(b.pid, "VmHWM:");
 	printf("plugin peak RSS:       %.1f MiB  (VmHWM; target <= 16 MiB)\n", rss / 1024.0);
 	bench_first_connect(&b);
 	rc = 0;

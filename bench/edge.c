@@ -20,14 +20,21 @@
  * BENCH_AGENTS and BENCH_WATCHERS scale the run down when the machine's
  * file limit cannot hold it (each agent and watcher is one descriptor
  * here and one in the server). CSID_BENCH_KEEP=1 keeps the directory.
+ * BENCH_PIN=1 puts the server on CPU 0 and this client on CPU 1;
+ * BENCH_NO_BATCH=1 leaves the agents' loop SCHED_NORMAL (see below). Besides
+ * the latencies it prints the CPU of the server and of this client, the
+ * load average, and per server thread role its CPU and the time it was
+ * runnable but waited for a CPU (schedstat): where a probe waits.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_stat.h"
 #include "server_proc.h"
 
 #define EDGE_PERIOD_MS 10000
@@ -61,6 +69,7 @@ struct edge_conn {
 	size_t inlen;
 	uint64_t index; /* watcher: the node's last index seen */
 	int64_t next_ms; /* agent: when to send the next heartbeat */
+	bool due; /* agent: a heartbeat came due while busy */
 	int64_t sent_ms;
 };
 
@@ -68,6 +77,7 @@ struct edge {
 	struct server_proc srv;
 	int port;
 	int nagents, nwatchers;
+	int cursor; /* the next agent due */
 	struct edge_conn *conns;
 	int ep;
 	long heartbeats, answers, errors, watch_answers;
@@ -230,6 +240,12 @@ static void edge_readable(struct edge *b, struct edge_conn *c)
 				b->hb_ms_sum += ms;
 				if (ms > b->hb_ms_max)
 					b->hb_ms_max = ms;
+				if (c->due && !atomic_load(&b->stop)) {
+					c->due = false;
+					b->heartbeats++;
+					if (edge_heartbeat(c) != 0)
+						b->errors++;
+				}
 			}
 		}
 	}
@@ -287,22 +303,127 @@ static int edge_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* A number field of /proc/<pid>/status ("VmRSS:", "Threads:"); -1 when absent. */
-static long edge_proc_status(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *f;
+/*
+ * Where the server's threads spend the window, by thread name: CPU time and
+ * time runnable but waiting for a CPU (/proc/<pid>/task/<tid>/schedstat:
+ * run ns, wait ns, timeslices). A thread's name tells its role (the I/O
+ * threads are libmicrohttpd's "MHD-*").
+ */
+#define EDGE_GROUPS 16
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, strlen(field)) == 0)
-			v = strtol(line + strlen(field), NULL, 10);
-	fclose(f);
-	return v;
+struct edge_sched {
+	char name[EDGE_GROUPS][24];
+	double run_ms[EDGE_GROUPS], wait_ms[EDGE_GROUPS];
+	long slices[EDGE_GROUPS];
+	int threads[EDGE_GROUPS];
+	int n;
+};
+
+static void edge_sched_read(pid_t pid, struct edge_sched *out)
+{
+	char path[96], name[24];
+	struct dirent *de;
+	DIR *d;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		unsigned long long run = 0, wait = 0, slices = 0;
+		FILE *f;
+		int g;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f || !fgets(name, sizeof(name), f)) {
+			if (f)
+				fclose(f);
+			continue;
+		}
+		fclose(f);
+		name[strcspn(name, "\n")] = '\0';
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu %llu %llu", &run, &wait, &slices) != 3)
+			run = wait = slices = 0;
+		fclose(f);
+		for (g = 0; g < out->n && strcmp(out->name[g], name) != 0; g++)
+			;
+		if (g == out->n) {
+			if (out->n == EDGE_GROUPS)
+				continue;
+			snprintf(out->name[out->n++], sizeof(out->name[0]), "%s", name);
+		}
+		out->run_ms[g] += (double)run / 1e6;
+		out->wait_ms[g] += (double)wait / 1e6;
+		out->slices[g] += (long)slices;
+		out->threads[g]++;
+	}
+	closedir(d);
+}
+
+static void edge_sched_print(const struct edge_sched *a, const struct edge_sched *b, int seconds)
+{
+	int i, j;
+
+	printf("server threads over the window (CPU, and time runnable waiting for a CPU):\n");
+	for (i = 0; i < b->n; i++) {
+		double run = b->run_ms[i], wait = b->wait_ms[i];
+		long slices = b->slices[i];
+
+		for (j = 0; j < a->n; j++)
+			if (strcmp(a->name[j], b->name[i]) == 0) {
+				run -= a->run_ms[j];
+				wait -= a->wait_ms[j];
+				slices -= a->slices[j];
+			}
+		printf("  %-16s x%-3d CPU %6.1f%%  runqueue wait %8.0f ms  %7ld slices  "
+		       "(%.3f ms wait per slice)\n",
+		       b->name[i], b->threads[i], run / (10.0 * seconds), wait, slices,
+		       slices > 0 ? wait / (double)slices : 0.0);
+	}
+}
+
+static double edge_self_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * BENCH_PIN: the server's threads on CPU 0, this process (its probe thread
+ * included, made later) on CPU 1, so that the client's CPU does not take
+ * the server's turns.
+ */
+static void edge_pin(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	cpu_set_t set;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.')
+			sched_setaffinity((pid_t)atoi(de->d_name), sizeof(set), &set);
+	if (d)
+		closedir(d);
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	printf("pinned: server on CPU 0, this client on CPU 1\n");
 }
 
 /* Drives the loop until until_ms: heartbeats when due, answers as they come. */
@@ -314,15 +435,26 @@ static void edge_loop(struct edge *b, int64_t until_ms)
 		int64_t now = edge_now_ms();
 		int i, n;
 
-		for (i = 0; i < b->nagents; i++) {
-			struct edge_conn *c = &b->conns[i];
+		/*
+		 * Agents are due in index order (their times are spread evenly
+		 * over the period): a cursor walks them instead of a scan of
+		 * all, which would cost this client a core at 10,000 agents.
+		 */
+		for (i = 0; i < b->nagents && b->conns[b->cursor].next_ms <= now; i++) {
+			struct edge_conn *c = &b->conns[b->cursor];
 
-			if (c->fd >= 0 && !c->busy && now >= c->next_ms) {
-				c->next_ms += EDGE_PERIOD_MS;
-				b->heartbeats++;
-				if (edge_heartbeat(c) != 0)
-					b->errors++;
+			b->cursor = (b->cursor + 1) % b->nagents;
+			c->next_ms += EDGE_PERIOD_MS;
+			if (c->fd < 0)
+				continue;
+			/* Still waiting for the last answer: sent when it comes. */
+			if (c->busy) {
+				c->due = true;
+				continue;
 			}
+			b->heartbeats++;
+			if (edge_heartbeat(c) != 0)
+				b->errors++;
 		}
 		n = epoll_wait(b->ep, evs, 256, 5);
 		for (i = 0; i < n; i++)
@@ -337,7 +469,8 @@ static int edge_run(struct edge *b, int seconds)
 	int64_t t0;
 	pthread_t probe;
 	long hb0, ans0;
-	double sum0;
+	double sum0, cpu_srv, cpu_self, load[3];
+	struct edge_sched s0, s1;
 
 	if (server_proc_init(&b->srv) != 0 || server_proc_write_config(&b->srv, NULL, NULL) != 0 ||
 	    server_proc_start(&b->srv) != 0 || !server_proc_wait_ready(&b->srv, 30000)) {
@@ -346,6 +479,8 @@ static int edge_run(struct edge *b, int seconds)
 		return -1;
 	}
 	b->port = atoi(strrchr(b->srv.addr, ':') + 1);
+	if (getenv("BENCH_PIN"))
+		edge_pin(b->srv.pid);
 	b->conns = calloc((size_t)total, sizeof(*b->conns));
 	b->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (!b->conns || b->ep < 0)
@@ -405,18 +540,34 @@ static int edge_run(struct edge *b, int seconds)
 	for (i = b->nagents; i < total; i++)
 		parked += b->conns[i].busy;
 	printf("watchers parked: %d; server threads: %d\n", parked,
-	       (int)edge_proc_status(b->srv.pid, "Threads:"));
+	       (int)proc_stat_status(b->srv.pid, "Threads:"));
 	/* Measure. */
 	b->caplat = (size_t)seconds * 1000 / EDGE_PROBE_MS + 16;
 	b->lat = calloc(b->caplat, sizeof(double));
 	if (!b->lat || pthread_create(&probe, NULL, edge_probe, b) != 0)
 		return -1;
+	/*
+	 * The simulated agents' loop (this thread, not the probe) is
+	 * SCHED_BATCH: real agents are other machines, but here, woken by
+	 * every answer, it would preempt the server's I/O thread on the cores
+	 * they share, right after each send.
+	 */
+	if (!getenv("BENCH_NO_BATCH"))
+		pthread_setschedparam(pthread_self(), SCHED_BATCH, &(struct sched_param){0});
 	hb0 = b->answers;
 	sum0 = b->hb_ms_sum;
 	b->hb_ms_max = 0;
+	edge_sched_read(b->srv.pid, &s0);
+	cpu_srv = proc_stat_cpu_s(b->srv.pid);
+	cpu_self = edge_self_cpu();
+	if (getloadavg(load, 3) != 3)
+		load[0] = load[1] = load[2] = -1;
 	atomic_store(&b->measuring, true);
 	edge_loop(b, edge_now_ms() + (int64_t)seconds * 1000);
 	atomic_store(&b->measuring, false);
+	edge_sched_read(b->srv.pid, &s1);
+	cpu_srv = proc_stat_cpu_s(b->srv.pid) - cpu_srv;
+	cpu_self = edge_self_cpu() - cpu_self;
 	atomic_store(&b->stop, true);
 	pthread_join(probe, NULL);
 	ans0 = b->answers - hb0;
@@ -434,10 +585,15 @@ static int edge_run(struct edge *b, int seconds)
 		       b->lat[b->nlat / 2], b->lat[b->nlat * 99 / 100], b->lat[b->nlat - 1],
 		       b->nlat);
 	}
+	printf("CPU:                   server %.0f%%, this client %.0f%% of one core; load "
+	       "average %.2f at the start, %.2f at the end\n",
+	       100.0 * cpu_srv / seconds, 100.0 * cpu_self / seconds, load[0],
+	       getloadavg(load, 1) == 1 ? load[0] : -1.0);
+	edge_sched_print(&s0, &s1, seconds);
 	printf("server RSS:            %.1f MiB now, %.1f MiB peak (VmRSS, VmHWM); threads %d\n",
-	       (double)edge_proc_status(b->srv.pid, "VmRSS:") / 1024.0,
-	       (double)edge_proc_status(b->srv.pid, "VmHWM:") / 1024.0,
-	       (int)edge_proc_status(b->srv.pid, "Threads:"));
+	       (double)proc_stat_status(b->srv.pid, "VmRSS:") / 1024.0,
+	       (double)proc_stat_status(b->srv.pid, "VmHWM:") / 1024.0,
+	       (int)proc_stat_status(b->srv.pid, "Threads:"));
 	return b->nlat ? 0 : -1;
 }
 
@@ -448,6 +604,7 @@ int main(int argc, char **argv)
 	int seconds = argc > 1 && atoi(argv[1]) > 0 ? atoi(argv[1]) : 30, rc, i;
 
 	memset(&b, 0, sizeof(b));
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	b.nagents = edge_env("BENCH_AGENTS", 10000);
 	b.nwatchers = edge_env("BENCH_WATCHERS", 1000);
 	if (b.nwatchers > b.nagents)

@@ -37,16 +37,19 @@
  *      on server B (same etcd prefix) answers, and below the API a write
  *      through store A until store B's store_wait returns it.
  *
- *   bench_server [repeats [cycles|settle|create [W:P]|big|etcd|etcd3]]
+ *   bench_server [repeats [cycles|plain|settle|create [W:P]|big|etcd|etcd3]]
  *
- * repeats defaults to 3; a name runs that measure only; create W:P runs
+ * repeats defaults to 3; a name runs that measure only (plain: measure 1
+ * over plaintext HTTP only); create W:P runs
  * only W workers with plugin_concurrency P. CSID_BENCH_KEEP=1 keeps the
  * directory (stores, server log).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,10 +76,12 @@
 #include "store/store.h"
 #include "test_pki.h"
 
+extern char **environ;
+
 #define BENCH_PLUGIN "bench.csi.csid.dev"
 #define BENCH_NODE "node-1"
 #define BENCH_CLIENTS 8
-#define BENCH_CYCLES 4000 /* per repeat, over BENCH_CLIENTS clients */
+#define BENCH_CYCLES 4000 /* per repeat, over BENCH_CLIENTS clients; $CSID_BENCH_CYCLES */
 #define BENCH_SETTLE_VOLUMES 10000
 #define BENCH_CREATE_VOLUMES 10000
 #define BENCH_LIST_VOLUMES 100000
@@ -98,6 +104,15 @@ static void bench_die(const char *what, const char *detail)
 	fflush(stdout);
 	fprintf(stdout, "bench server: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 	exit(1);
+}
+
+/* Cycles per repeat: BENCH_CYCLES, or fewer under valgrind ($CSID_BENCH_CYCLES). */
+static int bench_ncycles(void)
+{
+	const char *v = getenv("CSID_BENCH_CYCLES");
+	int n = v ? atoi(v) : BENCH_CYCLES;
+
+	return n >= BENCH_CLIENTS && n <= BENCH_CYCLES ? n : BENCH_CYCLES;
 }
 
 static void bench_dir(char *out, size_t len)
@@ -435,8 +450,18 @@ struct bench_client {
 	bool wait_publish; /* the agent's flow: GET until published before the release */
 	long requests;
 	double cpu; /* this client thread's CPU time, s */
+	long csw; /* and its context switches */
 	const char *failed;
 };
+
+/* Context switches (voluntary and not) of the calling thread, or of the process. */
+static long bench_csw(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
 
 /* CPU time (user + system) of the calling thread, or of the process, in seconds. */
 static double bench_cpu(int who)
@@ -504,11 +529,38 @@ static void *bench_client_run(void *arg)
 		c->requests++;
 	}
 	c->cpu = bench_cpu(RUSAGE_THREAD);
+	c->csw = bench_csw(RUSAGE_THREAD);
 	return NULL;
 }
 
 /*
- * One variant of the cycles: repeats runs of BENCH_CYCLES cycles on volumes
+ * Under valgrind --tool=callgrind with $CSID_BENCH_CALLGRIND set: zeroes
+ * (-z) or dumps (-d) the counts of every thread, so that one dump holds
+ * the cycles of one repeat alone (no fill, no server start).
+ */
+static void bench_callgrind(const char *what)
+{
+	char pid[16];
+	char *argv[] = {"callgrind_control", (char *)what, pid, NULL};
+	posix_spawn_file_actions_t fa;
+	pid_t child;
+	int status = 0, rc;
+
+	if (!getenv("CSID_BENCH_CALLGRIND"))
+		return;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	/* Its chatter stays out of the figures. */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	rc = posix_spawnp(&child, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		bench_die("callgrind_control failed", what);
+}
+
+/*
+ * One variant of the cycles: repeats runs of bench_ncycles() cycles on volumes
  * not used before (from *next_vol on), on the server b.
  */
 /* A keep-alive client of b's API (trusting bench_pki's CA over HTTPS). */
@@ -535,15 +587,16 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 					   : bench_nmembers > 0 ? "etcd_claim_release"
 					   : bench_pki          ? "claim_release_tls"
 								: "claim_release");
-	int per = BENCH_CYCLES / BENCH_CLIENTS, pub0, unpub0;
+	int per = bench_ncycles() / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
-	double rt[16], freed[16], cpu[16], writes[16];
+	double rt[16], freed[16], cpu[16], writes[16], csw[16];
 
 	pub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]);
 	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
 	for (int r = 0; r < repeats; r++) {
 		long requests = 0;
 		double t0, t1, cpu0, client_cpu = 0;
+		long csw0, client_csw = 0;
 		uint64_t index0 = store_index(b->store);
 		struct etcd_proc_usage eu0, eu1;
 
@@ -557,25 +610,33 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		}
 		bench_etcd_use(&eu0);
 		t0 = bench_now();
+		bench_callgrind("-z");
 		cpu0 = bench_cpu(RUSAGE_SELF);
+		csw0 = bench_csw(RUSAGE_SELF);
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (pthread_create(&cl[i].thread, NULL, bench_client_run, &cl[i]) != 0)
 				bench_die("pthread_create", NULL);
+			else
+				pthread_setname_np(cl[i].thread, "bench-client");
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			pthread_join(cl[i].thread, NULL);
 			http_client_free(cl[i].http);
 			requests += cl[i].requests;
 			client_cpu += cl[i].cpu;
+			client_csw += cl[i].csw;
 			if (cl[i].failed)
 				bench_die("cycle failed at", cl[i].failed);
 		}
 		t1 = bench_now();
 		*next_vol += per * BENCH_CLIENTS;
 		bench_srv_idle(b);
+		bench_callgrind("-d");
 		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
 		writes[r] = (double)(store_index(b->store) - index0) / (per * BENCH_CLIENTS);
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
+		csw[r] =
+		    (double)(bench_csw(RUSAGE_SELF) - csw0 - client_csw) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
 		bench_etcd_use(&eu1);
 		if (bench_nmembers > 0)
@@ -587,10 +648,11 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
 		printf(
 		    "  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
-		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle\n",
+		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle, "
+		    "%.1f server context switches per cycle\n",
 		    r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
 		    (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
-		    client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r]);
+		    client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r], csw[r]);
 	}
 	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
 	       name, bench_stat_median(cpu, repeats) * 1e6, 2.0 / bench_stat_median(cpu, repeats));
@@ -608,7 +670,8 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 	fflush(stdout);
 }
 
-static void bench_cycles(const char *dir, int repeats)
+/* tls_too: the plaintext cycles, then the same over HTTPS; else plaintext only. */
+static void bench_cycles(const char *dir, int repeats, bool tls_too)
 {
 	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
 	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
@@ -619,10 +682,12 @@ static void bench_cycles(const char *dir, int repeats)
 
 	snprintf(db, sizeof(db), "%s/cycles.db", dir);
 	snprintf(pki, sizeof(pki), "%s/pki", dir);
-	bench_fill(db, 4 * BENCH_CYCLES * repeats, MODEL_VOL_READY);
+	/* Named apart from the server's threads, for perf report --comm. */
+	pthread_setname_np(pthread_self(), "bench-fill");
+	bench_fill(db, 4 * bench_ncycles() * repeats, MODEL_VOL_READY);
+	pthread_setname_np(pthread_self(), "bench_server");
 	/* Plaintext, then the same over HTTPS (keep-alive connections both times). */
-	/* On etcd plaintext only: TLS is the API's cost, measured on SQLite. */
-	for (int tls = 0; tls < (bench_nmembers > 0 ? 1 : 2); tls++) {
+	for (int tls = 0; tls < (tls_too ? 2 : 1); tls++) {
 		if (tls && test_pki_make(pki) != 0)
 			bench_die("openssl", "cannot make the certificates");
 		bench_pki = tls ? pki : NULL;
@@ -1044,7 +1109,8 @@ static void bench_on_etcd(const char *dir, int repeats, size_t n)
 		printf("etcd member %zu: %s, data and log in %s\n", i, bench_members[i].url,
 		       bench_members[i].dir);
 	bench_nmembers = n;
-	bench_cycles(dir, repeats);
+	/* Plaintext only: TLS is the API's cost, measured on SQLite. */
+	bench_cycles(dir, repeats, false);
 	bench_watch_latency(dir, repeats);
 	for (size_t i = 0; i < n; i++)
 		etcd_proc_cleanup(&bench_members[i]);
@@ -1058,9 +1124,8 @@ int main(int argc, char **argv)
 	char dir[256], log[300];
 
 	if (repeats < 1 || repeats > 16)
-		bench_die(
-		    "usage",
-		    "bench_server [repeats 1..16] [cycles|settle|create [W:P]|big|etcd|etcd3]");
+		bench_die("usage", "bench_server [repeats 1..16] [cycles|plain|settle|create "
+				   "[W:P]|big|etcd|etcd3]");
 	signal(SIGPIPE, SIG_IGN);
 	bench_dir(dir, sizeof(dir));
 	/* The server's log lines go to a file, as a real server's would. */
@@ -1069,8 +1134,8 @@ int main(int argc, char **argv)
 		bench_die("log file", log);
 	printf("directory %s, %d repeats, server log %s\n", dir, repeats, log);
 	fflush(stdout);
-	if (!*only || !strcmp(only, "cycles"))
-		bench_cycles(dir, repeats);
+	if (!*only || !strcmp(only, "cycles") || !strcmp(only, "plain"))
+		bench_cycles(dir, repeats, strcmp(only, "plain") != 0);
 	if (!*only || !strcmp(only, "settle"))
 		bench_settle(dir, repeats);
 	if (!*only || !strcmp(only, "create"))

@@ -430,28 +430,17 @@ out:
 	return rc;
 }
 
-static int config_replace(char **dst, const char *src, struct err *e)
-{
-	char *s = strdup(src);
-
-	if (!s)
-		return err_set(e, CSID_ENOMEM, "config: out of memory");
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
 int config_override(struct config *cfg, const char *data_dir, const char *node_name,
 		    const char *listen, struct err *e)
 {
 	int rc = 0;
 
-	if (data_dir && (rc = config_replace(&cfg->data_dir, data_dir, e)))
+	if (data_dir && (rc = conf_set_string(&cfg->data_dir, data_dir, e)))
 		return rc;
 	if (node_name) {
 		rc = config_plugin_check_id("-node-name", node_name, e);
 		if (!rc)
-			rc = config_replace(&cfg->node_name, node_name, e);
+			rc = conf_set_string(&cfg->node_name, node_name, e);
 		if (rc)
 			return rc;
 	}
@@ -465,11 +454,11 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
 				       "-listen: unix socket path must be absolute and at most %d "
 				       "bytes",
 				       CONF_SOCK_MAX);
-		return config_replace(&cfg->listen_socket, p, e);
+		return conf_set_string(&cfg->listen_socket, p, e);
 	}
 	if (!strchr(listen, ':'))
 		return err_set(e, CSID_EINVAL, "-listen: expected unix:PATH or HOST:PORT");
-	return config_replace(&cfg->listen_addr, listen, e);
+	return conf_set_string(&cfg->listen_addr, listen, e);
 }
 
 int config_finalize(struct config *cfg, struct err *e)
@@ -483,7 +472,7 @@ int config_finalize(struct config *cfg, struct err *e)
 		if (!getcwd(cwd, sizeof(cwd)))
 			return err_errno(e, errno, "data_dir: getcwd");
 		snprintf(buf, sizeof(buf), "%s/%s", cwd, cfg->data_dir);
-		if ((rc = config_replace(&cfg->data_dir, buf, e)))
+		if ((rc = conf_set_string(&cfg->data_dir, buf, e)))
 			return rc;
 	}
 	if (strlen(cfg->data_dir) >= CONF_PATH_MAX - 256)
@@ -493,7 +482,7 @@ int config_finalize(struct config *cfg, struct err *e)
 
 		if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
 			snprintf(host, sizeof(host), "localhost");
-		if ((rc = config_replace(&cfg->node_name, host, e)))
+		if ((rc = conf_set_string(&cfg->node_name, host, e)))
 			return rc;
 	}
 	if (!cfg->listen_socket) {
@@ -503,7 +492,7 @@ int config_finalize(struct config *cfg, struct err *e)
 				       "listener.socket: default %s/agent.sock is longer than %d "
 				       "bytes; set listener.socket or -listen",
 				       cfg->data_dir, CONF_SOCK_MAX);
-		if ((rc = config_replace(&cfg->listen_socket, buf, e)))
+		if ((rc = conf_set_string(&cfg->listen_socket, buf, e)))
 			return rc;
 	}
 	return 0;

@@ -21,6 +21,7 @@
 #include "agent/owners.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/procstat.h"
 #include "util/strbuf.h"
 
 #define DOCKER_OWNER_POLL_MS 200
@@ -144,7 +145,7 @@ int docker_owner_pid_by_cgroup(const char *proc_root, const char *id)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		if (docker_owner_read(path, text, sizeof(text)) <= 0 ||
-		    owners_stat_parse(text, strlen(text), &state, &start) != 0 || state == 'Z')
+		    procstat_parse(text, strlen(text), &state, &start) != 0 || state == 'Z')
 			continue;
 		if (start < best_start || (start == best_start && pid < best)) {
 			best_start = start;
@@ -293,7 +294,7 @@ int docker_owner_pid_by_mount(const char *proc_root, const char *target, const c
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		if (docker_owner_read(path, stat, sizeof(stat)) <= 0 ||
-		    owners_stat_parse(stat, strlen(stat), &state, &start) != 0 || state == 'Z' ||
+		    procstat_parse(stat, strlen(stat), &state, &start) != 0 || state == 'Z' ||
 		    (!users && start > best_start) || !docker_owner_ns_init(proc_root, de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc_root, de->d_name);

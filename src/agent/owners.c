@@ -319,41 +319,6 @@ const struct owners_entry *owners_at(const struct owners *o, size_t i)
 	return i < o->n ? &o->v[i] : NULL;
 }
 
-int owners_stat_parse(const char *text, size_t len, char *state, uint64_t *start)
-{
-	const char *end = text + len, *p = NULL;
-	uint64_t v = 0;
-	int field = 3;
-
-	for (const char *q = text; q < end; q++)
-		if (*q == ')')
-			p = q;
-	if (!p || p + 2 >= end || p[1] != ' ')
-		return CSID_EINVAL;
-	p += 2;
-	*state = *p;
-	/* Fields 3.. are space-separated; skip to field 22. */
-	while (field < 22) {
-		while (p < end && *p != ' ')
-			p++;
-		if (p >= end)
-			return CSID_EINVAL;
-		p++;
-		field++;
-	}
-	if (p >= end || *p < '0' || *p > '9')
-		return CSID_EINVAL;
-	for (; p < end && *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return CSID_EINVAL;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (p < end && *p != ' ' && *p != '\n')
-		return CSID_EINVAL;
-	*start = v;
-	return 0;
-}
-
 int owners_events_parse(const char *text, size_t len, bool *populated)
 {
 	static const char key[] = "populated ";

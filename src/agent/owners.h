@@ -160,13 +160,6 @@ int owners_lease_check(int64_t lease_ms, struct err *e);
  */
 int owners_cgroup_path_check(const char *path, struct err *e);
 
-/*
- * Parses the len bytes of a /proc/PID/stat: *state (field 3, 'R', 'Z'...)
- * and *start (field 22). The command name (field 2) may hold spaces and
- * parentheses: fields are counted after its last ')'. Returns 0 or
- * CSID_EINVAL.
- */
-int owners_stat_parse(const char *text, size_t len, char *state, uint64_t *start);
 /* Parses a cgroup.events file's "populated 0|1" line. Returns 0 or CSID_EINVAL. */
 int owners_events_parse(const char *text, size_t len, bool *populated);
 

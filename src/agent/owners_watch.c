@@ -37,6 +37,7 @@
 #include "store/agent_db.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/procstat.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -85,18 +86,13 @@ static ssize_t owners_watch_read(const char *path, char *buf, size_t len)
 
 static int owners_watch_pid_start(void *ctx, int pid, uint64_t *start)
 {
-	char path[64], buf[1024], state = 0;
-	ssize_t n;
+	char state = 0;
+	int rc;
 
 	(void)ctx;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = owners_watch_read(path, buf, sizeof(buf));
-	if (n == -ENOENT || n == -ESRCH)
-		return CSID_ENOTFOUND;
-	if (n < 0)
-		return err_from_errno((int)-n);
-	if (owners_stat_parse(buf, (size_t)n, &state, start))
-		return CSID_EIO;
+	rc = procstat_read(pid, &state, start);
+	if (rc)
+		return rc;
 	return state == 'Z' || state == 'X' ? CSID_ENOTFOUND : 0;
 }
 

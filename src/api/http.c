@@ -9,7 +9,8 @@
  * Limits: the TCP listener takes at most limits.per_client connections
  * from one address; a new connection has limits.header_timeout_s of
  * silence to send its request head (a TLS handshake included) before it
- * is closed, and limits.idle_timeout_s once its first request came; all
+ * is closed, every later request head on it from its request line on the
+ * same, and limits.idle_timeout_s between requests; all
  * connections together stay below the process's file limit.
  *
  * libmicrohttpd answers a few failures itself with an HTML page: a request
@@ -39,6 +40,7 @@
 #include "api/http_int.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/wipe.h"
 
 #define HTTP_CONN_MEMORY (16 * 1024)
 #define HTTP_STREAM_BLOCK 16384
@@ -46,6 +48,8 @@
 #define HTTP_DRAIN_FACTOR 4
 /* Lines a second logged for libmicrohttpd's complaints (refused connections...). */
 #define HTTP_LOG_BURST 10
+/* Bytes of TLS handshake messages a client may send (its certificate chain among them). */
+#define HTTP_TLS_HANDSHAKE_MAX (64 * 1024)
 /* File descriptors kept for everything but connections (files, plugins, clients). */
 #define HTTP_FD_RESERVE 256
 
@@ -80,13 +84,6 @@ bool http_token_eq(const char *presented, const char *secret)
 	return d == 0;
 }
 
-/* Frees an answer that held secrets, zeroed first. */
-static void http_wipe_free(void *text)
-{
-	explicit_bzero(text, strlen(text));
-	free(text);
-}
-
 /* Sends text (owned; NULL: out of memory); wipe: zeroed before it is freed. */
 static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned status, char *text,
 					   const char *index, const char *allow, bool wipe,
@@ -102,13 +99,13 @@ static enum MHD_Result http_send_text_wipe(struct MHD_Connection *c, unsigned st
 						       MHD_RESPMEM_PERSISTENT);
 	} else {
 		resp = wipe ? MHD_create_response_from_buffer_with_free_callback(strlen(text), text,
-										 http_wipe_free)
+										 wipe_free)
 			    : MHD_create_response_from_buffer(strlen(text), text,
 							      MHD_RESPMEM_MUST_FREE);
 	}
 	if (!resp) {
 		if (wipe)
-			http_wipe_free(text);
+			wipe_free(text);
 		else
 			free(text);
 		return MHD_NO;
@@ -231,7 +228,7 @@ static void http_log(const struct http_server *s, const char *method, const char
 static void http_reply_drop(struct http_reply *rep)
 {
 	if (rep->text && rep->wipe)
-		http_wipe_free(rep->text);
+		wipe_free(rep->text);
 	else
 		free(rep->text);
 	rep->text = NULL;
@@ -336,7 +333,7 @@ static unsigned http_answer(struct http_server *s, struct http_conn *hc)
 		json_decref(rep->doc);
 		rep->doc = NULL;
 		if (rep->text && rep->wipe)
-			http_wipe_free(rep->text);
+			wipe_free(rep->text);
 		else
 			free(rep->text);
 		rep->text = NULL;
@@ -444,8 +441,7 @@ static int http_body_append(struct http_conn *hc, const char *data, size_t n, si
 		if (hc->body) {
 			memcpy(nb, hc->body, hc->len);
 			/* The body may hold secrets: never leave copies behind. */
-			memset(hc->body, 0, hc->cap);
-			free(hc->body);
+			wipe_free(hc->body);
 		}
 		hc->body = nb;
 		hc->cap = cap;
@@ -596,9 +592,16 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 	}
 	if (*upload_size) {
 		size_t n = *upload_size;
+		int rc = http_body_append(hc, upload, n, s->cfg.body_max);
 
+		/*
+		 * The body may hold secrets: no copy stays in libmicrohttpd's
+		 * read buffer either (its memory, writable, handed to us to
+		 * consume; the bytes are not read again once consumed).
+		 */
+		explicit_bzero((char *)upload, n);
 		*upload_size = 0;
-		return http_body_append(hc, upload, n, s->cfg.body_max) == 0 ? MHD_YES : MHD_NO;
+		return rc == 0 ? MHD_YES : MHD_NO;
 	}
 	if (hc->state == HTTP_CONN_DONE) {
 		http_finish(s, hc);
@@ -637,10 +640,40 @@ static void http_notify_conn(void *cls, struct MHD_Connection *c, void **socket_
 			     enum MHD_ConnectionNotificationCode code)
 {
 	struct http_server *s = cls;
+	const union MHD_ConnectionInfo *ci;
 
-	if (code == MHD_CONNECTION_NOTIFY_STARTED)
-		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
-					  (unsigned)s->cfg.limits.header_timeout_s);
+	if (code != MHD_CONNECTION_NOTIFY_STARTED)
+		return;
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)s->cfg.limits.header_timeout_s);
+	/*
+	 * GnuTLS takes a handshake message of any length by default. With
+	 * this bound a complete message over 64 KiB (a client certificate
+	 * chain of 10,000 entries is 11 MB) is refused before it is parsed.
+	 * GnuTLS still gathers an incomplete message until the header
+	 * timeout cuts the connection: that memory is not bounded here.
+	 */
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (ci && ci->tls_session)
+		gnutls_handshake_set_max_packet_length((gnutls_session_t)ci->tls_session,
+						       HTTP_TLS_HANDSHAKE_MAX);
+}
+
+/*
+ * Every request line read (libmicrohttpd's URI logger, called once per
+ * request): the rest of that head has the header timeout again, so a
+ * keep-alive connection's later requests are bounded as its first one is.
+ * Between requests a keep-alive connection has the idle timeout (as Go's
+ * IdleTimeout), and http_begin gives it back once the head is in. The
+ * return value would be the request's context: none yet (http_begin).
+ */
+static void *http_request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct http_server *s = cls;
+
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)s->cfg.limits.header_timeout_s);
+	return NULL;
 }
 
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -651,10 +684,7 @@ static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!hc)
 		return;
 	http_reply_drop(&hc->rep);
-	if (hc->body) {
-		explicit_bzero(hc->body, hc->cap);
-		free(hc->body);
-	}
+	wipe_free(hc->body);
 	free(hc);
 	*con_cls = NULL;
 }
@@ -732,7 +762,8 @@ static int http_serve(struct http_server *s, int fd, const char *where, bool tcp
 	    flags, 0, NULL, NULL, http_handler, s, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log, s,
 	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, l->max_conns,
 	    MHD_OPTION_CONNECTION_TIMEOUT, l->idle_timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
-	    http_notify_conn, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+	    http_notify_conn, s, MHD_OPTION_URI_LOG_CALLBACK, http_request_line, s,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, s, MHD_OPTION_NOTIFY_COMPLETED,
 	    http_completed, s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (*out)

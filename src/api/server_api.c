@@ -137,6 +137,8 @@ static const char *const server_api_routes[] = {
     "/v1/plugin/{id}",
     "/v1/event/stream",
     "/v1/status/reconciler",
+    "/v1/status/leader",
+    "/v1/status/members",
     METRICS_API_PATH,
     "/ui",
     "/ui/",
@@ -181,6 +183,10 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_events(api, req, rep, e);
 	if (strcmp(u, "/v1/status/reconciler") == 0)
 		return server_api_reconciler(api, req, rep, e);
+	if (strcmp(u, "/v1/status/leader") == 0)
+		return server_api_leader(api, req, rep, e);
+	if (strcmp(u, "/v1/status/members") == 0)
+		return server_api_members(api, req, rep, e);
 	if (strcmp(u, METRICS_API_PATH) == 0)
 		return metrics_api_reply(req, rep, e);
 	if (strncmp(u, "/v1/operator/", 13) == 0)

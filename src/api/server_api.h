@@ -24,6 +24,8 @@
  *   GET    /v1/nodes, GET /v1/node/<id>, PUT /v1/node/<id> (register + heartbeat)
  *   GET    /v1/status/health
  *   GET    /v1/status/reconciler        the queue over the last 10 minutes
+ *   GET    /v1/status/leader            who leads, since when; this server's ID
+ *   GET    /v1/status/members           every server of the installation
  *   GET    /v1/event/stream?index=N     newline-delimited JSON events
  *   GET    /v1/operator/snapshot        the catalogue at one index (write token)
  *   POST   /v1/operator/snapshot        restore one batch into an empty store

@@ -218,7 +218,8 @@ static json_t *ev_object(const struct store_change *ch)
 	if (!rc)
 		out = server_api_json(t, len);
 	free(t);
-	arena_free(a);
+	/* A volume or snapshot record holds its secrets. */
+	arena_wipe_free(a);
 	return out;
 }
 

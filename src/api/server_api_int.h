@@ -78,6 +78,15 @@ int server_api_health(struct server_api *api, const struct http_request *req,
 /* GET /v1/status/reconciler: {"period_ms", "samples": [{"age_ms", "queued", "failing"}]}. */
 int server_api_reconciler(struct server_api *api, const struct http_request *req,
 			  struct http_reply *rep, struct err *e);
+/*
+ * GET /v1/status/leader: {"server_id", "leading", "ttl_ms", "leader": {"id",
+ * "address", "since_ms", "term"} or null}; GET /v1/status/members:
+ * {"members": [{"id", "address", "started_ms", "leader", "nodes_heard"}]}.
+ */
+int server_api_leader(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e);
+int server_api_members(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e);
 int server_api_events(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
 /* /v1/operator/snapshot: GET saves, POST restores one batch (server_api_operator.c). */

@@ -283,3 +283,60 @@ int server_api_reconciler(struct server_api *api, const struct http_request *req
 		: NULL;
 	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }
+
+int server_api_leader(struct server_api *api, const struct http_request *req,
+		      struct http_reply *rep, struct err *e)
+{
+	struct server_leader_status st;
+	json_t *leader;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	server_leader_info(api->server, &st);
+	leader = st.leader_id[0] ? json_pack("{s:s, s:s, s:I, s:I}", "id", st.leader_id, "address",
+					     st.leader_address, "since_ms", (json_int_t)st.since_ms,
+					     "term", (json_int_t)st.term)
+				 : json_null();
+	rep->doc = leader ? json_pack("{s:s, s:b, s:I, s:o}", "server_id", st.server_id, "leading",
+				      st.leading, "ttl_ms", (json_int_t)st.ttl_ms, "leader", leader)
+			  : NULL;
+	server_api_set_index(rep, store_index(api->store));
+	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
+int server_api_members(struct server_api *api, const struct http_request *req,
+		       struct http_reply *rep, struct err *e)
+{
+	struct server_member *m = NULL;
+	struct arena *a;
+	json_t *arr;
+	size_t n = 0;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	a = arena_new();
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_members(api->server, a, &m, &n, e);
+	arr = rc ? NULL : json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:b, s:I}", "id", m[i].id,
+							 "address", m[i].address, "started_ms",
+							 (json_int_t)m[i].started_ms, "leader",
+							 m[i].leader, "nodes_heard",
+							 (json_int_t)m[i].nseen))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	arena_free(a);
+	if (rc)
+		return rc;
+	rep->doc = arr ? json_pack("{s:o}", "members", arr) : NULL;
+	server_api_set_index(rep, store_index(api->store));
+	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}

@@ -3,6 +3,8 @@
  * into one server_* call and its result into the model's API encoding
  * (which never holds a secret or a mount flag). Lists are written as
  * text from the encoded objects, without building a JSON tree of them.
+ * The arenas that decoded volumes and snapshots held their secrets: they
+ * are wiped when freed (arena_wipe_free).
  */
 #include "api/server_api_int.h"
 
@@ -236,7 +238,7 @@ int server_api_volumes(struct server_api *api, const struct http_request *req,
 	if (!rc)
 		rc = vol_page_answer("volumes", (void *const *)vols, n, vol_put_volume, next, index,
 				     rep, e);
-	arena_free(a);
+	arena_wipe_free(a);
 	return rc;
 }
 
@@ -413,7 +415,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 
 				rep->doc = doc;
 				rc = doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
-				arena_free(a);
+				arena_wipe_free(a);
 				return rc;
 			}
 		} else {
@@ -485,7 +487,7 @@ int server_api_volume(struct server_api *api, const struct http_request *req,
 	}
 	if (!rc && v)
 		rc = vol_answer(v, skipped, rep, e);
-	arena_free(a);
+	arena_wipe_free(a);
 	return rc;
 }
 
@@ -520,7 +522,7 @@ int server_api_snapshots(struct server_api *api, const struct http_request *req,
 	if (!rc)
 		rc = vol_page_answer("snapshots", (void *const *)snaps, n, vol_put_snapshot, next,
 				     index, rep, e);
-	arena_free(a);
+	arena_wipe_free(a);
 	return rc;
 }
 
@@ -569,6 +571,6 @@ int server_api_snapshot(struct server_api *api, const struct http_request *req,
 			free(b.p);
 		}
 	}
-	arena_free(a);
+	arena_wipe_free(a);
 	return rc;
 }

@@ -75,8 +75,4 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n);
 /* The spec keys of a volume from obj (keys checked by the caller). */
 int model_dec_volume_spec(struct model_dec *d, json_t *obj, struct model_volume *v);
 
-/* A JSON string of s; a string that is not valid UTF-8 is shown with '?'
- * for its non-ASCII bytes. NULL only when out of memory. */
-json_t *model_json_str(const char *s);
-
 #endif

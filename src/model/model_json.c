@@ -3,8 +3,11 @@
  * the store view (everything a record needs, secrets and mount flags
  * included) and the API view (what a reader may see: no secrets, no mount
  * flags, plus the server's status fields). Decoders are in
- * model_decode.c and model_spec.c. The JSON trees built here are wiped
- * before they are freed, since a store view holds secrets.
+ * model_decode.c and model_spec.c. The encoders write the text directly
+ * (util/jsonw.h), the same bytes jansson's compact dump of the same tree
+ * gave, without building the tree: a volume is encoded on every store
+ * write and every API answer. The writer wipes what it frees, since a
+ * store view holds secrets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,35 +15,9 @@
 
 #include "model/model.h"
 #include "model/model_int.h"
+#include "util/jsonw.h"
 
 /* ---- encoding ---- */
-
-/* A copy of s with every non-ASCII byte as '?' (malloc'd), or NULL. */
-static char *model_ascii(const char *s)
-{
-	char *copy = strdup(s);
-
-	for (char *p = copy; p && *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	return copy;
-}
-
-json_t *model_json_str(const char *s)
-{
-	json_t *j = json_string(s);
-	char *copy;
-
-	if (j)
-		return j;
-	/* Not valid UTF-8 (a plugin's health text, say): keep the ASCII. */
-	copy = model_ascii(s);
-	if (!copy)
-		return NULL;
-	j = json_string(copy);
-	free(copy);
-	return j;
-}
 
 void model_json_wipe(json_t *v)
 {
@@ -57,352 +34,289 @@ void model_json_wipe(json_t *v)
 	}
 }
 
-/* Sets o[k] = v; v is consumed even when o is NULL (jansson frees it on
- * failure); *ok turns false on failure. */
-static void model_set(bool *ok, json_t *o, const char *k, json_t *v)
+/* The map m as an object. */
+static void model_enc_map_object(struct jsonw *w, const struct model_map *m)
 {
-	if (json_object_set_new(o, k, v) != 0)
-		*ok = false;
+	jsonw_object_open(w);
+	for (size_t i = 0; i < m->n; i++)
+		jsonw_member_str(w, m->kv[i].key, m->kv[i].value);
+	jsonw_object_close(w);
 }
 
-static void model_set_str(bool *ok, json_t *o, const char *k, const char *s)
+static void model_enc_map(struct jsonw *w, const char *key, const struct model_map *m)
 {
-	if (s)
-		model_set(ok, o, k, model_json_str(s));
+	jsonw_key(w, key);
+	model_enc_map_object(w, m);
 }
 
-static void model_set_int(bool *ok, json_t *o, const char *k, int64_t n)
+static void model_enc_topologies(struct jsonw *w, const char *key, const struct model_topology *t,
+				 size_t n)
 {
-	model_set(ok, o, k, json_integer((json_int_t)n));
-}
-
-static void model_append(bool *ok, json_t *arr, json_t *v)
-{
-	if (json_array_append_new(arr, v) != 0)
-		*ok = false;
-}
-
-static json_t *model_enc_map(const struct model_map *m)
-{
-	json_t *o = json_object();
-	bool ok = true;
-
-	for (size_t i = 0; i < m->n; i++) {
-		char *key;
-
-		if (json_object_set_new(o, m->kv[i].key, model_json_str(m->kv[i].value)) == 0)
-			continue;
-		/* A key that is not valid UTF-8 (from a plugin) is kept as ASCII. */
-		key = model_ascii(m->kv[i].key);
-		if (!key || json_object_set_new(o, key, model_json_str(m->kv[i].value)) != 0)
-			ok = false;
-		free(key);
-	}
-	if (!ok) {
-		model_json_wipe(o);
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-static json_t *model_enc_topologies(const struct model_topology *t, size_t n)
-{
-	json_t *arr = json_array();
-	bool ok = true;
-
+	jsonw_key(w, key);
+	jsonw_array_open(w);
 	for (size_t i = 0; i < n; i++)
-		model_append(&ok, arr, model_enc_map(&t[i].segments));
-	if (!ok) {
-		json_decref(arr);
-		return NULL;
-	}
-	return arr;
+		model_enc_map_object(w, &t[i].segments);
+	jsonw_array_close(w);
 }
 
-static void model_set_cap(bool *ok, json_t *o, const struct model_capability *c)
+static void model_enc_cap(struct jsonw *w, const struct model_capability *c)
 {
-	model_set_str(ok, o, "access_mode", model_access_name(c->access));
-	model_set_str(ok, o, "attachment_mode", model_attachment_name(c->attachment));
+	jsonw_member_str(w, "access_mode", model_access_name(c->access));
+	jsonw_member_str(w, "attachment_mode", model_attachment_name(c->attachment));
 }
 
-static json_t *model_enc_claim(const struct model_claim *c)
+static void model_enc_claim(struct jsonw *w, const struct model_claim *c)
 {
-	json_t *o = json_object();
-	bool ok = true;
-
-	model_set_str(&ok, o, "alloc_id", c->alloc_id);
-	model_set_str(&ok, o, "node_id", c->node_id);
-	model_set_str(&ok, o, "plugin_node_id", c->plugin_node_id);
-	model_set_str(&ok, o, "mode", model_claim_mode_name(c->mode));
-	model_set_cap(&ok, o, &c->cap);
-	model_set(&ok, o, "read_only", json_boolean(c->read_only));
-	model_set_str(&ok, o, "state", model_claim_state_name(c->state));
-	model_set_int(&ok, o, "claimed_ms", c->claimed_ms);
-	model_set_int(&ok, o, "updated_ms", c->updated_ms);
-	model_set_str(&ok, o, "note", c->note);
-	model_set(&ok, o, "held_by_agent", json_boolean(c->held_by_agent));
+	jsonw_object_open(w);
+	jsonw_member_str(w, "alloc_id", c->alloc_id);
+	jsonw_member_str(w, "node_id", c->node_id);
+	jsonw_member_str(w, "plugin_node_id", c->plugin_node_id);
+	jsonw_member_str(w, "mode", model_claim_mode_name(c->mode));
+	model_enc_cap(w, &c->cap);
+	jsonw_member_bool(w, "read_only", c->read_only);
+	jsonw_member_str(w, "state", model_claim_state_name(c->state));
+	jsonw_member_int(w, "claimed_ms", c->claimed_ms);
+	jsonw_member_int(w, "updated_ms", c->updated_ms);
+	jsonw_member_str(w, "note", c->note);
+	jsonw_member_bool(w, "held_by_agent", c->held_by_agent);
 	if (c->node_expanded)
-		model_set(&ok, o, "node_expanded", json_true());
-	if (!ok) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+		jsonw_member_bool(w, "node_expanded", true);
+	jsonw_object_close(w);
 }
 
-static json_t *model_enc_claims(const struct model_claim *c, size_t n)
+static void model_enc_claims(struct jsonw *w, const char *key, const struct model_claim *c,
+			     size_t n)
 {
-	json_t *arr = json_array();
-	bool ok = true;
-
+	jsonw_key(w, key);
+	jsonw_array_open(w);
 	for (size_t i = 0; i < n; i++)
-		model_append(&ok, arr, model_enc_claim(&c[i]));
-	if (!ok) {
-		json_decref(arr);
-		return NULL;
-	}
-	return arr;
+		model_enc_claim(w, &c[i]);
+	jsonw_array_close(w);
 }
 
-static json_t *model_enc_pubs(const struct model_publication *p, size_t n)
+static void model_enc_pub(struct jsonw *w, const struct model_publication *p)
 {
-	json_t *arr = json_array();
-	bool ok = true;
-
-	for (size_t i = 0; i < n; i++) {
-		json_t *o = json_object();
-
-		model_set_str(&ok, o, "node_id", p[i].node_id);
-		model_set_str(&ok, o, "plugin_node_id", p[i].plugin_node_id);
-		model_set(&ok, o, "read_only", json_boolean(p[i].read_only));
-		model_set_cap(&ok, o, &p[i].cap);
-		model_set_str(&ok, o, "state", model_pub_state_name(p[i].state));
-		model_set(&ok, o, "context", model_enc_map(&p[i].context));
-		model_append(&ok, arr, o);
-	}
-	if (!ok) {
-		json_decref(arr);
-		return NULL;
-	}
-	return arr;
+	jsonw_object_open(w);
+	jsonw_member_str(w, "node_id", p->node_id);
+	jsonw_member_str(w, "plugin_node_id", p->plugin_node_id);
+	jsonw_member_bool(w, "read_only", p->read_only);
+	model_enc_cap(w, &p->cap);
+	jsonw_member_str(w, "state", model_pub_state_name(p->state));
+	model_enc_map(w, "context", &p->context);
+	jsonw_object_close(w);
 }
 
-static json_t *model_enc_status(const struct model_status *s)
+static void model_enc_pubs(struct jsonw *w, const struct model_publication *p, size_t n)
 {
-	json_t *o = json_object();
-	bool ok = true;
-
-	model_set_str(&ok, o, "last_error", s->last_error);
-	model_set_int(&ok, o, "attempts", s->attempts);
-	model_set_int(&ok, o, "next_attempt_ms", s->next_attempt_ms);
-	if (!ok) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	jsonw_key(w, "publications");
+	jsonw_array_open(w);
+	for (size_t i = 0; i < n; i++)
+		model_enc_pub(w, &p[i]);
+	jsonw_array_close(w);
 }
 
-/* The spec keys of v into o. */
-static void model_enc_volume_spec(bool *ok, json_t *o, const struct model_volume *v,
+static void model_enc_status(struct jsonw *w, const struct model_status *s)
+{
+	jsonw_key(w, "status");
+	jsonw_object_open(w);
+	jsonw_member_str(w, "last_error", s->last_error);
+	jsonw_member_int(w, "attempts", s->attempts);
+	jsonw_member_int(w, "next_attempt_ms", s->next_attempt_ms);
+	jsonw_object_close(w);
+}
+
+/* The spec keys of v. */
+static void model_enc_volume_spec(struct jsonw *w, const struct model_volume *v,
 				  enum model_view view)
 {
-	json_t *caps = json_array(), *mo = json_object(), *tr = json_object();
-
-	model_set_str(ok, o, "id", v->id);
-	model_set_str(ok, o, "name", v->name);
-	model_set_str(ok, o, "plugin_id", v->plugin_id);
-	model_set_str(ok, o, "external_id", v->external_id);
-	model_set_int(ok, o, "capacity_min", v->capacity_min);
-	model_set_int(ok, o, "capacity_max", v->capacity_max);
+	jsonw_member_str(w, "id", v->id);
+	jsonw_member_str(w, "name", v->name);
+	jsonw_member_str(w, "plugin_id", v->plugin_id);
+	jsonw_member_str(w, "external_id", v->external_id);
+	jsonw_member_int(w, "capacity_min", v->capacity_min);
+	jsonw_member_int(w, "capacity_max", v->capacity_max);
+	jsonw_key(w, "capabilities");
+	jsonw_array_open(w);
 	for (size_t i = 0; i < v->ncaps; i++) {
-		json_t *c = json_object();
-
-		model_set_cap(ok, c, &v->caps[i]);
-		model_append(ok, caps, c);
+		jsonw_object_open(w);
+		model_enc_cap(w, &v->caps[i]);
+		jsonw_object_close(w);
 	}
-	model_set(ok, o, "capabilities", caps);
-	model_set_str(ok, mo, "fs_type", v->fs_type);
+	jsonw_array_close(w);
+	jsonw_key(w, "mount_options");
+	jsonw_object_open(w);
+	jsonw_member_str(w, "fs_type", v->fs_type);
 	if (view == MODEL_VIEW_STORE) {
-		json_t *flags = json_array();
-
+		jsonw_key(w, "mount_flags");
+		jsonw_array_open(w);
 		for (size_t i = 0; i < v->nmount_flags; i++)
-			model_append(ok, flags, model_json_str(v->mount_flags[i]));
-		model_set(ok, mo, "mount_flags", flags);
+			jsonw_str(w, v->mount_flags[i]);
+		jsonw_array_close(w);
 	}
-	model_set(ok, o, "mount_options", mo);
-	model_set(ok, o, "parameters", model_enc_map(&v->parameters));
-	model_set(ok, o, "mutable_parameters", model_enc_map(&v->mutable_parameters));
+	jsonw_object_close(w);
+	model_enc_map(w, "parameters", &v->parameters);
+	model_enc_map(w, "mutable_parameters", &v->mutable_parameters);
 	if (view == MODEL_VIEW_STORE)
-		model_set(ok, o, "secrets", model_enc_map(&v->secrets));
-	model_set(ok, o, "context", model_enc_map(&v->context));
-	model_set(ok, tr, "requisite", model_enc_topologies(v->requisite, v->nrequisite));
-	model_set(ok, tr, "preferred", model_enc_topologies(v->preferred, v->npreferred));
-	model_set(ok, o, "topology_request", tr);
-	model_set_str(ok, o, "snapshot_source", v->snapshot_source);
-	model_set_str(ok, o, "clone_source", v->clone_source);
+		model_enc_map(w, "secrets", &v->secrets);
+	model_enc_map(w, "context", &v->context);
+	jsonw_key(w, "topology_request");
+	jsonw_object_open(w);
+	model_enc_topologies(w, "requisite", v->requisite, v->nrequisite);
+	model_enc_topologies(w, "preferred", v->preferred, v->npreferred);
+	jsonw_object_close(w);
+	jsonw_member_str(w, "snapshot_source", v->snapshot_source);
+	jsonw_member_str(w, "clone_source", v->clone_source);
 }
 
-static json_t *model_enc_volume(const struct model_volume *v, enum model_view view)
+static void model_enc_volume(struct jsonw *w, const struct model_volume *v, enum model_view view)
 {
-	json_t *o = json_object(), *pending = json_object();
-	bool ok = true;
-
-	model_enc_volume_spec(&ok, o, v, view);
-	model_set_str(&ok, o, "state", model_volume_state_name(v->state));
-	if (v->failure)
-		model_set_str(&ok, o, "failure", v->failure);
-	model_set_int(&ok, o, "capacity", v->capacity);
-	model_set(&ok, o, "accessible_topology",
-		  model_enc_topologies(v->accessible, v->naccessible));
-	model_set(&ok, o, "node_expansion_required", json_boolean(v->node_expansion_required));
-	model_set_int(&ok, pending, "capacity_min", v->pending_capacity_min);
-	model_set(&ok, pending, "mutable_parameters", model_enc_map(&v->pending_mutable));
-	model_set(&ok, o, "pending", pending);
-	model_set(&ok, o, "claims", model_enc_claims(v->claims, v->nclaims));
-	model_set(&ok, o, "past_claims", model_enc_claims(v->past_claims, v->npast_claims));
-	model_set(&ok, o, "publications", model_enc_pubs(v->pubs, v->npubs));
-	model_set_int(&ok, o, "created_ms", v->created_ms);
-	model_set_int(&ok, o, "updated_ms", v->updated_ms);
+	jsonw_object_open(w);
+	model_enc_volume_spec(w, v, view);
+	jsonw_member_str(w, "state", model_volume_state_name(v->state));
+	jsonw_member_str(w, "failure", v->failure);
+	jsonw_member_int(w, "capacity", v->capacity);
+	model_enc_topologies(w, "accessible_topology", v->accessible, v->naccessible);
+	jsonw_member_bool(w, "node_expansion_required", v->node_expansion_required);
+	jsonw_key(w, "pending");
+	jsonw_object_open(w);
+	jsonw_member_int(w, "capacity_min", v->pending_capacity_min);
+	model_enc_map(w, "mutable_parameters", &v->pending_mutable);
+	jsonw_object_close(w);
+	model_enc_claims(w, "claims", v->claims, v->nclaims);
+	model_enc_claims(w, "past_claims", v->past_claims, v->npast_claims);
+	model_enc_pubs(w, v->pubs, v->npubs);
+	jsonw_member_int(w, "created_ms", v->created_ms);
+	jsonw_member_int(w, "updated_ms", v->updated_ms);
 	if (view == MODEL_VIEW_API) {
-		model_set(&ok, o, "status", model_enc_status(&v->status));
-		model_set_int(&ok, o, "create_index", (int64_t)v->create_index);
-		model_set_int(&ok, o, "modify_index", (int64_t)v->modify_index);
-		model_set(&ok, o, "schedulable", json_boolean(v->schedulable));
-		model_set_str(&ok, o, "plugin_health", v->plugin_health);
-		model_set(&ok, o, "plugin_registered", json_boolean(v->plugin_registered));
+		model_enc_status(w, &v->status);
+		jsonw_member_int(w, "create_index", (int64_t)v->create_index);
+		jsonw_member_int(w, "modify_index", (int64_t)v->modify_index);
+		jsonw_member_bool(w, "schedulable", v->schedulable);
+		jsonw_member_str(w, "plugin_health", v->plugin_health);
+		jsonw_member_bool(w, "plugin_registered", v->plugin_registered);
 	}
-	if (!ok) {
-		model_json_wipe(o);
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	jsonw_object_close(w);
 }
 
-/* Dumps o into *out (compact), wipes and frees o. */
-static int model_dump(json_t *o, const char *what, char **out, size_t *len, struct err *e)
+/* Hands w's text to *out; what names the object for the message. */
+static int model_finish(struct jsonw *w, const char *what, char **out, size_t *len, struct err *e)
 {
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-	if (o) {
-		model_json_wipe(o);
-		json_decref(o);
-	}
-	if (!text)
+	if (jsonw_finish(w, out, len) != 0)
 		return err_set(e, CSID_ENOMEM, "%s: encode: out of memory", what);
-	*out = text;
-	*len = strlen(text);
 	return 0;
 }
+
+/* Volume records with a few claims fit; past claims take about 300 bytes each. */
+#define MODEL_ENC_HINT 2048
 
 int model_volume_encode(const struct model_volume *v, enum model_view view, char **out, size_t *len,
 			struct err *e)
 {
-	return model_dump(model_enc_volume(v, view), "volume", out, len, e);
-}
+	struct jsonw w;
 
-static json_t *model_enc_snapshot(const struct model_snapshot *s, enum model_view view)
-{
-	json_t *o = json_object();
-	bool ok = true;
-
-	model_set_str(&ok, o, "id", s->id);
-	model_set_str(&ok, o, "volume_id", s->volume_id);
-	model_set_str(&ok, o, "plugin_id", s->plugin_id);
-	model_set_str(&ok, o, "external_id", s->external_id);
-	model_set_str(&ok, o, "name", s->name);
-	model_set(&ok, o, "parameters", model_enc_map(&s->parameters));
-	if (view == MODEL_VIEW_STORE)
-		model_set(&ok, o, "secrets", model_enc_map(&s->secrets));
-	model_set_str(&ok, o, "state", model_snapshot_state_name(s->state));
-	if (s->failure)
-		model_set_str(&ok, o, "failure", s->failure);
-	model_set(&ok, o, "ready_to_use", json_boolean(s->ready_to_use));
-	model_set_int(&ok, o, "size_bytes", s->size_bytes);
-	model_set_int(&ok, o, "creation_time_ms", s->creation_time_ms);
-	model_set_int(&ok, o, "created_ms", s->created_ms);
-	if (view == MODEL_VIEW_API) {
-		model_set(&ok, o, "status", model_enc_status(&s->status));
-		model_set_int(&ok, o, "create_index", (int64_t)s->create_index);
-		model_set_int(&ok, o, "modify_index", (int64_t)s->modify_index);
-	}
-	if (!ok) {
-		model_json_wipe(o);
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	jsonw_init(&w, MODEL_ENC_HINT + 320 * (v->nclaims + v->npast_claims));
+	model_enc_volume(&w, v, view);
+	return model_finish(&w, "volume", out, len, e);
 }
 
 int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, char **out,
 			  size_t *len, struct err *e)
 {
-	return model_dump(model_enc_snapshot(s, view), "snapshot", out, len, e);
+	struct jsonw w;
+
+	jsonw_init(&w, 0);
+	jsonw_object_open(&w);
+	jsonw_member_str(&w, "id", s->id);
+	jsonw_member_str(&w, "volume_id", s->volume_id);
+	jsonw_member_str(&w, "plugin_id", s->plugin_id);
+	jsonw_member_str(&w, "external_id", s->external_id);
+	jsonw_member_str(&w, "name", s->name);
+	model_enc_map(&w, "parameters", &s->parameters);
+	if (view == MODEL_VIEW_STORE)
+		model_enc_map(&w, "secrets", &s->secrets);
+	jsonw_member_str(&w, "state", model_snapshot_state_name(s->state));
+	jsonw_member_str(&w, "failure", s->failure);
+	jsonw_member_bool(&w, "ready_to_use", s->ready_to_use);
+	jsonw_member_int(&w, "size_bytes", s->size_bytes);
+	jsonw_member_int(&w, "creation_time_ms", s->creation_time_ms);
+	jsonw_member_int(&w, "created_ms", s->created_ms);
+	if (view == MODEL_VIEW_API) {
+		model_enc_status(&w, &s->status);
+		jsonw_member_int(&w, "create_index", (int64_t)s->create_index);
+		jsonw_member_int(&w, "modify_index", (int64_t)s->modify_index);
+	}
+	jsonw_object_close(&w);
+	return model_finish(&w, "snapshot", out, len, e);
 }
 
-static json_t *model_enc_node(const struct model_node *n, enum model_view view)
+static void model_enc_node(struct jsonw *w, const struct model_node *n, enum model_view view)
 {
-	json_t *o = json_object(), *plugins = json_array();
 	char tag[MODEL_INSTANCE_TAG_LEN + 1];
-	bool ok = true;
 
-	model_set_str(&ok, o, "id", n->id);
+	jsonw_object_open(w);
+	jsonw_member_str(w, "id", n->id);
 	if (view == MODEL_VIEW_STORE) {
-		model_set_str(&ok, o, "instance_id", n->instance_id);
+		jsonw_member_str(w, "instance_id", n->instance_id);
 	} else if (n->instance_id) {
 		model_node_instance_tag(n->instance_id, tag);
-		model_set_str(&ok, o, "instance_tag", tag);
+		jsonw_member_str(w, "instance_tag", tag);
 	}
-	model_set_str(&ok, o, "status", model_node_status_name(n->status));
-	model_set_int(&ok, o, "registered_ms", n->registered_ms);
-	model_set_int(&ok, o, "updated_ms", n->updated_ms);
-	model_set_str(&ok, o, "address", n->address);
+	jsonw_member_str(w, "status", model_node_status_name(n->status));
+	jsonw_member_int(w, "registered_ms", n->registered_ms);
+	jsonw_member_int(w, "updated_ms", n->updated_ms);
+	jsonw_member_str(w, "address", n->address);
+	jsonw_key(w, "plugins");
+	jsonw_array_open(w);
 	for (size_t i = 0; i < n->nplugins; i++) {
 		const struct model_node_plugin *p = &n->plugins[i];
-		json_t *po = json_object(), *caps = json_array();
 
-		model_set_str(&ok, po, "plugin_id", p->plugin_id);
-		model_set_str(&ok, po, "type", model_plugin_type_name(p->type));
-		model_set(&ok, po, "healthy", json_boolean(p->healthy));
-		model_set_str(&ok, po, "health", p->health);
-		model_set_str(&ok, po, "version", p->version);
+		jsonw_object_open(w);
+		jsonw_member_str(w, "plugin_id", p->plugin_id);
+		jsonw_member_str(w, "type", model_plugin_type_name(p->type));
+		jsonw_member_bool(w, "healthy", p->healthy);
+		jsonw_member_str(w, "health", p->health);
+		jsonw_member_str(w, "version", p->version);
+		jsonw_key(w, "capabilities");
+		jsonw_array_open(w);
 		for (size_t j = 0; j < p->ncaps; j++)
-			model_append(&ok, caps, model_json_str(p->caps[j]));
-		model_set(&ok, po, "capabilities", caps);
-		model_set_str(&ok, po, "plugin_node_id", p->plugin_node_id);
-		model_set_int(&ok, po, "max_volumes", p->max_volumes);
-		model_set(&ok, po, "topology", model_enc_map(&p->topology.segments));
-		model_append(&ok, plugins, po);
+			jsonw_str(w, p->caps[j]);
+		jsonw_array_close(w);
+		jsonw_member_str(w, "plugin_node_id", p->plugin_node_id);
+		jsonw_member_int(w, "max_volumes", p->max_volumes);
+		model_enc_map(w, "topology", &p->topology.segments);
+		jsonw_object_close(w);
 	}
-	model_set(&ok, o, "plugins", plugins);
+	jsonw_array_close(w);
 	if (n->allocs_reported) {
-		json_t *allocs = json_array();
-
+		jsonw_key(w, "allocations");
+		jsonw_array_open(w);
 		for (size_t i = 0; i < n->nallocs; i++) {
-			json_t *ao = json_object();
-
-			model_set_str(&ok, ao, "volume_id", n->allocs[i].volume_id);
-			model_set_str(&ok, ao, "alloc_id", n->allocs[i].alloc_id);
-			model_append(&ok, allocs, ao);
+			jsonw_object_open(w);
+			jsonw_member_str(w, "volume_id", n->allocs[i].volume_id);
+			jsonw_member_str(w, "alloc_id", n->allocs[i].alloc_id);
+			jsonw_object_close(w);
 		}
-		model_set(&ok, o, "allocations", allocs);
+		jsonw_array_close(w);
 	}
-	if (!ok) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	jsonw_object_close(w);
 }
 
 int model_node_encode(const struct model_node *n, char **out, size_t *len, struct err *e)
 {
-	return model_dump(model_enc_node(n, MODEL_VIEW_STORE), "node", out, len, e);
+	struct jsonw w;
+
+	jsonw_init(&w, 0);
+	model_enc_node(&w, n, MODEL_VIEW_STORE);
+	return model_finish(&w, "node", out, len, e);
 }
 
 int model_node_encode_api(const struct model_node *n, char **out, size_t *len, struct err *e)
 {
-	return model_dump(model_enc_node(n, MODEL_VIEW_API), "node", out, len, e);
+	struct jsonw w;
+
+	jsonw_init(&w, 0);
+	model_enc_node(&w, n, MODEL_VIEW_API);
+	return model_finish(&w, "node", out, len, e);
 }
 
 void model_node_instance_tag(const char *instance_id, char out[MODEL_INSTANCE_TAG_LEN + 1])

@@ -24,6 +24,7 @@
 
 #include "util/mkdir_p.h"
 #include "util/log.h"
+#include "util/procstat.h"
 
 extern char **environ;
 
@@ -178,31 +179,10 @@ static void supervisor_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *bu
 /* Start time of pid in clock ticks since boot (/proc/<pid>/stat field 22); 0 if unknown. */
 static unsigned long long supervisor_start_time(int pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long start = 0;
-	FILE *f;
-	size_t n;
+	uint64_t start = 0;
+	char state;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: skip to the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 3; field <= 22 && p; field++) {
-		while (*p == ' ')
-			p++;
-		if (field == 22)
-			start = strtoull(p, NULL, 10);
-		p = strchr(p, ' ');
-	}
-	return start;
+	return procstat_read(pid, &state, &start) ? 0 : start;
 }
 
 static void supervisor_write_state(struct supervisor_instance *inst)

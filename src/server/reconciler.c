@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
@@ -40,6 +41,8 @@
 #define REC_CHANGES_PAGE 1000
 /* How long the follower thread blocks on the store before re-checking stop. */
 #define REC_FOLLOW_WAIT_MS 250
+/* How long the follower, woken by a write, waits for the writes after it. */
+#define REC_FOLLOW_BATCH_MS 5
 /* Passes one reconciler_step runs at most before returning (a safety valve). */
 #define REC_STEP_MAX_PASSES 100000
 
@@ -56,9 +59,13 @@ struct rec_item {
 	bool again;
 	bool parked;
 	/*
-	 * The index of the reconciler's own last write of it: the follower
-	 * skips that change, since the pass that wrote it already queued the
-	 * item again (AGAIN); re-queueing it would cost an idle pass.
+	 * The index of the last write of it after which a pass was queued
+	 * (the reconciler's own, whose pass queued the item again (AGAIN), or
+	 * a server write that queued it, reconciler_written): the follower
+	 * skips the changes up to it, since that pass reads them all (a write
+	 * of another writer before it either was read by the write's pass, or
+	 * failed that write's compare-and-set); re-queueing would cost an
+	 * idle pass.
 	 */
 	uint64_t own_index;
 	char *last_error;
@@ -108,6 +115,7 @@ struct reconciler {
 
 	bool stopping;
 	bool stopped;
+	bool inactive; /* reconciler_set_active(false): no item is taken */
 	pthread_t *workers;
 	int nworkers;
 	bool follower_started;
@@ -347,6 +355,38 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	reconciler_enqueue(r, kind, id);
 }
 
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL || id[0] == '\0' ||
+	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
+		return;
+	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
+	pthread_mutex_lock(&r->mu);
+	it = rec_find(r, kind, id);
+	if (it != NULL && restart) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	rec_enqueue_locked(r, kind, id);
+	it = rec_find(r, kind, id);
+	if (it != NULL && it->own_index < index)
+		it->own_index = index;
+	pthread_mutex_unlock(&r->mu);
+}
+
+uint64_t reconciler_follow_index(struct reconciler *r)
+{
+	uint64_t index;
+
+	pthread_mutex_lock(&r->mu);
+	index = r->follow_index;
+	pthread_mutex_unlock(&r->mu);
+	return index;
+}
+
 void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *id)
 {
 	if (r == NULL || id == NULL || id[0] == '\0' ||
@@ -460,7 +500,7 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 {
 	struct rec_item *it;
 
-	if (r->stopping || r->nheap == 0 || r->heap[0]->due > now)
+	if (r->stopping || r->inactive || r->nheap == 0 || r->heap[0]->due > now)
 		return NULL;
 	it = r->heap[0];
 	rec_heap_remove(r, it);
@@ -550,7 +590,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 	it->busy = false;
 	r->busy--;
 	rec_count(it->kind, res->outcome);
-	if (res->wrote_index)
+	if (res->wrote_index > it->own_index)
 		it->own_index = res->wrote_index;
 	if (res->outcome == RECONCILE_IDLE || res->outcome == RECONCILE_IDLE_FAILED ||
 	    res->outcome == RECONCILE_AGAIN)
@@ -616,11 +656,21 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
 	}
-	/* Out of the queue: kept only to show its error. */
+	/*
+	 * Out of the queue: kept only to show its error, or until the
+	 * follower has read past its own write (rec_catch_up drops it then),
+	 * so that the follower knows that write was worked.
+	 */
 	if (it->last_error != NULL)
 		it->next_wall = 0;
-	else
+	else if (it->own_index <= r->follow_index)
 		rec_drop(r, it);
+}
+
+/* Whether it is only kept for the follower (see rec_finish). */
+static bool rec_lingers(const struct rec_item *it)
+{
+	return !it->busy && !it->parked && it->heap_pos == REC_NOT_QUEUED && it->last_error == NULL;
 }
 
 static void rec_work(struct reconciler *r, struct rec_item *it)
@@ -742,11 +792,13 @@ static void rec_catch_up(struct reconciler *r)
 		pthread_mutex_lock(&r->mu);
 		for (size_t i = 0; i < ch.n; i++) {
 			const struct store_change *c = &ch.changes[i];
-			const struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
+			struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
 
 			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
-			    !(own && own->own_index == c->index))
+			    !(own && own->own_index >= c->index))
 				rec_enqueue_locked(r, c->obj.kind, c->obj.id);
+			else if (own && own->own_index <= c->index && rec_lingers(own))
+				rec_drop(r, own);
 			if (ch.changes[i].index > after)
 				after = ch.changes[i].index;
 		}
@@ -836,7 +888,7 @@ int64_t reconciler_step(struct reconciler *r)
 			break;
 	}
 	pthread_mutex_lock(&r->mu);
-	next = r->stopping || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
+	next = r->stopping || r->inactive || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
 	if (!r->listed && r->relist_due < next)
 		next = r->relist_due;
 	pthread_mutex_unlock(&r->mu);
@@ -854,7 +906,7 @@ static void *rec_worker(void *arg)
 
 		if (it == NULL) {
 			clock_wait(r->clock, &r->cond, &r->mu,
-				   r->nheap > 0 ? r->heap[0]->due : CLOCK_NEVER);
+				   r->nheap > 0 && !r->inactive ? r->heap[0]->due : CLOCK_NEVER);
 			continue;
 		}
 		pthread_mutex_unlock(&r->mu);
@@ -880,14 +932,32 @@ static void *rec_follower(void *arg)
 		after = r->follow_index;
 		listed = r->listed;
 		pthread_mutex_unlock(&r->mu);
-		/* Bounded, so that a stop is noticed soon. */
-		if (listed)
-			store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS);
+		/*
+		 * Bounded, so that a stop is noticed soon. Woken by a write, it
+		 * lets the writes right after it come too: one read of the log
+		 * for a burst, not a wake-up of this thread per write (the
+		 * server's own writes are queued by their writers at once).
+		 */
+		if (listed && store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS) > after)
+			nanosleep(&(struct timespec){0, REC_FOLLOW_BATCH_MS * 1000000L}, NULL);
 		rec_catch_up(r);
 		pthread_mutex_lock(&r->mu);
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
+}
+
+void reconciler_set_active(struct reconciler *r, bool active)
+{
+	pthread_mutex_lock(&r->mu);
+	if (active && r->inactive) {
+		/* Level-triggered: list everything again, as at a start. */
+		r->listed = false;
+		r->relist_due = 0;
+	}
+	r->inactive = !active;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->mu);
 }
 
 int reconciler_start(struct reconciler *r, struct err *e)

@@ -117,9 +117,28 @@ void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *
  * the old request, are dropped, so no one reads them as the new one's.
  */
 void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *id);
+/*
+ * reconciler_enqueue (restart: reconciler_restart) after the caller's own
+ * write of (kind, id) at store index index: the change-log follower then
+ * skips the changes of (kind, id) up to index instead of queueing an idle
+ * pass for each (the queued pass reads that version or a later one).
+ */
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart);
+/* The store index up to which the change-log follower has read. */
+uint64_t reconciler_follow_index(struct reconciler *r);
 
 /* Works every due item on this thread; returns when the next is due (CLOCK_NEVER: none). */
 int64_t reconciler_step(struct reconciler *r);
+
+/*
+ * Whether the reconciler works items (true from reconciler_new). While
+ * inactive (this server does not lead) no item is taken, by a worker or
+ * by reconciler_step, though changes are still queued; steps in flight
+ * finish. Made active again, it lists and enqueues everything, since
+ * another server worked the store meanwhile. Any thread.
+ */
+void reconciler_set_active(struct reconciler *r, bool active);
 
 /* Runs workers and the change-log follower on threads. */
 int reconciler_start(struct reconciler *r, struct err *e);

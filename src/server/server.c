@@ -18,6 +18,19 @@
 
 #include "util/log.h"
 
+/* Set on a thread while it works for the leader (server_fenced). */
+static _Thread_local bool server_fenced_thread;
+
+struct store *server_wstore(struct server *s)
+{
+	return server_fenced_thread ? server_leader_store(s->leader) : s->cfg.store;
+}
+
+void server_fenced(bool on)
+{
+	server_fenced_thread = on;
+}
+
 static int server_wrap_store(struct err *e, enum store_kind kind, const char *id, int rc)
 {
 	if (rc == CSID_ENOTFOUND)
@@ -109,7 +122,7 @@ static int server_put_text(struct server *s, enum store_kind kind, const char *i
 			      .value = text,
 			      .len = len,
 			      .expect_index = expect};
-	int rc = store_txn(s->cfg.store, &op, 1, index, e);
+	int rc = store_txn(server_wstore(s), &op, 1, index, e);
 
 	model_wipe_free(text, len);
 	if (rc && rc != CSID_ECONFLICT)
@@ -158,7 +171,7 @@ static int server_delete(struct server *s, enum store_kind kind, const char *id,
 {
 	struct store_op op = {
 	    .type = STORE_OP_DELETE, .kind = kind, .id = id, .expect_index = expect};
-	int rc = store_txn(s->cfg.store, &op, 1, NULL, e);
+	int rc = store_txn(server_wstore(s), &op, 1, NULL, e);
 
 	if (rc && rc != CSID_ECONFLICT)
 		err_wrap(e, "%s %s: delete", store_kind_name(kind), id);
@@ -205,7 +218,7 @@ static int server_volume_write(struct server *s, struct model_volume *v, int wha
 	if (rc)
 		rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", v->id);
 	else
-		rc = store_txn(s->cfg.store, ops, n, index, e);
+		rc = store_txn(server_wstore(s), ops, n, index, e);
 	model_wipe_free(text, len);
 	if (rc && rc != CSID_ECONFLICT)
 		err_wrap(e, "volume %s: write", v->id);
@@ -247,10 +260,8 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			arena_free(scratch);
 			continue;
 		}
-		if (!rc && what != SERVER_KEEP && restart)
-			reconciler_restart(s->rec, STORE_VOLUME, id);
-		else if (!rc && what != SERVER_KEEP)
-			reconciler_enqueue(s->rec, STORE_VOLUME, id);
+		if (!rc && what != SERVER_KEEP)
+			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && what == SERVER_PUT) {
 			/* The reconciler reads this version next: it need not parse it. */
 			server_vcache_put(s->vcache, v, index);
@@ -341,8 +352,36 @@ static int server_live_load(struct server *s, struct err *e)
 	return rc;
 }
 
+/*
+ * This server starts or stops leading. A new leader gives every node a
+ * full TTL from now (their heartbeats may have gone to other servers)
+ * and checks the claim index once, like a restarted server; the
+ * reconciler lists everything again.
+ */
+static void server_leader_changed(void *arg, bool leading)
+{
+	struct server *s = arg;
+	struct err e;
+
+	if (!s->rec)
+		return; /* server_new on an unshared store: leading from the start */
+	if (leading && server_live_load(s, &e))
+		log_warn("msg=\"new leader: cannot read the nodes; the next tick retries\" "
+			 "error=\"%s\"",
+			 e.msg);
+	pthread_mutex_lock(&s->mu);
+	if (leading) {
+		s->claimidx_dirty = true;
+		s->gc_due_ms = 0;
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+	reconciler_set_active(s->rec, leading);
+}
+
 int server_new(const struct server_config *cfg, struct server **out, struct err *e)
 {
+	struct server_leader_config lc = {0};
 	struct reconciler_config rc_cfg = {0};
 	struct server *s;
 	int rc;
@@ -387,7 +426,20 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 		free(s);
 		return err_set(e, rc, "server: out of memory");
 	}
-	rc_cfg.store = cfg->store;
+	lc.store = cfg->store;
+	lc.id = cfg->server_id;
+	lc.address = cfg->address;
+	lc.ttl_ms = cfg->leader_ttl_ms;
+	lc.on_change = server_leader_changed;
+	lc.arg = s;
+	s->publish_period_ms = s->node_ttl_ms / 4;
+	rc = server_leader_new(&lc, &s->leader, e);
+	if (rc) {
+		server_free(s);
+		return err_wrap(e, "server");
+	}
+	/* The reconciler is one of the leader's workers: it writes fenced. */
+	rc_cfg.store = server_leader_store(s->leader);
 	rc_cfg.controllers = cfg->controllers;
 	rc_cfg.clock = s->clock;
 	rc_cfg.workers = cfg->workers;
@@ -397,6 +449,8 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	rc_cfg.plugin_concurrency = cfg->plugin_concurrency;
 	rc_cfg.vcache = s->vcache;
 	rc = reconciler_new(&rc_cfg, &s->rec, e);
+	if (!rc)
+		reconciler_set_active(s->rec, server_leader_leading(s->leader));
 	if (!rc)
 		rc = server_live_load(s, e);
 	/* A store written before the claim index, or by a crashed writer: checked once. */
@@ -446,6 +500,8 @@ int server_start(struct server *s, struct err *e)
 		return err_set(e, CSID_ENOMEM, "server: cannot start the node TTL thread");
 	s->ticker_started = true;
 	rc = server_metrics_start(s, s->vcache, &s->metrics, e);
+	if (!rc)
+		rc = server_leader_start(s->leader, e);
 	return rc ? err_wrap(e, "server") : 0;
 }
 
@@ -460,6 +516,9 @@ void server_free(struct server *s)
 	if (s->ticker_started)
 		pthread_join(s->ticker, NULL);
 	server_metrics_stop(s->metrics);
+	/* Steps in flight write through the leader's view: they end before it goes. */
+	reconciler_stop(s->rec);
+	server_leader_free(s->leader);
 	reconciler_free(s->rec);
 	for (size_t i = 0; i < s->nlive; i++) {
 		free(s->live[i].id);
@@ -488,6 +547,17 @@ size_t server_reconciler_history(struct server *s, struct server_history_sample 
 struct reconciler *server_reconciler(struct server *s)
 {
 	return s->rec;
+}
+
+void server_leader_info(struct server *s, struct server_leader_status *out)
+{
+	server_leader_status(s->leader, out);
+}
+
+int server_members(struct server *s, struct arena *a, struct server_member **out, size_t *n,
+		   struct err *e)
+{
+	return server_leader_members(s->leader, a, out, n, e);
 }
 
 struct store *server_store(struct server *s)

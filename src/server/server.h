@@ -40,6 +40,7 @@
 #include "model/model_claim.h"
 #include "server/reconciler.h"
 #include "server/server_history.h"
+#include "server/server_leader.h"
 #include "store/store.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -79,6 +80,10 @@ struct server_config {
 				    struct arena *a);
 	void *local_controllers_ctx;
 	bool manual_reconciler; /* tests: the caller steps server_reconciler() */
+	/* Leadership among the servers of one shared store (server_leader.h). */
+	const char *server_id; /* NULL: "<hostname>-<random>" */
+	const char *address; /* the API address members show; NULL: "" */
+	int64_t leader_ttl_ms; /* 0: SERVER_LEADER_TTL_MS */
 };
 
 struct server;
@@ -91,10 +96,19 @@ void server_free(struct server *s);
 struct reconciler *server_reconciler(struct server *s);
 struct store *server_store(struct server *s);
 /*
- * Marks nodes down whose heartbeat is older than the TTL, runs the
- * lost-claim pass when it is due; returns when next due (monotonic).
+ * Writes this server's member record when due (the heartbeats it took,
+ * server_leader.h); on the leader only, also counts the other members'
+ * heartbeats, marks nodes down whose heartbeat is older than the TTL and
+ * runs the lost-claim pass when it is due, every write fenced. Returns
+ * when next due (monotonic).
  */
 int64_t server_tick(struct server *s);
+
+/* Who leads (GET /v1/status/leader). */
+void server_leader_info(struct server *s, struct server_leader_status *out);
+/* Every server of the installation, which one leads (strings in a). */
+int server_members(struct server *s, struct arena *a, struct server_member **out, size_t *n,
+		   struct err *e);
 
 /* --- volumes --- */
 

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "server/server_leader.h"
 #include "util/conf.h"
 #include "util/log.h"
 
@@ -393,8 +394,13 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	    (rc = server_config_duration(root, "backoff_min", 1, &cfg->backoff_min_ms, e)) ||
 	    (rc = server_config_duration(root, "backoff_max", 1, &cfg->backoff_max_ms, e)) ||
 	    (rc = server_config_duration(root, "node_ttl", 100, &cfg->node_ttl_ms, e)) ||
-	    (rc = server_config_duration(root, "node_grace", 100, &cfg->node_grace_ms, e)))
+	    (rc = server_config_duration(root, "node_grace", 100, &cfg->node_grace_ms, e)) ||
+	    (rc = server_config_duration(root, "leader_ttl", SERVER_LEADER_TTL_MIN_MS,
+					 &cfg->leader_ttl_ms, e)))
 		return rc;
+	if (cfg->leader_ttl_ms > SERVER_LEADER_TTL_MAX_MS)
+		return err_set(e, CSID_EINVAL, "leader_ttl: at most %ds",
+			       SERVER_LEADER_TTL_MAX_MS / 1000);
 	if ((v = json_object_get(root, "agent_token"))) {
 		rc = server_config_str(v, "agent_token", SERVER_CONFIG_SECRET_MAX, false,
 				       &cfg->agent_token, e);
@@ -414,7 +420,7 @@ static const char *const server_config_top_keys[] = {
     "etcd",        "workers",     "rpc_timeout", "backoff_min",
     "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
     "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
-    "http",        NULL};
+    "http",        "leader_ttl",  NULL};
 
 const struct conf_keyset server_config_keysets[] = {
     {"", server_config_top_keys},      {"acl_tokens[]", server_config_token_keys},
@@ -502,17 +508,6 @@ int server_config_load(const char *path, struct server_config_file **out, struct
 	return rc;
 }
 
-static int server_config_set(char **dst, const char *src, struct err *e)
-{
-	char *s = strdup(src);
-
-	if (!s)
-		return err_set(e, CSID_ENOMEM, "config: out of memory");
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
 int server_config_override(struct server_config_file *cfg, const char *data_dir, const char *listen,
 			   const char *socket, const char *log_level, struct err *e)
 {
@@ -521,13 +516,13 @@ int server_config_override(struct server_config_file *cfg, const char *data_dir,
 	if (data_dir) {
 		if (!data_dir[0])
 			return err_set(e, CSID_EINVAL, "-data-dir: empty");
-		if ((rc = server_config_set(&cfg->data_dir, data_dir, e)))
+		if ((rc = conf_set_string(&cfg->data_dir, data_dir, e)))
 			return rc;
 	}
 	if (listen) {
 		if (listen[0] && (rc = server_config_check_listen("-listen", listen, e)))
 			return rc;
-		if ((rc = server_config_set(&cfg->listen, listen, e)))
+		if ((rc = conf_set_string(&cfg->listen, listen, e)))
 			return rc;
 	}
 	if (socket) {
@@ -535,7 +530,7 @@ int server_config_override(struct server_config_file *cfg, const char *data_dir,
 			return err_set(e, CSID_EINVAL,
 				       "-socket: must be an absolute path of at most %d bytes",
 				       SERVER_CONFIG_SOCK_MAX);
-		if ((rc = server_config_set(&cfg->socket, socket, e)))
+		if ((rc = conf_set_string(&cfg->socket, socket, e)))
 			return rc;
 	}
 	if (log_level) {
@@ -558,16 +553,16 @@ int server_config_finalize(struct server_config_file *cfg, struct err *e)
 		if (!getcwd(cwd, sizeof(cwd)))
 			return err_errno(e, errno, "data_dir: getcwd");
 		snprintf(buf, sizeof(buf), "%s/%s", cwd, cfg->data_dir);
-		if ((rc = server_config_set(&cfg->data_dir, buf, e)))
+		if ((rc = conf_set_string(&cfg->data_dir, buf, e)))
 			return rc;
 	}
 	if (strlen(cfg->data_dir) >= SERVER_CONFIG_PATH_MAX - 64)
 		return err_set(e, CSID_EINVAL, "data_dir: too long");
-	if (!cfg->listen && (rc = server_config_set(&cfg->listen, SERVER_CONFIG_LISTEN_DEFAULT, e)))
+	if (!cfg->listen && (rc = conf_set_string(&cfg->listen, SERVER_CONFIG_LISTEN_DEFAULT, e)))
 		return rc;
 	snprintf(buf, sizeof(buf), "%s/server.db", cfg->data_dir);
-	if ((rc = server_config_set(&cfg->store_path, buf, e)))
+	if ((rc = conf_set_string(&cfg->store_path, buf, e)))
 		return rc;
 	snprintf(buf, sizeof(buf), "%s/server.lock", cfg->data_dir);
-	return server_config_set(&cfg->lock_path, buf, e);
+	return conf_set_string(&cfg->lock_path, buf, e);
 }

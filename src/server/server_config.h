@@ -95,6 +95,8 @@ struct server_config_file {
 	int64_t node_ttl_ms; /* 0: SERVER_NODE_TTL_MS */
 	/* How long a node stays down before its claims are released; 0: SERVER_NODE_GRACE_MS. */
 	int64_t node_grace_ms;
+	/* The election lease of servers sharing an etcd store (server_leader.h); 0: its default. */
+	int64_t leader_ttl_ms;
 	int log_level; /* enum log_level, or -1: unset */
 	struct server_config_token *tokens;
 	size_t ntokens;

@@ -465,7 +465,7 @@ static int server_gc_entry(struct server *s, const struct server_gc_view *w,
 			struct store_op del = {STORE_OP_DELETE, STORE_CLAIM, o->id, NULL, 0,
 					       o->modify_index};
 
-			if (store_txn(s->cfg.store, &del, 1, NULL, &we) == CSID_EIO)
+			if (store_txn(server_wstore(s), &del, 1, NULL, &we) == CSID_EIO)
 				log_error("msg=\"cannot drop a stale claim index entry\" error=%s",
 					  log_q(q, sizeof(q), we.msg));
 		}
@@ -524,7 +524,7 @@ void server_gc_pass(struct server *s)
 	dirty = s->claimidx_dirty;
 	s->claimidx_dirty = false;
 	pthread_mutex_unlock(&s->mu);
-	rc = dirty ? server_claimidx_rebuild(s->cfg.store, &e) : 0;
+	rc = dirty ? server_claimidx_rebuild(server_wstore(s), &e) : 0;
 	if (rc) {
 		pthread_mutex_lock(&s->mu);
 		s->claimidx_dirty = true;

@@ -25,6 +25,7 @@
 struct server_live {
 	char *id;
 	int64_t seen_ms;
+	int64_t heard_ms; /* the last heartbeat this server took itself (0: none) */
 	bool down; /* as last written to the store */
 	/*
 	 * The allocations report of the node's agent (server_gc.c): the last
@@ -54,6 +55,12 @@ struct server {
 	 */
 	bool claimidx_dirty;
 	struct server_metrics *metrics; /* the metrics collector (server_start) */
+	struct server_leader *leader; /* the election; its fenced store view */
+	int64_t publish_ms; /* monotonic: the member record's last write; guarded by mu */
+	int64_t publish_period_ms;
+	uint64_t members_index; /* the newest member record counted (leader) */
+	/* Monotonic: the leader's last read of the member records (server_tick's). */
+	int64_t import_ms;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -122,6 +129,17 @@ int server_all_nodes(struct server *s, struct arena *a, struct model_node ***out
 
 /* Sets the node's liveness: a heartbeat now (down false) or down. */
 void server_live_seen(struct server *s, const char *id, bool down);
+/* A heartbeat this server took itself (server_live_seen, and kept for the member record). */
+void server_live_heard(struct server *s, const char *id);
+
+/*
+ * The store that writes go to: the leader's fenced view (server_leader.h)
+ * on a thread inside server_fenced(true) ... (false) (server_tick,
+ * the leader's workers), the store itself elsewhere (API requests, whose
+ * writes any server may make).
+ */
+struct store *server_wstore(struct server *s);
+void server_fenced(bool on);
 /* The map entry of id, or NULL; s->mu held. */
 struct server_live *server_live_find(struct server *s, const char *id);
 

@@ -23,11 +23,14 @@
 #include "model/model.h"
 #include "store/store.h"
 #include "util/arena.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
 #define SM_PAGE 1000
 #define SM_WAKE_MS 100
+/* How long a write waits for the writes after it before they are counted. */
+#define SM_BATCH_MS 10
 #define SM_RETRY_MS 1000
 #define SM_VOL_STATES 5
 #define SM_SNAP_STATES 4
@@ -59,6 +62,7 @@ struct server_metrics {
 	pthread_t thread;
 	atomic_bool stopping;
 
+	pthread_cond_t stop; /* signalled (under mu) when stopping is set */
 	pthread_mutex_t mu; /* guards what follows */
 	struct sm_table vols, snaps;
 	char *plugins[SERVER_METRICS_PLUGINS_MAX]; /* interned; the last is "other" */
@@ -373,24 +377,69 @@ static int sm_list_all(struct server_metrics *m, uint64_t *start, struct err *e)
 	return 0;
 }
 
+/*
+ * Whether change i of ch is the last one of its object in ch: only that
+ * one is counted (the counts after the page are the same, and the
+ * object's latest version is the one the decoded volume cache holds).
+ * seen is a table of 2^bits slots (indexes + 1, 0 empty), filled from the
+ * end of the page back.
+ */
+static bool sm_last_of(const struct store_changes *ch, size_t i, uint32_t *seen, unsigned bits)
+{
+	const struct store_obj *o = &ch->changes[i].obj;
+	size_t mask = ((size_t)1 << bits) - 1, at = (size_t)(sm_hash(o->id) ^ o->kind) & mask;
+
+	for (; seen[at]; at = (at + 1) & mask) {
+		const struct store_obj *p = &ch->changes[seen[at] - 1].obj;
+
+		if (p->kind == o->kind && strcmp(p->id, o->id) == 0)
+			return false;
+	}
+	seen[at] = (uint32_t)i + 1;
+	return true;
+}
+
 /* Counts one page of the change log read after pos. Returns 0 or -1 (out of memory). */
 static int sm_changes_page(struct server_metrics *m, struct arena *a,
 			   const struct store_changes *ch, uint64_t pos)
 {
-	size_t n = ch->n;
+	size_t n = ch->n, k = 0;
 	const struct store_obj **objs = n ? arena_alloc(a, n * sizeof(*objs)) : NULL;
 	uint64_t *idx = n ? arena_alloc(a, n * sizeof(*idx)) : NULL;
 	bool *del = n ? arena_alloc(a, n * sizeof(*del)) : NULL;
+	unsigned bits = 4;
+	uint32_t *seen;
 
-	if (n && (!objs || !idx || !del))
+	while (((size_t)1 << bits) < 2 * n)
+		bits++;
+	seen = n ? arena_alloc(a, ((size_t)1 << bits) * sizeof(*seen)) : NULL;
+	if (n && (!objs || !idx || !del || !seen))
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		objs[i] = &ch->changes[i].obj;
-		idx[i] = ch->changes[i].index;
-		del[i] = ch->changes[i].type == STORE_OP_DELETE;
+	if (n)
+		memset(seen, 0, ((size_t)1 << bits) * sizeof(*seen));
+	/* Newest first, so the last change of each object is the one kept. */
+	for (size_t i = n; i-- > 0;) {
+		if (!sm_last_of(ch, i, seen, bits))
+			continue;
+		objs[k] = &ch->changes[i].obj;
+		idx[k] = ch->changes[i].index;
+		del[k] = ch->changes[i].type == STORE_OP_DELETE;
+		k++;
 	}
-	return sm_page(m, a, objs, del, idx, n,
+	return sm_page(m, a, objs, del, idx, k,
 		       n ? ch->changes[n - 1].index : (ch->index > pos ? ch->index : pos));
+}
+
+/* Waits ms, or less when the thread is being stopped (not on the store: every write wakes that). */
+static void sm_pause(struct server_metrics *m, int64_t ms)
+{
+	struct clock *c = clock_real();
+	int64_t until = clock_now_ms(c) + ms;
+
+	pthread_mutex_lock(&m->mu);
+	while (!atomic_load(&m->stopping) && clock_now_ms(c) < until)
+		clock_wait(c, &m->stop, &m->mu, until);
+	pthread_mutex_unlock(&m->mu);
 }
 
 static void *sm_main(void *arg)
@@ -436,8 +485,12 @@ static void *sm_main(void *arg)
 		}
 		pos = ch.n ? ch.changes[ch.n - 1].index : (ch.index > pos ? ch.index : pos);
 		arena_free(a);
-		if (!ch.n)
-			store_wait(m->store, pos, SM_WAKE_MS);
+		/*
+		 * Woken by a write: a burst of writes is taken in one page, after
+		 * its writers kept their versions decoded (server_vcache.h).
+		 */
+		if (!ch.n && store_wait(m->store, pos, SM_WAKE_MS) > pos)
+			sm_pause(m, SM_BATCH_MS);
 		store_changes_free(&ch);
 	}
 	return NULL;
@@ -559,9 +612,14 @@ int server_metrics_start(struct server *s, struct server_vcache *vcache,
 	m->store = server_store(s);
 	m->vcache = vcache;
 	atomic_init(&m->stopping, false);
+	if (clock_cond_init(&m->stop) != 0) {
+		free(m);
+		return err_set(e, CSID_ENOMEM, "metrics: out of memory");
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	if (pthread_create(&m->thread, NULL, sm_main, m) != 0) {
 		pthread_mutex_destroy(&m->mu);
+		pthread_cond_destroy(&m->stop);
 		free(m);
 		return err_set(e, CSID_ENOMEM, "metrics: cannot start the catalogue thread");
 	}
@@ -587,8 +645,12 @@ void server_metrics_stop(struct server_metrics *m)
 	if (!m)
 		return;
 	metrics_collector_remove(metrics_default(), &m->collector);
+	pthread_mutex_lock(&m->mu);
 	atomic_store(&m->stopping, true);
+	pthread_cond_signal(&m->stop);
+	pthread_mutex_unlock(&m->mu);
 	pthread_join(m->thread, NULL);
+	pthread_cond_destroy(&m->stop);
 	sm_reset(m);
 	for (size_t i = 0; i < m->nplugins; i++)
 		free(m->plugins[i]);

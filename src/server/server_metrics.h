@@ -16,8 +16,9 @@
  * when it was compacted), keeping for each object only what it adds to
  * the counts (state, plugin, claims by state and mode, modify index). A
  * scrape reads the totals under a lock, so its cost and memory do not
- * depend on the number of volumes; the counts trail the store by the time
- * one change takes to decode. Plugin labels are bounded: past
+ * depend on the number of volumes. The thread takes the writes of about
+ * 10 ms in one page and decodes only the last version of each object in
+ * it, so the counts trail the store by that and the decoding. Plugin labels are bounded: past
  * SERVER_METRICS_PLUGINS_MAX distinct IDs, volumes count under "other".
  *
  * Threading: start and stop from one thread; the rest is internal.

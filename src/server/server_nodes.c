@@ -17,6 +17,9 @@
 #include "util/array.h"
 #include "util/log.h"
 
+/* How soon a starting server tries its first member record again while it has no lease. */
+#define SERVER_MEMBER_FIRST_MS 100
+
 struct server_live *server_live_find(struct server *s, const char *id)
 {
 	for (size_t i = 0; i < s->nlive; i++)
@@ -25,12 +28,11 @@ struct server_live *server_live_find(struct server *s, const char *id)
 	return NULL;
 }
 
-void server_live_seen(struct server *s, const char *id, bool down)
+/* The map entry of id, added when missing; NULL when out of memory (s->mu held). */
+static struct server_live *server_live_get(struct server *s, const char *id)
 {
-	struct server_live *l;
+	struct server_live *l = server_live_find(s, id);
 
-	pthread_mutex_lock(&s->mu);
-	l = server_live_find(s, id);
 	if (!l &&
 	    array_grow((void **)&s->live, &s->live_cap, s->nlive + 1, sizeof(*s->live)) == 0) {
 		char *copy = strdup(id);
@@ -41,13 +43,122 @@ void server_live_seen(struct server *s, const char *id, bool down)
 			l->id = copy;
 		}
 	}
+	return l;
+}
+
+/* A heartbeat at seen_ms (or down); heard: this server took it itself. */
+static void server_live_set(struct server *s, const char *id, bool down, bool heard)
+{
+	struct server_live *l;
+
+	pthread_mutex_lock(&s->mu);
+	l = server_live_get(s, id);
 	/* Out of memory: the node is simply not tracked; its next heartbeat retries. */
 	if (l) {
 		l->seen_ms = clock_now_ms(s->clock);
 		l->down = down;
+		if (heard)
+			l->heard_ms = l->seen_ms;
 	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->mu);
+}
+
+void server_live_seen(struct server *s, const char *id, bool down)
+{
+	server_live_set(s, id, down, false);
+}
+
+void server_live_heard(struct server *s, const char *id)
+{
+	server_live_set(s, id, false, true);
+}
+
+/*
+ * Writes this server's member record with the heartbeats it took since
+ * the last one, each with its age. Returns when the next is due.
+ */
+static int64_t server_members_publish(struct server *s, int64_t now)
+{
+	struct server_member_seen *seen = NULL;
+	int64_t since;
+	size_t n = 0;
+	struct err e;
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	since = s->publish_ms;
+	if (since && now < since + s->publish_period_ms) {
+		pthread_mutex_unlock(&s->mu);
+		return since + s->publish_period_ms;
+	}
+	seen = s->nlive ? calloc(s->nlive, sizeof(*seen)) : NULL;
+	for (size_t i = 0; seen && i < s->nlive; i++) {
+		const struct server_live *l = &s->live[i];
+
+		if (l->heard_ms > since && (seen[n].node_id = strdup(l->id)))
+			seen[n++].age_ms = now - l->heard_ms;
+	}
+	pthread_mutex_unlock(&s->mu);
+	rc = server_leader_publish(s->leader, seen, n, &e);
+	for (size_t i = 0; i < n; i++)
+		free(seen[i].node_id);
+	free(seen);
+	if (rc == CSID_EUNAVAIL && !since)
+		return now + SERVER_MEMBER_FIRST_MS; /* no lease yet: the first record soon after */
+	if (rc)
+		log_warn("msg=\"cannot write the member record; retried\" error=\"%s\"", e.msg);
+	pthread_mutex_lock(&s->mu);
+	/* A failure is tried again a period later, with what was heard since the last record. */
+	if (!rc)
+		s->publish_ms = now;
+	pthread_mutex_unlock(&s->mu);
+	return now + s->publish_period_ms;
+}
+
+/*
+ * The leader counts the heartbeats the other servers took: each node of
+ * a member record written since the last count was seen age_ms before
+ * now (the record may be up to a period older than that: a node is
+ * marked down at most a period late, never early).
+ */
+static void server_members_import(struct server *s, int64_t now)
+{
+	struct server_leader_status st;
+	struct server_member *m = NULL;
+	struct arena *a = arena_new();
+	uint64_t newest;
+	size_t n = 0;
+	struct err e;
+
+	if (!a)
+		return;
+	server_leader_status(s->leader, &st);
+	if (server_members(s, a, &m, &n, &e)) {
+		log_warn("msg=\"cannot read the member records\" error=\"%s\"", e.msg);
+		arena_free(a);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	newest = s->members_index;
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].modify_index <= s->members_index || strcmp(m[i].id, st.server_id) == 0)
+			continue;
+		if (m[i].modify_index > newest)
+			newest = m[i].modify_index;
+		for (size_t j = 0; j < m[i].nseen; j++) {
+			struct server_live *l = server_live_get(s, m[i].seen[j].node_id);
+			int64_t at = now - m[i].seen[j].age_ms;
+
+			if (l && at > l->seen_ms) {
+				l->seen_ms = at;
+				l->down = false;
+			}
+		}
+	}
+	s->members_index = newest;
+	pthread_mutex_unlock(&s->mu);
+	arena_free(a);
 }
 
 int server_store_nodes(struct store *st, struct arena *a, struct model_node ***out, size_t *n,
@@ -278,7 +389,7 @@ int server_node_put(struct server *s, const struct model_node *node, struct aren
 			cur->create_index = old ? old->create_index : index;
 			cur->modify_index = index;
 		}
-		server_live_seen(s, cur->id, false);
+		server_live_heard(s, cur->id);
 		server_gc_report(s, node, clock_wall_ms(s->clock));
 		if (out)
 			*out = cur;
@@ -365,11 +476,25 @@ static void server_node_mark_down(struct server *s, const char *id, int64_t seen
 
 int64_t server_tick(struct server *s)
 {
-	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER;
+	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER, publish = CLOCK_NEVER;
 	struct server_live *due = NULL;
 	size_t ndue = 0, nlive;
 	bool gc;
 
+	if (store_shared(s->cfg.store)) {
+		publish = server_members_publish(s, now);
+		if (!server_leader_leading(s->leader))
+			return publish;
+		/* Read once a period (records come no faster), not at every node's expiry. */
+		if (!s->import_ms || now >= s->import_ms + s->publish_period_ms) {
+			server_members_import(s, now);
+			s->import_ms = now;
+		}
+		if (s->import_ms + s->publish_period_ms < publish)
+			publish = s->import_ms + s->publish_period_ms;
+	}
+	/* What follows is the leader's: its writes are fenced. */
+	server_fenced(true);
 	pthread_mutex_lock(&s->mu);
 	gc = s->gc_due_ms <= now;
 	if (gc)
@@ -399,8 +524,9 @@ int64_t server_tick(struct server *s)
 	/* After the TTL marks: a node that just went down is seen down by this pass. */
 	if (gc)
 		server_gc_pass(s);
+	server_fenced(false);
 	/* Out of memory: try again soon rather than never. */
 	if (nlive && !due && next == CLOCK_NEVER)
 		next = now + 1000;
-	return next;
+	return next < publish ? next : publish;
 }

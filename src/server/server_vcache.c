@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SERVER_VCACHE_SLOTS 64
+#define SERVER_VCACHE_SLOTS 256
 
 struct server_vcache_slot {
 	struct arena *a; /* NULL: empty */

@@ -7,6 +7,7 @@
  */
 #include "store/store_int.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -154,9 +155,10 @@ static void store_observe(const struct store *s, const struct timespec *start, i
 		metrics_add(&store_conflicts, v, 1);
 }
 
-int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index, struct err *e)
+/* The argument checks of store_txn; 1 when there is nothing to write. */
+static int store_txn_check(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
+			   struct err *e)
 {
-	struct timespec start;
 	int rc;
 
 	err_clear(e);
@@ -176,12 +178,212 @@ int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *i
 	if (n == 0) {
 		if (index != NULL)
 			*index = s->ops->index(s);
-		return 0;
+		return 1;
 	}
+	return 0;
+}
+
+int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index, struct err *e)
+{
+	struct timespec start;
+	int rc = store_txn_check(s, ops, n, index, e);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	rc = s->ops->txn(s, ops, n, index, e);
 	store_observe(s, &start, rc);
 	return rc;
+}
+
+bool store_shared(struct store *s)
+{
+	return s && s->ops->campaign != NULL;
+}
+
+int store_txn_fenced(struct store *s, uint64_t fence, const struct store_op *ops, size_t n,
+		     uint64_t *index, struct err *e)
+{
+	struct timespec start;
+	int rc = store_txn_check(s, ops, n, index, e);
+
+	if (rc)
+		return rc < 0 ? rc : 0;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	rc = s->ops->txn_fenced ? s->ops->txn_fenced(s, fence, ops, n, index, e)
+				: s->ops->txn(s, ops, n, index, e);
+	store_observe(s, &start, rc);
+	return rc;
+}
+
+/* CSID_EUNIMPL for a coordination call on a store one process holds alone. */
+static int store_unshared(struct store *s, const char *what, struct err *e)
+{
+	err_clear(e);
+	if (s == NULL)
+		return err_set(e, CSID_EINVAL, "store %s: no store", what);
+	return err_set(e, CSID_EUNIMPL, "store %s: the %s store is one server's alone", what,
+		       s->backend);
+}
+
+int store_lease_grant(struct store *s, int64_t ttl_ms, uint64_t *lease, struct err *e)
+{
+	if (!store_shared(s))
+		return store_unshared(s, "lease", e);
+	err_clear(e);
+	if (ttl_ms <= 0)
+		return err_set(e, CSID_EINVAL, "store lease: TTL of %lld ms", (long long)ttl_ms);
+	return s->ops->lease_grant(s, ttl_ms, lease, e);
+}
+
+int store_lease_keepalive(struct store *s, uint64_t lease, struct err *e)
+{
+	if (!store_shared(s))
+		return store_unshared(s, "lease", e);
+	err_clear(e);
+	return s->ops->lease_keepalive(s, lease, e);
+}
+
+int store_lease_revoke(struct store *s, uint64_t lease, struct err *e)
+{
+	if (!store_shared(s))
+		return store_unshared(s, "lease", e);
+	err_clear(e);
+	return s->ops->lease_revoke(s, lease, e);
+}
+
+int store_campaign(struct store *s, uint64_t lease, const char *value, size_t len,
+		   struct store_obj *holder, struct err *e)
+{
+	if (holder != NULL)
+		memset(holder, 0, sizeof(*holder));
+	if (!store_shared(s))
+		return store_unshared(s, "campaign", e);
+	err_clear(e);
+	if (holder == NULL || value == NULL || len > STORE_VALUE_MAX)
+		return err_set(e, CSID_EINVAL, "store campaign: no value or no result");
+	return s->ops->campaign(s, lease, value, len, holder, e);
+}
+
+int store_member_put(struct store *s, uint64_t lease, const char *id, const char *value, size_t len,
+		     struct err *e)
+{
+	int rc;
+
+	if (!store_shared(s))
+		return store_unshared(s, "member", e);
+	err_clear(e);
+	if ((rc = store_check_id(id, e)))
+		return rc;
+	if (value == NULL || len > STORE_VALUE_MAX)
+		return err_set(e, CSID_EINVAL, "store member %s: no value or over %d bytes", id,
+			       STORE_VALUE_MAX);
+	return s->ops->member_put(s, lease, id, value, len, e);
+}
+
+int store_member_list(struct store *s, struct store_list *out, struct err *e)
+{
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (!store_shared(s))
+		return store_unshared(s, "member", e);
+	err_clear(e);
+	if (out == NULL)
+		return err_set(e, CSID_EINVAL, "store member list: no result");
+	return s->ops->member_list(s, out, e);
+}
+
+/* ---- the fenced view ---- */
+
+struct store_fenced {
+	struct store base;
+	struct store *inner;
+	struct store_fence *f;
+};
+
+static struct store *store_inner(struct store *s)
+{
+	return ((struct store_fenced *)s)->inner;
+}
+
+static int store_fenced_get(struct store *s, enum store_kind kind, const char *id,
+			    struct store_obj *out, struct err *e)
+{
+	return store_inner(s)->ops->get(store_inner(s), kind, id, out, e);
+}
+
+static int store_fenced_list(struct store *s, enum store_kind kind, const char *prefix,
+			     const char *after_id, size_t limit, struct store_list *out,
+			     struct err *e)
+{
+	return store_inner(s)->ops->list(store_inner(s), kind, prefix, after_id, limit, out, e);
+}
+
+/* Checked and observed by store_txn already: straight to the backend. */
+static int store_fenced_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
+			    struct err *e)
+{
+	struct store_fenced *v = (struct store_fenced *)s;
+	struct store *in = v->inner;
+	uint64_t fence = atomic_load(&v->f->index);
+	int rc;
+
+	if (fence == 0)
+		return err_set(e, CSID_EPRECOND, "fenced: this server is not the leader");
+	rc = in->ops->txn_fenced ? in->ops->txn_fenced(in, fence, ops, n, index, e)
+				 : in->ops->txn(in, ops, n, index, e);
+	if (rc == CSID_EPRECOND && in->ops->txn_fenced && v->f->lost)
+		v->f->lost(v->f->arg);
+	return rc;
+}
+
+static int store_fenced_changes(struct store *s, uint64_t after, size_t limit,
+				struct store_changes *out, struct err *e)
+{
+	return store_inner(s)->ops->changes(store_inner(s), after, limit, out, e);
+}
+
+static uint64_t store_fenced_index(struct store *s)
+{
+	return store_inner(s)->ops->index(store_inner(s));
+}
+
+static uint64_t store_fenced_wait(struct store *s, uint64_t after, int64_t timeout_ms)
+{
+	return store_inner(s)->ops->wait(store_inner(s), after, timeout_ms);
+}
+
+static void store_fenced_close(struct store *s)
+{
+	free(s);
+}
+
+static const struct store_ops store_fenced_ops = {
+    .get = store_fenced_get,
+    .list = store_fenced_list,
+    .txn = store_fenced_txn,
+    .changes = store_fenced_changes,
+    .index = store_fenced_index,
+    .wait = store_fenced_wait,
+    .close = store_fenced_close,
+};
+
+int store_fenced_new(struct store *base, struct store_fence *f, struct store **out, struct err *e)
+{
+	struct store_fenced *v;
+
+	*out = NULL;
+	if (base == NULL || f == NULL)
+		return err_set(e, CSID_EINVAL, "store fenced view: no store or no fence");
+	v = calloc(1, sizeof(*v));
+	if (v == NULL)
+		return err_set(e, CSID_ENOMEM, "store fenced view: out of memory");
+	v->base.ops = &store_fenced_ops;
+	v->base.backend = base->backend;
+	v->inner = base;
+	v->f = f;
+	*out = &v->base;
+	return 0;
 }
 
 int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,

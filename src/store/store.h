@@ -130,6 +130,20 @@ struct store_ops {
 	uint64_t (*index)(struct store *s);
 	uint64_t (*wait)(struct store *s, uint64_t after, int64_t timeout_ms);
 	void (*close)(struct store *s);
+	/*
+	 * Coordination of several servers (see "Leases" below); NULL in a
+	 * backend that one process holds alone (memory, SQLite).
+	 */
+	int (*txn_fenced)(struct store *s, uint64_t fence, const struct store_op *ops, size_t n,
+			  uint64_t *index, struct err *e);
+	int (*lease_grant)(struct store *s, int64_t ttl_ms, uint64_t *lease, struct err *e);
+	int (*lease_keepalive)(struct store *s, uint64_t lease, struct err *e);
+	int (*lease_revoke)(struct store *s, uint64_t lease, struct err *e);
+	int (*campaign)(struct store *s, uint64_t lease, const char *value, size_t len,
+			struct store_obj *holder, struct err *e);
+	int (*member_put)(struct store *s, uint64_t lease, const char *id, const char *value,
+			  size_t len, struct err *e);
+	int (*member_list)(struct store *s, struct store_list *out, struct err *e);
 };
 
 /* A backend embeds this as its first member. */
@@ -189,6 +203,72 @@ uint64_t store_wait(struct store *s, uint64_t after, int64_t timeout_ms);
 
 /* Closes the store and frees it; NULL is a no-op. Waiters return. */
 void store_close(struct store *s);
+
+/*
+ * Leases, the election and members: what lets several servers share one
+ * store (etcd) with one leader (src/server/server_leader.c). A lease is a
+ * store-side timer that the holder keeps alive; keys written with it go
+ * when it expires. The election key (one per installation, beside its
+ * objects but not one of them: it is in no list, change log or
+ * snapshot) names the leader; it is created with the leader's lease, so
+ * it goes when the leader stops renewing, and its create_index
+ * identifies one term. Member records (one per server, also with its
+ * lease) say which servers are up and carry what each saw of the nodes.
+ * A backend one process holds alone (memory, SQLite) has none of this:
+ * store_shared() is false, its single server always leads, and a fenced
+ * transaction is a plain one.
+ */
+bool store_shared(struct store *s);
+
+/*
+ * store_txn, and only while the election key's create_index is still
+ * fence (this server's term): a leader that lost its lease and slept
+ * through another's election writes nothing. Returns what store_txn
+ * does, or CSID_EPRECOND ("fenced: ...") when the key is gone or another
+ * server's, whatever the other conditions say.
+ */
+int store_txn_fenced(struct store *s, uint64_t fence, const struct store_op *ops, size_t n,
+		     uint64_t *index, struct err *e);
+
+/* A new lease of ttl_ms (rounded up to whole seconds) in *lease. */
+int store_lease_grant(struct store *s, int64_t ttl_ms, uint64_t *lease, struct err *e);
+/* Renews the lease for its TTL; CSID_ENOTFOUND when it has expired. */
+int store_lease_keepalive(struct store *s, uint64_t lease, struct err *e);
+/* Ends the lease now (its keys go); an expired one is no error. */
+int store_lease_revoke(struct store *s, uint64_t lease, struct err *e);
+/*
+ * Creates the election key with value and lease unless it exists, and
+ * reads it in the same transaction: *holder (free with store_obj_free;
+ * id "leader", kind unused) is the key as it now is, ours when its value
+ * and create_index say so (create_index is the fence of the term).
+ */
+int store_campaign(struct store *s, uint64_t lease, const char *value, size_t len,
+		   struct store_obj *holder, struct err *e);
+/* Writes the member record id (an existing one is replaced) with lease. */
+int store_member_put(struct store *s, uint64_t lease, const char *id, const char *value, size_t len,
+		     struct err *e);
+/* Every member record, ID order (kind unused). Free with store_list_free. */
+int store_member_list(struct store *s, struct store_list *out, struct err *e);
+
+/*
+ * A fence shared by a store view and the election: index is the fence of
+ * the term this server leads (0: it does not lead); lost, when set, is
+ * called (from the writing thread) when a fenced transaction found the
+ * term over.
+ */
+struct store_fence {
+	_Atomic uint64_t index;
+	void (*lost)(void *arg);
+	void *arg;
+};
+
+/*
+ * A view of base (borrowed, must outlive it) whose reads are base's and
+ * whose every transaction is store_txn_fenced on f->index (borrowed);
+ * while f->index is 0 every transaction is refused with CSID_EPRECOND.
+ * store_close frees the view only.
+ */
+int store_fenced_new(struct store *base, struct store_fence *f, struct store **out, struct err *e);
 
 void store_obj_free(struct store_obj *o);
 void store_list_free(struct store_list *l);

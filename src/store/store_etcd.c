@@ -485,15 +485,66 @@ static int etcd_txn_outcome(const struct store_op *ops, size_t n, json_t *resp, 
 	return 0;
 }
 
-static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
-		    struct err *e)
+/* The key of the election (store.h), "<prefix>leader", into a new buffer. */
+static char *etcd_election_key(struct store_etcd *s, size_t *len)
 {
-	struct store_etcd *s = (struct store_etcd *)st;
+	char *k = malloc(s->prefix_len + sizeof("leader"));
+
+	if (k == NULL)
+		return NULL;
+	memcpy(k, s->prefix, s->prefix_len);
+	memcpy(k + s->prefix_len, "leader", sizeof("leader"));
+	*len = s->prefix_len + strlen("leader");
+	return k;
+}
+
+/*
+ * Adds the fence to a Txn document: a compare that the election key's
+ * create_revision is still fence, and a read of the key on failure (the
+ * last failure response).
+ */
+static bool etcd_txn_fence(struct store_etcd *s, json_t *req, uint64_t fence)
+{
+	size_t klen;
+	char *k = etcd_election_key(s, &klen);
+	json_t *c = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
+	json_t *r = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
+	bool good = c && r && json_object_set_new(c, "target", json_string("CREATE")) == 0 &&
+		    json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
+		    etcd_set_u64(c, "create_revision", fence) &&
+		    json_array_append(json_object_get(req, "compare"), c) == 0 &&
+		    json_array_append_new(json_object_get(req, "failure"),
+					  json_pack("{s:O}", "request_range", r)) == 0;
+
+	json_decref(c);
+	json_decref(r);
+	free(k);
+	return good;
+}
+
+/* Whether the fence of a failed Txn (its last failure response) no longer holds. */
+static bool etcd_txn_fenced_off(json_t *resp, uint64_t fence)
+{
+	json_t *rs = json_object_get(resp, "responses");
+	json_t *kvs = json_object_get(
+	    json_object_get(json_array_get(rs, json_array_size(rs) - 1), "response_range"), "kvs");
+
+	return etcd_json_u64(json_array_get(kvs, 0), "create_revision") != fence;
+}
+
+/* A transaction; with fence (nonzero) conditioned on the election key too. */
+static int etcd_txn_run(struct store_etcd *s, uint64_t fence, const struct store_op *ops, size_t n,
+			uint64_t *index, struct err *e)
+{
 	size_t size;
 	json_t *req = etcd_txn_req(s, ops, n, &size), *resp = NULL;
 	uint64_t rev;
 	int rc;
 
+	if (req != NULL && fence != 0 && !etcd_txn_fence(s, req, fence)) {
+		json_decref(req);
+		req = NULL;
+	}
 	if (req == NULL)
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 	if (size > s->request_max) {
@@ -507,6 +558,14 @@ static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint
 	json_decref(req);
 	if (rc)
 		return err_wrap(e, "store txn");
+	if (fence != 0 && !json_is_true(json_object_get(resp, "succeeded")) &&
+	    etcd_txn_fenced_off(resp, fence)) {
+		json_decref(resp);
+		return err_set(
+		    e, CSID_EPRECOND,
+		    "fenced: the election term %llu is over; this server no longer leads",
+		    (unsigned long long)fence);
+	}
 	rc = etcd_txn_outcome(ops, n, resp, &rev, e);
 	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
 	if (rc == CSID_ECONFLICT)
@@ -526,6 +585,18 @@ static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint
 	if (index != NULL)
 		*index = rev;
 	return 0;
+}
+
+static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
+		    struct err *e)
+{
+	return etcd_txn_run((struct store_etcd *)st, 0, ops, n, index, e);
+}
+
+static int etcd_txn_fenced(struct store *st, uint64_t fence, const struct store_op *ops, size_t n,
+			   uint64_t *index, struct err *e)
+{
+	return etcd_txn_run((struct store_etcd *)st, fence, ops, n, index, e);
 }
 
 static struct store_change *etcd_log_at(struct store_etcd *s, size_t i)
@@ -830,6 +901,229 @@ static void etcd_close(struct store *st)
 	etcd_free(s);
 }
 
+/* ---- leases, the election and members (store.h) ---- */
+
+/* A lease ID as etcd's JSON has it (a decimal string). */
+static json_t *etcd_lease_req(uint64_t lease)
+{
+	json_t *r = json_object();
+
+	if (r && etcd_set_u64(r, "ID", lease))
+		return r;
+	json_decref(r);
+	return NULL;
+}
+
+static int etcd_lease_grant(struct store *st, int64_t ttl_ms, uint64_t *lease, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	json_t *req = json_object(), *resp = NULL;
+	int rc;
+
+	if (req == NULL || !etcd_set_u64(req, "TTL", (uint64_t)((ttl_ms + 999) / 1000))) {
+		json_decref(req);
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	}
+	rc = etcd_client_call(s->c, "/v3/lease/grant", req, &resp, e);
+	json_decref(req);
+	if (rc)
+		return err_wrap(e, "grant a lease");
+	*lease = etcd_json_u64(resp, "ID");
+	json_decref(resp);
+	if (*lease == 0)
+		return err_set(e, CSID_EPROTO, "etcd %s: a lease grant without an ID",
+			       etcd_client_endpoint(s->c));
+	return 0;
+}
+
+static int etcd_lease_keepalive(struct store *st, uint64_t lease, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	json_t *req = etcd_lease_req(lease), *resp = NULL;
+	int rc;
+
+	if (req == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	rc = etcd_client_call(s->c, "/v3/lease/keepalive", req, &resp, e);
+	json_decref(req);
+	if (rc)
+		return err_wrap(e, "keep lease %llx alive", (unsigned long long)lease);
+	/* An expired lease is answered without a TTL. */
+	if (etcd_json_u64(json_object_get(resp, "result"), "TTL") == 0)
+		rc = err_set(e, CSID_ENOTFOUND, "lease %llx: expired", (unsigned long long)lease);
+	json_decref(resp);
+	return rc;
+}
+
+static int etcd_lease_revoke(struct store *st, uint64_t lease, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	json_t *req = etcd_lease_req(lease), *resp = NULL;
+	int rc;
+
+	if (req == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	rc = etcd_client_call(s->c, "/v3/lease/revoke", req, &resp, e);
+	json_decref(req);
+	json_decref(resp);
+	if (rc == CSID_ENOTFOUND)
+		return 0;
+	return rc ? err_wrap(e, "revoke lease %llx", (unsigned long long)lease) : 0;
+}
+
+/* A request_put of key k with value and lease, as a Txn op. */
+static json_t *etcd_put_op(const char *k, size_t klen, const char *value, size_t len,
+			   uint64_t lease)
+{
+	json_t *p = etcd_range_req(k, klen, NULL, 0);
+
+	if (p && etcd_set_b64(p, "value", value, len) && etcd_set_u64(p, "lease", lease))
+		return p;
+	json_decref(p);
+	return NULL;
+}
+
+/* Copies the first kv of a range answer r into *o (id "leader"); CSID_ENOTFOUND when none. */
+static int etcd_holder(json_t *r, struct store_obj *o, struct err *e)
+{
+	json_t *kv = json_array_get(json_object_get(r, "kvs"), 0);
+	char *val = NULL;
+	size_t vlen = 0;
+	int rc;
+
+	if (kv == NULL)
+		return err_set(e, CSID_ENOTFOUND, "election: no leader");
+	if (etcd_b64_decode(json_string_value(json_object_get(kv, "value")), &val, &vlen))
+		return err_set(e, CSID_EPROTO, "election: a value that is not base64");
+	rc = store_obj_set(o, STORE_NODE, "leader", strlen("leader"), val, vlen,
+			   etcd_json_u64(kv, "create_revision"), etcd_json_u64(kv, "mod_revision"),
+			   e);
+	free(val);
+	return rc;
+}
+
+static int etcd_campaign(struct store *st, uint64_t lease, const char *value, size_t len,
+			 struct store_obj *holder, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	size_t klen;
+	char *k = etcd_election_key(s, &klen);
+	json_t *c = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
+	json_t *put = k ? etcd_put_op(k, klen, value, len, lease) : NULL;
+	json_t *rd = k ? etcd_range_req(k, klen, NULL, 0) : NULL, *req = NULL, *resp = NULL, *rs;
+	int rc;
+
+	free(k);
+	if (c && put && rd && json_object_set_new(c, "target", json_string("CREATE")) == 0 &&
+	    json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
+	    etcd_set_u64(c, "create_revision", 0))
+		req = json_pack("{s:[O],s:[{s:O},{s:O}],s:[{s:O}]}", "compare", c, "success",
+				"request_put", put, "request_range", rd, "failure", "request_range",
+				rd);
+	json_decref(c);
+	json_decref(put);
+	json_decref(rd);
+	if (req == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	rc = etcd_client_call(s->c, "/v3/kv/txn", req, &resp, e);
+	json_decref(req);
+	if (rc)
+		return err_wrap(e, "campaign");
+	rs = json_object_get(resp, "responses");
+	rc = etcd_holder(
+	    json_object_get(json_array_get(rs, json_array_size(rs) - 1), "response_range"), holder,
+	    e);
+	json_decref(resp);
+	return rc ? err_wrap(e, "campaign") : 0;
+}
+
+/* The key of member id, "<prefix>members/<id>" (id NULL: the prefix of all). */
+static char *etcd_member_key(struct store_etcd *s, const char *id, size_t *len)
+{
+	size_t il = id ? strlen(id) : 0, ml = strlen("members/");
+	char *k = malloc(s->prefix_len + ml + il + 1);
+
+	if (k == NULL)
+		return NULL;
+	memcpy(k, s->prefix, s->prefix_len);
+	memcpy(k + s->prefix_len, "members/", ml);
+	memcpy(k + s->prefix_len + ml, id ? id : "", il + 1);
+	*len = s->prefix_len + ml + il;
+	return k;
+}
+
+static int etcd_member_put(struct store *st, uint64_t lease, const char *id, const char *value,
+			   size_t len, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	size_t klen;
+	char *k = etcd_member_key(s, id, &klen);
+	json_t *req = k ? etcd_put_op(k, klen, value, len, lease) : NULL, *resp = NULL;
+	int rc;
+
+	free(k);
+	if (req == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	rc = etcd_client_call(s->c, "/v3/kv/put", req, &resp, e);
+	json_decref(req);
+	json_decref(resp);
+	return rc ? err_wrap(e, "member %s", id) : 0;
+}
+
+static int etcd_member_list(struct store *st, struct store_list *out, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	size_t klen, elen;
+	char *k = etcd_member_key(s, NULL, &klen), *end = etcd_member_key(s, NULL, &elen);
+	json_t *req = NULL, *resp = NULL, *kvs;
+	int rc = 0;
+
+	if (k && end) {
+		etcd_prefix_end(end, &elen);
+		req = etcd_read_req(k, klen, end, elen);
+	}
+	if (req == NULL) {
+		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
+		goto out;
+	}
+	if ((rc = etcd_client_call(s->c, "/v3/kv/range", req, &resp, e))) {
+		err_wrap(e, "list members");
+		goto out;
+	}
+	kvs = json_object_get(resp, "kvs");
+	out->objs = calloc(json_array_size(kvs) + 1, sizeof(*out->objs));
+	if (out->objs == NULL) {
+		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; !rc && i < json_array_size(kvs); i++) {
+		json_t *kv = json_array_get(kvs, i);
+		char *key = NULL, *val = NULL;
+		size_t kl = 0, vl = 0;
+
+		rc = etcd_b64_decode(json_string_value(json_object_get(kv, "key")), &key, &kl) ||
+			     etcd_b64_decode(json_string_value(json_object_get(kv, "value")), &val,
+					     &vl)
+			 ? err_set(e, CSID_EPROTO, "member list: a key or value that is not base64")
+			 : 0;
+		if (!rc && kl > klen)
+			rc = store_obj_set(&out->objs[out->n++], STORE_NODE, key + klen, kl - klen,
+					   val, vl, etcd_json_u64(kv, "create_revision"),
+					   etcd_json_u64(kv, "mod_revision"), e);
+		free(key);
+		free(val);
+	}
+	out->index = etcd_json_u64(json_object_get(resp, "header"), "revision");
+out:
+	if (rc)
+		store_list_free(out);
+	json_decref(req);
+	json_decref(resp);
+	free(k);
+	free(end);
+	return rc;
+}
+
 static const struct store_ops etcd_ops = {
     .get = etcd_get,
     .list = etcd_list,
@@ -838,6 +1132,13 @@ static const struct store_ops etcd_ops = {
     .index = etcd_index,
     .wait = etcd_wait,
     .close = etcd_close,
+    .txn_fenced = etcd_txn_fenced,
+    .lease_grant = etcd_lease_grant,
+    .lease_keepalive = etcd_lease_keepalive,
+    .lease_revoke = etcd_lease_revoke,
+    .campaign = etcd_campaign,
+    .member_put = etcd_member_put,
+    .member_list = etcd_member_list,
 };
 
 void store_etcd_pause_watch(struct store *st, bool pause)

@@ -3,6 +3,7 @@
  * of their own. Freed in one pass.
  */
 #include "util/arena.h"
+#include "util/wipe.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,7 +30,7 @@ struct arena *arena_new(void)
 	return calloc(1, sizeof(struct arena));
 }
 
-void arena_free(struct arena *a)
+static void arena_release(struct arena *a, void (*release)(void *))
 {
 	struct arena_chunk *c, *next;
 
@@ -37,9 +38,19 @@ void arena_free(struct arena *a)
 		return;
 	for (c = a->head; c; c = next) {
 		next = c->next;
-		free(c);
+		release(c);
 	}
 	free(a);
+}
+
+void arena_free(struct arena *a)
+{
+	arena_release(a, free);
+}
+
+void arena_wipe_free(struct arena *a)
+{
+	arena_release(a, wipe_free);
 }
 
 void *arena_alloc(struct arena *a, size_t size)

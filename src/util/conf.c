@@ -5,6 +5,7 @@
 #include "util/conf.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
@@ -109,5 +110,16 @@ int conf_get_string(json_t *v, const char *path, size_t max, char **out, struct 
 	*out = strdup(json_string_value(v));
 	if (!*out)
 		return err_set(e, CSID_ENOMEM, "%s: out of memory", path);
+	return 0;
+}
+
+int conf_set_string(char **dst, const char *src, struct err *e)
+{
+	char *s = strdup(src);
+
+	if (!s)
+		return err_set(e, CSID_ENOMEM, "config: out of memory");
+	free(*dst);
+	*dst = s;
 	return 0;
 }

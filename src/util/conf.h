@@ -35,6 +35,12 @@ int conf_check_keys(json_t *obj, const char *path, const char *const *allowed, s
  * CSID_ENOMEM with e set.
  */
 int conf_get_string(json_t *v, const char *path, size_t max, char **out, struct err *e);
+/*
+ * Replaces the string *dst (freed) with a copy of src, for command-line
+ * overrides of a loaded config. Returns 0 or CSID_ENOMEM with e set (*dst
+ * then unchanged).
+ */
+int conf_set_string(char **dst, const char *src, struct err *e);
 
 /*
  * The keys a config parser accepts, for the reference page

@@ -23,6 +23,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "util/procstat.h"
+
 struct metrics_child {
 	struct metrics_child *next;
 	char *values[METRICS_LABELS_MAX];
@@ -382,25 +384,13 @@ static void metrics_render_family(struct metrics_writer *w, struct metrics_famil
 /* Seconds since the epoch when this process started, or 0 when unknown. */
 static double metrics_process_start(void)
 {
-	char buf[1024], *p;
-	unsigned long long start_ticks = 0, btime = 0;
+	char buf[256], state;
+	unsigned long long btime = 0;
+	uint64_t start_ticks;
 	long hz = sysconf(_SC_CLK_TCK);
-	FILE *fp = fopen("/proc/self/stat", "re");
-	size_t n;
-	int field;
+	FILE *fp;
 
-	if (!fp)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	/* The command name may hold spaces: count fields after its closing parenthesis. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	for (field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &start_ticks) != 1)
+	if (procstat_read(0, &state, &start_ticks))
 		return 0;
 	fp = fopen("/proc/stat", "re");
 	if (!fp)

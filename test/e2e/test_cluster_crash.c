@@ -34,11 +34,17 @@
  * victims and fractions of the delays) and CSID_CLUSTER_CRASH_RUNS sets
  * the number of runs (default 50). Every process and mount is cleaned
  * up at teardown, also after a failure.
+ *
+ * The same campaign runs again on three servers sharing a real etcd
+ * (leader_ttl 2s), the agent given all three: a "server" victim is the
+ * leader, and the test's own requests go to another server meanwhile.
+ * CSID_CLUSTER_CRASH_ETCD_RUNS sets its runs (default 12).
  */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +56,7 @@
 
 #include "agent_proc.h"
 #include "csi/csi_client.h"
+#include "etcd_proc.h"
 #include "hostpath_proc.h"
 #include "server_proc.h"
 
@@ -65,6 +72,8 @@
 #define T_LIVE_MAX 4
 /* How long a fault-script crash may take to happen (a controller unpublish follows an unmount). */
 #define T_RPC_WAIT_MS 5000
+/* Servers sharing one etcd in the cluster variant; one on SQLite otherwise. */
+#define T_SERVERS_MAX 3
 
 enum t_kind { T_CREATE, T_MOUNT, T_UNMOUNT, T_DELETE, T_KINDS };
 /*
@@ -96,7 +105,16 @@ struct t_vol {
 };
 
 struct t_env {
-	struct server_proc s;
+	/*
+	 * The servers: one on SQLite, or T_SERVERS_MAX on one etcd (then a
+	 * "server" victim is the leader, and the requests go to `cur`, a
+	 * server that is not being killed, while the agent fails over).
+	 */
+	struct server_proc srv[T_SERVERS_MAX];
+	int nsrv;
+	struct etcd_proc etcd;
+	atomic_int cur;
+	int victim_srv; /* the server killed last */
 	struct agent_proc *a;
 	struct t_vol vols[T_VOLS_MAX];
 	int nvols;
@@ -133,10 +151,17 @@ static uint32_t t_rnd(struct t_env *t)
 	return (uint32_t)t->rng;
 }
 
-static int t_setup(void **state)
+/* The server requests go to. */
+static struct server_proc *t_srv(struct t_env *t)
+{
+	return &t->srv[atomic_load(&t->cur)];
+}
+
+/* Sets up the servers (etcd: T_SERVERS_MAX of them on one etcd), the agent, its plugin. */
+static int t_setup_mode(void **state, bool etcd)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
-	char servers[512], listener[160];
+	char servers[1024], listener[160], cfg[1024], store[256] = "", list[600] = "";
 	const char *edits[] = {"\"--no-controller-publish\", ",
 			       "",
 			       "\"plugin_log_max_bytes\": 65536,",
@@ -150,36 +175,62 @@ static int t_setup(void **state)
 	int port = server_proc_free_port();
 
 	*state = t;
-	if (!t || port < 0 || server_proc_init(&t->s) != 0 ||
-	    server_proc_write_config(
-		&t->s,
-		"{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"node_ttl\": \"10s\","
-		" \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}],"
-		" \"agent_token\": \"" T_TOKEN "\", \"backoff_min\": \"10ms\","
-		" \"backoff_max\": \"200ms\", \"rpc_timeout\": \"5s\"}",
-		NULL) != 0 ||
-	    server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_START_MS)) {
-		if (t)
-			server_proc_dump_log(&t->s, "server setup failed");
+	if (!t || port < 0)
 		return -1;
+	t->nsrv = etcd ? T_SERVERS_MAX : 1;
+	atomic_init(&t->cur, 0);
+	if (etcd) {
+		if (etcd_proc_start(&t->etcd) != 0)
+			return -1;
+		snprintf(store, sizeof(store),
+			 " \"store\": \"etcd\", \"leader_ttl\": \"2s\", \"etcd\": {\"endpoints\":"
+			 " [\"%s\"], \"prefix\": \"/chaos/\"},",
+			 t->etcd.url);
 	}
-	http_client_token(t->s.http, T_TOKEN);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"node_ttl\": \"10s\","
+		 " \"acl_tokens\": [{\"secret\": \"" T_TOKEN "\", \"write\": true}],%s"
+		 " \"agent_token\": \"" T_TOKEN "\", \"backoff_min\": \"10ms\","
+		 " \"backoff_max\": \"200ms\", \"rpc_timeout\": \"5s\"}",
+		 store);
+	for (int i = 0; i < t->nsrv; i++) {
+		struct server_proc *s = &t->srv[i];
+		size_t o = strlen(list);
+
+		if (server_proc_init(s) != 0 || server_proc_write_config(s, cfg, NULL) != 0 ||
+		    server_proc_start(s) != 0 || !server_proc_wait_ready(s, T_START_MS)) {
+			server_proc_dump_log(s, "server setup failed");
+			return -1;
+		}
+		http_client_token(s->http, T_TOKEN);
+		snprintf(list + o, sizeof(list) - o, "%s\"%s\"", i ? ", " : "", s->base);
+	}
 	snprintf(listener, sizeof(listener),
 		 "\"node_name\": \"" T_NODE "\", \"listener\": {\"addr\": \"127.0.0.1:%d\"},",
 		 port);
 	snprintf(servers, sizeof(servers),
-		 "\"plugin_log_max_bytes\": 65536, \"servers\": [\"%s\"],"
+		 "\"plugin_log_max_bytes\": 65536, \"servers\": [%s],"
 		 " \"server_token\": \"" T_TOKEN "\",",
-		 t->s.base);
+		 list);
 	if (agent_proc_setup_hostpath((void **)&t->a, edits) != 0)
 		return -1;
-	if (!server_proc_wait_plugin(&t->s, T_HP, T_START_MS)) {
-		server_proc_dump_log(&t->s, "plugin never healthy on the server");
+	if (!server_proc_wait_plugin(t_srv(t), T_HP, T_START_MS)) {
+		server_proc_dump_log(t_srv(t), "plugin never healthy on the server");
 		return -1;
 	}
 	for (int k = 0; k < T_KINDS; k++)
 		t->est_ms[k] = 20;
 	return 0;
+}
+
+static int t_setup(void **state)
+{
+	return t_setup_mode(state, false);
+}
+
+static int t_setup_etcd(void **state)
+{
+	return t_setup_mode(state, true);
 }
 
 static int t_teardown(void **state)
@@ -190,7 +241,10 @@ static int t_teardown(void **state)
 		return 0;
 	/* The agent first: its cleanup kills the plugin and detaches every mount. */
 	agent_proc_teardown((void **)&t->a);
-	server_proc_cleanup(&t->s);
+	for (int i = 0; i < t->nsrv; i++)
+		server_proc_cleanup(&t->srv[i]);
+	if (t->nsrv > 1)
+		etcd_proc_cleanup(&t->etcd);
 	free(t);
 	return 0;
 }
@@ -201,7 +255,8 @@ static void t_dump(struct t_env *t, const char *why)
 	fprintf(stderr,
 		"FAILED: seed %llu, run %d: %s: %s (replay: CSID_CLUSTER_CRASH_SEED=%llu)\n",
 		(unsigned long long)t->seed, t->run, t->what, why, (unsigned long long)t->seed);
-	server_proc_dump_log(&t->s, why);
+	for (int i = 0; i < t->nsrv; i++)
+		server_proc_dump_log(&t->srv[i], why);
 	if (!t->a)
 		return;
 	agent_proc_dump_log(t->a, why);
@@ -249,7 +304,7 @@ static bool t_op_wait(struct t_op *o, struct http_client *h, bool gone)
 /* The server side: create or delete, then wait for the volume to be ready or gone. */
 static void t_op_server(struct t_op *o)
 {
-	struct http_client *h = http_client_new(o->t->s.base);
+	struct http_client *h = http_client_new(t_srv(o->t)->base);
 	char path[64], *ans = NULL;
 	bool create = o->kind == T_CREATE;
 
@@ -324,9 +379,34 @@ static void *t_op_main(void *arg)
  */
 static const char *t_start_server(struct t_env *t)
 {
-	if (server_proc_start(&t->s) != 0 || !server_proc_wait_ready(&t->s, T_START_MS))
+	struct server_proc *s = &t->srv[t->victim_srv];
+
+	if (server_proc_start(s) != 0 || !server_proc_wait_ready(s, T_START_MS))
 		return "the server did not start again";
 	return NULL;
+}
+
+/*
+ * The server a "server" victim is: the only one, or the leader (when one
+ * says who leads; else any). Requests move to the next one first.
+ */
+static int t_pick_victim(struct t_env *t)
+{
+	json_t *st = NULL;
+	const char *addr;
+	int v = 0;
+
+	if (t->nsrv > 1 &&
+	    server_proc_http(t_srv(t), "GET", "/v1/status/leader", NULL, &st) == 200) {
+		addr = json_string_value(json_object_get(json_object_get(st, "leader"), "address"));
+		v = (atomic_load(&t->cur) + 1) % t->nsrv;
+		for (int i = 0; addr && i < t->nsrv; i++)
+			if (strcmp(addr, t->srv[i].addr) == 0)
+				v = i;
+	}
+	json_decref(st);
+	atomic_store(&t->cur, (v + 1) % t->nsrv);
+	return v;
 }
 
 static const char *t_start_agent(struct t_env *t)
@@ -362,7 +442,10 @@ static int64_t t_kill(struct t_env *t, enum t_victim victim, pid_t plugin, const
 	if ((victim == T_AGENT || victim == T_ALL) &&
 	    agent_proc_stop(t->a, SIGKILL, 10000) != 128 + SIGKILL)
 		*bad = "the agent was not running when it was to be killed";
-	if ((victim == T_SERVER || victim == T_ALL) && server_proc_stop(&t->s, SIGKILL, 10000) < 0)
+	if (victim == T_SERVER || victim == T_ALL)
+		t->victim_srv = t_pick_victim(t);
+	if ((victim == T_SERVER || victim == T_ALL) &&
+	    server_proc_stop(&t->srv[t->victim_srv], SIGKILL, 10000) < 0)
 		*bad = "the server was not running when it was to be killed";
 	return now;
 }
@@ -544,7 +627,7 @@ static bool t_check_server(struct t_env *t, json_t **list, char *msg)
 	size_t i;
 	int live = 0;
 
-	if (server_proc_http(&t->s, "GET", "/v1/volumes?per_page=1000", NULL, list) != 200)
+	if (server_proc_http(t_srv(t), "GET", "/v1/volumes?per_page=1000", NULL, list) != 200)
 		return T_NO("the server does not list its volumes");
 	json_array_foreach(json_object_get(*list, "volumes"), i, v)
 	{
@@ -946,18 +1029,21 @@ static void t_wind_down(struct t_env *t, int run)
 	t_check(t, run, t->what);
 }
 
-static void test_cluster_kill9_converges(void **state)
+/* The campaign: runs (or $runs_env) seeded runs, then the wind-down. */
+static void t_campaign(struct t_env *t, const char *runs_env, int runs)
 {
-	struct t_env *t = *state;
 	const char *env_seed = getenv("CSID_CLUSTER_CRASH_SEED");
-	const char *env_runs = getenv("CSID_CLUSTER_CRASH_RUNS");
+	const char *env_runs = getenv(runs_env);
 	uint64_t seed = env_seed ? strtoull(env_seed, NULL, 10) : (uint64_t)time(NULL);
-	int runs = env_runs ? atoi(env_runs) : 50, mid = 0, kills = 0;
+	int mid = 0, kills = 0;
 	int64_t t0 = hpp_now_ms();
 
+	runs = env_runs ? atoi(env_runs) : runs;
 	fprintf(stderr,
-		"cluster crash test: seed %llu, %d runs (replay: CSID_CLUSTER_CRASH_SEED=%llu)\n",
-		(unsigned long long)seed, runs, (unsigned long long)seed);
+		"cluster crash test (%d server%s): seed %llu, %d runs (replay: "
+		"CSID_CLUSTER_CRASH_SEED=%llu)\n",
+		t->nsrv, t->nsrv > 1 ? "s on etcd" : " on SQLite", (unsigned long long)seed, runs,
+		(unsigned long long)seed);
 	t->seed = seed;
 	t->rng = seed * 2654435761u + 1;
 	for (int run = 0; run < runs; run++)
@@ -976,10 +1062,23 @@ static void test_cluster_kill9_converges(void **state)
 	assert_true(mid * 2 > kills);
 }
 
+static void test_cluster_kill9_converges(void **state)
+{
+	t_campaign(*state, "CSID_CLUSTER_CRASH_RUNS", 50);
+}
+
+/* The same on three servers sharing etcd: a "server" victim is the leader. */
+static void test_cluster_kill9_converges_etcd(void **state)
+{
+	t_campaign(*state, "CSID_CLUSTER_CRASH_ETCD_RUNS", 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_cluster_kill9_converges, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_cluster_kill9_converges_etcd, t_setup_etcd,
+					    t_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

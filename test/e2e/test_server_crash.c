@@ -257,27 +257,6 @@ static json_t *find(json_t *list, const char *id)
 	return NULL;
 }
 
-/* The plugin's volumes: ID -> published to node-1. */
-static int plugin_volumes(struct fixture *f, char ids[][80], bool *published, int max)
-{
-	Csi__V1__ListVolumesRequest req = CSI__V1__LIST_VOLUMES_REQUEST__INIT;
-	Csi__V1__ListVolumesResponse *resp = NULL;
-	struct hpp_client cl;
-	int n = 0;
-
-	assert_int_equal(hpp_client_open(&cl, f->hp.endpoint), 0);
-	req.max_entries = 1000;
-	assert_int_equal(hpp_client_call(&cl, CSI_RPC_LIST_VOLUMES, &req, &resp, 0), 0);
-	for (size_t i = 0; i < resp->n_entries && n < max; i++, n++) {
-		Csi__V1__ListVolumesResponse__Entry *e = resp->entries[i];
-
-		snprintf(ids[n], 80, "%s", e->volume->volume_id);
-		published[n] = e->status && e->status->n_published_node_ids > 0;
-	}
-	hpp_client_close(&cl);
-	return n;
-}
-
 static void check(struct fixture *f, int run)
 {
 	int64_t deadline = hpp_now_ms() + WAIT_MS;
@@ -344,7 +323,8 @@ static void check(struct fixture *f, int run)
 		}
 	}
 	/* The plugin holds exactly the catalogue's volumes, published while claimed. */
-	np = plugin_volumes(f, pids, pub, VOLS_MAX * 2);
+	np = hpp_list_volumes(f->hp.endpoint, pids, pub, VOLS_MAX * 2);
+	assert_true(np >= 0);
 	json_array_foreach(json_object_get(list, "volumes"), i, v)
 	{
 		const char *ext = json_string_value(json_object_get(v, "external_id"));

@@ -35,16 +35,6 @@
 #define WAIT_MS 30000
 #define PREFIX "/csid-e2e/"
 
-static const char node_body[] =
-    "{\"plugins\": [{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"type\": \"node\", "
-    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"0.1.0\", "
-    "\"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"plugin_node_id\": \"node-1\", "
-    "\"topology\": {\"topology.hostpath.csi/node\": \"node-1\"}}]}";
-
-static const char create_body[] =
-    "{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", "
-    "\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}";
-
 struct fixture {
 	struct etcd_proc etcd;
 	struct hpp_proc hp;
@@ -146,8 +136,10 @@ static void test_restart_keeps_state(void **state)
 	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/status/health", NULL, &v), 200);
 	assert_string_equal(jstr(v, "store"), "etcd");
 	json_decref(v);
-	assert_int_equal(server_proc_http(&f->s, "PUT", "/v1/node/node-1", node_body, NULL), 200);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(
+	    server_proc_http(&f->s, "PUT", "/v1/node/node-1", SERVER_PROC_NODE_BODY, NULL), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_ready, WAIT_MS));
 	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/claim",
@@ -196,9 +188,12 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 
 	snprintf(file, sizeof(file), "%s/snap.json", f->s.dir);
 	start(&f->old);
-	assert_int_equal(server_proc_http(&f->old, "PUT", "/v1/node/node-1", node_body, NULL), 200);
-	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/create", create_body), 200);
-	assert_int_equal(server_proc_put(&f->old, "/v1/volume/idle/create", create_body), 200);
+	assert_int_equal(
+	    server_proc_http(&f->old, "PUT", "/v1/node/node-1", SERVER_PROC_NODE_BODY, NULL), 200);
+	assert_int_equal(
+	    server_proc_put(&f->old, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY), 200);
+	assert_int_equal(
+	    server_proc_put(&f->old, "/v1/volume/idle/create", SERVER_PROC_CREATE_BODY), 200);
 	assert_true(
 	    server_proc_wait_doc(&f->old, "/v1/volume/idle", server_proc_volume_ready, WAIT_MS));
 	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/claim",
@@ -254,7 +249,8 @@ static void test_csictl_failover(void **state)
 	snprintf(dead1, sizeof(dead1), "http://127.0.0.1:%d", server_proc_free_port());
 	snprintf(dead2, sizeof(dead2), "127.0.0.1:%d", server_proc_free_port());
 	start_server(f);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	snprintf(env, sizeof(env), "CSID_ADDR=%s,%s", dead1, f->s.base);
 	csictl_runner_run(&f->rn, &f->r, envv, args);
 	csictl_expect_ok(&f->r);
@@ -297,7 +293,8 @@ static void test_undecodable_value(void **state)
 
 	assert_non_null(body);
 	start_server(f);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	assert_int_equal(etcd_proc_post(&f->etcd, "/v3/kv/put", body), 200);
 	st = server_proc_http(&f->s, "GET", "/v1/volume/bad", NULL, &v);
 	assert_true(st >= 400);
@@ -308,7 +305,8 @@ static void test_undecodable_value(void **state)
 	/* The reconciler met it through the watch: logged and set aside, the server runs on. */
 	assert_true(wait_log(&f->s, "damaged record"));
 	assert_true(server_proc_log_has(&f->s, "volume bad"));
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good2/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good2/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	free(body);
 	json_decref(req);
 }
@@ -340,7 +338,7 @@ static bool put_until(struct server_proc *s, const char *path, long want, const 
 	deadline = now.tv_sec + 60;
 	for (;;) {
 		json_t *doc = NULL;
-		long st = server_proc_http(s, "PUT", path, create_body, &doc);
+		long st = server_proc_http(s, "PUT", path, SERVER_PROC_CREATE_BODY, &doc);
 		const char *msg = jstr(doc, "error");
 		bool ok = st == want && (!text || (msg && strstr(msg, text)));
 
@@ -378,7 +376,8 @@ static void test_no_quorum(void **state)
 		 m[0].url, m[1].url, m[2].url, f->hp.endpoint + strlen("unix://"));
 	assert_int_equal(server_proc_write_config(&f->s, store, NULL), 0);
 	start_server(f);
-	assert_int_equal(server_proc_put(&f->s, "/v1/volume/q1/create", create_body), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/q1/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/q1", server_proc_volume_ready, WAIT_MS));
 	etcd_proc_stop(&m[1], SIGKILL);

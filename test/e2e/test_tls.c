@@ -9,7 +9,12 @@
  *     one gets 401 with what is wrong, and nothing is served (not even a
  *     404); a read-only token may not write (403); nothing secret in the
  *     log; a TLS handshake that never finishes is cut at the header
- *     timeout while others are served;
+ *     timeout while others are served; a client certificate chain of
+ *     10,000 entries is refused in the handshake, quickly and without
+ *     the server holding it, and others are served after;
+ *   - the agent's own HTTPS listener with client certificates: a
+ *     certificate of the CA logs in without a token, none or a stranger's
+ *     gets 401;
  *   - node-stage secrets over plaintext TCP from a non-loopback address
  *     are refused with how to fix it (when the host has such an address);
  *   - the agent's TCP API serves nothing without its token (403 saying
@@ -36,6 +41,7 @@
 
 #include "agent_proc.h"
 #include "http_client.h"
+#include "proc_stat.h"
 #include "server_proc.h"
 #include "test_pki.h"
 
@@ -201,6 +207,130 @@ static void test_handshake_never_finishes(void **state)
 			 200);
 }
 
+/* Copies file from to to, n times over; 0 or -1. */
+static int copy_times(const char *from, const char *to, int n)
+{
+	char buf[16384];
+	size_t len;
+	FILE *in = fopen(from, "r"), *out = fopen(to, "w");
+	int rc = in && out ? 0 : -1;
+
+	if (!rc)
+		len = fread(buf, 1, sizeof(buf), in);
+	for (int i = 0; !rc && i < n; i++)
+		if (fwrite(buf, 1, len, out) != len)
+			rc = -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out) != 0)
+		rc = -1;
+	return rc;
+}
+
+static void test_chain_of_10000(void **state)
+{
+	struct fixture *f = *state;
+	char from[300], to[300];
+	long rss0, rss1;
+	double cpu0, cpu1;
+
+	assert_true(wait_tls_ready(f));
+	/* The client certificate, then 9,999 copies of it: a chain of 10,000 entries (~11 MB). */
+	snprintf(from, sizeof(from), "%s/client.pem", f->pki);
+	snprintf(to, sizeof(to), "%s/chain.pem", f->pki);
+	assert_int_equal(copy_times(from, to, 10000), 0);
+	snprintf(from, sizeof(from), "%s/client.key", f->pki);
+	snprintf(to, sizeof(to), "%s/chain.key", f->pki);
+	assert_int_equal(copy_times(from, to, 1), 0);
+	/* Warm: what the first requests allocate is not counted. */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(
+		    tls_req(f, "ca", "client", T_READ_TOKEN, "GET", "/v1/volumes", NULL, NULL),
+		    200);
+	rss0 = proc_stat_status(f->srv.pid, "VmRSS:");
+	cpu0 = proc_stat_cpu_s(f->srv.pid);
+	/*
+	 * Refused in the handshake: no answer. The client takes seconds to
+	 * load and send its chain; the server reads no more than the length
+	 * of the handshake message before it refuses it.
+	 */
+	assert_int_equal(tls_req(f, "ca", "chain", T_READ_TOKEN, "GET", "/v1/volumes", NULL, NULL),
+			 -1);
+	rss1 = proc_stat_status(f->srv.pid, "VmRSS:");
+	cpu1 = proc_stat_cpu_s(f->srv.pid);
+	if (rss1 - rss0 > 4096 || cpu1 - cpu0 > 1.0) {
+		server_proc_dump_log(&f->srv, "chain of 10,000");
+		fail_msg("a 10,000-certificate chain cost the server %.2f s of CPU and %ld KiB",
+			 cpu1 - cpu0, rss1 - rss0);
+	}
+	/* The service goes on. */
+	assert_int_equal(tls_req(f, "ca", "client", T_READ_TOKEN, "GET", "/v1/volumes", NULL, NULL),
+			 200);
+}
+
+/*
+ * The agent's own HTTPS listener with client certificates: a client
+ * certificate of the CA logs in without any token; none, or one of
+ * another CA, gets 401 and nothing is served, token or not.
+ */
+static void test_agent_https_client_cert(void **state)
+{
+	struct agent_proc a;
+	char pki[300], cfg[1536], base[96], certp[320], keyp[320], cap[320], *text = NULL;
+	struct http_client *c;
+	int port = server_proc_free_port();
+	long st;
+
+	assert_int_equal(agent_proc_init(&a), 0);
+	snprintf(pki, sizeof(pki), "%s/pki", a.dir);
+	assert_int_equal(test_pki_make(pki), 0);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"data_dir\": \"@DIR@/d\", \"node_name\": \"n1\", "
+		 "\"listener\": {\"addr\": \"127.0.0.1:%d\"}, \"server_token\": \"" T_AGENT_TOKEN
+		 "\", \"http\": {\"tls_cert_file\": \"%s/server.pem\", \"tls_key_file\": "
+		 "\"%s/server.key\", \"tls_client_ca_file\": \"%s/ca.pem\"}}",
+		 port, pki, pki, pki);
+	assert_int_equal(agent_proc_write_config(&a, cfg), 0);
+	assert_int_equal(agent_proc_start(&a), 0);
+	if (agent_proc_wait_ready(&a, 30000) != 0) {
+		agent_proc_dump_log(&a, "agent not ready");
+		fail();
+	}
+	snprintf(base, sizeof(base), "https://127.0.0.1:%d", port);
+	snprintf(cap, sizeof(cap), "%s/ca.pem", pki);
+	c = http_client_new(base);
+	assert_non_null(c);
+	/* A client certificate of the CA, no token: served. */
+	snprintf(certp, sizeof(certp), "%s/client.pem", pki);
+	snprintf(keyp, sizeof(keyp), "%s/client.key", pki);
+	http_client_tls(c, cap, certp, keyp);
+	st = http_client_do(c, "GET", "/v1/agent/mounts", NULL, NULL, NULL, 10000);
+	if (st != 200) {
+		agent_proc_dump_log(&a, "client certificate refused");
+		fail_msg("GET /v1/agent/mounts with a client certificate: HTTP %ld", st);
+	}
+	/* None, even with the token: 401, nothing served. */
+	http_client_tls(c, cap, NULL, NULL);
+	http_client_token(c, T_AGENT_TOKEN);
+	assert_int_equal(http_client_do(c, "GET", "/v1/agent/mounts", NULL, &text, NULL, 10000),
+			 401);
+	assert_non_null(strstr(text, "none presented"));
+	free(text);
+	text = NULL;
+	/* One of another CA: 401 saying so. */
+	snprintf(certp, sizeof(certp), "%s/stranger.pem", pki);
+	snprintf(keyp, sizeof(keyp), "%s/stranger.key", pki);
+	http_client_tls(c, cap, certp, keyp);
+	assert_int_equal(http_client_do(c, "GET", "/v1/agent/self", NULL, &text, NULL, 10000), 401);
+	assert_non_null(strstr(text, "not signed by the configured CA"));
+	free(text);
+	http_client_free(c);
+	assert_false(agent_proc_log_count(&a, T_AGENT_TOKEN, 1));
+	assert_false(agent_proc_log_count(&a, "PRIVATE KEY", 1));
+	agent_proc_stop(&a, SIGTERM, 10000);
+	agent_proc_cleanup(&a);
+}
+
 /* An IPv4 address of this host that is not loopback, or false. */
 static bool host_address(char *buf, size_t cap)
 {
@@ -304,6 +434,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_https_client_certs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_handshake_never_finishes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_chain_of_10000, setup, teardown),
+	    cmocka_unit_test(test_agent_https_client_cert),
 	    cmocka_unit_test(test_plaintext_refusals),
 	    cmocka_unit_test(test_agent_tcp_needs_auth),
 	};

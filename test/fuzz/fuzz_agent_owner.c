@@ -13,6 +13,7 @@
 
 #include "agent/owners.h"
 #include "api/agent_api.h"
+#include "util/procstat.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (s.kind != OWNERS_PID && s.kind != OWNERS_LEASE && s.kind != OWNERS_CGROUP))
 			abort();
 	}
-	if (owners_stat_parse((const char *)data, size, &state, &start) == 0 && state == ')')
+	if (procstat_parse((const char *)data, size, &state, &start) == 0 && state == ')')
 		abort();
 	(void)owners_events_parse((const char *)data, size, &populated);
 	return 0;

@@ -3,7 +3,9 @@
  * sockets on loopback, with clients told apart by their source addresses
  * (127.0.0.x): one client holding 1,000 half-sent requests keeps at most
  * per_client connections, loses them after the header timeout, and never
- * delays another client's request; hundreds of parked blocking requests
+ * delays another client's request; a keep-alive connection's later request
+ * heads have the header timeout too, the pause between requests the idle
+ * one; hundreds of parked blocking requests
  * hold no thread (the process's thread count stays bounded) and do not
  * delay a health request, and all answer once the wake source reports a
  * change; a polled park runs again at the next tick and answers a
@@ -342,6 +344,46 @@ static void test_one_byte_at_a_time(void **state)
 	close(fd);
 }
 
+static void test_keepalive_header_timeout(void **state)
+{
+	struct fixture *f = *state;
+	int fd = dial(f, 4);
+	int64_t t0, until;
+	bool gone = false;
+
+	assert_true(fd >= 0);
+	/* A first request on a keep-alive connection is answered... */
+	assert_int_equal(send_all(fd, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	assert_int_equal(read_status(fd, 5000), 200);
+	/* ...then half a second head: closed at the 1 s header timeout, not the 30 s idle one. */
+	assert_int_equal(send_all(fd, "GET /health HTTP/1.1\r\nHost: t\r\n"), 0);
+	t0 = clock_now_ms(clock_real());
+	until = t0 + 10000;
+	while (!gone && clock_now_ms(clock_real()) < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, 200) > 0)
+			gone = closed_by_peer(fd);
+	}
+	assert_true(gone);
+	assert_true(clock_now_ms(clock_real()) - t0 < 5000);
+	close(fd);
+	/* An idle keep-alive connection between requests is not cut at the header timeout. */
+	fd = dial(f, 4);
+	assert_true(fd >= 0);
+	assert_int_equal(send_all(fd, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	assert_int_equal(read_status(fd, 5000), 200);
+	until = clock_now_ms(clock_real()) + 2500;
+	while (clock_now_ms(clock_real()) < until) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		assert_int_equal(poll(&p, 1, 100), 0);
+	}
+	assert_int_equal(send_all(fd, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	assert_int_equal(read_status(fd, 5000), 200);
+	close(fd);
+}
+
 static void test_huge_token(void **state)
 {
 	struct fixture *f = *state;
@@ -457,6 +499,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_half_open_flood, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_one_byte_at_a_time, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keepalive_header_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_huge_token, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_connection_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_parked_do_not_starve, setup, teardown),

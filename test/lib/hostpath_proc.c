@@ -567,3 +567,28 @@ long hpp_vmhwm_kb(pid_t pid)
 	fclose(f);
 	return kb;
 }
+
+int hpp_list_volumes(const char *endpoint, char ids[][80], bool *published, int max)
+{
+	Csi__V1__ListVolumesRequest req = CSI__V1__LIST_VOLUMES_REQUEST__INIT;
+	Csi__V1__ListVolumesResponse *resp = NULL;
+	struct hpp_client cl;
+	int n = 0;
+
+	if (hpp_client_open(&cl, endpoint) != 0)
+		return -1;
+	req.max_entries = 1000;
+	if (hpp_client_call(&cl, CSI_RPC_LIST_VOLUMES, &req, &resp, 0) != 0) {
+		hpp_client_close(&cl);
+		return -1;
+	}
+	for (size_t i = 0; i < resp->n_entries && n < max; i++, n++) {
+		Csi__V1__ListVolumesResponse__Entry *e = resp->entries[i];
+
+		snprintf(ids[n], 80, "%s", e->volume->volume_id);
+		if (published)
+			published[n] = e->status && e->status->n_published_node_ids > 0;
+	}
+	hpp_client_close(&cl);
+	return n;
+}

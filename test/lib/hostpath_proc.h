@@ -143,6 +143,13 @@ int hpp_client_call(struct hpp_client *cl, enum csi_rpc rpc, const void *req, vo
 /* Repeats Probe until it answers OK (e.g. after a restart), at most ms. 0 or -1. */
 int hpp_client_wait_ready(struct hpp_client *cl, int ms);
 
+/*
+ * ListVolumes of the plugin at endpoint (one page of up to 1000): the
+ * volume IDs into ids (at most max) and, when published is not NULL,
+ * whether each is published to a node. Returns how many, or -1.
+ */
+int hpp_list_volumes(const char *endpoint, char ids[][80], bool *published, int max);
+
 /* VmHWM (peak RSS) of pid in KiB, or -1. */
 long hpp_vmhwm_kb(pid_t pid);
 /* Waits until a unix socket accepts connections, at most ms. 0 or -1. */

@@ -25,6 +25,16 @@
 
 #define SERVER_PROC_PATH 160
 #define SERVER_PROC_HP_ID "hostpath.csi.csid.dev"
+/* The fingerprint of node-1 with the node plugin SERVER_PROC_HP_ID (PUT /v1/node/node-1). */
+#define SERVER_PROC_NODE_BODY                                                            \
+	"{\"plugins\": [{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"type\": \"node\", " \
+	"\"healthy\": true, \"health\": \"healthy\", \"version\": \"0.1.0\", "           \
+	"\"capabilities\": [\"STAGE_UNSTAGE_VOLUME\"], \"plugin_node_id\": \"node-1\", " \
+	"\"topology\": {\"topology.hostpath.csi/node\": \"node-1\"}}]}"
+/* A 1 MiB single-node-single-writer volume of SERVER_PROC_HP_ID (PUT /v1/volume/<id>/create). */
+#define SERVER_PROC_CREATE_BODY                                                   \
+	"{\"plugin_id\": \"" SERVER_PROC_HP_ID "\", \"capacity_min\": \"1MiB\", " \
+	"\"capabilities\": [{\"access_mode\": \"single-node-single-writer\"}]}"
 
 struct server_proc {
 	char dir[SERVER_PROC_PATH];

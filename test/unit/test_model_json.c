@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "model/model.h"
 
@@ -117,6 +118,55 @@ static char *encode(const struct model_volume *v, enum model_view view)
 	assert_int_equal(model_volume_encode(v, view, &text, &len, &e), 0);
 	assert_int_equal(strlen(text), len);
 	return text;
+}
+
+/* text is what jansson's compact dump of its own parse gives, byte for byte. */
+static void same_as_jansson(const char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+	char *again = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	assert_non_null(again);
+	assert_string_equal(again, text);
+	model_json_wipe(j);
+	json_decref(j);
+	model_wipe_free(again, strlen(again));
+}
+
+/* The direct writer writes what the jansson tree did: every view, odd strings. */
+static void test_encoders_as_jansson(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = vol_full(a);
+	struct model_snapshot snap = {.id = "s1", .volume_id = "data", .name = "n\"q\"\n"};
+	struct model_node n = {.id = "n1", .address = "http://x/\t", .allocs_reported = true};
+	struct model_node_alloc al = {"data", "web-1"};
+	char *text = NULL;
+	size_t len;
+	struct err e;
+
+	(void)state;
+	v->failure = "tab\there \x01 \xc3\xa9 \xff";
+	v->status.last_error = "quote \" backslash \\ slash /";
+	assert_int_equal(model_map_put(a, &v->context, "k\xfe", "\x7f\x1f", &e), 0);
+	for (int view = MODEL_VIEW_STORE; view <= MODEL_VIEW_API; view++) {
+		text = encode(v, (enum model_view)view);
+		same_as_jansson(text);
+		model_wipe_free(text, strlen(text));
+		assert_int_equal(
+		    model_snapshot_encode(&snap, (enum model_view)view, &text, &len, &e), 0);
+		same_as_jansson(text);
+		free(text);
+	}
+	n.allocs = &al;
+	n.nallocs = 1;
+	assert_int_equal(model_node_encode(&n, &text, &len, &e), 0);
+	same_as_jansson(text);
+	free(text);
+	assert_int_equal(model_node_encode_api(&n, &text, &len, &e), 0);
+	same_as_jansson(text);
+	free(text);
+	arena_free(a);
 }
 
 static void test_volume_store_round_trip(void **state)
@@ -624,6 +674,7 @@ static void test_node_spec_decode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_encoders_as_jansson),
 	    cmocka_unit_test(test_volume_store_round_trip),
 	    cmocka_unit_test(test_volume_api_view),
 	    cmocka_unit_test(test_snapshot_round_trip),

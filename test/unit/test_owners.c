@@ -6,8 +6,7 @@
  * recheck after an agent restart); a cgroup owner when it is empty or
  * removed; a probe that cannot tell keeps the owner; a failed release is
  * due again after a doubling backoff; bad specs, leases out of range
- * and hostile cgroup paths are refused; the /proc/PID/stat and
- * cgroup.events parsers.
+ * and hostile cgroup paths are refused; the cgroup.events parser.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -338,27 +337,6 @@ static void test_bad_specs(void **state)
 	assert_int_equal(owners_count(t->o), 0);
 }
 
-static void test_stat_parse(void **state)
-{
-	static const char ok[] =
-	    "1234 (my (odd) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 3 1 0 0 20 0 1 0 "
-	    "987654321 1000 100 18446744073709551615\n";
-	static const char zombie[] = "9 (z) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
-	char st = 0;
-	uint64_t start = 0;
-
-	(void)state;
-	assert_int_equal(owners_stat_parse(ok, sizeof(ok) - 1, &st, &start), 0);
-	assert_int_equal(st, 'S');
-	assert_int_equal(start, 987654321);
-	assert_int_equal(owners_stat_parse(zombie, sizeof(zombie) - 1, &st, &start), 0);
-	assert_int_equal(st, 'Z');
-	assert_int_equal(start, 42);
-	assert_int_equal(owners_stat_parse("1 (x) S 1 2 3", 13, &st, &start), CSID_EINVAL);
-	assert_int_equal(owners_stat_parse("no paren", 8, &st, &start), CSID_EINVAL);
-	assert_int_equal(owners_stat_parse("1 (x)", 5, &st, &start), CSID_EINVAL);
-}
-
 static void test_events_parse(void **state)
 {
 	static const char on[] = "populated 1\nfrozen 0\n";
@@ -386,7 +364,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_failed_release_backs_off, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_put_replaces, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_specs, t_setup, t_teardown),
-	    cmocka_unit_test(test_stat_parse),
 	    cmocka_unit_test(test_events_parse),
 	};
 

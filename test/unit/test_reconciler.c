@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include "reconciler_fixture.h"
+#include "util/metrics.h"
+#include "util/strbuf.h"
 #include "server/reconcile_int.h"
 
 /* Volumes per plugin in the threaded tests. */
@@ -125,6 +127,26 @@ static void test_create(void **state)
 	reconciler_enqueue(t->r, STORE_VOLUME, "v1");
 	rfx_run(t, 0);
 	assert_int_equal(t->fake.nlog, 1);
+	arena_free(a);
+}
+
+/* Inactive (another server leads): nothing is worked; active again: everything is. */
+static void test_inactive_works_nothing(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+
+	rfx_new(t);
+	reconciler_set_active(t->r, false);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, "\"name\": \"data-1\"");
+	reconciler_enqueue(t->r, STORE_VOLUME, "v1");
+	assert_int_equal(reconciler_step(t->r), CLOCK_NEVER);
+	assert_int_equal(t->fake.nlog, 0);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_CREATING);
+	reconciler_set_active(t->r, true);
+	rfx_run(t, 0);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), 1);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
 	arena_free(a);
 }
 
@@ -300,6 +322,26 @@ static void test_change_log_compacted(void **state)
 	arena_free(a);
 }
 
+/* A server write that queued its volume itself: a later write of another writer is followed. */
+static void test_written_then_other_writer(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	int calls = csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME);
+
+	rfx_new(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	reconciler_written(t->r, STORE_VOLUME, "v1", store_index(t->store), false);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), calls + 1);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	rfx_run(t, 0);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), calls + 2);
+	arena_free(a);
+}
+
 /* ---- threads ---- */
 
 /* Waits (real time, bounded) until volumes <prefix>-0..n-1 are ready. */
@@ -384,12 +426,72 @@ static void test_threads_concurrency_two(void **state)
 	t_threads(*state, 2);
 }
 
+/* Idle volume passes so far (csid_reconciler_steps_total, process-wide). */
+static double t_idle_passes(void)
+{
+	static const char key[] = "csid_reconciler_steps_total{kind=\"volume\",outcome=\"idle\"} ";
+	struct strbuf b = {.max = 1 << 20};
+	const char *at;
+	double n = 0;
+
+	assert_int_equal(metrics_render(metrics_default(), &b), 0);
+	at = b.p ? strstr(b.p, key) : NULL;
+	if (at)
+		n = strtod(at + strlen(key), NULL);
+	strbuf_free(&b);
+	return n;
+}
+
+/* Waits (real time, bounded) until the follower has read index and nothing is queued. */
+static void t_wait_settled(struct rfx *t, uint64_t index)
+{
+	struct timespec ts = {0, 1000000L};
+	int64_t end = clock_now_ms(clock_real()) + 10000;
+	int queued = 1;
+
+	for (;;) {
+		reconciler_counts(t->r, &queued, NULL);
+		if (queued == 0 && reconciler_follow_index(t->r) >= index)
+			return;
+		assert_true(clock_now_ms(clock_real()) < end);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * On threads: a write whose writer queued the volume and said so
+ * (reconciler_written) costs one pass, however late the follower reads
+ * it (without it, the follower queued the volume again after the pass).
+ */
+static void test_written_one_pass(void **state)
+{
+	struct rfx *t = *state;
+	struct err e;
+	double idle;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 1;
+	rfx_new(t);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+	for (int i = 0; i < 20; i++) {
+		rfx_add(t, "v1", MODEL_VOL_READY, NULL);
+		t_wait_settled(t, store_index(t->store));
+		idle = t_idle_passes();
+		rfx_add(t, "v1", MODEL_VOL_READY, NULL);
+		reconciler_written(t->r, STORE_VOLUME, "v1", store_index(t->store), false);
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_idle_passes() - idle), 1);
+	}
+	reconciler_stop(t->r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_backoff_function),
 	    cmocka_unit_test_setup_teardown(test_backoff_virtual_time, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_create, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_inactive_works_nothing, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_aborted_retried, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_argument_final, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_store_write_fails, rfx_setup, rfx_teardown),
@@ -398,6 +500,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_change_log_and_start_enqueue, rfx_setup,
 					    rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_change_log_compacted, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_written_then_other_writer, rfx_setup,
+					    rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_written_one_pass, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
 	};

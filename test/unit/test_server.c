@@ -475,6 +475,9 @@ static void test_release_and_force_free(void **state)
 	assert_null(skipped);
 	assert_int_equal(model_volume_claim(v, "a2")->state, MODEL_CLAIM_NODE_UNPUBLISHED);
 	assert_string_equal(model_volume_claim(v, "a2")->note, "released: owner pid 1234 exited");
+	/* No claim on n2 needs its publication: marked for unpublishing in the same write. */
+	assert_int_equal(model_volume_pub(v, "n2")->state, MODEL_PUB_UNPUBLISHING);
+	assert_int_equal(model_volume_pub(v, "n1")->state, MODEL_PUB_PUBLISHING);
 	/*
 	 * Force-free: frees the claim at once and says what it did not wait
 	 * for; the publication stays, marked for the reconciler to unpublish.
@@ -496,6 +499,19 @@ static void test_release_and_force_free(void **state)
 	assert_int_equal(server_volume_release(t->s, "shared", "zz", false, t->a, &v, &skipped, &e),
 			 CSID_ENOTFOUND);
 	t_contains(e.msg, "alloc zz holds no claim");
+	/* b1 released while b2 on the same node is still claimed: the publication stays. */
+	t_volume(t, "two", T_PLUGIN, MODEL_ACCESS_MULTI_NODE_MULTI_WRITER);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(t_claim(t, "two", i ? "b2" : "b1", "n1", MODEL_CLAIM_WRITE,
+					 MODEL_ACCESS_MULTI_NODE_MULTI_WRITER, &e),
+				 0);
+	assert_int_equal(server_volume_release(t->s, "two", "b1", false, t->a, &v, &skipped, &e),
+			 0);
+	assert_int_equal(model_volume_claim(v, "b1")->state, MODEL_CLAIM_NODE_UNPUBLISHED);
+	assert_int_equal(model_volume_pub(v, "n1")->state, MODEL_PUB_PUBLISHING);
+	assert_int_equal(server_volume_release(t->s, "two", "b2", false, t->a, &v, &skipped, &e),
+			 0);
+	assert_int_equal(model_volume_pub(v, "n1")->state, MODEL_PUB_UNPUBLISHING);
 }
 
 static void test_detach(void **state)
@@ -1136,6 +1152,7 @@ static void test_claim_cycle_with_controller(void **state)
 	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER};
 	struct model_volume spec = {0}, *v = NULL;
 	char ext[64], *skipped = NULL;
+	uint64_t before;
 	struct err e;
 
 	t_node_with_controller(t, "n1", T_PUB_PLUGIN, true);
@@ -1162,10 +1179,14 @@ static void test_claim_cycle_with_controller(void **state)
 	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHED);
 	assert_true(csi_fake_has_pub(&t->pub, ext, "csi-node"));
 	/* Released: the reconciler unpublishes, then frees the claim. */
+	before = store_index(t->store);
 	assert_int_equal(server_volume_release(t->s, "cyc", "a1", false, t->a, &v, &skipped, &e),
 			 0);
 	assert_null(skipped);
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_UNPUBLISHING);
 	t_step(t);
+	/* The release's write, then one of the reconciler: unpublished and freed. */
+	assert_int_equal(store_index(t->store), before + 2);
 	assert_int_equal(server_volume_get(t->s, "cyc", t->a, &v, &e), 0);
 	assert_int_equal(v->nclaims, 0);
 	assert_int_equal(v->npubs, 0);

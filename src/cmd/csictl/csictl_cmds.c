@@ -66,6 +66,12 @@ const struct csictl_cmd csictl_cmds[] = {
     {"operator snapshot restore", "FILE", "",
      "Loads FILE into a server whose store is empty (refused otherwise): a restore, or the "
      "move from a SQLite server to an etcd one."},
+    {"server", NULL, CSICTL_SERVER_COMMON,
+     "The servers of an installation (those sharing one etcd store) and their leader."},
+    {"server members", NULL, "",
+     "Lists every server with its address, start time, the node heartbeats it took in its "
+     "last member record, and which one leads (runs the reconciler and node liveness)."},
+    {"server leader", NULL, "", "Shows who leads, since when, and this server's ID."},
     {"agent", NULL, CSICTL_AGENT_COMMON,
      "Drives a csid agent directly: its plugins and mounts (-address, default "
      "$CSID_AGENT_ADDR)."},

@@ -89,6 +89,8 @@ int csictl_plugin_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_node_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_events_main(int argc, char **argv, FILE *out, FILE *err);
 int csictl_operator_main(int argc, char **argv, FILE *out, FILE *err);
+/* `csictl server members|leader` (csictl_members.c). */
+int csictl_members_main(int argc, char **argv, FILE *out, FILE *err);
 /* `csictl version`: argv starts with "version". */
 int csictl_version_main(int argc, char **argv, FILE *out, FILE *err);
 

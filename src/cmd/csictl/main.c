@@ -3,7 +3,7 @@
  * command group, which owns everything after it:
  *   csictl csi ...    talk CSI (gRPC) to any plugin at a unix socket
  *   csictl agent ...  talk to a csid agent's HTTP API
- *   csictl volume|plugin|node|events ...  talk to a csid server's HTTP API
+ *   csictl volume|plugin|node|events|operator|server ...  talk to a csid server's HTTP API
  *   csictl version | completion bash
  * Every command's help comes from one table (csictl_cmds.c).
  * Exit status: 0 OK, 1 the operation failed, 2 usage error.
@@ -74,6 +74,8 @@ int main(int argc, char **argv)
 		return csictl_events_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "operator") == 0)
 		return csictl_operator_main(argc - 2, argv + 2, stdout, stderr);
+	if (strcmp(argv[1], "server") == 0)
+		return csictl_members_main(argc - 2, argv + 2, stdout, stderr);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)
 		return csictl_version_main(argc - 1, argv + 1, stdout, stderr);
 	if (strcmp(argv[1], "completion") == 0) {

@@ -147,58 +147,6 @@ static int csid_agent_load_config(struct csid_agent *a, struct config **out, str
 	return 0;
 }
 
-/* ---- plugin lookups for the mounter's recovery ---- */
-
-struct csid_agent_ref {
-	struct plugin_ref ref;
-	char id[REGISTRY_NAME_MAX];
-};
-
-static int csid_agent_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out,
-			     struct err *e)
-{
-	struct csid_agent_run *a = ctx;
-	struct registry_instance ri;
-	struct csid_agent_ref *h;
-	int rc;
-
-	/* A plugin neither registered nor configured will not come: do not wait for it. */
-	if (registry_active(a->registry, REGISTRY_NODE, plugin_id, &ri) != 0 &&
-	    !config_find_plugin(a->cfg, plugin_id))
-		return err_set(e, CSID_EUNAVAIL, "node plugin %s is not configured on this node",
-			       plugin_id);
-	rc = plugin_manager_wait_for_plugin(a->pm, REGISTRY_NODE, plugin_id,
-					    a->cfg->health_timeout_ms, NULL, e);
-	if (rc)
-		return rc;
-	h = calloc(1, sizeof(*h));
-	if (!h)
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	rc = plugin_manager_mounter_for_plugin(a->pm, plugin_id, &h->ref, e);
-	if (rc) {
-		free(h);
-		return rc;
-	}
-	snprintf(h->id, sizeof(h->id), "%s", plugin_id);
-	out->plugin_id = h->id;
-	out->client = h->ref.client;
-	out->has_stage_unstage = h->ref.fingerprint.stage_unstage;
-	out->has_node_expand = h->ref.fingerprint.node_expand;
-	return 0;
-}
-
-static void csid_agent_release(void *ctx, struct mounter_plugin *p)
-{
-	struct csid_agent_ref *h;
-
-	if (!p || !p->plugin_id)
-		return;
-	h = (struct csid_agent_ref *)(void *)((char *)p->plugin_id -
-					      offsetof(struct csid_agent_ref, id));
-	plugin_ref_release(&h->ref);
-	free(h);
-}
-
 /* ---- startup thread: recovery, then the API ---- */
 
 static int csid_agent_recover(struct csid_agent_run *a)
@@ -209,7 +157,8 @@ static int csid_agent_recover(struct csid_agent_run *a)
 	int rc;
 
 	err_clear(&e);
-	rc = mounter_recover(a->mounter, csid_agent_lookup, csid_agent_release, a, &rep, &e);
+	rc = mounter_recover(a->mounter, node_plugins_lookup, node_plugins_release, &a->np, &rep,
+			     &e);
 	log_msg(rc && rc != CSID_EUNAVAIL ? LOG_ERROR : LOG_INFO,
 		"msg=\"mount recovery\" adopted=%d rolled_back=%d finished=%d lost=%d pending=%d "
 		"orphans=%d error=%s",
@@ -248,10 +197,6 @@ static int csid_agent_claims_start(struct csid_agent_run *a, struct err *e)
 	};
 	int rc;
 
-	a->np.plugins = a->pm;
-	a->np.registry = a->registry;
-	a->np.supervisor = a->sv;
-	a->np.wait_ms = a->cfg->health_timeout_ms;
 	if (a->cfg->nservers && (rc = claims_http_new(&hc, &a->servers, e)))
 		return rc;
 	cc.client = a->servers;
@@ -556,6 +501,11 @@ static int csid_agent_open(struct csid_agent_run *a, struct err *e)
 	mo.rpc_timeout_ms = a->cfg->rpc_timeout_ms;
 	if ((rc = mounter_open(a->cfg->data_dir, a->db_path, &mo, &a->mounter, e)))
 		return rc;
+	/* The plugins recovery and the claim flow mount through. */
+	a->np.plugins = a->pm;
+	a->np.registry = a->registry;
+	a->np.supervisor = a->sv;
+	a->np.wait_ms = a->cfg->health_timeout_ms;
 	return supervisor_apply(a->sv, a->cfg->plugins, a->cfg->nplugins, e);
 }
 

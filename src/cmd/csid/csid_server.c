@@ -179,6 +179,8 @@ static int csid_server_open(struct csid_server_run *s, struct err *e)
 	sc.plugin_concurrency = cfg->plugin_concurrency;
 	sc.node_ttl_ms = cfg->node_ttl_ms;
 	sc.node_grace_ms = cfg->node_grace_ms;
+	sc.leader_ttl_ms = cfg->leader_ttl_ms;
+	sc.address = cfg->listen;
 	sc.local_controllers = controllers_local;
 	sc.local_controllers_ctx = s->ctl;
 	if ((rc = server_new(&sc, &s->server, e)) || (rc = server_start(s->server, e)))

@@ -10,6 +10,7 @@
 #include "csid_agent.h"
 #include "csid_dev.h"
 #include "csid_server.h"
+#include "util/wipe.h"
 
 static void csid_usage(FILE *f)
 {
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 		printf("csid %s\n", CSID_VERSION);
 		return 0;
 	}
+	/* JSON texts carry secrets (volume specs, node-stage answers): freed zeroed. */
+	wipe_json_install();
 	if (strcmp(cmd, "agent") == 0)
 		return csid_agent_main(argc - 2, argv + 2);
 	if (strcmp(cmd, "server") == 0)

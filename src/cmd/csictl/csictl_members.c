@@ -1,0 +1,96 @@
+/*
+ * `csictl server members` and `csictl server leader`: the servers of an
+ * installation (those sharing one etcd store; a server on its own store
+ * is its only member), which one leads, and since when.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "csictl_csi.h"
+#include "csictl_out.h"
+#include "csictl_server.h"
+
+/* A wall-clock time in ms as UTC RFC 3339, or "-". */
+static const char *members_time(const json_t *o, const char *key, char *buf, size_t len)
+{
+	json_int_t ms = json_integer_value(json_object_get(o, key));
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return "-";
+	return buf;
+}
+
+static const char *members_str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s && s[0] ? s : "-";
+}
+
+static int members_render(const json_t *j, FILE *out)
+{
+	static const char *const hdr[] = {"ID", "ADDRESS", "LEADER", "STARTED", "NODES HEARD"};
+	struct csictl_table *t = csictl_table_new(5, hdr);
+	const json_t *m;
+	size_t i;
+
+	if (!t)
+		return CSICTL_EXIT_FAIL;
+	json_array_foreach(json_object_get(j, "members"), i, m)
+	{
+		char when[64], heard[24];
+
+		snprintf(heard, sizeof(heard), "%lld",
+			 (long long)json_integer_value(json_object_get(m, "nodes_heard")));
+		csictl_table_addv(t, members_str(m, "id"), members_str(m, "address"),
+				  json_is_true(json_object_get(m, "leader")) ? "yes" : "no",
+				  members_time(m, "started_ms", when, sizeof(when)), heard);
+	}
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	return 0;
+}
+
+static int members_render_leader(const json_t *j, FILE *out)
+{
+	const json_t *l = json_object_get(j, "leader");
+	char when[64];
+
+	fprintf(out, "This server   %s%s\n", members_str(j, "server_id"),
+		json_is_true(json_object_get(j, "leading")) ? " (leads)" : "");
+	if (!json_is_object(l)) {
+		fprintf(out, "Leader        none (an election is under way)\n");
+		return 0;
+	}
+	fprintf(out, "Leader        %s\n", members_str(l, "id"));
+	fprintf(out, "Address       %s\n", members_str(l, "address"));
+	fprintf(out, "Since         %s\n", members_time(l, "since_ms", when, sizeof(when)));
+	fprintf(out, "Term          %lld\n",
+		(long long)json_integer_value(json_object_get(l, "term")));
+	return 0;
+}
+
+int csictl_members_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct csictl_server_opts o;
+	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
+	struct csictl_server s;
+	size_t n;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	n = csictl_server_flags(&o, flags, 0);
+	ret = csictl_server_init(&s, &o, flags, n, argc, argv, "server", out, err);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (s.args.n == 1 && strcmp(s.args.v[0], "members") == 0)
+		return csictl_server_request(&s, "GET", "/v1/status/members", NULL, members_render,
+					     NULL);
+	if (s.args.n == 1 && strcmp(s.args.v[0], "leader") == 0)
+		return csictl_server_request(&s, "GET", "/v1/status/leader", NULL,
+					     members_render_leader, NULL);
+	return csictl_server_usage(&s, "usage: csictl server members|leader");
+}

@@ -1,0 +1,466 @@
+/*
+ * Leadership (the contract is in server_leader.h). One thread per server
+ * runs the election as a loop over the lease:
+ *
+ *   no lease     -> grant one (on failure: try again after a poll period)
+ *   lease        -> campaign: create the election key unless it exists;
+ *                   it is ours: lead (fence = its create_index)
+ *   every ttl/3  -> keep the lease alive; expired: step down, drop it
+ *   not leading  -> campaign again every SERVER_LEADER_POLL_MS
+ *   fenced write refused (any thread), or no renewal for a whole TTL
+ *                -> step down, revoke the lease, start over
+ *
+ * The election key's value is {"id", "address", "since_ms"} of its
+ * holder; a member record is {"id", "address", "started_ms", "seen":
+ * [[node, age_ms], ...]}. Neither is one of the store's objects, so
+ * neither is in a list, the change log or a snapshot.
+ */
+#include "server/server_leader.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "util/log.h"
+
+struct server_leader {
+	struct store *store;
+	struct store *fenced; /* the workers' view; its fence is `fence` */
+	struct store_fence fence;
+	char id[SERVER_LEADER_ID_MAX + 1];
+	char address[SERVER_LEADER_ID_MAX + 1];
+	int64_t ttl_ms;
+	int64_t started_ms;
+	void (*on_change)(void *arg, bool leading);
+	void *arg;
+	struct clock *clock;
+
+	pthread_mutex_t mu; /* guards what follows */
+	pthread_cond_t cond; /* stopping or lost */
+	pthread_t thread;
+	bool started, stopping;
+	bool lost; /* a fenced write found the term over */
+	bool leading;
+	uint64_t lease;
+	int64_t renewed_ms; /* monotonic: the lease's last grant or renewal */
+	struct server_leader_status st;
+};
+
+/* "<hostname>-<8 hex digits>", unique enough for the servers of one installation. */
+static int server_leader_make_id(char *out, size_t cap, struct err *e)
+{
+	char host[64] = "csid";
+	uint32_t r;
+
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return err_errno(e, errno, "server ID: getrandom");
+	if (gethostname(host, sizeof(host)) != 0 || !host[0])
+		snprintf(host, sizeof(host), "csid");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(out, cap, "%s-%08x", host, r);
+	return 0;
+}
+
+static void server_leader_fence_lost(void *arg)
+{
+	struct server_leader *l = arg;
+
+	/* No more fenced writes from now: the others' writes would fail the same way. */
+	atomic_store(&l->fence.index, 0);
+	pthread_mutex_lock(&l->mu);
+	l->lost = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->mu);
+}
+
+int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
+		      struct err *e)
+{
+	struct server_leader *l;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->store)
+		return err_set(e, CSID_EINVAL, "leader: a store is required");
+	if (cfg->ttl_ms &&
+	    (cfg->ttl_ms < SERVER_LEADER_TTL_MIN_MS || cfg->ttl_ms > SERVER_LEADER_TTL_MAX_MS))
+		return err_set(e, CSID_EINVAL, "leader: TTL of %lld ms outside %d to %d",
+			       (long long)cfg->ttl_ms, SERVER_LEADER_TTL_MIN_MS,
+			       SERVER_LEADER_TTL_MAX_MS);
+	if ((cfg->id && strlen(cfg->id) > SERVER_LEADER_ID_MAX) ||
+	    (cfg->address && strlen(cfg->address) > SERVER_LEADER_ID_MAX))
+		return err_set(e, CSID_EINVAL, "leader: server ID or address over %d bytes",
+			       SERVER_LEADER_ID_MAX);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return err_set(e, CSID_ENOMEM, "leader: out of memory");
+	l->store = cfg->store;
+	l->ttl_ms = cfg->ttl_ms ? cfg->ttl_ms : SERVER_LEADER_TTL_MS;
+	l->on_change = cfg->on_change;
+	l->arg = cfg->arg;
+	l->clock = clock_real();
+	l->started_ms = clock_wall_ms(l->clock);
+	if (cfg->id && cfg->id[0])
+		snprintf(l->id, sizeof(l->id), "%s", cfg->id);
+	else if ((rc = server_leader_make_id(l->id, sizeof(l->id), e))) {
+		free(l);
+		return rc;
+	}
+	snprintf(l->address, sizeof(l->address), "%s", cfg->address ? cfg->address : "");
+	atomic_init(&l->fence.index, 0);
+	l->fence.lost = server_leader_fence_lost;
+	l->fence.arg = l;
+	if ((rc = store_fenced_new(l->store, &l->fence, &l->fenced, e))) {
+		free(l);
+		return rc;
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	if (clock_cond_init(&l->cond)) {
+		pthread_mutex_destroy(&l->mu);
+		store_close(l->fenced);
+		free(l);
+		return err_set(e, CSID_ENOMEM, "leader: out of memory");
+	}
+	snprintf(l->st.server_id, sizeof(l->st.server_id), "%s", l->id);
+	l->st.ttl_ms = l->ttl_ms;
+	if (!store_shared(l->store)) {
+		/* One server on its own store: it leads, for good. */
+		atomic_store(&l->fence.index, 1);
+		l->leading = l->st.leading = true;
+		snprintf(l->st.leader_id, sizeof(l->st.leader_id), "%s", l->id);
+		snprintf(l->st.leader_address, sizeof(l->st.leader_address), "%s", l->address);
+		l->st.since_ms = l->started_ms;
+		l->st.term = 1;
+		if (l->on_change)
+			l->on_change(l->arg, true);
+	}
+	*out = l;
+	return 0;
+}
+
+/* The election key's value for this server. */
+static char *server_leader_value(struct server_leader *l, size_t *len)
+{
+	json_t *v = json_pack("{s:s,s:s,s:I}", "id", l->id, "address", l->address, "since_ms",
+			      (json_int_t)clock_wall_ms(l->clock));
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+
+	json_decref(v);
+	*len = text ? strlen(text) : 0;
+	return text;
+}
+
+/* Reads a holder's value into the status (mu held). */
+static void server_leader_note_holder(struct server_leader *l, const struct store_obj *h)
+{
+	json_t *v = json_loadb(h->value ? h->value : "", h->len, 0, NULL);
+	const char *id = json_string_value(json_object_get(v, "id"));
+	const char *addr = json_string_value(json_object_get(v, "address"));
+
+	snprintf(l->st.leader_id, sizeof(l->st.leader_id), "%s", id ? id : "?");
+	snprintf(l->st.leader_address, sizeof(l->st.leader_address), "%s", addr ? addr : "");
+	l->st.since_ms = json_integer_value(json_object_get(v, "since_ms"));
+	l->st.term = h->create_index;
+	json_decref(v);
+}
+
+/* Starts or stops leading (mu held; on_change runs without it). */
+static void server_leader_set(struct server_leader *l, bool leading, uint64_t term, const char *why)
+{
+	if (l->leading == leading)
+		return;
+	l->leading = l->st.leading = leading;
+	atomic_store(&l->fence.index, leading ? term : 0);
+	if (leading)
+		log_info("msg=\"leading: this server runs the reconciler and node liveness\" "
+			 "server=%s term=%llu",
+			 l->id, (unsigned long long)term);
+	else
+		log_warn("msg=\"stepped down: the reconciler and node liveness stop here\" "
+			 "server=%s reason=\"%s\"",
+			 l->id, why);
+	pthread_mutex_unlock(&l->mu);
+	if (l->on_change)
+		l->on_change(l->arg, leading);
+	pthread_mutex_lock(&l->mu);
+}
+
+/* Gives up the lease (mu held, released meanwhile): its keys go, another may lead. */
+static void server_leader_drop(struct server_leader *l, const char *why)
+{
+	uint64_t lease = l->lease;
+	struct err e;
+
+	server_leader_set(l, false, 0, why);
+	l->lease = 0;
+	l->st.leader_id[0] = '\0';
+	l->st.leader_address[0] = '\0';
+	l->st.term = 0;
+	l->st.since_ms = 0;
+	if (!lease)
+		return;
+	pthread_mutex_unlock(&l->mu);
+	if (store_lease_revoke(l->store, lease, &e))
+		log_warn("msg=\"cannot revoke the lease; it expires by itself\" error=\"%s\"",
+			 e.msg);
+	pthread_mutex_lock(&l->mu);
+}
+
+/* One round: a lease, a campaign or a renewal (mu held, released for store calls). */
+static void server_leader_round(struct server_leader *l)
+{
+	int64_t now = clock_now_ms(l->clock);
+	uint64_t lease = l->lease;
+	struct store_obj h = {0};
+	struct err e;
+	size_t len = 0;
+	char *value;
+	int rc;
+
+	err_clear(&e);
+	if (l->lost) {
+		l->lost = false;
+		server_leader_drop(l, "a fenced write found the term over");
+		return;
+	}
+	if (lease && now - l->renewed_ms >= l->ttl_ms / 3) {
+		pthread_mutex_unlock(&l->mu);
+		rc = store_lease_keepalive(l->store, lease, &e);
+		pthread_mutex_lock(&l->mu);
+		if (rc == 0) {
+			l->renewed_ms = now;
+		} else if (rc == CSID_ENOTFOUND ||
+			   clock_now_ms(l->clock) - l->renewed_ms >= l->ttl_ms) {
+			log_warn("msg=\"lease lost\" server=%s error=\"%s\"", l->id, e.msg);
+			server_leader_drop(l, "the lease expired");
+			return;
+		} else {
+			log_warn("msg=\"cannot renew the lease; retrying\" server=%s error=\"%s\"",
+				 l->id, e.msg);
+		}
+	}
+	if (!lease) {
+		pthread_mutex_unlock(&l->mu);
+		rc = store_lease_grant(l->store, l->ttl_ms, &lease, &e);
+		pthread_mutex_lock(&l->mu);
+		if (rc) {
+			log_warn("msg=\"cannot get a lease\" server=%s error=\"%s\"", l->id, e.msg);
+			return;
+		}
+		l->lease = lease;
+		l->renewed_ms = now;
+	}
+	if (l->leading)
+		return;
+	value = server_leader_value(l, &len);
+	if (!value)
+		return;
+	pthread_mutex_unlock(&l->mu);
+	rc = store_campaign(l->store, lease, value, len, &h, &e);
+	pthread_mutex_lock(&l->mu);
+	free(value);
+	if (rc == CSID_ENOTFOUND) {
+		/* Our lease expired between the grant and the campaign: start over. */
+		l->lease = 0;
+		l->st.leader_id[0] = '\0';
+		l->st.term = 0;
+	} else if (rc) {
+		log_warn("msg=\"campaign failed\" server=%s error=\"%s\"", l->id, e.msg);
+	} else {
+		server_leader_note_holder(l, &h);
+		if (strcmp(l->st.leader_id, l->id) == 0)
+			server_leader_set(l, true, h.create_index, NULL);
+	}
+	store_obj_free(&h);
+}
+
+static void *server_leader_main(void *arg)
+{
+	struct server_leader *l = arg;
+	int64_t poll =
+	    l->ttl_ms / 3 < SERVER_LEADER_POLL_MS ? l->ttl_ms / 3 : SERVER_LEADER_POLL_MS;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->stopping) {
+		int64_t next;
+
+		server_leader_round(l);
+		if (l->stopping)
+			break;
+		next = clock_now_ms(l->clock) + poll;
+		/* A leader sleeps until its renewal; a failed one is retried a poll later. */
+		if (l->lease && l->leading && l->renewed_ms + l->ttl_ms / 3 > next)
+			next = l->renewed_ms + l->ttl_ms / 3;
+		if (!l->lost)
+			clock_wait(l->clock, &l->cond, &l->mu, next);
+	}
+	server_leader_drop(l, "the server stops");
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+int server_leader_start(struct server_leader *l, struct err *e)
+{
+	if (!store_shared(l->store))
+		return 0;
+	if (pthread_create(&l->thread, NULL, server_leader_main, l) != 0)
+		return err_set(e, CSID_ENOMEM, "leader: cannot start the election thread");
+	l->started = true;
+	return 0;
+}
+
+void server_leader_free(struct server_leader *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->mu);
+	if (l->started)
+		pthread_join(l->thread, NULL);
+	store_close(l->fenced);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+bool server_leader_leading(struct server_leader *l)
+{
+	bool leading;
+
+	pthread_mutex_lock(&l->mu);
+	leading = l->leading;
+	pthread_mutex_unlock(&l->mu);
+	return leading;
+}
+
+struct store *server_leader_store(struct server_leader *l)
+{
+	return l->fenced;
+}
+
+void server_leader_status(struct server_leader *l, struct server_leader_status *out)
+{
+	pthread_mutex_lock(&l->mu);
+	*out = l->st;
+	pthread_mutex_unlock(&l->mu);
+}
+
+int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
+			  struct err *e)
+{
+	json_t *v, *arr;
+	uint64_t lease;
+	char *text;
+	int rc;
+
+	if (!store_shared(l->store))
+		return 0;
+	pthread_mutex_lock(&l->mu);
+	lease = l->lease;
+	pthread_mutex_unlock(&l->mu);
+	if (!lease)
+		return err_set(e, CSID_EUNAVAIL, "member %s: no lease yet", l->id);
+	arr = json_array();
+	for (size_t i = 0; arr && i < n; i++)
+		if (json_array_append_new(
+			arr, json_pack("[s,I]", seen[i].node_id, (json_int_t)seen[i].age_ms))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	v = arr ? json_pack("{s:s,s:s,s:I,s:o}", "id", l->id, "address", l->address, "started_ms",
+			    (json_int_t)l->started_ms, "seen", arr)
+		: NULL;
+	text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	if (!text)
+		return err_set(e, CSID_ENOMEM, "member %s: out of memory", l->id);
+	rc = store_member_put(l->store, lease, l->id, text, strlen(text), e);
+	free(text);
+	return rc;
+}
+
+/* Decodes one member record into *m (strings in a); false when it is not one. */
+static bool server_leader_decode(struct arena *a, const struct store_obj *o,
+				 struct server_member *m)
+{
+	json_t *v = json_loadb(o->value ? o->value : "", o->len, 0, NULL), *seen;
+	const char *id = json_string_value(json_object_get(v, "id"));
+	const char *addr = json_string_value(json_object_get(v, "address"));
+	bool ok = id != NULL;
+
+	memset(m, 0, sizeof(*m));
+	seen = json_object_get(v, "seen");
+	m->id = ok ? arena_strdup(a, id) : NULL;
+	m->address = arena_strdup(a, addr ? addr : "");
+	m->started_ms = json_integer_value(json_object_get(v, "started_ms"));
+	m->modify_index = o->modify_index;
+	if (ok && json_array_size(seen))
+		m->seen = arena_alloc(a, json_array_size(seen) * sizeof(*m->seen));
+	for (size_t i = 0; m->seen && i < json_array_size(seen); i++) {
+		json_t *x = json_array_get(seen, i);
+		const char *node = json_string_value(json_array_get(x, 0));
+
+		if (!node || !json_is_integer(json_array_get(x, 1)))
+			continue;
+		m->seen[m->nseen].node_id = arena_strdup(a, node);
+		m->seen[m->nseen].age_ms = json_integer_value(json_array_get(x, 1));
+		if (m->seen[m->nseen].node_id)
+			m->nseen++;
+	}
+	json_decref(v);
+	return ok && m->id && m->address;
+}
+
+int server_leader_members(struct server_leader *l, struct arena *a, struct server_member **out,
+			  size_t *n, struct err *e)
+{
+	struct server_leader_status st;
+	struct store_list list = {0};
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	server_leader_status(l, &st);
+	if (!store_shared(l->store)) {
+		struct server_member *m = arena_alloc(a, sizeof(*m));
+
+		if (!m || !(m->id = arena_strdup(a, l->id)) ||
+		    !(m->address = arena_strdup(a, l->address)))
+			return err_set(e, CSID_ENOMEM, "members: out of memory");
+		m->started_ms = l->started_ms;
+		m->leader = true;
+		m->seen = NULL;
+		m->nseen = 0;
+		m->modify_index = 0;
+		*out = m;
+		*n = 1;
+		return 0;
+	}
+	if ((rc = store_member_list(l->store, &list, e)))
+		return err_wrap(e, "members");
+	*out = list.n ? arena_alloc(a, list.n * sizeof(**out)) : NULL;
+	if (list.n && !*out)
+		rc = err_set(e, CSID_ENOMEM, "members: out of memory");
+	for (size_t i = 0; !rc && i < list.n; i++) {
+		struct server_member *m = &(*out)[*n];
+
+		if (!server_leader_decode(a, &list.objs[i], m)) {
+			log_warn("msg=\"a member record csid cannot read; skipped\" member=%s",
+				 list.objs[i].id);
+			continue;
+		}
+		m->leader = st.leader_id[0] && strcmp(m->id, st.leader_id) == 0;
+		(*n)++;
+	}
+	store_list_free(&list);
+	return rc;
+}

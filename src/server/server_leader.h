@@ -1,0 +1,119 @@
+/*
+ * Leadership: which of the servers sharing one store runs the reconciler,
+ * the lost-claim passes and node liveness. Every server serves the API
+ * (its writes are compare-and-set, so any server takes them); exactly one
+ * leads.
+ *
+ * Election. Each server holds one lease of the store (TTL ttl_ms), kept
+ * alive every ttl/3, and campaigns: it creates the installation's
+ * election key with its lease unless the key exists (store.h). The one
+ * that created it leads until its lease ends: it stops renewing (killed,
+ * paused, cut off from the store), or it steps down. The key's
+ * create_index names the term and is the fence: every write of the
+ * leader's workers goes through a fenced view of the store
+ * (server_leader_store) that refuses to write once the key is gone or
+ * another's, so a leader that wakes from a long pause changes nothing; a
+ * write refused so makes it step down at once, logged. A server that
+ * does not lead campaigns again every SERVER_LEADER_POLL_MS (at most
+ * ttl/3), so a dead leader is replaced within ttl plus that. A server
+ * that cannot renew its lease for a whole TTL steps down by itself.
+ *
+ * Members. Each server also writes its member record with its lease
+ * (server_leader_publish): its ID, API address, start time, and the nodes
+ * whose heartbeats it took since its last record, each with how long ago
+ * (so no clocks need agree). The leader reads every record
+ * (server_leader_members) and counts those heartbeats as its own: node
+ * liveness costs one write per server per interval, not one per
+ * heartbeat. A record goes with its server's lease.
+ *
+ * On a store one server holds alone (memory, SQLite; store_shared()
+ * false) the server leads from server_leader_new on, no thread runs, and
+ * the member list is the server itself.
+ *
+ * on_change is called on the leader's thread (or in server_leader_new)
+ * each time this server starts or stops leading. Thread-safety: every
+ * function may be called from any thread.
+ */
+#ifndef CSID_SERVER_SERVER_LEADER_H
+#define CSID_SERVER_SERVER_LEADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "util/arena.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+/* Default lease TTL and bounds of the configurable one. */
+#define SERVER_LEADER_TTL_MS 10000
+#define SERVER_LEADER_TTL_MIN_MS 1000
+#define SERVER_LEADER_TTL_MAX_MS 300000
+/* How often a server that does not lead campaigns again (at most ttl/3). */
+#define SERVER_LEADER_POLL_MS 250
+#define SERVER_LEADER_ID_MAX 128
+
+struct server_leader_config {
+	struct store *store; /* borrowed, required */
+	const char *id; /* this server's ID; NULL: "<hostname>-<random>" */
+	const char *address; /* its API address, for members; NULL: "" */
+	int64_t ttl_ms; /* 0: SERVER_LEADER_TTL_MS */
+	void (*on_change)(void *arg, bool leading);
+	void *arg;
+};
+
+/* One node heartbeat a member took: the node and how long before the record was written. */
+struct server_member_seen {
+	char *node_id;
+	int64_t age_ms;
+};
+
+/* One server of the installation, from its member record (strings in an arena). */
+struct server_member {
+	char *id;
+	char *address;
+	int64_t started_ms; /* wall clock */
+	bool leader; /* holds the election key now */
+	struct server_member_seen *seen;
+	size_t nseen;
+	uint64_t modify_index; /* of the record: it changes with each new record */
+};
+
+/* What GET /v1/status/leader shows. */
+struct server_leader_status {
+	char server_id[SERVER_LEADER_ID_MAX + 1]; /* this server */
+	char leader_id[SERVER_LEADER_ID_MAX + 1]; /* "" while no one leads */
+	char leader_address[SERVER_LEADER_ID_MAX + 1];
+	int64_t since_ms; /* wall clock the term began (its leader's clock); 0: no leader */
+	uint64_t term; /* the election key's create_index; 0: no leader */
+	bool leading; /* this server leads */
+	int64_t ttl_ms;
+};
+
+struct server_leader;
+
+/* Returns 0 or CSID_EINVAL / CSID_ENOMEM. A server on an unshared store leads at once. */
+int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
+		      struct err *e);
+/* Starts campaigning (a thread; nothing on an unshared store). */
+int server_leader_start(struct server_leader *l, struct err *e);
+/* Stops; a leader revokes its lease so another takes over at once. NULL is a no-op. */
+void server_leader_free(struct server_leader *l);
+
+bool server_leader_leading(struct server_leader *l);
+/* The fenced view of the store that the leader's workers write through (owned by l). */
+struct store *server_leader_store(struct server_leader *l);
+void server_leader_status(struct server_leader *l, struct server_leader_status *out);
+
+/*
+ * Writes this server's member record with the heartbeats seen[0..n) (a
+ * no-op on an unshared store). Returns 0 or the store's error.
+ */
+int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
+			  struct err *e);
+/* Every member (ID order), in a. */
+int server_leader_members(struct server_leader *l, struct arena *a, struct server_member **out,
+			  size_t *n, struct err *e);
+
+#endif

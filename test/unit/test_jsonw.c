@@ -1,0 +1,247 @@
+/*
+ * Unit tests of the JSON text writer (src/util/jsonw.c): its strings are
+ * byte for byte what jansson's compact dump writes (every single byte,
+ * random valid UTF-8, every escape), invalid UTF-8 is written with '?'
+ * for its non-ASCII bytes (jansson refuses it), separators in nested
+ * objects and arrays, a buffer that grows many times, and failures that
+ * hand nothing over (nesting too deep).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "util/jsonw.h"
+
+/* What the writer writes for the one string s. */
+static char *w_string(const char *s)
+{
+	struct jsonw w;
+	char *out = NULL;
+	size_t len = 0;
+
+	jsonw_init(&w, 4);
+	jsonw_str(&w, s);
+	assert_int_equal(jsonw_finish(&w, &out, &len), 0);
+	assert_int_equal(strlen(out), len);
+	return out;
+}
+
+/* What jansson writes for the string s (NULL when it refuses s). */
+static char *j_string(const char *s)
+{
+	json_t *j = json_string(s);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return out;
+}
+
+static void expect_same(const char *s)
+{
+	char *mine = w_string(s), *theirs = j_string(s);
+
+	assert_non_null(theirs);
+	assert_string_equal(mine, theirs);
+	free(mine);
+	free(theirs);
+}
+
+static void test_every_byte(void **state)
+{
+	char s[4];
+
+	(void)state;
+	for (int c = 1; c < 0x80; c++) {
+		snprintf(s, sizeof(s), "a%cb", c);
+		expect_same(s);
+	}
+	expect_same("");
+	expect_same("\"quoted\\\" /slash/ \b\f\n\r\t \x01\x1f\x7f end");
+}
+
+/* One random code point as UTF-8 into out; returns its length. */
+static size_t rand_utf8(unsigned *seed, char *out)
+{
+	uint32_t cp;
+
+	do {
+		switch (rand_r(seed) % 4) {
+		case 0:
+			cp = (uint32_t)(rand_r(seed) % 0x80);
+			break;
+		case 1:
+			cp = 0x80 + (uint32_t)(rand_r(seed) % (0x800 - 0x80));
+			break;
+		case 2:
+			cp = 0x800 + (uint32_t)(rand_r(seed) % (0x10000 - 0x800));
+			break;
+		default:
+			cp = 0x10000 + (uint32_t)(rand_r(seed) % (0x110000 - 0x10000));
+		}
+	} while (cp == 0 || (cp >= 0xd800 && cp <= 0xdfff));
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+static void test_random_utf8(void **state)
+{
+	unsigned seed = 7;
+	char s[256];
+
+	(void)state;
+	for (int round = 0; round < 2000; round++) {
+		size_t n = 0, want = (size_t)(rand_r(&seed) % 40);
+
+		for (size_t i = 0; i < want; i++)
+			n += rand_utf8(&seed, s + n);
+		s[n] = '\0';
+		expect_same(s);
+	}
+}
+
+static void test_invalid_utf8(void **state)
+{
+	/* Cut, overlong, surrogate, above U+10FFFF, lone continuation, 0xff. */
+	static const char *const bad[] = {
+	    "x\xc3",  "\xc0\xaf", "\xe0\x80\xaf",         "\xed\xa0\x80", "\xf4\x90\x80\x80",
+	    "a\x80z", "\xff\xfe", "ok \xc3\xa9 then \xff"};
+	static const char *const want[] = {"\"x?\"",   "\"??\"",  "\"???\"", "\"???\"",
+					   "\"????\"", "\"a?z\"", "\"??\"",  "\"ok ?? then ?\""};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *mine = w_string(bad[i]), *theirs = j_string(bad[i]);
+
+		assert_null(theirs);
+		assert_string_equal(mine, want[i]);
+		free(mine);
+	}
+}
+
+static void test_structure(void **state)
+{
+	struct jsonw w;
+	char *out = NULL, *again;
+	size_t len = 0;
+	json_t *j;
+
+	(void)state;
+	jsonw_init(&w, 1);
+	jsonw_object_open(&w);
+	jsonw_member_str(&w, "a", "x");
+	jsonw_member_str(&w, "skipped", NULL);
+	jsonw_member_int(&w, "n", -9223372036854775807LL - 1);
+	jsonw_member_bool(&w, "t", true);
+	jsonw_key(&w, "empty");
+	jsonw_object_open(&w);
+	jsonw_object_close(&w);
+	jsonw_key(&w, "list");
+	jsonw_array_open(&w);
+	jsonw_int(&w, 1);
+	jsonw_array_open(&w);
+	jsonw_array_close(&w);
+	jsonw_object_open(&w);
+	jsonw_member_bool(&w, "f", false);
+	jsonw_key(&w, "k\xff");
+	jsonw_str(&w, NULL);
+	jsonw_object_close(&w);
+	jsonw_raw_value(&w, "{\"r\":[]}", 8);
+	jsonw_str(&w, "s");
+	jsonw_array_close(&w);
+	jsonw_member_int(&w, "last", 0);
+	jsonw_object_close(&w);
+	assert_int_equal(jsonw_finish(&w, &out, &len), 0);
+	assert_string_equal(out, "{\"a\":\"x\",\"n\":-9223372036854775808,\"t\":true,\"empty\":{},"
+				 "\"list\":[1,[],{\"f\":false,\"k?\":null},{\"r\":[]},\"s\"],"
+				 "\"last\":0}");
+	/* jansson reads it, and writes the same bytes back. */
+	j = json_loadb(out, len, 0, NULL);
+	assert_non_null(j);
+	again = json_dumps(j, JSON_COMPACT);
+	assert_string_equal(again, out);
+	free(again);
+	json_decref(j);
+	free(out);
+	/* finish empties the writer: freeing it after is harmless. */
+	jsonw_free(&w);
+}
+
+static void test_growth(void **state)
+{
+	struct jsonw w;
+	char key[32], *out = NULL;
+	size_t len = 0;
+	json_t *j;
+
+	(void)state;
+	jsonw_init(&w, 1);
+	jsonw_object_open(&w);
+	for (int i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		jsonw_member_str(&w, key, "value with \"quotes\" and \xc3\xa9");
+	}
+	jsonw_object_close(&w);
+	assert_int_equal(jsonw_finish(&w, &out, &len), 0);
+	j = json_loadb(out, len, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_object_size(j), 5000);
+	assert_string_equal(json_string_value(json_object_get(j, "key-4999")),
+			    "value with \"quotes\" and \xc3\xa9");
+	json_decref(j);
+	free(out);
+}
+
+static void test_too_deep(void **state)
+{
+	struct jsonw w;
+	char *out = NULL;
+	size_t len = 0;
+
+	(void)state;
+	jsonw_init(&w, 0);
+	for (int i = 0; i < JSONW_DEPTH_MAX; i++)
+		jsonw_array_open(&w);
+	assert_false(w.failed);
+	jsonw_array_open(&w);
+	assert_true(w.failed);
+	jsonw_int(&w, 1);
+	assert_int_equal(jsonw_finish(&w, &out, &len), -1);
+	assert_null(out);
+	assert_null(w.p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_every_byte),   cmocka_unit_test(test_random_utf8),
+	    cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_structure),
+	    cmocka_unit_test(test_growth),       cmocka_unit_test(test_too_deep),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
