@@ -842,8 +842,7 @@ static void bench_watch_latency(const char *dir, int repeats)
 		lat[i] = (w.done - t0) * 1e3;
 	}
 	bench_watch_print("watch_latency_ms",
-			  "claim through server A to the blocking query on server B answering, "
-			  "whose wake-ups the API coalesces every 50 ms",
+			  "claim through server A to the blocking query on server B answering",
 			  "the claim", lat, wr, n);
 	http_client_free(ha);
 	http_client_free(hb);
