@@ -27,13 +27,17 @@
  *   6. that child's GET /v1/metrics: when its catalogue counts show every
  *      volume, median and p99 of 200 scrapes, resident memory around them.
  *
- *   6. measure 1 again with the store on a one-member etcd (Debian's
- *      /usr/bin/etcd, started on free loopback ports with its data in a
- *      directory under /tmp: its WAL is fsynced on that disk), beside the
- *      SQLite figures; both print the store writes (transactions) per
- *      cycle.
+ *   6. measure 1 again (plaintext) with the store on a one-member etcd
+ *      (`etcd`) or a three-member one (`etcd3`): Debian's /usr/bin/etcd,
+ *      started on free loopback ports with its data on /dev/shm (or
+ *      $CSID_BENCH_ETCD_DIR; bench_on_etcd says why), beside the SQLite
+ *      figures; both print the store writes (transactions) per cycle,
+ *      and on etcd its CPU and its Range and Txn calls per cycle. Then
+ *      the watch latency: a claim through server A until a blocking query
+ *      on server B (same etcd prefix) answers, and below the API a write
+ *      through store A until store B's store_wait returns it.
  *
- *   bench_server [repeats [cycles|plain|settle|create [W:P]|big|etcd]]
+ *   bench_server [repeats [cycles|plain|settle|create [W:P]|big|etcd|etcd3]]
  *
  * repeats defaults to 3; a name runs that measure only (plain: measure 1
  * over plaintext HTTP only); create W:P runs
@@ -209,8 +213,10 @@ static int bench_grpc_acquire(void *ctx, const char *plugin_id, struct csi_clien
 
 /* ---- filling a store ---- */
 
-/* The etcd the stores are on (measure 6); not running: SQLite. */
-static struct etcd_proc bench_etcd;
+/* The etcd members the stores are on (measure 6); none: SQLite. */
+#define BENCH_MEMBERS_MAX 3
+static struct etcd_proc bench_members[BENCH_MEMBERS_MAX];
+static size_t bench_nmembers;
 
 /* Opens the store named path: the SQLite file, or on etcd the prefix "/<path>/". */
 static void bench_store_open(const char *path, struct store **st)
@@ -218,10 +224,14 @@ static void bench_store_open(const char *path, struct store **st)
 	struct err e;
 
 	err_clear(&e);
-	if (bench_etcd.pid > 0) {
-		const char *ep[] = {bench_etcd.url};
+	if (bench_nmembers > 0) {
+		const char *ep[BENCH_MEMBERS_MAX];
 		char prefix[300];
-		struct store_etcd_config cfg = {.endpoints = ep, .nendpoints = 1, .prefix = prefix};
+		struct store_etcd_config cfg = {
+		    .endpoints = ep, .nendpoints = bench_nmembers, .prefix = prefix};
+
+		for (size_t i = 0; i < bench_nmembers; i++)
+			ep[i] = bench_members[i].url;
 
 		snprintf(prefix, sizeof(prefix), "%s/", path);
 		if (store_etcd_open(&cfg, st, &e) != 0)
@@ -412,6 +422,26 @@ static void bench_count(struct store *st, enum model_volume_state state, int *in
 
 /* ---- 1. claim + release cycles ---- */
 
+/* The node the claims are for, with the plugin's node service. */
+static const char bench_node_doc[] =
+    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
+    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
+    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
+
+/* etcd's side of a run, summed over every member (zeros without etcd). */
+static void bench_etcd_use(struct etcd_proc_usage *u)
+{
+	*u = (struct etcd_proc_usage){0};
+	for (size_t i = 0; i < bench_nmembers; i++) {
+		struct etcd_proc_usage m;
+
+		etcd_proc_usage(&bench_members[i], &m);
+		u->cpu_s += m.cpu_s;
+		u->range += m.range;
+		u->txn += m.txn;
+	}
+}
+
 struct bench_client {
 	pthread_t thread;
 	struct http_client *http;
@@ -549,12 +579,14 @@ static struct http_client *bench_http(const struct bench_srv *b)
 static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, int repeats,
 				 bool wait_publish, int *next_vol)
 {
-	const char *name = wait_publish ? (bench_etcd.pid > 0 ? "etcd_claim_wait_release"
-					   : bench_pki        ? "claim_wait_release_tls"
-							      : "claim_wait_release")
-					: (bench_etcd.pid > 0 ? "etcd_claim_release"
-					   : bench_pki        ? "claim_release_tls"
-							      : "claim_release");
+	const char *name = wait_publish ? (bench_nmembers == 3  ? "etcd3_claim_wait_release"
+					   : bench_nmembers > 0 ? "etcd_claim_wait_release"
+					   : bench_pki          ? "claim_wait_release_tls"
+								: "claim_wait_release")
+					: (bench_nmembers == 3  ? "etcd3_claim_release"
+					   : bench_nmembers > 0 ? "etcd_claim_release"
+					   : bench_pki          ? "claim_release_tls"
+								: "claim_release");
 	int per = bench_ncycles() / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
 	double rt[16], freed[16], cpu[16], writes[16], csw[16];
@@ -566,6 +598,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		double t0, t1, cpu0, client_cpu = 0;
 		long csw0, client_csw = 0;
 		uint64_t index0 = store_index(b->store);
+		struct etcd_proc_usage eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
 			cl[i] = (struct bench_client){.first = *next_vol + i * per,
@@ -575,6 +608,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			if (!(cl[i].http = bench_http(b)))
 				bench_die("http client", NULL);
 		}
+		bench_etcd_use(&eu0);
 		t0 = bench_now();
 		bench_callgrind("-z");
 		cpu0 = bench_cpu(RUSAGE_SELF);
@@ -604,6 +638,14 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		csw[r] =
 		    (double)(bench_csw(RUSAGE_SELF) - csw0 - client_csw) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
+		bench_etcd_use(&eu1);
+		if (bench_nmembers > 0)
+			printf(
+			    "  repeat %d: etcd CPU %.0f us per cycle (all members), %.2f Range and "
+			    "%.2f Txn calls per cycle\n",
+			    r + 1, (eu1.cpu_s - eu0.cpu_s) / (per * BENCH_CLIENTS) * 1e6,
+			    (eu1.range - eu0.range) / (per * BENCH_CLIENTS),
+			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
 		printf(
 		    "  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
 		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle, "
@@ -624,7 +666,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 	       name, bench_stat_median(freed, repeats), repeats, per * BENCH_CLIENTS,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]) - pub0,
 	       atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]) - unpub0,
-	       bench_stat_median(writes, repeats), bench_etcd.pid > 0 ? 1000 : 2000);
+	       bench_stat_median(writes, repeats), bench_nmembers > 0 ? 1000 : 2000);
 	fflush(stdout);
 }
 
@@ -637,10 +679,6 @@ static void bench_cycles(const char *dir, int repeats, bool tls_too)
 	struct bench_srv b;
 	int next_vol = 0, ready, busy;
 	char db[256], pki[300];
-	static const char node[] =
-	    "{\"plugins\": [{\"plugin_id\": \"" BENCH_PLUGIN "\", \"type\": \"node\", "
-	    "\"healthy\": true, \"health\": \"healthy\", \"version\": \"1.0.0\", "
-	    "\"capabilities\": [], \"plugin_node_id\": \"" BENCH_NODE "\"}]}";
 
 	snprintf(db, sizeof(db), "%s/cycles.db", dir);
 	snprintf(pki, sizeof(pki), "%s/pki", dir);
@@ -656,8 +694,8 @@ static void bench_cycles(const char *dir, int repeats, bool tls_too)
 		bench_srv_start(&b, db, ctl, 0, 0, true);
 		bench_srv_idle(&b);
 		h = bench_http(&b);
-		if (!h ||
-		    http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, node, NULL, NULL, 0) != 200)
+		if (!h || http_client_do(h, "PUT", "/v1/node/" BENCH_NODE, bench_node_doc, NULL,
+					 NULL, 0) != 200)
 			bench_die("node registration failed", NULL);
 		http_client_free(h);
 		bench_cycles_variant(&b, &fake, repeats, false, &next_vol);
@@ -668,6 +706,151 @@ static void bench_cycles(const char *dir, int repeats, bool tls_too)
 		bench_srv_stop(&b);
 	}
 	bench_pki = NULL;
+}
+
+/* ---- 6b. watch latency between two servers on one etcd ---- */
+
+#define BENCH_WATCH_SAMPLES 50
+
+/* A blocking query on server B, and when it returned. */
+struct bench_waiter {
+	pthread_t thread;
+	struct http_client *http;
+	char path[128];
+	double done;
+	long status;
+};
+
+static void *bench_waiter_run(void *arg)
+{
+	struct bench_waiter *w = arg;
+
+	w->status = http_client_do(w->http, "GET", w->path, NULL, NULL, NULL, 0);
+	w->done = bench_now();
+	return NULL;
+}
+
+/* Prints the median and p99 of lat[0..n) beside those of the writes wr[0..n) (sorts both). */
+static void bench_watch_print(const char *name, const char *what, const char *write, double *lat,
+			      double *wr, int n)
+{
+	int p99 = (n * 99) / 100 < n ? (n * 99) / 100 : n - 1;
+
+	bench_stat_sort(lat, n);
+	bench_stat_sort(wr, n);
+	printf("%s %s median=%.2f p99=%.2f n=%d (%s; %s alone median=%.2f p99=%.2f)\n",
+	       bench_nmembers == 3 ? "etcd3" : "etcd", name, bench_stat_median(lat, n), lat[p99], n,
+	       what, write, bench_stat_median(wr, n), wr[p99]);
+	fflush(stdout);
+}
+
+/*
+ * The same below the API: a write through store A (which returns once
+ * A's own watch delivered it) until store B's store_wait returns it.
+ */
+static void bench_watch_store(const char *dir, double *lat, double *wr, int n)
+{
+	struct store *sa, *sb;
+	char path[300], id[32];
+	struct err e;
+
+	snprintf(path, sizeof(path), "%s/watchstore", dir);
+	bench_store_open(path, &sa);
+	bench_store_open(path, &sb);
+	for (int i = 0; i < n; i++) {
+		struct store_op op = {STORE_OP_PUT, STORE_VOLUME, id, "x", 1, STORE_ANY};
+		uint64_t before = store_index(sb), index;
+		double t0, t1;
+
+		snprintf(id, sizeof(id), "w-%d", i);
+		t0 = bench_now();
+		if (store_txn(sa, &op, 1, &index, &e) != 0)
+			bench_die("watch latency: store write", e.msg);
+		t1 = bench_now();
+		while (store_wait(sb, before, 10000) < index)
+			if (bench_now() - t0 > 10)
+				bench_die("watch latency: store B never saw the write", NULL);
+		lat[i] = (bench_now() - t0) * 1e3;
+		wr[i] = (t1 - t0) * 1e3;
+	}
+	bench_watch_print("watch_latency_store_ms", "store A's write to store B's store_wait",
+			  "the write", lat, wr, n);
+	store_close(sb);
+	store_close(sa);
+}
+
+/*
+ * Two servers on the same etcd prefix: a blocking GET of a volume waits
+ * on server B, a claim of it goes through server A; the latency is from
+ * sending the claim to B's answer (the write's commit, etcd's watch
+ * event to B, B's wake-up), beside the claim's own round trip.
+ */
+static void bench_watch_latency(const char *dir, int repeats)
+{
+	struct bench_fake fake = {.client = {bench_fake_call, bench_fake_free, "bench-fake"}};
+	struct reconciler_controllers ctl = {bench_acquire, bench_release, &fake.client};
+	int n = BENCH_WATCH_SAMPLES * repeats;
+	double *lat = calloc((size_t)n, sizeof(double)), *wr = calloc((size_t)n, sizeof(double));
+	struct bench_srv a, b;
+	struct http_client *ha, *hb;
+	char db[256];
+
+	snprintf(db, sizeof(db), "%s/watch.db", dir);
+	bench_fill(db, n, MODEL_VOL_READY);
+	bench_srv_start(&a, db, ctl, 0, 0, true);
+	bench_srv_start(&b, db, ctl, 0, 0, true);
+	ha = bench_http(&a);
+	hb = bench_http(&b);
+	if (!lat || !wr || !ha || !hb ||
+	    http_client_do(ha, "PUT", "/v1/node/" BENCH_NODE, bench_node_doc, NULL, NULL, 0) != 200)
+		bench_die("watch latency set-up failed", NULL);
+	for (int i = 0; i < n; i++) {
+		struct bench_waiter w = {.http = bench_http(&b)};
+		char path[128], body[256];
+		json_t *v = NULL;
+		double t0;
+
+		/*
+		 * A volume not used before: nothing but this claim changes it (no
+		 * wait for the reconciler, which runs on whichever server leads).
+		 */
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d", i);
+		if (!w.http || http_client_json(hb, "GET", path, NULL, &v) != 200)
+			bench_die("watch latency: get", NULL);
+		snprintf(w.path, sizeof(w.path), "%s?index=%lld&wait=30s", path,
+			 (long long)json_integer_value(json_object_get(v, "modify_index")));
+		json_decref(v);
+		if (pthread_create(&w.thread, NULL, bench_waiter_run, &w) != 0)
+			bench_die("pthread_create", NULL);
+		/* Let the query park on B (a benchmark may wait; the figure does not include it).
+		 */
+		usleep(20000);
+		snprintf(path, sizeof(path), "/v1/volume/vol-%07d/claim", i);
+		snprintf(body, sizeof(body),
+			 "{\"alloc_id\": \"w-%d\", \"node_id\": \"" BENCH_NODE
+			 "\", \"mode\": \"write\", \"access_mode\": \"single-node-writer\", "
+			 "\"attachment_mode\": \"file-system\"}",
+			 i);
+		t0 = bench_now();
+		if (http_client_do(ha, "PUT", path, body, NULL, NULL, 0) != 200)
+			bench_die("watch latency: claim", NULL);
+		wr[i] = (bench_now() - t0) * 1e3;
+		pthread_join(w.thread, NULL);
+		http_client_free(w.http);
+		if (w.status != 200)
+			bench_die("watch latency: blocking query", NULL);
+		lat[i] = (w.done - t0) * 1e3;
+	}
+	bench_watch_print("watch_latency_ms",
+			  "claim through server A to the blocking query on server B answering",
+			  "the claim", lat, wr, n);
+	http_client_free(ha);
+	http_client_free(hb);
+	bench_srv_stop(&b);
+	bench_srv_stop(&a);
+	bench_watch_store(dir, lat, wr, n);
+	free(lat);
+	free(wr);
 }
 
 /* ---- 2. restart with 10,000 volumes that need no work ---- */
@@ -906,6 +1089,35 @@ static void bench_big(void)
 	server_proc_cleanup(&s);
 }
 
+/*
+ * Measure 6 on an etcd of n members (1 or 3). Their data goes to
+ * $CSID_BENCH_ETCD_DIR, by default /dev/shm: tmpfs stands for the fast
+ * disk (NVMe, fsync well under a millisecond) a real etcd is given; this
+ * machine's disk takes about 3 ms per fsync, which would measure the disk.
+ */
+static void bench_on_etcd(const char *dir, int repeats, size_t n)
+{
+	const char *base =
+	    getenv("CSID_BENCH_ETCD_DIR") ? getenv("CSID_BENCH_ETCD_DIR") : "/dev/shm";
+
+	memset(bench_members, 0, sizeof(bench_members));
+	for (size_t i = 0; i < n; i++)
+		bench_members[i].base = base;
+	if ((n == 1 ? etcd_proc_start(&bench_members[0]) : etcd_cluster_start(bench_members, n)) !=
+	    0)
+		bench_die("etcd did not start", NULL);
+	for (size_t i = 0; i < n; i++)
+		printf("etcd member %zu: %s, data and log in %s\n", i, bench_members[i].url,
+		       bench_members[i].dir);
+	bench_nmembers = n;
+	/* Plaintext only: TLS is the API's cost, measured on SQLite. */
+	bench_cycles(dir, repeats, false);
+	bench_watch_latency(dir, repeats);
+	for (size_t i = 0; i < n; i++)
+		etcd_proc_cleanup(&bench_members[i]);
+	bench_nmembers = 0;
+}
+
 int main(int argc, char **argv)
 {
 	int repeats = argc > 1 ? atoi(argv[1]) : 3;
@@ -913,9 +1125,8 @@ int main(int argc, char **argv)
 	char dir[256], log[300];
 
 	if (repeats < 1 || repeats > 16)
-		bench_die(
-		    "usage",
-		    "bench_server [repeats 1..16] [cycles|plain|settle|create [W:P]|big|etcd]");
+		bench_die("usage", "bench_server [repeats 1..16] [cycles|plain|settle|create "
+				   "[W:P]|big|etcd|etcd3]");
 	signal(SIGPIPE, SIG_IGN);
 	bench_dir(dir, sizeof(dir));
 	/* The server's log lines go to a file, as a real server's would. */
@@ -932,14 +1143,10 @@ int main(int argc, char **argv)
 		bench_create(dir, repeats, argc > 3 ? argv[3] : NULL);
 	if (!*only || !strcmp(only, "big"))
 		bench_big();
-	if (!*only || !strcmp(only, "etcd")) {
-		bench_etcd.base = getenv("CSID_BENCH_DIR") ? getenv("CSID_BENCH_DIR") : "/tmp";
-		if (etcd_proc_start(&bench_etcd) != 0)
-			bench_die("etcd did not start", NULL);
-		printf("etcd %s, data and log in %s\n", bench_etcd.url, bench_etcd.dir);
-		bench_cycles(dir, repeats, true);
-		etcd_proc_cleanup(&bench_etcd);
-	}
+	if (!*only || !strcmp(only, "etcd"))
+		bench_on_etcd(dir, repeats, 1);
+	if (!*only || !strcmp(only, "etcd3"))
+		bench_on_etcd(dir, repeats, 3);
 	/* CSID_BENCH_KEEP=1 keeps the directory (stores and log) for a look. */
 	if (!getenv("CSID_BENCH_KEEP"))
 		hpp_rmrf(dir);

@@ -140,8 +140,7 @@ static int etcd_grpc_code(long code, const char *msg)
  * Sets e from an etcd error document ({"error", "code", "message"}, or
  * in a stream {"error": {"grpc_code", "message"}}).
  */
-static int etcd_error_doc(struct etcd_client *c, const char *ep, json_t *doc, long http,
-			  struct err *e)
+static int etcd_error_doc(const char *ep, json_t *doc, long http, struct err *e)
 {
 	json_t *inner = json_object_get(doc, "error");
 	json_t *src = json_is_object(inner) ? inner : doc;
@@ -152,6 +151,8 @@ static int etcd_error_doc(struct etcd_client *c, const char *ep, json_t *doc, lo
 		msg = "no message";
 	if (!json_is_integer(code))
 		return err_set(e, CSID_EPROTO, "etcd %s: HTTP %ld: %.200s", ep, http, msg);
+	if (json_integer_value(code) == 14 && strstr(msg, "no leader"))
+		return err_set(e, CSID_EUNAVAIL, "etcd %s: no quorum (%.200s)", ep, msg);
 	return err_set(e, etcd_grpc_code((long)json_integer_value(code), msg), "etcd %s: %.300s",
 		       ep, msg);
 }
@@ -178,13 +179,21 @@ static void etcd_setopt(struct etcd_client *c, CURL *h, const char *url, const c
 /*
  * The request headers: JSON, and no "Expect: 100-continue" (libcurl asks
  * for it on bodies over 1 KiB, which would cost a transaction a round
- * trip to etcd's answer of 100 first). NULL when out of memory.
+ * trip to etcd's answer of 100 first). Every call but a read also asks
+ * for a leader (the gateway passes Grpc-Metadata-* on as gRPC metadata,
+ * here etcd's "hasleader"): a member that lost its quorum then answers
+ * "no leader" at once, and cancels such a watch, instead of holding a
+ * write until its own timeout (7 s) and answering "context deadline
+ * exceeded"; a serializable read may still be answered from what the
+ * member has. NULL when out of memory.
  */
-static struct curl_slist *etcd_headers(void)
+static struct curl_slist *etcd_headers(const char *path)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
 
+	if (h2 && strcmp(path, "/v3/kv/range") != 0)
+		h2 = curl_slist_append(h2, "Grpc-Metadata-hasleader: true");
 	if (h2 == NULL)
 		curl_slist_free_all(h);
 	return h2;
@@ -208,7 +217,7 @@ static int etcd_transport_err(const char *ep, CURLcode cc, struct err *e)
 static CURLcode etcd_post(struct etcd_client *c, const char *ep, const char *path, const char *body,
 			  struct strbuf *sb, long *http)
 {
-	struct curl_slist *hdrs = etcd_headers();
+	struct curl_slist *hdrs = etcd_headers(path);
 	char url[512];
 	CURL *h = curl_pool_get(c->pool);
 	CURLcode cc;
@@ -240,7 +249,6 @@ int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_
 	const char *ep = c->endpoints[first % c->n];
 	CURLcode cc = CURLE_OK;
 	long http = 0;
-	json_t *doc;
 	int rc;
 
 	*resp = NULL;
@@ -265,15 +273,25 @@ int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_
 		if (c->endpoints[i] == ep)
 			atomic_store(&c->cur, i);
 	}
-	doc = json_loadb(sb.p ? sb.p : "", sb.len, 0, NULL);
+	rc = etcd_client_answer(ep, path, sb.p ? sb.p : "", sb.len, http, resp, e);
 	strbuf_free(&sb);
+	return rc;
+}
+
+int etcd_client_answer(const char *ep, const char *path, const char *body, size_t len, long http,
+		       json_t **resp, struct err *e)
+{
+	json_t *doc = json_loadb(body, len, 0, NULL);
+	int rc;
+
+	*resp = NULL;
 	if (!json_is_object(doc)) {
 		json_decref(doc);
 		return err_set(e, CSID_EPROTO, "etcd %s%s: HTTP %ld: answer is not a JSON object",
 			       ep, path, http);
 	}
 	if (http != 200 || json_object_get(doc, "error")) {
-		rc = etcd_error_doc(c, ep, doc, http, e);
+		rc = etcd_error_doc(ep, doc, http, e);
 		json_decref(doc);
 		return rc;
 	}
@@ -307,23 +325,20 @@ void etcd_stream_reset(struct etcd_stream *st)
 	atomic_store(&st->stop, false);
 }
 
-/* A stream in progress: the partial line and the callback. */
-struct etcd_lines {
-	struct strbuf line;
-	etcd_stream_cb cb;
-	void *arg;
-	int cb_rc;
-	struct err *e;
-	struct etcd_client *c;
-	const char *ep;
-};
-
-/* Hands each complete line to the callback. */
-static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
+void etcd_lines_init(struct etcd_lines *l, const char *ep, etcd_stream_cb cb, void *arg,
+		     struct err *e)
 {
-	struct etcd_lines *l = arg;
-	size_t len = size * n;
+	*l = (struct etcd_lines){
+	    .line = {.max = ETCD_LINE_MAX}, .cb = cb, .arg = arg, .e = e, .ep = ep};
+}
 
+void etcd_lines_fini(struct etcd_lines *l)
+{
+	strbuf_free(&l->line);
+}
+
+size_t etcd_lines_feed(struct etcd_lines *l, char *data, size_t len)
+{
 	for (size_t i = 0; i < len; i++) {
 		char *nl = memchr(data + i, '\n', len - i);
 		size_t take = nl ? (size_t)(nl - (data + i)) : len - i;
@@ -345,7 +360,7 @@ static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
 			return 0;
 		}
 		if (json_object_get(msg, "error")) {
-			l->cb_rc = etcd_error_doc(l->c, l->ep, msg, 200, l->e);
+			l->cb_rc = etcd_error_doc(l->ep, msg, 200, l->e);
 			json_decref(msg);
 			return 0;
 		}
@@ -355,6 +370,12 @@ static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
 			return 0;
 	}
 	return len;
+}
+
+/* libcurl's write callback of a stream. */
+static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
+{
+	return etcd_lines_feed(arg, data, size * n);
 }
 
 /* Runs h in a multi handle until done or cancelled. */
@@ -403,17 +424,17 @@ static CURLcode etcd_stream_run(struct etcd_stream *st, CURL *h, bool *cancelled
 int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, struct etcd_stream *st,
 		       etcd_stream_cb cb, void *arg, struct err *e)
 {
-	struct curl_slist *hdrs = etcd_headers();
+	struct curl_slist *hdrs = etcd_headers(path);
 	char *body = json_dumps(req, JSON_COMPACT);
 	size_t first = atomic_load(&c->cur);
-	struct etcd_lines l = {
-	    .line = {.max = ETCD_LINE_MAX}, .cb = cb, .arg = arg, .e = e, .c = c};
+	struct etcd_lines l;
 	CURLcode cc = CURLE_OK;
 	bool cancelled = false;
 	long http = 0;
 	char url[512];
 	int rc = 0;
 
+	etcd_lines_init(&l, c->endpoints[first % c->n], cb, arg, e);
 	err_clear(e);
 	if (body == NULL || hdrs == NULL) {
 		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
@@ -448,7 +469,7 @@ int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, str
 	else
 		rc = err_set(e, CSID_EUNAVAIL, "etcd %s: stream ended", l.ep);
 out:
-	strbuf_free(&l.line);
+	etcd_lines_fini(&l);
 	free(body);
 	curl_slist_free_all(hdrs);
 	return rc;

@@ -32,6 +32,7 @@
 #include <jansson.h>
 
 #include "util/err.h"
+#include "util/strbuf.h"
 
 #define ETCD_ENDPOINTS_MAX 16
 /* etcd's default --max-request-bytes. */
@@ -59,8 +60,37 @@ void etcd_client_free(struct etcd_client *c);
 int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_t **resp,
 		     struct err *e);
 
+/*
+ * Reads the answer of a unary call: body[0..len) with HTTP status http,
+ * from ep + path (for messages). Returns 0 and the JSON object in *resp
+ * (the caller's reference), the code of etcd's error answer, or
+ * CSID_EPROTO for anything else.
+ */
+int etcd_client_answer(const char *ep, const char *path, const char *body, size_t len, long http,
+		       json_t **resp, struct err *e);
+
 /* Called with each message of a stream (borrowed); nonzero ends the stream. */
 typedef int (*etcd_stream_cb)(void *arg, json_t *msg);
+
+/*
+ * The reader of a stream's bytes: splits them into lines, each one JSON
+ * message for cb; an error message ({"error": ...}) or a line that is not
+ * a JSON object ends the stream.
+ */
+struct etcd_lines {
+	struct strbuf line; /* the partial line */
+	etcd_stream_cb cb;
+	void *arg;
+	int cb_rc; /* why the stream ended: cb's result or an error code */
+	struct err *e;
+	const char *ep;
+};
+
+void etcd_lines_init(struct etcd_lines *l, const char *ep, etcd_stream_cb cb, void *arg,
+		     struct err *e);
+void etcd_lines_fini(struct etcd_lines *l);
+/* Reads len more bytes; returns len, or 0 once the stream ended (l->cb_rc says why). */
+size_t etcd_lines_feed(struct etcd_lines *l, char *data, size_t len);
 
 /* A stream's cancel flag and wake-up, shared with the thread that stops it. */
 struct etcd_stream {

@@ -7,9 +7,12 @@
  * restore into the now full store is refused); a server
  * whose etcd does not answer exits with an error naming the endpoint; a
  * stored value the server cannot decode is refused for that volume alone,
- * naming it, while the others are served.
+ * naming it, while the others are served; on a three-member etcd that
+ * loses two members, the API answers 503 saying the store has no quorum,
+ * and works again by itself when they return, nothing acknowledged lost.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -260,7 +264,23 @@ static void test_csictl_failover(void **state)
 	csictl_runner_free(&f->rn, &f->r);
 }
 
-/* A value the server cannot decode: that volume is refused, naming it; others are served. */
+/* Polls the server's log for needle (at most WAIT_MS). */
+static bool wait_log(struct server_proc *s, const char *needle)
+{
+	struct timespec pause = {0, 50 * 1000 * 1000};
+
+	for (int i = 0; i < WAIT_MS / 50; i++) {
+		if (server_proc_log_has(s, needle))
+			return true;
+		nanosleep(&pause, NULL);
+	}
+	return false;
+}
+
+/*
+ * A value the server cannot decode: that volume is refused, naming it;
+ * the reconciler logs it and sets it aside; others are served.
+ */
 static void test_undecodable_value(void **state)
 {
 	struct fixture *f = *state;
@@ -282,6 +302,11 @@ static void test_undecodable_value(void **state)
 	json_decref(v);
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/good", server_proc_volume_ready, WAIT_MS));
+	/* The reconciler met it through the watch: logged and set aside, the server runs on. */
+	assert_true(wait_log(&f->s, "damaged record"));
+	assert_true(server_proc_log_has(&f->s, "volume bad"));
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/good2/create", SERVER_PROC_CREATE_BODY),
+			 200);
 	free(body);
 	json_decref(req);
 }
@@ -302,6 +327,75 @@ static void test_etcd_not_running(void **state)
 	assert_true(server_proc_log_has(&f->s, "store"));
 }
 
+/* Polls PUT path until it answers want with text in its error (or 200); false at the deadline. */
+static bool put_until(struct server_proc *s, const char *path, long want, const char *text)
+{
+	struct timespec pause = {0, 100 * 1000 * 1000};
+	struct timespec now;
+	time_t deadline;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = now.tv_sec + 60;
+	for (;;) {
+		json_t *doc = NULL;
+		long st = server_proc_http(s, "PUT", path, SERVER_PROC_CREATE_BODY, &doc);
+		const char *msg = jstr(doc, "error");
+		bool ok = st == want && (!text || (msg && strstr(msg, text)));
+
+		if (!ok && st != 200 && st != 503 && st != 504)
+			fprintf(stderr, "PUT %s: %ld %s\n", path, st, msg ? msg : "");
+		json_decref(doc);
+		if (ok)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec >= deadline)
+			return false;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/*
+ * A three-member etcd loses two members: the API answers 503 saying the
+ * store has no quorum (not a hang, not a 500); when they come back the
+ * server writes again by itself, and what it acknowledged is there.
+ */
+static void test_no_quorum(void **state)
+{
+	struct fixture *f = *state;
+	struct etcd_proc m[3];
+	char store[512];
+
+	memset(m, 0, sizeof(m));
+	assert_int_equal(etcd_cluster_start(m, 3), 0);
+	snprintf(store, sizeof(store),
+		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"10ms\","
+		 " \"backoff_max\": \"200ms\", \"store\": \"etcd\", \"etcd\": {\"endpoints\": "
+		 "[\"%s\", \"%s\", \"%s\"], \"prefix\": \"" PREFIX "\", \"dial_timeout\": "
+		 "\"500ms\", \"request_timeout\": \"5s\"}, \"controller_plugins\": [{\"id\": "
+		 "\"" SERVER_PROC_HP_ID "\", \"socket\": \"%s\"}]}",
+		 m[0].url, m[1].url, m[2].url, f->hp.endpoint + strlen("unix://"));
+	assert_int_equal(server_proc_write_config(&f->s, store, NULL), 0);
+	start_server(f);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/q1/create", SERVER_PROC_CREATE_BODY),
+			 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/q1", server_proc_volume_ready, WAIT_MS));
+	etcd_proc_stop(&m[1], SIGKILL);
+	etcd_proc_stop(&m[2], SIGKILL);
+	/* Once the last member sees it has no leader (an election timeout). */
+	assert_true(put_until(&f->s, "/v1/volume/q2/create", 503, "no quorum"));
+	assert_int_equal(etcd_proc_start(&m[1]), 0);
+	assert_int_equal(etcd_proc_start(&m[2]), 0);
+	assert_true(put_until(&f->s, "/v1/volume/q2/create", 200, NULL));
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/q2", server_proc_volume_ready, WAIT_MS));
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/q1", server_proc_volume_ready, WAIT_MS));
+	server_proc_stop(&f->s, SIGTERM, WAIT_MS);
+	for (int i = 0; i < 3; i++)
+		etcd_proc_cleanup(&m[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +404,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_csictl_failover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_undecodable_value, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_quorum, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -242,3 +242,46 @@ long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body)
 	http_client_free(h);
 	return status;
 }
+
+/* Sums the grpc_server_handled_total lines of method (every code) in /metrics text. */
+static double etcd_proc_calls(const char *text, const char *method)
+{
+	char pat[64];
+	double sum = 0;
+
+	snprintf(pat, sizeof(pat), "grpc_method=\"%s\",grpc_service=\"etcdserverpb.KV\"", method);
+	for (const char *p = text; (p = strstr(p, "grpc_server_handled_total{")); p++) {
+		const char *eol = strchr(p, '\n'), *m = strstr(p, pat), *sp;
+
+		if (m && (!eol || m < eol) && (sp = strchr(m, ' ')) && (!eol || sp < eol))
+			sum += strtod(sp + 1, NULL);
+	}
+	return sum;
+}
+
+void etcd_proc_usage(struct etcd_proc *p, struct etcd_proc_usage *u)
+{
+	struct http_client *h = http_client_new(p->url);
+	char path[64], buf[1024], *text = NULL, *paren;
+	FILE *f;
+
+	*u = (struct etcd_proc_usage){0};
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p->pid);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f) && (paren = strrchr(buf, ')'))) {
+		unsigned long ut = 0, st = 0;
+
+		/* Fields 14 and 15 (utime, stime) are the 12th and 13th after the state. */
+		if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+			   &st) == 2)
+			u->cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+	if (f)
+		fclose(f);
+	if (h && http_client_do(h, "GET", "/metrics", NULL, &text, NULL, 10000) == 200 && text) {
+		u->range = etcd_proc_calls(text, "Range");
+		u->txn = etcd_proc_calls(text, "Txn");
+	}
+	free(text);
+	http_client_free(h);
+}

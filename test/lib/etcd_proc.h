@@ -46,6 +46,14 @@ int etcd_proc_pause(struct etcd_proc *p, bool pause);
 void etcd_proc_stop(struct etcd_proc *p, int sig);
 /* Stops it and removes the directory. */
 void etcd_proc_cleanup(struct etcd_proc *p);
+/* What a member has spent so far: CPU time and the Range and Txn calls it handled. */
+struct etcd_proc_usage {
+	double cpu_s; /* user + system, from /proc/<pid>/stat */
+	double range, txn; /* grpc_server_handled_total of its /metrics, every code */
+};
+
+/* Reads p's usage (zeros for what cannot be read). */
+void etcd_proc_usage(struct etcd_proc *p, struct etcd_proc_usage *u);
 /* POSTs body to path of the gateway ("/v3/kv/compaction"); returns the HTTP status or -1. */
 long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body);
 

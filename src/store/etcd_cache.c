@@ -1,0 +1,212 @@
+/*
+ * The etcd read cache (etcd_cache.h): a chained hash table of entries
+ * keyed by kind and ID (FNV-1a), doubled when it holds as many entries
+ * as buckets.
+ */
+#include "store/etcd_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+#define ETCD_CACHE_BUCKETS_MIN 1024
+/* What an entry costs beyond its ID and value bytes (the entry, allocator headers). */
+#define ETCD_CACHE_ENTRY_OVERHEAD 96
+
+struct etcd_cache_entry {
+	struct etcd_cache_entry *next;
+	uint64_t hash;
+	uint64_t known; /* the revision this state is true at */
+	bool missing; /* a tombstone: obj has the kind and ID only */
+	bool unknown; /* a mark: changes up to known are stale, the state is not cached */
+	struct store_obj obj;
+};
+
+struct etcd_cache {
+	struct etcd_cache_entry **b;
+	size_t nb, n, bytes;
+};
+
+static uint64_t etcd_cache_hash(enum store_kind kind, const char *id)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;
+
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h;
+}
+
+struct etcd_cache *etcd_cache_new(void)
+{
+	struct etcd_cache *c = calloc(1, sizeof(*c));
+
+	if (c == NULL || (c->b = calloc(ETCD_CACHE_BUCKETS_MIN, sizeof(*c->b))) == NULL) {
+		free(c);
+		return NULL;
+	}
+	c->nb = ETCD_CACHE_BUCKETS_MIN;
+	return c;
+}
+
+static size_t etcd_cache_cost(const struct etcd_cache_entry *en)
+{
+	return strlen(en->obj.id) + en->obj.len + ETCD_CACHE_ENTRY_OVERHEAD;
+}
+
+static void etcd_cache_entry_free(struct etcd_cache_entry *en)
+{
+	store_obj_free(&en->obj);
+	free(en);
+}
+
+void etcd_cache_clear(struct etcd_cache *c)
+{
+	for (size_t i = 0; i < c->nb; i++) {
+		while (c->b[i]) {
+			struct etcd_cache_entry *en = c->b[i];
+
+			c->b[i] = en->next;
+			etcd_cache_entry_free(en);
+		}
+	}
+	c->n = c->bytes = 0;
+}
+
+void etcd_cache_free(struct etcd_cache *c)
+{
+	if (c == NULL)
+		return;
+	etcd_cache_clear(c);
+	free(c->b);
+	free(c);
+}
+
+size_t etcd_cache_count(const struct etcd_cache *c)
+{
+	return c->n;
+}
+
+/* The link that points at kind/id's entry (*link NULL: none). */
+static struct etcd_cache_entry **etcd_cache_find(struct etcd_cache *c, enum store_kind kind,
+						 const char *id, uint64_t h)
+{
+	struct etcd_cache_entry **link = &c->b[h & (c->nb - 1)];
+
+	while (*link && ((*link)->hash != h || (*link)->obj.kind != kind ||
+			 strcmp((*link)->obj.id, id) != 0))
+		link = &(*link)->next;
+	return link;
+}
+
+/* Doubles the buckets; stays as is when out of memory (chains get longer). */
+static void etcd_cache_grow(struct etcd_cache *c)
+{
+	size_t nb = c->nb * 2;
+	struct etcd_cache_entry **b = calloc(nb, sizeof(*b));
+
+	if (b == NULL)
+		return;
+	for (size_t i = 0; i < c->nb; i++) {
+		while (c->b[i]) {
+			struct etcd_cache_entry *en = c->b[i];
+
+			c->b[i] = en->next;
+			en->next = b[en->hash & (nb - 1)];
+			b[en->hash & (nb - 1)] = en;
+		}
+	}
+	free(c->b);
+	c->b = b;
+	c->nb = nb;
+}
+
+static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **link)
+{
+	struct etcd_cache_entry *en = *link;
+
+	*link = en->next;
+	c->n--;
+	c->bytes -= etcd_cache_cost(en);
+	etcd_cache_entry_free(en);
+}
+
+/*
+ * Sets kind/id to value (NULL: missing; unknown: a mark) as of revision
+ * known, unless the entry already knows a revision at least as new.
+ */
+static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const char *id,
+			   const struct store_obj *value, bool unknown, uint64_t known)
+{
+	uint64_t h = etcd_cache_hash(kind, id);
+	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, h), *en;
+	struct err e;
+
+	/* A mark gives way to a state at its own revision: that is the truth there. */
+	if (*link && ((*link)->unknown ? (*link)->known > known : (*link)->known >= known))
+		return;
+	if (*link)
+		etcd_cache_unlink(c, link);
+	en = calloc(1, sizeof(*en));
+	if (en == NULL ||
+	    (value ? store_obj_set(&en->obj, kind, id, strlen(id), value->value, value->len,
+				   value->create_index, value->modify_index, &e)
+		   : store_obj_set(&en->obj, kind, id, strlen(id), NULL, 0, 0, 0, &e)) != 0) {
+		free(en);
+		etcd_cache_clear(c);
+		return;
+	}
+	en->hash = h;
+	en->known = known;
+	en->missing = value == NULL;
+	en->unknown = unknown;
+	if (c->bytes + etcd_cache_cost(en) > ETCD_CACHE_BYTES)
+		etcd_cache_clear(c);
+	if (c->n >= c->nb)
+		etcd_cache_grow(c);
+	link = &c->b[h & (c->nb - 1)];
+	en->next = *link;
+	*link = en;
+	c->n++;
+	c->bytes += etcd_cache_cost(en);
+}
+
+void etcd_cache_apply(struct etcd_cache *c, const struct store_change *ch)
+{
+	etcd_cache_set(c, ch->obj.kind, ch->obj.id, ch->type == STORE_OP_PUT ? &ch->obj : NULL,
+		       false, ch->index);
+}
+
+void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
+		     const struct store_obj *o, uint64_t rev)
+{
+	etcd_cache_set(c, kind, id, o, false, rev);
+}
+
+int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
+		   struct store_obj *out, struct err *e)
+{
+	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+
+	if (en == NULL || en->unknown)
+		return 1;
+	if (en->missing)
+		return err_set(e, CSID_ENOTFOUND, "%s %s: not found", store_kind_name(kind), id);
+	return store_obj_set(out, kind, id, strlen(id), en->obj.value, en->obj.len,
+			     en->obj.create_index, en->obj.modify_index, e);
+}
+
+void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)
+{
+	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+
+	if (*link && (*link)->known < rev) {
+		/* Keep what was known only when it is newer than the mark would be. */
+		etcd_cache_unlink(c, link);
+	} else if (*link) {
+		(*link)->unknown = true;
+		return;
+	}
+	if (rev > 0)
+		etcd_cache_set(c, kind, id, NULL, true, rev);
+}

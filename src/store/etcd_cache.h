@@ -1,0 +1,73 @@
+/*
+ * The etcd backend's read cache: the objects its watch has delivered
+ * (and those its reads fetched), each as of a known revision, so a get
+ * is answered without a round trip to etcd.
+ *
+ * Each entry is an object, a tombstone (the key is known to be missing)
+ * or a mark (its state is unknown up to `known`: a get misses) with
+ * `known`, the revision its state is true at. A change of
+ * the watch replaces an entry only when its revision is newer than what
+ * the entry knows, so a read that came back after later events were
+ * applied cannot roll the entry back, and events replayed after the watch
+ * resumed change nothing twice. The backend decides when an entry may be
+ * trusted (store_etcd.c): only while its watch runs, and a read's answer
+ * enters only when it is at least as new as what the watch applied.
+ *
+ * Size: at most ETCD_CACHE_BYTES of entries (keys, values, overhead);
+ * past that the cache is emptied and fills again, which costs reads,
+ * never correctness.
+ *
+ * Not thread-safe: the backend calls it under its own mutex.
+ */
+#ifndef CSID_STORE_ETCD_CACHE_H
+#define CSID_STORE_ETCD_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define ETCD_CACHE_BYTES (64 * 1024 * 1024)
+
+struct etcd_cache;
+
+/* Returns NULL when out of memory. */
+struct etcd_cache *etcd_cache_new(void);
+void etcd_cache_free(struct etcd_cache *c);
+
+/*
+ * Applies one change of the watch (a put or a delete at ch->index).
+ * Out of memory empties the cache rather than leave a stale entry.
+ */
+void etcd_cache_apply(struct etcd_cache *c, const struct store_change *ch);
+
+/*
+ * Records what a read at revision rev found: the object o, or (o NULL)
+ * that kind/id does not exist.
+ */
+void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
+		     const struct store_obj *o, uint64_t rev);
+
+/*
+ * Looks kind/id up. Returns 0 with a copy in *out, CSID_ENOTFOUND (known
+ * missing), 1 (not cached), or CSID_ENOMEM.
+ */
+int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
+		   struct store_obj *out, struct err *e);
+
+/*
+ * Forgets kind/id: its next get reads etcd. rev is a revision its state
+ * is known to be at least as new as (a failed compare's answer): changes
+ * up to it that the watch still brings are ignored, so they cannot put
+ * back what the compare just showed to be old. 0: none known.
+ */
+void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev);
+
+/* Forgets everything (the watch lost changes). */
+void etcd_cache_clear(struct etcd_cache *c);
+
+/* The number of entries, objects and tombstones (tests). */
+size_t etcd_cache_count(const struct etcd_cache *c);
+
+#endif
