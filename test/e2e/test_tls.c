@@ -239,7 +239,10 @@ static void test_plaintext_refusals(void **state)
 	    server_proc_start_args(
 		&s, (const char *const[]){"server", "-config", s.config, "-listen", listen, NULL}),
 	    0);
-	assert_true(server_proc_wait_ready(&s, 30000));
+	if (!server_proc_wait_ready(&s, 30000)) {
+		server_proc_dump_log(&s, "server on 0.0.0.0 not ready");
+		fail();
+	}
 	/* Ours answers (not another test's server on the same port of 127.0.0.1). */
 	if (!server_proc_log_has(&s, "addr=0.0.0.0:")) {
 		server_proc_dump_log(&s, "server not on 0.0.0.0");
