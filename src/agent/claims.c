@@ -85,6 +85,7 @@ int claims_server_try(struct claims *c, const char *method, const char *path, js
 	free(text);
 	if (rc)
 		return err_wrap(e, "no server answered");
+	claims_release_answered(c);
 	if (status < 200 || status > 299) {
 		const char *msg = json_string_value(json_object_get(*doc, "error"));
 

@@ -25,8 +25,9 @@
  *
  * A volume grown with node_expansion_required is grown on this node too
  * (NodeExpandVolume through the mounter, then reported to the server):
- * by a background pass while it is mounted here, and by a mount right
- * after it mounted (claims_expand.c).
+ * by a background pass over the volumes the server's heartbeat answers
+ * name (held_allocs_expand) while it is mounted here, and by a mount
+ * right after it mounted (claims_expand.c).
  *
  * An unmount (claims_unmount) takes the mount down (unpublish, then
  * unstage when unused) and only then releases the claim, recorded
@@ -92,8 +93,7 @@
 /* Backoff of the pending releases (ms). */
 #define CLAIMS_RELEASE_MIN_MS 1000
 #define CLAIMS_RELEASE_MAX_MS 30000
-/* Node expansion passes (claims_expand.c): their period, and the first retry of a failure (ms). */
-#define CLAIMS_EXPAND_MS 5000
+/* Node expansion passes (claims_expand.c): the first retry of a failure (ms). */
 #define CLAIMS_EXPAND_MIN_MS 1000
 /* Room for a server path with its query. */
 #define CLAIMS_PATH_MAX 2048
@@ -280,9 +280,10 @@ int claims_mark_unclaimed(struct claims *c, const char *vol, const char *alloc, 
  * Manual mode: unmounts the orphans queued so far, then sends the
  * pending releases when they are due at the clock's now (at once after
  * an unmount left one pending; then with backoff while none is taken),
- * and runs the node expansion pass of the volumes published here when it
- * is due (every CLAIMS_EXPAND_MS; after a failure from
- * CLAIMS_EXPAND_MIN_MS doubling: claims_expand.c). Returns the clock time
+ * and runs the node expansion pass of the volumes the last heartbeat
+ * answer named when it is due (at once when an answer named one anew;
+ * after a failure from CLAIMS_EXPAND_MIN_MS doubling: claims_expand.c).
+ * Returns the clock time
  * at which the pending releases are next due (the thread also wakes for
  * the next expansion pass).
  */

@@ -23,6 +23,20 @@ struct claims_expand_final {
 	int64_t capacity;
 };
 
+/* A volume the last server answer wants grown here (claims_expand.c). */
+struct claims_expand_want {
+	char vol[MOUNT_NAME_MAX + 1];
+	char plugin[MOUNT_NAME_MAX + 1];
+	int64_t capacity;
+};
+
+/* A node expansion done and reported at done_ms: answers sent before then are stale for it. */
+struct claims_expand_done {
+	char vol[MOUNT_NAME_MAX + 1];
+	int64_t capacity;
+	int64_t done_ms;
+};
+
 /* Releases retried per pass at most (the rest in the next pass). */
 #define CLAIMS_RELEASE_BATCH 64
 
@@ -47,6 +61,7 @@ struct claims {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool poke; /* a release is pending: pass at once */
+	bool rel_unanswered; /* a release found no server: the next answer of one pokes */
 	struct claims_orphan *orphans;
 	size_t norphans, orphans_cap;
 	bool orphans_on; /* held_allocs tells of released allocations */
@@ -60,6 +75,13 @@ struct claims {
 	/* Under mu: final refusals of NodeExpandVolume, a ring (claims_expand.c). */
 	struct claims_expand_final exp_final[CLAIMS_EXPAND_FINAL_MAX];
 	size_t exp_nfinal;
+	/* Under mu: the last answer's volumes to grow, and the expansions done, a ring. */
+	struct claims_expand_want *exp_want;
+	size_t exp_nwant;
+	struct claims_expand_done exp_done[CLAIMS_EXPAND_FINAL_MAX];
+	size_t exp_ndone;
+	bool exp_poke; /* an answer named a volume to grow anew: pass at once */
+	bool exp_on; /* held_allocs tells of volumes to expand */
 };
 
 /* Whether the module is stopping (requests and waits give up). */
@@ -83,6 +105,13 @@ int claims_release_send(struct claims *c, const char *vol, const char *alloc, co
 			bool patient, struct err *e);
 /* Wakes the release passes (an unmount left a release pending). */
 void claims_release_poke(struct claims *c);
+/*
+ * A server answered a request of the agent: if a release found no
+ * server before, the release passes run at once instead of after their
+ * backoff (up to CLAIMS_RELEASE_MAX_MS), so a release left by an outage
+ * goes as soon as a server is back.
+ */
+void claims_release_answered(struct claims *c);
 /* Forgets the pending release of vol for alloc, and the claim mark with it. */
 int claims_release_done(struct claims *c, const char *vol, const char *alloc, struct err *e);
 /* Starts the thread (not in manual mode); claims_release_stop joins it. */
@@ -98,6 +127,9 @@ void claims_release_stop(struct claims *c);
 int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e);
 /* Runs the node expansion pass when due; returns when it is next due (clock ms). */
 int64_t claims_expand_step(struct claims *c);
+/* Starts taking the volumes to expand from held_allocs; claims_expand_close stops it. */
+void claims_expand_open(struct claims *c);
+void claims_expand_close(struct claims *c);
 
 /* claims_orphans.c */
 /* Starts taking released allocations from held_allocs; claims_orphans_close stops it. */

@@ -6,7 +6,10 @@
  * node another agent instance took over: an operator's fix lets it
  * pass), stays recorded; claims_step retries every recorded release with
  * backoff (CLAIMS_RELEASE_MIN_MS doubling to CLAIMS_RELEASE_MAX_MS), and
- * at start, so an agent restarted meanwhile finishes it. Nothing is
+ * at start, so an agent restarted meanwhile finishes it. A release that
+ * found no server is retried at once when a server answers the agent
+ * again (a request of the claim flow, or a heartbeat answer): the
+ * backoff grown during an outage does not hold it back afterwards. Nothing is
  * freed on the server before the node's unpublish succeeded: a release
  * is recorded only after the unmount.
  *
@@ -64,6 +67,9 @@ static bool claims_release_pass(struct claims *c)
 		rc = claims_release_send(c, rows[i].vol, rows[i].alloc,
 					 rows[i].reason[0] ? rows[i].reason : NULL, false, &e);
 		if (rc == CSID_EUNAVAIL) {
+			pthread_mutex_lock(&c->mu);
+			c->rel_unanswered = true;
+			pthread_mutex_unlock(&c->mu);
 			pending = true;
 			continue;
 		}
@@ -127,8 +133,8 @@ static void *claims_release_main(void *arg)
 			due = c->exp_due;
 
 		pthread_mutex_lock(&c->mu);
-		/* Orphans (claims_orphans.c) go at once; the backoff stays. */
-		while (!claims_stopping(c) && !c->poke && !c->norphans &&
+		/* Orphans and volumes to grow anew go at once; the backoff stays. */
+		while (!claims_stopping(c) && !c->poke && !c->norphans && !c->exp_poke &&
 		       clock_now_ms(c->clock) < due)
 			clock_wait(c->clock, &c->cond, &c->mu, due);
 		pthread_mutex_unlock(&c->mu);
@@ -146,12 +152,24 @@ void claims_release_poke(struct claims *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+void claims_release_answered(struct claims *c)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->rel_unanswered) {
+		c->rel_unanswered = false;
+		c->poke = true;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
 int claims_release_start(struct claims *c, struct err *e)
 {
 	/* Only recorded releases are retried, and only then are orphans looked up. */
 	if (!c->state)
 		return 0;
 	claims_orphans_open(c);
+	claims_expand_open(c);
 	if (c->cfg.manual)
 		return 0;
 	if (pthread_create(&c->thread, NULL, claims_release_main, c) != 0)
@@ -163,6 +181,7 @@ int claims_release_start(struct claims *c, struct err *e)
 void claims_release_stop(struct claims *c)
 {
 	claims_orphans_close(c);
+	claims_expand_close(c);
 	if (c->started)
 		pthread_join(c->thread, NULL);
 	c->started = false;

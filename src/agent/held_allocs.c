@@ -2,7 +2,8 @@
  * Held allocations (see held_allocs.h): a small counted set of the
  * (volume, allocation) pairs whose claim flow is running, and the
  * mounter's records, merged into one sorted list per report; and the
- * hand-over of released allocations to the agent API.
+ * hand-over of released allocations and of volumes to expand to the
+ * claim flow.
  *
  * Every begin and end of a flow takes the next generation and stamps it
  * on its pair. A pair whose flows all ended stays in the set (count 0,
@@ -36,6 +37,8 @@ struct held_allocs {
 	uint64_t forgot; /* the stamps up to this generation are forgotten */
 	held_allocs_released_fn on_released;
 	void *released_ctx;
+	held_allocs_expand_fn on_expand;
+	void *expand_ctx;
 };
 
 int held_allocs_new(held_allocs_changed_fn on_change, void *ctx, struct held_allocs **out,
@@ -231,6 +234,27 @@ bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volum
 	}
 	pthread_mutex_unlock(&h->mu);
 	return passed;
+}
+
+void held_allocs_on_expand(struct held_allocs *h, held_allocs_expand_fn fn, void *ctx)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	h->on_expand = fn;
+	h->expand_ctx = ctx;
+	pthread_mutex_unlock(&h->mu);
+}
+
+void held_allocs_expand(struct held_allocs *h, int64_t sent_ms, const struct held_allocs_expand *v,
+			size_t n)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (h->on_expand)
+		h->on_expand(h->expand_ctx, sent_ms, v, n);
+	pthread_mutex_unlock(&h->mu);
 }
 
 static int held_allocs_cmp(const void *x, const void *y)

@@ -39,8 +39,16 @@
  * a claim flow of the pair that ran between the answer and the unmount
  * keeps the mount.
  *
+ * Volumes to expand: a server's answer also names the reported volumes
+ * that want NodeExpandVolume on this node (server/server_gc.h).
+ * held_allocs_expand passes the whole list of each answer on to the
+ * claim flow (held_allocs_on_expand), with the time its request was sent,
+ * so the flow can tell an answer built before its own report of an
+ * expansion reached the server.
+ *
  * Thread-safety: every function may be called from any thread; on_change
- * is called without the module's lock held, on_released with it held.
+ * is called without the module's lock held, on_released and on_expand
+ * with it held.
  */
 #ifndef CSID_AGENT_HELD_ALLOCS_H
 #define CSID_AGENT_HELD_ALLOCS_H
@@ -57,6 +65,15 @@
 typedef void (*held_allocs_changed_fn)(void *ctx);
 typedef void (*held_allocs_released_fn)(void *ctx, uint64_t seq, const char *volume_id,
 					const char *alloc_id, const char *note);
+
+/* One volume a server answered as wanting NodeExpandVolume on this node (strings borrowed). */
+struct held_allocs_expand {
+	const char *volume_id;
+	const char *plugin_id;
+	int64_t capacity; /* bytes: the volume's capacity the server holds */
+};
+typedef void (*held_allocs_expand_fn)(void *ctx, int64_t sent_ms,
+				      const struct held_allocs_expand *v, size_t n);
 
 struct held_allocs;
 
@@ -117,6 +134,18 @@ void held_allocs_on_released(struct held_allocs *h, held_allocs_released_fn fn, 
 bool held_allocs_released(struct held_allocs *h, uint64_t seq, const char *volume_id,
 			  const char *alloc_id, const char *note);
 
+/*
+ * Sets who is told of the volumes to expand (fn NULL: nobody), as
+ * held_allocs_on_released. h NULL: a no-op.
+ */
+void held_allocs_on_expand(struct held_allocs *h, held_allocs_expand_fn fn, void *ctx);
+/*
+ * A server's answer, to a request sent at sent_ms (on the claim flow's
+ * clock), named v[0..n) to expand (the whole list: none when n is 0):
+ * passed on to on_expand. h NULL: a no-op.
+ */
+void held_allocs_expand(struct held_allocs *h, int64_t sent_ms, const struct held_allocs_expand *v,
+			size_t n);
 /*
  * The report: *ready false (and nothing else set) while no mounter is
  * attached; else *out (in a) the allocations, sorted by volume then

@@ -2,7 +2,8 @@
  * Server link core (see server_link.h): the schedule of fingerprint sends,
  * failover and backoff, stepped with explicit times; the body of a send,
  * built from the plugin manager's snapshot through the model's node
- * encoder; the released allocations of an answer; and the agent's
+ * encoder; the released allocations and the volumes to expand of an
+ * answer; and the agent's
  * instance ID kept in its data_dir. No network here: server_link_http.c
  * is the shell.
  *
@@ -280,46 +281,95 @@ static char *server_link_cut(struct arena *a, const char *s, size_t len)
 	return c;
 }
 
-int server_link_released_parse(const char *text, size_t len, struct arena *a,
-			       struct server_link_released **out, size_t *n, struct err *e)
+/*
+ * The entries of the array at key of a server's answer (text, len bytes),
+ * at most max: take(it, slot, a) fills the size-byte slot from entry it
+ * and returns 1, or skips it (0), or is out of memory (-1). *out (in a,
+ * NULL when none) and *n the entries taken; *present whether the answer
+ * has such an array. Returns 0 or CSID_ENOMEM (what names the list).
+ */
+static int server_link_list(const char *text, size_t len, const char *key, size_t max, size_t size,
+			    int (*take)(json_t *it, void *slot, struct arena *a), struct arena *a,
+			    void **out, size_t *n, bool *present, const char *what, struct err *e)
 {
 	json_t *doc = json_loadb(text, len, 0, NULL);
-	json_t *arr = json_object_get(doc, "released");
+	json_t *arr = json_object_get(doc, key);
 	size_t total = json_array_size(arr), k = 0;
-	struct server_link_released *v = NULL;
+	char *v = NULL;
 	int rc = 0;
 
 	*out = NULL;
 	*n = 0;
-	if (total > SERVER_LINK_RELEASED_MAX)
-		total = SERVER_LINK_RELEASED_MAX;
-	if (total && !(v = arena_alloc(a, total * sizeof(*v))))
-		rc = err_set(e, CSID_ENOMEM, "released allocations: out of memory");
-	for (size_t i = 0; !rc && i < total; i++) {
-		json_t *it = json_array_get(arr, i);
-		const char *vol = json_string_value(json_object_get(it, "volume_id"));
-		const char *alloc = json_string_value(json_object_get(it, "alloc_id"));
-		const char *note = json_string_value(json_object_get(it, "note"));
-		size_t nlen = note ? strnlen(note, SERVER_LINK_NOTE_MAX) : 0;
-		struct err ignored;
-
-		if (!vol || !alloc || mount_name_check("volume id", vol, &ignored) ||
-		    mount_name_check("alloc id", alloc, &ignored))
-			continue;
-		v[k].volume_id = arena_strdup(a, vol);
-		v[k].alloc_id = arena_strdup(a, alloc);
-		v[k].note = server_link_cut(a, note ? note : "", nlen);
-		if (!v[k].volume_id || !v[k].alloc_id || !v[k].note)
-			rc = err_set(e, CSID_ENOMEM, "released allocations: out of memory");
-		else
+	*present = json_is_array(arr);
+	if (total > max)
+		total = max;
+	if (total && !(v = arena_alloc(a, total * size)))
+		rc = -1;
+	for (size_t i = 0; rc >= 0 && i < total; i++) {
+		rc = take(json_array_get(arr, i), v + k * size, a);
+		if (rc > 0)
 			k++;
 	}
 	json_decref(doc);
-	if (rc)
-		return rc;
+	if (rc < 0)
+		return err_set(e, CSID_ENOMEM, "%s: out of memory", what);
 	*out = k ? v : NULL;
 	*n = k;
 	return 0;
+}
+
+static int server_link_take_released(json_t *it, void *slot, struct arena *a)
+{
+	struct server_link_released *r = slot;
+	const char *vol = json_string_value(json_object_get(it, "volume_id"));
+	const char *alloc = json_string_value(json_object_get(it, "alloc_id"));
+	const char *note = json_string_value(json_object_get(it, "note"));
+	size_t nlen = note ? strnlen(note, SERVER_LINK_NOTE_MAX) : 0;
+	struct err ignored;
+
+	if (!vol || !alloc || mount_name_check("volume id", vol, &ignored) ||
+	    mount_name_check("alloc id", alloc, &ignored))
+		return 0;
+	r->volume_id = arena_strdup(a, vol);
+	r->alloc_id = arena_strdup(a, alloc);
+	r->note = server_link_cut(a, note ? note : "", nlen);
+	return r->volume_id && r->alloc_id && r->note ? 1 : -1;
+}
+
+int server_link_released_parse(const char *text, size_t len, struct arena *a,
+			       struct server_link_released **out, size_t *n, struct err *e)
+{
+	bool present;
+
+	return server_link_list(text, len, "released", SERVER_LINK_RELEASED_MAX, sizeof(**out),
+				server_link_take_released, a, (void **)out, n, &present,
+				"released allocations", e);
+}
+
+static int server_link_take_expand(json_t *it, void *slot, struct arena *a)
+{
+	struct held_allocs_expand *x = slot;
+	const char *vol = json_string_value(json_object_get(it, "volume_id"));
+	const char *plugin = json_string_value(json_object_get(it, "plugin_id"));
+	json_t *cap = json_object_get(it, "capacity");
+	struct err ignored;
+
+	if (!vol || !plugin || !plugin[0] || !json_is_integer(cap) ||
+	    json_integer_value(cap) <= 0 || mount_name_check("volume id", vol, &ignored))
+		return 0;
+	x->volume_id = arena_strdup(a, vol);
+	x->plugin_id = arena_strdup(a, plugin);
+	x->capacity = (int64_t)json_integer_value(cap);
+	return x->volume_id && x->plugin_id ? 1 : -1;
+}
+
+int server_link_expand_parse(const char *text, size_t len, struct arena *a,
+			     struct held_allocs_expand **out, size_t *n, bool *present,
+			     struct err *e)
+{
+	return server_link_list(text, len, "expand", SERVER_LINK_EXPAND_MAX, sizeof(**out),
+				server_link_take_expand, a, (void **)out, n, present,
+				"volumes to expand", e);
 }
 
 static bool server_link_id_ok(const char *s, size_t n)

@@ -31,7 +31,10 @@
  * allocations that hold no active claim on the node any more (claims
  * released while the node was away, server/server_gc.h): the shell passes
  * each on through held_allocs_released (agent/held_allocs.h), which
- * hands it to the agent API for an unmount unless it may be stale.
+ * hands it to the agent API for an unmount unless it may be stale; and
+ * in "expand" the reported volumes that want NodeExpandVolume on this
+ * node, which the shell passes on, the whole list of each answer,
+ * through held_allocs_expand (the claim flow grows and reports them).
  * A fingerprint change while the link is failing does not cut the wait
  * short. The agent serves its mounts whatever the link does: the link
  * only reports, and every send carries the whole fingerprint, so a server
@@ -161,6 +164,22 @@ struct server_link_released {
  */
 int server_link_released_parse(const char *text, size_t len, struct arena *a,
 			       struct server_link_released **out, size_t *n, struct err *e);
+
+/* Most volumes to expand taken from one answer (the rest at the next heartbeat). */
+#define SERVER_LINK_EXPAND_MAX 4096
+
+/*
+ * The "expand" volumes of a server's answer to PUT /v1/node/<node> (text,
+ * len bytes): *out (in a) and *n, and *present whether the answer has an
+ * "expand" array at all (a server answers one to every report; none
+ * means the answer tells nothing of expansions). An entry whose
+ * volume_id is not a valid mount name, whose plugin_id is missing, or
+ * whose capacity is not a positive integer is skipped. Returns 0 or
+ * CSID_ENOMEM.
+ */
+int server_link_expand_parse(const char *text, size_t len, struct arena *a,
+			     struct held_allocs_expand **out, size_t *n, bool *present,
+			     struct err *e);
 
 /*
  * The agent's instance ID, kept in <data_dir>/agent-instance-id: read, or

@@ -321,13 +321,19 @@ static void server_link_log(struct server_link *l, size_t i, enum server_link_ou
 	l->last_server = i;
 }
 
-/* Passes on the allocations a server answered released to the report sent (held_allocs.h). */
-static void server_link_released(struct server_link *l, const struct server_link_answer *ans,
-				 uint64_t seq)
+/*
+ * Passes on what a server answered to the report sent (held_allocs.h):
+ * the allocations released, and the volumes to expand (the request was
+ * sent at sent_ms).
+ */
+static void server_link_answered(struct server_link *l, const struct server_link_answer *ans,
+				 uint64_t seq, int64_t sent_ms)
 {
 	struct server_link_released *r = NULL;
+	struct held_allocs_expand *x = NULL;
 	struct arena *a = NULL;
-	size_t n = 0;
+	size_t n = 0, nx = 0;
+	bool present = false;
 	struct err e;
 
 	if (!l->held)
@@ -341,6 +347,9 @@ static void server_link_released(struct server_link *l, const struct server_link
 				log_debug("msg=\"released allocation kept: a claim flow runs or "
 					  "ran since the report\" volume=%s alloc=%s",
 					  r[i].volume_id, r[i].alloc_id);
+	if (a && server_link_expand_parse(ans->buf, ans->len, a, &x, &nx, &present, &e) == 0 &&
+	    present)
+		held_allocs_expand(l->held, sent_ms, x, nx);
 	arena_free(a);
 	held_allocs_answered(l->held, seq);
 }
@@ -356,6 +365,7 @@ static void *server_link_main(void *arg)
 		struct server_link_answer ans = {0};
 		enum server_link_outcome o;
 		char why[600] = "";
+		int64_t sent;
 		size_t i;
 
 		if (l->poked) {
@@ -376,9 +386,10 @@ static void *server_link_main(void *arg)
 		if (l->stop || !server_link_core_begin(&l->core, clock_now_ms(l->clock), &i))
 			continue;
 		pthread_mutex_unlock(&l->mu);
+		sent = clock_now_ms(l->clock);
 		o = server_link_put(l, i, &ans, why, sizeof(why));
 		if (o == SERVER_LINK_OK)
-			server_link_released(l, &ans, l->body_seq);
+			server_link_answered(l, &ans, l->body_seq, sent);
 		free(ans.buf);
 		pthread_mutex_lock(&l->mu);
 		server_link_core_end(&l->core, clock_now_ms(l->clock), o);

@@ -3,8 +3,11 @@
  * registers a node with its fingerprint and is its heartbeat; its answer
  * names, in "released", the reported allocations that hold no active
  * claim on the node any more (server/server_gc.h), for the agent to
- * unmount. Plugins are the server's view derived from the fingerprints
- * and its own controller plugins. GET /v1/status/reconciler gives the
+ * unmount, and in "expand" the reported volumes that want
+ * NodeExpandVolume on the node ({"volume_id", "plugin_id", "capacity"}),
+ * for the agent to grow and report (PUT /v1/volume/<id>/node-expanded).
+ * Plugins are the server's view derived from the fingerprints and its own
+ * controller plugins. GET /v1/status/reconciler gives the
  * reconciler's queue over the last minutes (server_history.h) for the web
  * console's chart.
  */
@@ -68,26 +71,40 @@ int server_api_nodes(struct server_api *api, const struct http_request *req, str
 	return rc;
 }
 
-/* Adds "released" (server_gc_released) to the answer doc of node n's PUT with report in. */
-static int nodes_released(struct server_api *api, const struct model_node *in, struct arena *a,
-			  json_t *doc, struct err *e)
+/*
+ * Adds the answer to node n's report (server_gc_answer) to the doc of its
+ * PUT: "released" allocations and the volumes to "expand" there.
+ */
+static int nodes_answer(struct server_api *api, const struct model_node *in, struct arena *a,
+			json_t *doc, struct err *e)
 {
-	struct server_gc_released *r = NULL;
-	size_t n = 0;
-	json_t *arr;
-	int rc = server_gc_released(api->server, in->id, in->allocs, in->nallocs, a, &r, &n, e);
+	struct server_gc_answer ans;
+	json_t *rel, *exp;
+	int rc = server_gc_answer(api->server, in->id, in->allocs, in->nallocs, a, &ans, e);
 
 	if (rc)
 		return rc;
-	arr = json_array();
-	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr,
-					  json_pack("{s:s, s:s, s:s}", "volume_id", r[i].volume_id,
-						    "alloc_id", r[i].alloc_id, "note", r[i].note)))
+	rel = json_array();
+	exp = json_array();
+	for (size_t i = 0; rel && i < ans.nreleased; i++)
+		if (json_array_append_new(rel, json_pack("{s:s, s:s, s:s}", "volume_id",
+							 ans.released[i].volume_id, "alloc_id",
+							 ans.released[i].alloc_id, "note",
+							 ans.released[i].note)))
 			break;
-	if (!arr || json_array_size(arr) != n || json_object_set_new(doc, "released", arr))
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	return 0;
+	for (size_t i = 0; exp && i < ans.nexpand; i++)
+		if (json_array_append_new(exp, json_pack("{s:s, s:s, s:I}", "volume_id",
+							 ans.expand[i].volume_id, "plugin_id",
+							 ans.expand[i].plugin_id, "capacity",
+							 (json_int_t)ans.expand[i].capacity)))
+			break;
+	rc = !rel || !exp || json_array_size(rel) != ans.nreleased ||
+	     json_array_size(exp) != ans.nexpand;
+	if (!rc)
+		rc = json_object_set(doc, "released", rel) || json_object_set(doc, "expand", exp);
+	json_decref(rel);
+	json_decref(exp);
+	return rc ? err_set(e, CSID_ENOMEM, "out of memory") : 0;
 }
 
 int server_api_node(struct server_api *api, const struct http_request *req, struct http_reply *rep,
@@ -128,7 +145,7 @@ int server_api_node(struct server_api *api, const struct http_request *req, stru
 		server_api_set_index(rep, n->modify_index);
 	}
 	if (!rc && n && in && in->allocs_reported)
-		rc = nodes_released(api, in, a, rep->doc, e);
+		rc = nodes_answer(api, in, a, rep->doc, e);
 	arena_free(a);
 	return rc;
 }

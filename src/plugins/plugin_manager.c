@@ -543,6 +543,22 @@ void plugin_manager_free(struct plugin_manager *pm)
 	free(pm);
 }
 
+/*
+ * Whether en manages the instance the registry has active for its name
+ * now; with mu held. Not while a replacement (or a removal) is still on
+ * its way to the manager: the supervisor stops a replaced instance as
+ * soon as its successor is registered and healthy, so a call sent to it
+ * then may meet a process that is shutting down.
+ */
+static bool pm_current(struct plugin_manager *pm, const struct pm_entry *en,
+		       struct registry_instance *active)
+{
+	memset(active, 0, sizeof(*active));
+	return registry_active(pm->cfg.registry, en->key.type, en->key.name, active) == 0 &&
+	       active->seq == en->inst.seq &&
+	       strcmp(active->instance_id, en->inst.instance_id) == 0;
+}
+
 /* Why (type, name) is not ready, into e; with mu held. */
 static int pm_not_ready(struct plugin_manager *pm, enum registry_type type, const char *name,
 			int code, struct err *e)
@@ -552,6 +568,10 @@ static int pm_not_ready(struct plugin_manager *pm, enum registry_type type, cons
 	struct registry_instance inst;
 	int rc;
 
+	if (en != NULL && !pm_current(pm, en, &inst))
+		return err_set(e, code, "plugin %s/%s: instance %s is being replaced%s%s",
+			       registry_type_name(type), name, en->inst.instance_id,
+			       inst.instance_id[0] ? " by " : "", inst.instance_id);
 	if (en == NULL) {
 		if (registry_active(pm->cfg.registry, type, name, &inst) == 0)
 			return err_set(e, code,
@@ -579,6 +599,7 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 				   struct instance_manager_status *out, struct err *e)
 {
 	struct instance_manager_status *st = malloc(sizeof(*st));
+	struct registry_instance active;
 	int64_t deadline;
 	int rc;
 
@@ -603,7 +624,7 @@ int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type
 			break;
 		}
 		en = pm_find(pm, type, name);
-		if (en != NULL) {
+		if (en != NULL && pm_current(pm, en, &active)) {
 			instance_manager_status(en->im, st);
 			if (st->state == INSTANCE_MANAGER_RUNNING && st->fingerprinted &&
 			    st->health.healthy) {

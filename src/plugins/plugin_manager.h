@@ -129,12 +129,15 @@ void plugin_manager_shutdown(struct plugin_manager *pm);
 void plugin_manager_free(struct plugin_manager *pm);
 
 /*
- * Blocks until plugin (type, name) is fingerprinted and healthy, or
- * timeout_ms passed on the manager's clock. Returns 0 (and a copy of its
- * status in *out when out is not NULL), or CSID_ETIMEDOUT with e naming
- * the state it was last in ("plugin node/hostpath: not registered",
- * "...: instance i-2 fingerprinting: GetPluginInfo: DEADLINE_EXCEEDED ...",
- * "...: unhealthy: Probe: not ready"), or CSID_ECANCELED after shutdown.
+ * Blocks until plugin (type, name) is fingerprinted and healthy on the
+ * instance the registry has active now (not while a replacement is still
+ * on its way to its manager), or timeout_ms passed on the manager's
+ * clock. Returns 0 (and a copy of its status in *out when out is not
+ * NULL), or CSID_ETIMEDOUT with e naming the state it was last in
+ * ("plugin node/hostpath: not registered", "...: instance i-2
+ * fingerprinting: GetPluginInfo: DEADLINE_EXCEEDED ...", "...: unhealthy:
+ * Probe: not ready", "...: instance i-1 is being replaced by i-2"), or
+ * CSID_ECANCELED after shutdown.
  */
 int plugin_manager_wait_for_plugin(struct plugin_manager *pm, enum registry_type type,
 				   const char *name, int64_t timeout_ms,

@@ -144,16 +144,29 @@ bool server_gc_orphan(const struct model_volume *v, const char *volume_id, const
 	return true;
 }
 
-int server_gc_released(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
-		       size_t n, struct arena *a, struct server_gc_released **out, size_t *nout,
-		       struct err *e)
+bool server_gc_expand_wanted(const struct model_volume *v, const char *node_id)
+{
+	if (!v || !v->node_expansion_required)
+		return false;
+	for (size_t i = 0; i < v->nclaims; i++) {
+		const struct model_claim *c = &v->claims[i];
+
+		if (c->state == MODEL_CLAIM_CLAIMED && !c->node_expanded &&
+		    strcmp(c->node_id, node_id) == 0)
+			return true;
+	}
+	return false;
+}
+
+int server_gc_answer(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
+		     size_t n, struct arena *a, struct server_gc_answer *out, struct err *e)
 {
 	struct server_gc_released *r = n ? arena_alloc(a, n * sizeof(*r)) : NULL;
-	size_t k = 0;
+	struct server_gc_expand *x = n ? arena_alloc(a, n * sizeof(*x)) : NULL;
+	size_t k = 0, nx = 0;
 
-	*out = NULL;
-	*nout = 0;
-	if (n && !r)
+	memset(out, 0, sizeof(*out));
+	if (n && (!r || !x))
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		struct model_volume *v = NULL;
@@ -166,6 +179,14 @@ int server_gc_released(struct server *s, const char *node_id, const struct model
 		/* Unreadable now: kept, asked again with the next heartbeat. */
 		if (rc && rc != CSID_ENOTFOUND)
 			continue;
+		/* Sorted by volume: a volume's first allocation names its expansion. */
+		if (!rc && (nx == 0 || strcmp(x[nx - 1].volume_id, v->id) != 0) &&
+		    server_gc_expand_wanted(v, node_id)) {
+			x[nx].volume_id = v->id;
+			x[nx].plugin_id = v->plugin_id;
+			x[nx].capacity = v->capacity;
+			nx++;
+		}
 		if (!server_gc_orphan(rc ? NULL : v, allocs[i].volume_id, node_id,
 				      allocs[i].alloc_id, note, sizeof(note)))
 			continue;
@@ -176,8 +197,10 @@ int server_gc_released(struct server *s, const char *node_id, const struct model
 			return err_set(e, CSID_ENOMEM, "out of memory");
 		k++;
 	}
-	*out = k ? r : NULL;
-	*nout = k;
+	out->released = k ? r : NULL;
+	out->nreleased = k;
+	out->expand = nx ? x : NULL;
+	out->nexpand = nx;
 	return 0;
 }
 

@@ -103,17 +103,41 @@ struct server_gc_released {
 	const char *note;
 };
 
+/*
+ * One volume answered to a node's agent as wanting NodeExpandVolume there
+ * (strings in the caller's arena): flagged node_expansion_required, and a
+ * claimed claim of the node on it not yet marked node_expanded
+ * (server_volume_node_expanded).
+ */
+struct server_gc_expand {
+	const char *volume_id;
+	const char *plugin_id;
+	int64_t capacity;
+};
+
+/* Whether volume v wants NodeExpandVolume on node node_id (the rule above). */
+bool server_gc_expand_wanted(const struct model_volume *v, const char *node_id);
+
+/* The heartbeat answer to a node's allocations report (in the caller's arena). */
+struct server_gc_answer {
+	struct server_gc_released *released; /* NULL when none */
+	size_t nreleased;
+	struct server_gc_expand *expand; /* each volume once; NULL when none */
+	size_t nexpand;
+};
+
 struct server;
 
 /*
- * The allocations of node_id's report (allocs[0..n)) that server_gc_orphan
- * says are released, reading each volume now: *out (in a, NULL when none)
- * and *nout. A volume that cannot be read is skipped (asked again at the
+ * The answer to node_id's report (allocs[0..n), sorted as a report),
+ * reading each reported volume now: the allocations server_gc_orphan
+ * says are released, and the reported volumes that want NodeExpandVolume
+ * there (server_gc_expand_wanted), so the agent learns both from its
+ * heartbeat. A volume that cannot be read is skipped (asked again at the
  * next heartbeat). Returns 0 or CSID_ENOMEM with e set.
  */
-int server_gc_released(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
-		       size_t n, struct arena *a, struct server_gc_released **out, size_t *nout,
-		       struct err *e);
+int server_gc_answer(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
+		     size_t n, struct arena *a, struct server_gc_answer *out, struct err *e);
 
 /* A duration as Go prints it ("500ms", "2s", "1m30s", "5m0s", "1h0m0s") into buf. */
 void server_gc_duration(int64_t ms, char *buf, size_t cap);

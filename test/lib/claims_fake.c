@@ -213,6 +213,14 @@ static int claims_fake_request(struct claims_client *cl, const char *method, con
 		rc = claims_fake_claim(f, v, rest + 6, body, status, doc);
 	} else if (strcmp(method, "PUT") == 0 && strcmp(rest, "/release") == 0) {
 		rc = claims_fake_release(f, v, body, status, doc);
+	} else if (strcmp(method, "PUT") == 0 && strcmp(rest, "/node-expanded") == 0) {
+		json_t *b = json_loads(body ? body : "", 0, NULL);
+
+		f->node_expanded++;
+		f->last_expanded = json_integer_value(json_object_get(b, "capacity"));
+		json_decref(b);
+		*status = 200;
+		*doc = json_object();
 	} else if (strcmp(method, "GET") == 0 && strncmp(rest, "/node-stage?", 12) == 0) {
 		f->stage_reads++;
 		*status = 200;

@@ -70,6 +70,8 @@ struct claims_fake {
 	    stage_reads;
 	int volume_reads, claim_waits, stage_answers; /* GETs of a volume; claims that waited */
 	int cancels;
+	int node_expanded; /* PUT /v1/volume/<id>/node-expanded */
+	int64_t last_expanded; /* the capacity of the last one */
 	char last_reason[512]; /* "" none */
 	bool last_reason_null;
 	int64_t release_times[16]; /* the clock at each release request (first 16) */

@@ -9,6 +9,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,22 +30,67 @@
 
 extern char **environ;
 
-int server_proc_free_port(void)
+/* The low end of the kernel's range for the local ports of outgoing connections. */
+static int server_proc_ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int low = 32768, high = 60999;
+
+	if (f) {
+		if (fscanf(f, "%d %d", &low, &high) != 2)
+			low = 32768;
+		fclose(f);
+	}
+	return low;
+}
+
+/*
+ * Takes port on 127.0.0.1 for this process: a bind without SO_REUSEADDR
+ * (it fails while any socket of any process is bound to the port, on any
+ * address, or lingers there), then SO_REUSEADDR set on the bound socket,
+ * which is kept open and never listens. While it is held, another
+ * process's take of the port fails, and a connect never gets it as its
+ * local port; a listener that sets SO_REUSEADDR (csid, etcd, chromedriver
+ * all do) binds it on any address. Returns whether the port is ours.
+ */
+static bool server_proc_hold(int port)
 {
 	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 
 	if (fd < 0)
-		return -1;
+		return false;
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+		close(fd);
+		return false;
+	}
+	/* Held until the process exits (close-on-exec: never by a child). */
+	return true;
+}
+
+int server_proc_free_port(void)
+{
+	static unsigned seq;
+	int low = SERVER_PROC_PORT_MIN, high = server_proc_ephemeral_low();
+	unsigned span, start;
+
+	if (high - low < 1000)
+		return -1;
+	span = (unsigned)(high - low);
+	/* A different start in every process and every call: concurrent tests rarely meet. */
+	start = ((unsigned)getpid() * 2654435761u + seq++ * 40503u) % span;
+	for (unsigned i = 0; i < span; i++) {
+		int port = low + (int)((start + i) % span);
+
+		if (server_proc_hold(port))
+			return port;
+	}
+	return -1;
 }
 
 int server_proc_init(struct server_proc *s)

@@ -49,7 +49,22 @@ struct server_proc {
 	struct http_client *http;
 };
 
-/* A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick); -1 on failure. */
+/* The lowest port server_proc_free_port hands out. */
+#define SERVER_PROC_PORT_MIN 10000
+
+/*
+ * A TCP port for a test's listener (or a test's address where nothing
+ * listens), held by this process until it exits; -1 when none is left.
+ * Picked below the kernel's range of local ports for outgoing connections
+ * (ip_local_port_range), so no connection on the machine takes it as its
+ * own port, and held by a bound socket that never listens, so no other
+ * process's pick (another test run in parallel, this project's or not)
+ * gets it. Only a listener that sets SO_REUSEADDR binds it then; every
+ * server the tests start does. A port picked and released again would be
+ * free for anyone until the listener binds it: on a loaded machine with
+ * many test runs, sooner or later someone takes it (and a listener on
+ * 0.0.0.0 fails to start).
+ */
 int server_proc_free_port(void);
 
 /* Creates the directory (/tmp/csp-XXXXXX) and picks a free port. Returns 0 or -1. */

@@ -467,6 +467,62 @@ static void test_pending_release_backoff(void **state)
 	assert_false(ct_step_sent(t, &due));
 }
 
+/* A heartbeat answer sent at sent_ms names vol-1 at capacity cap (0: names nothing). */
+static void ct_expand_answer(struct ct *t, int64_t sent_ms, int64_t cap)
+{
+	struct held_allocs_expand x = {
+	    .volume_id = "vol-1", .plugin_id = MT_PLUGIN, .capacity = cap};
+
+	held_allocs_expand(t->held, sent_ms, &x, cap ? 1 : 0);
+}
+
+/*
+ * An outage grows the backoff of a pending release; once a server
+ * answers the agent again (a request of the claim flow, or a heartbeat
+ * answer), the next step sends it at once, not after the backoff.
+ */
+static void test_release_after_outage(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	struct claims_unmount_result ur;
+	json_t *doc = NULL;
+	struct err e;
+	int64_t due;
+
+	for (int round = 0; round < 2; round++) {
+		const char *alloc = round ? "alloc-2" : "alloc-1";
+
+		assert_int_equal(ct_mount(t, alloc, &res, &e), 0);
+		claims_fake_set_down(&t->fake, true);
+		err_clear(&e);
+		assert_int_equal(claims_unmount(t->c, "vol-1", alloc, NULL, &ur, &e), 0);
+		assert_true(ur.release_pending);
+		/* Passes at 0, 1, 3, 7 and 15 s: the next one 16 s later. */
+		due = claims_step(t->c);
+		for (int i = 0; i < 4; i++) {
+			clock_fake_set(&t->clock, due);
+			due = claims_step(t->c);
+		}
+		assert_int_equal(due - ct_now(t), 16000);
+		assert_false(ct_step_sent(t, &due));
+		claims_fake_set_down(&t->fake, false);
+		if (round == 0) {
+			err_clear(&e);
+			assert_int_equal(
+			    claims_server_request(t->c, "GET", "/v1/volume/vol-1", NULL, &doc, &e),
+			    0);
+			json_decref(doc);
+		} else {
+			ct_expand_answer(t, ct_now(t), 0);
+		}
+		assert_true(ct_step_sent(t, &due));
+		assert_int_equal(t->fake.releases_ok, round + 1);
+		assert_false(claims_fake_claimed(&t->fake, "vol-1", alloc));
+		assert_int_equal(claims_releases_pending(t->c), 0);
+	}
+}
+
 /*
  * Released while the node was away: the claim flow's mount is unmounted
  * by the next step, with the server's note as the reason; a mount made
@@ -676,6 +732,65 @@ static void test_no_servers_and_paths(void **state)
  * A repeated mount of an allocation that has it mounted fails after its
  * claim: the earlier mount and its claim stay, nothing is released.
  */
+/*
+ * NodeExpandVolume online rides the heartbeat answers: no request of its
+ * own, the volume grown and reported once an answer names it; an answer
+ * sent before that report is stale for it and changes nothing, a later
+ * one naming it again is followed; a report no server took is retried
+ * with backoff while the answers name the volume, not at every answer.
+ */
+static void test_expand_from_answers(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_result res;
+	int64_t before;
+	struct err e;
+	int requests;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	claims_step(t->c);
+	requests = t->fake.requests;
+	/* Nothing named: no pass asks the server anything. */
+	ct_expand_answer(t, ct_now(t), 0);
+	claims_step(t->c);
+	assert_int_equal(t->fake.requests, requests);
+
+	before = ct_now(t);
+	ct_expand_answer(t, before, 2 << 20);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 1);
+	assert_int_equal(t->fake.last_expanded, 2 << 20);
+	/* The answer to a heartbeat sent before the report still names it: stale. */
+	clock_fake_advance(&t->clock, 100);
+	ct_expand_answer(t, before, 2 << 20);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 1);
+	/* One sent after it names it again: the server still wants it (grown again). */
+	ct_expand_answer(t, ct_now(t), 2 << 20);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 2);
+
+	/* No server takes the report: retried after the backoff, not at each answer. */
+	claims_fake_set_down(&t->fake, true);
+	ct_expand_answer(t, ct_now(t), 3 << 20);
+	claims_step(t->c);
+	requests = t->fake.refused_down;
+	assert_true(requests >= 1);
+	claims_fake_set_down(&t->fake, false);
+	ct_expand_answer(t, ct_now(t), 3 << 20);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 2);
+	clock_fake_advance(&t->clock, CLAIMS_EXPAND_MIN_MS);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 3);
+	assert_int_equal(t->fake.last_expanded, 3 << 20);
+	/* Done: the same answers again change nothing. */
+	clock_fake_advance(&t->clock, 60000);
+	ct_expand_answer(t, before, 3 << 20);
+	claims_step(t->c);
+	assert_int_equal(t->fake.node_expanded, 3);
+}
+
 static void test_repeat_mount_failure_keeps_mount(void **state)
 {
 	struct ct *t = *state;
@@ -722,6 +837,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_owner_gone, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_checked_before_claim, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_servers_and_paths, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_expand_from_answers, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_release_after_outage, ct_setup, ct_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, mt_scratch_setup, mt_scratch_teardown);

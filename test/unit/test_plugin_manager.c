@@ -539,9 +539,18 @@ static void test_instance_change(void **state)
 	assert_true(ref.fingerprint.stage_unstage);
 	assert_string_equal(ref.instance.instance_id, "i1");
 
-	/* A new instance becomes active: the old manager stops, a new one starts. */
+	/*
+	 * A new instance becomes active: until the manager took it over, a
+	 * wait does not hand out the old one (its process is being stopped).
+	 */
 	assert_int_equal(registry_register(t->reg, REGISTRY_NODE, "hp", "i2", p2->endpoint, &e), 0);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 0, &st, &e),
+			 CSID_ETIMEDOUT);
+	assert_string_equal(e.msg, "plugin node/hp: instance i1 is being replaced by i2");
+	/* The old manager stops, a new one starts. */
 	plugin_manager_step(t->pm);
+	assert_int_equal(plugin_manager_wait_for_plugin(t->pm, REGISTRY_NODE, "hp", 0, &st, &e), 0);
+	assert_string_equal(st.instance.instance_id, "i2");
 	assert_true(test_status(t, REGISTRY_NODE, "hp", &st));
 	assert_string_equal(st.instance.instance_id, "i2");
 	assert_true(st.health.healthy);

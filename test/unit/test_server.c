@@ -27,6 +27,7 @@
 
 #include "csi_fake.h"
 #include "server/server.h"
+#include "server/server_gc.h"
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/clock.h"
@@ -989,16 +990,36 @@ static void test_expand_and_modify(void **state)
 	assert_int_equal(server_volume_modify(t->s, "nope", &params, t->a, &v, &e), CSID_ENOTFOUND);
 }
 
+/* The volumes the heartbeat answer to node's report of (v, alloc) names to expand, "v:cap;". */
+static const char *t_expand_answer(struct t_env *t, const char *node, const char *alloc, char *buf,
+				   size_t cap)
+{
+	struct model_node_alloc al = {.volume_id = "v", .alloc_id = (char *)alloc};
+	struct server_gc_answer ans;
+	size_t used = 0;
+	struct err e;
+
+	assert_int_equal(server_gc_answer(t->s, node, &al, 1, t->a, &ans, &e), 0);
+	buf[0] = '\0';
+	for (size_t i = 0; i < ans.nexpand; i++)
+		used +=
+		    (size_t)snprintf(buf + used, cap - used, "%s:%lld;", ans.expand[i].volume_id,
+				     (long long)ans.expand[i].capacity);
+	return buf;
+}
+
 /*
  * node_expansion_required after a controller expand that asked for it is
  * cleared only when every node holding a claim reported its
  * NodeExpandVolume done; a report for an older (smaller) capacity or
  * while nothing is required changes nothing; a node without a claim is
- * refused.
+ * refused. The heartbeat answer names the volume to each node that has
+ * not reported yet, and to no other.
  */
 static void test_node_expanded(void **state)
 {
 	struct t_env *t = *state;
+	char want[64], buf[128];
 	struct model_capability mc = {.access = MODEL_ACCESS_MULTI_NODE_MULTI_WRITER};
 	struct model_volume spec = {0}, *v = NULL;
 	int64_t cap;
@@ -1028,6 +1049,9 @@ static void test_node_expanded(void **state)
 	assert_true(v->node_expansion_required);
 	cap = v->capacity;
 	assert_true(cap >= 1 << 30);
+	snprintf(want, sizeof(want), "v:%lld;", (long long)cap);
+	assert_string_equal(t_expand_answer(t, "n1", "a1", buf, sizeof(buf)), want);
+	assert_string_equal(t_expand_answer(t, "n2", "a2", buf, sizeof(buf)), want);
 
 	assert_int_equal(server_volume_node_expanded(t->s, "v", "n3", cap, t->a, &v, &e),
 			 CSID_EPRECOND);
@@ -1039,9 +1063,12 @@ static void test_node_expanded(void **state)
 	assert_true(v->node_expansion_required);
 	assert_true(model_volume_claim(v, "a1")->node_expanded);
 	assert_false(model_volume_claim(v, "a2")->node_expanded);
+	assert_string_equal(t_expand_answer(t, "n1", "a1", buf, sizeof(buf)), "");
+	assert_string_equal(t_expand_answer(t, "n2", "a2", buf, sizeof(buf)), want);
 	assert_int_equal(server_volume_node_expanded(t->s, "v", "n2", cap, t->a, &v, &e), 0);
 	assert_false(v->node_expansion_required);
 	assert_false(model_volume_claim(v, "a1")->node_expanded);
+	assert_string_equal(t_expand_answer(t, "n2", "a2", buf, sizeof(buf)), "");
 	index = store_index(t->store);
 	assert_int_equal(server_volume_node_expanded(t->s, "v", "n2", cap, t->a, &v, &e), 0);
 	assert_int_equal(store_index(t->store), index);

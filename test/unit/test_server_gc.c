@@ -503,6 +503,35 @@ static void test_verdict_and_duration(void **state)
 	assert_string_equal(d, "1h0m0s");
 }
 
+/*
+ * The heartbeat's expand rule: a flagged volume wants NodeExpandVolume on
+ * a node with a claimed claim there not yet marked; not on a node whose
+ * claims are marked, released, or elsewhere; nothing without the flag.
+ */
+static void test_expand_wanted(void **state)
+{
+	struct model_claim c[3] = {
+	    {.alloc_id = "a1", .node_id = "n1", .state = MODEL_CLAIM_CLAIMED},
+	    {.alloc_id = "a2",
+	     .node_id = "n2",
+	     .state = MODEL_CLAIM_CLAIMED,
+	     .node_expanded = true},
+	    {.alloc_id = "a3", .node_id = "n3", .state = MODEL_CLAIM_NODE_UNPUBLISHED},
+	};
+	struct model_volume v = {.id = "v", .claims = c, .nclaims = 3};
+
+	(void)state;
+	assert_false(server_gc_expand_wanted(&v, "n1"));
+	v.node_expansion_required = true;
+	assert_true(server_gc_expand_wanted(&v, "n1"));
+	assert_false(server_gc_expand_wanted(&v, "n2"));
+	assert_false(server_gc_expand_wanted(&v, "n3"));
+	assert_false(server_gc_expand_wanted(&v, "n4"));
+	assert_false(server_gc_expand_wanted(NULL, "n1"));
+	c[0].node_expanded = true;
+	assert_false(server_gc_expand_wanted(&v, "n1"));
+}
+
 static void test_orphan_verdict(void **state)
 {
 	struct model_claim claims[] = {
@@ -569,13 +598,14 @@ static void test_orphan_verdict(void **state)
 	assert_string_equal(note, "volume gone is gone");
 }
 
-/* The allocations server_gc_released answers node n1 for its report, as "vol/alloc:note;". */
+/* The allocations server_gc_answer answers node n1 released for its report, as "vol/alloc:note;".
+ */
 static const char *t_answer(struct t_env *t, const char *const *allocs, char *buf, size_t cap)
 {
 	struct model_node_alloc al[8];
-	struct server_gc_released *r = NULL;
+	struct server_gc_answer ans;
 	char names[8][64];
-	size_t n = 0, k = 0, used = 0;
+	size_t k = 0, used = 0;
 	struct err e;
 
 	for (; allocs[k]; k++) {
@@ -584,11 +614,14 @@ static const char *t_answer(struct t_env *t, const char *const *allocs, char *bu
 		al[k].alloc_id = strchr(names[k], '/') + 1;
 		al[k].alloc_id[-1] = '\0';
 	}
-	assert_int_equal(server_gc_released(t->s, "n1", al, k, t->a, &r, &n, &e), 0);
+	assert_int_equal(server_gc_answer(t->s, "n1", al, k, t->a, &ans, &e), 0);
+	/* No volume was grown: nothing to expand. */
+	assert_int_equal(ans.nexpand, 0);
 	buf[0] = '\0';
-	for (size_t i = 0; i < n; i++)
-		used += (size_t)snprintf(buf + used, cap - used, "%s/%s:%s;", r[i].volume_id,
-					 r[i].alloc_id, r[i].note);
+	for (size_t i = 0; i < ans.nreleased; i++)
+		used +=
+		    (size_t)snprintf(buf + used, cap - used, "%s/%s:%s;", ans.released[i].volume_id,
+				     ans.released[i].alloc_id, ans.released[i].note);
 	return buf;
 }
 
@@ -645,6 +678,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_grace_server_restart, t_setup, t_teardown),
 	    cmocka_unit_test(test_verdict_and_duration),
 	    cmocka_unit_test(test_orphan_verdict),
+	    cmocka_unit_test(test_expand_wanted),
 	    cmocka_unit_test_setup_teardown(test_released_answer, t_setup, t_teardown),
 	};
 

@@ -382,6 +382,58 @@ static void test_instance_id(void **state)
 	assert_int_not_equal(server_link_instance_id("/nonexistent-csid-dir", a, &e), 0);
 }
 
+/* The volumes to expand of an answer: valid entries kept, the rest skipped; none vs no key. */
+static void test_expand_parse(void **state)
+{
+	static const char answer[] =
+	    "{\"id\": \"n1\", \"released\": [], \"expand\": ["
+	    "{\"volume_id\": \"v\", \"plugin_id\": \"hp.csi\", \"capacity\": 3145728},"
+	    "{\"volume_id\": \"../x\", \"plugin_id\": \"hp.csi\", \"capacity\": 1},"
+	    "{\"volume_id\": \"w\", \"plugin_id\": \"hp.csi\", \"capacity\": 0},"
+	    "{\"volume_id\": \"w\", \"plugin_id\": \"hp.csi\", \"capacity\": \"5\"},"
+	    "{\"volume_id\": \"w\", \"capacity\": 5}, 7,"
+	    "{\"volume_id\": \"w\", \"plugin_id\": \"other.csi\", \"capacity\": 5}]}";
+	struct held_allocs_expand *x = NULL;
+	struct arena *a = arena_new();
+	bool present = false;
+	size_t n = 9;
+	struct err e;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(server_link_expand_parse(answer, strlen(answer), a, &x, &n, &present, &e),
+			 0);
+	assert_true(present);
+	assert_int_equal(n, 2);
+	assert_string_equal(x[0].volume_id, "v");
+	assert_string_equal(x[0].plugin_id, "hp.csi");
+	assert_int_equal(x[0].capacity, 3145728);
+	assert_string_equal(x[1].volume_id, "w");
+	assert_string_equal(x[1].plugin_id, "other.csi");
+	assert_int_equal(x[1].capacity, 5);
+
+	/* An empty list says "nothing to expand"; no key, or not an array, says nothing. */
+	assert_int_equal(server_link_expand_parse("{\"expand\": []}", strlen("{\"expand\": []}"), a,
+						  &x, &n, &present, &e),
+			 0);
+	assert_true(present);
+	assert_int_equal(n, 0);
+	assert_null(x);
+	assert_int_equal(server_link_expand_parse("{\"id\": \"n1\"}", strlen("{\"id\": \"n1\"}"), a,
+						  &x, &n, &present, &e),
+			 0);
+	assert_false(present);
+	assert_int_equal(n, 0);
+	assert_int_equal(server_link_expand_parse("{\"expand\": 1}", strlen("{\"expand\": 1}"), a,
+						  &x, &n, &present, &e),
+			 0);
+	assert_false(present);
+	assert_int_equal(
+	    server_link_expand_parse("not json", strlen("not json"), a, &x, &n, &present, &e), 0);
+	assert_false(present);
+	arena_free(a);
+}
+
 static void test_released_parse(void **state)
 {
 	static const char answer[] =
@@ -449,6 +501,7 @@ int main(void)
 	    cmocka_unit_test(test_body),
 	    cmocka_unit_test(test_instance_id),
 	    cmocka_unit_test(test_released_parse),
+	    cmocka_unit_test(test_expand_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
