@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -676,11 +677,28 @@ static void *http_request_line(void *cls, const char *uri, struct MHD_Connection
 	return NULL;
 }
 
+/*
+ * Zeroes a credential header's value where libmicrohttpd keeps it (the
+ * connection's read buffer, reused or freed later without zeroing).
+ */
+static enum MHD_Result http_wipe_header(void *cls, enum MHD_ValueKind kind, const char *key,
+					size_t key_size, const char *value, size_t value_size)
+{
+	(void)cls;
+	(void)kind;
+	(void)key_size;
+	if (value &&
+	    (strcasecmp(key, "X-Csid-Token") == 0 || strcasecmp(key, "Authorization") == 0))
+		explicit_bzero((char *)value, value_size);
+	return MHD_YES;
+}
+
 static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			   enum MHD_RequestTerminationCode code)
 {
 	struct http_conn *hc = *con_cls;
 
+	(void)MHD_get_connection_values_n(c, MHD_HEADER_KIND, http_wipe_header, NULL);
 	if (!hc)
 		return;
 	http_reply_drop(&hc->rep);

@@ -4,7 +4,10 @@
 #include "util/strbuf.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+
+#include "util/wipe.h"
 
 size_t strbuf_write(char *data, size_t size, size_t n, void *sb)
 {
@@ -18,9 +21,22 @@ size_t strbuf_write(char *data, size_t size, size_t n, void *sb)
 		b->too_big = true;
 		return 0;
 	}
-	p = realloc(b->p, b->len + add + 1);
-	if (!p)
-		return 0;
+	if (b->len + add + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+
+		while (cap < b->len + add + 1)
+			cap = cap > SIZE_MAX / 2 ? b->len + add + 1 : cap * 2;
+		/* Not realloc: the old block is zeroed before it is freed. */
+		p = malloc(cap);
+		if (!p)
+			return 0;
+		if (b->p)
+			memcpy(p, b->p, b->len);
+		wipe_free(b->p);
+		b->p = p;
+		b->cap = cap;
+	}
+	p = b->p;
 	memcpy(p + b->len, data, add);
 	b->p = p;
 	b->len += add;
@@ -30,8 +46,9 @@ size_t strbuf_write(char *data, size_t size, size_t n, void *sb)
 
 void strbuf_free(struct strbuf *b)
 {
-	free(b->p);
+	wipe_free(b->p);
 	b->p = NULL;
 	b->len = 0;
+	b->cap = 0;
 	b->too_big = false;
 }

@@ -14,6 +14,7 @@ struct strbuf {
 	char *p; /* NULL until the first byte; NUL-terminated after */
 	size_t len;
 	size_t max; /* the cap, set by the caller before the first write */
+	size_t cap; /* bytes allocated at p */
 	bool too_big; /* a write was refused because of max */
 };
 
@@ -22,7 +23,11 @@ struct strbuf {
  * appended, or 0 when it would pass max (too_big is set) or memory ran out.
  */
 size_t strbuf_write(char *data, size_t size, size_t n, void *sb);
-/* Frees the bytes and empties b (max is kept). */
+/*
+ * Zeroes and frees the bytes and empties b (max is kept). An answer may
+ * hold secrets (node-stage data): every copy the buffer made while it
+ * grew was zeroed too.
+ */
 void strbuf_free(struct strbuf *b);
 
 #endif

@@ -6,6 +6,7 @@
  * before and after zeroing: the canary did pass through jansson's blocks
  * (its lexer's token buffers, its strings) and the arena's chunks, and
  * every one of those blocks was all zeros when it went back to malloc.
+ * The same for an HTTP answer gathered in a strbuf as it grows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "api/server_api_int.h"
 #include "model/model.h"
 #include "util/arena.h"
+#include "util/strbuf.h"
 #include "util/wipe.h"
 
 /*
@@ -142,12 +144,39 @@ static void test_refused_body(void **state)
 	assert_int_equal(seen.dirty, 0);
 }
 
+/*
+ * An HTTP answer gathered in a strbuf (the agent's claim answer carries
+ * node-stage secrets): the canary lands in the first block, the buffer
+ * grows past it twice, and every block it let go of was zeroed.
+ */
+static void test_strbuf_answer(void **state)
+{
+	static const char head[] = "{\"node_stage\": {\"secrets\": {\"k\": \"" T_CANARY "\"}}, ";
+	struct strbuf b = {.max = 1 << 20};
+	struct seen seen = {0};
+	char pad[1500];
+
+	memset(pad, ' ', sizeof(pad));
+	wipe_observe(observe, &seen);
+	assert_int_equal(strbuf_write((char *)head, 1, strlen(head), &b), strlen(head));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(strbuf_write(pad, 1, sizeof(pad), &b), sizeof(pad));
+	assert_true(has_canary((const unsigned char *)b.p, b.len));
+	strbuf_free(&b);
+	wipe_observe(NULL, NULL);
+	assert_null(b.p);
+	assert_true(seen.blocks >= 3);
+	assert_int_equal(seen.with_canary, seen.blocks);
+	assert_int_equal(seen.dirty, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_snapshot_spec),
 	    cmocka_unit_test(test_volume_spec),
 	    cmocka_unit_test(test_refused_body),
+	    cmocka_unit_test(test_strbuf_answer),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
