@@ -408,7 +408,8 @@ static void test_huge_token(void **state)
 static void test_connection_storm(void **state)
 {
 	struct fixture *f = *state;
-	int i, made = 0;
+	int i, made = 0, status;
+	int64_t until;
 
 	/* Thousands of connection attempts from one address, each closed at once. */
 	for (i = 0; i < 3000; i++) {
@@ -420,8 +421,18 @@ static void test_connection_storm(void **state)
 		}
 	}
 	assert_true(made > 0);
-	assert_int_equal(get(f, 6, "/health", 2000), 200);
+	/* Everyone else is served at once. */
 	assert_int_equal(get(f, 2, "/health", 2000), 200);
+	/*
+	 * The flooder itself once the server has seen its closes: until it
+	 * reads each one's EOF, a closed connection still counts against the
+	 * address's per_client slots (under load that took over 2 s; two
+	 * failures in 30 runs when this asked it of the first request).
+	 */
+	until = clock_now_ms(clock_real()) + 10000;
+	while ((status = get(f, 6, "/health", 2000)) != 200 && clock_now_ms(clock_real()) < until)
+		poll(NULL, 0, 50);
+	assert_int_equal(status, 200);
 }
 
 static void test_parked_do_not_starve(void **state)

@@ -22,6 +22,7 @@
 #include "csictl_cmds.h"
 #include "csictl_csi.h"
 #include "csictl_server.h"
+#include "util/wipe.h"
 
 static void csictl_usage(FILE *f)
 {
@@ -51,6 +52,8 @@ static int csictl_run_csi(char **argv)
 
 int main(int argc, char **argv)
 {
+	/* Volume and snapshot specs carry secrets: their JSON is freed zeroed. */
+	wipe_json_install();
 	if (argc < 2) {
 		csictl_usage(stderr);
 		return CSICTL_EXIT_USAGE;
