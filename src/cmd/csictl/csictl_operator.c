@@ -170,14 +170,10 @@ static int operator_restore(struct csictl_server *s, const char *path)
 int csictl_operator_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct csictl_server_opts o;
-	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
 	struct csictl_server s;
-	size_t n;
 	int ret;
 
-	memset(&o, 0, sizeof(o));
-	n = csictl_server_flags(&o, flags, 0);
-	ret = csictl_server_init(&s, &o, flags, n, argc, argv, "operator", out, err);
+	ret = csictl_server_init_plain(&s, &o, argc, argv, "operator", out, err);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	if (s.args.n != 3 || strcmp(s.args.v[0], "snapshot") != 0 ||

@@ -13,15 +13,11 @@ static int plugin_status(const char *what, const char *list_path, csictl_server_
 			 csictl_server_render_fn one, int argc, char **argv, FILE *out, FILE *err)
 {
 	struct csictl_server_opts o;
-	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
 	struct csictl_server s;
 	char path[1200];
-	size_t n;
 	int ret;
 
-	memset(&o, 0, sizeof(o));
-	n = csictl_server_flags(&o, flags, 0);
-	ret = csictl_server_init(&s, &o, flags, n, argc, argv, what, out, err);
+	ret = csictl_server_init_plain(&s, &o, argc, argv, what, out, err);
 	if (ret)
 		return ret < 0 ? 0 : ret;
 	if (strcmp(s.args.v[0], "status") != 0 || s.args.n > 2)

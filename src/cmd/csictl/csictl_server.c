@@ -96,6 +96,17 @@ int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 	return 0;
 }
 
+int csictl_server_init_plain(struct csictl_server *s, struct csictl_server_opts *o, int argc,
+			     char **argv, const char *group, FILE *out, FILE *err)
+{
+	struct csictl_flag flags[CSICTL_SERVER_FLAGS_MAX];
+	size_t n;
+
+	memset(o, 0, sizeof(*o));
+	n = csictl_server_flags(o, flags, 0);
+	return csictl_server_init(s, o, flags, n, argc, argv, group, out, err);
+}
+
 int csictl_server_request(struct csictl_server *s, const char *method, const char *path,
 			  const char *body, csictl_server_render_fn render, const char *done_msg)
 {

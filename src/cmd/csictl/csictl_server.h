@@ -56,6 +56,12 @@ size_t csictl_server_flags(struct csictl_server_opts *o, struct csictl_flag *f, 
 int csictl_server_init(struct csictl_server *s, struct csictl_server_opts *o,
 		       const struct csictl_flag *flags, size_t nflags, int argc, char **argv,
 		       const char *group, FILE *out, FILE *err);
+/*
+ * csictl_server_init for a command with no flags of its own (o is
+ * cleared and gets the connection flags only).
+ */
+int csictl_server_init_plain(struct csictl_server *s, struct csictl_server_opts *o, int argc,
+			     char **argv, const char *group, FILE *out, FILE *err);
 
 /* Sends the request; prints the JSON answer as is with -o json, else
  * through render (NULL: done_msg). Returns the exit status. */
