@@ -183,8 +183,7 @@ void csi_grpc_shutdown(void)
 	pthread_mutex_unlock(&csi_client_init_lock);
 }
 
-/* The calling thread's completion queue, made on first use; NULL on failure. */
-static grpc_completion_queue *csi_client_thread_cq(void)
+grpc_completion_queue *csi_grpc_thread_cq(void)
 {
 	grpc_completion_queue *cq = pthread_getspecific(csi_client_cq_key);
 
@@ -538,7 +537,7 @@ static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
 	rc = csi_client_check(rpc, req, &op.info, st);
 	if (rc)
 		return rc;
-	cq = csi_client_thread_cq();
+	cq = csi_grpc_thread_cq();
 	if (!cq) {
 		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", op.info->name);
 		return CSID_ENOMEM;

@@ -82,14 +82,7 @@ static int te_put(struct store *s, const char *id, const char *value, uint64_t *
 /* PUTs a raw key (its bytes as given) with a value through the gateway. */
 static void te_raw_put(const char *key, const char *value)
 {
-	json_t *k = etcd_b64_json(key, strlen(key)), *v = etcd_b64_json(value, strlen(value));
-	json_t *req = json_pack("{s:o,s:o}", "key", k, "value", v);
-	char *body = json_dumps(req, JSON_COMPACT);
-
-	assert_non_null(body);
-	assert_int_equal(etcd_proc_post(&te_etcd, "/v3/kv/put", body), 200);
-	free(body);
-	json_decref(req);
+	assert_int_equal(etcd_proc_put(&te_etcd, key, value), 200);
 }
 
 /* Two stores on one prefix: a write through one wakes a waiter on the other. */

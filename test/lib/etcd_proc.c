@@ -16,6 +16,7 @@
 #include "http_client.h"
 #include "proc_guard.h"
 #include "server_proc.h"
+#include "util/base64.h"
 
 extern char **environ;
 
@@ -240,6 +241,23 @@ long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body)
 	status = http_client_do(h, "POST", path, body, &out, NULL, 10000);
 	free(out);
 	http_client_free(h);
+	return status;
+}
+
+long etcd_proc_put(struct etcd_proc *p, const char *key, const char *value)
+{
+	char *k = base64_encode(key, strlen(key), NULL),
+	     *v = base64_encode(value, strlen(value), NULL);
+	char *body = k && v ? malloc(strlen(k) + strlen(v) + 32) : NULL;
+	long status = -1;
+
+	if (body) {
+		sprintf(body, "{\"key\":\"%s\",\"value\":\"%s\"}", k, v);
+		status = etcd_proc_post(p, "/v3/kv/put", body);
+	}
+	free(k);
+	free(v);
+	free(body);
 	return status;
 }
 

@@ -56,5 +56,7 @@ struct etcd_proc_usage {
 void etcd_proc_usage(struct etcd_proc *p, struct etcd_proc_usage *u);
 /* POSTs body to path of the gateway ("/v3/kv/compaction"); returns the HTTP status or -1. */
 long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body);
+/* Puts key with value (raw bytes up to their NUL) through the gateway; the HTTP status or -1. */
+long etcd_proc_put(struct etcd_proc *p, const char *key, const char *value);
 
 #endif
