@@ -290,6 +290,43 @@ static void test_etcd_request_limit(void **state)
 }
 
 /* Keys under the prefix that are no object of ours are skipped by list and changes. */
+/*
+ * The watch does not ask etcd for each event's previous state: a delete's
+ * create_index comes from the cache, or, for an object this store never
+ * saw (written before it opened, never read), from etcd at the revision
+ * before the delete. Both give the object's create_index.
+ */
+static void test_etcd_delete_create_index(void **state)
+{
+	char prefix[64];
+	struct store *a, *b;
+	struct store_changes c;
+	uint64_t old_ci, seen_ci, from, index;
+	struct store_op del[] = {{STORE_OP_DELETE, STORE_VOLUME, "old", NULL, 0, STORE_ANY},
+				 {STORE_OP_DELETE, STORE_VOLUME, "seen", NULL, 0, STORE_ANY}};
+	struct err e;
+
+	assert_int_equal(te_open_prefix(&b, prefix, sizeof(prefix), &e), 0);
+	assert_int_equal(te_put(b, "old", "1", &old_ci, &e), 0);
+	/* Changed before a opens: a never sees it until its delete. */
+	assert_int_equal(te_put(b, "old", "3", &index, &e), 0);
+	a = te_open_at(prefix);
+	assert_int_equal(te_put(a, "seen", "2", &seen_ci, &e), 0);
+	from = store_index(a);
+	assert_int_equal(store_txn(a, del, 2, &index, &e), 0);
+	assert_int_equal(store_changes(a, from, 0, &c, &e), 0);
+	assert_int_equal(c.n, 2);
+	for (size_t i = 0; i < c.n; i++) {
+		assert_int_equal(c.changes[i].type, STORE_OP_DELETE);
+		assert_int_equal(c.changes[i].index, index);
+		assert_int_equal(c.changes[i].obj.create_index,
+				 strcmp(c.changes[i].obj.id, "old") == 0 ? old_ci : seen_ci);
+	}
+	store_changes_free(&c);
+	store_close(a);
+	store_close(b);
+}
+
 static void test_etcd_foreign_keys(void **state)
 {
 	char prefix[64], key[128];
@@ -553,6 +590,7 @@ int main(void)
 	    cmocka_unit_test(test_etcd_cache_stale_compare),
 	    cmocka_unit_test(test_etcd_compacted_watch),
 	    cmocka_unit_test(test_etcd_request_limit),
+	    cmocka_unit_test(test_etcd_delete_create_index),
 	    cmocka_unit_test(test_etcd_foreign_keys),
 	    cmocka_unit_test(test_etcd_not_running),
 	    cmocka_unit_test(test_etcd_slow),
