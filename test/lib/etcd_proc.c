@@ -30,6 +30,37 @@ static int64_t etcd_proc_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Polls etcd's log until it serves clients over TLS (GET /health would
+ * need a client certificate).
+ */
+static bool etcd_proc_ready_tls(struct etcd_proc *p)
+{
+	int64_t deadline = etcd_proc_now_ms() + ETCD_PROC_READY_MS;
+	struct timespec pause = {0, 20 * 1000 * 1000};
+
+	while (etcd_proc_now_ms() < deadline) {
+		FILE *f = fopen(p->log, "re");
+		char line[4096];
+		bool ok = false;
+		int st;
+
+		while (f && !ok && fgets(line, sizeof(line), f))
+			ok = strstr(line, "serving client traffic securely") != NULL;
+		if (f)
+			fclose(f);
+		if (ok)
+			return true;
+		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+			proc_guard_untrack(p->pid);
+			p->pid = 0;
+			return false;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return false;
+}
+
 /* Polls GET /health until etcd says it is healthy. */
 static bool etcd_proc_ready(struct etcd_proc *p)
 {
@@ -67,7 +98,7 @@ static int etcd_proc_init(struct etcd_proc *p)
 		return -1;
 	proc_guard_track_dir(p->dir);
 	snprintf(p->log, sizeof(p->log), "%s/etcd.log", p->dir);
-	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", cport);
+	snprintf(p->url, sizeof(p->url), "%s://127.0.0.1:%d", p->pki ? "https" : "http", cport);
 	snprintf(p->peer, sizeof(p->peer), "http://127.0.0.1:%d", pport);
 	return 0;
 }
@@ -75,7 +106,7 @@ static int etcd_proc_init(struct etcd_proc *p)
 /* Starts the process (its data dir may hold a member's data already). */
 static int etcd_proc_spawn(struct etcd_proc *p)
 {
-	char data[160], token[32];
+	char data[160], token[32], cert[160], key[160], ca[160];
 	posix_spawn_file_actions_t fa;
 	int rc;
 
@@ -96,7 +127,28 @@ static int etcd_proc_spawn(struct etcd_proc *p)
 				      p->cluster,    "--initial-cluster-token",
 				      token,         "--logger",
 				      "zap",         "--log-outputs",
-				      "stderr",      NULL};
+				      "stderr",      NULL,
+				      NULL,          NULL,
+				      NULL,          NULL,
+				      NULL,          NULL,
+				      NULL,          NULL};
+
+		if (p->pki) {
+			size_t n = 0;
+
+			while (argv[n])
+				n++;
+			snprintf(cert, sizeof(cert), "%s/server.pem", p->pki);
+			snprintf(key, sizeof(key), "%s/server.key", p->pki);
+			snprintf(ca, sizeof(ca), "%s/ca.pem", p->pki);
+			argv[n++] = "--cert-file";
+			argv[n++] = cert;
+			argv[n++] = "--key-file";
+			argv[n++] = key;
+			argv[n++] = "--trusted-ca-file";
+			argv[n++] = ca;
+			argv[n++] = "--client-cert-auth";
+		}
 
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 2, p->log, O_WRONLY | O_CREAT | O_APPEND,
@@ -117,7 +169,7 @@ static int etcd_proc_spawn(struct etcd_proc *p)
 /* Waits until p is healthy; stops it when it never is. */
 static int etcd_proc_wait(struct etcd_proc *p)
 {
-	if (etcd_proc_ready(p))
+	if (p->pki ? etcd_proc_ready_tls(p) : etcd_proc_ready(p))
 		return 0;
 	fprintf(stderr, "etcd %s did not become healthy; its log is %s\n", p->name, p->log);
 	etcd_proc_stop(p, SIGKILL);
