@@ -294,9 +294,7 @@ static grpc_byte_buffer *csi_client_pack(const ProtobufCMessage *m)
 	return bb;
 }
 
-/* Decodes a response; NULL when the bytes are not a message of type d. */
-static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
-					   grpc_byte_buffer *bb)
+ProtobufCMessage *csi_grpc_unpack(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb)
 {
 	grpc_byte_buffer_reader r;
 	ProtobufCMessage *m;
@@ -507,7 +505,7 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 				  info->name);
 		rc = CSID_EPROTO;
 	} else {
-		*resp = csi_client_unpack(info->response, op->recv);
+		*resp = csi_grpc_unpack(info->response, op->recv);
 		if (!*resp) {
 			csi_client_status(st, CSI_INTERNAL,
 					  "%s: plugin response does not decode as %s (%zu bytes)",

@@ -38,7 +38,7 @@
 #define ETCD_ANSWER_MAX (256 * 1024 * 1024)
 /* The largest TLS file read (a CA bundle). */
 #define ETCD_PEM_MAX (1024 * 1024)
-#define ETCD_NARGS 9
+#define ETCD_NARGS 10
 /* Pings on an idle connection, so a member gone silent is noticed (etcd allows one per 5 s). */
 #define ETCD_KEEPALIVE_MS 10000
 #define ETCD_KEEPALIVE_TIMEOUT_MS 5000
@@ -394,22 +394,6 @@ static grpc_slice etcd_pack(const ProtobufCMessage *m)
 	return s;
 }
 
-/* Decodes an answer; NULL when the bytes are not a message of type d. */
-static ProtobufCMessage *etcd_unpack(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb)
-{
-	grpc_byte_buffer_reader r;
-	ProtobufCMessage *m;
-	grpc_slice s;
-
-	if (!grpc_byte_buffer_reader_init(&r, bb))
-		return NULL;
-	s = grpc_byte_buffer_reader_readall(&r);
-	grpc_byte_buffer_reader_destroy(&r);
-	m = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(s), GRPC_SLICE_START_PTR(s));
-	grpc_slice_unref(s);
-	return m;
-}
-
 /* One unary call's batch and what it receives. */
 struct etcd_unary {
 	grpc_call *call;
@@ -502,7 +486,7 @@ int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMe
 				atomic_store(&c->cur, (i + 1) % c->n);
 			break;
 		} else if (u.recv == NULL ||
-			   (*resp = etcd_unpack(etcd_answers[rpc], u.recv)) == NULL) {
+			   (*resp = csi_grpc_unpack(etcd_answers[rpc], u.recv)) == NULL) {
 			rc = err_set(e, CSID_EPROTO, "etcd %s: an answer that does not decode",
 				     c->eps[i].url);
 		}
@@ -614,7 +598,7 @@ static int etcd_watch_read(struct etcd_watch_call *w, etcd_stream_cb cb, void *a
 		}
 		if (ev.tag != &etcd_tag_msg || !ev.success || w->recv == NULL)
 			continue; /* the status says why the stream ended */
-		m = (Etcdserverpb__WatchResponse *)etcd_unpack(
+		m = (Etcdserverpb__WatchResponse *)csi_grpc_unpack(
 		    &etcdserverpb__watch_response__descriptor, w->recv);
 		grpc_byte_buffer_destroy(w->recv);
 		w->recv = NULL;

@@ -300,11 +300,12 @@ long etcd_proc_put(struct etcd_proc *p, const char *key, const char *value)
 {
 	char *k = base64_encode(key, strlen(key), NULL),
 	     *v = base64_encode(value, strlen(value), NULL);
-	char *body = k && v ? malloc(strlen(k) + strlen(v) + 32) : NULL;
+	size_t n = k && v ? strlen(k) + strlen(v) + 32 : 0;
+	char *body = n ? malloc(n) : NULL;
 	long status = -1;
 
 	if (body) {
-		sprintf(body, "{\"key\":\"%s\",\"value\":\"%s\"}", k, v);
+		snprintf(body, n, "{\"key\":\"%s\",\"value\":\"%s\"}", k, v);
 		status = etcd_proc_post(p, "/v3/kv/put", body);
 	}
 	free(k);
