@@ -308,7 +308,12 @@ static int etcd_grpc_code(int code, const char *msg)
 	}
 }
 
-int etcd_client_status(const char *ep, int code, const char *msg, struct err *e)
+/*
+ * Maps a gRPC status (code, message text) of an etcd answer from ep to a
+ * csid code and sets e. "no leader" becomes CSID_EUNAVAIL saying the
+ * store has no quorum.
+ */
+static int etcd_client_status(const char *ep, int code, const char *msg, struct err *e)
 {
 	if (msg == NULL || msg[0] == '\0')
 		msg = "no message";

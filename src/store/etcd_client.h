@@ -84,13 +84,6 @@ enum etcd_rpc {
 int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMessage *req,
 		     ProtobufCMessage **resp, struct err *e);
 
-/*
- * Maps a gRPC status (code, message text) of an etcd answer from ep to a
- * csid code and sets e. "no leader" becomes CSID_EUNAVAIL saying the
- * store has no quorum.
- */
-int etcd_client_status(const char *ep, int code, const char *msg, struct err *e);
-
 /* Called with each message of a watch stream (borrowed); nonzero ends the stream. */
 typedef int (*etcd_stream_cb)(void *arg, const Etcdserverpb__WatchResponse *msg);
 
