@@ -1,11 +1,11 @@
 /*
- * Leases, the election and member records on etcd (store_etcd_int.h):
- * a lease is etcd's (/v3/lease/grant, keepalive, revoke); the campaign
- * creates "<prefix>leader" with the candidate's lease unless the key
- * exists, and answers its holder either way, so the fence of a term is
- * the key's create_revision; member records are "<prefix>members/<id>",
- * each on its server's lease, so a server that dies leaves the list when
- * its lease runs out.
+ * Leases and member records on etcd (store_etcd_int.h): a lease is etcd's
+ * (LeaseGrant, LeaseKeepAlive, LeaseRevoke); the campaign (in
+ * store_etcd_txn.c) creates "<prefix>leader" with the candidate's lease
+ * unless the key exists, so the fence of a term is the key's
+ * create_revision; member records are "<prefix>members/<id>", each on its
+ * server's lease, so a server that dies leaves the list when its lease
+ * runs out.
  */
 #include "store/store_etcd_int.h"
 
@@ -13,138 +13,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A lease ID as etcd's JSON has it (a decimal string). */
-static json_t *etcd_lease_req(uint64_t lease)
-{
-	json_t *r = json_object();
-
-	if (r && etcd_set_u64(r, "ID", lease))
-		return r;
-	json_decref(r);
-	return NULL;
-}
-
 int etcd_lease_grant(struct store *st, int64_t ttl_ms, uint64_t *lease, struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
-	json_t *req = json_object(), *resp = NULL;
+	Etcdserverpb__LeaseGrantRequest req = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
+	Etcdserverpb__LeaseGrantResponse *resp = NULL;
 	int rc;
 
-	if (req == NULL || !etcd_set_u64(req, "TTL", (uint64_t)((ttl_ms + 999) / 1000))) {
-		json_decref(req);
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	}
-	rc = etcd_client_call(s->c, "/v3/lease/grant", req, &resp, e);
-	json_decref(req);
+	req.ttl = (ttl_ms + 999) / 1000;
+	rc = etcd_client_call(s->c, ETCD_LEASE_GRANT, &req.base, (ProtobufCMessage **)&resp, e);
 	if (rc)
 		return err_wrap(e, "grant a lease");
-	*lease = etcd_json_u64(resp, "ID");
-	json_decref(resp);
-	if (*lease == 0)
-		return err_set(e, CSID_EPROTO, "etcd %s: a lease grant without an ID",
-			       etcd_client_endpoint(s->c));
-	return 0;
+	*lease = etcd_rev(resp->id);
+	if (resp->error && resp->error[0])
+		rc = err_set(e, CSID_EIO, "grant a lease: etcd %s: %.200s",
+			     etcd_client_endpoint(s->c), resp->error);
+	else if (*lease == 0)
+		rc = err_set(e, CSID_EPROTO, "etcd %s: a lease grant without an ID",
+			     etcd_client_endpoint(s->c));
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return rc;
 }
 
 int etcd_lease_keepalive(struct store *st, uint64_t lease, struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
-	json_t *req = etcd_lease_req(lease), *resp = NULL;
+	Etcdserverpb__LeaseKeepAliveRequest req = ETCDSERVERPB__LEASE_KEEP_ALIVE_REQUEST__INIT;
+	Etcdserverpb__LeaseKeepAliveResponse *resp = NULL;
 	int rc;
 
-	if (req == NULL)
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	rc = etcd_client_call(s->c, "/v3/lease/keepalive", req, &resp, e);
-	json_decref(req);
+	req.id = (int64_t)lease;
+	rc = etcd_client_call(s->c, ETCD_LEASE_KEEPALIVE, &req.base, (ProtobufCMessage **)&resp, e);
 	if (rc)
 		return err_wrap(e, "keep lease %llx alive", (unsigned long long)lease);
-	/* An expired lease is answered without a TTL. */
-	if (etcd_json_u64(json_object_get(resp, "result"), "TTL") == 0)
+	/* An expired lease is answered with no TTL left. */
+	if (resp->ttl <= 0)
 		rc = err_set(e, CSID_ENOTFOUND, "lease %llx: expired", (unsigned long long)lease);
-	json_decref(resp);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return rc;
 }
 
 int etcd_lease_revoke(struct store *st, uint64_t lease, struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
-	json_t *req = etcd_lease_req(lease), *resp = NULL;
+	Etcdserverpb__LeaseRevokeRequest req = ETCDSERVERPB__LEASE_REVOKE_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
 	int rc;
 
-	if (req == NULL)
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	rc = etcd_client_call(s->c, "/v3/lease/revoke", req, &resp, e);
-	json_decref(req);
-	json_decref(resp);
+	req.id = (int64_t)lease;
+	rc = etcd_client_call(s->c, ETCD_LEASE_REVOKE, &req.base, &resp, e);
+	if (resp)
+		protobuf_c_message_free_unpacked(resp, NULL);
 	if (rc == CSID_ENOTFOUND)
 		return 0;
 	return rc ? err_wrap(e, "revoke lease %llx", (unsigned long long)lease) : 0;
-}
-
-/* A request_put of key k with value and lease, as a Txn op. */
-static json_t *etcd_put_op(const char *k, size_t klen, const char *value, size_t len,
-			   uint64_t lease)
-{
-	json_t *p = etcd_range_req(k, klen, NULL, 0);
-
-	if (p && etcd_set_b64(p, "value", value, len) && etcd_set_u64(p, "lease", lease))
-		return p;
-	json_decref(p);
-	return NULL;
-}
-
-/* Copies the first kv of a range answer r into *o (id "leader"); CSID_ENOTFOUND when none. */
-static int etcd_holder(json_t *r, struct store_obj *o, struct err *e)
-{
-	json_t *kv = json_array_get(json_object_get(r, "kvs"), 0);
-	char *val = NULL;
-	size_t vlen = 0;
-	int rc;
-
-	if (kv == NULL)
-		return err_set(e, CSID_ENOTFOUND, "election: no leader");
-	if (etcd_b64_decode(json_string_value(json_object_get(kv, "value")), &val, &vlen))
-		return err_set(e, CSID_EPROTO, "election: a value that is not base64");
-	rc = store_obj_set(o, STORE_NODE, "leader", strlen("leader"), val, vlen,
-			   etcd_json_u64(kv, "create_revision"), etcd_json_u64(kv, "mod_revision"),
-			   e);
-	free(val);
-	return rc;
-}
-
-int etcd_campaign(struct store *st, uint64_t lease, const char *value, size_t len,
-		  struct store_obj *holder, struct err *e)
-{
-	struct store_etcd *s = (struct store_etcd *)st;
-	size_t klen;
-	char *k = etcd_election_key(s, &klen);
-	json_t *c = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
-	json_t *put = k ? etcd_put_op(k, klen, value, len, lease) : NULL;
-	json_t *rd = k ? etcd_range_req(k, klen, NULL, 0) : NULL, *req = NULL, *resp = NULL, *rs;
-	int rc;
-
-	free(k);
-	if (c && put && rd && json_object_set_new(c, "target", json_string("CREATE")) == 0 &&
-	    json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
-	    etcd_set_u64(c, "create_revision", 0))
-		req = json_pack("{s:[O],s:[{s:O},{s:O}],s:[{s:O}]}", "compare", c, "success",
-				"request_put", put, "request_range", rd, "failure", "request_range",
-				rd);
-	json_decref(c);
-	json_decref(put);
-	json_decref(rd);
-	if (req == NULL)
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	rc = etcd_client_call(s->c, "/v3/kv/txn", req, &resp, e);
-	json_decref(req);
-	if (rc)
-		return err_wrap(e, "campaign");
-	rs = json_object_get(resp, "responses");
-	rc = etcd_holder(
-	    json_object_get(json_array_get(rs, json_array_size(rs) - 1), "response_range"), holder,
-	    e);
-	json_decref(resp);
-	return rc ? err_wrap(e, "campaign") : 0;
 }
 
 /* The key of member id, "<prefix>members/<id>" (id NULL: the prefix of all). */
@@ -166,17 +88,21 @@ int etcd_member_put(struct store *st, uint64_t lease, const char *id, const char
 		    struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
+	Etcdserverpb__PutRequest req = ETCDSERVERPB__PUT_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
 	size_t klen;
 	char *k = etcd_member_key(s, id, &klen);
-	json_t *req = k ? etcd_put_op(k, klen, value, len, lease) : NULL, *resp = NULL;
 	int rc;
 
-	free(k);
-	if (req == NULL)
+	if (k == NULL)
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	rc = etcd_client_call(s->c, "/v3/kv/put", req, &resp, e);
-	json_decref(req);
-	json_decref(resp);
+	req.key = etcd_bytes(k, klen);
+	req.value = etcd_bytes(value, len);
+	req.lease = (int64_t)lease;
+	rc = etcd_client_call(s->c, ETCD_PUT, &req.base, &resp, e);
+	free(k);
+	if (resp)
+		protobuf_c_message_free_unpacked(resp, NULL);
 	return rc ? err_wrap(e, "member %s", id) : 0;
 }
 
@@ -185,50 +111,39 @@ int etcd_member_list(struct store *st, struct store_list *out, struct err *e)
 	struct store_etcd *s = (struct store_etcd *)st;
 	size_t klen, elen;
 	char *k = etcd_member_key(s, NULL, &klen), *end = etcd_member_key(s, NULL, &elen);
-	json_t *req = NULL, *resp = NULL, *kvs;
+	Etcdserverpb__RangeResponse *resp = NULL;
 	int rc = 0;
 
-	if (k && end) {
-		etcd_prefix_end(end, &elen);
-		req = etcd_read_req(k, klen, end, elen);
-	}
-	if (req == NULL) {
+	if (k == NULL || end == NULL) {
 		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
 		goto out;
 	}
-	if ((rc = etcd_client_call(s->c, "/v3/kv/range", req, &resp, e))) {
+	etcd_prefix_end(end, &elen);
+	if ((rc = etcd_read(s, k, klen, end, elen, 0, &resp, e))) {
 		err_wrap(e, "list members");
 		goto out;
 	}
-	kvs = json_object_get(resp, "kvs");
-	out->objs = calloc(json_array_size(kvs) + 1, sizeof(*out->objs));
+	out->objs = calloc(resp->n_kvs + 1, sizeof(*out->objs));
 	if (out->objs == NULL) {
 		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
 		goto out;
 	}
-	for (size_t i = 0; !rc && i < json_array_size(kvs); i++) {
-		json_t *kv = json_array_get(kvs, i);
-		char *key = NULL, *val = NULL;
-		size_t kl = 0, vl = 0;
+	for (size_t i = 0; !rc && i < resp->n_kvs; i++) {
+		const Mvccpb__KeyValue *kv = resp->kvs[i];
 
-		rc = etcd_b64_decode(json_string_value(json_object_get(kv, "key")), &key, &kl) ||
-			     etcd_b64_decode(json_string_value(json_object_get(kv, "value")), &val,
-					     &vl)
-			 ? err_set(e, CSID_EPROTO, "member list: a key or value that is not base64")
-			 : 0;
-		if (!rc && kl > klen)
-			rc = store_obj_set(&out->objs[out->n++], STORE_NODE, key + klen, kl - klen,
-					   val, vl, etcd_json_u64(kv, "create_revision"),
-					   etcd_json_u64(kv, "mod_revision"), e);
-		free(key);
-		free(val);
+		if (kv->key.len > klen)
+			rc = store_obj_set(&out->objs[out->n++], STORE_NODE,
+					   (const char *)kv->key.data + klen, kv->key.len - klen,
+					   kv->value.data ? (const char *)kv->value.data : "",
+					   kv->value.len, etcd_rev(kv->create_revision),
+					   etcd_rev(kv->mod_revision), e);
 	}
-	out->index = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	out->index = resp->header ? etcd_rev(resp->header->revision) : 0;
 out:
 	if (rc)
 		store_list_free(out);
-	json_decref(req);
-	json_decref(resp);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free(k);
 	free(end);
 	return rc;
