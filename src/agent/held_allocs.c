@@ -129,7 +129,6 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 	pthread_mutex_unlock(&h->mu);
 	if (rc)
 		return err_set(e, rc, "held allocations: out of memory");
-	held_allocs_changed(h);
 	return 0;
 }
 

@@ -15,9 +15,13 @@
  * recovery at start) there is no report at all: a restarting agent must
  * not report "nothing held" before it knows its mounts.
  *
- * Any change of the begun set, and every held_allocs_changed (a mount or
- * unmount went through the mounter), calls on_change, which tells the
- * server link to rebuild (and send, if it differs) the fingerprint.
+ * An end of a flow, the attach and every held_allocs_changed (a mount or
+ * unmount went through the mounter) call on_change, which tells the
+ * server link to rebuild (and send, if it differs) the fingerprint. A
+ * begin does not: the pair is in every report built from then on, which
+ * is all the lost-claim rule asks (server/server_gc.h), so a mount sends
+ * no heartbeat while its claim is in flight; the end after it sends the
+ * report that shows the mount.
  *
  * Released allocations: a server answers a report with the allocations
  * that hold no active claim on the node any more (its claim was released
@@ -89,8 +93,8 @@ void held_allocs_attach(struct held_allocs *h, struct mounter *m);
 
 /*
  * A claim flow for (volume_id, alloc_id) begins: reported until the
- * matching held_allocs_end (flows of one pair are counted). Returns 0 or
- * CSID_ENOMEM. h NULL: a no-op.
+ * matching held_allocs_end (flows of one pair are counted); on_change is
+ * not called (above). Returns 0 or CSID_ENOMEM. h NULL: a no-op.
  */
 int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *alloc_id,
 		      struct err *e);
