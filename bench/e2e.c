@@ -9,7 +9,9 @@
  *      (PUT /v1/agent/volumes/<vol>/mount on a keep-alive connection), and
  *      the same work as bare CSI RPCs to the same csi-hostpath socket
  *      (ControllerPublishVolume, NodeStageVolume, NodePublishVolume);
- *      ratio of medians, target <= 2x. Between cycles, untimed: the
+ *      ratio of medians, target <= 2x; and the CPU time csid dev and its
+ *      plugin spent per agent API cycle (from /proc, load-independent
+ *      enough to compare builds on a busy machine). Between cycles, untimed: the
  *      unmount (or the matching unpublish/unstage RPCs), and for the
  *      claims a wait until the server has freed the volume;
  *   2. mounts per second: 8 csictl processes (then 8 agent API clients on
@@ -28,6 +30,7 @@
  * Needs root (bind mounts). A failed run prints the end of the csid dev
  * log; csictl's stderr goes to <dir>/csictl.err.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -287,17 +290,59 @@ static double bench_csictl_mounts(struct bench *b, int cycles)
 	return med;
 }
 
-/* 1b. the agent API call alone, on a keep-alive connection; returns the median. */
+/* CPU time (ms) of process pid and its children so far, from /proc; 0 when unreadable. */
+static double bench_cpu_ms(pid_t pid)
+{
+	unsigned long long ticks = 0;
+	char path[64], line[1024];
+	struct dirent *d;
+	DIR *dir = opendir("/proc");
+
+	while (dir && (d = readdir(dir))) {
+		unsigned long long ut, st;
+		const char *p;
+		int ppid, self;
+		FILE *f;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		self = atoi(d->d_name);
+		/* After the name: state ppid ... (fields 3-4), utime stime (14-15). */
+		if (p &&
+		    sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ppid,
+			   &ut, &st) == 3 &&
+		    (self == pid || ppid == pid))
+			ticks += ut + st;
+	}
+	if (dir)
+		closedir(dir);
+	return (double)ticks * 1e3 / (double)sysconf(_SC_CLK_TCK);
+}
+
+/*
+ * 1b. the agent API call alone, on a keep-alive connection; returns the
+ * median. Also prints the CPU time csid dev and its plugin spent per
+ * cycle (mount, unmount, release, and the bench's blocking queries), a
+ * figure that the machine's load does not move much.
+ */
 static double bench_api_mounts(struct bench *b, int cycles)
 {
-	double *v = calloc((size_t)cycles, sizeof(*v)), med;
+	double *v = calloc((size_t)cycles, sizeof(*v)), med, cpu0 = 0;
 
 	if (!v)
 		bench_die(b, "out of memory");
 	b->a.keepalive = true;
 	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0 = bench_stat_now_ms();
+		double t0;
 
+		if (i == BENCH_WARMUP)
+			cpu0 = bench_cpu_ms(b->s.pid);
+		t0 = bench_stat_now_ms();
 		if (bench_api_mount(&b->a, "lat", "a-1") != 200)
 			bench_die(b, "agent API mount failed");
 		if (i >= BENCH_WARMUP)
@@ -306,6 +351,8 @@ static double bench_api_mounts(struct bench *b, int cycles)
 			bench_die(b, "unmount failed");
 		bench_wait_freed(b, "lat");
 	}
+	printf("agent_api_cycle_cpu_ms=%.2f (csid dev and its plugin, per mount+unmount cycle)\n",
+	       (bench_cpu_ms(b->s.pid) - cpu0) / cycles);
 	bench_report("claim_to_path_agent_api_ms", v, cycles);
 	med = bench_quantile(v, cycles, 0.5);
 	free(v);

@@ -379,7 +379,9 @@ static int claims_plugin_ready(struct claims *c, const char *plugin, struct err 
 /*
  * The claim, retried with backoff for CLAIMS_WAIT_MS while the server
  * answers failed_precondition (the volume is not ready yet, or the
- * node's fingerprint has not shown its plugin healthy yet).
+ * node's fingerprint has not shown its plugin healthy yet). An agent
+ * that joined no servers is told so at once: that precondition never
+ * changes.
  */
 static int claims_claim_put(struct claims *c, const char *path, json_t *claim, json_t **v,
 			    struct err *e)
@@ -390,8 +392,8 @@ static int claims_claim_put(struct claims *c, const char *path, json_t *claim, j
 
 	for (;;) {
 		rc = claims_server_request(c, "PUT", path, claim, v, e);
-		if (rc != CSID_EPRECOND || clock_now_ms(c->clock) + pause > deadline ||
-		    claims_stopping(c))
+		if (rc != CSID_EPRECOND || !c->cfg.client ||
+		    clock_now_ms(c->clock) + pause > deadline || claims_stopping(c))
 			return rc;
 		claims_pause_until(c, clock_now_ms(c->clock) + pause);
 		pause = claims_next_pause(pause);

@@ -2,7 +2,10 @@
  * The claim flow's durable rows (claims_state.h): two tables of the
  * agent database, one SQLite connection used under a mutex. The schema
  * steps are those the agent API used before the flow moved here, so an
- * agent database written by an older agent opens unchanged.
+ * agent database written by an older agent opens unchanged. The
+ * statements of a mount and an unmount (the mark, the pending release)
+ * are prepared once per connection and reset after each use: compiling
+ * one cost as much as running it, on the path of every mount.
  */
 #include "agent/claims_state.h"
 
@@ -26,9 +29,32 @@ static const char *const claims_state_schema[] = {
     " PRIMARY KEY (volume_id, alloc_id))",
 };
 
+/* The statements kept prepared (claims_state_stmt). */
+enum claims_state_sql {
+	CLAIMS_STATE_SQL_RELEASE_PUT,
+	CLAIMS_STATE_SQL_RELEASE_DROP,
+	CLAIMS_STATE_SQL_MARK,
+	CLAIMS_STATE_SQL_UNMARK,
+	CLAIMS_STATE_SQL_MARKED,
+	CLAIMS_STATE_SQL_COUNT_
+};
+
+static const char *const claims_state_sql_text[CLAIMS_STATE_SQL_COUNT_] = {
+    [CLAIMS_STATE_SQL_RELEASE_PUT] = "INSERT OR IGNORE INTO claims_pending_release VALUES "
+				     "(?, ?, ?)",
+    [CLAIMS_STATE_SQL_RELEASE_DROP] = "DELETE FROM claims_pending_release WHERE volume_id = ? "
+				      "AND alloc_id = ?",
+    [CLAIMS_STATE_SQL_MARK] = "INSERT OR IGNORE INTO claims_mounted VALUES (?, ?)",
+    [CLAIMS_STATE_SQL_UNMARK] = "DELETE FROM claims_mounted WHERE volume_id = ? AND "
+				"alloc_id = ?",
+    [CLAIMS_STATE_SQL_MARKED] = "SELECT 1 FROM claims_mounted WHERE volume_id = ? AND "
+				"alloc_id = ?",
+};
+
 struct claims_state {
 	sqlite3 *db;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu; /* guards db and st */
+	sqlite3_stmt *st[CLAIMS_STATE_SQL_COUNT_]; /* NULL until first used */
 };
 
 int claims_state_open(const char *db_path, struct claims_state **out, struct err *e)
@@ -57,24 +83,30 @@ void claims_state_close(struct claims_state *s)
 {
 	if (!s)
 		return;
+	for (int i = 0; i < CLAIMS_STATE_SQL_COUNT_; i++)
+		sqlite3_finalize(s->st[i]);
 	agent_db_close(s->db);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
 
 /*
- * Runs sql with vol, alloc (and reason when nbind is 3) bound; *row
- * (may be NULL) whether a row came. what names the rows in a message.
+ * Runs statement q with vol, alloc (and reason when nbind is 3) bound;
+ * *row (may be NULL) whether a row came. what names the rows in a
+ * message.
  */
-static int claims_state_sql(struct claims_state *s, const char *sql, const char *vol,
+static int claims_state_sql(struct claims_state *s, enum claims_state_sql q, const char *vol,
 			    const char *alloc, const char *reason, int nbind, bool *row,
 			    const char *what, struct err *e)
 {
-	sqlite3_stmt *st = NULL;
-	int src, rc = 0;
+	int src = SQLITE_OK, rc = 0;
+	sqlite3_stmt *st;
 
 	pthread_mutex_lock(&s->mu);
-	src = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (!s->st[q])
+		src = sqlite3_prepare_v3(s->db, claims_state_sql_text[q], -1,
+					 SQLITE_PREPARE_PERSISTENT, &s->st[q], NULL);
+	st = s->st[q];
 	if (src == SQLITE_OK) {
 		sqlite3_bind_text(st, 1, vol, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, alloc, -1, SQLITE_STATIC);
@@ -87,7 +119,11 @@ static int claims_state_sql(struct claims_state *s, const char *sql, const char 
 	if (src != SQLITE_OK && src != SQLITE_DONE && src != SQLITE_ROW)
 		rc = err_set(e, agent_db_err(src), "%s of %s for %s: %s", what, vol, alloc,
 			     sqlite3_errmsg(s->db));
-	sqlite3_finalize(st);
+	if (st) {
+		/* Reset at once: a statement left stepping would hold its read transaction. */
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -95,16 +131,15 @@ static int claims_state_sql(struct claims_state *s, const char *sql, const char 
 int claims_state_release_put(struct claims_state *s, const char *vol, const char *alloc,
 			     const char *reason, struct err *e)
 {
-	return claims_state_sql(s, "INSERT OR IGNORE INTO claims_pending_release VALUES (?, ?, ?)",
-				vol, alloc, reason, 3, NULL, "pending release", e);
+	return claims_state_sql(s, CLAIMS_STATE_SQL_RELEASE_PUT, vol, alloc, reason, 3, NULL,
+				"pending release", e);
 }
 
 int claims_state_release_drop(struct claims_state *s, const char *vol, const char *alloc,
 			      struct err *e)
 {
-	return claims_state_sql(
-	    s, "DELETE FROM claims_pending_release WHERE volume_id = ? AND alloc_id = ?", vol,
-	    alloc, NULL, 2, NULL, "pending release", e);
+	return claims_state_sql(s, CLAIMS_STATE_SQL_RELEASE_DROP, vol, alloc, NULL, 2, NULL,
+				"pending release", e);
 }
 
 size_t claims_state_release_count(struct claims_state *s)
@@ -154,17 +189,13 @@ size_t claims_state_release_list(struct claims_state *s, struct claims_state_rel
 int claims_state_mark(struct claims_state *s, const char *vol, const char *alloc, bool on,
 		      struct err *e)
 {
-	return claims_state_sql(s,
-				on ? "INSERT OR IGNORE INTO claims_mounted VALUES (?, ?)"
-				   : "DELETE FROM claims_mounted WHERE volume_id = ? AND "
-				     "alloc_id = ?",
-				vol, alloc, NULL, 2, NULL, "claim mark", e);
+	return claims_state_sql(s, on ? CLAIMS_STATE_SQL_MARK : CLAIMS_STATE_SQL_UNMARK, vol, alloc,
+				NULL, 2, NULL, "claim mark", e);
 }
 
 int claims_state_marked(struct claims_state *s, const char *vol, const char *alloc, bool *out,
 			struct err *e)
 {
-	return claims_state_sql(s,
-				"SELECT 1 FROM claims_mounted WHERE volume_id = ? AND alloc_id = ?",
-				vol, alloc, NULL, 2, out, "claim mark", e);
+	return claims_state_sql(s, CLAIMS_STATE_SQL_MARKED, vol, alloc, NULL, 2, out, "claim mark",
+				e);
 }

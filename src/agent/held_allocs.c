@@ -69,12 +69,6 @@ void held_allocs_free(struct held_allocs *h)
 	free(h);
 }
 
-void held_allocs_changed(struct held_allocs *h)
-{
-	if (h && h->on_change)
-		h->on_change(h->ctx);
-}
-
 void held_allocs_attach(struct held_allocs *h, struct mounter *m)
 {
 	if (!h)
@@ -82,7 +76,8 @@ void held_allocs_attach(struct held_allocs *h, struct mounter *m)
 	pthread_mutex_lock(&h->mu);
 	h->mounter = m;
 	pthread_mutex_unlock(&h->mu);
-	held_allocs_changed(h);
+	if (h->on_change)
+		h->on_change(h->ctx);
 }
 
 /* The flow of the pair, or NULL; h->mu held. */
@@ -129,7 +124,6 @@ int held_allocs_begin(struct held_allocs *h, const char *volume_id, const char *
 	pthread_mutex_unlock(&h->mu);
 	if (rc)
 		return err_set(e, rc, "held allocations: out of memory");
-	held_allocs_changed(h);
 	return 0;
 }
 
@@ -146,7 +140,6 @@ void held_allocs_end(struct held_allocs *h, const char *volume_id, const char *a
 		f->gen = ++h->gen;
 	}
 	pthread_mutex_unlock(&h->mu);
-	held_allocs_changed(h);
 }
 
 /* Drops flows[i] (its slot takes the last one); h->mu held. */

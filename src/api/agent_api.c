@@ -148,9 +148,8 @@ static int agent_api_tcp_auth(struct agent_api *a, const struct http_request *re
 }
 
 /*
- * Dispatches; after any mount or unmount request (whatever its outcome:
- * a failure may have changed records too) the held allocations are told,
- * so the servers see the agent's report change at once.
+ * Dispatches. A mount or unmount changes the held allocations the node
+ * reports; the change rides the next heartbeat (agent/held_allocs.h).
  */
 static int agent_api_route(void *ctx, const struct http_request *req, struct http_reply *rep,
 			   struct err *e)
@@ -160,12 +159,7 @@ static int agent_api_route(void *ctx, const struct http_request *req, struct htt
 
 	if (rc)
 		return rc;
-	rc = agent_api_dispatch(ctx, req, rep, e);
-
-	if (strcmp(req->method, "GET") != 0 && (strncmp(req->url, "/v1/agent/mounts", 16) == 0 ||
-						strncmp(req->url, "/v1/agent/volumes/", 18) == 0))
-		held_allocs_changed(a->cfg.held);
-	return rc;
+	return agent_api_dispatch(ctx, req, rep, e);
 }
 
 static char *agent_api_dup(const char *s)

@@ -5,6 +5,12 @@
  * calls: each acquire reads the node records afresh, so a node that
  * goes down or whose plugin turns unhealthy stops being chosen at once.
  *
+ * The node records are read through a cache of their decoded form
+ * (server_pcache.h), rebuilt when a node record changed: a reconciler
+ * pass acquires a client once, and decoding every node record on each
+ * pass cost as much as the pass's own work with one node, and grew with
+ * the cluster.
+ *
  * A client is a small object per acquire (freed by release) that runs
  * each call as one libcurl request with an easy handle of its own while
  * the call lasts, so calls from several reconciler workers never share
@@ -27,6 +33,7 @@
 #include "csi/csi_remote.h"
 #include "csi/csi_rules.h"
 #include "server/server.h"
+#include "server/server_pcache.h"
 #include "util/array.h"
 #include "util/curl_pool.h"
 #include "util/log.h"
@@ -44,8 +51,15 @@ struct controllers_remote_pref {
 	char avoid[MODEL_ID_MAX + 1];
 };
 
+/* The cached view: the decoded node records (in the cache's arena). */
+struct controllers_remote_view {
+	struct model_node *const *nodes;
+	size_t n;
+};
+
 struct controllers_remote {
 	struct store *store;
+	struct server_pcache *nodes; /* of controllers_remote_view */
 	char *token;
 	struct reconciler_controllers host;
 	struct curl_pool *conns;
@@ -359,22 +373,58 @@ int controllers_remote_client_new(const char *address, const char *node_id, cons
 	return rc;
 }
 
+/* server_pcache_build_fn: the view is the decoded records themselves. */
+static int controllers_remote_view_build(void *ctx, struct model_node *const *nodes, size_t n,
+					 struct arena *a, void **view, struct err *e)
+{
+	struct controllers_remote_view *v = arena_alloc(a, sizeof(*v));
+
+	(void)ctx;
+	if (!v)
+		return err_set(e, CSID_ENOMEM, "agent controllers: out of memory");
+	v->nodes = nodes;
+	v->n = n;
+	*view = v;
+	return 0;
+}
+
+/* One choice on the cached view: in, the plugin and preferences; out, the node. */
+struct controllers_remote_pick {
+	const char *plugin_id, *last, *avoid;
+	int rc;
+	struct err *e;
+	uint64_t *caps;
+	/* One byte more than allowed: client_make still refuses what is too long. */
+	char node[MODEL_ID_MAX + 2];
+	char address[MODEL_ADDRESS_MAX + 2];
+};
+
+/* server_pcache_use_fn: chooses among the view's nodes, copying out what outlives the lock. */
+static void controllers_remote_view_pick(void *arg, const void *view)
+{
+	const struct controllers_remote_view *v = view;
+	struct controllers_remote_pick *k = arg;
+	size_t chosen = 0;
+
+	k->rc = controllers_remote_choose(v->nodes, v->n, k->plugin_id, k->last, k->avoid, &chosen,
+					  k->caps, k->e);
+	if (k->rc)
+		return;
+	snprintf(k->node, sizeof(k->node), "%s", v->nodes[chosen]->id);
+	snprintf(k->address, sizeof(k->address), "%s",
+		 v->nodes[chosen]->address ? v->nodes[chosen]->address : "");
+}
+
 static int controllers_remote_acquire_agent(struct controllers_remote *r, const char *plugin_id,
 					    struct csi_client **client, uint64_t *caps,
 					    struct err *e)
 {
 	struct controllers_remote_client *c = NULL;
 	struct controllers_remote_pref *pref;
-	struct arena *a = arena_new();
-	struct model_node **nodes = NULL;
 	char last[MODEL_ID_MAX + 1] = "", avoid[MODEL_ID_MAX + 1] = "";
-	size_t n = 0, chosen = 0;
+	struct controllers_remote_pick k = {.plugin_id = plugin_id, .e = e, .caps = caps};
 	int rc;
 
-	if (!a)
-		return err_set(e, CSID_ENOMEM, "controller plugin %s: out of memory", plugin_id);
-	if ((rc = server_store_nodes(r->store, a, &nodes, &n, NULL, e)))
-		goto out;
 	pthread_mutex_lock(&r->mu);
 	pref = controllers_remote_pref(r, plugin_id);
 	if (pref) {
@@ -382,29 +432,26 @@ static int controllers_remote_acquire_agent(struct controllers_remote *r, const 
 		memcpy(avoid, pref->avoid, sizeof(avoid));
 	}
 	pthread_mutex_unlock(&r->mu);
-	rc = controllers_remote_choose(nodes, n, plugin_id, last[0] ? last : NULL,
-				       avoid[0] ? avoid : NULL, &chosen, caps, e);
+	k.last = last[0] ? last : NULL;
+	k.avoid = avoid[0] ? avoid : NULL;
+	if ((rc = server_pcache_use(r->nodes, controllers_remote_view_pick, &k, e)) || (rc = k.rc))
+		return rc;
+	rc = controllers_remote_client_make(k.address, k.node, plugin_id, r->token, &c, e);
 	if (rc)
-		goto out;
-	rc = controllers_remote_client_make(nodes[chosen]->address, nodes[chosen]->id, plugin_id,
-					    r->token, &c, e);
-	if (rc)
-		goto out;
+		return rc;
 	c->owner = r;
 	pthread_mutex_lock(&r->mu);
 	pref = controllers_remote_pref(r, plugin_id);
-	if (pref && strcmp(pref->last, nodes[chosen]->id) != 0) {
-		snprintf(pref->last, sizeof(pref->last), "%s", nodes[chosen]->id);
+	if (pref && strcmp(pref->last, k.node) != 0) {
+		snprintf(pref->last, sizeof(pref->last), "%s", k.node);
 		if (strcmp(pref->avoid, pref->last) == 0)
 			pref->avoid[0] = '\0';
 		log_info("msg=\"controller plugin through agent\" plugin=%s node=%s address=%s",
-			 plugin_id, nodes[chosen]->id, c->base_url);
+			 plugin_id, k.node, c->base_url);
 	}
 	pthread_mutex_unlock(&r->mu);
 	*client = &c->base;
-out:
-	arena_free(a);
-	return rc;
+	return 0;
 }
 
 static int controllers_remote_acquire(void *ctx, const char *plugin_id, struct csi_client **client,
@@ -447,9 +494,12 @@ int controllers_remote_new(const struct controllers_remote_config *cfg,
 		return err_set(e, CSID_EINTERNAL, "agent controllers: libcurl did not start");
 	r = calloc(1, sizeof(*r));
 	if (!r || (cfg->token && !(r->token = strdup(cfg->token))) ||
+	    !(r->nodes = server_pcache_new(cfg->store, controllers_remote_view_build, NULL)) ||
 	    curl_pool_new(CONTROLLERS_REMOTE_CONNS, &r->conns, e)) {
-		if (r)
+		if (r) {
 			free(r->token);
+			server_pcache_free(r->nodes);
+		}
 		free(r);
 		curl_global_cleanup();
 		return err_set(e, CSID_ENOMEM, "agent controllers: out of memory");
@@ -478,6 +528,7 @@ void controllers_remote_free(struct controllers_remote *r)
 		free(r->token);
 	}
 	free(r->prefs);
+	server_pcache_free(r->nodes);
 	curl_pool_free(r->conns);
 	pthread_mutex_destroy(&r->mu);
 	free(r);

@@ -1,7 +1,8 @@
 /*
  * Controller plugins behind agents: the reconciler_controllers seam for
  * plugins that agents supervise. acquire(plugin_id) reads the node
- * records (their fingerprints) from the store, keeps the ready nodes that
+ * records (their fingerprints) as stored now (decoded once per change,
+ * server/server_pcache.h), keeps the ready nodes that
  * have an agent address and a healthy controller plugin of that ID, and
  * chooses one: the node it used last for that plugin while it stays a
  * candidate, else the first other candidate (by node ID), the node whose

@@ -179,6 +179,8 @@ static int claims_fake_request(struct claims_client *cl, const char *method, con
 
 	*doc = NULL;
 	*status = 0;
+	if (f->on_request)
+		f->on_request(f->on_request_ctx, method, path);
 	pthread_mutex_lock(&f->mu);
 	f->requests++;
 	if (f->down) {

@@ -65,6 +65,9 @@ struct claims_fake {
 	char claim_code[32]; /* its csid code name ("conflict") */
 	int claim_precond; /* answer failed_precondition this many times first */
 	bool old_server; /* a server before the claim that waits (above) */
+	/* Called (without the lock) as each request arrives, before it is served; may be NULL. */
+	void (*on_request)(void *ctx, const char *method, const char *path);
+	void *on_request_ctx;
 	/* Counts and the last release. */
 	int requests, refused_down, claims_put, releases, releases_ok, blocking_queries,
 	    stage_reads;

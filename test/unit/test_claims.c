@@ -35,18 +35,21 @@ struct ct {
 	struct held_allocs *held;
 	struct claims *c;
 	struct claims_fake_volume *vol;
-	/* A fingerprint report taken at the next change of the held set, if armed. */
+	/* A fingerprint report taken as the next claim request arrives, if armed. */
 	bool snap_armed;
 	uint64_t snap_seq; /* its generation */
 	bool snap_claimed; /* whether the fake server held the claim of alloc-1 then */
 };
 
-/* held_allocs_changed_fn: takes the armed report (as the server link would). */
-static void ct_held_changed(void *ctx)
+/*
+ * The fake server's on_request: a claim arrives, not yet recorded, and the
+ * armed report is built now (as a heartbeat of the server link may be).
+ */
+static void ct_claim_arrives(void *ctx, const char *method, const char *path)
 {
 	struct ct *t = ctx;
 
-	if (!t->snap_armed)
+	if (!t->snap_armed || strcmp(method, "PUT") != 0 || !strstr(path, "/claim"))
 		return;
 	t->snap_armed = false;
 	t->snap_seq = held_allocs_seq(t->held);
@@ -85,7 +88,9 @@ static int ct_setup(void **state)
 	mt_env_open(&t->env, true);
 	claims_fake_init(&t->fake, NODE, &t->clock);
 	t->vol = claims_fake_add(&t->fake, "vol-1", MT_PLUGIN, "single-node-writer");
-	if (held_allocs_new(ct_held_changed, t, &t->held, &e))
+	t->fake.on_request = ct_claim_arrives;
+	t->fake.on_request_ctx = t;
+	if (held_allocs_new(NULL, NULL, &t->held, &e))
 		return -1;
 	held_allocs_attach(t->held, t->env.m);
 	ct_open_claims(t);
@@ -579,7 +584,7 @@ static void ct_step_kept(struct ct *t)
 
 /*
  * The race seen under load: the fingerprint report is built once the
- * claim flow began, before its claim reached the server, so the server
+ * claim flow began, before its claim was recorded by the server, so the server
  * answers "no claim"; the answer comes back after the flow claimed and
  * mounted. It is stale: the fresh mount stays, nothing is released.
  */
