@@ -201,7 +201,9 @@ struct http_server_config {
 	/*
 	 * The wake source of parked requests and streams (optional): blocks
 	 * until its mark passes after or timeout_ms ends, and returns the mark
-	 * (store_wait has this shape). Called on one thread of the server.
+	 * (store_wait has this shape). Called on one thread of the server,
+	 * and with timeout_ms 0 (the current mark, at once) by the workers
+	 * before each handler run.
 	 */
 	uint64_t (*wake)(void *wake_ctx, uint64_t after, int64_t timeout_ms);
 	void *wake_ctx;
