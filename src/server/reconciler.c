@@ -282,8 +282,11 @@ static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
 	rec_sift_up(r, last->heap_pos);
 }
 
-/* Queues it (not busy, not parked) due at `due`, or moves it there. 0 or CSID_ENOMEM. */
-static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
+/*
+ * Queues it (not busy, not parked) due at `due`, or moves it there, and
+ * wakes one worker when wake. 0 or CSID_ENOMEM.
+ */
+static int rec_schedule_wake(struct reconciler *r, struct rec_item *it, int64_t due, bool wake)
 {
 	int64_t now = clock_now_ms(r->clock);
 
@@ -304,8 +307,14 @@ static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
 	 * for the new head's time. A broadcast woke every idle worker for
 	 * each item (about 11 context switches per claim + release cycle).
 	 */
-	pthread_cond_signal(&r->cond);
+	if (wake)
+		pthread_cond_signal(&r->cond);
 	return 0;
+}
+
+static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
+{
+	return rec_schedule_wake(r, it, due, true);
 }
 
 static void rec_set_error(struct reconciler *r, struct rec_item *it, const char *msg)
@@ -657,8 +666,17 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		due = now;
 	it->again = false;
 	if (due != CLOCK_NEVER) {
-		if (rec_schedule(r, it, due) == 0)
+		/*
+		 * The worker that ends this pass looks at the heap next: another
+		 * is woken only when this item is not the one it takes (a pass
+		 * that did a step is followed by one that checks it, so every
+		 * step woke a second worker for nothing).
+		 */
+		if (rec_schedule_wake(r, it, due, false) == 0) {
+			if (r->heap[0] != it)
+				pthread_cond_signal(&r->cond);
 			return;
+		}
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
 	}
