@@ -19,8 +19,8 @@
  * that following it again from the oldest parked request's mark misses no
  * change that request did not see; a request whose run began before the
  * last change the wake thread handled runs again instead of parking (that
- * change's round did not find it parked). A parked stream records none: it is
- * resumed once at the first change after the old mark, possibly for
+ * change's round did not find it parked). A parked stream records none:
+ * it is resumed once at the first change after the old mark, possibly for
  * nothing.
  */
 #include "api/http_int.h"
@@ -120,8 +120,7 @@ static void *http_work_worker(void *arg)
 		if (hc->rc == HTTP_WAIT)
 			hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
 		hc->state = HTTP_CONN_DONE;
-		/* Outside mu: it writes to the I/O thread's wake-up fd, while other workers wait.
-		 */
+		/* Outside mu: it writes to the I/O thread's wake-up fd. */
 		pthread_mutex_unlock(&w->mu);
 		MHD_resume_connection(hc->c);
 		pthread_mutex_lock(&w->mu);
