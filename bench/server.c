@@ -450,6 +450,7 @@ struct bench_client {
 	bool wait_publish; /* the agent's flow: GET until published before the release */
 	long requests;
 	double cpu; /* this client thread's CPU time, s */
+	double sys; /* the system part of it */
 	long csw; /* and its context switches */
 	const char *failed;
 };
@@ -461,6 +462,15 @@ static long bench_csw(int who)
 
 	getrusage(who, &ru);
 	return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* System CPU time of the calling thread, or of the process, in seconds. */
+static double bench_sys(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* CPU time (user + system) of the calling thread, or of the process, in seconds. */
@@ -529,6 +539,7 @@ static void *bench_client_run(void *arg)
 		c->requests++;
 	}
 	c->cpu = bench_cpu(RUSAGE_THREAD);
+	c->sys = bench_sys(RUSAGE_THREAD);
 	c->csw = bench_csw(RUSAGE_THREAD);
 	return NULL;
 }
@@ -595,7 +606,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
 	for (int r = 0; r < repeats; r++) {
 		long requests = 0;
-		double t0, t1, cpu0, client_cpu = 0;
+		double t0, t1, cpu0, sys0, client_cpu = 0, client_sys = 0, sys;
 		long csw0, client_csw = 0;
 		uint64_t index0 = store_index(b->store);
 		struct etcd_proc_usage eu0, eu1;
@@ -612,6 +623,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		t0 = bench_now();
 		bench_callgrind("-z");
 		cpu0 = bench_cpu(RUSAGE_SELF);
+		sys0 = bench_sys(RUSAGE_SELF);
 		csw0 = bench_csw(RUSAGE_SELF);
 		for (int i = 0; i < BENCH_CLIENTS; i++)
 			if (pthread_create(&cl[i].thread, NULL, bench_client_run, &cl[i]) != 0)
@@ -623,6 +635,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			http_client_free(cl[i].http);
 			requests += cl[i].requests;
 			client_cpu += cl[i].cpu;
+			client_sys += cl[i].sys;
 			client_csw += cl[i].csw;
 			if (cl[i].failed)
 				bench_die("cycle failed at", cl[i].failed);
@@ -635,6 +648,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		writes[r] = (double)(store_index(b->store) - index0) / (per * BENCH_CLIENTS);
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
+		sys = (bench_sys(RUSAGE_SELF) - sys0 - client_sys) / (per * BENCH_CLIENTS);
 		csw[r] =
 		    (double)(bench_csw(RUSAGE_SELF) - csw0 - client_csw) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
@@ -646,13 +660,13 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			    r + 1, (eu1.cpu_s - eu0.cpu_s) / (per * BENCH_CLIENTS) * 1e6,
 			    (eu1.range - eu0.range) / (per * BENCH_CLIENTS),
 			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
-		printf(
-		    "  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
-		    "server CPU %.0f us per cycle, clients %.0f us, %.2f store writes per cycle, "
-		    "%.1f server context switches per cycle\n",
-		    r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
-		    (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6,
-		    client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r], csw[r]);
+		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
+		       "server CPU %.0f us per cycle (%.0f system), clients %.0f us, %.2f store "
+		       "writes "
+		       "per cycle, %.1f server context switches per cycle\n",
+		       r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
+		       (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6, sys * 1e6,
+		       client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r], csw[r]);
 	}
 	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
 	       name, bench_stat_median(cpu, repeats) * 1e6, 2.0 / bench_stat_median(cpu, repeats));

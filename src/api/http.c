@@ -241,9 +241,10 @@ static void http_reply_drop(struct http_reply *rep)
 	rep->stream.done = NULL;
 }
 
-void http_run(struct http_server *s, struct http_conn *hc)
+/* The handler's view of hc's request. */
+static struct http_request http_request_of(struct http_conn *hc)
 {
-	struct http_request req = {
+	return (struct http_request){
 	    .method = hc->method,
 	    .url = hc->url,
 	    .body = hc->body ? hc->body : "",
@@ -251,6 +252,19 @@ void http_run(struct http_server *s, struct http_conn *hc)
 	    .conn_ = hc->c,
 	    .hc_ = hc,
 	};
+}
+
+/* Whether the config's at_once says hc runs on the I/O thread. */
+static bool http_at_once(struct http_server *s, struct http_conn *hc)
+{
+	struct http_request req = http_request_of(hc);
+
+	return s->cfg.at_once && s->cfg.at_once(s->cfg.ctx, &req);
+}
+
+void http_run(struct http_server *s, struct http_conn *hc)
+{
+	struct http_request req = http_request_of(hc);
 
 	memset(&hc->rep, 0, sizeof(hc->rep));
 	err_clear(&hc->e);
@@ -616,7 +630,7 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 		http_finish(s, hc);
 		return MHD_YES;
 	}
-	if (s->cfg.at_once && s->cfg.at_once(method, url)) {
+	if (http_at_once(s, hc)) {
 		http_run(s, hc);
 		if (hc->rc == HTTP_WAIT)
 			hc->rc =

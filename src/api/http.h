@@ -201,17 +201,22 @@ struct http_server_config {
 	/*
 	 * The wake source of parked requests and streams (optional): blocks
 	 * until its mark passes after or timeout_ms ends, and returns the mark
-	 * (store_wait has this shape). Called on one thread of the server.
+	 * (store_wait has this shape). Called on one thread of the server,
+	 * and with timeout_ms 0 (the current mark, at once) by the workers
+	 * before each handler run.
 	 */
 	uint64_t (*wake)(void *wake_ctx, uint64_t after, int64_t timeout_ms);
 	void *wake_ctx;
 	/*
-	 * Optional: whether a request (method, path) is answered at once on
-	 * the I/O thread instead of queueing for a worker. Only for handlers
-	 * that never block nor park (a health probe), so that a queue of slow
-	 * requests never delays them.
+	 * Optional: whether a request (its method, path, query and body are
+	 * readable; ctx is the handler's) is answered at once on the I/O
+	 * thread instead of queueing for a worker. Only for handlers that
+	 * never block nor park and take tens of microseconds: a health probe,
+	 * so that a queue of slow requests never delays it, and short writes
+	 * to a local store, which cost a hand-off to a worker and back
+	 * otherwise (two thread wake-ups and their cache misses).
 	 */
-	bool (*at_once)(const char *method, const char *url);
+	bool (*at_once)(void *ctx, const struct http_request *req);
 	struct http_tls tls;
 	struct http_limits limits;
 };

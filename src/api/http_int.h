@@ -51,6 +51,7 @@ struct http_conn {
 	int64_t deadline_ms; /* HTTP_CONN_PARKED: when to run again */
 	bool polled; /* parked: also run again every tick */
 	uint64_t memo; /* kept for the handler across runs (http_request_memo) */
+	uint64_t seen; /* the wake source's mark read before the handler last ran */
 	/* The handler's outcome (HTTP_CONN_DONE). */
 	int rc;
 	struct http_reply rep;
@@ -79,6 +80,7 @@ struct http_work {
 	unsigned nworkers;
 	pthread_t waker;
 	bool waker_on;
+	bool idle; /* the wake thread: nothing parked, the wake source not followed */
 	uint64_t mark;
 };
 

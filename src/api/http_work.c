@@ -11,6 +11,17 @@
  * (at most HTTP_WAKE_GAP_MS), so a thousand writes a second wake a
  * thousand parked requests 20 times a second, not a thousand times, while
  * a few parked requests (an agent following its claim) wake at once.
+ *
+ * While nothing is parked the wake thread does not follow the wake source
+ * (every store write woke it, three to four times per claim + release
+ * cycle, for nothing); it sleeps from tick to tick until something parks.
+ * Each run of a handler records the source's mark first (hc->seen), so
+ * that following it again from the oldest parked request's mark misses no
+ * change that request did not see; a request whose run began before the
+ * last change the wake thread handled runs again instead of parking (that
+ * change's round did not find it parked). A parked stream records none:
+ * it is resumed once at the first change after the old mark, possibly for
+ * nothing.
  */
 #include "api/http_int.h"
 
@@ -88,18 +99,31 @@ static void *http_work_worker(void *arg)
 		}
 		hc->state = HTTP_CONN_RUNNING;
 		pthread_mutex_unlock(&w->mu);
+		if (s->cfg.wake)
+			hc->seen = s->cfg.wake(s->cfg.wake_ctx, 0, 0);
 		http_run(s, hc);
 		pthread_mutex_lock(&w->mu);
+		if (hc->rc == HTTP_WAIT && !w->stopping && hc->seen < w->mark) {
+			/* The wake thread reported a change while it ran: it runs again now. */
+			hc->state = HTTP_CONN_QUEUED;
+			http_work_push(&w->again_head, &w->again_tail, hc);
+			continue;
+		}
 		if (hc->rc == HTTP_WAIT && !w->stopping) {
 			hc->state = HTTP_CONN_PARKED;
 			hc->next = w->parked;
 			w->parked = hc;
+			if (w->idle)
+				pthread_cond_signal(&w->tick);
 			continue;
 		}
 		if (hc->rc == HTTP_WAIT)
 			hc->rc = err_set(&hc->e, CSID_EUNAVAIL, "%s: shutting down", s->name);
 		hc->state = HTTP_CONN_DONE;
+		/* Outside mu: it writes to the I/O thread's wake-up fd. */
+		pthread_mutex_unlock(&w->mu);
 		MHD_resume_connection(hc->c);
+		pthread_mutex_lock(&w->mu);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -143,6 +167,24 @@ static unsigned http_work_round(struct http_work *w, bool changed)
 	return n;
 }
 
+/*
+ * With mu held, nothing parked and a wake source: sleeps until a tick or
+ * until something parks; then the mark to follow from is the oldest
+ * parked request's (a parked stream keeps the older mark).
+ */
+static void http_work_idle(struct http_work *w, struct clock *clk)
+{
+	w->idle = true;
+	clock_wait(clk, &w->tick, &w->mu, clock_now_ms(clk) + HTTP_TICK_MS);
+	w->idle = false;
+	if (w->sparked || !w->parked)
+		return;
+	w->mark = w->parked->seen;
+	for (struct http_conn *hc = w->parked->next; hc; hc = hc->next)
+		if (hc->seen < w->mark)
+			w->mark = hc->seen;
+}
+
 static void *http_work_waker(void *arg)
 {
 	struct http_server *s = arg;
@@ -155,6 +197,10 @@ static void *http_work_waker(void *arg)
 		uint64_t mark = w->mark, now_mark = mark;
 		unsigned ran;
 
+		if (s->cfg.wake && !w->parked && !w->sparked) {
+			http_work_idle(w, clk);
+			continue;
+		}
 		if (s->cfg.wake) {
 			pthread_mutex_unlock(&w->mu);
 			now_mark = s->cfg.wake(s->cfg.wake_ctx, mark, HTTP_TICK_MS);
@@ -260,6 +306,8 @@ bool http_work_park_stream(struct http_server *s, struct http_sbox *b)
 	MHD_suspend_connection(b->c);
 	b->next = w->sparked;
 	w->sparked = b;
+	if (w->idle)
+		pthread_cond_signal(&w->tick);
 	pthread_mutex_unlock(&w->mu);
 	return true;
 }

@@ -91,7 +91,8 @@ struct rec_wait {
 
 struct reconciler {
 	pthread_mutex_t mu;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* workers: an item was queued, or stopping */
+	pthread_cond_t fcond; /* the follower: active again, or stopping */
 	struct reconciler_config cfg;
 	struct clock *clock;
 	struct reconcile_env env;
@@ -281,8 +282,11 @@ static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
 	rec_sift_up(r, last->heap_pos);
 }
 
-/* Queues it (not busy, not parked) due at `due`, or moves it there. 0 or CSID_ENOMEM. */
-static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
+/*
+ * Queues it (not busy, not parked) due at `due`, or moves it there, and
+ * wakes one worker when wake. 0 or CSID_ENOMEM.
+ */
+static int rec_schedule_wake(struct reconciler *r, struct rec_item *it, int64_t due, bool wake)
 {
 	int64_t now = clock_now_ms(r->clock);
 
@@ -298,8 +302,19 @@ static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
 	it->next_wall = due > now ? clock_wall_ms(r->clock) + (due - now) : 0;
 	rec_heap_set(r, r->nheap++, it);
 	rec_sift_up(r, it->heap_pos);
-	pthread_cond_broadcast(&r->cond);
+	/*
+	 * One worker: it takes the item or, when it is not due yet, waits
+	 * for the new head's time. A broadcast woke every idle worker for
+	 * each item (about 11 context switches per claim + release cycle).
+	 */
+	if (wake)
+		pthread_cond_signal(&r->cond);
 	return 0;
+}
+
+static int rec_schedule(struct reconciler *r, struct rec_item *it, int64_t due)
+{
+	return rec_schedule_wake(r, it, due, true);
 }
 
 static void rec_set_error(struct reconciler *r, struct rec_item *it, const char *msg)
@@ -651,8 +666,17 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		due = now;
 	it->again = false;
 	if (due != CLOCK_NEVER) {
-		if (rec_schedule(r, it, due) == 0)
+		/*
+		 * The worker that ends this pass looks at the heap next: another
+		 * is woken only when this item is not the one it takes (a pass
+		 * that did a step is followed by one that checks it, so every
+		 * step woke a second worker for nothing).
+		 */
+		if (rec_schedule_wake(r, it, due, false) == 0) {
+			if (r->heap[0] != it)
+				pthread_cond_signal(&r->cond);
 			return;
+		}
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
 	}
@@ -687,7 +711,6 @@ static void rec_work(struct reconciler *r, struct rec_item *it)
 	pthread_mutex_lock(&r->mu);
 	rec_finish(r, it, &res);
 	rec_wake(r);
-	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -832,6 +855,12 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 		free(r);
 		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
 	}
+	if (clock_cond_init(&r->fcond) < 0) {
+		pthread_cond_destroy(&r->cond);
+		free(r->buckets);
+		free(r);
+		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
+	}
 	pthread_mutex_init(&r->mu, NULL);
 	r->cfg = *cfg;
 	r->clock = cfg->clock ? cfg->clock : clock_real();
@@ -926,7 +955,7 @@ static void *rec_follower(void *arg)
 	pthread_mutex_lock(&r->mu);
 	while (!r->stopping) {
 		if (!r->listed && clock_now_ms(r->clock) < r->relist_due) {
-			clock_wait(r->clock, &r->cond, &r->mu, r->relist_due);
+			clock_wait(r->clock, &r->fcond, &r->mu, r->relist_due);
 			continue;
 		}
 		after = r->follow_index;
@@ -957,6 +986,7 @@ void reconciler_set_active(struct reconciler *r, bool active)
 	}
 	r->inactive = !active;
 	pthread_cond_broadcast(&r->cond);
+	pthread_cond_broadcast(&r->fcond);
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -1008,6 +1038,7 @@ void reconciler_stop(struct reconciler *r)
 	r->stopping = true;
 	r->stopped = true;
 	pthread_cond_broadcast(&r->cond);
+	pthread_cond_broadcast(&r->fcond);
 	pthread_mutex_unlock(&r->mu);
 	for (int i = 0; i < r->nworkers; i++)
 		pthread_join(r->workers[i], NULL);
@@ -1044,6 +1075,7 @@ void reconciler_free(struct reconciler *r)
 	free(r->buckets);
 	free(r->heap);
 	free(r->workers);
+	pthread_cond_destroy(&r->fcond);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->mu);
 	free(r);

@@ -273,13 +273,15 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			arena_free(scratch);
 			continue;
 		}
-		if (!rc && what != SERVER_KEEP)
-			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && what == SERVER_PUT) {
 			struct model_claim *freed = v->past_claims;
 			size_t nfreed = v->npast_claims;
 
-			/* The reconciler reads this version next: it need not parse it. */
+			/*
+			 * The reconciler reads this version next: it need not parse
+			 * it. Kept before the reconciler is told, or the worker it
+			 * wakes may read the store first and parse it after all.
+			 */
 			v->past_claims = NULL;
 			v->npast_claims = 0;
 			server_vcache_put(s->vcache, v, index);
@@ -287,6 +289,8 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			v->npast_claims = nfreed;
 			v->modify_index = index;
 		}
+		if (!rc && what != SERVER_KEEP)
+			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
 			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		if (!rc && out && what != SERVER_DELETE) {

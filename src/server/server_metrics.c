@@ -218,7 +218,13 @@ static void sm_summarize(struct server_metrics *m, struct arena *a, const struct
 	out->id = o->id;
 	out->index = index;
 	out->gone = deleted;
-	if (deleted)
+	/*
+	 * Only volumes and snapshots are counted (sm_apply): a node record or
+	 * a volume's claim history (which has the volume's ID) is not parsed,
+	 * least of all as a volume (one parse per claim + release cycle, and
+	 * a miss of the decoded cache on the history's indexes).
+	 */
+	if (deleted || (o->kind != STORE_VOLUME && o->kind != STORE_SNAPSHOT))
 		return;
 	if (o->kind == STORE_SNAPSHOT) {
 		out->gone = model_snapshot_decode(a, o->value, o->len, &snap, &e) != 0;

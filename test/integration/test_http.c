@@ -3,9 +3,11 @@
  * answer and every error is our JSON, including 404, 405 (with Allow),
  * 413 (a body over the cap), 414 (a URL over HTTP_URL_MAX) and a
  * handler's error; a 100 kB URL gets libmicrohttpd's own 414; query
- * helpers; streamed answers.
+ * helpers; streamed answers; at_once sees a request's query and body, and
+ * the requests it picks run on the I/O thread, the others on a worker.
  */
 #include <setjmp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,8 +47,23 @@ static void stream_done(void *ctx)
 	free(ctx);
 }
 
+/* The thread at_once was last called on: the I/O thread. */
+static pthread_t io_thread;
+
+/* On the I/O thread: /where with ?inline and a body. */
+static bool at_once(void *ctx, const struct http_request *req)
+{
+	(void)ctx;
+	io_thread = pthread_self();
+	return strcmp(req->url, "/where") == 0 && http_query(req, "inline") && req->len > 0;
+}
+
 static int handler(void *ctx, const struct http_request *req, struct http_reply *rep, struct err *e)
 {
+	if (strcmp(req->url, "/where") == 0) {
+		rep->doc = json_pack("{s:b}", "io", pthread_equal(pthread_self(), io_thread));
+		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
 	if (strcmp(req->url, "/ok") == 0) {
 		bool force;
 		uint64_t n;
@@ -96,6 +113,7 @@ static int setup(void **state)
 	    .name = "test api",
 	    .body_max = 1024,
 	    .handler = handler,
+	    .at_once = at_once,
 	};
 	char base[160];
 	struct err e;
@@ -239,6 +257,29 @@ static void test_stream(void **state)
 	free(text);
 }
 
+/* Where a PUT /where ran: on the I/O thread (1) or a worker (0). */
+static int ran_on_io(struct fixture *f, const char *path, const char *body)
+{
+	json_t *doc = NULL;
+	int io;
+
+	assert_int_equal(http_client_json(f->cli, "PUT", path, body, &doc), 200);
+	io = json_is_true(json_object_get(doc, "io"));
+	json_decref(doc);
+	return io;
+}
+
+static void test_at_once(void **state)
+{
+	struct fixture *f = *state;
+
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ran_on_io(f, "/where?inline=1", "{\"a\": 1}"), 1);
+		assert_int_equal(ran_on_io(f, "/where?inline=1", NULL), 0);
+		assert_int_equal(ran_on_io(f, "/where", "{\"a\": 1}"), 0);
+	}
+}
+
 static void test_path_segment(void **state)
 {
 	char buf[8];
@@ -264,6 +305,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_query_and_index, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_at_once, setup, teardown),
 	    cmocka_unit_test(test_path_segment),
 	};
 

@@ -9,7 +9,8 @@
  * hold no thread (the process's thread count stays bounded) and do not
  * delay a health request, and all answer once the wake source reports a
  * change; a polled park runs again at the next tick and answers a
- * change no wake-up reported; a stop answers the parked requests left;
+ * change no wake-up reported; a change made while a blocking request
+ * runs, before it parks, wakes it; a stop answers the parked requests left;
  * a 1 MiB token is refused within the connection's memory, and
  * thousands of connection attempts from one address leave the service
  * to everyone.
@@ -54,6 +55,8 @@ struct fixture {
 	atomic_int flag; /* what /poll watches, changed without a wake-up */
 };
 
+static void bump(struct fixture *f);
+
 static int handler(void *ctx, const struct http_request *req, struct http_reply *rep, struct err *e)
 {
 	struct fixture *f = ctx;
@@ -72,6 +75,24 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		if (seen == 0 && clock_now_ms(clock_real()) < http_request_start_ms(req) + 60000)
 			return http_wait(req, http_request_start_ms(req) + 60000);
 		rep->doc = json_pack("{s:I}", "mark", (json_int_t)seen);
+		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	if (strcmp(req->url, "/race") == 0) {
+		uint64_t *memo = http_request_memo(req);
+
+		/*
+		 * The first run changes the mark itself before it parks: the
+		 * change comes after the run began and before the park, and must
+		 * still run it again.
+		 */
+		if (!*memo) {
+			pthread_mutex_lock(&f->mu);
+			*memo = f->mark + 1;
+			pthread_mutex_unlock(&f->mu);
+			bump(f);
+			return http_wait(req, http_request_start_ms(req) + 60000);
+		}
+		rep->doc = json_pack("{s:b}", "changed", 1);
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
 	if (strcmp(req->url, "/poll") == 0) {
@@ -482,6 +503,37 @@ static void test_polled_wait(void **state)
 	close(fd);
 }
 
+/*
+ * A change made while a blocking request runs, before it parks, wakes it:
+ * nothing else is parked (the wake thread is not following the source),
+ * and again with other requests parked (it is).
+ */
+static void test_change_before_park(void **state)
+{
+	struct fixture *f = *state;
+	int other, fd, round;
+
+	for (round = 0; round < 2; round++) {
+		other = -1;
+		if (round == 1) {
+			/* /poll stays parked (its flag does not move) while /race runs. */
+			other = dial(f, 8);
+			assert_true(other >= 0);
+			assert_int_equal(send_all(other, "GET /poll HTTP/1.1\r\nHost: t\r\n\r\n"),
+					 0);
+			assert_int_equal(read_status(other, 300), -1);
+		}
+		fd = dial(f, 7);
+		assert_true(fd >= 0);
+		assert_int_equal(send_all(fd, "GET /race HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+		/* Its deadline is a minute away and nothing else changes the mark. */
+		assert_int_equal(read_status(fd, 5000), 200);
+		close(fd);
+		if (other >= 0)
+			close(other);
+	}
+}
+
 static void test_stop_answers_parked(void **state)
 {
 	struct fixture *f = *state;
@@ -515,6 +567,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_connection_storm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_parked_do_not_starve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_polled_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_change_before_park, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_answers_parked, setup, teardown),
 	};
 
