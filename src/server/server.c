@@ -545,6 +545,8 @@ void server_free(struct server *s)
 		server_gc_live_free(&s->live[i]);
 	}
 	free(s->live);
+	server_gc_lost_free(s->lost_found, s->nlost_found);
+	server_gc_lost_free(s->lost_told, s->nlost_told);
 	server_vcache_free(s->vcache);
 	server_pcache_free(s->pcache);
 	pthread_cond_destroy(&s->cond);

@@ -62,6 +62,15 @@ struct server {
 	uint64_t members_index; /* the newest member record counted (leader) */
 	/* Monotonic: the leader's last read of the member records (server_tick's). */
 	int64_t import_ms;
+	/*
+	 * The report rule across servers (server_gc.c), guarded by mu: the
+	 * claims this server's last report pass found lost on nodes whose
+	 * reports it took (published in its member record while it does not
+	 * lead), and those the other members' records named at the leader's
+	 * last read of them (malloc'd strings).
+	 */
+	struct server_member_lost *lost_found, *lost_told;
+	size_t nlost_found, nlost_told;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -157,6 +166,18 @@ void server_gc_report(struct server *s, const struct model_node *node, int64_t n
 void server_gc_forget(struct server_live *l);
 void server_gc_live_free(struct server_live *l);
 void server_gc_pass(struct server *s);
+/*
+ * The report rule on a server that does not lead: judges the claims of
+ * the nodes whose reports it took itself and keeps those it finds lost in
+ * s->lost_found (the member record carries them to the leader, whose
+ * server_gc_pass checks each again before it releases it).
+ */
+void server_gc_follower_pass(struct server *s);
+/* Frees lost[0..n) (malloc'd strings); NULL is a no-op. */
+void server_gc_lost_free(struct server_member_lost *lost, size_t n);
+/* Appends a malloc'd copy of f to *lost; false when out of memory. */
+bool server_gc_lost_add(struct server_member_lost **lost, size_t *n, size_t *cap,
+			const struct server_member_lost *f);
 
 /*
  * The plugins view from every node and the local controllers (server_plugins.c),

@@ -10,14 +10,18 @@
  *   fenced write refused (any thread), or no renewal for a whole TTL
  *                -> step down, revoke the lease, start over
  *
- * The election key's value is {"id", "address", "since_ms"} of its
- * holder; a member record is {"id", "address", "started_ms", "seen":
- * [[node, age_ms], ...]}. Neither is one of the store's objects, so
- * neither is in a list, the change log or a snapshot.
+ * The election key's value is {"id", "run", "address", "since_ms"} of its
+ * holder (run: its process, so a restarted server with the same ID does
+ * not take its old self's term for its own); a member record is {"id",
+ * "address", "started_ms", "seen": [[node, age_ms], ...], "lost": [[node,
+ * volume, alloc, prev_report_ms], ...]}. Neither is one of the store's
+ * objects, so neither is in a list, the change log or a snapshot.
  */
 #include "server/server_leader.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,6 +39,9 @@ struct server_leader {
 	struct store *fenced; /* the workers' view; its fence is `fence` */
 	struct store_fence fence;
 	char id[SERVER_LEADER_ID_MAX + 1];
+	/* This process: a restarted server keeps its ID but is not the term its old self won. */
+	char run[17];
+	char holder_run[17]; /* the election key's holder's (mu) */
 	char address[SERVER_LEADER_ID_MAX + 1];
 	int64_t ttl_ms;
 	int64_t started_ms;
@@ -64,8 +71,50 @@ static int server_leader_make_id(char *out, size_t cap, struct err *e)
 	if (gethostname(host, sizeof(host)) != 0 || !host[0])
 		snprintf(host, sizeof(host), "csid");
 	host[sizeof(host) - 1] = '\0';
+	for (char *p = host; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-')
+			*p = '_';
 	snprintf(out, cap, "%s-%08x", host, r);
 	return 0;
+}
+
+int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct err *e)
+{
+	char path[4096], tmp[4200], buf[SERVER_LEADER_ID_MAX + 2];
+	ssize_t n = -1;
+	int fd, rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/server-id", data_dir) >= sizeof(path))
+		return err_set(e, CSID_EINVAL, "data_dir: too long for server-id");
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	} else if (errno != ENOENT) {
+		return err_errno(e, errno, "open %s", path);
+	}
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && (size_t)n < cap) {
+		buf[n] = '\0';
+		if (strlen(buf) == (size_t)n) {
+			memcpy(out, buf, (size_t)n + 1);
+			return 0;
+		}
+	}
+	/* None yet (or a torn file): this data_dir's server gets a new ID, kept from now on. */
+	if ((rc = server_leader_make_id(out, cap, e)))
+		return rc;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return err_errno(e, errno, "create %s", tmp);
+	n = dprintf(fd, "%s\n", out);
+	rc = n < 0 || fsync(fd) != 0 ? err_errno(e, errno, "write %s", tmp) : 0;
+	close(fd);
+	if (!rc && rename(tmp, path) != 0)
+		rc = err_errno(e, errno, "rename %s", tmp);
+	if (rc)
+		unlink(tmp);
+	return rc;
 }
 
 static void server_leader_fence_lost(void *arg)
@@ -114,6 +163,15 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 		return rc;
 	}
 	snprintf(l->address, sizeof(l->address), "%s", cfg->address ? cfg->address : "");
+	{
+		uint64_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+			free(l);
+			return err_errno(e, errno, "leader: getrandom");
+		}
+		snprintf(l->run, sizeof(l->run), "%016llx", (unsigned long long)r);
+	}
 	atomic_init(&l->fence.index, 0);
 	l->fence.lost = server_leader_fence_lost;
 	l->fence.arg = l;
@@ -148,8 +206,8 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 /* The election key's value for this server. */
 static char *server_leader_value(struct server_leader *l, size_t *len)
 {
-	json_t *v = json_pack("{s:s,s:s,s:I}", "id", l->id, "address", l->address, "since_ms",
-			      (json_int_t)clock_wall_ms(l->clock));
+	json_t *v = json_pack("{s:s,s:s,s:s,s:I}", "id", l->id, "run", l->run, "address",
+			      l->address, "since_ms", (json_int_t)clock_wall_ms(l->clock));
 	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 
 	json_decref(v);
@@ -163,7 +221,9 @@ static void server_leader_note_holder(struct server_leader *l, const struct stor
 	json_t *v = json_loadb(h->value ? h->value : "", h->len, 0, NULL);
 	const char *id = json_string_value(json_object_get(v, "id"));
 	const char *addr = json_string_value(json_object_get(v, "address"));
+	const char *run = json_string_value(json_object_get(v, "run"));
 
+	snprintf(l->holder_run, sizeof(l->holder_run), "%s", run ? run : "");
 	snprintf(l->st.leader_id, sizeof(l->st.leader_id), "%s", id ? id : "?");
 	snprintf(l->st.leader_address, sizeof(l->st.leader_address), "%s", addr ? addr : "");
 	l->st.since_ms = json_integer_value(json_object_get(v, "since_ms"));
@@ -275,7 +335,7 @@ static void server_leader_round(struct server_leader *l)
 		log_warn("msg=\"campaign failed\" server=%s error=\"%s\"", l->id, e.msg);
 	} else {
 		server_leader_note_holder(l, &h);
-		if (strcmp(l->st.leader_id, l->id) == 0)
+		if (strcmp(l->st.leader_id, l->id) == 0 && strcmp(l->holder_run, l->run) == 0)
 			server_leader_set(l, true, h.create_index, NULL);
 	}
 	store_obj_free(&h);
@@ -355,9 +415,9 @@ void server_leader_status(struct server_leader *l, struct server_leader_status *
 }
 
 int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
-			  struct err *e)
+			  const struct server_member_lost *lost, size_t nlost, struct err *e)
 {
-	json_t *v, *arr;
+	json_t *v, *arr, *larr;
 	uint64_t lease;
 	char *text;
 	int rc;
@@ -370,15 +430,29 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 	if (!lease)
 		return err_set(e, CSID_EUNAVAIL, "member %s: no lease yet", l->id);
 	arr = json_array();
+	larr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
 		if (json_array_append_new(
 			arr, json_pack("[s,I]", seen[i].node_id, (json_int_t)seen[i].age_ms))) {
 			json_decref(arr);
 			arr = NULL;
 		}
-	v = arr ? json_pack("{s:s,s:s,s:I,s:o}", "id", l->id, "address", l->address, "started_ms",
-			    (json_int_t)l->started_ms, "seen", arr)
-		: NULL;
+	for (size_t i = 0; larr && i < nlost; i++)
+		if (json_array_append_new(larr, json_pack("[s,s,s,I]", lost[i].node_id,
+							  lost[i].volume_id, lost[i].alloc_id,
+							  (json_int_t)lost[i].prev_report_ms))) {
+			json_decref(larr);
+			larr = NULL;
+		}
+	if (arr && larr) {
+		/* "o" takes both references, also when the pack fails. */
+		v = json_pack("{s:s,s:s,s:I,s:o,s:o}", "id", l->id, "address", l->address,
+			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr);
+	} else {
+		json_decref(arr);
+		json_decref(larr);
+		v = NULL;
+	}
 	text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	if (!text)
@@ -392,7 +466,7 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 static bool server_leader_decode(struct arena *a, const struct store_obj *o,
 				 struct server_member *m)
 {
-	json_t *v = json_loadb(o->value ? o->value : "", o->len, 0, NULL), *seen;
+	json_t *v = json_loadb(o->value ? o->value : "", o->len, 0, NULL), *seen, *lost;
 	const char *id = json_string_value(json_object_get(v, "id"));
 	const char *addr = json_string_value(json_object_get(v, "address"));
 	bool ok = id != NULL;
@@ -415,6 +489,25 @@ static bool server_leader_decode(struct arena *a, const struct store_obj *o,
 		m->seen[m->nseen].age_ms = json_integer_value(json_array_get(x, 1));
 		if (m->seen[m->nseen].node_id)
 			m->nseen++;
+	}
+	lost = json_object_get(v, "lost");
+	if (ok && json_array_size(lost))
+		m->lost = arena_alloc(a, json_array_size(lost) * sizeof(*m->lost));
+	for (size_t i = 0; m->lost && i < json_array_size(lost); i++) {
+		json_t *x = json_array_get(lost, i);
+		struct server_member_lost *f = &m->lost[m->nlost];
+		const char *node = json_string_value(json_array_get(x, 0));
+		const char *vol = json_string_value(json_array_get(x, 1));
+		const char *alloc = json_string_value(json_array_get(x, 2));
+
+		if (!node || !vol || !alloc || !json_is_integer(json_array_get(x, 3)))
+			continue;
+		f->node_id = arena_strdup(a, node);
+		f->volume_id = arena_strdup(a, vol);
+		f->alloc_id = arena_strdup(a, alloc);
+		f->prev_report_ms = json_integer_value(json_array_get(x, 3));
+		if (f->node_id && f->volume_id && f->alloc_id)
+			m->nlost++;
 	}
 	json_decref(v);
 	return ok && m->id && m->address;
@@ -440,6 +533,8 @@ int server_leader_members(struct server_leader *l, struct arena *a, struct serve
 		m->leader = true;
 		m->seen = NULL;
 		m->nseen = 0;
+		m->lost = NULL;
+		m->nlost = 0;
 		m->modify_index = 0;
 		*out = m;
 		*n = 1;

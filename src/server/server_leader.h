@@ -19,9 +19,11 @@
  * that cannot renew its lease for a whole TTL steps down by itself.
  *
  * Members. Each server also writes its member record with its lease
- * (server_leader_publish): its ID, API address, start time, and the nodes
+ * (server_leader_publish), keyed by its ID, which is stable across
+ * restarts (server_leader_stored_id): its ID, API address, start time, and the nodes
  * whose heartbeats it took since its last record, each with how long ago
- * (so no clocks need agree). The leader reads every record
+ * (so no clocks need agree), and the claims it found lost by the
+ * allocation reports it took (server_gc.c). The leader reads every record
  * (server_leader_members) and counts those heartbeats as its own: node
  * liveness costs one write per server per interval, not one per
  * heartbeat. A record goes with its server's lease.
@@ -69,6 +71,16 @@ struct server_member_seen {
 	int64_t age_ms;
 };
 
+/*
+ * A claim a member judged lost by the report rule (server_gc.h) on a node
+ * whose reports it took: the leader, which has not seen those reports,
+ * checks again and releases it (server_gc.c).
+ */
+struct server_member_lost {
+	char *node_id, *volume_id, *alloc_id;
+	int64_t prev_report_ms; /* wall: the member received the report before the last one */
+};
+
 /* One server of the installation, from its member record (strings in an arena). */
 struct server_member {
 	char *id;
@@ -77,6 +89,8 @@ struct server_member {
 	bool leader; /* holds the election key now */
 	struct server_member_seen *seen;
 	size_t nseen;
+	struct server_member_lost *lost;
+	size_t nlost;
 	uint64_t modify_index; /* of the record: it changes with each new record */
 };
 
@@ -93,6 +107,14 @@ struct server_leader_status {
 
 struct server_leader;
 
+/*
+ * This server's stable ID: the one kept in <data_dir>/server-id, made
+ * ("<hostname>-<8 hex digits>") and kept there on the first start. A
+ * restarted server keeps its ID, so its member record replaces the one
+ * its old self left rather than showing beside it.
+ */
+int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct err *e);
+
 /* Returns 0 or CSID_EINVAL / CSID_ENOMEM. A server on an unshared store leads at once. */
 int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
 		      struct err *e);
@@ -107,11 +129,12 @@ struct store *server_leader_store(struct server_leader *l);
 void server_leader_status(struct server_leader *l, struct server_leader_status *out);
 
 /*
- * Writes this server's member record with the heartbeats seen[0..n) (a
- * no-op on an unshared store). Returns 0 or the store's error.
+ * Writes this server's member record with the heartbeats seen[0..n) and
+ * the lost claims lost[0..nlost) (a no-op on an unshared store). Returns
+ * 0 or the store's error.
  */
 int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
-			  struct err *e);
+			  const struct server_member_lost *lost, size_t nlost, struct err *e);
 /* Every member (ID order), in a. */
 int server_leader_members(struct server_leader *l, struct arena *a, struct server_member **out,
 			  size_t *n, struct err *e);

@@ -895,6 +895,7 @@ static const struct store_ops etcd_ops = {
     .campaign = etcd_campaign,
     .member_put = etcd_member_put,
     .member_list = etcd_member_list,
+    .foreign_keys = etcd_foreign_keys,
 };
 
 void store_etcd_pause_watch(struct store *st, bool pause)

@@ -59,5 +59,6 @@ int etcd_campaign(struct store *st, uint64_t lease, const char *value, size_t le
 int etcd_member_put(struct store *st, uint64_t lease, const char *id, const char *value, size_t len,
 		    struct err *e);
 int etcd_member_list(struct store *st, struct store_list *out, struct err *e);
+int etcd_foreign_keys(struct store *st, uint64_t *n, struct err *e);
 
 #endif

@@ -233,3 +233,85 @@ out:
 	free(end);
 	return rc;
 }
+
+/* A count-only range of [k, k + prefix end) (whole: every key under k) as a Txn op. */
+static bool etcd_count_op(json_t *ops, const char *k, size_t klen, bool whole)
+{
+	char *end = whole ? malloc(klen ? klen : 1) : NULL;
+	size_t elen = klen;
+	json_t *r;
+
+	if (whole && end == NULL)
+		return false;
+	if (end) {
+		memcpy(end, k, klen);
+		etcd_prefix_end(end, &elen);
+	}
+	r = etcd_read_req(k, klen, end, elen);
+	free(end);
+	if (r == NULL || json_object_set_new(r, "count_only", json_true()) != 0) {
+		json_decref(r);
+		return false;
+	}
+	return json_array_append_new(ops, json_pack("{s:o}", "request_range", r)) == 0;
+}
+
+/*
+ * store_foreign_keys: one Txn (one revision) counting every key under
+ * the prefix, then those of each kind, the member records and the
+ * election key; the difference is someone else's.
+ */
+int etcd_foreign_keys(struct store *st, uint64_t *n, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	json_t *ops = json_array(), *req = NULL, *resp = NULL, *rs;
+	uint64_t all, ours = 0;
+	bool ok = ops != NULL;
+	size_t klen;
+	char *k;
+	int rc;
+
+	ok = ok && etcd_count_op(ops, s->prefix, s->prefix_len, true);
+	for (int i = 0; ok && i < STORE_KIND_COUNT_; i++) {
+		const char *kn = store_kind_name((enum store_kind)i);
+		size_t kl = strlen(kn);
+
+		k = malloc(s->prefix_len + kl + 2);
+		ok = k != NULL;
+		if (ok) {
+			memcpy(k, s->prefix, s->prefix_len);
+			memcpy(k + s->prefix_len, kn, kl);
+			k[s->prefix_len + kl] = '/';
+			ok = etcd_count_op(ops, k, s->prefix_len + kl + 1, true);
+		}
+		free(k);
+	}
+	if (ok && (k = etcd_member_key(s, NULL, &klen))) {
+		ok = etcd_count_op(ops, k, klen, true);
+		free(k);
+	} else {
+		ok = false;
+	}
+	if (ok && (k = etcd_election_key(s, &klen))) {
+		ok = etcd_count_op(ops, k, klen, false);
+		free(k);
+	} else {
+		ok = false;
+	}
+	req = ok ? json_pack("{s:O}", "success", ops) : NULL;
+	json_decref(ops);
+	if (req == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+	rc = etcd_client_call(s->c, "/v3/kv/txn", req, &resp, e);
+	json_decref(req);
+	if (rc)
+		return err_wrap(e, "count the keys under prefix %s", s->prefix);
+	rs = json_object_get(resp, "responses");
+	all = etcd_json_u64(json_object_get(json_array_get(rs, 0), "response_range"), "count");
+	for (size_t i = 1; i < json_array_size(rs); i++)
+		ours += etcd_json_u64(json_object_get(json_array_get(rs, i), "response_range"),
+				      "count");
+	json_decref(resp);
+	*n = all > ours ? all - ours : 0;
+	return 0;
+}
