@@ -71,6 +71,11 @@ struct server {
 	 */
 	struct server_member_lost *lost_found, *lost_told;
 	size_t nlost_found, nlost_told;
+	/* Not leading: the reconciler statuses of the leader's last record read (server_status.c).
+	 */
+	struct arena *shared_arena;
+	struct server_member_status *shared; /* sorted by kind, then ID; guarded by mu */
+	size_t nshared;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -195,6 +200,12 @@ const struct server_plugin *server_plugin_find(const struct server_plugin *p, si
  */
 int server_plugins_summary(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
 			   struct err *e);
+/*
+ * The nodes ready and down by their records' status (the leader writes
+ * each transition), from the same cache: what a server that does not lead
+ * counts, since its liveness map only knows the heartbeats it took.
+ */
+int server_plugins_node_counts(struct server *s, int *ready, int *down, struct err *e);
 /* server_pcache_build_fn of the plugins view (ctx unused). */
 int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
 			 void **view, struct err *e);
@@ -204,6 +215,22 @@ int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, s
  */
 void server_volume_fill(struct server *s, struct model_volume *v, const struct server_plugin *p,
 			size_t n, struct arena *a);
+
+/*
+ * server_status.c, the reconciler's statuses on every server. The status
+ * of (kind, id): the reconciler's on the leader, else the leader's last
+ * shared one (reconciler_status's contract). server_status_share: the
+ * leader's statuses to share (at most SERVER_STATUS_SHARED_MAX, in a).
+ * server_status_keep: a follower keeps those of the leader's record among
+ * m[0..n).
+ */
+#define SERVER_STATUS_SHARED_MAX 500
+#define SERVER_STATUS_ERR_MAX 256
+int server_status_get(struct server *s, enum store_kind kind, const char *id, struct arena *a,
+		      struct model_status *out);
+int server_status_share(struct server *s, struct arena *a, struct server_member_status **out,
+			size_t *n);
+void server_status_keep(struct server *s, const struct server_member *m, size_t n);
 
 /* Clamps a page size (0: default; at most SERVER_PER_PAGE_MAX). */
 size_t server_per_page(size_t per_page);

@@ -14,7 +14,8 @@
  * holder (run: its process, so a restarted server with the same ID does
  * not take its old self's term for its own); a member record is {"id",
  * "address", "started_ms", "seen": [[node, age_ms], ...], "lost": [[node,
- * volume, alloc, prev_report_ms], ...]}. Neither is one of the store's
+ * volume, alloc, prev_report_ms], ...], "status": [[kind, id, attempts,
+ * next_attempt_ms, last_error], ...]}. Neither is one of the store's
  * objects, so neither is in a list, the change log or a snapshot.
  */
 #include "server/server_leader.h"
@@ -414,10 +415,29 @@ void server_leader_status(struct server_leader *l, struct server_leader_status *
 	pthread_mutex_unlock(&l->mu);
 }
 
-int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
-			  const struct server_member_lost *lost, size_t nlost, struct err *e)
+/* [[kind, id, attempts, next_attempt_ms, last_error or null], ...]; NULL when out of memory. */
+static json_t *server_leader_status_json(const struct server_member_status *st, size_t n)
 {
-	json_t *v, *arr, *larr;
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < n; i++) {
+		const struct model_status *x = &st[i].st;
+		json_t *err = x->last_error ? json_string(x->last_error) : json_null();
+
+		if (!err || json_array_append_new(
+				arr, json_pack("[s,s,i,I,o]", store_kind_name(st[i].kind), st[i].id,
+					       x->attempts, (json_int_t)x->next_attempt_ms, err))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
+}
+
+int server_leader_publish(struct server_leader *l, const struct server_member_news *news,
+			  struct err *e)
+{
+	json_t *v = NULL, *arr, *larr, *sarr;
 	uint64_t lease;
 	char *text;
 	int rc;
@@ -431,27 +451,32 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 		return err_set(e, CSID_EUNAVAIL, "member %s: no lease yet", l->id);
 	arr = json_array();
 	larr = json_array();
-	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(
-			arr, json_pack("[s,I]", seen[i].node_id, (json_int_t)seen[i].age_ms))) {
+	sarr = server_leader_status_json(news->status, news->nstatus);
+	for (size_t i = 0; arr && i < news->nseen; i++)
+		if (json_array_append_new(arr, json_pack("[s,I]", news->seen[i].node_id,
+							 (json_int_t)news->seen[i].age_ms))) {
 			json_decref(arr);
 			arr = NULL;
 		}
-	for (size_t i = 0; larr && i < nlost; i++)
-		if (json_array_append_new(larr, json_pack("[s,s,s,I]", lost[i].node_id,
-							  lost[i].volume_id, lost[i].alloc_id,
-							  (json_int_t)lost[i].prev_report_ms))) {
+	for (size_t i = 0; larr && i < news->nlost; i++) {
+		const struct server_member_lost *f = &news->lost[i];
+
+		if (json_array_append_new(larr,
+					  json_pack("[s,s,s,I]", f->node_id, f->volume_id,
+						    f->alloc_id, (json_int_t)f->prev_report_ms))) {
 			json_decref(larr);
 			larr = NULL;
 		}
-	if (arr && larr) {
-		/* "o" takes both references, also when the pack fails. */
-		v = json_pack("{s:s,s:s,s:I,s:o,s:o}", "id", l->id, "address", l->address,
-			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr);
+	}
+	if (arr && larr && sarr) {
+		/* "o" takes the references, also when the pack fails. */
+		v = json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "id", l->id, "address", l->address,
+			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr,
+			      "status", sarr);
 	} else {
 		json_decref(arr);
 		json_decref(larr);
-		v = NULL;
+		json_decref(sarr);
 	}
 	text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
@@ -460,6 +485,39 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 	rc = store_member_put(l->store, lease, l->id, text, strlen(text), e);
 	free(text);
 	return rc;
+}
+
+/* The "status" of a member record into m (in a); entries it cannot read are skipped. */
+static void server_leader_decode_status(struct arena *a, json_t *arr, struct server_member *m)
+{
+	if (!json_array_size(arr) ||
+	    !(m->status = arena_alloc(a, json_array_size(arr) * sizeof(*m->status))))
+		return;
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		json_t *x = json_array_get(arr, i), *err = json_array_get(x, 4);
+		struct server_member_status *st = &m->status[m->nstatus];
+		const char *kind = json_string_value(json_array_get(x, 0));
+		const char *id = json_string_value(json_array_get(x, 1));
+		int k = 0;
+
+		while (kind && k < STORE_KIND_COUNT_ &&
+		       strcmp(store_kind_name((enum store_kind)k), kind) != 0)
+			k++;
+		if (!kind || k == STORE_KIND_COUNT_ || !id ||
+		    !json_is_integer(json_array_get(x, 2)) ||
+		    !json_is_integer(json_array_get(x, 3)) ||
+		    (!json_is_string(err) && !json_is_null(err)))
+			continue;
+		memset(st, 0, sizeof(*st));
+		st->kind = (enum store_kind)k;
+		st->id = arena_strdup(a, id);
+		st->st.attempts = (int)json_integer_value(json_array_get(x, 2));
+		st->st.next_attempt_ms = json_integer_value(json_array_get(x, 3));
+		st->st.last_error =
+		    json_is_string(err) ? arena_strdup(a, json_string_value(err)) : NULL;
+		if (st->id && (json_is_null(err) || st->st.last_error))
+			m->nstatus++;
+	}
 }
 
 /* Decodes one member record into *m (strings in a); false when it is not one. */
@@ -509,6 +567,8 @@ static bool server_leader_decode(struct arena *a, const struct store_obj *o,
 		if (f->node_id && f->volume_id && f->alloc_id)
 			m->nlost++;
 	}
+	if (ok)
+		server_leader_decode_status(a, json_object_get(v, "status"), m);
 	json_decref(v);
 	return ok && m->id && m->address;
 }
@@ -535,6 +595,8 @@ int server_leader_members(struct server_leader *l, struct arena *a, struct serve
 		m->nseen = 0;
 		m->lost = NULL;
 		m->nlost = 0;
+		m->status = NULL;
+		m->nstatus = 0;
 		m->modify_index = 0;
 		*out = m;
 		*n = 1;

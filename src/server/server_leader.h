@@ -23,7 +23,8 @@
  * restarts (server_leader_stored_id): its ID, API address, start time, and the nodes
  * whose heartbeats it took since its last record, each with how long ago
  * (so no clocks need agree), and the claims it found lost by the
- * allocation reports it took (server_gc.c). The leader reads every record
+ * allocation reports it took (server_gc.c); the leader's also carries
+ * the reconciler's statuses. The leader reads every record
  * (server_leader_members) and counts those heartbeats as its own: node
  * liveness costs one write per server per interval, not one per
  * heartbeat. A record goes with its server's lease.
@@ -43,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/model.h"
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/clock.h"
@@ -81,6 +83,26 @@ struct server_member_lost {
 	int64_t prev_report_ms; /* wall: the member received the report before the last one */
 };
 
+/*
+ * The reconciler's status of one object, as the leader shares it in its
+ * member record: the other servers show it (server_status.c).
+ */
+struct server_member_status {
+	enum store_kind kind;
+	char *id;
+	struct model_status st;
+};
+
+/* What a member record carries besides the member itself (all borrowed). */
+struct server_member_news {
+	const struct server_member_seen *seen; /* heartbeats taken since the last record */
+	size_t nseen;
+	const struct server_member_lost *lost; /* claims found lost (a follower) */
+	size_t nlost;
+	const struct server_member_status *status; /* the reconciler's (the leader) */
+	size_t nstatus;
+};
+
 /* One server of the installation, from its member record (strings in an arena). */
 struct server_member {
 	char *id;
@@ -91,6 +113,8 @@ struct server_member {
 	size_t nseen;
 	struct server_member_lost *lost;
 	size_t nlost;
+	struct server_member_status *status;
+	size_t nstatus;
 	uint64_t modify_index; /* of the record: it changes with each new record */
 };
 
@@ -129,12 +153,11 @@ struct store *server_leader_store(struct server_leader *l);
 void server_leader_status(struct server_leader *l, struct server_leader_status *out);
 
 /*
- * Writes this server's member record with the heartbeats seen[0..n) and
- * the lost claims lost[0..nlost) (a no-op on an unshared store). Returns
- * 0 or the store's error.
+ * Writes this server's member record with news (a no-op on an unshared
+ * store). Returns 0 or the store's error.
  */
-int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
-			  const struct server_member_lost *lost, size_t nlost, struct err *e);
+int server_leader_publish(struct server_leader *l, const struct server_member_news *news,
+			  struct err *e);
 /* Every member (ID order), in a. */
 int server_leader_members(struct server_leader *l, struct arena *a, struct server_member **out,
 			  size_t *n, struct err *e);

@@ -82,7 +82,10 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 {
 	struct server_member_seen *seen = NULL;
 	struct server_member_lost *lost = NULL;
+	struct server_member_status *status = NULL;
+	struct server_member_news news = {0};
 	bool leading = server_leader_leading(s->leader);
+	struct arena *sa;
 	size_t n = 0, nlost = 0, lost_cap = 0;
 	int64_t since;
 	struct err e;
@@ -94,6 +97,9 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 		pthread_mutex_unlock(&s->mu);
 		return since + s->publish_period_ms;
 	}
+	pthread_mutex_unlock(&s->mu);
+	sa = leading ? arena_new() : NULL;
+	pthread_mutex_lock(&s->mu);
 	seen = s->nlive ? calloc(s->nlive, sizeof(*seen)) : NULL;
 	for (size_t i = 0; seen && i < s->nlive; i++) {
 		const struct server_live *l = &s->live[i];
@@ -107,11 +113,20 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 	     i++)
 		;
 	pthread_mutex_unlock(&s->mu);
-	rc = server_leader_publish(s->leader, seen, n, lost, nlost, &e);
+	news.seen = seen;
+	news.nseen = n;
+	news.lost = lost;
+	news.nlost = nlost;
+	/* The leader shares the reconciler's statuses. */
+	if (leading && (!sa || server_status_share(s, sa, &status, &news.nstatus)))
+		log_warn("msg=\"out of memory sharing the reconciler's statuses\"");
+	news.status = status;
+	rc = server_leader_publish(s->leader, &news, &e);
 	for (size_t i = 0; i < n; i++)
 		free(seen[i].node_id);
 	free(seen);
 	server_gc_lost_free(lost, nlost);
+	arena_free(sa);
 	if (rc == CSID_EUNAVAIL && !since)
 		return now + SERVER_MEMBER_FIRST_MS; /* no lease yet: the first record soon after */
 	if (rc)
@@ -178,6 +193,23 @@ static void server_members_import(struct server *s, int64_t now)
 	}
 	s->members_index = newest;
 	pthread_mutex_unlock(&s->mu);
+	arena_free(a);
+}
+
+/* A server that does not lead keeps the reconciler's statuses the leader's record shares. */
+static void server_members_follow(struct server *s)
+{
+	struct server_member *m = NULL;
+	struct arena *a = arena_new();
+	size_t n = 0;
+	struct err e;
+
+	if (!a)
+		return;
+	if (server_members(s, a, &m, &n, &e))
+		log_warn("msg=\"cannot read the member records\" error=\"%s\"", e.msg);
+	else
+		server_status_keep(s, m, n);
 	arena_free(a);
 }
 
@@ -516,6 +548,13 @@ int64_t server_tick(struct server *s)
 			pthread_mutex_unlock(&s->mu);
 			if (gc)
 				server_gc_follower_pass(s);
+			/* The leader's statuses, read as often as it writes them. */
+			if (!s->import_ms || now >= s->import_ms + s->publish_period_ms) {
+				server_members_follow(s);
+				s->import_ms = now;
+			}
+			if (s->import_ms + s->publish_period_ms < pass)
+				pass = s->import_ms + s->publish_period_ms;
 			return pass < publish ? pass : publish;
 		}
 		/* Read once a period (records come no faster), not at every node's expiry. */

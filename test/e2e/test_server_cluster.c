@@ -19,6 +19,9 @@
  *     nodes, expired on its clock, stay ready);
  *   - allocation reports a follower took reach the report rule: a claim
  *     missing from them is released by the leader, with the rule's note;
+ *     once its heartbeats stop, every server's health counts it down;
+ *   - the reconciler's status of a volume (its last error) shows on every
+ *     server, not only on the leader that runs the reconciler;
  *   - the election key deleted under a live leader: another is elected,
  *     the first one's next fenced write is refused and it steps down,
  *     logged; its volumes converge, each created once.
@@ -558,6 +561,44 @@ static char *report_body(bool holds)
 	return text;
 }
 
+/* A health answer counting one node, down. */
+static bool node_down_only(json_t *doc)
+{
+	json_t *n = json_object_get(doc, "nodes");
+
+	return json_integer_value(json_object_get(n, "down")) == 1 &&
+	       json_integer_value(json_object_get(n, "ready")) == 0;
+}
+
+/* A volume whose reconciler status carries the fault's error. */
+static bool fire_error(json_t *doc)
+{
+	const char *err = jstr(json_object_get(doc, "status"), "last_error");
+
+	return strstr(err, "disk on fire") != NULL;
+}
+
+/*
+ * The reconciler runs on the leader only: its status of a volume (here
+ * v-bad, whose CreateVolume fails) shows on every server, from the
+ * leader's member record.
+ */
+static void test_status_everywhere(void **state)
+{
+	struct fixture *f = *state;
+
+	start_all(f);
+	assert_true(find_leader(f, 0, 0, WAIT_MS) >= 0);
+	assert_int_equal(
+	    hpp_write_file(f->hp.faults, "CreateVolume code=UNAVAILABLE msg=\"disk on fire\"\n"),
+	    0);
+	assert_int_equal(
+	    server_proc_put(&f->s[0], "/v1/volume/v-bad/create", SERVER_PROC_CREATE_BODY), 200);
+	for (int i = 0; i < NSERVERS; i++)
+		if (!server_proc_wait_doc(&f->s[i], "/v1/volume/v-bad", fire_error, WAIT_MS))
+			fail_msg("server %d does not show the reconciler's error", i);
+}
+
 /* Whether v1's first publication is published, as server s shows it. */
 static bool published(struct server_proc *s)
 {
@@ -633,6 +674,10 @@ static void test_follower_reports(void **state)
 	assert_true(server_proc_log_has(&f->s[fol], "lost claim found; the leader releases it"));
 	assert_true(server_proc_log_has(&f->s[leader], "lost claim released"));
 	assert_false(server_proc_log_has(&f->s[fol], "lost claim released"));
+	/* The heartbeats stop: every server's health counts node-1 down once the leader says so. */
+	for (int i = 0; i < NSERVERS; i++)
+		if (!server_proc_wait_doc(&f->s[i], "/v1/status/health", node_down_only, WAIT_MS))
+			fail_msg("server %d does not count node-1 down", i);
 	free(holds);
 	free(dropped);
 }
@@ -644,6 +689,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_paused_leader_fenced, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fenced_write_steps_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_follower_reports, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_everywhere, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
