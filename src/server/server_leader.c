@@ -6,7 +6,10 @@
  *   lease        -> campaign: create the election key unless it exists;
  *                   it is ours: lead (fence = its create_index)
  *   every ttl/3  -> keep the lease alive; expired: step down, drop it
- *   not leading  -> campaign again every SERVER_LEADER_POLL_MS
+ *   not leading  -> campaign again when the store's watch sees the key
+ *                   go or change (store_election_wait), or after a TTL
+ *                   without a word; without a watch every
+ *                   SERVER_LEADER_POLL_MS
  *   fenced write refused (any thread), or no renewal for a whole TTL
  *                -> step down, revoke the lease, start over
  *
@@ -56,6 +59,14 @@ struct server_leader {
 	bool started, stopping;
 	bool lost; /* a fenced write found the term over */
 	bool leading;
+	/*
+	 * The election key as the store's watch follows it: its generation
+	 * last seen, and whether it changed since this server last
+	 * campaigned (watch: false when the store has none; then it polls).
+	 */
+	uint64_t key_seen;
+	bool key_changed, watch;
+	int64_t campaigned_ms; /* monotonic; 0: never */
 	uint64_t lease;
 	int64_t renewed_ms; /* monotonic: the lease's last grant or renewal */
 	struct server_leader_status st;
@@ -320,6 +331,15 @@ static void server_leader_round(struct server_leader *l)
 	}
 	if (l->leading)
 		return;
+	/*
+	 * With a watch on the key, campaign when it went or changed (or once
+	 * a TTL passed without a word, in case the watch missed it); without
+	 * one, every poll.
+	 */
+	if (l->watch && l->campaigned_ms && !l->key_changed && now - l->campaigned_ms < l->ttl_ms)
+		return;
+	l->key_changed = false;
+	l->campaigned_ms = now;
 	value = server_leader_value(l, &len);
 	if (!value)
 		return;
@@ -359,8 +379,21 @@ static void *server_leader_main(void *arg)
 		/* A leader sleeps until its renewal; a failed one is retried a poll later. */
 		if (l->lease && l->leading && l->renewed_ms + l->ttl_ms / 3 > next)
 			next = l->renewed_ms + l->ttl_ms / 3;
-		if (!l->lost)
-			clock_wait(l->clock, &l->cond, &l->mu, next);
+		if (l->lost)
+			continue;
+		if (l->lease && !l->leading && l->watch) {
+			/* Until the key changes, at most a poll (so a stop is heard). */
+			int rc;
+
+			pthread_mutex_unlock(&l->mu);
+			rc = store_election_wait(l->store, &l->key_seen,
+						 next - clock_now_ms(l->clock));
+			pthread_mutex_lock(&l->mu);
+			l->key_changed = l->key_changed || rc == 1;
+			l->watch = rc != CSID_EUNIMPL;
+			continue;
+		}
+		clock_wait(l->clock, &l->cond, &l->mu, next);
 	}
 	server_leader_drop(l, "the server stops");
 	pthread_mutex_unlock(&l->mu);
@@ -371,6 +404,7 @@ int server_leader_start(struct server_leader *l, struct err *e)
 {
 	if (!store_shared(l->store))
 		return 0;
+	l->watch = true; /* until the store says it has no watch on the key */
 	if (pthread_create(&l->thread, NULL, server_leader_main, l) != 0)
 		return err_set(e, CSID_ENOMEM, "leader: cannot start the election thread");
 	l->started = true;

@@ -14,9 +14,12 @@
  * (server_leader_store) that refuses to write once the key is gone or
  * another's, so a leader that wakes from a long pause changes nothing; a
  * write refused so makes it step down at once, logged. A server that
- * does not lead campaigns again every SERVER_LEADER_POLL_MS (at most
- * ttl/3), so a dead leader is replaced within ttl plus that. A server
- * that cannot renew its lease for a whole TTL steps down by itself.
+ * does not lead campaigns again when the store's watch sees the key go or
+ * change (store_election_wait; at once, so a dead leader is replaced
+ * within its TTL and the watch's delay), or after a whole TTL without a
+ * word; on a store without that watch, every SERVER_LEADER_POLL_MS (at
+ * most ttl/3). A server that cannot renew its lease for a whole TTL steps
+ * down by itself.
  *
  * Members. Each server also writes its member record with its lease
  * (server_leader_publish), keyed by its ID, which is stable across
@@ -54,7 +57,10 @@
 #define SERVER_LEADER_TTL_MS 10000
 #define SERVER_LEADER_TTL_MIN_MS 1000
 #define SERVER_LEADER_TTL_MAX_MS 300000
-/* How often a server that does not lead campaigns again (at most ttl/3). */
+/*
+ * How often a server that does not lead campaigns again without a watch on
+ * the election key (at most ttl/3), and at most waits on it with one.
+ */
 #define SERVER_LEADER_POLL_MS 250
 #define SERVER_LEADER_ID_MAX 128
 

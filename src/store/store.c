@@ -203,6 +203,13 @@ bool store_shared(struct store *s)
 	return s && s->ops->campaign != NULL;
 }
 
+int store_election_wait(struct store *s, uint64_t *seen, int64_t timeout_ms)
+{
+	if (s == NULL || seen == NULL || !s->ops->election_wait)
+		return CSID_EUNIMPL;
+	return s->ops->election_wait(s, seen, timeout_ms);
+}
+
 int store_foreign_keys(struct store *s, uint64_t *n, struct err *e)
 {
 	err_clear(e);

@@ -161,6 +161,8 @@ struct store_ops {
 	int (*member_list)(struct store *s, struct store_list *out, struct err *e);
 	/* NULL: the backend's namespace holds nothing but its own keys. */
 	int (*foreign_keys)(struct store *s, uint64_t *n, struct err *e);
+	/* NULL: no watch on the election key (store_election_wait). */
+	int (*election_wait)(struct store *s, uint64_t *seen, int64_t timeout_ms);
 };
 
 /* A backend embeds this as its first member. */
@@ -261,6 +263,16 @@ int store_lease_revoke(struct store *s, uint64_t lease, struct err *e);
  */
 int store_campaign(struct store *s, uint64_t lease, const char *value, size_t len,
 		   struct store_obj *holder, struct err *e);
+/*
+ * Waits until the election key was written or deleted since *seen (a
+ * generation the call updates; start from 0), at most timeout_ms (real
+ * time), so a server that does not lead campaigns when the key goes
+ * rather than on a timer. Returns 1 when it changed, 0 at the timeout or
+ * when the store closes, CSID_EUNIMPL when the backend has no watch on
+ * the key (the caller polls). A change the backend's watch could not
+ * follow (it was compacted past) counts as a change.
+ */
+int store_election_wait(struct store *s, uint64_t *seen, int64_t timeout_ms);
 /* Writes the member record id (an existing one is replaced) with lease. */
 int store_member_put(struct store *s, uint64_t lease, const char *id, const char *value, size_t len,
 		     struct err *e);

@@ -642,6 +642,7 @@ static int etcd_log_event(struct store_etcd *s, json_t *ev, uint64_t *rev, struc
 	if (etcd_b64_decode(json_string_value(json_object_get(kv, "key")), &key, &klen))
 		return err_set(e, CSID_EPROTO, "etcd watch: a key that is not base64");
 	if (!etcd_parse_key(s, key, klen, &ch.obj.kind, &id, &id_len)) {
+		etcd_election_event(s, key, klen);
 		free(key);
 		return 0; /* not an object of ours (another kind or a stray key) */
 	}
@@ -762,6 +763,7 @@ static void *etcd_watch_main(void *arg)
 				 (unsigned long long)s->next, (unsigned long long)s->compact_to);
 			etcd_log_clear(s);
 			etcd_cache_clear(s->cache);
+			etcd_election_event(s, NULL, 0);
 			s->compacted = s->compact_to;
 			s->next = s->compact_to + 1;
 			pthread_mutex_unlock(&s->mu);
@@ -896,6 +898,7 @@ static const struct store_ops etcd_ops = {
     .member_put = etcd_member_put,
     .member_list = etcd_member_list,
     .foreign_keys = etcd_foreign_keys,
+    .election_wait = etcd_election_wait,
 };
 
 void store_etcd_pause_watch(struct store *st, bool pause)

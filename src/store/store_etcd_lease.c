@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
+
 /* A lease ID as etcd's JSON has it (a decimal string). */
 static json_t *etcd_lease_req(uint64_t lease)
 {
@@ -314,4 +316,34 @@ int etcd_foreign_keys(struct store *st, uint64_t *n, struct err *e)
 	json_decref(resp);
 	*n = all > ours ? all - ours : 0;
 	return 0;
+}
+
+void etcd_election_event(struct store_etcd *s, const char *key, size_t len)
+{
+	size_t klen;
+	char *k = key ? etcd_election_key(s, &klen) : NULL;
+
+	/* No key: the watch lost events (a compaction); a waiter looks again. */
+	if (!key || (k && len == klen && memcmp(key, k, klen) == 0)) {
+		s->election_gen++;
+		pthread_cond_broadcast(&s->cond);
+	}
+	free(k);
+}
+
+/* store_election_wait: on the generation the watch counts. */
+int etcd_election_wait(struct store *st, uint64_t *seen, int64_t timeout_ms)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	struct clock *clk = clock_real();
+	int64_t until = clock_now_ms(clk) + timeout_ms;
+	int changed;
+
+	pthread_mutex_lock(&s->mu);
+	while (s->election_gen == *seen && !s->closing && clock_now_ms(clk) < until)
+		clock_wait(clk, &s->cond, &s->mu, until);
+	changed = s->election_gen != *seen;
+	*seen = s->election_gen;
+	pthread_mutex_unlock(&s->mu);
+	return changed;
 }
