@@ -97,9 +97,6 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 		pthread_mutex_unlock(&s->mu);
 		return since + s->publish_period_ms;
 	}
-	pthread_mutex_unlock(&s->mu);
-	sa = leading ? arena_new() : NULL;
-	pthread_mutex_lock(&s->mu);
 	seen = s->nlive ? calloc(s->nlive, sizeof(*seen)) : NULL;
 	for (size_t i = 0; seen && i < s->nlive; i++) {
 		const struct server_live *l = &s->live[i];
@@ -118,6 +115,7 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 	news.lost = lost;
 	news.nlost = nlost;
 	/* The leader shares the reconciler's statuses. */
+	sa = leading ? arena_new() : NULL;
 	if (leading && (!sa || server_status_share(s, sa, &status, &news.nstatus)))
 		log_warn("msg=\"out of memory sharing the reconciler's statuses\"");
 	news.status = status;
@@ -538,8 +536,7 @@ int64_t server_tick(struct server *s)
 		if (!server_leader_leading(s->leader)) {
 			int64_t pass;
 
-			/* The report rule on the reports this server took: found claims go to the
-			 * leader. */
+			/* Rule "report" on the reports taken here; the leader releases. */
 			pthread_mutex_lock(&s->mu);
 			gc = s->gc_due_ms <= now;
 			if (gc)
