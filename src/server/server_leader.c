@@ -36,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "util/file_replace.h"
 #include "util/log.h"
 
 struct server_leader {
@@ -92,7 +93,7 @@ static int server_leader_make_id(char *out, size_t cap, struct err *e)
 
 int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct err *e)
 {
-	char path[4096], tmp[4200], buf[SERVER_LEADER_ID_MAX + 2];
+	char path[4096], buf[SERVER_LEADER_ID_MAX + 2];
 	ssize_t n = -1;
 	int fd, rc;
 
@@ -107,26 +108,22 @@ int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct 
 	while (n > 0 && buf[n - 1] == '\n')
 		n--;
 	if (n > 0 && (size_t)n < cap) {
-		buf[n] = '\0';
-		if (strlen(buf) == (size_t)n) {
-			memcpy(out, buf, (size_t)n + 1);
+		bool ok = true;
+
+		for (ssize_t i = 0; i < n; i++)
+			ok = ok && buf[i] &&
+			     (isalnum((unsigned char)buf[i]) || strchr("._-", buf[i]));
+		if (ok) {
+			memcpy(out, buf, (size_t)n);
+			out[n] = '\0';
 			return 0;
 		}
 	}
 	/* None yet (or a torn file): this data_dir's server gets a new ID, kept from now on. */
 	if ((rc = server_leader_make_id(out, cap, e)))
 		return rc;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-		return err_errno(e, errno, "create %s", tmp);
-	n = dprintf(fd, "%s\n", out);
-	rc = n < 0 || fsync(fd) != 0 ? err_errno(e, errno, "write %s", tmp) : 0;
-	close(fd);
-	if (!rc && rename(tmp, path) != 0)
-		rc = err_errno(e, errno, "rename %s", tmp);
-	if (rc)
-		unlink(tmp);
-	return rc;
+	snprintf(buf, sizeof(buf), "%s\n", out);
+	return file_replace(path, buf, 0644, e);
 }
 
 static void server_leader_fence_lost(void *arg)
