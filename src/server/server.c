@@ -13,6 +13,8 @@
  */
 #include "server/server_int.h"
 
+#include "server/server_install.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -581,6 +583,17 @@ int server_members(struct server *s, struct arena *a, struct server_member **out
 		   struct err *e)
 {
 	return server_leader_members(s->leader, a, out, n, e);
+}
+
+int server_installation(struct server *s, struct server_install *out, struct err *e)
+{
+	struct store_obj rec = {0};
+	int rc = store_get(s->cfg.store, STORE_INSTALLATION, SERVER_INSTALL_RECORD, &rec, e);
+
+	if (!rc)
+		rc = server_install_decode(rec.value, rec.len, out, e);
+	store_obj_free(&rec);
+	return rc ? err_wrap(e, "installation record") : 0;
 }
 
 struct store *server_store(struct server *s)

@@ -4,7 +4,8 @@
  *   - the first server on an empty prefix makes the installation (its
  *     cluster_id); a server configured with another cluster_id is refused
  *     naming both; one whose node_ttl and leader_ttl differ is refused
- *     naming each key with both values; one whose backoffs differ starts,
+ *     naming each key with both values (`csictl server leader` shows the
+ *     installation); one whose backoffs differ starts,
  *     warned; -update-settings rewrites the settings, after which a server
  *     with the old config is refused;
  *   - a prefix holding keys that are not csid's is refused, never adopted;
@@ -25,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "csictl_run.h"
 #include "etcd_proc.h"
 #include "hostpath_proc.h"
 #include "server_proc.h"
@@ -116,6 +118,24 @@ static void etcd_write(struct fixture *f, const char *key, const char *value)
 	json_decref(req);
 }
 
+/* `csictl server leader` against s prints want. */
+static void leader_shows(struct server_proc *s, const char *want)
+{
+	struct csictl_runner rn = {.dir = s->dir, .deadline_ms = WAIT_MS};
+	struct csictl_run r;
+	char env[256];
+	char *envv[] = {env, NULL};
+	char *args[] = {"server", "leader", NULL};
+
+	snprintf(env, sizeof(env), "CSID_ADDR=%s", s->base);
+	csictl_runner_run(&rn, &r, envv, args);
+	csictl_expect_ok(&r);
+	if (!strstr(r.out, want))
+		fail_msg("csictl server leader: \"%s\" lacks \"%s\"", r.out, want);
+	csictl_runner_free(&rn, &r);
+	csictl_runner_cleanup(&rn);
+}
+
 static void test_ids_and_settings(void **state)
 {
 	struct fixture *f = *state;
@@ -130,6 +150,9 @@ static void test_ids_and_settings(void **state)
 	start_ok(a, NULL);
 	assert_true(server_proc_log_has(a, "new installation"));
 	assert_true(server_proc_log_has(a, "installation=east"));
+	assert_true(
+	    server_proc_wait_field(a, "/v1/status/leader", "installation", "east", WAIT_MS));
+	leader_shows(a, "Installation  east");
 	/* Pointed at another installation's prefix. */
 	config(f, b, PREFIX, "\"cluster_id\": \"west\",");
 	start_refused(b, other_id);
