@@ -183,8 +183,7 @@ void csi_grpc_shutdown(void)
 	pthread_mutex_unlock(&csi_client_init_lock);
 }
 
-/* The calling thread's completion queue, made on first use; NULL on failure. */
-static grpc_completion_queue *csi_client_thread_cq(void)
+grpc_completion_queue *csi_grpc_thread_cq(void)
 {
 	grpc_completion_queue *cq = pthread_getspecific(csi_client_cq_key);
 
@@ -295,9 +294,7 @@ static grpc_byte_buffer *csi_client_pack(const ProtobufCMessage *m)
 	return bb;
 }
 
-/* Decodes a response; NULL when the bytes are not a message of type d. */
-static ProtobufCMessage *csi_client_unpack(const ProtobufCMessageDescriptor *d,
-					   grpc_byte_buffer *bb)
+ProtobufCMessage *csi_grpc_unpack(const ProtobufCMessageDescriptor *d, grpc_byte_buffer *bb)
 {
 	grpc_byte_buffer_reader r;
 	ProtobufCMessage *m;
@@ -508,7 +505,7 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 				  info->name);
 		rc = CSID_EPROTO;
 	} else {
-		*resp = csi_client_unpack(info->response, op->recv);
+		*resp = csi_grpc_unpack(info->response, op->recv);
 		if (!*resp) {
 			csi_client_status(st, CSI_INTERNAL,
 					  "%s: plugin response does not decode as %s (%zu bytes)",
@@ -538,7 +535,7 @@ static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
 	rc = csi_client_check(rpc, req, &op.info, st);
 	if (rc)
 		return rc;
-	cq = csi_client_thread_cq();
+	cq = csi_grpc_thread_cq();
 	if (!cq) {
 		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", op.info->name);
 		return CSID_ENOMEM;

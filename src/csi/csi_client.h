@@ -110,6 +110,22 @@ int csi_client_grpc_new(const char *endpoint, struct csi_client **out, struct er
 void csi_grpc_init(void);
 void csi_grpc_shutdown(void);
 
+struct grpc_completion_queue;
+struct grpc_byte_buffer;
+/*
+ * The calling thread's completion queue for plucking its own blocking
+ * calls (gRPC 1.51 lets at most six threads pluck one queue), made on
+ * first use and destroyed when the thread exits (or by
+ * csi_grpc_shutdown for the calling thread). NULL on failure. Also used
+ * by the etcd store's client (src/store/etcd_client.c).
+ */
+struct grpc_completion_queue *csi_grpc_thread_cq(void);
+/*
+ * Decodes a received message as type d; NULL when the bytes are not one.
+ * The caller frees it with protobuf_c_message_free_unpacked.
+ */
+ProtobufCMessage *csi_grpc_unpack(const ProtobufCMessageDescriptor *d, struct grpc_byte_buffer *bb);
+
 /*
  * Asynchronous calls. A struct csi_async is a completion queue driven by
  * one thread: csi_client_call_async() starts a call on it and returns at

@@ -196,6 +196,17 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 			     en->obj.create_index, en->obj.modify_index, e);
 }
 
+bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *id,
+			uint64_t *create_index)
+{
+	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+
+	if (en == NULL || en->unknown || en->missing)
+		return false;
+	*create_index = en->obj.create_index;
+	return true;
+}
+
 void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)
 {
 	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));

@@ -57,6 +57,13 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 		   struct store_obj *out, struct err *e);
 
 /*
+ * Whether kind/id is cached as an object; then *create_index is its
+ * create_index (the watch asks it of a key it sees deleted).
+ */
+bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *id,
+			uint64_t *create_index);
+
+/*
  * Forgets kind/id: its next get reads etcd. rev is a revision its state
  * is known to be at least as new as (a failed compare's answer): changes
  * up to it that the watch still brings are ignored, so they cannot put

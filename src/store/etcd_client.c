@@ -1,61 +1,226 @@
 /*
- * The etcd JSON gateway client (etcd_client.h). Unary calls take a pooled
- * libcurl easy handle (keep-alive connections survive between calls) and
- * POST one JSON document; the watch stream runs one easy handle in its
- * own multi handle, so another thread can wake it (curl_multi_wakeup)
- * to cancel it at once instead of at the next progress tick.
+ * The etcd gRPC client (etcd_client.h). Each endpoint has one channel
+ * with the method paths registered on it; a unary call is one batch (send
+ * metadata + message + close, receive metadata + message + status) on
+ * the calling thread's completion queue, plucked until it completes (its
+ * deadline bounds the wait). The watch runs one call with a queue of its
+ * own: another thread cancels it with grpc_call_cancel, which completes
+ * the pending receive at once.
  *
  * Endpoint choice: `cur` is the endpoint that answered last. A call
- * starts there; a failure to connect (nothing sent) moves it to the next
- * endpoint and retries, once per endpoint.
+ * starts there; a call that could not connect (UNAVAILABLE from gRPC on
+ * a channel that was not connected when the call began, not an etcd
+ * answer) moves it to the next endpoint and retries, once per endpoint.
+ *
+ * Reconnecting. gRPC 1.51's pick_first stays in TRANSIENT_FAILURE after a
+ * failed connection attempt until a later attempt succeeds, failing every
+ * call at once, and makes those attempts on its own timer with nothing
+ * polling them (csi_client.c met the same). A call that finds its channel
+ * there replaces the channel, so the new one connects for that call: an
+ * etcd member that came back is reached by the next call.
  */
 #include "store/etcd_client.h"
 
-#include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/base64.h"
-#include "util/curl_pool.h"
-#include "util/strbuf.h"
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
 
-/* The largest answer of a unary call (a list page of big values). */
+#include "csi/csi_client.h"
+#include "util/wipe.h"
+
+/* The largest answer of a unary call (a list page of big values) or one watch message. */
 #define ETCD_ANSWER_MAX (256 * 1024 * 1024)
-/* The longest line of a stream (one watch message: one revision's events). */
-#define ETCD_LINE_MAX (64 * 1024 * 1024)
-#define ETCD_CONNS 16
+/* The largest TLS file read (a CA bundle). */
+#define ETCD_PEM_MAX (1024 * 1024)
+#define ETCD_NARGS 10
+/* Pings on an idle connection, so a member gone silent is noticed (etcd allows one per 5 s). */
+#define ETCD_KEEPALIVE_MS 10000
+#define ETCD_KEEPALIVE_TIMEOUT_MS 5000
 
-struct etcd_client {
-	char *endpoints[ETCD_ENDPOINTS_MAX];
-	size_t n;
-	atomic_size_t cur;
-	char *ca_file, *cert_file, *key_file;
-	int64_t dial_ms, request_ms;
-	struct curl_pool *pool;
+static const char *const etcd_methods[ETCD_RPC_COUNT_] = {
+    "/etcdserverpb.KV/Range",
+    "/etcdserverpb.KV/Put",
+    "/etcdserverpb.KV/Txn",
+    "/etcdserverpb.Lease/LeaseGrant",
+    "/etcdserverpb.Lease/LeaseRevoke",
+    "/etcdserverpb.Lease/LeaseKeepAlive",
 };
 
-static char *etcd_dup(const char *s)
+static const ProtobufCMessageDescriptor *const etcd_answers[ETCD_RPC_COUNT_] = {
+    &etcdserverpb__range_response__descriptor,
+    &etcdserverpb__put_response__descriptor,
+    &etcdserverpb__txn_response__descriptor,
+    &etcdserverpb__lease_grant_response__descriptor,
+    &etcdserverpb__lease_revoke_response__descriptor,
+    &etcdserverpb__lease_keep_alive_response__descriptor,
+};
+
+/* One channel; counted, so a replacement never destroys it under a call. */
+struct etcd_chan {
+	grpc_channel *channel;
+	void *methods[ETCD_RPC_COUNT_];
+	void *watch;
+	atomic_int refs;
+};
+
+struct etcd_endpoint {
+	char *url; /* as configured, for messages */
+	char *target; /* host:port */
+	bool tls;
+	struct etcd_chan *chan; /* under the client's mu */
+};
+
+struct etcd_client {
+	struct etcd_endpoint eps[ETCD_ENDPOINTS_MAX];
+	size_t n;
+	atomic_size_t cur;
+	pthread_mutex_t mu;
+	grpc_channel_credentials *tls; /* NULL without an https endpoint */
+	int64_t dial_ms, request_ms;
+};
+
+/* The metadata of every call but a read, "hasleader: true" (etcd_client.h says why). */
+static grpc_metadata etcd_hasleader;
+static pthread_once_t etcd_hasleader_once = PTHREAD_ONCE_INIT;
+
+static void etcd_hasleader_init(void)
 {
-	return s ? strdup(s) : NULL;
+	etcd_hasleader.key = grpc_slice_from_static_string("hasleader");
+	etcd_hasleader.value = grpc_slice_from_static_string("true");
+}
+
+static void etcd_chan_unref(struct etcd_chan *ch)
+{
+	if (ch == NULL || atomic_fetch_sub(&ch->refs, 1) != 1)
+		return;
+	grpc_channel_destroy(ch->channel);
+	free(ch);
+}
+
+/* A new channel to ep; NULL when gRPC or memory fails. */
+static struct etcd_chan *etcd_chan_new(struct etcd_client *c, const struct etcd_endpoint *ep)
+{
+	struct etcd_chan *ch = calloc(1, sizeof(*ch));
+	grpc_channel_credentials *creds;
+	grpc_arg args[ETCD_NARGS] = {
+	    {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, {.integer = ETCD_ANSWER_MAX}},
+	    {GRPC_ARG_INTEGER, GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, {.integer = ETCD_ANSWER_MAX}},
+	    /* A call's outcome decides a retry here (a transaction may have committed). */
+	    {GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_RETRIES, {.integer = 0}},
+	    /* gRPC gives a connection attempt the larger of its backoff and this. */
+	    {GRPC_ARG_INTEGER, GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, {.integer = (int)c->dial_ms}},
+	    {GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, {.integer = (int)c->dial_ms}},
+	    {GRPC_ARG_INTEGER, GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, {.integer = 1}},
+	    {GRPC_ARG_INTEGER, GRPC_ARG_ENABLE_CHANNELZ, {.integer = 0}},
+	    {GRPC_ARG_INTEGER, GRPC_ARG_KEEPALIVE_TIME_MS, {.integer = ETCD_KEEPALIVE_MS}},
+	    {GRPC_ARG_INTEGER,
+	     GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+	     {.integer = ETCD_KEEPALIVE_TIMEOUT_MS}},
+	};
+	grpc_channel_args cargs = {.num_args = ETCD_NARGS, .args = args};
+
+	if (ch == NULL)
+		return NULL;
+	atomic_init(&ch->refs, 1);
+	creds = ep->tls ? c->tls : grpc_insecure_credentials_create();
+	ch->channel = grpc_channel_create(ep->target, creds, &cargs);
+	if (!ep->tls)
+		grpc_channel_credentials_release(creds);
+	if (ch->channel == NULL) {
+		free(ch);
+		return NULL;
+	}
+	for (int i = 0; i < ETCD_RPC_COUNT_; i++)
+		ch->methods[i] =
+		    grpc_channel_register_call(ch->channel, etcd_methods[i], NULL, NULL);
+	ch->watch =
+	    grpc_channel_register_call(ch->channel, "/etcdserverpb.Watch/Watch", NULL, NULL);
+	return ch;
 }
 
 void etcd_client_free(struct etcd_client *c)
 {
 	if (c == NULL)
 		return;
-	for (size_t i = 0; i < c->n; i++)
-		free(c->endpoints[i]);
-	free(c->ca_file);
-	free(c->cert_file);
-	free(c->key_file);
-	curl_pool_free(c->pool);
+	for (size_t i = 0; i < c->n; i++) {
+		etcd_chan_unref(c->eps[i].chan);
+		free(c->eps[i].url);
+		free(c->eps[i].target);
+	}
+	if (c->tls)
+		grpc_channel_credentials_release(c->tls);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
-	curl_global_cleanup();
+}
+
+/*
+ * Reads a whole PEM file (at most ETCD_PEM_MAX bytes) into a new
+ * NUL-terminated buffer; NULL path: *out NULL. Returns 0 or CSID_EINVAL
+ * naming the file's role (never its contents).
+ */
+static int etcd_pem_read(const char *path, const char *role, char **out, struct err *e)
+{
+	FILE *f;
+	size_t n;
+
+	*out = NULL;
+	if (path == NULL)
+		return 0;
+	f = fopen(path, "re");
+	*out = f ? calloc(1, ETCD_PEM_MAX + 1) : NULL;
+	if (*out == NULL) {
+		if (f)
+			fclose(f);
+		return err_set(e, CSID_EINVAL, "etcd %s %s: cannot be read", role, path);
+	}
+	n = fread(*out, 1, ETCD_PEM_MAX + 1, f);
+	fclose(f);
+	if (n == 0 || n > ETCD_PEM_MAX) {
+		wipe_free(*out);
+		*out = NULL;
+		return err_set(e, CSID_EINVAL, "etcd %s %s: empty or over %d bytes", role, path,
+			       ETCD_PEM_MAX);
+	}
+	(*out)[n] = '\0';
+	return 0;
+}
+
+/* The TLS credentials of the https endpoints from the configured files. */
+static int etcd_tls_new(struct etcd_client *c, const struct etcd_client_config *cfg, struct err *e)
+{
+	char *ca = NULL, *cert = NULL, *key = NULL;
+	grpc_ssl_pem_key_cert_pair pair;
+	int rc;
+
+	if ((cfg->cert_file == NULL) != (cfg->key_file == NULL))
+		return err_set(e, CSID_EINVAL, "etcd: cert_file and key_file go together");
+	if ((rc = etcd_pem_read(cfg->ca_file, "ca_file", &ca, e)) ||
+	    (rc = etcd_pem_read(cfg->cert_file, "cert_file", &cert, e)) ||
+	    (rc = etcd_pem_read(cfg->key_file, "key_file", &key, e)))
+		goto out;
+	pair.private_key = key;
+	pair.cert_chain = cert;
+	c->tls = grpc_ssl_credentials_create(ca, key ? &pair : NULL, NULL, NULL);
+	if (c->tls == NULL)
+		rc = err_set(e, CSID_EINVAL, "etcd: the TLS files were refused by gRPC");
+out:
+	free(ca);
+	free(cert);
+	wipe_free(key);
+	return rc;
 }
 
 int etcd_client_new(const struct etcd_client_config *cfg, struct etcd_client **out, struct err *e)
 {
 	struct etcd_client *c;
+	bool tls = false;
+	int rc;
 
 	*out = NULL;
 	if (cfg->nendpoints == 0 || cfg->nendpoints > ETCD_ENDPOINTS_MAX)
@@ -65,71 +230,78 @@ int etcd_client_new(const struct etcd_client_config *cfg, struct etcd_client **o
 		const char *ep = cfg->endpoints[i];
 
 		if (ep == NULL ||
-		    (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0))
+		    (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0) ||
+		    ep[strcspn(ep, "/") + 2] == '\0')
 			return err_set(e, CSID_EINVAL,
 				       "etcd: endpoint %zu: expected http://HOST:PORT or "
 				       "https://HOST:PORT",
 				       i);
+		tls = tls || ep[4] == 's';
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return err_set(e, CSID_EINTERNAL, "etcd: libcurl did not start");
+	csi_grpc_init();
+	pthread_once(&etcd_hasleader_once, etcd_hasleader_init);
 	c = calloc(1, sizeof(*c));
-	if (c == NULL) {
-		curl_global_cleanup();
+	if (c == NULL)
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	}
+	pthread_mutex_init(&c->mu, NULL);
 	c->dial_ms = cfg->dial_timeout_ms > 0 ? cfg->dial_timeout_ms : 2000;
 	c->request_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 10000;
-	for (; c->n < cfg->nendpoints; c->n++) {
-		size_t len = strlen(cfg->endpoints[c->n]);
-
-		c->endpoints[c->n] = strdup(cfg->endpoints[c->n]);
-		if (c->endpoints[c->n] == NULL)
-			goto nomem;
-		while (len > 0 && c->endpoints[c->n][len - 1] == '/')
-			c->endpoints[c->n][--len] = '\0';
+	if (tls && (rc = etcd_tls_new(c, cfg, e))) {
+		etcd_client_free(c);
+		return rc;
 	}
-	c->ca_file = etcd_dup(cfg->ca_file);
-	c->cert_file = etcd_dup(cfg->cert_file);
-	c->key_file = etcd_dup(cfg->key_file);
-	if ((cfg->ca_file && !c->ca_file) || (cfg->cert_file && !c->cert_file) ||
-	    (cfg->key_file && !c->key_file) || curl_pool_new(ETCD_CONNS, &c->pool, e))
-		goto nomem;
+	for (; c->n < cfg->nendpoints; c->n++) {
+		struct etcd_endpoint *ep = &c->eps[c->n];
+		const char *url = cfg->endpoints[c->n];
+		size_t len;
+
+		ep->tls = url[4] == 's';
+		ep->url = strdup(url);
+		ep->target = strdup(url + (ep->tls ? 8 : 7));
+		if (ep->url == NULL || ep->target == NULL)
+			goto nomem;
+		len = strlen(ep->target);
+		while (len > 0 && ep->target[len - 1] == '/')
+			ep->target[--len] = '\0';
+		if ((ep->chan = etcd_chan_new(c, ep)) == NULL)
+			goto nomem;
+	}
 	*out = c;
 	return 0;
 nomem:
+	c->n++;
 	etcd_client_free(c);
 	return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 }
 
 const char *etcd_client_endpoint(struct etcd_client *c)
 {
-	return c->endpoints[atomic_load(&c->cur) % c->n];
+	return c->eps[atomic_load(&c->cur) % c->n].url;
 }
 
-/* Maps a gRPC status code of an etcd error answer to a csid code. */
-static int etcd_grpc_code(long code, const char *msg)
+/* Maps a gRPC status code of an etcd answer to a csid code. */
+static int etcd_grpc_code(int code, const char *msg)
 {
 	switch (code) {
-	case 1:
+	case GRPC_STATUS_CANCELLED:
 		return CSID_ECANCELED;
-	case 3:
+	case GRPC_STATUS_INVALID_ARGUMENT:
 		return strstr(msg, "too large") ? CSID_ETOOBIG : CSID_EINVAL;
-	case 4:
+	case GRPC_STATUS_DEADLINE_EXCEEDED:
 		return CSID_ETIMEDOUT;
-	case 5:
+	case GRPC_STATUS_NOT_FOUND:
 		return CSID_ENOTFOUND;
-	case 7:
+	case GRPC_STATUS_PERMISSION_DENIED:
 		return CSID_EPERM;
-	case 8:
+	case GRPC_STATUS_RESOURCE_EXHAUSTED:
 		return CSID_EEXHAUSTED;
-	case 9:
+	case GRPC_STATUS_FAILED_PRECONDITION:
 		return CSID_EPRECOND;
-	case 11:
+	case GRPC_STATUS_OUT_OF_RANGE:
 		return CSID_ERANGE;
-	case 14:
+	case GRPC_STATUS_UNAVAILABLE:
 		return CSID_EUNAVAIL;
-	case 16:
+	case GRPC_STATUS_UNAUTHENTICATED:
 		return CSID_EUNAUTH;
 	default:
 		return CSID_EIO;
@@ -137,172 +309,205 @@ static int etcd_grpc_code(long code, const char *msg)
 }
 
 /*
- * Sets e from an etcd error document ({"error", "code", "message"}, or
- * in a stream {"error": {"grpc_code", "message"}}).
+ * Maps a gRPC status (code, message text) of an etcd answer from ep to a
+ * csid code and sets e. "no leader" becomes CSID_EUNAVAIL saying the
+ * store has no quorum.
  */
-static int etcd_error_doc(const char *ep, json_t *doc, long http, struct err *e)
+static int etcd_client_status(const char *ep, int code, const char *msg, struct err *e)
 {
-	json_t *inner = json_object_get(doc, "error");
-	json_t *src = json_is_object(inner) ? inner : doc;
-	const char *msg = json_string_value(json_object_get(src, "message"));
-	json_t *code = json_object_get(src, json_is_object(inner) ? "grpc_code" : "code");
-
-	if (msg == NULL)
+	if (msg == NULL || msg[0] == '\0')
 		msg = "no message";
-	if (!json_is_integer(code))
-		return err_set(e, CSID_EPROTO, "etcd %s: HTTP %ld: %.200s", ep, http, msg);
-	if (json_integer_value(code) == 14 && strstr(msg, "no leader"))
+	if (code == GRPC_STATUS_UNAVAILABLE && strstr(msg, "no leader"))
 		return err_set(e, CSID_EUNAVAIL, "etcd %s: no quorum (%.200s)", ep, msg);
-	return err_set(e, etcd_grpc_code((long)json_integer_value(code), msg), "etcd %s: %.300s",
-		       ep, msg);
+	return err_set(e, etcd_grpc_code(code, msg), "etcd %s: %.300s", ep, msg);
 }
 
-/* Sets the options every request shares. */
-static void etcd_setopt(struct etcd_client *c, CURL *h, const char *url, const char *body,
-			struct curl_slist *hdrs)
+/* Sets e from a finished call's status and details. */
+static int etcd_call_status(const char *ep, grpc_status_code code, grpc_slice details,
+			    struct err *e)
 {
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->dial_ms);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (c->ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-	if (c->cert_file)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, c->cert_file);
-	if (c->key_file)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key_file);
+	char msg[320];
+	size_t n = GRPC_SLICE_LENGTH(details);
+	const char *p = (const char *)GRPC_SLICE_START_PTR(details);
+
+	if (n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	for (size_t i = 0; i < n; i++)
+		msg[i] = p[i] >= 0x20 && p[i] < 0x7f ? p[i] : ' ';
+	msg[n] = '\0';
+	return etcd_client_status(ep, (int)code, msg, e);
 }
 
 /*
- * The request headers: JSON, and no "Expect: 100-continue" (libcurl asks
- * for it on bodies over 1 KiB, which would cost a transaction a round
- * trip to etcd's answer of 100 first). Every call but a read also asks
- * for a leader (the gateway passes Grpc-Metadata-* on as gRPC metadata,
- * here etcd's "hasleader"): a member that lost its quorum then answers
- * "no leader" at once, and cancels such a watch, instead of holding a
- * write until its own timeout (7 s) and answering "context deadline
- * exceeded"; a serializable read may still be answered from what the
- * member has. NULL when out of memory.
+ * Takes a reference on endpoint i's channel, replacing it first when it is
+ * stuck in TRANSIENT_FAILURE (the file's opening comment says why); *ready
+ * says whether it was connected. NULL when a replacement could not be made.
  */
-static struct curl_slist *etcd_headers(const char *path)
+static struct etcd_chan *etcd_chan_get(struct etcd_client *c, size_t i, bool *ready)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	struct curl_slist *h2 = h ? curl_slist_append(h, "Expect:") : NULL;
+	struct etcd_endpoint *ep = &c->eps[i];
+	struct etcd_chan *ch;
+	grpc_connectivity_state state;
 
-	if (h2 && strcmp(path, "/v3/kv/range") != 0)
-		h2 = curl_slist_append(h2, "Grpc-Metadata-hasleader: true");
-	if (h2 == NULL)
-		curl_slist_free_all(h);
-	return h2;
-}
-
-/* Whether a transport failure happened before anything was sent. */
-static bool etcd_not_sent(CURLcode cc)
-{
-	return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-	       cc == CURLE_SSL_CONNECT_ERROR;
-}
-
-static int etcd_transport_err(const char *ep, CURLcode cc, struct err *e)
-{
-	int code = cc == CURLE_OPERATION_TIMEDOUT ? CSID_ETIMEDOUT : CSID_EUNAVAIL;
-
-	return err_set(e, code, "etcd %s: %s", ep, curl_easy_strerror(cc));
-}
-
-/* One POST of body to ep + path; the answer in *sb, the status in *http. */
-static CURLcode etcd_post(struct etcd_client *c, const char *ep, const char *path, const char *body,
-			  struct strbuf *sb, long *http)
-{
-	struct curl_slist *hdrs = etcd_headers(path);
-	char url[512];
-	CURL *h = curl_pool_get(c->pool);
-	CURLcode cc;
-
-	if (h == NULL || hdrs == NULL) {
-		curl_slist_free_all(hdrs);
-		curl_pool_put(c->pool, h);
-		return CURLE_OUT_OF_MEMORY;
+	pthread_mutex_lock(&c->mu);
+	state = grpc_channel_check_connectivity_state(ep->chan->channel, 0);
+	if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+		ch = etcd_chan_new(c, ep);
+		if (ch != NULL) {
+			etcd_chan_unref(ep->chan);
+			ep->chan = ch;
+		}
 	}
-	snprintf(url, sizeof(url), "%s%s", ep, path);
-	etcd_setopt(c, h, url, body, hdrs);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->request_ms);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, strbuf_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, sb);
-	cc = curl_easy_perform(h);
-	*http = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, http);
-	curl_pool_put(c->pool, h);
-	curl_slist_free_all(hdrs);
-	return cc;
+	*ready = state == GRPC_CHANNEL_READY;
+	ch = ep->chan;
+	atomic_fetch_add(&ch->refs, 1);
+	pthread_mutex_unlock(&c->mu);
+	return ch;
 }
 
-int etcd_client_call(struct etcd_client *c, const char *path, json_t *req, json_t **resp,
-		     struct err *e)
+/* Whether a failed call never reached etcd: it found no connection to make. */
+static bool etcd_not_sent(bool ready, grpc_status_code code, grpc_slice details)
 {
-	char *body = json_dumps(req, JSON_COMPACT);
-	size_t first = atomic_load(&c->cur);
-	struct strbuf sb = {.max = ETCD_ANSWER_MAX};
-	const char *ep = c->endpoints[first % c->n];
-	CURLcode cc = CURLE_OK;
-	long http = 0;
-	int rc;
+	static const char etcd_says[] = "etcdserver:";
+	size_t n = GRPC_SLICE_LENGTH(details);
+
+	return !ready && code == GRPC_STATUS_UNAVAILABLE &&
+	       !(n >= sizeof(etcd_says) - 1 &&
+		 memcmp(GRPC_SLICE_START_PTR(details), etcd_says, sizeof(etcd_says) - 1) == 0);
+}
+
+static void etcd_metadata(grpc_op *op, bool read)
+{
+	op->op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (!read) {
+		op->data.send_initial_metadata.count = 1;
+		op->data.send_initial_metadata.metadata = &etcd_hasleader;
+	}
+}
+
+/*
+ * Packs m into a new slice. Each attempt sends it in a byte buffer of its
+ * own: gRPC empties the buffer it sends (a second send of one buffer is an
+ * empty message, which etcd reads as an empty Txn that succeeds).
+ */
+static grpc_slice etcd_pack(const ProtobufCMessage *m)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	grpc_slice s = grpc_slice_malloc(n);
+
+	protobuf_c_message_pack(m, GRPC_SLICE_START_PTR(s));
+	return s;
+}
+
+/* One unary call's batch and what it receives. */
+struct etcd_unary {
+	grpc_call *call;
+	grpc_byte_buffer *send, *recv;
+	grpc_metadata_array initial, trailing;
+	grpc_status_code status;
+	grpc_slice details;
+};
+
+/* Runs rpc with send on endpoint i; the outcome in u (released by the caller). */
+static int etcd_unary_run(struct etcd_client *c, size_t i, enum etcd_rpc rpc, grpc_slice msg,
+			  struct etcd_unary *u, bool *ready)
+{
+	grpc_completion_queue *cq = csi_grpc_thread_cq();
+	struct etcd_chan *ch = etcd_chan_get(c, i, ready);
+	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+					     gpr_time_from_millis(c->request_ms, GPR_TIMESPAN));
+	grpc_op ops[6];
+	grpc_event ev;
+
+	memset(ops, 0, sizeof(ops));
+	u->send = grpc_raw_byte_buffer_create(&msg, 1);
+	u->call =
+	    cq ? grpc_channel_create_registered_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+						     ch->methods[rpc], deadline, NULL)
+	       : NULL;
+	etcd_chan_unref(ch); /* a call keeps its channel alive */
+	if (u->call == NULL)
+		return CSID_ENOMEM;
+	etcd_metadata(&ops[0], rpc == ETCD_RANGE);
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = u->send;
+	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->initial;
+	ops[4].op = GRPC_OP_RECV_MESSAGE;
+	ops[4].data.recv_message.recv_message = &u->recv;
+	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	ops[5].data.recv_status_on_client.trailing_metadata = &u->trailing;
+	ops[5].data.recv_status_on_client.status = &u->status;
+	ops[5].data.recv_status_on_client.status_details = &u->details;
+	if (grpc_call_start_batch(u->call, ops, 6, u, NULL) != GRPC_CALL_OK)
+		return CSID_EINTERNAL;
+	/* The call's deadline guarantees that this batch completes. */
+	ev = grpc_completion_queue_pluck(cq, u, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+	return ev.type == GRPC_OP_COMPLETE && ev.success ? 0 : CSID_EINTERNAL;
+}
+
+static void etcd_unary_release(struct etcd_unary *u)
+{
+	if (u->send)
+		grpc_byte_buffer_destroy(u->send);
+	if (u->recv)
+		grpc_byte_buffer_destroy(u->recv);
+	grpc_metadata_array_destroy(&u->initial);
+	grpc_metadata_array_destroy(&u->trailing);
+	grpc_slice_unref(u->details);
+	if (u->call)
+		grpc_call_unref(u->call);
+}
+
+int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMessage *req,
+		     ProtobufCMessage **resp, struct err *e)
+{
+	grpc_slice msg = etcd_pack(req);
+	size_t first = atomic_load(&c->cur), i = first % c->n;
+	int rc = 0;
 
 	*resp = NULL;
-	if (body == NULL)
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	for (size_t i = 0; i < c->n; i++) {
-		ep = c->endpoints[(first + i) % c->n];
-		strbuf_free(&sb);
-		cc = etcd_post(c, ep, path, body, &sb, &http);
-		if (!etcd_not_sent(cc))
+	for (size_t k = 0; k < c->n; k++) {
+		struct etcd_unary u = {.status = GRPC_STATUS_UNKNOWN,
+				       .details = grpc_empty_slice()};
+		bool ready;
+
+		i = (first + k) % c->n;
+		grpc_metadata_array_init(&u.initial);
+		grpc_metadata_array_init(&u.trailing);
+		rc = etcd_unary_run(c, i, rpc, msg, &u, &ready);
+		if (rc) {
+			rc = err_set(e, rc, "etcd %s: the call could not be made", c->eps[i].url);
+		} else if (u.status != GRPC_STATUS_OK) {
+			bool retry = etcd_not_sent(ready, u.status, u.details);
+
+			rc = etcd_call_status(c->eps[i].url, u.status, u.details, e);
+			etcd_unary_release(&u);
+			if (retry)
+				continue;
+			/* Maybe sent: no retry, but the next call starts at the next endpoint. */
+			if (rc == CSID_EUNAVAIL || rc == CSID_ETIMEDOUT)
+				atomic_store(&c->cur, (i + 1) % c->n);
 			break;
-	}
-	free(body);
-	if (cc != CURLE_OK) {
-		strbuf_free(&sb);
-		if (cc == CURLE_WRITE_ERROR && sb.too_big)
-			return err_set(e, CSID_ETOOBIG, "etcd %s: answer over %d bytes", ep,
-				       ETCD_ANSWER_MAX);
-		return etcd_transport_err(ep, cc, e);
-	}
-	for (size_t i = 0; i < c->n; i++) {
-		if (c->endpoints[i] == ep)
+		} else if (u.recv == NULL ||
+			   (*resp = csi_grpc_unpack(etcd_answers[rpc], u.recv)) == NULL) {
+			rc = err_set(e, CSID_EPROTO, "etcd %s: an answer that does not decode",
+				     c->eps[i].url);
+		}
+		etcd_unary_release(&u);
+		if (rc == 0)
 			atomic_store(&c->cur, i);
+		break;
 	}
-	rc = etcd_client_answer(ep, path, sb.p ? sb.p : "", sb.len, http, resp, e);
-	strbuf_free(&sb);
+	grpc_slice_unref(msg);
 	return rc;
-}
-
-int etcd_client_answer(const char *ep, const char *path, const char *body, size_t len, long http,
-		       json_t **resp, struct err *e)
-{
-	json_t *doc = json_loadb(body, len, 0, NULL);
-	int rc;
-
-	*resp = NULL;
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return err_set(e, CSID_EPROTO, "etcd %s%s: HTTP %ld: answer is not a JSON object",
-			       ep, path, http);
-	}
-	if (http != 200 || json_object_get(doc, "error")) {
-		rc = etcd_error_doc(ep, doc, http, e);
-		json_decref(doc);
-		return rc;
-	}
-	*resp = doc;
-	return 0;
 }
 
 void etcd_stream_init(struct etcd_stream *st)
 {
 	atomic_init(&st->stop, false);
-	st->multi = NULL;
+	st->call = NULL;
 	pthread_mutex_init(&st->mu, NULL);
 }
 
@@ -315,8 +520,8 @@ void etcd_stream_cancel(struct etcd_stream *st)
 {
 	atomic_store(&st->stop, true);
 	pthread_mutex_lock(&st->mu);
-	if (st->multi)
-		curl_multi_wakeup(st->multi);
+	if (st->call)
+		grpc_call_cancel(st->call, NULL);
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -325,178 +530,179 @@ void etcd_stream_reset(struct etcd_stream *st)
 	atomic_store(&st->stop, false);
 }
 
-void etcd_lines_init(struct etcd_lines *l, const char *ep, etcd_stream_cb cb, void *arg,
-		     struct err *e)
+/* A watch call and its batches: tags 'o' (open), 'm' (a message), 's' (status). */
+struct etcd_watch_call {
+	grpc_call *call;
+	grpc_completion_queue *cq;
+	grpc_byte_buffer *send, *recv;
+	grpc_metadata_array initial, trailing;
+	grpc_status_code status;
+	grpc_slice details;
+	int pending; /* batches not yet completed */
+	bool got; /* a message arrived */
+	bool ended; /* the status arrived */
+};
+
+static char etcd_tag_open, etcd_tag_msg, etcd_tag_status;
+
+/* Starts the next receive; false when gRPC refused it. */
+static bool etcd_watch_recv(struct etcd_watch_call *w)
 {
-	*l = (struct etcd_lines){
-	    .line = {.max = ETCD_LINE_MAX}, .cb = cb, .arg = arg, .e = e, .ep = ep};
+	grpc_op op = {.op = GRPC_OP_RECV_MESSAGE};
+
+	op.data.recv_message.recv_message = &w->recv;
+	if (grpc_call_start_batch(w->call, &op, 1, &etcd_tag_msg, NULL) != GRPC_CALL_OK)
+		return false;
+	w->pending++;
+	return true;
 }
 
-void etcd_lines_fini(struct etcd_lines *l)
+/* Opens the stream: metadata and the create request, the initial metadata back, the status. */
+static bool etcd_watch_open(struct etcd_watch_call *w)
 {
-	strbuf_free(&l->line);
+	grpc_op ops[3], st = {.op = GRPC_OP_RECV_STATUS_ON_CLIENT};
+
+	memset(ops, 0, sizeof(ops));
+	etcd_metadata(&ops[0], false);
+	ops[1].op = GRPC_OP_SEND_MESSAGE;
+	ops[1].data.send_message.send_message = w->send;
+	ops[2].op = GRPC_OP_RECV_INITIAL_METADATA;
+	ops[2].data.recv_initial_metadata.recv_initial_metadata = &w->initial;
+	if (grpc_call_start_batch(w->call, ops, 3, &etcd_tag_open, NULL) != GRPC_CALL_OK)
+		return false;
+	w->pending++;
+	st.data.recv_status_on_client.trailing_metadata = &w->trailing;
+	st.data.recv_status_on_client.status = &w->status;
+	st.data.recv_status_on_client.status_details = &w->details;
+	if (grpc_call_start_batch(w->call, &st, 1, &etcd_tag_status, NULL) != GRPC_CALL_OK)
+		return false;
+	w->pending++;
+	return etcd_watch_recv(w);
 }
 
-size_t etcd_lines_feed(struct etcd_lines *l, char *data, size_t len)
+/*
+ * Reads the stream until it ends, cb stops it or it is cancelled.
+ * Returns cb's nonzero result, CSID_EPROTO for a message that does not
+ * decode, or 0 when the stream ended or failed (w->status says how).
+ */
+static int etcd_watch_read(struct etcd_watch_call *w, etcd_stream_cb cb, void *arg, const char *ep,
+			   struct err *e)
 {
-	for (size_t i = 0; i < len; i++) {
-		char *nl = memchr(data + i, '\n', len - i);
-		size_t take = nl ? (size_t)(nl - (data + i)) : len - i;
-		json_t *msg;
+	while (w->pending > 0) {
+		grpc_event ev =
+		    grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		Etcdserverpb__WatchResponse *m;
+		int rc;
 
-		if (take > 0 && strbuf_write(data + i, 1, take, &l->line) != take)
-			return 0;
-		i += take;
-		if (nl == NULL)
-			break;
-		if (l->line.len == 0)
+		if (ev.type != GRPC_OP_COMPLETE)
 			continue;
-		msg = json_loadb(l->line.p, l->line.len, 0, NULL);
-		strbuf_free(&l->line);
-		if (!json_is_object(msg)) {
-			json_decref(msg);
-			l->cb_rc =
-			    err_set(l->e, CSID_EPROTO, "etcd %s: stream line is not JSON", l->ep);
-			return 0;
+		w->pending--;
+		if (ev.tag == &etcd_tag_status) {
+			w->ended = true;
+			continue;
 		}
-		if (json_object_get(msg, "error")) {
-			l->cb_rc = etcd_error_doc(l->ep, msg, 200, l->e);
-			json_decref(msg);
-			return 0;
-		}
-		l->cb_rc = l->cb(l->arg, msg);
-		json_decref(msg);
-		if (l->cb_rc)
+		if (ev.tag != &etcd_tag_msg || !ev.success || w->recv == NULL)
+			continue; /* the status says why the stream ended */
+		m = (Etcdserverpb__WatchResponse *)csi_grpc_unpack(
+		    &etcdserverpb__watch_response__descriptor, w->recv);
+		grpc_byte_buffer_destroy(w->recv);
+		w->recv = NULL;
+		w->got = true;
+		rc =
+		    m ? cb(arg, m)
+		      : err_set(e, CSID_EPROTO, "etcd %s: a watch answer that does not decode", ep);
+		if (m)
+			protobuf_c_message_free_unpacked(&m->base, NULL);
+		if (rc)
+			return rc;
+		if (!etcd_watch_recv(w))
 			return 0;
 	}
-	return len;
+	return 0;
 }
 
-/* libcurl's write callback of a stream. */
-static size_t etcd_lines_write(char *data, size_t size, size_t n, void *arg)
+/* Cancels the call, waits for every batch, releases it all. */
+static void etcd_watch_close(struct etcd_watch_call *w, struct etcd_stream *st)
 {
-	return etcd_lines_feed(arg, data, size * n);
-}
-
-/* Runs h in a multi handle until done or cancelled. */
-static CURLcode etcd_stream_run(struct etcd_stream *st, CURL *h, bool *cancelled)
-{
-	CURLM *m = curl_multi_init();
-	CURLcode cc = CURLE_OK;
-	int running = 1;
-
-	*cancelled = false;
-	if (m == NULL)
-		return CURLE_OUT_OF_MEMORY;
-	curl_multi_add_handle(m, h);
 	pthread_mutex_lock(&st->mu);
-	st->multi = m;
+	st->call = NULL;
 	pthread_mutex_unlock(&st->mu);
-	while (running) {
-		CURLMsg *msg;
-		int left;
+	if (w->call) {
+		grpc_call_cancel(w->call, NULL);
+		while (w->pending > 0) {
+			grpc_event ev = grpc_completion_queue_next(
+			    w->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 
-		if (atomic_load(&st->stop)) {
-			*cancelled = true;
-			break;
+			if (ev.type == GRPC_OP_COMPLETE)
+				w->pending--;
 		}
-		if (curl_multi_perform(m, &running) != CURLM_OK) {
-			cc = CURLE_RECV_ERROR;
-			break;
-		}
-		while ((msg = curl_multi_info_read(m, &left))) {
-			if (msg->msg == CURLMSG_DONE)
-				cc = msg->data.result;
-		}
-		if (running && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
-			cc = CURLE_RECV_ERROR;
-			break;
-		}
+		grpc_call_unref(w->call);
 	}
-	pthread_mutex_lock(&st->mu);
-	st->multi = NULL;
-	pthread_mutex_unlock(&st->mu);
-	curl_multi_remove_handle(m, h);
-	curl_multi_cleanup(m);
-	return cc;
+	if (w->recv)
+		grpc_byte_buffer_destroy(w->recv);
+	grpc_byte_buffer_destroy(w->send);
+	grpc_metadata_array_destroy(&w->initial);
+	grpc_metadata_array_destroy(&w->trailing);
+	grpc_slice_unref(w->details);
 }
 
-int etcd_client_stream(struct etcd_client *c, const char *path, json_t *req, struct etcd_stream *st,
-		       etcd_stream_cb cb, void *arg, struct err *e)
+int etcd_client_watch(struct etcd_client *c, const Etcdserverpb__WatchRequest *req,
+		      struct etcd_stream *st, etcd_stream_cb cb, void *arg, struct err *e)
 {
-	struct curl_slist *hdrs = etcd_headers(path);
-	char *body = json_dumps(req, JSON_COMPACT);
+	grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
+	grpc_slice msg = etcd_pack(&req->base);
 	size_t first = atomic_load(&c->cur);
-	struct etcd_lines l;
-	CURLcode cc = CURLE_OK;
-	bool cancelled = false;
-	long http = 0;
-	char url[512];
 	int rc = 0;
 
-	etcd_lines_init(&l, c->endpoints[first % c->n], cb, arg, e);
 	err_clear(e);
-	if (body == NULL || hdrs == NULL) {
-		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
-		goto out;
+	if (cq == NULL) {
+		grpc_slice_unref(msg);
+		return err_set(e, CSID_ENOMEM, "etcd watch: no completion queue");
 	}
-	for (size_t i = 0; i < c->n; i++) {
-		CURL *h = curl_easy_init();
+	for (size_t k = 0; k < c->n; k++) {
+		size_t i = (first + k) % c->n;
+		struct etcd_watch_call w = {.cq = cq,
+					    .send = grpc_raw_byte_buffer_create(&msg, 1),
+					    .status = GRPC_STATUS_UNKNOWN,
+					    .details = grpc_empty_slice()};
+		const char *ep = c->eps[i].url;
+		bool ready, retry;
+		struct etcd_chan *ch = etcd_chan_get(c, i, &ready);
 
-		if (h == NULL) {
-			rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
-			goto out;
+		grpc_metadata_array_init(&w.initial);
+		grpc_metadata_array_init(&w.trailing);
+		w.call = grpc_channel_create_registered_call(
+		    ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, ch->watch,
+		    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		etcd_chan_unref(ch);
+		pthread_mutex_lock(&st->mu);
+		st->call = w.call;
+		pthread_mutex_unlock(&st->mu);
+		if (w.call == NULL) {
+			rc = err_set(e, CSID_ENOMEM, "etcd %s: the watch could not be made", ep);
+		} else if (atomic_load(&st->stop)) {
+			rc = err_set(e, CSID_ECANCELED, "etcd %s: stream cancelled", ep);
+		} else if (!etcd_watch_open(&w)) {
+			rc = err_set(e, CSID_EINTERNAL, "etcd %s: the watch could not start", ep);
+		} else if ((rc = etcd_watch_read(&w, cb, arg, ep, e)) == 0) {
+			if (atomic_load(&st->stop))
+				rc = err_set(e, CSID_ECANCELED, "etcd %s: stream cancelled", ep);
+			else if (w.ended && w.status != GRPC_STATUS_OK)
+				rc = etcd_call_status(ep, w.status, w.details, e);
+			else
+				rc = err_set(e, CSID_EUNAVAIL, "etcd %s: stream ended", ep);
 		}
-		l.ep = c->endpoints[(first + i) % c->n];
-		snprintf(url, sizeof(url), "%s%s", l.ep, path);
-		etcd_setopt(c, h, url, body, hdrs);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, etcd_lines_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &l);
-		cc = etcd_stream_run(st, h, &cancelled);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &http);
-		curl_easy_cleanup(h);
-		if (cancelled || !etcd_not_sent(cc))
+		retry = rc == CSID_EUNAVAIL && !w.got && w.ended &&
+			etcd_not_sent(ready, w.status, w.details);
+		etcd_watch_close(&w, st);
+		if (!retry)
 			break;
 	}
-	if (cancelled)
-		rc = err_set(e, CSID_ECANCELED, "etcd %s: stream cancelled", l.ep);
-	else if (l.cb_rc)
-		rc = l.cb_rc;
-	else if (cc != CURLE_OK)
-		rc = etcd_transport_err(l.ep, cc, e);
-	else if (http != 200)
-		rc = err_set(e, CSID_EPROTO, "etcd %s%s: HTTP %ld", l.ep, path, http);
-	else
-		rc = err_set(e, CSID_EUNAVAIL, "etcd %s: stream ended", l.ep);
-out:
-	etcd_lines_fini(&l);
-	free(body);
-	curl_slist_free_all(hdrs);
+	grpc_slice_unref(msg);
+	grpc_completion_queue_shutdown(cq);
+	while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+	       GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_completion_queue_destroy(cq);
 	return rc;
-}
-
-json_t *etcd_b64_json(const void *data, size_t len)
-{
-	size_t n;
-	char *s = base64_encode(data, len, &n);
-	json_t *j = s ? json_stringn_nocheck(s, n) : NULL;
-
-	free(s);
-	return j;
-}
-
-int etcd_b64_decode(const char *s, char **out, size_t *len)
-{
-	return base64_decode(s ? s : "", s ? strlen(s) : 0, out, len);
-}
-
-uint64_t etcd_json_u64(json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-
-	if (json_is_string(v))
-		return strtoull(json_string_value(v), NULL, 10);
-	if (json_is_integer(v) && json_integer_value(v) > 0)
-		return (uint64_t)json_integer_value(v);
-	return 0;
 }

@@ -361,13 +361,13 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
 void store_etcd_pause_watch(struct store *s, bool pause);
 
 /*
- * For the fuzz target (test/fuzz/fuzz_etcd_answer.c): decodes text as the
+ * For the fuzz target (test/fuzz/fuzz_etcd_answer.c): decodes data as the
  * etcd store on prefix decodes etcd's answers, with no etcd behind it: as
- * a unary answer (a list page, a transaction's outcome) and as the watch
- * stream fed in chunks of chunk bytes (0: at once) into the change log
- * and the read cache. Returns 0, or CSID_EINTERNAL when the cache and the
- * log disagree (a bug); malformed text is not an error here.
+ * a list page (RangeResponse), a transaction's outcome (TxnResponse) and
+ * a watch message (WatchResponse) into the change log and the read cache.
+ * Returns 0, or CSID_EINTERNAL when the cache and the log disagree (a
+ * bug); bytes that do not decode are not an error here.
  */
-int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, struct err *e);
+int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struct err *e);
 
 #endif

@@ -5,8 +5,8 @@
  * object's create_index and modify_index are its key's create_revision
  * and mod_revision, a condition is a Compare on mod_revision (0: the key
  * does not exist), and a transaction is one etcd Txn whose revision is
- * the index it returns. Leases, the election and member records are in
- * store_etcd_lease.c.
+ * the index it returns (store_etcd_txn.c). Leases and member records are
+ * in store_etcd_lease.c.
  *
  * Change log. One thread keeps a watch on the prefix, resumed after the
  * last revision it saw whenever the stream breaks, and appends every
@@ -27,24 +27,20 @@
  * Reads. Gets and lists are serializable: the member we talk to answers
  * from what it has applied, without a round through raft (a linearizable
  * read has the leader confirm it still leads and waits for the commits in
- * flight; on this loaded machine the two could not be told apart in
- * throughput, so this is for the cluster's sake, not a measured gain). It
- * loses nothing the store promises: the member applied every write it
- * acknowledged to us and every revision our watch delivered before it
- * sent them, so a read sees our own writes and at least store_index();
- * another server's newer write it may not see yet only makes our
- * compare-and-set fail and the caller read again.
+ * flight). It loses nothing the store promises: the member applied every
+ * write it acknowledged to us and every revision our watch delivered
+ * before it sent them, so a read sees our own writes and at least
+ * store_index(); another server's newer write it may not see yet only
+ * makes our compare-and-set fail and the caller read again.
  *
  * Gets are answered from a cache (etcd_cache.h) while the watch runs:
  * every change the watch delivers updates it before its revision is
  * published, so a get sees our own writes and at least store_index(),
- * the same promise as a serializable read, without a round trip (an
- * API request's read before its compare-and-set cost etcd as much CPU
- * as half a transaction). A miss reads etcd and keeps the answer when
- * it is at least as new as the watch. A failed compare forgets its
- * objects, so the caller's next read goes to etcd and sees what won;
- * a compaction under the watch empties the cache, and while the watch
- * is down every get reads etcd.
+ * the same promise as a serializable read, without a round trip. A miss
+ * reads etcd and keeps the answer when it is at least as new as the
+ * watch. A failed compare forgets its objects, so the caller's next read
+ * goes to etcd and sees what won; a compaction under the watch empties
+ * the cache, and while the watch is down every get reads etcd.
  *
  * Errors. A transaction that fails in transport before anything was
  * sent (no connection) wrote nothing; one that times out after it was sent
@@ -54,31 +50,20 @@
  * Limits. etcd refuses a request over --max-request-bytes (1.5 MiB by
  * default) and a Txn of more than --max-txn-ops (128) compares or ops.
  * STORE_TXN_OPS_MAX is 128 and a transaction is one Txn (its compares,
- * its writes, and on failure one read per compare), so the op count
- * fits; a transaction whose encoded size would pass the request limit is
- * refused here with CSID_ETOOBIG naming the limit, since splitting it
- * would break its atomicity.
+ * its writes, and on failure one read per compare), so the op count fits.
  *
- * Why the JSON gateway and libcurl rather than etcd's gRPC API. The gRPC
- * core we link would need our own .proto subset of etcd's KV and Watch
- * services, generated code, and a completion-queue driver for the
- * bidirectional watch: several hundred lines more. The gateway is part of
- * every etcd server, libcurl already gives us keep-alive, TLS with client
- * certificates and a wakeable poll for the stream, and an operator can
- * read the same documents with curl. The price, measured on this machine
- * (2 cores, shared, load average 15-18) against a one-member etcd 3.4 on
- * loopback: a one-object transaction takes 2.5-5 ms of wall time, nearly
- * all of it etcd's commit (a bare PUT through the same client takes as
- * long), and about 0.2 ms of our CPU (JSON and base64 both ways, the HTTP
- * exchange, the watch event); a read takes 0.6-1.1 ms and 0.09 ms of CPU.
- * etcd's own CPU is the larger price (measured later from its /proc
- * times, data on tmpfs so no fsync wait): about 0.4 ms per Range or Put
- * and 0.6 ms per Txn through the gateway (HTTP/1.1, JSON to protobuf and
- * back, and a second gRPC hop inside etcd), plus 0.2-0.3 ms per event for
- * each gateway watch (0.1 ms of it for prev_kv). A claim + release cycle
- * is 4 transactions: about 3 ms of etcd CPU, which alone caps a 2-core
- * machine near 600 cycles/s. Native gRPC is where that would be won; the
- * figures of bench/server.c (README) say what it means per claim.
+ * Why etcd's native gRPC API rather than its JSON gateway. The store
+ * first spoke the gateway (HTTP/1.1 and JSON through libcurl). Measured
+ * on this machine (2 cores, shared) against a one-member etcd 3.4 on
+ * loopback with its data on tmpfs, etcd's own CPU was the larger price:
+ * about 0.4 ms per Range or Put and 0.6 ms per Txn through the gateway
+ * (JSON to protobuf and back, and a second gRPC hop inside etcd), plus
+ * 0.2 ms per event for a gateway watch; a claim + release cycle (3-4
+ * Txns) cost etcd 1.8 ms of CPU and the server about 1 ms, which capped
+ * the machine near 450 cycles/s. Over gRPC etcd decodes protobuf once
+ * and answers on the same HTTP/2 connection, and our side packs with
+ * protobuf-c instead of JSON and base64; the figures of bench/server.c
+ * (README) say what it gives per claim.
  */
 #include "store/store_etcd_int.h"
 
@@ -93,15 +78,12 @@
 #define ETCD_PREFIX_DEFAULT "/csid/"
 #define ETCD_PREFIX_MAX 256
 #define ETCD_TRIM_BATCH 1024
-/* Per-op framing of a request beyond its key and value bytes (protobuf tags, lengths). */
-#define ETCD_OP_OVERHEAD 32
-#define ETCD_REQ_OVERHEAD 256
 #define ETCD_BACKOFF_MIN_MS 50
 #define ETCD_BACKOFF_MAX_MS 2000
 
 /* The key of kind/id (id_len bytes) into a new buffer; *len its length. */
-static char *etcd_key(struct store_etcd *s, enum store_kind kind, const char *id, size_t id_len,
-		      size_t *len)
+char *etcd_key(struct store_etcd *s, enum store_kind kind, const char *id, size_t id_len,
+	       size_t *len)
 {
 	const char *kn = store_kind_name(kind);
 	size_t kl = strlen(kn);
@@ -149,81 +131,38 @@ static bool etcd_parse_key(struct store_etcd *s, const char *k, size_t len, enum
 	return false;
 }
 
-/* Sets a base64 field of obj; false when out of memory. */
-bool etcd_set_b64(json_t *obj, const char *field, const char *data, size_t len)
-{
-	json_t *v = etcd_b64_json(data, len);
-
-	return v && json_object_set_new(obj, field, v) == 0;
-}
-
-bool etcd_set_u64(json_t *obj, const char *field, uint64_t v)
-{
-	char buf[24];
-
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return json_object_set_new(obj, field, json_string(buf)) == 0;
-}
-
 /*
  * Reads one kv of an answer into *o. Returns 0, 1 for a key under the
- * prefix that names no object (an empty ID), CSID_EPROTO (not base64) or
- * CSID_ENOMEM.
+ * prefix that names no object, or CSID_ENOMEM.
  */
-static int etcd_kv_obj(struct store_etcd *s, json_t *kv, struct store_obj *o, struct err *e)
+static int etcd_kv_obj(struct store_etcd *s, const Mvccpb__KeyValue *kv, struct store_obj *o,
+		       struct err *e)
 {
-	char *key = NULL, *val = NULL;
-	size_t klen, vlen;
 	const char *id;
 	size_t id_len;
 	enum store_kind kind;
-	int rc;
 
-	if ((rc = etcd_b64_decode(json_string_value(json_object_get(kv, "key")), &key, &klen)) ||
-	    (rc = etcd_b64_decode(json_string_value(json_object_get(kv, "value")), &val, &vlen)))
-		goto out;
-	if (!etcd_parse_key(s, key, klen, &kind, &id, &id_len)) {
-		rc = 1; /* a stray key under the prefix, no object of ours */
-		goto out;
-	}
-	rc = store_obj_set(o, kind, id, id_len, val, vlen, etcd_json_u64(kv, "create_revision"),
-			   etcd_json_u64(kv, "mod_revision"), e);
-out:
-	free(key);
-	free(val);
-	if (rc == CSID_EPROTO)
-		return err_set(e, rc, "etcd %s: a key or value that is not base64",
-			       s->c ? etcd_client_endpoint(s->c) : "answer");
-	if (rc == CSID_ENOMEM)
-		return err_set(e, rc, "etcd: out of memory");
-	return rc;
+	if (kv == NULL ||
+	    !etcd_parse_key(s, (const char *)kv->key.data, kv->key.len, &kind, &id, &id_len))
+		return 1; /* a stray key under the prefix, no object of ours */
+	return store_obj_set(o, kind, id, id_len,
+			     kv->value.data ? (const char *)kv->value.data : "", kv->value.len,
+			     etcd_rev(kv->create_revision), etcd_rev(kv->mod_revision), e);
 }
 
-/* A request document with a base64 "key" (and "range_end" when end). */
-json_t *etcd_range_req(const char *k, size_t klen, const char *end, size_t elen)
+int etcd_read(struct store_etcd *s, const char *k, size_t klen, const char *end, size_t elen,
+	      size_t limit, Etcdserverpb__RangeResponse **out, struct err *e)
 {
-	json_t *r = json_object();
+	Etcdserverpb__RangeRequest req = ETCDSERVERPB__RANGE_REQUEST__INIT;
 
-	if (r && etcd_set_b64(r, "key", k, klen) &&
-	    (!end || etcd_set_b64(r, "range_end", end, elen)))
-		return r;
-	json_decref(r);
-	return NULL;
+	req.key = etcd_bytes(k, klen);
+	if (end)
+		req.range_end = etcd_bytes(end, elen);
+	req.limit = (int64_t)limit;
+	req.serializable = true;
+	return etcd_client_call(s->c, ETCD_RANGE, &req.base, (ProtobufCMessage **)out, e);
 }
 
-/* A serializable read of [k, end) (the file's opening comment says why). */
-json_t *etcd_read_req(const char *k, size_t klen, const char *end, size_t elen)
-{
-	json_t *r = etcd_range_req(k, klen, end, elen);
-
-	if (r && json_object_set_new(r, "serializable", json_true()) != 0) {
-		json_decref(r);
-		return NULL;
-	}
-	return r;
-}
-
-/* Whether the cache follows etcd: the watch runs (mu held). */
 static bool etcd_cache_live(struct store_etcd *s)
 {
 	return s->watching && !s->paused && !s->closing;
@@ -234,13 +173,19 @@ static bool etcd_cache_live(struct store_etcd *s)
  * etcd, and the answer enters the cache when it is at least as new as
  * what the watch applied (the watch then brings every later change).
  */
+
+/*
+ * A get is answered from the cache while the watch runs; a miss reads
+ * etcd, and the answer enters the cache when it is at least as new as
+ * what the watch applied (the watch then brings every later change).
+ */
 static int etcd_get(struct store *st, enum store_kind kind, const char *id, struct store_obj *out,
 		    struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
+	Etcdserverpb__RangeResponse *resp = NULL;
 	size_t klen;
 	char *k;
-	json_t *req, *resp = NULL, *kvs;
 	uint64_t rev;
 	int rc;
 
@@ -250,22 +195,19 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 	if (rc != 1)
 		return rc;
 	k = etcd_key(s, kind, id, strlen(id), &klen);
-	req = k ? etcd_read_req(k, klen, NULL, 0) : NULL;
-	free(k);
-	if (req == NULL)
+	if (k == NULL)
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	rc = etcd_client_call(s->c, "/v3/kv/range", req, &resp, e);
-	json_decref(req);
+	rc = etcd_read(s, k, klen, NULL, 0, 0, &resp, e);
+	free(k);
 	if (rc)
 		return err_wrap(e, "get %s %s", store_kind_name(kind), id);
-	kvs = json_object_get(resp, "kvs");
-	rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
-	if (json_array_size(kvs) == 0)
+	rev = resp->header ? etcd_rev(resp->header->revision) : 0;
+	if (resp->n_kvs == 0)
 		rc = err_set(e, CSID_ENOTFOUND, "%s %s: not found", store_kind_name(kind), id);
-	else if ((rc = etcd_kv_obj(s, json_array_get(kvs, 0), out, e)) == 1)
+	else if ((rc = etcd_kv_obj(s, resp->kvs[0], out, e)) == 1)
 		rc = err_set(e, CSID_EINTERNAL, "%s %s: not an object key", store_kind_name(kind),
 			     id);
-	json_decref(resp);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	pthread_mutex_lock(&s->mu);
 	if ((rc == 0 || rc == CSID_ENOTFOUND) && rev + 1 >= s->next)
 		etcd_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, rev);
@@ -274,23 +216,21 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 }
 
 /* Reads a range answer into *out (a list page; out->index its revision). */
-static int etcd_list_decode(struct store_etcd *s, json_t *resp, struct store_list *out,
-			    struct err *e)
+static int etcd_list_decode(struct store_etcd *s, const Etcdserverpb__RangeResponse *resp,
+			    struct store_list *out, struct err *e)
 {
-	json_t *kvs = json_object_get(resp, "kvs");
-
-	out->objs = calloc(json_array_size(kvs) + 1, sizeof(*out->objs));
+	out->objs = calloc(resp->n_kvs + 1, sizeof(*out->objs));
 	if (out->objs == NULL)
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	for (size_t i = 0; i < json_array_size(kvs); i++) {
-		int rc = etcd_kv_obj(s, json_array_get(kvs, i), &out->objs[out->n], e);
+	for (size_t i = 0; i < resp->n_kvs; i++) {
+		int rc = etcd_kv_obj(s, resp->kvs[i], &out->objs[out->n], e);
 
 		if (rc < 0)
 			return rc;
 		out->n += rc == 0;
 	}
-	out->more = json_is_true(json_object_get(resp, "more"));
-	out->index = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	out->more = resp->more;
+	out->index = resp->header ? etcd_rev(resp->header->revision) : 0;
 	return 0;
 }
 
@@ -303,7 +243,7 @@ static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 	char *start =
 	    plen ? etcd_key(s, kind, prefix, plen, &slen) : etcd_key(s, kind, "", 1, &slen);
 	char *end = etcd_key(s, kind, prefix, plen, &elen);
-	json_t *req = NULL, *resp = NULL;
+	Etcdserverpb__RangeResponse *resp = NULL;
 	int rc = 0, cmp;
 
 	if (start && end && alen > 0 && strcmp(after_id, prefix) >= 0) {
@@ -311,157 +251,29 @@ static int etcd_list(struct store *st, enum store_kind kind, const char *prefix,
 		free(start);
 		start = etcd_key(s, kind, after_id, alen + 1, &slen);
 	}
-	if (start == NULL || end == NULL)
-		goto nomem;
+	if (start == NULL || end == NULL) {
+		rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
+		goto out;
+	}
 	etcd_prefix_end(end, &elen);
 	out->index = store_notify_index(&s->notify);
 	cmp = memcmp(start, end, slen < elen ? slen : elen);
 	if (cmp > 0 || (cmp == 0 && slen >= elen))
 		goto out; /* after_id is past every ID with prefix */
-	req = etcd_read_req(start, slen, end, elen);
-	if (req == NULL || (limit > 0 && !etcd_set_u64(req, "limit", limit)))
-		goto nomem;
-	rc = etcd_client_call(s->c, "/v3/kv/range", req, &resp, e);
+	rc = etcd_read(s, start, slen, end, elen, limit, &resp, e);
 	if (rc) {
 		err_wrap(e, "list %s", store_kind_name(kind));
 		goto out;
 	}
 	rc = etcd_list_decode(s, resp, out, e);
-	goto out;
-nomem:
-	rc = err_set(e, CSID_ENOMEM, "etcd: out of memory");
 out:
 	if (rc)
 		store_list_free(out);
-	json_decref(req);
-	json_decref(resp);
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
 	free(start);
 	free(end);
 	return rc;
-}
-
-/* Builds the Txn document of ops; *size its estimated request size. */
-static json_t *etcd_txn_req(struct store_etcd *s, const struct store_op *ops, size_t n,
-			    size_t *size)
-{
-	json_t *req = json_object(), *cmp = json_array(), *ok = json_array(), *fail = json_array();
-	bool good = req && cmp && ok && fail;
-
-	*size = ETCD_REQ_OVERHEAD;
-	for (size_t i = 0; good && i < n; i++) {
-		size_t klen = 0;
-		char *k = etcd_key(s, ops[i].kind, ops[i].id, strlen(ops[i].id), &klen);
-		json_t *w = json_object(), *op = json_object(), *c, *r;
-
-		good = k && w && op && etcd_set_b64(op, "key", k, klen);
-		if (good && ops[i].type == STORE_OP_PUT) {
-			good =
-			    etcd_set_b64(op, "value", ops[i].value ? ops[i].value : "", ops[i].len);
-			good = good && json_object_set(w, "request_put", op) == 0;
-		} else if (good) {
-			good = json_object_set(w, "request_delete_range", op) == 0;
-		}
-		good = good && json_array_append(ok, w) == 0;
-		*size += klen + ops[i].len + ETCD_OP_OVERHEAD;
-		if (good && ops[i].expect_index != STORE_ANY) {
-			c = etcd_range_req(k, klen, NULL, 0);
-			r = etcd_range_req(k, klen, NULL, 0);
-			good =
-			    c && r && json_object_set_new(c, "target", json_string("MOD")) == 0 &&
-			    json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
-			    etcd_set_u64(c, "mod_revision", ops[i].expect_index) &&
-			    json_object_set_new(r, "keys_only", json_true()) == 0 &&
-			    json_array_append(cmp, c) == 0 &&
-			    json_array_append_new(fail, json_pack("{s:O}", "request_range", r)) ==
-				0;
-			json_decref(c);
-			json_decref(r);
-			*size += 2 * (klen + ETCD_OP_OVERHEAD);
-		}
-		json_decref(w);
-		json_decref(op);
-		free(k);
-	}
-	if (good && json_object_set(req, "compare", cmp) == 0 &&
-	    json_object_set(req, "success", ok) == 0 &&
-	    json_object_set(req, "failure", fail) == 0) {
-		json_decref(cmp);
-		json_decref(ok);
-		json_decref(fail);
-		return req;
-	}
-	json_decref(req);
-	json_decref(cmp);
-	json_decref(ok);
-	json_decref(fail);
-	return NULL;
-}
-
-/* Names the first failed condition from the failure branch's reads. */
-static int etcd_txn_conflict(const struct store_op *ops, size_t n, json_t *resp, struct err *e)
-{
-	json_t *rs = json_object_get(resp, "responses");
-	size_t j = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		json_t *kvs;
-		uint64_t have;
-
-		if (ops[i].expect_index == STORE_ANY)
-			continue;
-		kvs = json_object_get(json_object_get(json_array_get(rs, j++), "response_range"),
-				      "kvs");
-		have = etcd_json_u64(json_array_get(kvs, 0), "mod_revision");
-		if (!store_cond_holds(ops[i].expect_index, have))
-			return store_conflict(e, &ops[i], have);
-	}
-	return err_set(e, CSID_ECONFLICT, "store txn: a condition failed and then held again");
-}
-
-/* Whether a successful Txn changed anything (a delete of a missing key does not). */
-static bool etcd_txn_changed(const struct store_op *ops, size_t n, json_t *resp)
-{
-	json_t *rs = json_object_get(resp, "responses");
-
-	for (size_t i = 0; i < n; i++) {
-		json_t *del = json_object_get(json_array_get(rs, i), "response_delete_range");
-
-		if (ops[i].type == STORE_OP_PUT || etcd_json_u64(del, "deleted") > 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Forgets the objects of ops: their next get reads etcd, and changes up
- * to rev the watch still brings do not put an older state back.
- */
-static void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n,
-			      uint64_t rev)
-{
-	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i < n; i++)
-		etcd_cache_drop(s->cache, ops[i].kind, ops[i].id, rev);
-	pthread_mutex_unlock(&s->mu);
-}
-
-/*
- * Reads the answer to the Txn of ops: 0 and the revision it wrote in *rev
- * (0 when it changed nothing), CSID_ECONFLICT naming the failed
- * condition, or CSID_EPROTO for a write without a revision.
- */
-static int etcd_txn_outcome(const struct store_op *ops, size_t n, json_t *resp, uint64_t *rev,
-			    struct err *e)
-{
-	*rev = 0;
-	if (!json_is_true(json_object_get(resp, "succeeded")))
-		return etcd_txn_conflict(ops, n, resp, e);
-	if (!etcd_txn_changed(ops, n, resp))
-		return 0;
-	*rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
-	if (*rev == 0)
-		return err_set(e, CSID_EPROTO, "store txn: etcd's answer carries no revision");
-	return 0;
 }
 
 /* The key of the election (store.h), "<prefix>leader", into a new buffer. */
@@ -475,107 +287,6 @@ char *etcd_election_key(struct store_etcd *s, size_t *len)
 	memcpy(k + s->prefix_len, "leader", sizeof("leader"));
 	*len = s->prefix_len + strlen("leader");
 	return k;
-}
-
-/*
- * Adds the fence to a Txn document: a compare that the election key's
- * create_revision is still fence, and a read of the key on failure (the
- * last failure response).
- */
-static bool etcd_txn_fence(struct store_etcd *s, json_t *req, uint64_t fence)
-{
-	size_t klen;
-	char *k = etcd_election_key(s, &klen);
-	json_t *c = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
-	json_t *r = k ? etcd_range_req(k, klen, NULL, 0) : NULL;
-	bool good = c && r && json_object_set_new(c, "target", json_string("CREATE")) == 0 &&
-		    json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
-		    etcd_set_u64(c, "create_revision", fence) &&
-		    json_array_append(json_object_get(req, "compare"), c) == 0 &&
-		    json_array_append_new(json_object_get(req, "failure"),
-					  json_pack("{s:O}", "request_range", r)) == 0;
-
-	json_decref(c);
-	json_decref(r);
-	free(k);
-	return good;
-}
-
-/* Whether the fence of a failed Txn (its last failure response) no longer holds. */
-static bool etcd_txn_fenced_off(json_t *resp, uint64_t fence)
-{
-	json_t *rs = json_object_get(resp, "responses");
-	json_t *kvs = json_object_get(
-	    json_object_get(json_array_get(rs, json_array_size(rs) - 1), "response_range"), "kvs");
-
-	return etcd_json_u64(json_array_get(kvs, 0), "create_revision") != fence;
-}
-
-/* A transaction; with fence (nonzero) conditioned on the election key too. */
-static int etcd_txn_run(struct store_etcd *s, uint64_t fence, const struct store_op *ops, size_t n,
-			uint64_t *index, struct err *e)
-{
-	size_t size;
-	json_t *req = etcd_txn_req(s, ops, n, &size), *resp = NULL;
-	uint64_t rev;
-	int rc;
-
-	if (req != NULL && fence != 0 && !etcd_txn_fence(s, req, fence)) {
-		json_decref(req);
-		req = NULL;
-	}
-	if (req == NULL)
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	if (size > s->request_max) {
-		json_decref(req);
-		return err_set(e, CSID_ETOOBIG,
-			       "store txn: about %zu bytes, over etcd's request limit of %zu bytes "
-			       "(--max-request-bytes)",
-			       size, s->request_max);
-	}
-	rc = etcd_client_call(s->c, "/v3/kv/txn", req, &resp, e);
-	json_decref(req);
-	if (rc)
-		return err_wrap(e, "store txn");
-	if (fence != 0 && !json_is_true(json_object_get(resp, "succeeded")) &&
-	    etcd_txn_fenced_off(resp, fence)) {
-		json_decref(resp);
-		return err_set(
-		    e, CSID_EPRECOND,
-		    "fenced: the election term %llu is over; this server no longer leads",
-		    (unsigned long long)fence);
-	}
-	rc = etcd_txn_outcome(ops, n, resp, &rev, e);
-	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
-	if (rc == CSID_ECONFLICT)
-		etcd_cache_forget(s, ops, n,
-				  etcd_json_u64(json_object_get(resp, "header"), "revision"));
-	json_decref(resp);
-	if (rc)
-		return rc;
-	if (rev == 0) {
-		rev = store_notify_index(&s->notify);
-	} else if (store_notify_wait(&s->notify, rev - 1, s->request_ms) < rev) {
-		/* Read your writes: the watch delivers the revision to the log first. */
-		log_warn("msg=\"etcd watch behind a write\" revision=%llu",
-			 (unsigned long long)rev);
-		etcd_cache_forget(s, ops, n, rev);
-	}
-	if (index != NULL)
-		*index = rev;
-	return 0;
-}
-
-static int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
-		    struct err *e)
-{
-	return etcd_txn_run((struct store_etcd *)st, 0, ops, n, index, e);
-}
-
-static int etcd_txn_fenced(struct store *st, uint64_t fence, const struct store_op *ops, size_t n,
-			   uint64_t *index, struct err *e)
-{
-	return etcd_txn_run((struct store_etcd *)st, fence, ops, n, index, e);
 }
 
 static struct store_change *etcd_log_at(struct store_etcd *s, size_t i)
@@ -627,37 +338,31 @@ static void etcd_log_clear(struct store_etcd *s)
 	s->log_head = s->log_n = 0;
 }
 
-/* Appends one watch event (mu held). Returns 0, CSID_EPROTO or CSID_ENOMEM. */
-static int etcd_log_event(struct store_etcd *s, json_t *ev, uint64_t *rev, struct err *e)
+/*
+ * Appends one watch event (mu held); a delete's object has create_index
+ * created. Returns 0 or CSID_ENOMEM.
+ */
+static int etcd_log_event(struct store_etcd *s, const Mvccpb__Event *ev, uint64_t created,
+			  uint64_t *rev, struct err *e)
 {
-	const char *type = json_string_value(json_object_get(ev, "type"));
-	bool del = type && strcmp(type, "DELETE") == 0;
-	json_t *kv = json_object_get(ev, "kv");
+	bool del = ev->type == MVCCPB__EVENT__EVENT_TYPE__DELETE;
+	const Mvccpb__KeyValue *kv = ev->kv;
 	struct store_change ch = {.type = del ? STORE_OP_DELETE : STORE_OP_PUT};
-	char *key = NULL;
-	size_t klen, id_len;
+	size_t id_len;
 	const char *id;
 	int rc;
 
-	if (etcd_b64_decode(json_string_value(json_object_get(kv, "key")), &key, &klen))
-		return err_set(e, CSID_EPROTO, "etcd watch: a key that is not base64");
-	if (!etcd_parse_key(s, key, klen, &ch.obj.kind, &id, &id_len)) {
-		etcd_election_event(s, key, klen);
-		free(key);
+	if (kv == NULL || !etcd_parse_key(s, (const char *)kv->key.data, kv->key.len, &ch.obj.kind,
+					  &id, &id_len)) {
+		if (kv)
+			etcd_election_event(s, (const char *)kv->key.data, kv->key.len);
 		return 0; /* not an object of ours (another kind or a stray key) */
 	}
-	ch.index = etcd_json_u64(kv, "mod_revision");
-	if (del) {
-		json_t *prev = json_object_get(ev, "prev_kv");
-
-		rc = store_obj_set(&ch.obj, ch.obj.kind, id, id_len, NULL, 0,
-				   etcd_json_u64(prev, "create_revision"), ch.index, e);
-	} else {
+	ch.index = etcd_rev(kv->mod_revision);
+	if (del)
+		rc = store_obj_set(&ch.obj, ch.obj.kind, id, id_len, NULL, 0, created, ch.index, e);
+	else
 		rc = etcd_kv_obj(s, kv, &ch.obj, e);
-	}
-	free(key);
-	if (rc == 1)
-		return 0;
 	if (rc == 0 && !etcd_log_room(s)) {
 		store_obj_free(&ch.obj);
 		rc = err_set(e, CSID_ENOMEM, "etcd watch: out of memory");
@@ -670,29 +375,115 @@ static int etcd_log_event(struct store_etcd *s, json_t *ev, uint64_t *rev, struc
 	return 0;
 }
 
+/*
+ * The create_revision of key kv->key just before its delete at
+ * kv->mod_revision, read from etcd at the revision before (what a watch's
+ * prev_kv reads); 0 when that revision is compacted or etcd does not
+ * answer, as prev_kv then gives nothing.
+ */
+static uint64_t etcd_created_before(struct store_etcd *s, const Mvccpb__KeyValue *kv)
+{
+	Etcdserverpb__RangeRequest req = ETCDSERVERPB__RANGE_REQUEST__INIT;
+	Etcdserverpb__RangeResponse *resp = NULL;
+	const Mvccpb__KeyValue *prev;
+	uint64_t created = 0;
+	struct err e;
+
+	if (s->c == NULL || kv->mod_revision <= 1)
+		return 0;
+	req.key = kv->key;
+	req.revision = kv->mod_revision - 1;
+	req.keys_only = true;
+	req.serializable = true;
+	if (etcd_client_call(s->c, ETCD_RANGE, &req.base, (ProtobufCMessage **)&resp, &e) != 0) {
+		log_warn("msg=\"etcd watch: the create index of a deleted key is unknown\" "
+			 "error=\"%s\"",
+			 e.msg);
+		return 0;
+	}
+	prev = etcd_first_kv(resp);
+	created = prev ? etcd_rev(prev->create_revision) : 0;
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+	return created;
+}
+
+/*
+ * The create index of each delete of msg (created[i], 0 for other events):
+ * from the cache, which holds every object the watch or a read brought
+ * since the store opened, else read from etcd (without mu). The watch
+ * does not ask etcd for prev_kv: etcd then reads every event's previous
+ * state from its database, about 0.1 ms of its CPU per event, for a
+ * field only deletes need and the cache nearly always has.
+ */
+static void etcd_watch_created(struct store_etcd *s, const Etcdserverpb__WatchResponse *msg,
+			       uint64_t *created)
+{
+	bool *miss = calloc(msg->n_events, sizeof(*miss));
+	bool any = false;
+
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < msg->n_events; i++) {
+		const Mvccpb__Event *ev = msg->events[i];
+		enum store_kind kind;
+		const char *id;
+		size_t id_len;
+		char idz[STORE_ID_MAX + 1];
+
+		created[i] = 0;
+		if (ev == NULL || ev->type != MVCCPB__EVENT__EVENT_TYPE__DELETE || ev->kv == NULL ||
+		    !etcd_parse_key(s, (const char *)ev->kv->key.data, ev->kv->key.len, &kind, &id,
+				    &id_len) ||
+		    id_len > STORE_ID_MAX)
+			continue;
+		memcpy(idz, id, id_len);
+		idz[id_len] = '\0';
+		if (!etcd_cache_created(s->cache, kind, idz, &created[i]) && miss) {
+			miss[i] = true;
+			any = true;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; any && i < msg->n_events; i++) {
+		if (miss[i])
+			created[i] = etcd_created_before(s, msg->events[i]->kv);
+	}
+	free(miss);
+}
+
 /* The watch stream's callback: one message. */
-static int etcd_watch_msg(void *arg, json_t *msg)
+static int etcd_watch_msg(void *arg, const Etcdserverpb__WatchResponse *msg)
 {
 	struct store_etcd *s = arg;
-	json_t *r = json_object_get(msg, "result"), *evs = json_object_get(r, "events");
-	uint64_t rev = 0;
+	uint64_t rev = 0, *created;
 	size_t had;
 	struct err e;
 	int rc = 0;
 
-	if (json_is_true(json_object_get(r, "canceled"))) {
-		s->compact_to = etcd_json_u64(r, "compact_revision");
-		return s->compact_to ? 1 : CSID_EUNAVAIL;
+	if (msg->canceled) {
+		s->compact_to = etcd_rev(msg->compact_revision);
+		if (s->compact_to)
+			return 1;
+		log_warn("msg=\"etcd cancelled the watch\" reason=\"%.200s\"",
+			 msg->cancel_reason ? msg->cancel_reason : "");
+		return CSID_EUNAVAIL;
 	}
+	created = calloc(msg->n_events + 1, sizeof(*created));
+	if (created == NULL) {
+		log_warn("msg=\"etcd watch: out of memory\"");
+		return CSID_ENOMEM;
+	}
+	etcd_watch_created(s, msg, created);
 	pthread_mutex_lock(&s->mu);
 	if (s->paused || s->closing) {
 		/* Stopped while the stream was still reading: nothing more reaches the log. */
 		pthread_mutex_unlock(&s->mu);
+		free(created);
 		return CSID_ECANCELED;
 	}
 	had = s->log_n;
-	for (size_t i = 0; i < json_array_size(evs) && rc == 0; i++)
-		rc = etcd_log_event(s, json_array_get(evs, i), &rev, &e);
+	for (size_t i = 0; i < msg->n_events && rc == 0; i++)
+		rc = msg->events[i] ? etcd_log_event(s, msg->events[i], created[i], &rev, &e) : 0;
+	free(created);
 	if (rc) {
 		/* Drop the message's changes: the watch resumes at its revision. */
 		while (s->log_n > had)
@@ -713,6 +504,33 @@ static int etcd_watch_msg(void *arg, json_t *msg)
 	return rc;
 }
 
+/* One watch stream from s->next (mu held, released while it runs). */
+static int etcd_watch_once(struct store_etcd *s, struct err *e)
+{
+	Etcdserverpb__WatchCreateRequest cr = ETCDSERVERPB__WATCH_CREATE_REQUEST__INIT;
+	Etcdserverpb__WatchRequest req = ETCDSERVERPB__WATCH_REQUEST__INIT;
+	size_t elen = s->prefix_len;
+	char *end = strdup(s->prefix);
+	int rc;
+
+	if (end == NULL)
+		return err_set(e, CSID_ENOMEM, "etcd watch: out of memory");
+	etcd_prefix_end(end, &elen);
+	cr.key = etcd_bytes(s->prefix, s->prefix_len);
+	cr.range_end = etcd_bytes(end, elen);
+	cr.start_revision = (int64_t)s->next;
+	req.request_union_case = ETCDSERVERPB__WATCH_REQUEST__REQUEST_UNION_CREATE_REQUEST;
+	req.create_request = &cr;
+	s->watching = true;
+	etcd_stream_reset(&s->stream);
+	pthread_mutex_unlock(&s->mu);
+	rc = etcd_client_watch(s->c, &req, &s->stream, etcd_watch_msg, s, e);
+	pthread_mutex_lock(&s->mu);
+	s->watching = false;
+	free(end);
+	return rc;
+}
+
 /* The watch thread: keeps the watch open from s->next until closing. */
 static void *etcd_watch_main(void *arg)
 {
@@ -723,37 +541,13 @@ static void *etcd_watch_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->closing) {
-		json_t *cr, *req;
-		size_t klen;
-		char *end;
 		int rc;
 
 		if (s->paused) {
 			pthread_cond_wait(&s->cond, &s->mu);
 			continue;
 		}
-		end = strdup(s->prefix);
-		klen = s->prefix_len;
-		cr = end ? (etcd_prefix_end(end, &klen),
-			    etcd_range_req(s->prefix, s->prefix_len, end, klen))
-			 : NULL;
-		free(end);
-		if (cr == NULL || !etcd_set_u64(cr, "start_revision", s->next) ||
-		    json_object_set_new(cr, "prev_kv", json_true()) != 0 ||
-		    (req = json_pack("{s:O}", "create_request", cr)) == NULL) {
-			json_decref(cr);
-			rc = err_set(&e, CSID_ENOMEM, "etcd watch: out of memory");
-		} else {
-			json_decref(cr);
-			s->watching = true;
-			etcd_stream_reset(&s->stream);
-			pthread_mutex_unlock(&s->mu);
-			rc = etcd_client_stream(s->c, "/v3/watch", req, &s->stream, etcd_watch_msg,
-						s, &e);
-			json_decref(req);
-			pthread_mutex_lock(&s->mu);
-			s->watching = false;
-		}
+		rc = etcd_watch_once(s, &e);
 		if (s->closing || s->paused)
 			continue;
 		if (rc == 1) {
@@ -924,7 +718,7 @@ static int etcd_decode_check(struct store_etcd *s, const struct store_change *ch
 	return 0;
 }
 
-int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, struct err *e)
+int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struct err *e)
 {
 	static const struct store_op ops[] = {
 	    {STORE_OP_PUT, STORE_VOLUME, "a", "x", 1, 5},
@@ -934,8 +728,9 @@ int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, 
 	struct store_etcd s = {.prefix = (char *)prefix, .prefix_len = strlen(prefix), .next = 1};
 	struct store_list l = {0};
 	struct store_changes ch = {0};
-	struct etcd_lines lines;
-	json_t *doc = NULL;
+	Etcdserverpb__RangeResponse *range;
+	Etcdserverpb__TxnResponse *txn;
+	Etcdserverpb__WatchResponse *watch;
 	uint64_t rev;
 	int rc = 0;
 
@@ -944,23 +739,23 @@ int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, 
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 	}
 	pthread_mutex_init(&s.mu, NULL);
-	/* As a unary answer: a list page, then the outcome of a Txn. */
-	if (etcd_client_answer("answer", "/v3/kv/range", text, len, 200, &doc, e) == 0) {
-		etcd_list_decode(&s, doc, &l, e);
+	/* As a list page, as the outcome of a Txn, and as a watch message. */
+	range = etcdserverpb__range_response__unpack(NULL, len, data);
+	if (range) {
+		etcd_list_decode(&s, range, &l, e);
 		store_list_free(&l);
-		etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]), doc, &rev, e);
-		json_decref(doc);
+		etcdserverpb__range_response__free_unpacked(range, NULL);
 	}
-	/* As the watch stream, in chunks of chunk bytes (0: at once). */
-	etcd_lines_init(&lines, "answer", etcd_watch_msg, &s, e);
-	for (size_t off = 0; off < len;) {
-		size_t n = chunk && chunk < len - off ? chunk : len - off;
-
-		if (etcd_lines_feed(&lines, text + off, n) != n)
-			break;
-		off += n;
+	txn = etcdserverpb__txn_response__unpack(NULL, len, data);
+	if (txn) {
+		etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]), txn, &rev, e);
+		etcdserverpb__txn_response__free_unpacked(txn, NULL);
 	}
-	etcd_lines_fini(&lines);
+	watch = etcdserverpb__watch_response__unpack(NULL, len, data);
+	if (watch) {
+		etcd_watch_msg(&s, watch);
+		etcdserverpb__watch_response__free_unpacked(watch, NULL);
+	}
 	if (etcd_changes(&s.base, 0, 0, &ch, e) == 0) {
 		for (size_t i = 0; i < ch.n && rc == 0; i++)
 			rc = etcd_decode_check(&s, &ch.changes[i], e);
@@ -977,19 +772,17 @@ int store_etcd_decode(const char *prefix, char *text, size_t len, size_t chunk, 
 /* Reads etcd's revision (and checks that it answers). */
 static int etcd_revision(struct store_etcd *s, uint64_t *rev, struct err *e)
 {
-	json_t *req = etcd_range_req(s->prefix, s->prefix_len, NULL, 0), *resp = NULL;
+	Etcdserverpb__RangeRequest req = ETCDSERVERPB__RANGE_REQUEST__INIT;
+	Etcdserverpb__RangeResponse *resp = NULL;
 	int rc;
 
-	if (req == NULL || json_object_set_new(req, "count_only", json_true()) != 0) {
-		json_decref(req);
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
-	}
-	rc = etcd_client_call(s->c, "/v3/kv/range", req, &resp, e);
-	json_decref(req);
+	req.key = etcd_bytes(s->prefix, s->prefix_len);
+	req.count_only = true;
+	rc = etcd_client_call(s->c, ETCD_RANGE, &req.base, (ProtobufCMessage **)&resp, e);
 	if (rc)
 		return rc;
-	*rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
-	json_decref(resp);
+	*rev = resp->header ? etcd_rev(resp->header->revision) : 0;
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return 0;
 }
 

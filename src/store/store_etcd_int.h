@@ -1,8 +1,8 @@
 /*
- * What the two files of the etcd store backend share: store_etcd.c (keys,
- * reads, transactions, the watch and its change log) and
- * store_etcd_lease.c (leases, the election and the member records of
- * several servers, store.h's coordination calls).
+ * What the files of the etcd store backend share: store_etcd.c (keys,
+ * reads, the watch and its change log), store_etcd_txn.c (transactions,
+ * the fence, the campaign) and store_etcd_lease.c (leases and the member
+ * records of several servers, store.h's coordination calls).
  */
 #ifndef CSID_STORE_STORE_ETCD_INT_H
 #define CSID_STORE_STORE_ETCD_INT_H
@@ -10,8 +10,6 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #include "store/etcd_client.h"
 #include "store/store_int.h"
@@ -39,24 +37,52 @@ struct store_etcd {
 	uint64_t election_gen; /* events of the election key the watch saw, under mu (cond) */
 };
 
+/* The key of kind/id (id_len bytes) into a new buffer; *len its length. NULL when out of memory. */
+char *etcd_key(struct store_etcd *s, enum store_kind kind, const char *id, size_t id_len,
+	       size_t *len);
 /* The first key after every key starting with k[0..len): k with its last byte raised. */
 void etcd_prefix_end(char *k, size_t *len);
-/* Sets a base64 (a decimal string) field of obj; false when out of memory. */
-bool etcd_set_b64(json_t *obj, const char *field, const char *data, size_t len);
-bool etcd_set_u64(json_t *obj, const char *field, uint64_t v);
-/* A request document with a base64 "key" (and "range_end" when end); NULL when out of memory. */
-json_t *etcd_range_req(const char *k, size_t klen, const char *end, size_t elen);
-/* The same, a serializable read (store_etcd.c's opening comment says why). */
-json_t *etcd_read_req(const char *k, size_t klen, const char *end, size_t elen);
 /* The key of the election, "<prefix>leader", into a new buffer; NULL when out of memory. */
 char *etcd_election_key(struct store_etcd *s, size_t *len);
+/* len bytes at p as a protobuf bytes field (borrowed, not copied). */
+ProtobufCBinaryData etcd_bytes(const char *p, size_t len);
+/* An etcd revision (int64 on the wire) as a store index; 0 for none or a negative one. */
+static inline uint64_t etcd_rev(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
+/* The first key of a range answer; NULL when none (or no answer). */
+const Mvccpb__KeyValue *etcd_first_kv(const Etcdserverpb__RangeResponse *r);
+/*
+ * A serializable read of [k, end) (end NULL: k alone), at most limit keys
+ * (0: all); *out the answer (freed with protobuf_c_message_free_unpacked).
+ */
+int etcd_read(struct store_etcd *s, const char *k, size_t klen, const char *end, size_t elen,
+	      size_t limit, Etcdserverpb__RangeResponse **out, struct err *e);
 
-/* store_ops of store_etcd_lease.c (store.h says what each does). */
+/*
+ * Forgets the objects of ops in the cache: their next get reads etcd, and
+ * changes up to rev the watch still brings do not put an older state back.
+ */
+void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n, uint64_t rev);
+/*
+ * Reads the answer to the Txn of ops: 0 and the revision it wrote in *rev
+ * (0 when it changed nothing), CSID_ECONFLICT naming the failed
+ * condition, or CSID_EPROTO for a write without a revision.
+ */
+int etcd_txn_outcome(const struct store_op *ops, size_t n, const Etcdserverpb__TxnResponse *resp,
+		     uint64_t *rev, struct err *e);
+
+/* store_ops of store_etcd_txn.c and store_etcd_lease.c (store.h says what each does). */
+int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
+	     struct err *e);
+int etcd_txn_fenced(struct store *st, uint64_t fence, const struct store_op *ops, size_t n,
+		    uint64_t *index, struct err *e);
+int etcd_campaign(struct store *st, uint64_t lease, const char *value, size_t len,
+		  struct store_obj *holder, struct err *e);
 int etcd_lease_grant(struct store *st, int64_t ttl_ms, uint64_t *lease, struct err *e);
 int etcd_lease_keepalive(struct store *st, uint64_t lease, struct err *e);
 int etcd_lease_revoke(struct store *st, uint64_t lease, struct err *e);
-int etcd_campaign(struct store *st, uint64_t lease, const char *value, size_t len,
-		  struct store_obj *holder, struct err *e);
 int etcd_member_put(struct store *st, uint64_t lease, const char *id, const char *value, size_t len,
 		    struct err *e);
 int etcd_member_list(struct store *st, struct store_list *out, struct err *e);

@@ -1,7 +1,7 @@
 /*
  * Base64 (RFC 4648, the standard alphabet, padded): the one codec of the
- * byte strings JSON documents carry (the agent's remote controller RPCs,
- * etcd's JSON gateway).
+ * byte strings JSON documents carry (the agent's remote controller RPCs;
+ * the tests that write to etcd's JSON gateway behind the store's back).
  */
 #ifndef CSID_UTIL_BASE64_H
 #define CSID_UTIL_BASE64_H

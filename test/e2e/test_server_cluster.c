@@ -367,59 +367,74 @@ static void test_kill_leader_in_flight(void **state)
 	json_decref(list);
 }
 
-/* One call of etcd's gateway from the test (req is consumed); the answer, the caller's. */
-static json_t *etcd_do(struct fixture *f, const char *path, json_t *req)
+/* One call of etcd's gRPC API from the test; the answer, the caller's. */
+static ProtobufCMessage *etcd_do(struct fixture *f, enum etcd_rpc rpc, const ProtobufCMessage *req)
 {
 	const char *eps[] = {f->etcd.url};
 	struct etcd_client_config cc = {.endpoints = eps, .nendpoints = 1};
 	struct etcd_client *c = NULL;
-	json_t *resp = NULL;
+	ProtobufCMessage *resp = NULL;
 	struct err e;
 
-	assert_non_null(req);
 	assert_int_equal(etcd_client_new(&cc, &c, &e), 0);
-	assert_int_equal(etcd_client_call(c, path, req, &resp, &e), 0);
-	json_decref(req);
+	assert_int_equal(etcd_client_call(c, rpc, req, &resp, &e), 0);
 	etcd_client_free(c);
 	return resp;
+}
+
+/* The keys of PREFIX with their revisions; the answer, the caller's. */
+static Etcdserverpb__RangeResponse *etcd_prefix_keys(struct fixture *f)
+{
+	Etcdserverpb__RangeRequest req = ETCDSERVERPB__RANGE_REQUEST__INIT;
+
+	req.key = (ProtobufCBinaryData){strlen(PREFIX), (uint8_t *)PREFIX};
+	req.range_end =
+	    (ProtobufCBinaryData){strlen("/csid-cluster0"), (uint8_t *)"/csid-cluster0"};
+	req.keys_only = true;
+	return (Etcdserverpb__RangeResponse *)etcd_do(f, ETCD_RANGE, &req.base);
 }
 
 /* etcd's revision now. */
 static uint64_t etcd_revision(struct fixture *f)
 {
-	json_t *resp =
-	    etcd_do(f, "/v3/kv/range",
-		    json_pack("{s:o,s:b}", "key", etcd_b64_json("x", 1), "count_only", 1));
-	uint64_t rev = etcd_json_u64(json_object_get(resp, "header"), "revision");
+	Etcdserverpb__RangeResponse *resp = etcd_prefix_keys(f);
+	uint64_t rev = (uint64_t)resp->header->revision;
 
-	json_decref(resp);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	return rev;
 }
 
-/* The keys of PREFIX written after revision `after` (base64-decoded, comma-separated). */
+/* The keys of PREFIX written after revision `after` (comma-separated). */
 static void keys_since(struct fixture *f, uint64_t after, char *out, size_t cap)
 {
-	char min[24];
-	json_t *resp, *kvs;
+	Etcdserverpb__RangeResponse *resp = etcd_prefix_keys(f);
 	size_t o = 0;
 
 	out[0] = '\0';
-	snprintf(min, sizeof(min), "%llu", (unsigned long long)after + 1);
-	resp = etcd_do(f, "/v3/kv/range",
-		       json_pack("{s:o,s:o,s:s,s:b}", "key", etcd_b64_json(PREFIX, strlen(PREFIX)),
-				 "range_end",
-				 etcd_b64_json("/csid-cluster0", strlen("/csid-cluster0")),
-				 "min_mod_revision", min, "keys_only", 1));
-	kvs = json_object_get(resp, "kvs");
-	for (size_t i = 0; i < json_array_size(kvs); i++) {
-		char *k = NULL;
-		size_t kl = 0;
+	for (size_t i = 0; i < resp->n_kvs; i++) {
+		const Mvccpb__KeyValue *kv = resp->kvs[i];
 
-		assert_int_equal(etcd_b64_decode(jstr(json_array_get(kvs, i), "key"), &k, &kl), 0);
-		o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%s", o ? "," : "", k);
-		free(k);
+		if ((uint64_t)kv->mod_revision > after)
+			o +=
+			    (size_t)snprintf(out + o, o < cap ? cap - o : 0, "%s%.*s", o ? "," : "",
+					     (int)kv->key.len, (const char *)kv->key.data);
 	}
-	json_decref(resp);
+	protobuf_c_message_free_unpacked(&resp->base, NULL);
+}
+
+/* Deletes key k behind the servers' backs (a Txn of one delete). */
+static void etcd_delete(struct fixture *f, const char *k)
+{
+	Etcdserverpb__DeleteRangeRequest del = ETCDSERVERPB__DELETE_RANGE_REQUEST__INIT;
+	Etcdserverpb__RequestOp op = ETCDSERVERPB__REQUEST_OP__INIT, *ops[1] = {&op};
+	Etcdserverpb__TxnRequest req = ETCDSERVERPB__TXN_REQUEST__INIT;
+
+	del.key = (ProtobufCBinaryData){strlen(k), (uint8_t *)k};
+	op.request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
+	op.request_delete_range = &del;
+	req.n_success = 1;
+	req.success = ops;
+	protobuf_c_message_free_unpacked(etcd_do(f, ETCD_TXN, &req.base), NULL);
 }
 
 /* The node's modify_index (the answer's X-Csid-Index) and its status. */
@@ -525,9 +540,7 @@ static void test_fenced_write_steps_down(void **state)
 	start_all(f);
 	leader = find_leader(f, 0, 0, WAIT_MS);
 	assert_true(leader >= 0);
-	json_decref(etcd_do(
-	    f, "/v3/kv/deleterange",
-	    json_pack("{s:o}", "key", etcd_b64_json(PREFIX "leader", strlen(PREFIX "leader")))));
+	etcd_delete(f, PREFIX "leader");
 	next = find_leader(f, (leader + 1) % NSERVERS, 1u << leader, WAIT_MS);
 	assert_true(next >= 0 && next != leader);
 	for (int i = 0; i < 5; i++) {

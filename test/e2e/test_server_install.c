@@ -30,7 +30,7 @@
 #include "etcd_proc.h"
 #include "hostpath_proc.h"
 #include "server_proc.h"
-#include "store/etcd_client.h"
+#include "util/base64.h"
 
 #define WAIT_MS 30000
 #define PREFIX "/csid-install/"
@@ -103,19 +103,19 @@ static void start_refused(struct server_proc *s, const char *const *needles)
 		}
 }
 
-/* POSTs one put or delete of key (value NULL: delete) to etcd's gateway. */
+/* Puts key with value, or deletes it (value NULL), through etcd's gateway. */
 static void etcd_write(struct fixture *f, const char *key, const char *value)
 {
-	json_t *req = value ? json_pack("{s:o,s:o}", "key", etcd_b64_json(key, strlen(key)),
-					"value", etcd_b64_json(value, strlen(value)))
-			    : json_pack("{s:o}", "key", etcd_b64_json(key, strlen(key)));
-	char *body = json_dumps(req, JSON_COMPACT);
+	char *k = base64_encode(key, strlen(key), NULL), body[512];
 
-	assert_non_null(body);
-	assert_int_equal(
-	    etcd_proc_post(&f->etcd, value ? "/v3/kv/put" : "/v3/kv/deleterange", body), 200);
-	free(body);
-	json_decref(req);
+	assert_non_null(k);
+	if (value) {
+		assert_int_equal(etcd_proc_put(&f->etcd, key, value), 200);
+	} else {
+		snprintf(body, sizeof(body), "{\"key\":\"%s\"}", k);
+		assert_int_equal(etcd_proc_post(&f->etcd, "/v3/kv/deleterange", body), 200);
+	}
+	free(k);
 }
 
 /* `csictl server leader` against s prints want. */

@@ -26,10 +26,13 @@
 #include <unistd.h>
 
 #include "etcd_proc.h"
+#include "hostpath_proc.h"
+#include "proc_guard.h"
 #include "server_proc.h"
 #include "store/etcd_client.h"
 #include "store/store.h"
 #include "store_conformance.h"
+#include "test_pki.h"
 
 /* etcd's default request limit less room for the request's own framing. */
 #define TE_VALUE_MAX (ETCD_REQUEST_MAX_DEFAULT - 4096)
@@ -82,14 +85,7 @@ static int te_put(struct store *s, const char *id, const char *value, uint64_t *
 /* PUTs a raw key (its bytes as given) with a value through the gateway. */
 static void te_raw_put(const char *key, const char *value)
 {
-	json_t *k = etcd_b64_json(key, strlen(key)), *v = etcd_b64_json(value, strlen(value));
-	json_t *req = json_pack("{s:o,s:o}", "key", k, "value", v);
-	char *body = json_dumps(req, JSON_COMPACT);
-
-	assert_non_null(body);
-	assert_int_equal(etcd_proc_post(&te_etcd, "/v3/kv/put", body), 200);
-	free(body);
-	json_decref(req);
+	assert_int_equal(etcd_proc_put(&te_etcd, key, value), 200);
 }
 
 /* Two stores on one prefix: a write through one wakes a waiter on the other. */
@@ -297,6 +293,99 @@ static void test_etcd_request_limit(void **state)
 }
 
 /* Keys under the prefix that are no object of ours are skipped by list and changes. */
+/*
+ * The watch does not ask etcd for each event's previous state: a delete's
+ * create_index comes from the cache, or, for an object this store never
+ * saw (written before it opened, never read), from etcd at the revision
+ * before the delete. Both give the object's create_index.
+ */
+static void test_etcd_delete_create_index(void **state)
+{
+	char prefix[64];
+	struct store *a, *b;
+	struct store_changes c;
+	uint64_t old_ci, seen_ci, from, index;
+	struct store_op del[] = {{STORE_OP_DELETE, STORE_VOLUME, "old", NULL, 0, STORE_ANY},
+				 {STORE_OP_DELETE, STORE_VOLUME, "seen", NULL, 0, STORE_ANY}};
+	struct err e;
+
+	assert_int_equal(te_open_prefix(&b, prefix, sizeof(prefix), &e), 0);
+	assert_int_equal(te_put(b, "old", "1", &old_ci, &e), 0);
+	/* Changed before a opens: a never sees it until its delete. */
+	assert_int_equal(te_put(b, "old", "3", &index, &e), 0);
+	a = te_open_at(prefix);
+	assert_int_equal(te_put(a, "seen", "2", &seen_ci, &e), 0);
+	from = store_index(a);
+	assert_int_equal(store_txn(a, del, 2, &index, &e), 0);
+	assert_int_equal(store_changes(a, from, 0, &c, &e), 0);
+	assert_int_equal(c.n, 2);
+	for (size_t i = 0; i < c.n; i++) {
+		assert_int_equal(c.changes[i].type, STORE_OP_DELETE);
+		assert_int_equal(c.changes[i].index, index);
+		assert_int_equal(c.changes[i].obj.create_index,
+				 strcmp(c.changes[i].obj.id, "old") == 0 ? old_ci : seen_ci);
+	}
+	store_changes_free(&c);
+	store_close(a);
+	store_close(b);
+}
+
+/*
+ * etcd over TLS with client certificates: the store speaks gRPC over TLS
+ * with the configured CA, certificate and key (its writes and its watch);
+ * without a client certificate, or with one of another CA, etcd refuses
+ * it and the open fails, naming the endpoint.
+ */
+static void test_etcd_tls(void **state)
+{
+	char dir[] = "/tmp/cst-XXXXXX", pki[64], ca[96], cert[96], key[96], other[96],
+	     other_key[96];
+	struct etcd_proc m = {.base = NULL};
+	const char *ep[1];
+	struct store_etcd_config cfg = {.endpoints = ep, .nendpoints = 1, .prefix = "/tls/"};
+	struct store *s;
+	struct store_obj o;
+	uint64_t index;
+	struct err e;
+
+	assert_non_null(mkdtemp(dir));
+	proc_guard_track_dir(dir);
+	snprintf(pki, sizeof(pki), "%s/pki", dir);
+	assert_int_equal(test_pki_make(pki), 0);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", pki);
+	snprintf(cert, sizeof(cert), "%s/client.pem", pki);
+	snprintf(key, sizeof(key), "%s/client.key", pki);
+	snprintf(other, sizeof(other), "%s/stranger.pem", pki);
+	snprintf(other_key, sizeof(other_key), "%s/stranger.key", pki);
+	m.pki = pki;
+	assert_int_equal(etcd_proc_start(&m), 0);
+	assert_int_equal(strncmp(m.url, "https://", 8), 0);
+	ep[0] = m.url;
+	cfg.ca_file = ca;
+	cfg.cert_file = cert;
+	cfg.key_file = key;
+	assert_int_equal(store_etcd_open(&cfg, &s, &e), 0);
+	assert_int_equal(te_put(s, "v", "over tls", &index, &e), 0);
+	assert_true(store_index(s) >= index); /* the watch runs over TLS too */
+	assert_int_equal(store_get(s, STORE_VOLUME, "v", &o, &e), 0);
+	assert_string_equal(o.value, "over tls");
+	store_obj_free(&o);
+	store_close(s);
+	/* No client certificate, or one etcd's CA did not sign: refused. */
+	cfg.cert_file = cfg.key_file = NULL;
+	assert_int_not_equal(store_etcd_open(&cfg, &s, &e), 0);
+	assert_non_null(strstr(e.msg, m.url));
+	cfg.cert_file = other;
+	cfg.key_file = other_key;
+	assert_int_not_equal(store_etcd_open(&cfg, &s, &e), 0);
+	/* A key file that cannot be read is a config error, before any connection. */
+	cfg.key_file = "/nonexistent/client.key";
+	assert_int_equal(store_etcd_open(&cfg, &s, &e), CSID_EINVAL);
+	assert_non_null(strstr(e.msg, "key_file"));
+	etcd_proc_cleanup(&m);
+	hpp_rmrf(dir);
+}
+
 static void test_etcd_foreign_keys(void **state)
 {
 	char prefix[64], key[128];
@@ -560,6 +649,8 @@ int main(void)
 	    cmocka_unit_test(test_etcd_cache_stale_compare),
 	    cmocka_unit_test(test_etcd_compacted_watch),
 	    cmocka_unit_test(test_etcd_request_limit),
+	    cmocka_unit_test(test_etcd_delete_create_index),
+	    cmocka_unit_test(test_etcd_tls),
 	    cmocka_unit_test(test_etcd_foreign_keys),
 	    cmocka_unit_test(test_etcd_not_running),
 	    cmocka_unit_test(test_etcd_slow),

@@ -16,6 +16,7 @@
 #include "http_client.h"
 #include "proc_guard.h"
 #include "server_proc.h"
+#include "util/base64.h"
 
 extern char **environ;
 
@@ -27,6 +28,37 @@ static int64_t etcd_proc_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Polls etcd's log until it serves clients over TLS (GET /health would
+ * need a client certificate).
+ */
+static bool etcd_proc_ready_tls(struct etcd_proc *p)
+{
+	int64_t deadline = etcd_proc_now_ms() + ETCD_PROC_READY_MS;
+	struct timespec pause = {0, 20 * 1000 * 1000};
+
+	while (etcd_proc_now_ms() < deadline) {
+		FILE *f = fopen(p->log, "re");
+		char line[4096];
+		bool ok = false;
+		int st;
+
+		while (f && !ok && fgets(line, sizeof(line), f))
+			ok = strstr(line, "serving client traffic securely") != NULL;
+		if (f)
+			fclose(f);
+		if (ok)
+			return true;
+		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+			proc_guard_untrack(p->pid);
+			p->pid = 0;
+			return false;
+		}
+		nanosleep(&pause, NULL);
+	}
+	return false;
 }
 
 /* Polls GET /health until etcd says it is healthy. */
@@ -66,7 +98,7 @@ static int etcd_proc_init(struct etcd_proc *p)
 		return -1;
 	proc_guard_track_dir(p->dir);
 	snprintf(p->log, sizeof(p->log), "%s/etcd.log", p->dir);
-	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", cport);
+	snprintf(p->url, sizeof(p->url), "%s://127.0.0.1:%d", p->pki ? "https" : "http", cport);
 	snprintf(p->peer, sizeof(p->peer), "http://127.0.0.1:%d", pport);
 	return 0;
 }
@@ -74,7 +106,7 @@ static int etcd_proc_init(struct etcd_proc *p)
 /* Starts the process (its data dir may hold a member's data already). */
 static int etcd_proc_spawn(struct etcd_proc *p)
 {
-	char data[160], token[32];
+	char data[160], token[32], cert[160], key[160], ca[160];
 	posix_spawn_file_actions_t fa;
 	int rc;
 
@@ -95,7 +127,28 @@ static int etcd_proc_spawn(struct etcd_proc *p)
 				      p->cluster,    "--initial-cluster-token",
 				      token,         "--logger",
 				      "zap",         "--log-outputs",
-				      "stderr",      NULL};
+				      "stderr",      NULL,
+				      NULL,          NULL,
+				      NULL,          NULL,
+				      NULL,          NULL,
+				      NULL,          NULL};
+
+		if (p->pki) {
+			size_t n = 0;
+
+			while (argv[n])
+				n++;
+			snprintf(cert, sizeof(cert), "%s/server.pem", p->pki);
+			snprintf(key, sizeof(key), "%s/server.key", p->pki);
+			snprintf(ca, sizeof(ca), "%s/ca.pem", p->pki);
+			argv[n++] = "--cert-file";
+			argv[n++] = cert;
+			argv[n++] = "--key-file";
+			argv[n++] = key;
+			argv[n++] = "--trusted-ca-file";
+			argv[n++] = ca;
+			argv[n++] = "--client-cert-auth";
+		}
 
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 2, p->log, O_WRONLY | O_CREAT | O_APPEND,
@@ -116,7 +169,7 @@ static int etcd_proc_spawn(struct etcd_proc *p)
 /* Waits until p is healthy; stops it when it never is. */
 static int etcd_proc_wait(struct etcd_proc *p)
 {
-	if (etcd_proc_ready(p))
+	if (p->pki ? etcd_proc_ready_tls(p) : etcd_proc_ready(p))
 		return 0;
 	fprintf(stderr, "etcd %s did not become healthy; its log is %s\n", p->name, p->log);
 	etcd_proc_stop(p, SIGKILL);
@@ -240,6 +293,24 @@ long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body)
 	status = http_client_do(h, "POST", path, body, &out, NULL, 10000);
 	free(out);
 	http_client_free(h);
+	return status;
+}
+
+long etcd_proc_put(struct etcd_proc *p, const char *key, const char *value)
+{
+	char *k = base64_encode(key, strlen(key), NULL),
+	     *v = base64_encode(value, strlen(value), NULL);
+	size_t n = k && v ? strlen(k) + strlen(v) + 32 : 0;
+	char *body = n ? malloc(n) : NULL;
+	long status = -1;
+
+	if (body) {
+		snprintf(body, n, "{\"key\":\"%s\",\"value\":\"%s\"}", k, v);
+		status = etcd_proc_post(p, "/v3/kv/put", body);
+	}
+	free(k);
+	free(v);
+	free(body);
 	return status;
 }
 

@@ -19,9 +19,14 @@
 
 struct etcd_proc {
 	const char *base; /* where the directory goes; NULL: /dev/shm */
+	/*
+	 * A test_pki directory: clients then speak TLS (https://) with its
+	 * server.pem and must show a certificate of its ca.pem. NULL: plain.
+	 */
+	const char *pki;
 	char dir[128];
 	char log[160];
-	char url[64]; /* client URL, "http://127.0.0.1:PORT" */
+	char url[64]; /* client URL, "http://127.0.0.1:PORT" ("https://" with pki) */
 	char peer[64];
 	char name[16]; /* the member's name ("default" alone, "m0".. in a cluster) */
 	char cluster[512]; /* --initial-cluster */
@@ -56,5 +61,7 @@ struct etcd_proc_usage {
 void etcd_proc_usage(struct etcd_proc *p, struct etcd_proc_usage *u);
 /* POSTs body to path of the gateway ("/v3/kv/compaction"); returns the HTTP status or -1. */
 long etcd_proc_post(struct etcd_proc *p, const char *path, const char *body);
+/* Puts key with value (raw bytes up to their NUL) through the gateway; the HTTP status or -1. */
+long etcd_proc_put(struct etcd_proc *p, const char *key, const char *value);
 
 #endif
