@@ -5,7 +5,10 @@
  * unless the key exists, so the fence of a term is the key's
  * create_revision; member records are "<prefix>members/<id>", each on its
  * server's lease, so a server that dies leaves the list when its lease
- * runs out.
+ * runs out. Also the count of keys under the prefix that are none of
+ * these nor objects (store_foreign_keys), and the wait on the election
+ * key's events, which the watch of store_etcd.c counts
+ * (store_election_wait).
  */
 #include "store/store_etcd_int.h"
 
