@@ -27,6 +27,7 @@
 #include "plugins/supervisor.h"
 #include "model/model.h"
 #include "util/arena.h"
+#include "util/file_replace.h"
 
 const char *server_link_outcome_name(enum server_link_outcome o)
 {
@@ -384,10 +385,10 @@ static bool server_link_id_ok(const char *s, size_t n)
 
 int server_link_instance_id(const char *data_dir, char *out, struct err *e)
 {
-	char path[4096], tmp[4200], buf[SERVER_LINK_INSTANCE_ID_LEN + 2];
+	char path[4096], buf[SERVER_LINK_INSTANCE_ID_LEN + 2];
 	unsigned char raw[SERVER_LINK_INSTANCE_ID_LEN / 2];
 	ssize_t n = 0;
-	int fd, rc = 0;
+	int fd;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/agent-instance-id", data_dir) >= sizeof(path))
 		return err_set(e, CSID_EINVAL, "data_dir: too long for agent-instance-id");
@@ -410,17 +411,6 @@ int server_link_instance_id(const char *data_dir, char *out, struct err *e)
 		return err_errno(e, errno, "instance id: getrandom");
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_errno(e, errno, "create %s", tmp);
 	snprintf(buf, sizeof(buf), "%s\n", out);
-	if (write(fd, buf, strlen(buf)) != (ssize_t)strlen(buf) || fsync(fd) != 0)
-		rc = err_errno(e, errno, "write %s", tmp);
-	close(fd);
-	if (!rc && rename(tmp, path) != 0)
-		rc = err_errno(e, errno, "rename %s", tmp);
-	if (rc)
-		unlink(tmp);
-	return rc;
+	return file_replace(path, buf, 0600, e);
 }

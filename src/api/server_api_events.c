@@ -287,8 +287,11 @@ static void ev_change(struct ev_stream *s, const struct store_change *ch, json_t
 	struct ev_seen *seen;
 	bool fresh;
 
-	/* The server's claim index mirrors volume writes: their claim events say it all. */
-	if (ch->obj.kind == STORE_CLAIM)
+	/*
+	 * The server's claim index mirrors volume writes: their claim events
+	 * say it all. The installation record is no catalogue object.
+	 */
+	if (ch->obj.kind == STORE_CLAIM || ch->obj.kind == STORE_INSTALLATION)
 		return;
 	if (ch->obj.kind == STORE_CLAIM_HISTORY) {
 		ev_history(s, ch, list);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "server/server_gc.h"
+#include "server/server_install.h"
 
 static int nodes_json(const struct model_node *n, json_t **out, struct err *e)
 {
@@ -305,20 +306,29 @@ int server_api_leader(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e)
 {
 	struct server_leader_status st;
-	json_t *leader;
+	struct server_install inst;
+	json_t *leader, *id;
+	struct err ie;
 
 	if (strcmp(req->method, "GET") != 0) {
 		rep->allow = "GET";
 		return HTTP_METHOD_NOT_ALLOWED;
 	}
 	server_leader_info(api->server, &st);
+	id = server_installation(api->server, &inst, &ie) ? json_null() : json_string(inst.id);
 	leader = st.leader_id[0] ? json_pack("{s:s, s:s, s:I, s:I}", "id", st.leader_id, "address",
 					     st.leader_address, "since_ms", (json_int_t)st.since_ms,
 					     "term", (json_int_t)st.term)
 				 : json_null();
-	rep->doc = leader ? json_pack("{s:s, s:b, s:I, s:o}", "server_id", st.server_id, "leading",
-				      st.leading, "ttl_ms", (json_int_t)st.ttl_ms, "leader", leader)
-			  : NULL;
+	if (leader && id) {
+		/* "o" takes both references, also when the pack fails. */
+		rep->doc = json_pack("{s:s, s:o, s:b, s:I, s:o}", "server_id", st.server_id,
+				     "installation", id, "leading", st.leading, "ttl_ms",
+				     (json_int_t)st.ttl_ms, "leader", leader);
+	} else {
+		json_decref(leader);
+		json_decref(id);
+	}
 	server_api_set_index(rep, store_index(api->store));
 	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }

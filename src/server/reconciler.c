@@ -1109,6 +1109,43 @@ int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id
 	return rc;
 }
 
+size_t reconciler_statuses(struct reconciler *r, struct arena *a,
+			   struct reconciler_status_entry *out, size_t cap, size_t err_max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->mu);
+	for (size_t b = 0; b < r->nbuckets && n < cap; b++)
+		for (struct rec_item *it = r->buckets[b]; it && n < cap; it = it->hnext) {
+			struct reconciler_status_entry *x = &out[n];
+
+			if (it->last_error == NULL && it->attempts == 0)
+				continue;
+			x->kind = it->kind;
+			x->id = arena_strdup(a, it->id);
+			x->st.attempts = it->attempts;
+			x->st.next_attempt_ms = it->heap_pos != REC_NOT_QUEUED ? it->next_wall : 0;
+			x->st.last_error = NULL;
+			if (it->last_error) {
+				size_t len = strlen(it->last_error);
+
+				/* Cut on a UTF-8 character boundary. */
+				if (len > err_max)
+					for (len = err_max;
+					     len > 0 &&
+					     ((unsigned char)it->last_error[len] & 0xc0) == 0x80;
+					     len--)
+						;
+				x->st.last_error =
+				    arena_printf(a, "%.*s", (int)len, it->last_error);
+			}
+			if (x->id && (!it->last_error || x->st.last_error))
+				n++;
+		}
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
 void reconciler_counts(struct reconciler *r, int *queued, int *failing)
 {
 	pthread_mutex_lock(&r->mu);

@@ -151,6 +151,21 @@ int reconciler_start(struct reconciler *r, struct err *e);
 int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id, struct arena *a,
 		      struct model_status *out);
 
+/* One item's status as reconciler_statuses lists it (strings in the caller's arena). */
+struct reconciler_status_entry {
+	enum store_kind kind;
+	const char *id;
+	struct model_status st;
+};
+
+/*
+ * The items reconciler_status would answer for (failed attempts or an
+ * error), at most cap of them, into out (strings in a, each error cut to
+ * err_max bytes). Returns how many; fewer when out of memory.
+ */
+size_t reconciler_statuses(struct reconciler *r, struct arena *a,
+			   struct reconciler_status_entry *out, size_t cap, size_t err_max);
+
 /* Pending items and items in backoff (for /v1/status/health and metrics). */
 void reconciler_counts(struct reconciler *r, int *queued, int *failing);
 

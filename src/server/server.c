@@ -13,6 +13,8 @@
  */
 #include "server/server_int.h"
 
+#include "server/server_install.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,7 +343,7 @@ int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn 
 		if (!rc && what == SERVER_PUT)
 			snap->modify_index = index;
 		if (!rc && out) {
-			reconciler_status(s->rec, STORE_SNAPSHOT, id, a, &snap->status);
+			server_status_get(s, STORE_SNAPSHOT, id, a, &snap->status);
 			*out = what == SERVER_DELETE ? NULL : snap;
 		}
 		return rc;
@@ -549,6 +551,9 @@ void server_free(struct server *s)
 		server_gc_live_free(&s->live[i]);
 	}
 	free(s->live);
+	server_gc_lost_free(s->lost_found, s->nlost_found);
+	server_gc_lost_free(s->lost_told, s->nlost_told);
+	arena_free(s->shared_arena);
 	server_vcache_free(s->vcache);
 	server_pcache_free(s->pcache);
 	pthread_cond_destroy(&s->cond);
@@ -584,6 +589,17 @@ int server_members(struct server *s, struct arena *a, struct server_member **out
 	return server_leader_members(s->leader, a, out, n, e);
 }
 
+int server_installation(struct server *s, struct server_install *out, struct err *e)
+{
+	struct store_obj rec = {0};
+	int rc = store_get(s->cfg.store, STORE_INSTALLATION, SERVER_INSTALL_RECORD, &rec, e);
+
+	if (!rc)
+		rc = server_install_decode(rec.value, rec.len, out, e);
+	store_obj_free(&rec);
+	return rc ? err_wrap(e, "installation record") : 0;
+}
+
 struct store *server_store(struct server *s)
 {
 	return s->cfg.store;
@@ -597,7 +613,7 @@ uint64_t server_status_stamp(struct server *s, enum store_kind kind, const char 
 
 	if (!a)
 		return 0;
-	if (reconciler_status(s->rec, kind, id, a, &st) == 0) {
+	if (server_status_get(s, kind, id, a, &st) == 0) {
 		h = (h ^ (uint64_t)st.attempts) * 1099511628211ULL;
 		h = (h ^ (uint64_t)st.next_attempt_ms) * 1099511628211ULL;
 		for (const char *p = st.last_error; p && *p; p++)
@@ -612,6 +628,20 @@ void server_health(struct server *s, struct server_health *out)
 	memset(out, 0, sizeof(*out));
 	out->index = store_index(s->cfg.store);
 	reconciler_counts(s->rec, &out->queued, &out->failing);
+	out->store_backend = s->cfg.store->backend;
+	/*
+	 * The leader's liveness map is the truth it writes; another server's
+	 * holds only the heartbeats it took: it counts the records.
+	 */
+	if (!server_leader_leading(s->leader)) {
+		struct err e;
+
+		if (server_plugins_node_counts(s, &out->nodes_ready, &out->nodes_down, &e) == 0)
+			return;
+		log_warn("msg=\"health: cannot count the node records; the liveness map is "
+			 "shown\" error=\"%s\"",
+			 e.msg);
+	}
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->nlive; i++) {
 		if (s->live[i].down)
@@ -620,5 +650,4 @@ void server_health(struct server *s, struct server_health *out)
 			out->nodes_ready++;
 	}
 	pthread_mutex_unlock(&s->mu);
-	out->store_backend = s->cfg.store->backend;
 }

@@ -87,6 +87,7 @@ struct server_config {
 };
 
 struct server;
+struct server_install;
 
 int server_new(const struct server_config *cfg, struct server **out, struct err *e);
 /* Starts the reconciler threads (unless manual_reconciler). */
@@ -95,6 +96,11 @@ int server_start(struct server *s, struct err *e);
 void server_free(struct server *s);
 struct reconciler *server_reconciler(struct server *s);
 struct store *server_store(struct server *s);
+/*
+ * The installation record as stored now (server_install.h): 0, or
+ * CSID_ENOTFOUND / CSID_EPROTO / a store error with e set.
+ */
+int server_installation(struct server *s, struct server_install *out, struct err *e);
 /*
  * Writes this server's member record when due (the heartbeats it took,
  * server_leader.h); on the leader only, also counts the other members'

@@ -14,6 +14,7 @@
 
 #include "model/model.h"
 #include "server/server_claimidx.h"
+#include "server/server_install.h"
 #include "util/arena.h"
 
 #define BACKUP_SAVE_TRIES 20
@@ -138,6 +139,11 @@ static int backup_check_record(enum store_kind kind, const char *id, const char 
 
 		rc = server_claimidx_parse(&o, a, &en, e);
 		got = id;
+	} else if (kind == STORE_INSTALLATION) {
+		struct server_install in;
+
+		rc = server_install_decode(value, len, &in, e);
+		got = strcmp(id, SERVER_INSTALL_RECORD) == 0 ? id : NULL;
 	} else if (kind == STORE_CLAIM_HISTORY) {
 		/* A volume's freed claims (server/server_pastclaims.h), keyed by the volume's ID.
 		 */
@@ -158,14 +164,18 @@ static int backup_check_record(enum store_kind kind, const char *id, const char 
 	return rc ? CSID_EINVAL : 0;
 }
 
-/* Refuses a store that holds any object. */
+/* Refuses a store that holds any object but the installation record its servers wrote. */
 static int backup_check_empty(struct store *s, struct err *e)
 {
 	for (int k = 0; k < STORE_KIND_COUNT_; k++) {
 		struct store_list l;
-		int rc = store_list(s, (enum store_kind)k, NULL, NULL, 1, &l, e);
-		size_t n = l.n;
+		int rc;
+		size_t n;
 
+		if (k == STORE_INSTALLATION)
+			continue;
+		rc = store_list(s, (enum store_kind)k, NULL, NULL, 1, &l, e);
+		n = l.n;
 		store_list_free(&l);
 		if (rc)
 			return err_wrap(e, "snapshot restore");
@@ -182,6 +192,7 @@ int server_backup_restore(struct store *s, const char *body, size_t len, size_t 
 {
 	struct store_op ops[SERVER_BACKUP_BATCH_OPS];
 	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL), *objs, *o, *first;
+	char *inst_text = NULL;
 	const char *format;
 	size_t i;
 	int rc = 0;
@@ -229,6 +240,13 @@ int server_backup_restore(struct store *s, const char *body, size_t len, size_t 
 		}
 		ops[i] = (struct store_op){STORE_OP_PUT,         (enum store_kind)kind, id,
 					   json_string_value(v), json_string_length(v), 0};
+		/* The record: the snapshot's identity, the running servers' settings. */
+		if (kind == STORE_INSTALLATION && !inst_text &&
+		    (rc = server_install_restore_op(s, json_string_value(v), json_string_length(v),
+						    &ops[i], &inst_text, e))) {
+			err_wrap(e, "snapshot restore: installation record");
+			goto out;
+		}
 	}
 	if (json_is_true(first) && (rc = backup_check_empty(s, e)))
 		goto out;
@@ -238,6 +256,7 @@ int server_backup_restore(struct store *s, const char *body, size_t len, size_t 
 	}
 	*n = i;
 out:
+	free(inst_text);
 	json_decref(doc);
 	return rc;
 }

@@ -14,7 +14,13 @@
  * store: the API asks a write token for it and csictl writes the file
  * with mode 0600. No secret ever reaches a message.
  *
- * Restore goes into an empty store only, in batches of at most
+ * The installation record (server_install.h) is saved like any object;
+ * restored, it gives the target installation the snapshot's ID and
+ * creation time and keeps the target's cluster-wide settings (those its
+ * running servers agreed on).
+ *
+ * Restore goes into an empty store only (the installation record its
+ * servers wrote aside), in batches of at most
  * SERVER_BACKUP_BATCH_OPS objects (one store transaction each, within
  * etcd's request limits): the first batch is refused with CSID_EPRECOND
  * when the store holds any object; each object must not exist yet, must

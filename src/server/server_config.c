@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "server/server_install.h"
 #include "server/server_leader.h"
 #include "util/conf.h"
 #include "util/log.h"
@@ -74,6 +75,8 @@ void server_config_free(struct server_config_file *cfg)
 	free(cfg->etcd.key_file);
 	free(cfg->store_path);
 	free(cfg->lock_path);
+	free(cfg->cluster_id);
+	free(cfg->server_id);
 	free(cfg);
 }
 
@@ -398,6 +401,21 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	    (rc = server_config_duration(root, "leader_ttl", SERVER_LEADER_TTL_MIN_MS,
 					 &cfg->leader_ttl_ms, e)))
 		return rc;
+	if ((v = json_object_get(root, "cluster_id")) &&
+	    ((rc = server_config_str(v, "cluster_id", SERVER_INSTALL_ID_MAX, false,
+				     &cfg->cluster_id, e)) ||
+	     !server_install_id_ok(cfg->cluster_id)))
+		return rc ? rc
+			  : err_set(e, CSID_EINVAL,
+				    "cluster_id: expected 1 to %d of [A-Za-z0-9._-]",
+				    SERVER_INSTALL_ID_MAX);
+	if ((v = json_object_get(root, "server_id")) &&
+	    ((rc = server_config_str(v, "server_id", SERVER_LEADER_ID_MAX, false, &cfg->server_id,
+				     e)) ||
+	     !server_install_id_ok(cfg->server_id)))
+		return rc ? rc
+			  : err_set(e, CSID_EINVAL, "server_id: expected 1 to %d of [A-Za-z0-9._-]",
+				    SERVER_INSTALL_ID_MAX);
 	if (cfg->leader_ttl_ms > SERVER_LEADER_TTL_MAX_MS)
 		return err_set(e, CSID_EINVAL, "leader_ttl: at most %ds",
 			       SERVER_LEADER_TTL_MAX_MS / 1000);
@@ -420,7 +438,8 @@ static const char *const server_config_top_keys[] = {
     "etcd",        "workers",     "rpc_timeout", "backoff_min",
     "backoff_max", "node_ttl",    "node_grace",  "plugin_concurrency",
     "acl_tokens",  "agent_token", "log_level",   "controller_plugins",
-    "http",        "leader_ttl",  NULL};
+    "http",        "leader_ttl",  "cluster_id",  "server_id",
+    NULL};
 
 const struct conf_keyset server_config_keysets[] = {
     {"", server_config_top_keys},      {"acl_tokens[]", server_config_token_keys},

@@ -13,7 +13,8 @@
  *              "max_request_bytes": 1572864},
  *     "workers": 4, "plugin_concurrency": 1,
  *     "rpc_timeout": "15s", "backoff_min": "100ms", "backoff_max": "10m",
- *     "node_ttl": "30s", "node_grace": "5m",
+ *     "node_ttl": "30s", "node_grace": "5m", "leader_ttl": "10s",
+ *     "cluster_id": "prod-eu", "server_id": "csid-a",
  *     "log_level": "info",
  *     "acl_tokens": [{"secret": "...", "write": true}],
  *     "agent_token": "...",
@@ -97,6 +98,13 @@ struct server_config_file {
 	int64_t node_grace_ms;
 	/* The election lease of servers sharing an etcd store (server_leader.h); 0: its default. */
 	int64_t leader_ttl_ms;
+	/* The installation this server belongs to (server_install.h); NULL: the store's. */
+	char *cluster_id;
+	/* This server's ID among the servers of the installation; NULL: from <data_dir>/server-id.
+	 */
+	char *server_id;
+	/* -update-settings: rewrite the installation's cluster-wide settings with these. */
+	bool update_settings;
 	int log_level; /* enum log_level, or -1: unset */
 	struct server_config_token *tokens;
 	size_t ntokens;

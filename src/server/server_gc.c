@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "server/server_int.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* ---- the rules ---- */
@@ -398,6 +399,7 @@ static bool server_gc_live_now(struct server *s, const char *id)
 struct server_gc_arg {
 	const struct server_gc_view *w;
 	const struct server_claimidx_entry *x;
+	bool only; /* judge x's claim alone (another member's finding) */
 	bool found; /* the volume as read has x's claim, claimed */
 };
 
@@ -418,9 +420,13 @@ static int server_gc_fn(struct server *s, struct model_volume *v, void *arg, str
 		char note[ERR_MSG_MAX], q[ERR_MSG_MAX + 64];
 		int rc;
 
-		if (c->state == MODEL_CLAIM_CLAIMED && strcmp(c->node_id, ga->x->node_id) == 0 &&
-		    strcmp(c->alloc_id, ga->x->alloc_id) == 0)
+		bool mine = strcmp(c->node_id, ga->x->node_id) == 0 &&
+			    strcmp(c->alloc_id, ga->x->alloc_id) == 0;
+
+		if (c->state == MODEL_CLAIM_CLAIMED && mine)
 			ga->found = true;
+		if (ga->only && !mine)
+			continue;
 		if (!server_gc_verdict(v->id, c, g, w->now_ms, w->grace_ms, note, sizeof(note)))
 			continue;
 		/* A down node that sent a heartbeat since the snapshot keeps its claims. */
@@ -453,7 +459,8 @@ static bool server_gc_judged(const struct server_gc_view *w, const struct server
 
 /* Acts on one index entry o of node g: releases its claim when lost, drops it when stale. */
 static int server_gc_entry(struct server *s, const struct server_gc_view *w,
-			   const struct server_gc_node *g, const struct store_obj *o, struct err *e)
+			   const struct server_gc_node *g, const struct store_obj *o, void *arg,
+			   struct err *e)
 {
 	struct model_claim c = {.state = MODEL_CLAIM_CLAIMED};
 	struct server_claimidx_entry x;
@@ -461,6 +468,7 @@ static int server_gc_entry(struct server *s, const struct server_gc_view *w,
 	char note[ERR_MSG_MAX], q[600];
 	int rc;
 
+	(void)arg;
 	if (!a)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	rc = server_claimidx_parse(o, a, &x, e);
@@ -504,9 +512,15 @@ static int server_gc_entry(struct server *s, const struct server_gc_view *w,
 	return rc;
 }
 
-/* The index entries of node g, a page at a time. */
+/* What a pass does with one index entry o of node g (arg: the pass's). */
+typedef int (*server_gc_entry_fn)(struct server *s, const struct server_gc_view *w,
+				  const struct server_gc_node *g, const struct store_obj *o,
+				  void *arg, struct err *e);
+
+/* The index entries of node g, a page at a time, each to fn. */
 static int server_gc_node_claims(struct server *s, const struct server_gc_view *w,
-				 const struct server_gc_node *g, struct err *e)
+				 const struct server_gc_node *g, server_gc_entry_fn fn, void *arg,
+				 struct err *e)
 {
 	struct arena *a = arena_new();
 	char *prefix = a ? server_claimidx_prefix(a, g->id) : NULL, *after = NULL;
@@ -521,7 +535,7 @@ static int server_gc_node_claims(struct server *s, const struct server_gc_view *
 		if (rc)
 			err_wrap(e, "claim index of node %s", g->id);
 		for (size_t i = 0; !rc && i < l.n; i++)
-			rc = server_gc_entry(s, w, g, &l.objs[i], e);
+			rc = fn(s, w, g, &l.objs[i], arg, e);
 		free(after);
 		after = !rc && l.n ? strdup(l.objs[l.n - 1].id) : NULL;
 		more = !rc && l.more;
@@ -532,6 +546,229 @@ static int server_gc_node_claims(struct server *s, const struct server_gc_view *
 	free(after);
 	arena_free(a);
 	return rc;
+}
+
+/* ---- reports taken by the other servers ---- */
+
+void server_gc_lost_free(struct server_member_lost *lost, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(lost[i].node_id);
+		free(lost[i].volume_id);
+		free(lost[i].alloc_id);
+	}
+	free(lost);
+}
+
+bool server_gc_lost_add(struct server_member_lost **lost, size_t *n, size_t *cap,
+			const struct server_member_lost *f)
+{
+	struct server_member_lost *c;
+
+	if (array_grow((void **)lost, cap, *n + 1, sizeof(**lost)))
+		return false;
+	c = &(*lost)[*n];
+	c->node_id = strdup(f->node_id);
+	c->volume_id = strdup(f->volume_id);
+	c->alloc_id = strdup(f->alloc_id);
+	c->prev_report_ms = f->prev_report_ms;
+	if (!c->node_id || !c->volume_id || !c->alloc_id) {
+		free(c->node_id);
+		free(c->volume_id);
+		free(c->alloc_id);
+		return false;
+	}
+	(*n)++;
+	return true;
+}
+
+/*
+ * The leader checks what another member found, on its own view w: the
+ * node must be live here too, no report the leader took itself may hold
+ * the allocation, and the volume as read decides again (a claim the agent
+ * made since the member's report before the last keeps a newer
+ * updated_ms). Only that one claim is judged.
+ */
+static void server_gc_told(struct server *s, const struct server_gc_view *w,
+			   const struct server_member_lost *f)
+{
+	const struct server_gc_node *g = server_gc_node_find(w, f->node_id);
+	struct server_claimidx_entry x = {0};
+	struct server_gc_node told;
+	struct server_gc_view one;
+	struct server_gc_arg ga = {0};
+	struct arena *a;
+	struct err e;
+	char q[600];
+
+	if (!g || !g->live ||
+	    (g->reported && server_gc_has(g->allocs, g->nallocs, f->volume_id, f->alloc_id)))
+		return;
+	told = *g;
+	told.reported = true;
+	told.allocs = NULL;
+	told.nallocs = 0;
+	told.prev_report_ms = f->prev_report_ms;
+	one = (struct server_gc_view){
+	    .nodes = &told, .n = 1, .now_ms = w->now_ms, .grace_ms = w->grace_ms};
+	x.volume_id = f->volume_id;
+	x.node_id = f->node_id;
+	x.alloc_id = f->alloc_id;
+	ga.w = &one;
+	ga.x = &x;
+	ga.only = true;
+	if (!(a = arena_new()))
+		return;
+	err_clear(&e);
+	if (server_volume_update(s, f->volume_id, server_gc_fn, &ga, a, NULL, NULL, &e) &&
+	    e.code != CSID_ENOTFOUND)
+		log_error("msg=\"cannot release a lost claim another server found\" volume=%s "
+			  "error=%s",
+			  f->volume_id, log_q(q, sizeof(q), e.msg));
+	arena_free(a);
+}
+
+/* The leader's part: every claim the other members' records name. */
+static void server_gc_told_all(struct server *s, const struct server_gc_view *w)
+{
+	struct server_member_lost *told = NULL;
+	size_t n = 0, cap = 0;
+	bool ok = true;
+
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; ok && i < s->nlost_told; i++)
+		ok = server_gc_lost_add(&told, &n, &cap, &s->lost_told[i]);
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < n; i++)
+		server_gc_told(s, w, &told[i]);
+	server_gc_lost_free(told, n);
+}
+
+/* One node whose reports this server took, as server_gc_follower_pass judges it. */
+struct server_gc_heard {
+	struct server_gc_node g;
+	char *id;
+};
+
+/* The claims a follower's pass found lost (malloc'd). */
+struct server_gc_found {
+	struct server_member_lost *lost;
+	size_t n, cap;
+};
+
+/* server_gc_entry_fn of a follower's pass: a lost claim is kept for the leader. */
+static int server_gc_follower_entry(struct server *s, const struct server_gc_view *w,
+				    const struct server_gc_node *g, const struct store_obj *o,
+				    void *arg, struct err *e)
+{
+	struct model_claim c = {.state = MODEL_CLAIM_CLAIMED};
+	struct server_gc_found *found = arg;
+	struct arena *a = arena_new();
+	struct server_claimidx_entry x;
+	struct server_member_lost f;
+	char note[ERR_MSG_MAX];
+	int rc = 0;
+
+	(void)s;
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	/* A damaged entry is the leader's to rebuild. */
+	if (server_claimidx_parse(o, a, &x, e) == 0) {
+		c.alloc_id = (char *)x.alloc_id;
+		c.node_id = (char *)x.node_id;
+		c.updated_ms = x.updated_ms;
+		c.held_by_agent = x.held_by_agent;
+		f = (struct server_member_lost){(char *)x.node_id, (char *)x.volume_id,
+						(char *)x.alloc_id, g->prev_report_ms};
+		if (server_gc_verdict(x.volume_id, &c, g, w->now_ms, w->grace_ms, note,
+				      sizeof(note)) &&
+		    !server_gc_lost_add(&found->lost, &found->n, &found->cap, &f))
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	arena_free(a);
+	return rc;
+}
+
+void server_gc_follower_pass(struct server *s)
+{
+	struct server_gc_view w = {.now_ms = clock_wall_ms(s->clock), .grace_ms = s->node_grace_ms};
+	int64_t now = clock_now_ms(s->clock);
+	struct server_gc_found found = {0};
+	struct server_gc_heard *h = NULL;
+	size_t nh = 0;
+	struct err e;
+	int rc = 0;
+
+	err_clear(&e);
+	pthread_mutex_lock(&s->mu);
+	h = s->nlive ? calloc(s->nlive, sizeof(*h)) : NULL;
+	for (size_t i = 0; h && i < s->nlive; i++) {
+		const struct server_live *l = &s->live[i];
+		struct model_node_alloc *allocs;
+
+		/* Live by this server's own count: a heartbeat it took within the TTL. */
+		if (!l->heard_ms || now - l->heard_ms >= s->node_ttl_ms || !l->reported ||
+		    l->prev_report_ms <= 0)
+			continue;
+		allocs = calloc(l->nallocs ? l->nallocs : 1, sizeof(*allocs));
+		h[nh].id = strdup(l->id);
+		if (!allocs || !h[nh].id) {
+			free(allocs);
+			free(h[nh].id);
+			continue;
+		}
+		/* Borrowed from the map while copied: the strings are copied below. */
+		for (size_t j = 0; j < l->nallocs; j++) {
+			allocs[j].volume_id = strdup(l->allocs[j].volume_id);
+			allocs[j].alloc_id = strdup(l->allocs[j].alloc_id);
+		}
+		h[nh].g = (struct server_gc_node){.id = h[nh].id,
+						  .live = true,
+						  .reported = true,
+						  .allocs = allocs,
+						  .nallocs = l->nallocs,
+						  .prev_report_ms = l->prev_report_ms};
+		nh++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; !rc && i < nh; i++) {
+		bool whole = true;
+
+		for (size_t j = 0; j < h[i].g.nallocs; j++)
+			whole = whole && h[i].g.allocs[j].volume_id && h[i].g.allocs[j].alloc_id;
+		/* A report not copied whole proves nothing this pass. */
+		if (whole)
+			rc = server_gc_node_claims(s, &w, &h[i].g, server_gc_follower_entry, &found,
+						   &e);
+	}
+	for (size_t i = 0; i < nh; i++) {
+		struct model_node_alloc *allocs = (struct model_node_alloc *)h[i].g.allocs;
+
+		for (size_t j = 0; j < h[i].g.nallocs; j++) {
+			free(allocs[j].volume_id);
+			free(allocs[j].alloc_id);
+		}
+		free(allocs);
+		free(h[i].id);
+	}
+	free(h);
+	if (rc) {
+		char q[600];
+
+		log_error("msg=\"report pass failed; retried next pass\" error=%s",
+			  log_q(q, sizeof(q), e.msg));
+		server_gc_lost_free(found.lost, found.n);
+		return;
+	}
+	for (size_t i = 0; i < found.n; i++)
+		log_info("msg=\"lost claim found; the leader releases it\" volume=%s alloc=%s "
+			 "node=%s",
+			 found.lost[i].volume_id, found.lost[i].alloc_id, found.lost[i].node_id);
+	pthread_mutex_lock(&s->mu);
+	server_gc_lost_free(s->lost_found, s->nlost_found);
+	s->lost_found = found.lost;
+	s->nlost_found = found.n;
+	pthread_mutex_unlock(&s->mu);
 }
 
 void server_gc_pass(struct server *s)
@@ -559,7 +796,9 @@ void server_gc_pass(struct server *s)
 		       : err_set(&e, CSID_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < w.n; i++)
 		if (server_gc_judged(&w, &w.nodes[i]))
-			rc = server_gc_node_claims(s, &w, &w.nodes[i], &e);
+			rc = server_gc_node_claims(s, &w, &w.nodes[i], server_gc_entry, NULL, &e);
+	if (!rc)
+		server_gc_told_all(s, &w);
 	if (rc) {
 		char q[600];
 

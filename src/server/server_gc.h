@@ -30,6 +30,13 @@
  * the server got before it restarted or before the node went down is
  * forgotten, so two reports are needed again.
  *
+ * Several servers (server_leader.h): a report stays on the server that
+ * took it. A server that does not lead applies rule "report" to its own
+ * reports and lists what it finds in its member record; the leader
+ * releases such a claim only after deciding again on what it knows: the
+ * node live by its count, no report it took holding the allocation, and
+ * the claim as read unchanged since the follower's report before the last.
+ *
  * A down node counts as node-unpublished (lesson 3): the claim keeps the
  * plugin node ID of claim time, so ControllerUnpublishVolume still works
  * without the node. The down time is the node record's updated_ms, so a

@@ -62,6 +62,20 @@ struct server {
 	uint64_t members_index; /* the newest member record counted (leader) */
 	/* Monotonic: the leader's last read of the member records (server_tick's). */
 	int64_t import_ms;
+	/*
+	 * The report rule across servers (server_gc.c), guarded by mu: the
+	 * claims this server's last report pass found lost on nodes whose
+	 * reports it took (published in its member record while it does not
+	 * lead), and those the other members' records named at the leader's
+	 * last read of them (malloc'd strings).
+	 */
+	struct server_member_lost *lost_found, *lost_told;
+	size_t nlost_found, nlost_told;
+	/* Not leading: the reconciler statuses of the leader's last record read (server_status.c).
+	 */
+	struct arena *shared_arena;
+	struct server_member_status *shared; /* sorted by kind, then ID; guarded by mu */
+	size_t nshared;
 
 	pthread_mutex_t mu; /* guards live, stopping */
 	pthread_cond_t cond;
@@ -157,6 +171,18 @@ void server_gc_report(struct server *s, const struct model_node *node, int64_t n
 void server_gc_forget(struct server_live *l);
 void server_gc_live_free(struct server_live *l);
 void server_gc_pass(struct server *s);
+/*
+ * The report rule on a server that does not lead: judges the claims of
+ * the nodes whose reports it took itself and keeps those it finds lost in
+ * s->lost_found (the member record carries them to the leader, whose
+ * server_gc_pass checks each again before it releases it).
+ */
+void server_gc_follower_pass(struct server *s);
+/* Frees lost[0..n) (malloc'd strings); NULL is a no-op. */
+void server_gc_lost_free(struct server_member_lost *lost, size_t n);
+/* Appends a malloc'd copy of f to *lost; false when out of memory. */
+bool server_gc_lost_add(struct server_member_lost **lost, size_t *n, size_t *cap,
+			const struct server_member_lost *f);
 
 /*
  * The plugins view from every node and the local controllers (server_plugins.c),
@@ -174,6 +200,12 @@ const struct server_plugin *server_plugin_find(const struct server_plugin *p, si
  */
 int server_plugins_summary(struct server *s, struct arena *a, struct server_plugin **out, size_t *n,
 			   struct err *e);
+/*
+ * The nodes ready and down by their records' status (the leader writes
+ * each transition), from the same cache: what a server that does not lead
+ * counts, since its liveness map only knows the heartbeats it took.
+ */
+int server_plugins_node_counts(struct server *s, int *ready, int *down, struct err *e);
 /* server_pcache_build_fn of the plugins view (ctx unused). */
 int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
 			 void **view, struct err *e);
@@ -183,6 +215,22 @@ int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, s
  */
 void server_volume_fill(struct server *s, struct model_volume *v, const struct server_plugin *p,
 			size_t n, struct arena *a);
+
+/*
+ * server_status.c, the reconciler's statuses on every server. The status
+ * of (kind, id): the reconciler's on the leader, else the leader's last
+ * shared one (reconciler_status's contract). server_status_share: the
+ * leader's statuses to share (at most SERVER_STATUS_SHARED_MAX, in a).
+ * server_status_keep: a follower keeps those of the leader's record among
+ * m[0..n).
+ */
+#define SERVER_STATUS_SHARED_MAX 500
+#define SERVER_STATUS_ERR_MAX 256
+int server_status_get(struct server *s, enum store_kind kind, const char *id, struct arena *a,
+		      struct model_status *out);
+int server_status_share(struct server *s, struct arena *a, struct server_member_status **out,
+			size_t *n);
+void server_status_keep(struct server *s, const struct server_member *m, size_t n);
 
 /* Clamps a page size (0: default; at most SERVER_PER_PAGE_MAX). */
 size_t server_per_page(size_t per_page);

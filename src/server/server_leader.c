@@ -6,18 +6,26 @@
  *   lease        -> campaign: create the election key unless it exists;
  *                   it is ours: lead (fence = its create_index)
  *   every ttl/3  -> keep the lease alive; expired: step down, drop it
- *   not leading  -> campaign again every SERVER_LEADER_POLL_MS
+ *   not leading  -> campaign again when the store's watch sees the key
+ *                   go or change (store_election_wait), or after a TTL
+ *                   without a word; without a watch every
+ *                   SERVER_LEADER_POLL_MS
  *   fenced write refused (any thread), or no renewal for a whole TTL
  *                -> step down, revoke the lease, start over
  *
- * The election key's value is {"id", "address", "since_ms"} of its
- * holder; a member record is {"id", "address", "started_ms", "seen":
- * [[node, age_ms], ...]}. Neither is one of the store's objects, so
- * neither is in a list, the change log or a snapshot.
+ * The election key's value is {"id", "run", "address", "since_ms"} of its
+ * holder (run: its process, so a restarted server with the same ID does
+ * not take its old self's term for its own); a member record is {"id",
+ * "address", "started_ms", "seen": [[node, age_ms], ...], "lost": [[node,
+ * volume, alloc, prev_report_ms], ...], "status": [[kind, id, attempts,
+ * next_attempt_ms, last_error], ...]}. Neither is one of the store's
+ * objects, so neither is in a list, the change log or a snapshot.
  */
 #include "server/server_leader.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "util/file_replace.h"
 #include "util/log.h"
 
 struct server_leader {
@@ -35,6 +44,9 @@ struct server_leader {
 	struct store *fenced; /* the workers' view; its fence is `fence` */
 	struct store_fence fence;
 	char id[SERVER_LEADER_ID_MAX + 1];
+	/* This process: a restarted server keeps its ID but is not the term its old self won. */
+	char run[17];
+	char holder_run[17]; /* the election key's holder's (mu) */
 	char address[SERVER_LEADER_ID_MAX + 1];
 	int64_t ttl_ms;
 	int64_t started_ms;
@@ -48,6 +60,14 @@ struct server_leader {
 	bool started, stopping;
 	bool lost; /* a fenced write found the term over */
 	bool leading;
+	/*
+	 * The election key as the store's watch follows it: its generation
+	 * last seen, and whether it changed since this server last
+	 * campaigned (watch: false when the store has none; then it polls).
+	 */
+	uint64_t key_seen;
+	bool key_changed, watch;
+	int64_t campaigned_ms; /* monotonic; 0: never */
 	uint64_t lease;
 	int64_t renewed_ms; /* monotonic: the lease's last grant or renewal */
 	struct server_leader_status st;
@@ -64,8 +84,46 @@ static int server_leader_make_id(char *out, size_t cap, struct err *e)
 	if (gethostname(host, sizeof(host)) != 0 || !host[0])
 		snprintf(host, sizeof(host), "csid");
 	host[sizeof(host) - 1] = '\0';
+	for (char *p = host; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-')
+			*p = '_';
 	snprintf(out, cap, "%s-%08x", host, r);
 	return 0;
+}
+
+int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct err *e)
+{
+	char path[4096], buf[SERVER_LEADER_ID_MAX + 2];
+	ssize_t n = -1;
+	int fd, rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/server-id", data_dir) >= sizeof(path))
+		return err_set(e, CSID_EINVAL, "data_dir: too long for server-id");
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	} else if (errno != ENOENT) {
+		return err_errno(e, errno, "open %s", path);
+	}
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && (size_t)n < cap) {
+		bool ok = true;
+
+		for (ssize_t i = 0; i < n; i++)
+			ok = ok && buf[i] &&
+			     (isalnum((unsigned char)buf[i]) || strchr("._-", buf[i]));
+		if (ok) {
+			memcpy(out, buf, (size_t)n);
+			out[n] = '\0';
+			return 0;
+		}
+	}
+	/* None yet (or a torn file): this data_dir's server gets a new ID, kept from now on. */
+	if ((rc = server_leader_make_id(out, cap, e)))
+		return rc;
+	snprintf(buf, sizeof(buf), "%s\n", out);
+	return file_replace(path, buf, 0644, e);
 }
 
 static void server_leader_fence_lost(void *arg)
@@ -114,6 +172,15 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 		return rc;
 	}
 	snprintf(l->address, sizeof(l->address), "%s", cfg->address ? cfg->address : "");
+	{
+		uint64_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+			free(l);
+			return err_errno(e, errno, "leader: getrandom");
+		}
+		snprintf(l->run, sizeof(l->run), "%016llx", (unsigned long long)r);
+	}
 	atomic_init(&l->fence.index, 0);
 	l->fence.lost = server_leader_fence_lost;
 	l->fence.arg = l;
@@ -148,8 +215,8 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 /* The election key's value for this server. */
 static char *server_leader_value(struct server_leader *l, size_t *len)
 {
-	json_t *v = json_pack("{s:s,s:s,s:I}", "id", l->id, "address", l->address, "since_ms",
-			      (json_int_t)clock_wall_ms(l->clock));
+	json_t *v = json_pack("{s:s,s:s,s:s,s:I}", "id", l->id, "run", l->run, "address",
+			      l->address, "since_ms", (json_int_t)clock_wall_ms(l->clock));
 	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 
 	json_decref(v);
@@ -163,7 +230,9 @@ static void server_leader_note_holder(struct server_leader *l, const struct stor
 	json_t *v = json_loadb(h->value ? h->value : "", h->len, 0, NULL);
 	const char *id = json_string_value(json_object_get(v, "id"));
 	const char *addr = json_string_value(json_object_get(v, "address"));
+	const char *run = json_string_value(json_object_get(v, "run"));
 
+	snprintf(l->holder_run, sizeof(l->holder_run), "%s", run ? run : "");
 	snprintf(l->st.leader_id, sizeof(l->st.leader_id), "%s", id ? id : "?");
 	snprintf(l->st.leader_address, sizeof(l->st.leader_address), "%s", addr ? addr : "");
 	l->st.since_ms = json_integer_value(json_object_get(v, "since_ms"));
@@ -259,6 +328,15 @@ static void server_leader_round(struct server_leader *l)
 	}
 	if (l->leading)
 		return;
+	/*
+	 * With a watch on the key, campaign when it went or changed (or once
+	 * a TTL passed without a word, in case the watch missed it); without
+	 * one, every poll.
+	 */
+	if (l->watch && l->campaigned_ms && !l->key_changed && now - l->campaigned_ms < l->ttl_ms)
+		return;
+	l->key_changed = false;
+	l->campaigned_ms = now;
 	value = server_leader_value(l, &len);
 	if (!value)
 		return;
@@ -275,7 +353,7 @@ static void server_leader_round(struct server_leader *l)
 		log_warn("msg=\"campaign failed\" server=%s error=\"%s\"", l->id, e.msg);
 	} else {
 		server_leader_note_holder(l, &h);
-		if (strcmp(l->st.leader_id, l->id) == 0)
+		if (strcmp(l->st.leader_id, l->id) == 0 && strcmp(l->holder_run, l->run) == 0)
 			server_leader_set(l, true, h.create_index, NULL);
 	}
 	store_obj_free(&h);
@@ -298,8 +376,21 @@ static void *server_leader_main(void *arg)
 		/* A leader sleeps until its renewal; a failed one is retried a poll later. */
 		if (l->lease && l->leading && l->renewed_ms + l->ttl_ms / 3 > next)
 			next = l->renewed_ms + l->ttl_ms / 3;
-		if (!l->lost)
-			clock_wait(l->clock, &l->cond, &l->mu, next);
+		if (l->lost)
+			continue;
+		if (l->lease && !l->leading && l->watch) {
+			/* Until the key changes, at most a poll (so a stop is heard). */
+			int rc;
+
+			pthread_mutex_unlock(&l->mu);
+			rc = store_election_wait(l->store, &l->key_seen,
+						 next - clock_now_ms(l->clock));
+			pthread_mutex_lock(&l->mu);
+			l->key_changed = l->key_changed || rc == 1;
+			l->watch = rc != CSID_EUNIMPL;
+			continue;
+		}
+		clock_wait(l->clock, &l->cond, &l->mu, next);
 	}
 	server_leader_drop(l, "the server stops");
 	pthread_mutex_unlock(&l->mu);
@@ -310,6 +401,7 @@ int server_leader_start(struct server_leader *l, struct err *e)
 {
 	if (!store_shared(l->store))
 		return 0;
+	l->watch = true; /* until the store says it has no watch on the key */
 	if (pthread_create(&l->thread, NULL, server_leader_main, l) != 0)
 		return err_set(e, CSID_ENOMEM, "leader: cannot start the election thread");
 	l->started = true;
@@ -354,10 +446,29 @@ void server_leader_status(struct server_leader *l, struct server_leader_status *
 	pthread_mutex_unlock(&l->mu);
 }
 
-int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
+/* [[kind, id, attempts, next_attempt_ms, last_error or null], ...]; NULL when out of memory. */
+static json_t *server_leader_status_json(const struct server_member_status *st, size_t n)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; arr && i < n; i++) {
+		const struct model_status *x = &st[i].st;
+		json_t *err = x->last_error ? json_string(x->last_error) : json_null();
+
+		if (!err || json_array_append_new(
+				arr, json_pack("[s,s,i,I,o]", store_kind_name(st[i].kind), st[i].id,
+					       x->attempts, (json_int_t)x->next_attempt_ms, err))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	return arr;
+}
+
+int server_leader_publish(struct server_leader *l, const struct server_member_news *news,
 			  struct err *e)
 {
-	json_t *v, *arr;
+	json_t *v = NULL, *arr, *larr, *sarr;
 	uint64_t lease;
 	char *text;
 	int rc;
@@ -370,15 +481,34 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 	if (!lease)
 		return err_set(e, CSID_EUNAVAIL, "member %s: no lease yet", l->id);
 	arr = json_array();
-	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(
-			arr, json_pack("[s,I]", seen[i].node_id, (json_int_t)seen[i].age_ms))) {
+	larr = json_array();
+	sarr = server_leader_status_json(news->status, news->nstatus);
+	for (size_t i = 0; arr && i < news->nseen; i++)
+		if (json_array_append_new(arr, json_pack("[s,I]", news->seen[i].node_id,
+							 (json_int_t)news->seen[i].age_ms))) {
 			json_decref(arr);
 			arr = NULL;
 		}
-	v = arr ? json_pack("{s:s,s:s,s:I,s:o}", "id", l->id, "address", l->address, "started_ms",
-			    (json_int_t)l->started_ms, "seen", arr)
-		: NULL;
+	for (size_t i = 0; larr && i < news->nlost; i++) {
+		const struct server_member_lost *f = &news->lost[i];
+
+		if (json_array_append_new(larr,
+					  json_pack("[s,s,s,I]", f->node_id, f->volume_id,
+						    f->alloc_id, (json_int_t)f->prev_report_ms))) {
+			json_decref(larr);
+			larr = NULL;
+		}
+	}
+	if (arr && larr && sarr) {
+		/* "o" takes the references, also when the pack fails. */
+		v = json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "id", l->id, "address", l->address,
+			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr,
+			      "status", sarr);
+	} else {
+		json_decref(arr);
+		json_decref(larr);
+		json_decref(sarr);
+	}
 	text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	if (!text)
@@ -388,11 +518,44 @@ int server_leader_publish(struct server_leader *l, const struct server_member_se
 	return rc;
 }
 
+/* The "status" of a member record into m (in a); entries it cannot read are skipped. */
+static void server_leader_decode_status(struct arena *a, json_t *arr, struct server_member *m)
+{
+	if (!json_array_size(arr) ||
+	    !(m->status = arena_alloc(a, json_array_size(arr) * sizeof(*m->status))))
+		return;
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		json_t *x = json_array_get(arr, i), *err = json_array_get(x, 4);
+		struct server_member_status *st = &m->status[m->nstatus];
+		const char *kind = json_string_value(json_array_get(x, 0));
+		const char *id = json_string_value(json_array_get(x, 1));
+		int k = 0;
+
+		while (kind && k < STORE_KIND_COUNT_ &&
+		       strcmp(store_kind_name((enum store_kind)k), kind) != 0)
+			k++;
+		if (!kind || k == STORE_KIND_COUNT_ || !id ||
+		    !json_is_integer(json_array_get(x, 2)) ||
+		    !json_is_integer(json_array_get(x, 3)) ||
+		    (!json_is_string(err) && !json_is_null(err)))
+			continue;
+		memset(st, 0, sizeof(*st));
+		st->kind = (enum store_kind)k;
+		st->id = arena_strdup(a, id);
+		st->st.attempts = (int)json_integer_value(json_array_get(x, 2));
+		st->st.next_attempt_ms = json_integer_value(json_array_get(x, 3));
+		st->st.last_error =
+		    json_is_string(err) ? arena_strdup(a, json_string_value(err)) : NULL;
+		if (st->id && (json_is_null(err) || st->st.last_error))
+			m->nstatus++;
+	}
+}
+
 /* Decodes one member record into *m (strings in a); false when it is not one. */
 static bool server_leader_decode(struct arena *a, const struct store_obj *o,
 				 struct server_member *m)
 {
-	json_t *v = json_loadb(o->value ? o->value : "", o->len, 0, NULL), *seen;
+	json_t *v = json_loadb(o->value ? o->value : "", o->len, 0, NULL), *seen, *lost;
 	const char *id = json_string_value(json_object_get(v, "id"));
 	const char *addr = json_string_value(json_object_get(v, "address"));
 	bool ok = id != NULL;
@@ -416,6 +579,27 @@ static bool server_leader_decode(struct arena *a, const struct store_obj *o,
 		if (m->seen[m->nseen].node_id)
 			m->nseen++;
 	}
+	lost = json_object_get(v, "lost");
+	if (ok && json_array_size(lost))
+		m->lost = arena_alloc(a, json_array_size(lost) * sizeof(*m->lost));
+	for (size_t i = 0; m->lost && i < json_array_size(lost); i++) {
+		json_t *x = json_array_get(lost, i);
+		struct server_member_lost *f = &m->lost[m->nlost];
+		const char *node = json_string_value(json_array_get(x, 0));
+		const char *vol = json_string_value(json_array_get(x, 1));
+		const char *alloc = json_string_value(json_array_get(x, 2));
+
+		if (!node || !vol || !alloc || !json_is_integer(json_array_get(x, 3)))
+			continue;
+		f->node_id = arena_strdup(a, node);
+		f->volume_id = arena_strdup(a, vol);
+		f->alloc_id = arena_strdup(a, alloc);
+		f->prev_report_ms = json_integer_value(json_array_get(x, 3));
+		if (f->node_id && f->volume_id && f->alloc_id)
+			m->nlost++;
+	}
+	if (ok)
+		server_leader_decode_status(a, json_object_get(v, "status"), m);
 	json_decref(v);
 	return ok && m->id && m->address;
 }
@@ -440,6 +624,10 @@ int server_leader_members(struct server_leader *l, struct arena *a, struct serve
 		m->leader = true;
 		m->seen = NULL;
 		m->nseen = 0;
+		m->lost = NULL;
+		m->nlost = 0;
+		m->status = NULL;
+		m->nstatus = 0;
 		m->modify_index = 0;
 		*out = m;
 		*n = 1;

@@ -14,14 +14,20 @@
  * (server_leader_store) that refuses to write once the key is gone or
  * another's, so a leader that wakes from a long pause changes nothing; a
  * write refused so makes it step down at once, logged. A server that
- * does not lead campaigns again every SERVER_LEADER_POLL_MS (at most
- * ttl/3), so a dead leader is replaced within ttl plus that. A server
- * that cannot renew its lease for a whole TTL steps down by itself.
+ * does not lead campaigns again when the store's watch sees the key go or
+ * change (store_election_wait; at once, so a dead leader is replaced
+ * within its TTL and the watch's delay), or after a whole TTL without a
+ * word; on a store without that watch, every SERVER_LEADER_POLL_MS (at
+ * most ttl/3). A server that cannot renew its lease for a whole TTL steps
+ * down by itself.
  *
  * Members. Each server also writes its member record with its lease
- * (server_leader_publish): its ID, API address, start time, and the nodes
+ * (server_leader_publish), keyed by its ID, which is stable across
+ * restarts (server_leader_stored_id): its ID, API address, start time, and the nodes
  * whose heartbeats it took since its last record, each with how long ago
- * (so no clocks need agree). The leader reads every record
+ * (so no clocks need agree), and the claims it found lost by the
+ * allocation reports it took (server_gc.c); the leader's also carries
+ * the reconciler's statuses. The leader reads every record
  * (server_leader_members) and counts those heartbeats as its own: node
  * liveness costs one write per server per interval, not one per
  * heartbeat. A record goes with its server's lease.
@@ -41,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/model.h"
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/clock.h"
@@ -50,7 +57,10 @@
 #define SERVER_LEADER_TTL_MS 10000
 #define SERVER_LEADER_TTL_MIN_MS 1000
 #define SERVER_LEADER_TTL_MAX_MS 300000
-/* How often a server that does not lead campaigns again (at most ttl/3). */
+/*
+ * How often a server that does not lead campaigns again without a watch on
+ * the election key (at most ttl/3), and at most waits on it with one.
+ */
 #define SERVER_LEADER_POLL_MS 250
 #define SERVER_LEADER_ID_MAX 128
 
@@ -69,6 +79,36 @@ struct server_member_seen {
 	int64_t age_ms;
 };
 
+/*
+ * A claim a member judged lost by the report rule (server_gc.h) on a node
+ * whose reports it took: the leader, which has not seen those reports,
+ * checks again and releases it (server_gc.c).
+ */
+struct server_member_lost {
+	char *node_id, *volume_id, *alloc_id;
+	int64_t prev_report_ms; /* wall: the member received the report before the last one */
+};
+
+/*
+ * The reconciler's status of one object, as the leader shares it in its
+ * member record: the other servers show it (server_status.c).
+ */
+struct server_member_status {
+	enum store_kind kind;
+	char *id;
+	struct model_status st;
+};
+
+/* What a member record carries besides the member itself (all borrowed). */
+struct server_member_news {
+	const struct server_member_seen *seen; /* heartbeats taken since the last record */
+	size_t nseen;
+	const struct server_member_lost *lost; /* claims found lost (a follower) */
+	size_t nlost;
+	const struct server_member_status *status; /* the reconciler's (the leader) */
+	size_t nstatus;
+};
+
 /* One server of the installation, from its member record (strings in an arena). */
 struct server_member {
 	char *id;
@@ -77,6 +117,10 @@ struct server_member {
 	bool leader; /* holds the election key now */
 	struct server_member_seen *seen;
 	size_t nseen;
+	struct server_member_lost *lost;
+	size_t nlost;
+	struct server_member_status *status;
+	size_t nstatus;
 	uint64_t modify_index; /* of the record: it changes with each new record */
 };
 
@@ -93,6 +137,14 @@ struct server_leader_status {
 
 struct server_leader;
 
+/*
+ * This server's stable ID: the one kept in <data_dir>/server-id, made
+ * ("<hostname>-<8 hex digits>") and kept there on the first start. A
+ * restarted server keeps its ID, so its member record replaces the one
+ * its old self left rather than showing beside it.
+ */
+int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct err *e);
+
 /* Returns 0 or CSID_EINVAL / CSID_ENOMEM. A server on an unshared store leads at once. */
 int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
 		      struct err *e);
@@ -107,10 +159,10 @@ struct store *server_leader_store(struct server_leader *l);
 void server_leader_status(struct server_leader *l, struct server_leader_status *out);
 
 /*
- * Writes this server's member record with the heartbeats seen[0..n) (a
- * no-op on an unshared store). Returns 0 or the store's error.
+ * Writes this server's member record with news (a no-op on an unshared
+ * store). Returns 0 or the store's error.
  */
-int server_leader_publish(struct server_leader *l, const struct server_member_seen *seen, size_t n,
+int server_leader_publish(struct server_leader *l, const struct server_member_news *news,
 			  struct err *e);
 /* Every member (ID order), in a. */
 int server_leader_members(struct server_leader *l, struct arena *a, struct server_member **out,

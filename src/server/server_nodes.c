@@ -81,8 +81,13 @@ void server_live_heard(struct server *s, const char *id)
 static int64_t server_members_publish(struct server *s, int64_t now)
 {
 	struct server_member_seen *seen = NULL;
+	struct server_member_lost *lost = NULL;
+	struct server_member_status *status = NULL;
+	struct server_member_news news = {0};
+	bool leading = server_leader_leading(s->leader);
+	struct arena *sa;
+	size_t n = 0, nlost = 0, lost_cap = 0;
 	int64_t since;
-	size_t n = 0;
 	struct err e;
 	int rc;
 
@@ -99,11 +104,27 @@ static int64_t server_members_publish(struct server *s, int64_t now)
 		if (l->heard_ms > since && (seen[n].node_id = strdup(l->id)))
 			seen[n++].age_ms = now - l->heard_ms;
 	}
+	/* The leader judges its own reports; a follower tells what it found. */
+	for (size_t i = 0; !leading && i < s->nlost_found &&
+			   server_gc_lost_add(&lost, &nlost, &lost_cap, &s->lost_found[i]);
+	     i++)
+		;
 	pthread_mutex_unlock(&s->mu);
-	rc = server_leader_publish(s->leader, seen, n, &e);
+	news.seen = seen;
+	news.nseen = n;
+	news.lost = lost;
+	news.nlost = nlost;
+	/* The leader shares the reconciler's statuses. */
+	sa = leading ? arena_new() : NULL;
+	if (leading && (!sa || server_status_share(s, sa, &status, &news.nstatus)))
+		log_warn("msg=\"out of memory sharing the reconciler's statuses\"");
+	news.status = status;
+	rc = server_leader_publish(s->leader, &news, &e);
 	for (size_t i = 0; i < n; i++)
 		free(seen[i].node_id);
 	free(seen);
+	server_gc_lost_free(lost, nlost);
+	arena_free(sa);
 	if (rc == CSID_EUNAVAIL && !since)
 		return now + SERVER_MEMBER_FIRST_MS; /* no lease yet: the first record soon after */
 	if (rc)
@@ -126,9 +147,10 @@ static void server_members_import(struct server *s, int64_t now)
 {
 	struct server_leader_status st;
 	struct server_member *m = NULL;
+	struct server_member_lost *told = NULL;
 	struct arena *a = arena_new();
+	size_t n = 0, ntold = 0, told_cap = 0;
 	uint64_t newest;
-	size_t n = 0;
 	struct err e;
 
 	if (!a)
@@ -139,7 +161,18 @@ static void server_members_import(struct server *s, int64_t now)
 		arena_free(a);
 		return;
 	}
+	/* The claims the others found lost, as their records say now. */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; strcmp(m[i].id, st.server_id) != 0 && j < m[i].nlost; j++)
+			if (!server_gc_lost_add(&told, &ntold, &told_cap, &m[i].lost[j]))
+				log_warn("msg=\"out of memory keeping a lost claim another server "
+					 "found; read again next period\"");
 	pthread_mutex_lock(&s->mu);
+	server_gc_lost_free(s->lost_told, s->nlost_told);
+	s->lost_told = told;
+	s->nlost_told = ntold;
+	if (ntold)
+		s->gc_due_ms = now;
 	newest = s->members_index;
 	for (size_t i = 0; i < n; i++) {
 		if (m[i].modify_index <= s->members_index || strcmp(m[i].id, st.server_id) == 0)
@@ -158,6 +191,23 @@ static void server_members_import(struct server *s, int64_t now)
 	}
 	s->members_index = newest;
 	pthread_mutex_unlock(&s->mu);
+	arena_free(a);
+}
+
+/* A server that does not lead keeps the reconciler's statuses the leader's record shares. */
+static void server_members_follow(struct server *s)
+{
+	struct server_member *m = NULL;
+	struct arena *a = arena_new();
+	size_t n = 0;
+	struct err e;
+
+	if (!a)
+		return;
+	if (server_members(s, a, &m, &n, &e))
+		log_warn("msg=\"cannot read the member records\" error=\"%s\"", e.msg);
+	else
+		server_status_keep(s, m, n);
 	arena_free(a);
 }
 
@@ -483,8 +533,27 @@ int64_t server_tick(struct server *s)
 
 	if (store_shared(s->cfg.store)) {
 		publish = server_members_publish(s, now);
-		if (!server_leader_leading(s->leader))
-			return publish;
+		if (!server_leader_leading(s->leader)) {
+			int64_t pass;
+
+			/* Rule "report" on the reports taken here; the leader releases. */
+			pthread_mutex_lock(&s->mu);
+			gc = s->gc_due_ms <= now;
+			if (gc)
+				s->gc_due_ms = now + s->gc_period_ms;
+			pass = s->gc_due_ms;
+			pthread_mutex_unlock(&s->mu);
+			if (gc)
+				server_gc_follower_pass(s);
+			/* The leader's statuses, read as often as it writes them. */
+			if (!s->import_ms || now >= s->import_ms + s->publish_period_ms) {
+				server_members_follow(s);
+				s->import_ms = now;
+			}
+			if (s->import_ms + s->publish_period_ms < pass)
+				pass = s->import_ms + s->publish_period_ms;
+			return pass < publish ? pass : publish;
+		}
 		/* Read once a period (records come no faster), not at every node's expiry. */
 		if (!s->import_ms || now >= s->import_ms + s->publish_period_ms) {
 			server_members_import(s, now);

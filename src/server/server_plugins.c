@@ -242,6 +242,7 @@ int server_plugins_collect(struct server *s, struct arena *a, struct server_plug
 struct server_nodes_view {
 	struct server_plugin *plugins;
 	size_t n;
+	int nodes_ready, nodes_down; /* by the records' status */
 };
 
 int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
@@ -259,8 +260,34 @@ int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, s
 		return err_set(e, CSID_ENOMEM, "plugins view: out of memory");
 	total = server_seen_nodes(nodes, n, seen);
 	qsort(seen, total, sizeof(*seen), server_seen_cmp);
+	v->nodes_ready = v->nodes_down = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (nodes[i]->status == MODEL_NODE_DOWN)
+			v->nodes_down++;
+		else
+			v->nodes_ready++;
+	}
 	*view = v;
 	return server_plugins_group(seen, total, a, &v->plugins, &v->n, e);
+}
+
+static void server_node_counts_use(void *arg, const void *view)
+{
+	const struct server_nodes_view *v = view;
+	int *counts = arg;
+
+	counts[0] = v->nodes_ready;
+	counts[1] = v->nodes_down;
+}
+
+int server_plugins_node_counts(struct server *s, int *ready, int *down, struct err *e)
+{
+	int counts[2] = {0, 0};
+	int rc = server_pcache_use(s->pcache, server_node_counts_use, counts, e);
+
+	*ready = counts[0];
+	*down = counts[1];
+	return rc ? err_wrap(e, "node counts") : 0;
 }
 
 /* Copying the cached counts out (under the cache's lock). */
@@ -397,5 +424,5 @@ void server_volume_fill(struct server *s, struct model_volume *v, const struct s
 	v->plugin_registered = plugin != NULL;
 	v->schedulable = v->plugin_health && strcmp(v->plugin_health, "healthy") == 0;
 	memset(&v->status, 0, sizeof(v->status));
-	reconciler_status(s->rec, STORE_VOLUME, v->id, a, &v->status);
+	server_status_get(s, STORE_VOLUME, v->id, a, &v->status);
 }

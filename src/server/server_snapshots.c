@@ -40,7 +40,7 @@ int server_snapshot_create(struct server *s, const struct model_snapshot *spec, 
 					       "create snapshot %s: the ID is taken by a snapshot "
 					       "with another spec",
 					       spec->id);
-			reconciler_status(s->rec, STORE_SNAPSHOT, old->id, a, &old->status);
+			server_status_get(s, STORE_SNAPSHOT, old->id, a, &old->status);
 			*out = old;
 			return 0;
 		}
@@ -84,7 +84,7 @@ int server_snapshot_get(struct server *s, const char *id, struct arena *a,
 	int rc = server_get_snapshot(s, id, a, out, e);
 
 	if (!rc)
-		reconciler_status(s->rec, STORE_SNAPSHOT, id, a, &(*out)->status);
+		server_status_get(s, STORE_SNAPSHOT, id, a, &(*out)->status);
 	return rc;
 }
 
@@ -158,7 +158,7 @@ int server_snapshot_list(struct server *s, const char *volume_id, const char *pr
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < count; i++)
-		reconciler_status(s->rec, STORE_SNAPSHOT, page[i]->id, a, &page[i]->status);
+		server_status_get(s, STORE_SNAPSHOT, page[i]->id, a, &page[i]->status);
 	*out = page;
 	*n = count;
 	return 0;

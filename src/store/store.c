@@ -30,6 +30,7 @@ static const char *const store_kind_names[STORE_KIND_COUNT_] = {
     [STORE_SNAPSHOT] = "snapshot",
     [STORE_CLAIM] = "claim",
     [STORE_CLAIM_HISTORY] = "claim-history",
+    [STORE_INSTALLATION] = "installation",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -200,6 +201,22 @@ int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *i
 bool store_shared(struct store *s)
 {
 	return s && s->ops->campaign != NULL;
+}
+
+int store_election_wait(struct store *s, uint64_t *seen, int64_t timeout_ms)
+{
+	if (s == NULL || seen == NULL || !s->ops->election_wait)
+		return CSID_EUNIMPL;
+	return s->ops->election_wait(s, seen, timeout_ms);
+}
+
+int store_foreign_keys(struct store *s, uint64_t *n, struct err *e)
+{
+	err_clear(e);
+	*n = 0;
+	if (s == NULL)
+		return err_set(e, CSID_EINVAL, "store foreign keys: no store");
+	return s->ops->foreign_keys ? s->ops->foreign_keys(s, n, e) : 0;
 }
 
 int store_txn_fenced(struct store *s, uint64_t fence, const struct store_op *ops, size_t n,

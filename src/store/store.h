@@ -58,6 +58,8 @@
  * same transactions as the volumes whose claims they mirror.
  * STORE_CLAIM_HISTORY: each volume's freed claims (one object per volume,
  * keyed by its ID), written in the same transactions as the volume.
+ * STORE_INSTALLATION: one object, the installation record
+ * (src/server/server_install.h), written by the first server to start.
  */
 enum store_kind {
 	STORE_VOLUME,
@@ -65,10 +67,14 @@ enum store_kind {
 	STORE_SNAPSHOT,
 	STORE_CLAIM,
 	STORE_CLAIM_HISTORY,
+	STORE_INSTALLATION,
 	STORE_KIND_COUNT_
 };
 
-/* "volume", "node", "snapshot", "claim", "claim-history"; NULL outside the enum. */
+/*
+ * "volume", "node", "snapshot", "claim", "claim-history", "installation";
+ * NULL outside the enum.
+ */
 const char *store_kind_name(enum store_kind k);
 
 /* One stored object. id and value are owned by whoever filled it. */
@@ -153,6 +159,10 @@ struct store_ops {
 	int (*member_put)(struct store *s, uint64_t lease, const char *id, const char *value,
 			  size_t len, struct err *e);
 	int (*member_list)(struct store *s, struct store_list *out, struct err *e);
+	/* NULL: the backend's namespace holds nothing but its own keys. */
+	int (*foreign_keys)(struct store *s, uint64_t *n, struct err *e);
+	/* NULL: no watch on the election key (store_election_wait). */
+	int (*election_wait)(struct store *s, uint64_t *seen, int64_t timeout_ms);
 };
 
 /* A backend embeds this as its first member. */
@@ -253,11 +263,30 @@ int store_lease_revoke(struct store *s, uint64_t lease, struct err *e);
  */
 int store_campaign(struct store *s, uint64_t lease, const char *value, size_t len,
 		   struct store_obj *holder, struct err *e);
+/*
+ * Waits until the election key was written or deleted since *seen (a
+ * generation the call updates; start from 0), at most timeout_ms (real
+ * time), so a server that does not lead campaigns when the key goes
+ * rather than on a timer. Returns 1 when it changed, 0 at the timeout or
+ * when the store closes, CSID_EUNIMPL when the backend has no watch on
+ * the key (the caller polls). A change the backend's watch could not
+ * follow (it was compacted past) counts as a change.
+ */
+int store_election_wait(struct store *s, uint64_t *seen, int64_t timeout_ms);
 /* Writes the member record id (an existing one is replaced) with lease. */
 int store_member_put(struct store *s, uint64_t lease, const char *id, const char *value, size_t len,
 		     struct err *e);
 /* Every member record, ID order (kind unused). Free with store_list_free. */
 int store_member_list(struct store *s, struct store_list *out, struct err *e);
+
+/*
+ * Counts the keys in the store's namespace (an etcd prefix) that are none
+ * of its own (objects, the election key, member records) into *n, in one
+ * read. 0 on a backend whose namespace holds nothing else (memory; SQLite
+ * refuses a file that is not a csid store when it opens it). A server
+ * refuses to make its installation in a namespace that holds others' keys.
+ */
+int store_foreign_keys(struct store *s, uint64_t *n, struct err *e);
 
 /*
  * A fence shared by a store view and the election: index is the fence of

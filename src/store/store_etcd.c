@@ -352,9 +352,12 @@ static int etcd_log_event(struct store_etcd *s, const Mvccpb__Event *ev, uint64_
 	const char *id;
 	int rc;
 
-	if (kv == NULL ||
-	    !etcd_parse_key(s, (const char *)kv->key.data, kv->key.len, &ch.obj.kind, &id, &id_len))
+	if (kv == NULL || !etcd_parse_key(s, (const char *)kv->key.data, kv->key.len, &ch.obj.kind,
+					  &id, &id_len)) {
+		if (kv)
+			etcd_election_event(s, (const char *)kv->key.data, kv->key.len);
 		return 0; /* not an object of ours (another kind or a stray key) */
+	}
 	ch.index = etcd_rev(kv->mod_revision);
 	if (del)
 		rc = store_obj_set(&ch.obj, ch.obj.kind, id, id_len, NULL, 0, created, ch.index, e);
@@ -554,6 +557,7 @@ static void *etcd_watch_main(void *arg)
 				 (unsigned long long)s->next, (unsigned long long)s->compact_to);
 			etcd_log_clear(s);
 			etcd_cache_clear(s->cache);
+			etcd_election_event(s, NULL, 0);
 			s->compacted = s->compact_to;
 			s->next = s->compact_to + 1;
 			pthread_mutex_unlock(&s->mu);
@@ -687,6 +691,8 @@ static const struct store_ops etcd_ops = {
     .campaign = etcd_campaign,
     .member_put = etcd_member_put,
     .member_list = etcd_member_list,
+    .foreign_keys = etcd_foreign_keys,
+    .election_wait = etcd_election_wait,
 };
 
 void store_etcd_pause_watch(struct store *st, bool pause)

@@ -34,6 +34,7 @@ struct store_etcd {
 	struct store_change *log;
 	size_t log_cap, log_head, log_n;
 	struct etcd_cache *cache; /* what the watch delivered and reads fetched, under mu */
+	uint64_t election_gen; /* events of the election key the watch saw, under mu (cond) */
 };
 
 /* The key of kind/id (id_len bytes) into a new buffer; *len its length. NULL when out of memory. */
@@ -85,5 +86,10 @@ int etcd_lease_revoke(struct store *st, uint64_t lease, struct err *e);
 int etcd_member_put(struct store *st, uint64_t lease, const char *id, const char *value, size_t len,
 		    struct err *e);
 int etcd_member_list(struct store *st, struct store_list *out, struct err *e);
+int etcd_foreign_keys(struct store *st, uint64_t *n, struct err *e);
+int etcd_election_wait(struct store *st, uint64_t *seen, int64_t timeout_ms);
+/* The watch saw an event of key[0..len) that is no object: counts it when it is the election's (mu
+ * held). */
+void etcd_election_event(struct store_etcd *s, const char *key, size_t len);
 
 #endif

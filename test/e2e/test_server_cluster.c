@@ -17,6 +17,13 @@
  *     (fencing): it steps down, and from the moment it wakes until it has,
  *     no key but member records changes in etcd, so it wrote nothing (its
  *     nodes, expired on its clock, stay ready);
+ *   - allocation reports a follower took reach the report rule: a claim
+ *     missing from them is released by the leader, with the rule's note;
+ *     once its heartbeats stop, every server's health counts it down;
+ *   - the reconciler's status of a volume (its last error) shows on every
+ *     server, not only on the leader that runs the reconciler;
+ *   - the servers that do not lead wait on the election key's watch
+ *     rather than campaign four times a second;
  *   - the election key deleted under a live leader: another is elected,
  *     the first one's next fenced write is refused and it steps down,
  *     logged; its volumes converge, each created once.
@@ -552,12 +559,180 @@ static void test_fenced_write_steps_down(void **state)
 	assert_int_equal(find_leader(f, leader, 0, WAIT_MS), next);
 }
 
+/* node-1's fingerprint from agent instance inst-1, reporting allocation web-1 of v1 or none. */
+static char *report_body(bool holds)
+{
+	json_t *doc = json_loads(SERVER_PROC_NODE_BODY, 0, NULL);
+	char *text;
+
+	assert_non_null(doc);
+	json_object_set_new(doc, "instance_id", json_string("inst-1"));
+	json_object_set_new(doc, "allocations",
+			    holds ? json_pack("[{s:s,s:s}]", "volume_id", "v1", "alloc_id", "web-1")
+				  : json_array());
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	assert_non_null(text);
+	return text;
+}
+
+/* A health answer counting one node, down. */
+static bool node_down_only(json_t *doc)
+{
+	json_t *n = json_object_get(doc, "nodes");
+
+	return json_integer_value(json_object_get(n, "down")) == 1 &&
+	       json_integer_value(json_object_get(n, "ready")) == 0;
+}
+
+/* A volume whose reconciler status carries the fault's error. */
+static bool fire_error(json_t *doc)
+{
+	const char *err = jstr(json_object_get(doc, "status"), "last_error");
+
+	return strstr(err, "disk on fire") != NULL;
+}
+
+/*
+ * The reconciler runs on the leader only: its status of a volume (here
+ * v-bad, whose CreateVolume fails) shows on every server, from the
+ * leader's member record.
+ */
+static void test_status_everywhere(void **state)
+{
+	struct fixture *f = *state;
+
+	start_all(f);
+	assert_true(find_leader(f, 0, 0, WAIT_MS) >= 0);
+	assert_int_equal(
+	    hpp_write_file(f->hp.faults, "CreateVolume code=UNAVAILABLE msg=\"disk on fire\"\n"),
+	    0);
+	assert_int_equal(
+	    server_proc_put(&f->s[0], "/v1/volume/v-bad/create", SERVER_PROC_CREATE_BODY), 200);
+	for (int i = 0; i < NSERVERS; i++)
+		if (!server_proc_wait_doc(&f->s[i], "/v1/volume/v-bad", fire_error, WAIT_MS))
+			fail_msg("server %d does not show the reconciler's error", i);
+}
+
+/*
+ * The servers that do not lead follow the election key through the
+ * store's watch instead of campaigning every quarter second: with
+ * nothing else going on, etcd handles a few transactions in 3 s (each
+ * follower's campaign after a TTL of silence), not the 24 of two
+ * followers polling, and a leader killed is still replaced.
+ */
+static void test_followers_watch(void **state)
+{
+	struct fixture *f = *state;
+	struct etcd_proc_usage before, after;
+	int leader;
+
+	start_all(f);
+	leader = find_leader(f, 0, 0, WAIT_MS);
+	assert_true(leader >= 0);
+	hpp_pause_ms(1000);
+	etcd_proc_usage(&f->etcd, &before);
+	hpp_pause_ms(3000);
+	etcd_proc_usage(&f->etcd, &after);
+	assert_true(before.txn > 0);
+	if (after.txn - before.txn >= 8)
+		fail_msg("%.0f transactions in 3 s", after.txn - before.txn);
+	assert_int_not_equal(server_proc_stop(&f->s[leader], SIGKILL, WAIT_MS), 0);
+	assert_true(find_leader(f, (leader + 1) % NSERVERS, 1u << leader, WAIT_MS) >= 0);
+}
+
+/* Whether v1's first publication is published, as server s shows it. */
+static bool published(struct server_proc *s)
+{
+	json_t *v = NULL;
+	bool ok = server_proc_http(s, "GET", "/v1/volume/v1", NULL, &v) == 200 &&
+		  server_proc_volume_published(v);
+
+	json_decref(v);
+	return ok;
+}
+
+/* The past claim of web-1 on v1 released by the report rule, as server s shows it. */
+static bool released_by_report(struct server_proc *s)
+{
+	json_t *v = NULL, *c;
+	bool ok = false;
+	size_t i;
+
+	if (server_proc_http(s, "GET", "/v1/volume/v1", NULL, &v) == 200)
+		json_array_foreach(json_object_get(v, "past_claims"), i, c) ok =
+		    ok || (strcmp(jstr(c, "alloc_id"), "web-1") == 0 &&
+			   strstr(jstr(c, "note"), "no longer held by the agent of node node-1"));
+	json_decref(v);
+	return ok;
+}
+
+/*
+ * The allocation reports of a node that heartbeats a follower only reach
+ * the report rule: web-1, claimed by the agent and then missing from two
+ * reports the follower took, is released by the leader with the rule's
+ * note (the follower found it, its member record told the leader).
+ */
+static void test_follower_reports(void **state)
+{
+	struct fixture *f = *state;
+	char *holds = report_body(true), *dropped = report_body(false);
+	int leader, fol;
+	int64_t deadline;
+	bool released = false;
+
+	start_all(f);
+	leader = find_leader(f, 0, 0, WAIT_MS);
+	assert_true(leader >= 0);
+	fol = (leader + 1) % NSERVERS;
+	assert_int_equal(server_proc_put(&f->s[fol], "/v1/node/node-1", holds), 200);
+	assert_int_equal(
+	    server_proc_put(&f->s[fol], "/v1/volume/v1/create", SERVER_PROC_CREATE_BODY), 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s[fol], "/v1/volume/v1", server_proc_volume_ready, WAIT_MS));
+	assert_int_equal(server_proc_put(&f->s[fol], "/v1/node/node-1", holds), 200);
+	assert_int_equal(server_proc_put(&f->s[fol], "/v1/volume/v1/claim",
+					 "{\"alloc_id\": \"web-1\", \"node_id\": \"node-1\","
+					 " \"access_mode\": \"single-node-single-writer\","
+					 " \"held_by_agent\": true}"),
+			 200);
+	deadline = hpp_now_ms() + WAIT_MS;
+	while (!published(&f->s[fol]) && hpp_now_ms() < deadline) {
+		assert_int_equal(server_proc_put(&f->s[fol], "/v1/node/node-1", holds), 200);
+		hpp_pause_ms(300);
+	}
+	assert_true(published(&f->s[fol]));
+	/* The agent drops web-1: its next reports, to the follower only, lack it. */
+	while (!released && hpp_now_ms() < deadline) {
+		assert_int_equal(server_proc_put(&f->s[fol], "/v1/node/node-1", dropped), 200);
+		released = released_by_report(&f->s[fol]);
+		hpp_pause_ms(300);
+	}
+	if (!released) {
+		server_proc_dump_log(&f->s[fol], "follower");
+		server_proc_dump_log(&f->s[leader], "leader");
+	}
+	assert_true(released);
+	assert_true(server_proc_log_has(&f->s[fol], "lost claim found; the leader releases it"));
+	assert_true(server_proc_log_has(&f->s[leader], "lost claim released"));
+	assert_false(server_proc_log_has(&f->s[fol], "lost claim released"));
+	/* The heartbeats stop: every server's health counts node-1 down once the leader says so. */
+	for (int i = 0; i < NSERVERS; i++)
+		if (!server_proc_wait_doc(&f->s[i], "/v1/status/health", node_down_only, WAIT_MS))
+			fail_msg("server %d does not count node-1 down", i);
+	free(holds);
+	free(dropped);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_kill_leader_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_paused_leader_fenced, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fenced_write_steps_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follower_reports, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_status_everywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_followers_watch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * real csi-hostpath: a volume created and claimed survives a restart of
  * the server (the catalogue is in etcd, not in its data dir); a snapshot
  * saved from a SQLite server with `csictl operator snapshot save` and
- * restored into an etcd one carries the catalogue over (and a second
+ * restored into an etcd one carries the catalogue over, the installation's
+ * ID with it (and a second
  * restore into the now full store is refused); a server
  * whose etcd does not answer exits with an error naming the endpoint; a
  * stored value the server cannot decode is refused for that volume alone,
@@ -207,8 +208,8 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 	json_decref(v);
 	run_csictl(f, &f->old, save);
 	csictl_expect_ok(&f->r);
-	/* Two volumes, the node, and the claim index's entry for web-1. */
-	assert_non_null(strstr(f->r.out, "saved 4 objects"));
+	/* Two volumes, the node, the claim index's entry for web-1, the installation record. */
+	assert_non_null(strstr(f->r.out, "saved 5 objects"));
 	csictl_runner_free(&f->rn, &f->r);
 	assert_int_equal(stat(file, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -217,8 +218,10 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 	start_server(f);
 	run_csictl(f, &f->s, restore);
 	csictl_expect_ok(&f->r);
-	assert_non_null(strstr(f->r.out, "restored 4 objects"));
+	assert_non_null(strstr(f->r.out, "restored 5 objects"));
 	csictl_runner_free(&f->rn, &f->r);
+	/* The installation moved: etcd's takes the SQLite one's ID. */
+	assert_true(server_proc_log_has(&f->s, "the installation takes the snapshot's ID"));
 	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/volume/data", NULL, &v), 200);
 	assert_string_equal(jstr(v, "external_id"), external);
 	assert_true(claimed_and_published(v));

@@ -7,7 +7,9 @@
  * writing nothing, once the term's lease is gone and another server
  * leads (the fenced view then calls its lost callback); a failed object
  * condition under a holding fence is still a conflict; member records go
- * with their lease. And the same calls on the memory store, which one
+ * with their lease; a waiter on the election key wakes when it is
+ * created or goes; keys under the prefix that are not the store's are
+ * counted. And the same calls on the memory store, which one
  * server holds alone.
  */
 #include <setjmp.h>
@@ -168,6 +170,44 @@ static void test_members(void **state)
 	store_close(b);
 }
 
+/*
+ * The watch on the election key: a wait with no change times out; the
+ * key's creation and its deletion (its lease revoked) each wake a waiter.
+ * And the count of keys under the prefix that are not the store's own.
+ */
+static void test_election_wait_and_foreign(void **state)
+{
+	struct store *a = open_store("/lease-3/"), *b = open_store("/lease-3/");
+	struct store *other = open_store("/lease-3/x");
+	struct store_obj h = {0};
+	struct store_op op = put("v1", 0);
+	uint64_t la = 0, seen = 0, n = 9;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(store_election_wait(b, &seen, 100), 0);
+	assert_int_equal(store_lease_grant(a, 5000, &la, &e), 0);
+	assert_int_equal(store_campaign(a, la, "A", 1, &h, &e), 0);
+	store_obj_free(&h);
+	assert_int_equal(store_election_wait(b, &seen, 5000), 1);
+	assert_int_equal(store_election_wait(b, &seen, 100), 0);
+	assert_int_equal(store_member_put(a, la, "srv-a", "{}", 2, &e), 0);
+	assert_int_equal(store_txn(a, &op, 1, NULL, &e), 0);
+	assert_int_equal(store_lease_revoke(a, la, &e), 0);
+	assert_int_equal(store_election_wait(b, &seen, 5000), 1);
+	/* Objects, the election key and member records are the store's own. */
+	assert_int_equal(store_foreign_keys(b, &n, &e), 0);
+	assert_int_equal(n, 0);
+	/* A key of another prefix under this one ("/lease-3/x..."): someone else's. */
+	op = put("v2", 0);
+	assert_int_equal(store_txn(other, &op, 1, NULL, &e), 0);
+	assert_int_equal(store_foreign_keys(b, &n, &e), 0);
+	assert_int_equal(n, 1);
+	store_close(other);
+	store_close(a);
+	store_close(b);
+}
+
 static void test_memory_store_alone(void **state)
 {
 	struct store *m = NULL;
@@ -186,6 +226,9 @@ static void test_memory_store_alone(void **state)
 	assert_int_equal(store_lease_grant(m, 1000, &lease, &e), CSID_EUNIMPL);
 	assert_int_equal(store_campaign(m, 1, "A", 1, &h, &e), CSID_EUNIMPL);
 	assert_int_equal(store_member_list(m, &l, &e), CSID_EUNIMPL);
+	assert_int_equal(store_election_wait(m, &lease, 10), CSID_EUNIMPL);
+	assert_int_equal(store_foreign_keys(m, &lease, &e), 0);
+	assert_int_equal(lease, 0);
 	store_close(m);
 }
 
@@ -194,6 +237,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_election_and_fence),
 	    cmocka_unit_test(test_members),
+	    cmocka_unit_test(test_election_wait_and_foreign),
 	    cmocka_unit_test(test_memory_store_alone),
 	};
 

@@ -54,7 +54,7 @@ static void test_alone_leads(void **state)
 	assert_string_equal(st.leader_address, "127.0.0.1:4646");
 	assert_true(st.leading);
 	assert_int_equal(st.ttl_ms, SERVER_LEADER_TTL_MS);
-	assert_int_equal(server_leader_publish(l, NULL, 0, &e), 0);
+	assert_int_equal(server_leader_publish(l, &(struct server_member_news){0}, &e), 0);
 	assert_int_equal(server_leader_members(l, a, &m, &n, &e), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(m[0].id, "srv-1");

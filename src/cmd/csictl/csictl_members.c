@@ -61,6 +61,8 @@ static int members_render_leader(const json_t *j, FILE *out)
 
 	fprintf(out, "This server   %s%s\n", members_str(j, "server_id"),
 		json_is_true(json_object_get(j, "leading")) ? " (leads)" : "");
+	if (json_is_string(json_object_get(j, "installation")))
+		fprintf(out, "Installation  %s\n", members_str(j, "installation"));
 	if (!json_is_object(l)) {
 		fprintf(out, "Leader        none (an election is under way)\n");
 		return 0;

@@ -4,7 +4,9 @@
  * Start: config (file, then flags) -> data_dir created and locked (flock
  * on <data_dir>/server.lock: a second server on the same data_dir is
  * refused before it touches anything) -> state store (SQLite file
- * <data_dir>/server.db, or memory) -> host controller plugins on the
+ * <data_dir>/server.db, memory or etcd) -> the installation check
+ * (server/server_install.h: refused when this server belongs to another
+ * installation or disagrees on a cluster-wide setting) -> host controller plugins on the
  * libuv loop (main thread) -> controllers behind agents (the host's
  * first for the plugins it runs) -> server core and its reconciler ->
  * HTTP API.
@@ -40,6 +42,8 @@
 #include "server/controllers_remote.h"
 #include "server/server.h"
 #include "server/server_config.h"
+#include "server/server_install.h"
+#include "server/server_leader.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/mkdir_p.h"
@@ -64,6 +68,7 @@ struct csid_server_run {
 /* `csid server`'s own state: its flags, signals and the control plane. */
 struct csid_server {
 	const char *flag_config, *flag_data_dir, *flag_listen, *flag_socket, *flag_level;
+	bool flag_update_settings;
 	struct server_config_file *cfg;
 	struct csid_server_run *run;
 	uv_loop_t loop;
@@ -74,11 +79,14 @@ struct csid_server {
 static void csid_server_usage(FILE *f)
 {
 	fprintf(f, "usage: csid server [-config FILE] [-data-dir DIR] [-listen HOST:PORT]\n"
-		   "                   [-socket PATH] [-log-level LEVEL]\n"
+		   "                   [-socket PATH] [-log-level LEVEL] [-update-settings]\n"
 		   "\n"
 		   "Runs the control plane: state store, controller plugins, reconciler and\n"
 		   "the HTTP API (default 127.0.0.1:4646; -listen \"\" for none). Flags\n"
-		   "override the JSON config file. SIGTERM/SIGINT drain and stop it.\n");
+		   "override the JSON config file. SIGTERM/SIGINT drain and stop it.\n"
+		   "-update-settings writes this server's cluster-wide settings (node_ttl,\n"
+		   "node_grace, leader_ttl, backoff_min, backoff_max) into the installation\n"
+		   "record instead of refusing to start when they differ from it.\n");
 }
 
 static int csid_server_flags(struct csid_server *s, int argc, char **argv)
@@ -87,7 +95,8 @@ static int csid_server_flags(struct csid_server *s, int argc, char **argv)
 					  {"data-dir", &s->flag_data_dir, NULL},
 					  {"listen", &s->flag_listen, NULL},
 					  {"socket", &s->flag_socket, NULL},
-					  {"log-level", &s->flag_level, NULL}};
+					  {"log-level", &s->flag_level, NULL},
+					  {"update-settings", NULL, &s->flag_update_settings}};
 
 	return csid_flags_parse("server", flags, sizeof(flags) / sizeof(flags[0]), argc, argv,
 				csid_server_usage);
@@ -106,6 +115,8 @@ static int csid_server_config(struct csid_server *s, struct err *e)
 					    s->flag_socket, s->flag_level, e);
 	if (!rc)
 		rc = server_config_finalize(s->cfg, e);
+	if (!rc)
+		s->cfg->update_settings = s->flag_update_settings;
 	return rc;
 }
 
@@ -147,17 +158,48 @@ static int csid_server_open_store(struct csid_server_run *s, struct err *e)
 	return rc ? err_wrap(e, "store") : 0;
 }
 
+/*
+ * The installation check (server/server_install.h) before anything is
+ * served: this server's cluster-wide settings against the record; *inst
+ * gets the ones it runs with.
+ */
+static int csid_server_installation(struct csid_server_run *s, struct server_install *inst,
+				    struct err *e)
+{
+	const struct server_config_file *cfg = s->cfg;
+	struct server_install_opts o = {0};
+	int rc;
+
+	o.want_id = cfg->cluster_id;
+	o.update_settings = cfg->update_settings;
+	o.set.node_ttl_ms = cfg->node_ttl_ms ? cfg->node_ttl_ms : SERVER_NODE_TTL_MS;
+	o.set.node_grace_ms = cfg->node_grace_ms ? cfg->node_grace_ms : SERVER_NODE_GRACE_MS;
+	o.set.leader_ttl_ms = cfg->leader_ttl_ms ? cfg->leader_ttl_ms : SERVER_LEADER_TTL_MS;
+	o.set.backoff_min_ms =
+	    cfg->backoff_min_ms ? cfg->backoff_min_ms : RECONCILER_BACKOFF_MIN_MS;
+	o.set.backoff_max_ms =
+	    cfg->backoff_max_ms ? cfg->backoff_max_ms : RECONCILER_BACKOFF_MAX_MS;
+	rc = server_install_check(s->store, &o, inst, e);
+	return rc ? err_wrap(e, "store") : 0;
+}
+
 static int csid_server_open(struct csid_server_run *s, struct err *e)
 {
 	const struct server_config_file *cfg = s->cfg;
+	char server_id[SERVER_LEADER_ID_MAX + 1];
+	struct server_install inst;
 	struct controllers_config cc = {0};
 	struct controllers_remote_config rc_cfg = {0};
 	struct server_config sc = {0};
 	struct server_api_config ac = {0};
 	int rc;
 
-	if ((rc = csid_server_open_store(s, e)))
+	if ((rc = csid_server_open_store(s, e)) || (rc = csid_server_installation(s, &inst, e)))
 		return rc;
+	if (cfg->server_id)
+		snprintf(server_id, sizeof(server_id), "%s", cfg->server_id);
+	else if ((rc = server_leader_stored_id(cfg->data_dir, server_id, sizeof(server_id), e)))
+		return err_wrap(e, "server ID");
 	cc.loop = s->loop;
 	cc.data_dir = cfg->data_dir;
 	cc.plugins = cfg->plugins;
@@ -173,13 +215,15 @@ static int csid_server_open(struct csid_server_run *s, struct err *e)
 	sc.store = s->store;
 	sc.controllers = controllers_remote_seam(s->remote);
 	sc.workers = cfg->workers;
-	sc.backoff_min_ms = cfg->backoff_min_ms;
-	sc.backoff_max_ms = cfg->backoff_max_ms;
+	/* The cluster-wide settings as the installation has them. */
+	sc.backoff_min_ms = inst.set.backoff_min_ms;
+	sc.backoff_max_ms = inst.set.backoff_max_ms;
 	sc.rpc_timeout_ms = cfg->rpc_timeout_ms;
 	sc.plugin_concurrency = cfg->plugin_concurrency;
-	sc.node_ttl_ms = cfg->node_ttl_ms;
-	sc.node_grace_ms = cfg->node_grace_ms;
-	sc.leader_ttl_ms = cfg->leader_ttl_ms;
+	sc.node_ttl_ms = inst.set.node_ttl_ms;
+	sc.node_grace_ms = inst.set.node_grace_ms;
+	sc.leader_ttl_ms = inst.set.leader_ttl_ms;
+	sc.server_id = server_id;
 	sc.address = cfg->listen;
 	sc.local_controllers = controllers_local;
 	sc.local_controllers_ctx = s->ctl;
