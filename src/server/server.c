@@ -456,6 +456,7 @@ int server_new(const struct server_config *cfg, struct server **out, struct err 
 	lc.id = cfg->server_id;
 	lc.address = cfg->address;
 	lc.ttl_ms = cfg->leader_ttl_ms;
+	lc.compact_ms = cfg->compact_ms;
 	lc.on_change = server_leader_changed;
 	lc.arg = s;
 	s->publish_period_ms = s->node_ttl_ms / 4;

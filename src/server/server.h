@@ -84,6 +84,7 @@ struct server_config {
 	const char *server_id; /* NULL: "<hostname>-<random>" */
 	const char *address; /* the API address members show; NULL: "" */
 	int64_t leader_ttl_ms; /* 0: SERVER_LEADER_TTL_MS */
+	int64_t compact_ms; /* the store history the leader keeps; 0: its default, < 0: all */
 };
 
 struct server;

@@ -281,9 +281,8 @@ static int server_config_plugins(json_t *v, struct server_config_file *cfg, stru
 }
 
 static const char *const server_config_etcd_keys[] = {
-    "endpoints", "prefix",    "dial_timeout", "request_timeout",
-    "ca_file",   "cert_file", "key_file",     "max_request_bytes",
-    NULL};
+    "endpoints", "prefix",   "dial_timeout",      "request_timeout",     "ca_file",
+    "cert_file", "key_file", "max_request_bytes", "compaction_interval", NULL};
 
 /* "etcd": {"endpoints", "prefix", timeouts, TLS files, "max_request_bytes"}. */
 static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct err *e)
@@ -335,8 +334,16 @@ static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct e
 	if (!ec->cert_file != !ec->key_file)
 		return err_set(e, CSID_EINVAL, "etcd: cert_file and key_file go together");
 	if ((rc = server_config_duration(v, "dial_timeout", 10, &ec->dial_timeout_ms, e)) ||
-	    (rc = server_config_duration(v, "request_timeout", 100, &ec->request_timeout_ms, e)))
+	    (rc = server_config_duration(v, "request_timeout", 100, &ec->request_timeout_ms, e)) ||
+	    (rc = server_config_duration(v, "compaction_interval", 0, &ec->compaction_interval_ms,
+					 e)))
 		return err_wrap(e, "etcd");
+	/* "0s": keep every revision (etcd compacts by itself, or someone else does). */
+	if (json_object_get(v, "compaction_interval") && ec->compaction_interval_ms == 0)
+		ec->compaction_interval_ms = -1;
+	else if (ec->compaction_interval_ms > 0 && ec->compaction_interval_ms < 1000)
+		return err_set(e, CSID_EINVAL,
+			       "etcd.compaction_interval: expected \"0s\" (off) or at least 1s");
 	if ((x = json_object_get(v, "max_request_bytes"))) {
 		if (!json_is_integer(x) || json_integer_value(x) < 64 * 1024 ||
 		    json_integer_value(x) > 1024 * 1024 * 1024)

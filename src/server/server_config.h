@@ -74,6 +74,8 @@ struct server_config_etcd {
 	char *ca_file, *cert_file, *key_file; /* TLS files; NULL: none */
 	int64_t dial_timeout_ms, request_timeout_ms; /* 0: the store's defaults */
 	size_t max_request_bytes; /* etcd's --max-request-bytes; 0: its default */
+	/* The history the leader keeps (server_leader_compact); 0: its default, < 0: all. */
+	int64_t compaction_interval_ms;
 };
 
 struct server_config_token {

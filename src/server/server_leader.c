@@ -71,6 +71,12 @@ struct server_leader {
 	uint64_t lease;
 	int64_t renewed_ms; /* monotonic: the lease's last grant or renewal */
 	struct server_leader_status st;
+
+	/* server_leader_compact's, on the server's tick thread alone */
+	int64_t compact_ms; /* < 0: off */
+	int64_t compact_due_ms; /* 0: not yet noted */
+	uint64_t compact_mark; /* the index noted a period ago; 0: none */
+	uint64_t compacted; /* the index this server last compacted the store to */
 };
 
 /* "<hostname>-<8 hex digits>", unique enough for the servers of one installation. */
@@ -161,6 +167,7 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 		return err_set(e, CSID_ENOMEM, "leader: out of memory");
 	l->store = cfg->store;
 	l->ttl_ms = cfg->ttl_ms ? cfg->ttl_ms : SERVER_LEADER_TTL_MS;
+	l->compact_ms = cfg->compact_ms ? cfg->compact_ms : SERVER_LEADER_COMPACT_MS;
 	l->on_change = cfg->on_change;
 	l->arg = cfg->arg;
 	l->clock = clock_real();
@@ -437,6 +444,41 @@ bool server_leader_leading(struct server_leader *l)
 struct store *server_leader_store(struct server_leader *l)
 {
 	return l->fenced;
+}
+
+int64_t server_leader_compact(struct server_leader *l, int64_t now_ms)
+{
+	uint64_t mark;
+	struct err e;
+	int rc;
+
+	if (l->compact_ms < 0)
+		return CLOCK_NEVER;
+	if (l->compact_due_ms && now_ms < l->compact_due_ms)
+		return l->compact_due_ms;
+	mark = store_index(l->store);
+	if (l->compact_mark > l->compacted) {
+		rc = store_compact(l->store, l->compact_mark, &e);
+		if (rc == CSID_EUNIMPL) {
+			l->compact_ms = -1;
+			return CLOCK_NEVER;
+		}
+		if (rc) {
+			char q[600];
+
+			log_warn(
+			    "msg=\"cannot compact the store's history; next period tries again\" "
+			    "index=%llu error=%s",
+			    (unsigned long long)l->compact_mark, log_q(q, sizeof(q), e.msg));
+		} else {
+			log_info("msg=\"store history compacted\" before=%llu",
+				 (unsigned long long)l->compact_mark);
+			l->compacted = l->compact_mark;
+		}
+	}
+	l->compact_mark = mark;
+	l->compact_due_ms = now_ms + l->compact_ms;
+	return l->compact_due_ms;
 }
 
 void server_leader_status(struct server_leader *l, struct server_leader_status *out)

@@ -63,12 +63,16 @@
  */
 #define SERVER_LEADER_POLL_MS 250
 #define SERVER_LEADER_ID_MAX 128
+/* The store history the leader keeps (server_leader_compact), as kube-apiserver does. */
+#define SERVER_LEADER_COMPACT_MS (5 * 60 * 1000)
 
 struct server_leader_config {
 	struct store *store; /* borrowed, required */
 	const char *id; /* this server's ID; NULL: "<hostname>-<random>" */
 	const char *address; /* its API address, for members; NULL: "" */
 	int64_t ttl_ms; /* 0: SERVER_LEADER_TTL_MS */
+	/* History kept by server_leader_compact; 0: SERVER_LEADER_COMPACT_MS, < 0: none. */
+	int64_t compact_ms;
 	void (*on_change)(void *arg, bool leading);
 	void *arg;
 };
@@ -156,6 +160,18 @@ void server_leader_free(struct server_leader *l);
 bool server_leader_leading(struct server_leader *l);
 /* The fenced view of the store that the leader's workers write through (owned by l). */
 struct store *server_leader_store(struct server_leader *l);
+
+/*
+ * The leader's compaction of the store's history (store_compact), called
+ * by the server's tick while it leads (one thread): every compact_ms it
+ * compacts up to the index it noted one period before, so a reader less
+ * than a period behind (another server's watch, a blocking query, an
+ * event stream) never finds its changes gone, and etcd never fills its
+ * space quota with old revisions. A failure is logged and tried again
+ * the next period. Returns when it is due next (now_ms on the server's
+ * clock); CLOCK_NEVER when off or the store bounds its history itself.
+ */
+int64_t server_leader_compact(struct server_leader *l, int64_t now_ms);
 void server_leader_status(struct server_leader *l, struct server_leader_status *out);
 
 /*

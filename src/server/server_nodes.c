@@ -526,7 +526,7 @@ static void server_node_mark_down(struct server *s, const char *id, int64_t seen
 
 int64_t server_tick(struct server *s)
 {
-	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER, publish = CLOCK_NEVER;
+	int64_t now = clock_now_ms(s->clock), next = CLOCK_NEVER, publish = CLOCK_NEVER, compact;
 	struct server_live *due = NULL;
 	size_t ndue = 0, nlive;
 	bool gc;
@@ -561,6 +561,9 @@ int64_t server_tick(struct server *s)
 		}
 		if (s->import_ms + s->publish_period_ms < publish)
 			publish = s->import_ms + s->publish_period_ms;
+		compact = server_leader_compact(s->leader, now);
+		if (compact < publish)
+			publish = compact;
 	}
 	/* What follows is the leader's: its writes are fenced. */
 	server_fenced(true);

@@ -219,6 +219,17 @@ int store_foreign_keys(struct store *s, uint64_t *n, struct err *e)
 	return s->ops->foreign_keys ? s->ops->foreign_keys(s, n, e) : 0;
 }
 
+int store_compact(struct store *s, uint64_t index, struct err *e)
+{
+	err_clear(e);
+	if (s == NULL || index == 0 || index > INT64_MAX)
+		return err_set(e, CSID_EINVAL, "store compact: no store or a bad index");
+	if (!s->ops->compact)
+		return err_set(e, CSID_EUNIMPL,
+			       "store compact: the %s store bounds its history itself", s->backend);
+	return s->ops->compact(s, index, e);
+}
+
 int store_txn_fenced(struct store *s, uint64_t fence, const struct store_op *ops, size_t n,
 		     uint64_t *index, struct err *e)
 {

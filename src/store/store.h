@@ -163,6 +163,8 @@ struct store_ops {
 	int (*foreign_keys)(struct store *s, uint64_t *n, struct err *e);
 	/* NULL: no watch on the election key (store_election_wait). */
 	int (*election_wait)(struct store *s, uint64_t *seen, int64_t timeout_ms);
+	/* NULL: the backend bounds its history itself (store_compact). */
+	int (*compact)(struct store *s, uint64_t index, struct err *e);
 };
 
 /* A backend embeds this as its first member. */
@@ -287,6 +289,19 @@ int store_member_list(struct store *s, struct store_list *out, struct err *e);
  * refuses to make its installation in a namespace that holds others' keys.
  */
 int store_foreign_keys(struct store *s, uint64_t *n, struct err *e);
+
+/*
+ * Drops the history before index, the changes a reader resumes from: a
+ * reader behind it gets CSID_ERANGE and lists again (as after any
+ * compaction). On etcd this is etcd's compaction, which covers the whole
+ * keyspace, not only this store's prefix; without it etcd keeps every
+ * revision until its space quota is full and then refuses every write.
+ * The leader compacts periodically (server_leader_compact). Returns 0,
+ * also when the history is gone up to there already; CSID_EUNIMPL on a
+ * backend that bounds its history itself (memory, SQLite); CSID_ERANGE
+ * for an index the store has not reached.
+ */
+int store_compact(struct store *s, uint64_t index, struct err *e);
 
 /*
  * A fence shared by a store view and the election: index is the fence of

@@ -634,6 +634,27 @@ out:
 	return rc;
 }
 
+/*
+ * store_compact: etcd's compaction up to index (the revisions before it
+ * go, of every prefix: etcd keeps one history). Compacted already, or
+ * by someone else further: nothing to do.
+ */
+static int etcd_compact(struct store *st, uint64_t index, struct err *e)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+	Etcdserverpb__CompactionRequest req = ETCDSERVERPB__COMPACTION_REQUEST__INIT;
+	ProtobufCMessage *resp = NULL;
+	int rc;
+
+	req.revision = (int64_t)index; /* store_compact bounds it */
+	rc = etcd_client_call(s->c, ETCD_COMPACT, &req.base, &resp, e);
+	if (resp)
+		protobuf_c_message_free_unpacked(resp, NULL);
+	if (rc == CSID_ERANGE && strstr(e->msg, "has been compacted"))
+		return 0;
+	return rc ? err_wrap(e, "compact etcd to revision %llu", (unsigned long long)index) : 0;
+}
+
 static uint64_t etcd_index(struct store *st)
 {
 	return store_notify_index(&((struct store_etcd *)st)->notify);
@@ -693,6 +714,7 @@ static const struct store_ops etcd_ops = {
     .member_list = etcd_member_list,
     .foreign_keys = etcd_foreign_keys,
     .election_wait = etcd_election_wait,
+    .compact = etcd_compact,
 };
 
 void store_etcd_pause_watch(struct store *st, bool pause)

@@ -307,6 +307,49 @@ static void test_undecodable_value(void **state)
 			 200);
 }
 
+/*
+ * The leader compacts etcd's history every compaction_interval, up to
+ * the revision it noted one interval before: old revisions become
+ * unreadable (etcd's space quota never fills with them), and the server
+ * goes on serving and writing.
+ */
+static void test_leader_compacts(void **state)
+{
+	struct fixture *f = *state;
+	char cfg[1024];
+	/* A read of revision 2 (key "a"): 200 until etcd has compacted past it. */
+	const char *old = "{\"key\": \"YQ==\", \"revision\": \"2\"}";
+	bool compacted = false;
+	struct timespec pause = {0, 50 * 1000 * 1000};
+
+	snprintf(cfg, sizeof(cfg),
+		 "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"store\": \"etcd\","
+		 " \"etcd\": {\"endpoints\": [\"%s\"], \"prefix\": \"" PREFIX "\","
+		 " \"compaction_interval\": \"1s\"}, \"controller_plugins\": [{\"id\": "
+		 "\"" SERVER_PROC_HP_ID "\", \"socket\": \"%s\"}]}",
+		 f->etcd.url, f->hp.endpoint + strlen("unix://"));
+	assert_int_equal(server_proc_write_config(&f->s, cfg, NULL), 0);
+	start_server(f);
+	assert_int_equal(etcd_proc_post(&f->etcd, "/v3/kv/range", old), 200);
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/c1/create", SERVER_PROC_CREATE_BODY),
+			 200);
+	for (int i = 0; i < WAIT_MS / 50 && !compacted; i++) {
+		compacted = etcd_proc_post(&f->etcd, "/v3/kv/range", old) != 200;
+		if (!compacted)
+			nanosleep(&pause, NULL);
+	}
+	if (!compacted)
+		server_proc_dump_log(&f->s, "compaction");
+	assert_true(compacted);
+	assert_true(wait_log(&f->s, "store history compacted"));
+	assert_int_equal(server_proc_put(&f->s, "/v1/volume/c2/create", SERVER_PROC_CREATE_BODY),
+			 200);
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/c1", server_proc_volume_ready, WAIT_MS));
+	assert_true(
+	    server_proc_wait_doc(&f->s, "/v1/volume/c2", server_proc_volume_ready, WAIT_MS));
+}
+
 /* No etcd at the configured endpoint: the server exits, naming it. */
 static void test_etcd_not_running(void **state)
 {
@@ -400,6 +443,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_csictl_failover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_undecodable_value, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_leader_compacts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_quorum, setup, teardown),
 	};
 

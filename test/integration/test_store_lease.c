@@ -227,6 +227,9 @@ static void test_memory_store_alone(void **state)
 	assert_int_equal(store_campaign(m, 1, "A", 1, &h, &e), CSID_EUNIMPL);
 	assert_int_equal(store_member_list(m, &l, &e), CSID_EUNIMPL);
 	assert_int_equal(store_election_wait(m, &lease, 10), CSID_EUNIMPL);
+	/* Its history is bounded by itself: nothing for a leader to compact. */
+	assert_int_equal(store_compact(m, 1, &e), CSID_EUNIMPL);
+	assert_int_equal(store_compact(m, 0, &e), CSID_EINVAL);
 	assert_int_equal(store_foreign_keys(m, &lease, &e), 0);
 	assert_int_equal(lease, 0);
 	store_close(m);

@@ -111,6 +111,15 @@ static void test_etcd(void **state)
 	assert_string_equal(cfg->etcd.cert_file, "/etc/c.pem");
 	assert_string_equal(cfg->etcd.key_file, "/etc/k.pem");
 	assert_int_equal(cfg->etcd.max_request_bytes, 2097152);
+	assert_int_equal(cfg->etcd.compaction_interval_ms, 0); /* the leader's default */
+	server_config_free(cfg);
+	cfg = sc_parse_ok("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+			  " \"compaction_interval\": \"10m\"}}");
+	assert_int_equal(cfg->etcd.compaction_interval_ms, 600000);
+	server_config_free(cfg);
+	cfg = sc_parse_ok("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+			  " \"compaction_interval\": \"0s\"}}");
+	assert_true(cfg->etcd.compaction_interval_ms < 0); /* never */
 	server_config_free(cfg);
 }
 
@@ -198,6 +207,12 @@ static void test_bad(void **state)
 	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
 		     " \"cert_file\": \"/c.pem\"}}",
 		     "cert_file and key_file go together");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"compaction_interval\": \"10ms\"}}",
+		     "etcd.compaction_interval: expected \"0s\" (off) or at least 1s");
+	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
+		     " \"compaction_interval\": 5}}",
+		     "etcd: compaction_interval: expected a duration");
 	sc_parse_bad("{\"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"http://h:1\"],"
 		     " \"request_timeout\": \"1ms\"}}",
 		     "etcd: request_timeout: must be at least");

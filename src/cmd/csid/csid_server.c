@@ -223,6 +223,7 @@ static int csid_server_open(struct csid_server_run *s, struct err *e)
 	sc.node_ttl_ms = inst.set.node_ttl_ms;
 	sc.node_grace_ms = inst.set.node_grace_ms;
 	sc.leader_ttl_ms = inst.set.leader_ttl_ms;
+	sc.compact_ms = cfg->etcd.compaction_interval_ms;
 	sc.server_id = server_id;
 	sc.address = cfg->listen;
 	sc.local_controllers = controllers_local;
