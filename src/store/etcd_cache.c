@@ -26,6 +26,7 @@ struct etcd_cache_entry {
 struct etcd_cache {
 	struct etcd_cache_entry **b;
 	size_t nb, n, bytes;
+	size_t cursor; /* the bucket etcd_cache_evict goes on from */
 };
 
 static uint64_t etcd_cache_hash(enum store_kind kind, const char *id)
@@ -132,6 +133,32 @@ static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **li
 }
 
 /*
+ * Makes room for need bytes past the bound: frees entries bucket by
+ * bucket from where the last eviction stopped, until an eighth of the
+ * bound is free. Buckets are in hash order, so what goes is a sample of
+ * the whole cache: the entries read all the time are back at their next
+ * read, the cold majority stays out. Marks stay (they keep stale changes
+ * of the watch out); only when nothing else is left does it all go.
+ */
+static void etcd_cache_evict(struct etcd_cache *c, size_t need)
+{
+	const size_t goal = ETCD_CACHE_BYTES - ETCD_CACHE_BYTES / 8;
+
+	for (size_t seen = 0; c->bytes + need > goal && seen < c->nb; seen++) {
+		struct etcd_cache_entry **link = &c->b[c->cursor];
+
+		while (*link)
+			if ((*link)->unknown)
+				link = &(*link)->next;
+			else
+				etcd_cache_unlink(c, link);
+		c->cursor = (c->cursor + 1) & (c->nb - 1);
+	}
+	if (c->bytes + need > ETCD_CACHE_BYTES)
+		etcd_cache_clear(c);
+}
+
+/*
  * Sets kind/id to value (NULL: missing; unknown: a mark) as of revision
  * known, unless the entry already knows a revision at least as new.
  */
@@ -161,7 +188,7 @@ static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const cha
 	en->missing = value == NULL;
 	en->unknown = unknown;
 	if (c->bytes + etcd_cache_cost(en) > ETCD_CACHE_BYTES)
-		etcd_cache_clear(c);
+		etcd_cache_evict(c, etcd_cache_cost(en));
 	if (c->n >= c->nb)
 		etcd_cache_grow(c);
 	link = &c->b[h & (c->nb - 1)];

@@ -14,8 +14,8 @@
  * enters only when it is at least as new as what the watch applied.
  *
  * Size: at most ETCD_CACHE_BYTES of entries (keys, values, overhead);
- * past that the cache is emptied and fills again, which costs reads,
- * never correctness.
+ * past that an eighth of it is freed, a sample of every entry but the
+ * marks (etcd_cache.c), which costs reads, never correctness.
  *
  * Not thread-safe: the backend calls it under its own mutex.
  */

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/etcd_cache.h"
@@ -142,6 +143,40 @@ static void test_cache_forget(void **state)
 	etcd_cache_free(c);
 }
 
+/*
+ * Past its bound the cache frees a part of itself, not everything: most
+ * entries stay, the newest is there, and a mark still keeps a lagging
+ * watch's older change out.
+ */
+static void test_cache_bound(void **state)
+{
+	struct etcd_cache *c = etcd_cache_new();
+	const size_t big = 256 * 1024, fit = ETCD_CACHE_BYTES / big;
+	char *value = malloc(big + 1), id[32];
+	struct store_obj got = {0};
+	struct err e;
+
+	assert_non_null(c);
+	assert_non_null(value);
+	memset(value, 'x', big);
+	value[big] = '\0';
+	etcd_cache_drop(c, STORE_VOLUME, "guarded", 1000000);
+	for (size_t i = 0; i < 2 * fit; i++) {
+		snprintf(id, sizeof(id), "vol-%zu", i);
+		tc_apply(c, id, value, (uint64_t)i + 1);
+		assert_true(etcd_cache_count(c) <= fit + 1);
+	}
+	/* An eighth went at each eviction: far more than half stays. */
+	assert_true(etcd_cache_count(c) > fit / 2);
+	snprintf(id, sizeof(id), "vol-%zu", 2 * fit - 1);
+	assert_int_equal(etcd_cache_get(c, STORE_VOLUME, id, &got, &e), 0);
+	store_obj_free(&got);
+	tc_apply(c, "guarded", "old", 999999);
+	tc_expect_miss(c, STORE_VOLUME, "guarded");
+	free(value);
+	etcd_cache_free(c);
+}
+
 /* Past its first buckets the table grows and keeps every entry. */
 static void test_cache_many(void **state)
 {
@@ -166,10 +201,9 @@ static void test_cache_many(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cache_revision_order),
-	    cmocka_unit_test(test_cache_tombstones),
-	    cmocka_unit_test(test_cache_forget),
-	    cmocka_unit_test(test_cache_many),
+	    cmocka_unit_test(test_cache_revision_order), cmocka_unit_test(test_cache_tombstones),
+	    cmocka_unit_test(test_cache_forget),         cmocka_unit_test(test_cache_many),
+	    cmocka_unit_test(test_cache_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
