@@ -10,9 +10,11 @@
  * tar of a root file system holding /bin/busybox and its applets).
  *
  * Every process the engine runs (dockerd, containerd, the docker and
- * podman commands) has TMPDIR set to <dir>/tmp: containerd writes a
- * stack dump (containerd.<pid>.stacks.log) there when dockerd, restarted
- * after a kill, replaces the containerd it left running.
+ * podman commands) has TMPDIR set to <dir>/tmp. containerd writes a
+ * stack dump (containerd.<pid>.stacks.log) there on SIGUSR1, which
+ * dockerd sends it before killing and starting it again when its first
+ * connection to a containerd it just started fails (a start race that
+ * load makes likely).
  *
  * engine_stop works after any failure: containers removed (or their
  * processes killed), dockerd stopped, every process started from the
