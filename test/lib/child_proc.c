@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -80,4 +82,35 @@ int child_proc_run(char *const *argv, char *const *envp, int out_fd, int64_t tim
 	}
 	posix_spawn_file_actions_destroy(&fa);
 	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Whether variable e ("NAME=value") is one that set names. */
+static bool child_proc_env_set(const char *e, const char *const *set)
+{
+	size_t n = strcspn(e, "=");
+
+	for (; *set; set++)
+		if (strncmp(e, *set, n) == 0 && (*set)[n] == '=')
+			return true;
+	return false;
+}
+
+int child_proc_env(char **envp, size_t cap, const char *const *set)
+{
+	size_t n = 0;
+
+	for (char **e = environ; *e; e++) {
+		if (child_proc_env_set(*e, set))
+			continue;
+		if (n + 1 >= cap)
+			return -1;
+		envp[n++] = *e;
+	}
+	for (; *set; set++) {
+		if (n + 1 >= cap)
+			return -1;
+		envp[n++] = (char *)*set;
+	}
+	envp[n] = NULL;
+	return (int)n;
 }

@@ -8,6 +8,7 @@
 #ifndef CSID_TEST_CHILD_PROC_H
 #define CSID_TEST_CHILD_PROC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,5 +26,14 @@ pid_t child_proc_gone(void);
  * it could not start, timed out or was killed by a signal.
  */
 int child_proc_run(char *const *argv, char *const *envp, int out_fd, int64_t timeout_ms);
+
+/*
+ * Fills envp (cap slots, NULL-terminated) with this environment, less
+ * the variables that set (NULL-terminated "NAME=value" strings) names,
+ * then set itself: a child's environment with, say, TMPDIR and HOME
+ * under a test's directory. The strings are not copied. Returns the
+ * number of variables, or -1 when cap is too small.
+ */
+int child_proc_env(char **envp, size_t cap, const char *const *set);
 
 #endif

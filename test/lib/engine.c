@@ -19,8 +19,6 @@
 #include "child_proc.h"
 #include "proc_guard.h"
 
-extern char **environ;
-
 #define ENGINE_DOCKER "/usr/bin/docker"
 #define ENGINE_DOCKERD "/usr/sbin/dockerd"
 #define ENGINE_PODMAN "/usr/bin/podman"
@@ -42,23 +40,28 @@ static void engine_nap(void)
 	nanosleep(&ts, NULL);
 }
 
+/* The environment of the engine's processes: TMPDIR in its directory, extra ("NAME=value") too. */
+static int engine_env(struct engine *en, char **envp, size_t cap, const char *extra)
+{
+	const char *set[] = {en->tmpdir, extra, NULL};
+
+	return child_proc_env(envp, cap, set);
+}
+
 /* Runs argv (env: extra "NAME=value" or NULL) to completion within ms; output to out. */
-static int engine_spawn(const char *dir, char *const *argv, const char *env, int64_t ms, char *out,
-			size_t cap)
+static int engine_spawn(struct engine *en, char *const *argv, const char *env, int64_t ms,
+			char *out, size_t cap)
 {
 	char path[ENGINE_PATH + 32], *envp[512];
-	int fd, status, n = 0;
+	int fd, status;
 	ssize_t r;
 
-	snprintf(path, sizeof(path), "%s/out-XXXXXX", dir);
+	if (engine_env(en, envp, 512, env) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/out-XXXXXX", en->dir);
 	fd = mkstemp(path);
 	if (fd < 0)
 		return -1;
-	for (char **e = environ; *e && n < 510; e++)
-		envp[n++] = *e;
-	if (env)
-		envp[n++] = (char *)env;
-	envp[n] = NULL;
 	status = child_proc_run(argv, envp, fd, ms);
 	if (out && cap) {
 		r = pread(fd, out, cap - 1, 0);
@@ -71,7 +74,7 @@ static int engine_spawn(const char *dir, char *const *argv, const char *env, int
 
 int engine_run(struct engine *en, char *out, size_t cap, const char *const *args)
 {
-	char root[ENGINE_PATH + 16], run[ENGINE_PATH + 16], tmp[ENGINE_PATH + 16];
+	char root[ENGINE_PATH + 16], run[ENGINE_PATH + 16];
 	char host[ENGINE_PATH + 32], env[ENGINE_PATH + 64];
 	char *argv[64];
 	int n = 0;
@@ -79,7 +82,6 @@ int engine_run(struct engine *en, char *out, size_t cap, const char *const *args
 	if (en->podman) {
 		snprintf(root, sizeof(root), "%s/root", en->dir);
 		snprintf(run, sizeof(run), "%s/run", en->dir);
-		snprintf(tmp, sizeof(tmp), "%s/tmp", en->dir);
 		snprintf(env, sizeof(env), "CONTAINERS_CONF=%s", en->conf);
 		argv[n++] = (char *)ENGINE_PODMAN;
 		argv[n++] = (char *)"--root";
@@ -87,7 +89,7 @@ int engine_run(struct engine *en, char *out, size_t cap, const char *const *args
 		argv[n++] = (char *)"--runroot";
 		argv[n++] = run;
 		argv[n++] = (char *)"--tmpdir";
-		argv[n++] = tmp;
+		argv[n++] = en->tmpdir + strlen("TMPDIR=");
 		argv[n++] = (char *)"--storage-driver";
 		argv[n++] = (char *)"vfs";
 	} else {
@@ -99,7 +101,7 @@ int engine_run(struct engine *en, char *out, size_t cap, const char *const *args
 	for (; *args && n < 63; args++)
 		argv[n++] = (char *)*args;
 	argv[n] = NULL;
-	return engine_spawn(en->dir, argv, en->podman ? env : NULL, ENGINE_RUN_MS, out, cap);
+	return engine_spawn(en, argv, en->podman ? env : NULL, ENGINE_RUN_MS, out, cap);
 }
 
 static int engine_write(const char *path, const char *text)
@@ -144,7 +146,7 @@ static int engine_rootfs(struct engine *en)
 	}
 	snprintf(p, sizeof(p), "%s/rootfs.tar", en->dir);
 	if (rc == 0)
-		rc = engine_spawn(en->dir, tar, NULL, 30000, NULL, 0) == 0 ? 0 : -1;
+		rc = engine_spawn(en, tar, NULL, 30000, NULL, 0) == 0 ? 0 : -1;
 	return rc;
 }
 
@@ -170,6 +172,11 @@ static int engine_mkdir(struct engine *en, char *why, size_t len)
 		return -1;
 	}
 	proc_guard_track_dir(en->dir);
+	snprintf(en->tmpdir, sizeof(en->tmpdir), "TMPDIR=%s/tmp", en->dir);
+	if (mkdir(en->tmpdir + strlen("TMPDIR="), 0700) != 0) {
+		snprintf(why, len, "mkdir %s: %s", en->tmpdir, strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -207,6 +214,7 @@ static int engine_dockerd(struct engine *en)
 			pidf,
 			NULL};
 	const char *version[] = {"version", "--format", "{{.Server.Version}}", NULL};
+	char *envp[512];
 	posix_spawn_file_actions_t fa;
 	int64_t deadline = engine_now_ms() + ENGINE_START_MS;
 	int rc;
@@ -215,11 +223,14 @@ static int engine_dockerd(struct engine *en)
 	snprintf(exec, sizeof(exec), "%s/exec", en->dir);
 	snprintf(host, sizeof(host), "unix://%s", en->sock);
 	snprintf(pidf, sizeof(pidf), "%s/docker.pid", en->dir);
+	if (engine_env(en, envp, 512, NULL) < 0)
+		return -1;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, en->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	rc = posix_spawn(&en->pid, ENGINE_DOCKERD, &fa, NULL, argv, environ);
+	/* containerd, which dockerd starts, inherits the environment and its TMPDIR. */
+	rc = posix_spawn(&en->pid, ENGINE_DOCKERD, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		en->pid = 0;

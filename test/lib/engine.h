@@ -9,6 +9,13 @@
  * image ENGINE_IMAGE, made offline from busybox-static (`import` of a
  * tar of a root file system holding /bin/busybox and its applets).
  *
+ * Every process the engine runs (dockerd, containerd, the docker and
+ * podman commands) has TMPDIR set to <dir>/tmp. containerd writes a
+ * stack dump (containerd.<pid>.stacks.log) there on SIGUSR1, which
+ * dockerd sends it before killing and starting it again when its first
+ * connection to a containerd it just started fails (a start race that
+ * load makes likely).
+ *
  * engine_stop works after any failure: containers removed (or their
  * processes killed), dockerd stopped, every process started from the
  * directory killed (containerd, shims, conmon), the mounts under the
@@ -34,6 +41,7 @@ struct engine {
 	char sock[ENGINE_PATH + 16]; /* dockerd's API socket */
 	char log[ENGINE_PATH + 16]; /* dockerd's output */
 	char conf[ENGINE_PATH + 32]; /* podman's containers.conf */
+	char tmpdir[ENGINE_PATH + 16]; /* "TMPDIR=<dir>/tmp" */
 	pid_t pid; /* dockerd; 0 when not running */
 };
 

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "child_proc.h"
 #include "proc_guard.h"
 #include "server_proc.h"
 
@@ -23,8 +25,7 @@
 #define WEBDRIVER_CHROMIUM "/usr/lib/chromium/chromium"
 #define WEBDRIVER_CALL_MS 30000
 #define WEBDRIVER_POLL_MS 100
-
-extern char **environ;
+#define WEBDRIVER_ENV_VARS 5
 
 static int64_t webdriver_now_ms(void)
 {
@@ -66,14 +67,43 @@ static long webdriver_call(struct webdriver *w, const char *method, const char *
 	return status;
 }
 
-/* Spawns chromedriver on port with its cwd, log and output in w->dir. */
+/*
+ * The environment of chromedriver and the browser: TMPDIR (their
+ * org.chromium.Chromium.scoped_dir.* directories), HOME and the XDG
+ * directories in w->dir, made here, so nothing lands outside it.
+ */
+static int webdriver_env(struct webdriver *w, char **envp, size_t cap,
+			 char (*vars)[WEBDRIVER_PATH + 32])
+{
+	static const char *const names[] = {"TMPDIR", "HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+					    "XDG_DATA_HOME"};
+	static const char *const subs[] = {"tmp", "home", "home/.config", "home/.cache",
+					   "home/.local"};
+	const char *set[WEBDRIVER_ENV_VARS + 1];
+
+	for (int i = 0; i < WEBDRIVER_ENV_VARS; i++) {
+		snprintf(vars[i], sizeof(vars[i]), "%s=%s/%s", names[i], w->dir, subs[i]);
+		if (mkdir(strchr(vars[i], '=') + 1, 0700) != 0) {
+			fprintf(stderr, "webdriver: mkdir %s: %s\n", vars[i], strerror(errno));
+			return -1;
+		}
+		set[i] = vars[i];
+	}
+	set[WEBDRIVER_ENV_VARS] = NULL;
+	return child_proc_env(envp, cap, set);
+}
+
+/* Spawns chromedriver on port with its cwd, log, output and environment in w->dir. */
 static int webdriver_spawn(struct webdriver *w, int port)
 {
 	char portarg[32], logarg[WEBDRIVER_PATH + 16], out[WEBDRIVER_PATH + 16];
+	char vars[WEBDRIVER_ENV_VARS][WEBDRIVER_PATH + 32], *envp[512];
 	char *argv[] = {WEBDRIVER_BIN, portarg, logarg, NULL};
 	posix_spawn_file_actions_t fa;
 	int rc;
 
+	if (webdriver_env(w, envp, 512, vars) < 0)
+		return -1;
 	snprintf(portarg, sizeof(portarg), "--port=%d", port);
 	snprintf(logarg, sizeof(logarg), "--log-path=%s/chromedriver.log", w->dir);
 	snprintf(out, sizeof(out), "%s/chromedriver.out", w->dir);
@@ -83,7 +113,7 @@ static int webdriver_spawn(struct webdriver *w, int port)
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	/* The browser it starts inherits this directory, so the guard finds it. */
 	posix_spawn_file_actions_addchdir_np(&fa, w->dir);
-	rc = posix_spawn(&w->pid, WEBDRIVER_BIN, &fa, NULL, argv, environ);
+	rc = posix_spawn(&w->pid, WEBDRIVER_BIN, &fa, NULL, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		fprintf(stderr, "webdriver: spawn %s: %s\n", WEBDRIVER_BIN, strerror(rc));

@@ -4,11 +4,12 @@
  * client, for end-to-end tests of the web console.
  *
  * webdriver_start runs Debian's chromedriver on a free loopback port, in
- * a private directory under /tmp that is also the browser's profile and
- * the working directory of every process it starts, and opens a session
- * of a headless Chromium (1400x1000 window). Both are recorded with the
- * proc guard (proc_guard.h): even a test that fails half-way, or a
- * sanitizer abort, leaves no browser running. webdriver_stop ends the
+ * a private directory under /tmp that is also the browser's profile, the
+ * working directory of every process it starts and their TMPDIR, HOME
+ * and XDG directories, and opens a session of a headless Chromium
+ * (1400x1000 window). Both are recorded with the proc guard
+ * (proc_guard.h): even a test that fails half-way, or a sanitizer
+ * abort, leaves no browser running and no directory. webdriver_stop ends the
  * session, stops chromedriver, kills what is left under the directory
  * and removes it; it is safe after any failure and more than once.
  *
