@@ -218,8 +218,6 @@ static int t_setup_mode(void **state, bool etcd)
 		server_proc_dump_log(t_srv(t), "plugin never healthy on the server");
 		return -1;
 	}
-	for (int k = 0; k < T_KINDS; k++)
-		t->est_ms[k] = 20;
 	return 0;
 }
 
@@ -368,6 +366,31 @@ static void *t_op_main(void *arg)
 		t_op_agent(o);
 	o->t1 = hpp_now_ms();
 	return NULL;
+}
+
+/*
+ * Times one undisturbed create, mount, unmount and delete of a volume of
+ * its own, the first estimates of how long each kind takes: the kills'
+ * delays are drawn over them (t_strike_draw), so a guess far from this
+ * machine's figures would put most kills of a short campaign after the
+ * operation.
+ */
+static void t_calibrate(struct t_env *t)
+{
+	struct t_vol v = {.id = "calibrate"};
+
+	for (int k = 0; k < T_KINDS; k++) {
+		struct t_op o = {.t = t, .kind = (enum t_kind)k, .v = &v, .alloc = "calibrate"};
+
+		t_op_main(&o);
+		if (!o.ok)
+			fail_msg("calibration, %s: %s", t_kind_name[k], o.err);
+		t->est_ms[k] = o.t1 - o.t0 > 1 ? o.t1 - o.t0 : 1;
+	}
+	fprintf(stderr,
+		"undisturbed: create %lld ms, mount %lld ms, unmount %lld ms, delete %lld ms\n",
+		(long long)t->est_ms[T_CREATE], (long long)t->est_ms[T_MOUNT],
+		(long long)t->est_ms[T_UNMOUNT], (long long)t->est_ms[T_DELETE]);
 }
 
 /* ---- the victims ---- */
@@ -1046,6 +1069,7 @@ static void t_campaign(struct t_env *t, const char *runs_env, int runs)
 		(unsigned long long)seed);
 	t->seed = seed;
 	t->rng = seed * 2654435761u + 1;
+	t_calibrate(t);
 	for (int run = 0; run < runs; run++)
 		t_run(t, run);
 	t_wind_down(t, runs);
