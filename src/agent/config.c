@@ -463,20 +463,11 @@ int config_override(struct config *cfg, const char *data_dir, const char *node_n
 
 int config_finalize(struct config *cfg, struct err *e)
 {
-	char cwd[CONF_PATH_MAX], buf[CONF_PATH_MAX + 64];
+	char buf[CONF_PATH_MAX + 64];
 	int rc;
 
-	if (!cfg->data_dir || !cfg->data_dir[0])
-		return err_set(e, CSID_EINVAL, "data_dir: not set (config or -data-dir)");
-	if (cfg->data_dir[0] != '/') {
-		if (!getcwd(cwd, sizeof(cwd)))
-			return err_errno(e, errno, "data_dir: getcwd");
-		snprintf(buf, sizeof(buf), "%s/%s", cwd, cfg->data_dir);
-		if ((rc = conf_set_string(&cfg->data_dir, buf, e)))
-			return rc;
-	}
-	if (strlen(cfg->data_dir) >= CONF_PATH_MAX - 256)
-		return err_set(e, CSID_EINVAL, "data_dir: too long");
+	if ((rc = conf_data_dir(&cfg->data_dir, 256, e)))
+		return rc;
 	if (!cfg->node_name) {
 		char host[256] = "";
 

@@ -25,7 +25,6 @@
 #include "util/conf.h"
 #include "util/log.h"
 
-#define SERVER_CONFIG_PATH_MAX 4096
 #define SERVER_CONFIG_SOCK_MAX 107
 #define SERVER_CONFIG_LISTEN_MAX 256
 /* A setting's JSON path ("controller_plugins[12].env.NAME"). */
@@ -322,14 +321,12 @@ static int server_config_etcd(json_t *v, struct server_config_etcd *ec, struct e
 			return err_set(e, CSID_EINVAL, "etcd.prefix: must start and end with '/'");
 	}
 	if (((x = json_object_get(v, "ca_file")) &&
-	     (rc = server_config_abs_path(x, "etcd.ca_file", SERVER_CONFIG_PATH_MAX, &ec->ca_file,
-					  e))) ||
+	     (rc = server_config_abs_path(x, "etcd.ca_file", CONF_PATH_MAX, &ec->ca_file, e))) ||
 	    ((x = json_object_get(v, "cert_file")) &&
-	     (rc = server_config_abs_path(x, "etcd.cert_file", SERVER_CONFIG_PATH_MAX,
-					  &ec->cert_file, e))) ||
+	     (rc =
+		  server_config_abs_path(x, "etcd.cert_file", CONF_PATH_MAX, &ec->cert_file, e))) ||
 	    ((x = json_object_get(v, "key_file")) &&
-	     (rc = server_config_abs_path(x, "etcd.key_file", SERVER_CONFIG_PATH_MAX, &ec->key_file,
-					  e))))
+	     (rc = server_config_abs_path(x, "etcd.key_file", CONF_PATH_MAX, &ec->key_file, e))))
 		return rc;
 	if (!ec->cert_file != !ec->key_file)
 		return err_set(e, CSID_EINVAL, "etcd: cert_file and key_file go together");
@@ -361,8 +358,7 @@ static int server_config_scalars(json_t *root, struct server_config_file *cfg, s
 	int rc;
 
 	if ((v = json_object_get(root, "data_dir")) &&
-	    (rc = server_config_str(v, "data_dir", SERVER_CONFIG_PATH_MAX, false, &cfg->data_dir,
-				    e)))
+	    (rc = server_config_str(v, "data_dir", CONF_PATH_MAX, false, &cfg->data_dir, e)))
 		return rc;
 	if ((v = json_object_get(root, "listen"))) {
 		rc =
@@ -570,20 +566,11 @@ int server_config_override(struct server_config_file *cfg, const char *data_dir,
 
 int server_config_finalize(struct server_config_file *cfg, struct err *e)
 {
-	char buf[SERVER_CONFIG_PATH_MAX + 64], cwd[SERVER_CONFIG_PATH_MAX];
+	char buf[CONF_PATH_MAX + 64];
 	int rc;
 
-	if (!cfg->data_dir || !cfg->data_dir[0])
-		return err_set(e, CSID_EINVAL, "data_dir: not set (config or -data-dir)");
-	if (cfg->data_dir[0] != '/') {
-		if (!getcwd(cwd, sizeof(cwd)))
-			return err_errno(e, errno, "data_dir: getcwd");
-		snprintf(buf, sizeof(buf), "%s/%s", cwd, cfg->data_dir);
-		if ((rc = conf_set_string(&cfg->data_dir, buf, e)))
-			return rc;
-	}
-	if (strlen(cfg->data_dir) >= SERVER_CONFIG_PATH_MAX - 64)
-		return err_set(e, CSID_EINVAL, "data_dir: too long");
+	if ((rc = conf_data_dir(&cfg->data_dir, 64, e)))
+		return rc;
 	if (!cfg->listen && (rc = conf_set_string(&cfg->listen, SERVER_CONFIG_LISTEN_DEFAULT, e)))
 		return rc;
 	snprintf(buf, sizeof(buf), "%s/server.db", cfg->data_dir);

@@ -1,12 +1,15 @@
 /*
  * Helpers of the JSON config parsers (conf.h): key lists, bounded
- * strings, durations.
+ * strings, durations, the data directory.
  */
 #include "util/conf.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/log.h"
 
@@ -121,5 +124,24 @@ int conf_set_string(char **dst, const char *src, struct err *e)
 		return err_set(e, CSID_ENOMEM, "config: out of memory");
 	free(*dst);
 	*dst = s;
+	return 0;
+}
+
+int conf_data_dir(char **dir, size_t reserve, struct err *e)
+{
+	char cwd[CONF_PATH_MAX], buf[CONF_PATH_MAX + 64];
+	int rc;
+
+	if (!*dir || !(*dir)[0])
+		return err_set(e, CSID_EINVAL, "data_dir: not set (config or -data-dir)");
+	if ((*dir)[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return err_errno(e, errno, "data_dir: getcwd");
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, *dir);
+		if ((rc = conf_set_string(dir, buf, e)))
+			return rc;
+	}
+	if (strlen(*dir) >= CONF_PATH_MAX - reserve)
+		return err_set(e, CSID_EINVAL, "data_dir: too long");
 	return 0;
 }

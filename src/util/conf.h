@@ -41,6 +41,13 @@ int conf_get_string(json_t *v, const char *path, size_t max, char **out, struct 
  * then unchanged).
  */
 int conf_set_string(char **dst, const char *src, struct err *e);
+/*
+ * Checks that the data directory *dir (a config's `data_dir`, or -data-dir)
+ * is set, makes it absolute against the working directory, and refuses it
+ * when it leaves fewer than reserve bytes of CONF_PATH_MAX for the paths
+ * built under it. Returns 0, CSID_EINVAL or CSID_ENOMEM with e set.
+ */
+int conf_data_dir(char **dir, size_t reserve, struct err *e);
 
 /*
  * The keys a config parser accepts, for the reference page

@@ -149,6 +149,21 @@ static void test_defaults_and_finalize(void **state)
 	server_config_free(cfg);
 }
 
+static void test_data_dir_too_long(void **state)
+{
+	struct server_config_file *cfg = sc_parse_ok("{}");
+	char dir[4100];
+	struct err e;
+
+	memset(dir, 'd', sizeof(dir) - 1);
+	dir[0] = '/';
+	dir[4040] = '\0';
+	assert_int_equal(server_config_override(cfg, dir, NULL, NULL, NULL, &e), 0);
+	assert_int_equal(server_config_finalize(cfg, &e), CSID_EINVAL);
+	assert_string_equal(e.msg, "data_dir: too long");
+	server_config_free(cfg);
+}
+
 static void test_override(void **state)
 {
 	struct server_config_file *cfg =
@@ -332,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_full),
 	    cmocka_unit_test(test_etcd),
 	    cmocka_unit_test(test_defaults_and_finalize),
+	    cmocka_unit_test(test_data_dir_too_long),
 	    cmocka_unit_test(test_override),
 	    cmocka_unit_test(test_bad),
 	    cmocka_unit_test(test_secrets_stay_out_of_messages),
