@@ -15,9 +15,9 @@
  *
  * Coalescing. etcd's CPU per Txn is mostly its fixed price (a raft entry,
  * a WAL write, a backend commit, a watch event batch), so concurrent
- * transactions share Txns: at most ETCD_TXN_INFLIGHT are in flight, and
- * the transactions that come meanwhile wait in a queue and go together in
- * the next one, each a nested Txn of an outer Txn without compares (etcd
+ * transactions share Txns: at most ETCD_TXN_INFLIGHT (one) are in
+ * flight, and the transactions that come meanwhile wait in a queue and go
+ * together in the next one, each a nested Txn of an outer Txn without compares (etcd
  * 3.3 on). Each nested Txn's compares decide its own branch, evaluated on
  * the state before the outer Txn, so one caller's failed condition fails
  * no other; every change of the batch gets one revision, which each
@@ -418,7 +418,8 @@ static void etcd_batch_send(struct store_etcd *s, struct etcd_pending *const *b,
  * Queues p and waits for its outcome. Up to ETCD_TXN_INFLIGHT Txns are in
  * flight at once; a caller that finds a free slot sends what is queued
  * (itself at least) at once, so a lone writer waits for nobody, and
- * callers that come while every slot is busy go together in the next.
+ * callers that come while every slot is busy go together in the next,
+ * sent by the oldest of them when a slot frees.
  */
 static void etcd_pending_run(struct store_etcd *s, struct etcd_pending *p)
 {
