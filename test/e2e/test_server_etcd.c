@@ -206,8 +206,10 @@ static void test_duplicate_server_id(void **state)
 	struct fixture *f = *state;
 	/* Records every half second; a lease that outlives the test's waits. */
 	const char *ttl = " \"leader_ttl\": \"30s\", \"node_ttl\": \"2s\",";
-	char from[SERVER_PROC_PATH + 16], to[SERVER_PROC_PATH + 16], cmd[2 * SERVER_PROC_PATH + 64];
+	char path[SERVER_PROC_PATH + 16], id[160];
 	json_t *v = NULL;
+	FILE *fp;
+	size_t n;
 	int st;
 
 	assert_int_equal(write_config_extra(f, &f->s, f->etcd.url, ttl), 0);
@@ -215,10 +217,17 @@ static void test_duplicate_server_id(void **state)
 	start_server(f);
 	dup_addr = f->s.addr;
 	assert_true(server_proc_wait_doc(&f->s, "/v1/status/members", lists_dup, WAIT_MS));
-	snprintf(from, sizeof(from), "%s/server-id", f->s.data_dir);
-	snprintf(to, sizeof(to), "%s/server-id", f->old.data_dir);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' && cp '%s' '%s'", f->old.data_dir, from, to);
-	assert_int_equal(system(cmd), 0);
+	/* The copy: the first's server-id in the second's data_dir. */
+	snprintf(path, sizeof(path), "%s/server-id", f->s.data_dir);
+	assert_non_null(fp = fopen(path, "r"));
+	n = fread(id, 1, sizeof(id), fp);
+	fclose(fp);
+	assert_true(n > 0 && n < sizeof(id));
+	assert_int_equal(mkdir(f->old.data_dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/server-id", f->old.data_dir);
+	assert_non_null(fp = fopen(path, "w"));
+	assert_int_equal(fwrite(id, 1, n, fp), n);
+	assert_int_equal(fclose(fp), 0);
 	assert_int_equal(server_proc_start(&f->old), 0);
 	st = server_proc_stop(&f->old, 0, WAIT_MS);
 	assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
