@@ -420,6 +420,46 @@ static void *server_leader_main(void *arg)
 	return NULL;
 }
 
+/* The member record's fields that name this server's process; NULL when out of memory. */
+static json_t *server_leader_record(struct server_leader *l)
+{
+	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:I}", "id", l->id, "run", l->run, "boot", l->boot,
+			 "pid", (json_int_t)getpid(), "address", l->address, "started_ms",
+			 (json_int_t)l->started_ms);
+}
+
+/*
+ * Takes this server's ID at once: its lease (the election thread's from
+ * then on) and a first member record, so that a server started with the
+ * same ID a moment later finds it (server_leader_unique). On failure the
+ * election thread gets the lease and server_leader_publish writes the
+ * record later, as without this.
+ */
+static void server_leader_claim_id(struct server_leader *l)
+{
+	json_t *v = server_leader_record(l);
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	uint64_t lease = 0;
+	struct err e;
+	int rc = text ? store_lease_grant(l->store, l->ttl_ms, &lease, &e)
+		      : err_set(&e, CSID_ENOMEM, "out of memory");
+
+	json_decref(v);
+	if (!rc)
+		rc = store_member_put(l->store, lease, l->id, text, strlen(text), &e);
+	free(text);
+	if (rc)
+		log_warn("msg=\"cannot write the first member record; written later\" server=%s "
+			 "error=\"%s\"",
+			 l->id, e.msg);
+	if (!lease)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->lease = lease;
+	l->renewed_ms = clock_now_ms(l->clock);
+	pthread_mutex_unlock(&l->mu);
+}
+
 /*
  * Whether another process writes the member record of this server's ID:
  * 1 and its address and modify_index when one does, and dead says
@@ -525,6 +565,7 @@ int server_leader_start(struct server_leader *l, struct err *e)
 		return 0;
 	if ((rc = server_leader_unique(l, e)))
 		return rc;
+	server_leader_claim_id(l);
 	l->watch = true; /* until the store says it has no watch on the key */
 	if (pthread_create(&l->thread, NULL, server_leader_main, l) != 0)
 		return err_set(e, CSID_ENOMEM, "leader: cannot start the election thread");
@@ -658,12 +699,16 @@ int server_leader_publish(struct server_leader *l, const struct server_member_ne
 			larr = NULL;
 		}
 	}
-	if (arr && larr && sarr) {
-		/* "o" takes the references, also when the pack fails. */
-		v = json_pack("{s:s,s:s,s:s,s:I,s:s,s:I,s:o,s:o,s:o}", "id", l->id, "run", l->run,
-			      "boot", l->boot, "pid", (json_int_t)getpid(), "address", l->address,
-			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr,
-			      "status", sarr);
+	if (arr && larr && sarr && (v = server_leader_record(l))) {
+		/* set_new takes the reference, also when it fails. */
+		int bad = json_object_set_new(v, "seen", arr);
+
+		bad |= json_object_set_new(v, "lost", larr);
+		bad |= json_object_set_new(v, "status", sarr);
+		if (bad) {
+			json_decref(v);
+			v = NULL;
+		}
 	} else {
 		json_decref(arr);
 		json_decref(larr);
