@@ -31,8 +31,10 @@
  *      (`etcd`) or a three-member one (`etcd3`): Debian's /usr/bin/etcd,
  *      started on free loopback ports with its data on /dev/shm (or
  *      $CSID_BENCH_ETCD_DIR; bench_on_etcd says why), beside the SQLite
- *      figures; both print the store writes (transactions) per cycle,
- *      and on etcd its CPU and its Range and Txn calls per cycle. Then
+ *      figures; both print the store writes per cycle (indexes: on etcd
+ *      concurrent transactions share one), and on etcd its CPU, its Range
+ *      and Txn calls per cycle and the store's transactions per cycle
+ *      with the Txns they went in (store_etcd_txn.c coalesces). Then
  *      the watch latency: a claim through server A until a blocking query
  *      on server B (same etcd prefix) answers, and below the API a write
  *      through store A until store B's store_wait returns it.
@@ -608,7 +610,8 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		long requests = 0;
 		double t0, t1, cpu0, sys0, client_cpu = 0, client_sys = 0, sys;
 		long csw0, client_csw = 0;
-		uint64_t index0 = store_index(b->store);
+		uint64_t index0 = store_index(b->store), txns0 = 0, txns1 = 0, calls0 = 0,
+			 calls1 = 0;
 		struct etcd_proc_usage eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
@@ -620,6 +623,8 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 				bench_die("http client", NULL);
 		}
 		bench_etcd_use(&eu0);
+		if (bench_nmembers > 0)
+			store_etcd_txn_stats(b->store, &txns0, &calls0);
 		t0 = bench_now();
 		bench_callgrind("-z");
 		cpu0 = bench_cpu(RUSAGE_SELF);
@@ -653,13 +658,19 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		    (double)(bench_csw(RUSAGE_SELF) - csw0 - client_csw) / (per * BENCH_CLIENTS);
 		rt[r] = (double)requests / (t1 - t0);
 		bench_etcd_use(&eu1);
-		if (bench_nmembers > 0)
+		if (bench_nmembers > 0) {
+			/* Coalesced transactions share a revision: count them too. */
+			store_etcd_txn_stats(b->store, &txns1, &calls1);
 			printf(
 			    "  repeat %d: etcd CPU %.0f us per cycle (all members), %.2f Range and "
-			    "%.2f Txn calls per cycle\n",
+			    "%.2f Txn calls per cycle; the server's %.2f store transactions per "
+			    "cycle went in %.2f Txns\n",
 			    r + 1, (eu1.cpu_s - eu0.cpu_s) / (per * BENCH_CLIENTS) * 1e6,
 			    (eu1.range - eu0.range) / (per * BENCH_CLIENTS),
-			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS));
+			    (eu1.txn - eu0.txn) / (per * BENCH_CLIENTS),
+			    (double)(txns1 - txns0) / (per * BENCH_CLIENTS),
+			    (double)(calls1 - calls0) / (per * BENCH_CLIENTS));
+		}
 		printf("  repeat %d: %ld requests (%.2f per cycle) in %.2f s, freed after %.2f s, "
 		       "server CPU %.0f us per cycle (%.0f system), clients %.0f us, %.2f store "
 		       "writes "

@@ -36,6 +36,7 @@
 
 #include "csi/csi_metrics.h"
 #include "csi/csi_rules.h"
+#include "csi/csi_unary.h"
 
 /* Largest message either way; ListVolumes pages can be big. */
 #define CSI_CLIENT_MAX_MSG (16 * 1024 * 1024)
@@ -318,14 +319,7 @@ struct csi_client_op {
 	struct csi_client_op *prev, *next; /* in q->flying, q->ready or q->spare */
 	const struct csi_rpc_info *info;
 	struct csi_client_chan *chan; /* the call's reference, with call */
-	grpc_call *call;
-	grpc_byte_buffer *send;
-	grpc_byte_buffer *recv;
-	grpc_metadata_array initial_md;
-	grpc_metadata_array trailing_md;
-	grpc_status_code status;
-	grpc_slice details;
-	const char *error_string;
+	struct csi_unary u; /* the call and its batch */
 	/* For the RPC metrics: what was called where, and when it started. */
 	enum csi_rpc rpc;
 	char endpoint[CSI_CLIENT_UNIX_PATH_MAX + 8];
@@ -370,22 +364,7 @@ static void csi_client_chan_unref(struct csi_client_chan *chan);
 /* Releases what the batch of op holds. */
 static void csi_client_op_release(struct csi_client_op *op)
 {
-	if (op->error_string)
-		gpr_free((void *)op->error_string);
-	op->error_string = NULL;
-	grpc_slice_unref(op->details);
-	op->details = grpc_empty_slice();
-	grpc_metadata_array_destroy(&op->initial_md);
-	grpc_metadata_array_destroy(&op->trailing_md);
-	if (op->send)
-		grpc_byte_buffer_destroy(op->send);
-	if (op->recv)
-		grpc_byte_buffer_destroy(op->recv);
-	op->send = NULL;
-	op->recv = NULL;
-	if (op->call)
-		grpc_call_unref(op->call);
-	op->call = NULL;
+	csi_unary_release(&op->u);
 	csi_client_chan_unref(op->chan);
 	op->chan = NULL;
 }
@@ -402,7 +381,6 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 {
 	struct csi_client_chan *chan;
 	gpr_timespec deadline;
-	grpc_op ops[6];
 
 	op->rpc = rpc;
 	snprintf(op->endpoint, sizeof(op->endpoint), "%s", c->endpoint);
@@ -422,39 +400,20 @@ static int csi_client_op_start(struct csi_client_grpc *c, struct csi_client_op *
 	}
 	atomic_fetch_add(&chan->refs, 1);
 	op->chan = chan;
-	op->call = grpc_channel_create_registered_call(chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS,
-						       cq, chan->methods[rpc], deadline, NULL);
+	csi_unary_init(&op->u);
+	op->u.call = grpc_channel_create_registered_call(
+	    chan->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, chan->methods[rpc], deadline, NULL);
 	pthread_rwlock_unlock(&c->lock);
-	if (!op->call) {
+	if (!op->u.call) {
 		csi_client_chan_unref(op->chan);
 		op->chan = NULL;
 		csi_client_status(st, CSI_INTERNAL, "%s: cannot create call", op->info->name);
 		return CSID_ENOMEM;
 	}
-	op->send = csi_client_pack(req);
-	op->recv = NULL;
-	op->status = GRPC_STATUS_UNKNOWN;
-	op->details = grpc_empty_slice();
-	op->error_string = NULL;
-	grpc_metadata_array_init(&op->initial_md);
-	grpc_metadata_array_init(&op->trailing_md);
-	memset(ops, 0, sizeof(ops));
+	op->u.send = csi_client_pack(req);
 	/* Fail fast: a plugin that is down answers UNAVAILABLE at once. */
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET;
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = op->send;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &op->initial_md;
-	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &op->recv;
-	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &op->trailing_md;
-	ops[5].data.recv_status_on_client.status = &op->status;
-	ops[5].data.recv_status_on_client.status_details = &op->details;
-	ops[5].data.recv_status_on_client.error_string = &op->error_string;
-	if (grpc_call_start_batch(op->call, ops, 6, op, NULL) != GRPC_CALL_OK) {
+	if (csi_unary_start(&op->u, NULL, 0, GRPC_INITIAL_METADATA_WAIT_FOR_READY_EXPLICITLY_SET,
+			    op) != GRPC_CALL_OK) {
 		csi_client_op_release(op);
 		csi_client_status(st, CSI_INTERNAL, "%s: cannot start call", op->info->name);
 		return CSID_EINTERNAL;
@@ -493,24 +452,24 @@ static int csi_client_op_end(struct csi_client_op *op, bool ok, ProtobufCMessage
 	if (!ok) {
 		csi_client_status(st, CSI_INTERNAL, "%s: call failed in gRPC", info->name);
 		rc = CSID_EINTERNAL;
-	} else if (op->status != GRPC_STATUS_OK) {
-		st->code = op->status >= 0 && op->status < CSI_CLIENT_NCODES ? (int)op->status
-									     : CSI_UNKNOWN;
-		csi_client_status_copy(st, op->details);
+	} else if (op->u.status != GRPC_STATUS_OK) {
+		st->code = op->u.status >= 0 && op->u.status < CSI_CLIENT_NCODES ? (int)op->u.status
+										 : CSI_UNKNOWN;
+		csi_client_status_copy(st, op->u.details);
 		if (!st->message[0])
 			snprintf(st->message, sizeof(st->message), "%s", csi_code_name(st->code));
 		rc = csi_status_to_err(st->code);
-	} else if (!op->recv) {
+	} else if (!op->u.recv) {
 		csi_client_status(st, CSI_INTERNAL, "%s: plugin answered OK without a response",
 				  info->name);
 		rc = CSID_EPROTO;
 	} else {
-		*resp = csi_grpc_unpack(info->response, op->recv);
+		*resp = csi_grpc_unpack(info->response, op->u.recv);
 		if (!*resp) {
 			csi_client_status(st, CSI_INTERNAL,
 					  "%s: plugin response does not decode as %s (%zu bytes)",
 					  info->name, info->response->name,
-					  grpc_byte_buffer_length(op->recv));
+					  grpc_byte_buffer_length(op->u.recv));
 			rc = CSID_EPROTO;
 		}
 	}
@@ -860,7 +819,7 @@ void csi_async_free(struct csi_async *q)
 		return;
 	q->closing = true;
 	for (struct csi_client_op *op = q->flying; op; op = op->next)
-		grpc_call_cancel(op->call, NULL);
+		grpc_call_cancel(op->u.call, NULL);
 	/* Cancelled calls complete at once; the loop only waits for gRPC. */
 	while (q->flying || q->ready)
 		csi_async_poll(q, 1000);

@@ -16,7 +16,8 @@
  * The election key's value is {"id", "run", "address", "since_ms"} of its
  * holder (run: its process, so a restarted server with the same ID does
  * not take its old self's term for its own); a member record is {"id",
- * "address", "started_ms", "seen": [[node, age_ms], ...], "lost": [[node,
+ * "run", "boot", "pid", "address", "started_ms", "seen": [[node, age_ms],
+ * ...], "lost": [[node,
  * volume, alloc, prev_report_ms], ...], "status": [[kind, id, attempts,
  * next_attempt_ms, last_error], ...]}. Neither is one of the store's
  * objects, so neither is in a list, the change log or a snapshot.
@@ -27,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ struct server_leader {
 	/* This process: a restarted server keeps its ID but is not the term its old self won. */
 	char run[17];
 	char holder_run[17]; /* the election key's holder's (mu) */
+	char boot[40]; /* the kernel's boot ID: a dead process of this machine is known dead */
 	char address[SERVER_LEADER_ID_MAX + 1];
 	int64_t ttl_ms;
 	int64_t started_ms;
@@ -144,6 +147,18 @@ static void server_leader_fence_lost(void *arg)
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* The kernel's boot ID (one per boot of a machine, also of a cloned one); "" when unknown. */
+static void server_leader_boot_id(char *out, size_t cap)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	out[0] = '\0';
+	if (f && fgets(out, (int)cap, f))
+		out[strcspn(out, "\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
 int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
 		      struct err *e)
 {
@@ -188,6 +203,7 @@ int server_leader_new(const struct server_leader_config *cfg, struct server_lead
 		}
 		snprintf(l->run, sizeof(l->run), "%016llx", (unsigned long long)r);
 	}
+	server_leader_boot_id(l->boot, sizeof(l->boot));
 	atomic_init(&l->fence.index, 0);
 	l->fence.lost = server_leader_fence_lost;
 	l->fence.arg = l;
@@ -404,10 +420,152 @@ static void *server_leader_main(void *arg)
 	return NULL;
 }
 
+/* The member record's fields that name this server's process; NULL when out of memory. */
+static json_t *server_leader_record(struct server_leader *l)
+{
+	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:I}", "id", l->id, "run", l->run, "boot", l->boot,
+			 "pid", (json_int_t)getpid(), "address", l->address, "started_ms",
+			 (json_int_t)l->started_ms);
+}
+
+/*
+ * Takes this server's ID at once: its lease (the election thread's from
+ * then on) and a first member record, so that a server started with the
+ * same ID a moment later finds it (server_leader_unique). On failure the
+ * election thread gets the lease and server_leader_publish writes the
+ * record later, as without this.
+ */
+static void server_leader_claim_id(struct server_leader *l)
+{
+	json_t *v = server_leader_record(l);
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	uint64_t lease = 0;
+	struct err e;
+	int rc = text ? store_lease_grant(l->store, l->ttl_ms, &lease, &e)
+		      : err_set(&e, CSID_ENOMEM, "out of memory");
+
+	json_decref(v);
+	if (!rc)
+		rc = store_member_put(l->store, lease, l->id, text, strlen(text), &e);
+	free(text);
+	if (rc)
+		log_warn("msg=\"cannot write the first member record; written later\" server=%s "
+			 "error=\"%s\"",
+			 l->id, e.msg);
+	if (!lease)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->lease = lease;
+	l->renewed_ms = clock_now_ms(l->clock);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/*
+ * Whether another process writes the member record of this server's ID:
+ * 1 and its address and modify_index when one does, and dead says
+ * whether that process is known dead (it ran on this boot of this
+ * machine and is gone: this server's previous process, killed); 0 when
+ * there is no such record, or it is this process's.
+ */
+static int server_leader_other(struct server_leader *l, char *addr, size_t cap, uint64_t *index,
+			       bool *dead, struct err *e)
+{
+	struct store_list list = {0};
+	int rc = store_member_list(l->store, &list, e);
+
+	if (rc)
+		return err_wrap(e, "members");
+	for (size_t i = 0; i < list.n; i++) {
+		const struct store_obj *o = &list.objs[i];
+		json_t *v;
+		const char *run, *boot, *a;
+		json_int_t pid;
+
+		if (strcmp(o->id, l->id) != 0)
+			continue;
+		v = json_loadb(o->value ? o->value : "", o->len, 0, NULL);
+		run = json_string_value(json_object_get(v, "run"));
+		boot = json_string_value(json_object_get(v, "boot"));
+		a = json_string_value(json_object_get(v, "address"));
+		pid = json_integer_value(json_object_get(v, "pid"));
+		if (!run || strcmp(run, l->run) != 0) {
+			snprintf(addr, cap, "%s", a && a[0] ? a : "an unknown address");
+			*index = o->modify_index;
+			*dead = boot && l->boot[0] && strcmp(boot, l->boot) == 0 && pid > 0 &&
+				pid != getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+			rc = 1;
+		}
+		json_decref(v);
+		break;
+	}
+	store_list_free(&list);
+	return rc;
+}
+
+/*
+ * Refuses to run beside another live server with this server's ID: a
+ * copied data_dir (a cloned machine image) gives both the same
+ * server-id, and their member records and heartbeats would overwrite
+ * each other. A record of this ID that another process wrote is either
+ * such a server's, which rewrites it every period and keeps its lease
+ * alive, or this server's previous process's, killed, whose record goes
+ * with its lease within a TTL. So: none, or one of a process known dead
+ * on this machine, starts at once; otherwise the record is watched for
+ * at most the lease TTL and a half (etcd rounds it up to seconds) and a
+ * second: gone, this server starts; rewritten, or still there (its lease
+ * kept alive), it is another server's, and this one refuses to start.
+ */
+static int server_leader_unique(struct server_leader *l, struct err *e)
+{
+	int64_t deadline = clock_now_ms(l->clock) + l->ttl_ms + l->ttl_ms / 2 + 1000;
+	uint64_t first = 0, index = 0;
+	char addr[SERVER_LEADER_ID_MAX + 1];
+	bool dead = false;
+	int rc = 0;
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->stopping) {
+		pthread_mutex_unlock(&l->mu);
+		rc = server_leader_other(l, addr, sizeof(addr), &index, &dead, e);
+		pthread_mutex_lock(&l->mu);
+		if (rc == 1 && dead)
+			log_info(
+			    "msg=\"the member record of this server's previous process, which is "
+			    "gone, is replaced\" id=%s",
+			    l->id);
+		if (rc <= 0 || dead)
+			break;
+		if (first == 0) {
+			first = index;
+			log_warn(
+			    "msg=\"another process's member record has this server's ID; waiting "
+			    "for it to expire\" id=%s address=%s",
+			    l->id, addr);
+		} else if (index != first || clock_now_ms(l->clock) >= deadline) {
+			rc = err_set(
+			    e, CSID_EEXIST,
+			    "server ID %s: in use by the live server at %s (a copy of its "
+			    "data_dir, with its server-id file?); remove the server-id file "
+			    "of this server's data_dir to give it an ID of its own",
+			    l->id, addr);
+			break;
+		}
+		clock_wait(l->clock, &l->cond, &l->mu,
+			   clock_now_ms(l->clock) + SERVER_LEADER_POLL_MS);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return rc < 0 ? rc : 0;
+}
+
 int server_leader_start(struct server_leader *l, struct err *e)
 {
+	int rc;
+
 	if (!store_shared(l->store))
 		return 0;
+	if ((rc = server_leader_unique(l, e)))
+		return rc;
+	server_leader_claim_id(l);
 	l->watch = true; /* until the store says it has no watch on the key */
 	if (pthread_create(&l->thread, NULL, server_leader_main, l) != 0)
 		return err_set(e, CSID_ENOMEM, "leader: cannot start the election thread");
@@ -541,11 +699,16 @@ int server_leader_publish(struct server_leader *l, const struct server_member_ne
 			larr = NULL;
 		}
 	}
-	if (arr && larr && sarr) {
-		/* "o" takes the references, also when the pack fails. */
-		v = json_pack("{s:s,s:s,s:I,s:o,s:o,s:o}", "id", l->id, "address", l->address,
-			      "started_ms", (json_int_t)l->started_ms, "seen", arr, "lost", larr,
-			      "status", sarr);
+	if (arr && larr && sarr && (v = server_leader_record(l))) {
+		/* set_new takes the reference, also when it fails. */
+		int bad = json_object_set_new(v, "seen", arr);
+
+		bad |= json_object_set_new(v, "lost", larr);
+		bad |= json_object_set_new(v, "status", sarr);
+		if (bad) {
+			json_decref(v);
+			v = NULL;
+		}
 	} else {
 		json_decref(arr);
 		json_decref(larr);

@@ -30,7 +30,10 @@
  * the reconciler's statuses. The leader reads every record
  * (server_leader_members) and counts those heartbeats as its own: node
  * liveness costs one write per server per interval, not one per
- * heartbeat. A record goes with its server's lease.
+ * heartbeat. A record goes with its server's lease. server_leader_start
+ * refuses to start beside a live server with the same ID (a copied
+ * data_dir; server_leader.c says how it tells one from its own killed
+ * predecessor).
  *
  * On a store one server holds alone (memory, SQLite; store_shared()
  * false) the server leads from server_leader_new on, no thread runs, and
@@ -152,7 +155,12 @@ int server_leader_stored_id(const char *data_dir, char *out, size_t cap, struct 
 /* Returns 0 or CSID_EINVAL / CSID_ENOMEM. A server on an unshared store leads at once. */
 int server_leader_new(const struct server_leader_config *cfg, struct server_leader **out,
 		      struct err *e);
-/* Starts campaigning (a thread; nothing on an unshared store). */
+/*
+ * Starts campaigning (a thread; nothing on an unshared store), once no
+ * other live server has this server's ID: CSID_EEXIST naming its address
+ * when one has (this may wait up to the lease TTL and a half, when a
+ * record of the ID is of a process not known dead), or a store error.
+ */
 int server_leader_start(struct server_leader *l, struct err *e);
 /* Stops; a leader revokes its lease so another takes over at once. NULL is a no-op. */
 void server_leader_free(struct server_leader *l);

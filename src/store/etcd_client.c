@@ -1,8 +1,8 @@
 /*
  * The etcd gRPC client (etcd_client.h). Each endpoint has one channel
- * with the method paths registered on it; a unary call is one batch (send
- * metadata + message + close, receive metadata + message + status) on
- * the calling thread's completion queue, plucked until it completes (its
+ * with the method paths registered on it; a unary call is one batch
+ * (csi/csi_unary.h: send metadata + message + close, receive metadata +
+ * message + status) on the calling thread's completion queue, plucked until it completes (its
  * deadline bounds the wait). The watch runs one call with a queue of its
  * own: another thread cancels it with grpc_call_cancel, which completes
  * the pending receive at once.
@@ -32,6 +32,7 @@
 #include <grpc/support/time.h>
 
 #include "csi/csi_client.h"
+#include "csi/csi_unary.h"
 #include "util/wipe.h"
 
 /* The largest answer of a unary call (a list page of big values) or one watch message. */
@@ -378,13 +379,12 @@ static bool etcd_not_sent(bool ready, grpc_status_code code, grpc_slice details)
 		 memcmp(GRPC_SLICE_START_PTR(details), etcd_says, sizeof(etcd_says) - 1) == 0);
 }
 
-static void etcd_metadata(grpc_op *op, bool read)
+/* The watch's initial metadata op: "hasleader" (etcd_client.h says why). */
+static void etcd_metadata(grpc_op *op)
 {
 	op->op = GRPC_OP_SEND_INITIAL_METADATA;
-	if (!read) {
-		op->data.send_initial_metadata.count = 1;
-		op->data.send_initial_metadata.metadata = &etcd_hasleader;
-	}
+	op->data.send_initial_metadata.count = 1;
+	op->data.send_initial_metadata.metadata = &etcd_hasleader;
 }
 
 /*
@@ -401,27 +401,16 @@ static grpc_slice etcd_pack(const ProtobufCMessage *m)
 	return s;
 }
 
-/* One unary call's batch and what it receives. */
-struct etcd_unary {
-	grpc_call *call;
-	grpc_byte_buffer *send, *recv;
-	grpc_metadata_array initial, trailing;
-	grpc_status_code status;
-	grpc_slice details;
-};
-
-/* Runs rpc with send on endpoint i; the outcome in u (released by the caller). */
+/* Runs rpc with msg on endpoint i; the outcome in u (released by the caller). */
 static int etcd_unary_run(struct etcd_client *c, size_t i, enum etcd_rpc rpc, grpc_slice msg,
-			  struct etcd_unary *u, bool *ready)
+			  struct csi_unary *u, bool *ready)
 {
 	grpc_completion_queue *cq = csi_grpc_thread_cq();
 	struct etcd_chan *ch = etcd_chan_get(c, i, ready);
 	gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
 					     gpr_time_from_millis(c->request_ms, GPR_TIMESPAN));
-	grpc_op ops[6];
 	grpc_event ev;
 
-	memset(ops, 0, sizeof(ops));
 	u->send = grpc_raw_byte_buffer_create(&msg, 1);
 	u->call =
 	    cq ? grpc_channel_create_registered_call(ch->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
@@ -430,36 +419,11 @@ static int etcd_unary_run(struct etcd_client *c, size_t i, enum etcd_rpc rpc, gr
 	etcd_chan_unref(ch); /* a call keeps its channel alive */
 	if (u->call == NULL)
 		return CSID_ENOMEM;
-	etcd_metadata(&ops[0], rpc == ETCD_RANGE);
-	ops[1].op = GRPC_OP_SEND_MESSAGE;
-	ops[1].data.send_message.send_message = u->send;
-	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
-	ops[3].data.recv_initial_metadata.recv_initial_metadata = &u->initial;
-	ops[4].op = GRPC_OP_RECV_MESSAGE;
-	ops[4].data.recv_message.recv_message = &u->recv;
-	ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	ops[5].data.recv_status_on_client.trailing_metadata = &u->trailing;
-	ops[5].data.recv_status_on_client.status = &u->status;
-	ops[5].data.recv_status_on_client.status_details = &u->details;
-	if (grpc_call_start_batch(u->call, ops, 6, u, NULL) != GRPC_CALL_OK)
+	if (csi_unary_start(u, &etcd_hasleader, rpc == ETCD_RANGE ? 0 : 1, 0, u) != GRPC_CALL_OK)
 		return CSID_EINTERNAL;
 	/* The call's deadline guarantees that this batch completes. */
 	ev = grpc_completion_queue_pluck(cq, u, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 	return ev.type == GRPC_OP_COMPLETE && ev.success ? 0 : CSID_EINTERNAL;
-}
-
-static void etcd_unary_release(struct etcd_unary *u)
-{
-	if (u->send)
-		grpc_byte_buffer_destroy(u->send);
-	if (u->recv)
-		grpc_byte_buffer_destroy(u->recv);
-	grpc_metadata_array_destroy(&u->initial);
-	grpc_metadata_array_destroy(&u->trailing);
-	grpc_slice_unref(u->details);
-	if (u->call)
-		grpc_call_unref(u->call);
 }
 
 int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMessage *req,
@@ -471,13 +435,11 @@ int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMe
 
 	*resp = NULL;
 	for (size_t k = 0; k < c->n; k++) {
-		struct etcd_unary u = {.status = GRPC_STATUS_UNKNOWN,
-				       .details = grpc_empty_slice()};
+		struct csi_unary u;
 		bool ready;
 
 		i = (first + k) % c->n;
-		grpc_metadata_array_init(&u.initial);
-		grpc_metadata_array_init(&u.trailing);
+		csi_unary_init(&u);
 		rc = etcd_unary_run(c, i, rpc, msg, &u, &ready);
 		if (rc) {
 			rc = err_set(e, rc, "etcd %s: the call could not be made", c->eps[i].url);
@@ -485,7 +447,7 @@ int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMe
 			bool retry = etcd_not_sent(ready, u.status, u.details);
 
 			rc = etcd_call_status(c->eps[i].url, u.status, u.details, e);
-			etcd_unary_release(&u);
+			csi_unary_release(&u);
 			if (retry)
 				continue;
 			/* Maybe sent: no retry, but the next call starts at the next endpoint. */
@@ -497,7 +459,7 @@ int etcd_client_call(struct etcd_client *c, enum etcd_rpc rpc, const ProtobufCMe
 			rc = err_set(e, CSID_EPROTO, "etcd %s: an answer that does not decode",
 				     c->eps[i].url);
 		}
-		etcd_unary_release(&u);
+		csi_unary_release(&u);
 		if (rc == 0)
 			atomic_store(&c->cur, i);
 		break;
@@ -565,7 +527,7 @@ static bool etcd_watch_open(struct etcd_watch_call *w)
 	grpc_op ops[3], st = {.op = GRPC_OP_RECV_STATUS_ON_CLIENT};
 
 	memset(ops, 0, sizeof(ops));
-	etcd_metadata(&ops[0], false);
+	etcd_metadata(&ops[0]);
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
 	ops[1].data.send_message.send_message = w->send;
 	ops[2].op = GRPC_OP_RECV_INITIAL_METADATA;

@@ -12,7 +12,10 @@
  * backend maps the index to the revision, conditions to Compare on
  * mod_revision, and the change log to a watch from a revision. Callers
  * rely on the order only: etcd's revisions also count writes outside the
- * store's prefix, so its indexes may skip values.
+ * store's prefix, so its indexes may skip values; and the etcd backend
+ * sends concurrent transactions that touch disjoint objects together, in
+ * one revision, so they may share an index (a transaction that returned
+ * before another began always has a smaller one).
  *
  * Transactions. store_txn() applies a list of puts and deletes atomically,
  * and only when every condition holds: a condition on an op asks that its
@@ -374,6 +377,15 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
  * false; the watch then resumes from the last revision it saw.
  */
 void store_etcd_pause_watch(struct store *s, bool pause);
+
+/*
+ * For tests: hold keeps every transaction of the etcd store queued (none
+ * is sent) until called again with false; the queued ones then go
+ * together, as many per etcd Txn as its limits allow (store_etcd_txn.c).
+ */
+void store_etcd_hold_txns(struct store *s, bool hold);
+/* How many transactions the etcd store took (*txns) and in how many etcd Txns it sent them. */
+void store_etcd_txn_stats(struct store *s, uint64_t *txns, uint64_t *calls);
 
 /*
  * For the fuzz target (test/fuzz/fuzz_etcd_answer.c): decodes data as the

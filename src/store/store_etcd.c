@@ -4,9 +4,10 @@
  * value the object's bytes. The store index is etcd's revision: an
  * object's create_index and modify_index are its key's create_revision
  * and mod_revision, a condition is a Compare on mod_revision (0: the key
- * does not exist), and a transaction is one etcd Txn whose revision is
- * the index it returns (store_etcd_txn.c). Leases and member records are
- * in store_etcd_lease.c.
+ * does not exist), and a transaction is one etcd Txn, or one nested Txn
+ * of a Txn that carries concurrent ones together, whose revision is the
+ * index it returns (store_etcd_txn.c). Leases and member records are in
+ * store_etcd_lease.c.
  *
  * Change log. One thread keeps a watch on the prefix, resumed after the
  * last revision it saw whenever the stream breaks, and appends every
@@ -50,7 +51,8 @@
  * Limits. etcd refuses a request over --max-request-bytes (1.5 MiB by
  * default) and a Txn of more than --max-txn-ops (128) compares or ops.
  * STORE_TXN_OPS_MAX is 128 and a transaction is one Txn (its compares,
- * its writes, and on failure one read per compare), so the op count fits.
+ * its writes, and on failure one read per compare), so the op count fits;
+ * transactions sent together stay within both limits (store_etcd_txn.c).
  *
  * Why etcd's native gRPC API rather than its JSON gateway. The store
  * first spoke the gateway (HTTP/1.1 and JSON through libcurl). Measured
@@ -694,6 +696,7 @@ static void etcd_close(struct store *st)
 	etcd_stream_fini(&s->stream);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->bmu);
 	etcd_free(s);
 }
 
@@ -770,7 +773,17 @@ int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struc
 	}
 	txn = etcdserverpb__txn_response__unpack(NULL, len, data);
 	if (txn) {
-		etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]), txn, &rev, e);
+		uint64_t hdr = txn->header ? etcd_rev(txn->header->revision) : 0;
+
+		etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]), txn, hdr, &rev, e);
+		/* And as the answer to a batch: each nested Txn's outcome. */
+		for (size_t i = 0; i < txn->n_responses; i++)
+			if (txn->responses[i] &&
+			    txn->responses[i]->response_case ==
+				ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_TXN &&
+			    txn->responses[i]->response_txn)
+				etcd_txn_outcome(ops, sizeof(ops) / sizeof(ops[0]),
+						 txn->responses[i]->response_txn, hdr, &rev, e);
 		etcdserverpb__txn_response__free_unpacked(txn, NULL);
 	}
 	watch = etcdserverpb__watch_response__unpack(NULL, len, data);
@@ -847,6 +860,8 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
 	}
 	etcd_stream_init(&s->stream);
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->bmu, NULL);
+	s->queue_tail = &s->queue;
 	if (clock_cond_init(&s->cond) != 0 ||
 	    pthread_create(&s->watcher, NULL, etcd_watch_main, s) != 0) {
 		store_notify_fini(&s->notify);

@@ -1,17 +1,33 @@
 /*
- * Transactions of the etcd store (store_etcd_int.h): a store transaction
- * is one etcd Txn. Each op with a condition adds a Compare on its key's
- * mod_revision (0: the key does not exist) and, to the failure branch, a
- * keys-only read of the key, so a conflict names the condition that
- * failed and what the key holds. A fenced transaction adds a Compare that
- * the election key's create_revision is still the fence (the leader's
- * term) and a read of it as the failure branch's last op.
+ * Transactions of the etcd store (store_etcd_int.h). Each op with a
+ * condition adds a Compare on its key's mod_revision (0: the key does not
+ * exist) and, to the failure branch, a keys-only read of the key, so a
+ * conflict names the condition that failed and what the key holds. A
+ * fenced transaction adds a Compare that the election key's
+ * create_revision is still the fence (the leader's term) and a read of it
+ * as the failure branch's last op.
  *
  * The request is built in one struct etcd_txn of arrays sized for its ops
  * (the generated protobuf-c types point at each other; nothing is copied)
  * and sized exactly before it is sent: a transaction over etcd's request
  * limit is refused here with CSID_ETOOBIG, since splitting it would break
  * its atomicity.
+ *
+ * Coalescing. etcd's CPU per Txn is mostly its fixed price (a raft entry,
+ * a WAL write, a backend commit, a watch event batch), so concurrent
+ * transactions share Txns: at most ETCD_TXN_INFLIGHT (one) are in
+ * flight, and the transactions that come meanwhile wait in a queue and go
+ * together in the next one, each a nested Txn of an outer Txn without compares (etcd
+ * 3.3 on). Each nested Txn's compares decide its own branch, evaluated on
+ * the state before the outer Txn, so one caller's failed condition fails
+ * no other; every change of the batch gets one revision, which each
+ * caller gets as its index (store.h allows that: only the order counts).
+ * A batch never holds two transactions that write the same key (etcd
+ * refuses that, and the second's conditions would be checked against the
+ * state before the first), and it stays within etcd's limits: the
+ * request size, and the op count, which etcd checks on the outer Txn and
+ * on each nested one against what its parent leaves. A lone caller sends
+ * its Txn as it is, at once.
  */
 #include "store/store_etcd_int.h"
 
@@ -219,14 +235,14 @@ void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t 
 }
 
 int etcd_txn_outcome(const struct store_op *ops, size_t n, const Etcdserverpb__TxnResponse *resp,
-		     uint64_t *rev, struct err *e)
+		     uint64_t hdr, uint64_t *rev, struct err *e)
 {
 	*rev = 0;
 	if (!resp->succeeded)
 		return etcd_txn_conflict(ops, n, resp, e);
 	if (!etcd_txn_changed(ops, n, resp))
 		return 0;
-	*rev = resp->header ? etcd_rev(resp->header->revision) : 0;
+	*rev = hdr;
 	if (*rev == 0)
 		return err_set(e, CSID_EPROTO, "store txn: etcd's answer carries no revision");
 	return 0;
@@ -241,56 +257,234 @@ static bool etcd_txn_fenced_off(const Etcdserverpb__TxnResponse *resp, uint64_t 
 	return (kv ? etcd_rev(kv->create_revision) : 0) != fence;
 }
 
-/* Sends the Txn of ops; *out its answer. */
-static int etcd_txn_send(struct store_etcd *s, uint64_t fence, const struct store_op *ops, size_t n,
-			 Etcdserverpb__TxnResponse **out, struct err *e)
-{
+/*
+ * One caller's transaction on its way: its Txn (built by the caller), and
+ * what the thread that sent it found (rc, err, rev). Lives on the
+ * caller's stack; queued in s->queue until a sender takes it.
+ */
+struct etcd_pending {
+	struct etcd_pending *next;
+	const struct store_op *ops;
+	size_t n;
+	uint64_t fence;
 	struct etcd_txn t;
-	size_t size;
-	int rc = etcd_txn_build(s, ops, n, fence, &t);
+	size_t size; /* t.req's packed size */
+	size_t opc; /* etcd's count of it: the most of its compares, success and failure ops */
+	pthread_cond_t cond; /* done, or it may send */
+	bool done;
+	int rc;
+	uint64_t rev;
+	struct err err;
+};
 
-	*out = NULL;
-	if (rc) {
-		etcd_txn_free(&t);
-		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
+/* A batch wraps each Txn in a RequestOp of the outer Txn's success: at most this much more. */
+#define ETCD_BATCH_WRAP 12
+/* Room left in a batch under etcd's request limit for what etcd adds to it (its raft header). */
+#define ETCD_BATCH_SLACK 1024
+
+/* Reads the answer r of p's Txn (revision hdr) into p: its outcome, the fence, the cache. */
+static void etcd_pending_finish(struct store_etcd *s, struct etcd_pending *p,
+				const Etcdserverpb__TxnResponse *r, uint64_t hdr)
+{
+	if (p->fence != 0 && !r->succeeded && etcd_txn_fenced_off(r, p->fence)) {
+		p->rc =
+		    err_set(&p->err, CSID_EPRECOND,
+			    "fenced: the election term %llu is over; this server no longer leads",
+			    (unsigned long long)p->fence);
+		return;
 	}
-	size = protobuf_c_message_get_packed_size(&t.req.base);
-	if (size > s->request_max) {
-		etcd_txn_free(&t);
-		return err_set(e, CSID_ETOOBIG,
-			       "store txn: %zu bytes, over etcd's request limit of %zu bytes "
-			       "(--max-request-bytes)",
-			       size, s->request_max);
+	p->rc = etcd_txn_outcome(p->ops, p->n, r, hdr, &p->rev, &p->err);
+	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
+	if (p->rc == CSID_ECONFLICT)
+		etcd_cache_forget(s, p->ops, p->n, hdr);
+}
+
+/* Whether p writes a key that one of b[0..k) writes too (etcd refuses that in one Txn). */
+static bool etcd_batch_overlaps(struct etcd_pending *const *b, size_t k,
+				const struct etcd_pending *p)
+{
+	for (size_t i = 0; i < k; i++)
+		for (size_t x = 0; x < b[i]->n; x++)
+			for (size_t y = 0; y < p->n; y++)
+				if (strcmp(b[i]->t.keys[x], p->t.keys[y]) == 0)
+					return true;
+	return false;
+}
+
+/*
+ * Takes from the queue (bmu held), oldest first, the transactions that go
+ * together into one Txn within etcd's limits: its first always; then each
+ * that writes no key another one does, while the outer Txn's op count
+ * (one per transaction, plus the largest inner count: etcd checks a
+ * nested Txn against what its parent leaves), the sum of their ops and
+ * the request's size stay within STORE_TXN_OPS_MAX and the request limit.
+ * The others stay queued for the next batch. Returns how many, in b.
+ */
+static size_t etcd_batch_take(struct store_etcd *s, struct etcd_pending **b)
+{
+	struct etcd_pending **pp = &s->queue;
+	size_t k = 0, ops = 0, opc = 0, size = 0;
+
+	while (*pp != NULL && k < STORE_TXN_OPS_MAX) {
+		struct etcd_pending *p = *pp;
+		size_t popc = p->opc > opc ? p->opc : opc;
+
+		if (k > 0 &&
+		    (k + 1 + popc > STORE_TXN_OPS_MAX || ops + p->n > STORE_TXN_OPS_MAX ||
+		     size + p->size + ETCD_BATCH_WRAP + ETCD_BATCH_SLACK > s->request_max ||
+		     etcd_batch_overlaps(b, k, p))) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		p->next = NULL;
+		b[k++] = p;
+		ops += p->n;
+		opc = popc;
+		size += p->size + ETCD_BATCH_WRAP;
 	}
-	rc = etcd_client_call(s->c, ETCD_TXN, &t.req.base, (ProtobufCMessage **)out, e);
-	etcd_txn_free(&t);
-	return rc ? err_wrap(e, "store txn") : 0;
+	if (s->queue == NULL)
+		s->queue_tail = &s->queue;
+	else
+		for (s->queue_tail = &s->queue; *s->queue_tail;
+		     s->queue_tail = &(*s->queue_tail)->next)
+			;
+	return k;
+}
+
+/*
+ * Sends b[0..k) as one Txn and finishes each: one transaction goes as it
+ * is; several go as the success branch of an outer Txn without compares,
+ * each its own nested Txn (its compares decide its branch alone), so they
+ * share one raft entry and one revision and each gets its own outcome.
+ */
+static void etcd_batch_send(struct store_etcd *s, struct etcd_pending *const *b, size_t k)
+{
+	Etcdserverpb__TxnRequest outer = ETCDSERVERPB__TXN_REQUEST__INIT;
+	Etcdserverpb__RequestOp *wrap = NULL, **wrapp = NULL;
+	const ProtobufCMessage *req = &b[0]->t.req.base;
+	Etcdserverpb__TxnResponse *resp = NULL;
+	struct err e;
+	uint64_t hdr;
+	int rc = 0;
+
+	if (k > 1) {
+		wrap = calloc(k, sizeof(*wrap));
+		wrapp = calloc(k, sizeof(*wrapp));
+		if (!wrap || !wrapp)
+			rc = err_set(&e, CSID_ENOMEM, "etcd: out of memory");
+		for (size_t i = 0; !rc && i < k; i++) {
+			wrap[i] = (Etcdserverpb__RequestOp)ETCDSERVERPB__REQUEST_OP__INIT;
+			wrap[i].request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_TXN;
+			wrap[i].request_txn = &b[i]->t.req;
+			wrapp[i] = &wrap[i];
+		}
+		outer.n_success = k;
+		outer.success = wrapp;
+		req = &outer.base;
+	}
+	if (rc == 0)
+		rc = etcd_client_call(s->c, ETCD_TXN, req, (ProtobufCMessage **)&resp, &e);
+	if (rc)
+		err_wrap(&e, "store txn");
+	if (rc == 0 && k > 1 && resp->n_responses != k)
+		rc = err_set(&e, CSID_EPROTO, "store txn: etcd answered %zu of %zu transactions",
+			     resp->n_responses, k);
+	for (size_t i = 0; rc == 0 && k > 1 && i < k; i++)
+		if (resp->responses[i] == NULL ||
+		    resp->responses[i]->response_case !=
+			ETCDSERVERPB__RESPONSE_OP__RESPONSE_RESPONSE_TXN ||
+		    resp->responses[i]->response_txn == NULL)
+			rc = err_set(
+			    &e, CSID_EPROTO,
+			    "store txn: etcd's answer to a batch is not one of transactions");
+	hdr = resp && resp->header ? etcd_rev(resp->header->revision) : 0;
+	for (size_t i = 0; i < k; i++) {
+		if (rc) {
+			b[i]->rc = rc;
+			b[i]->err = e;
+		} else {
+			etcd_pending_finish(s, b[i],
+					    k > 1 ? resp->responses[i]->response_txn : resp, hdr);
+		}
+	}
+	if (resp)
+		protobuf_c_message_free_unpacked(&resp->base, NULL);
+	free(wrap);
+	free(wrapp);
+}
+
+/*
+ * Queues p and waits for its outcome. Up to ETCD_TXN_INFLIGHT Txns are in
+ * flight at once; a caller that finds a free slot sends what is queued
+ * (itself at least) at once, so a lone writer waits for nobody, and
+ * callers that come while every slot is busy go together in the next,
+ * sent by the oldest of them when a slot frees.
+ */
+static void etcd_pending_run(struct store_etcd *s, struct etcd_pending *p)
+{
+	struct etcd_pending *b[STORE_TXN_OPS_MAX];
+
+	pthread_mutex_lock(&s->bmu);
+	*s->queue_tail = p;
+	s->queue_tail = &p->next;
+	s->queued++;
+	while (!p->done) {
+		size_t k;
+
+		if (s->inflight >= ETCD_TXN_INFLIGHT || s->held || s->queue == NULL) {
+			pthread_cond_wait(&p->cond, &s->bmu);
+			continue;
+		}
+		k = etcd_batch_take(s, b);
+		s->inflight++;
+		s->calls++;
+		pthread_mutex_unlock(&s->bmu);
+		etcd_batch_send(s, b, k);
+		pthread_mutex_lock(&s->bmu);
+		s->inflight--;
+		for (size_t i = 0; i < k; i++) {
+			b[i]->done = true;
+			if (b[i] != p)
+				pthread_cond_signal(&b[i]->cond);
+		}
+		/* The slot is free: the oldest queued one sends next (unless that is us). */
+		if (s->queue && s->queue != p && !s->held)
+			pthread_cond_signal(&s->queue->cond);
+	}
+	pthread_mutex_unlock(&s->bmu);
 }
 
 /* A transaction; with fence (nonzero) conditioned on the election key too. */
 static int etcd_txn_run(struct store_etcd *s, uint64_t fence, const struct store_op *ops, size_t n,
 			uint64_t *index, struct err *e)
 {
-	Etcdserverpb__TxnResponse *resp;
+	struct etcd_pending p = {.ops = ops, .n = n, .fence = fence};
 	uint64_t rev;
-	int rc = etcd_txn_send(s, fence, ops, n, &resp, e);
+	int rc = etcd_txn_build(s, ops, n, fence, &p.t);
 
-	if (rc)
-		return rc;
-	if (fence != 0 && !resp->succeeded && etcd_txn_fenced_off(resp, fence)) {
-		protobuf_c_message_free_unpacked(&resp->base, NULL);
-		return err_set(
-		    e, CSID_EPRECOND,
-		    "fenced: the election term %llu is over; this server no longer leads",
-		    (unsigned long long)fence);
+	if (rc) {
+		etcd_txn_free(&p.t);
+		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 	}
-	rc = etcd_txn_outcome(ops, n, resp, &rev, e);
-	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
-	if (rc == CSID_ECONFLICT)
-		etcd_cache_forget(s, ops, n, resp->header ? etcd_rev(resp->header->revision) : 0);
-	protobuf_c_message_free_unpacked(&resp->base, NULL);
-	if (rc)
-		return rc;
+	p.size = protobuf_c_message_get_packed_size(&p.t.req.base);
+	if (p.size > s->request_max) {
+		etcd_txn_free(&p.t);
+		return err_set(e, CSID_ETOOBIG,
+			       "store txn: %zu bytes, over etcd's request limit of %zu bytes "
+			       "(--max-request-bytes)",
+			       p.size, s->request_max);
+	}
+	p.opc = p.t.req.n_compare > n ? p.t.req.n_compare : n;
+	pthread_cond_init(&p.cond, NULL);
+	etcd_pending_run(s, &p);
+	pthread_cond_destroy(&p.cond);
+	etcd_txn_free(&p.t);
+	if (p.rc) {
+		*e = p.err;
+		return p.rc;
+	}
+	rev = p.rev;
 	if (rev == 0) {
 		rev = store_notify_index(&s->notify);
 	} else if (store_notify_wait(&s->notify, rev - 1, s->request_ms) < rev) {
@@ -302,6 +496,27 @@ static int etcd_txn_run(struct store_etcd *s, uint64_t fence, const struct store
 	if (index != NULL)
 		*index = rev;
 	return 0;
+}
+
+void store_etcd_hold_txns(struct store *st, bool hold)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+
+	pthread_mutex_lock(&s->bmu);
+	s->held = hold;
+	if (!hold && s->queue && s->inflight < ETCD_TXN_INFLIGHT)
+		pthread_cond_signal(&s->queue->cond);
+	pthread_mutex_unlock(&s->bmu);
+}
+
+void store_etcd_txn_stats(struct store *st, uint64_t *txns, uint64_t *calls)
+{
+	struct store_etcd *s = (struct store_etcd *)st;
+
+	pthread_mutex_lock(&s->bmu);
+	*txns = s->queued;
+	*calls = s->calls;
+	pthread_mutex_unlock(&s->bmu);
 }
 
 int etcd_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index, struct err *e)

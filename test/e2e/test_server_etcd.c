@@ -10,7 +10,9 @@
  * stored value the server cannot decode is refused for that volume alone,
  * naming it, while the others are served; on a three-member etcd that
  * loses two members, the API answers 503 saying the store has no quorum,
- * and works again by itself when they return, nothing acknowledged lost.
+ * and works again by itself when they return, nothing acknowledged lost;
+ * a second server with the first's server-id (a copied data_dir) refuses
+ * to start, naming the first.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -45,16 +47,20 @@ struct fixture {
 	struct csictl_run r;
 };
 
-/* Writes the config of s: its store on etcd at url, or SQLite (url NULL). */
-static int write_config_of(struct fixture *f, struct server_proc *s, const char *url)
+/*
+ * Writes the config of s: its store on etcd at url, or SQLite (url NULL);
+ * extra (or NULL): more keys, each followed by a comma.
+ */
+static int write_config_extra(struct fixture *f, struct server_proc *s, const char *url,
+			      const char *extra)
 {
-	char cfg[1024], store[256] = "";
+	char cfg[1024], store[384] = "";
 
 	if (url)
 		snprintf(store, sizeof(store),
 			 " \"store\": \"etcd\", \"etcd\": {\"endpoints\": [\"%s\"], \"prefix\":"
-			 " \"" PREFIX "\", \"dial_timeout\": \"500ms\"},",
-			 url);
+			 " \"" PREFIX "\", \"dial_timeout\": \"500ms\"},%s",
+			 url, extra ? extra : "");
 	snprintf(
 	    cfg, sizeof(cfg),
 	    "{\"data_dir\": \"@DIR@/d\", \"listen\": \"@ADDR@\", \"backoff_min\": \"10ms\","
@@ -62,6 +68,11 @@ static int write_config_of(struct fixture *f, struct server_proc *s, const char 
 	    "\", \"socket\": \"%s\"}]}",
 	    store, f->hp.endpoint + strlen("unix://"));
 	return server_proc_write_config(s, cfg, NULL);
+}
+
+static int write_config_of(struct fixture *f, struct server_proc *s, const char *url)
+{
+	return write_config_extra(f, s, url, NULL);
 }
 
 static int write_config(struct fixture *f, const char *url)
@@ -164,6 +175,73 @@ static void test_restart_keeps_state(void **state)
 	assert_true(
 	    server_proc_wait_doc(&f->s, "/v1/volume/data", server_proc_volume_freed, WAIT_MS));
 	free(external);
+}
+
+/* A member list that names the server of the first server's address (its record is there). */
+static const char *dup_addr;
+
+static bool lists_dup(json_t *doc)
+{
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(doc, "members"), i, m)
+	{
+		if (jstr(m, "address") && strcmp(jstr(m, "address"), dup_addr) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Two servers with one server-id on one store (the second's data_dir a
+ * copy of the first's, as on a cloned machine image): the second refuses
+ * to start, naming the first's address, and the first goes on. The first,
+ * killed and started again at once, starts at once, although the record
+ * of its killed process lives on for the lease TTL (30 s here): that
+ * process is known dead.
+ */
+static void test_duplicate_server_id(void **state)
+{
+	struct fixture *f = *state;
+	/* Records every half second; a lease that outlives the test's waits. */
+	const char *ttl = " \"leader_ttl\": \"30s\", \"node_ttl\": \"2s\",";
+	char path[SERVER_PROC_PATH + 16], id[160];
+	json_t *v = NULL;
+	FILE *fp;
+	size_t n;
+	int st;
+
+	assert_int_equal(write_config_extra(f, &f->s, f->etcd.url, ttl), 0);
+	assert_int_equal(write_config_extra(f, &f->old, f->etcd.url, ttl), 0);
+	start_server(f);
+	dup_addr = f->s.addr;
+	assert_true(server_proc_wait_doc(&f->s, "/v1/status/members", lists_dup, WAIT_MS));
+	/* The copy: the first's server-id in the second's data_dir. */
+	snprintf(path, sizeof(path), "%s/server-id", f->s.data_dir);
+	assert_non_null(fp = fopen(path, "r"));
+	n = fread(id, 1, sizeof(id), fp);
+	fclose(fp);
+	assert_true(n > 0 && n < sizeof(id));
+	assert_int_equal(mkdir(f->old.data_dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/server-id", f->old.data_dir);
+	assert_non_null(fp = fopen(path, "w"));
+	assert_int_equal(fwrite(id, 1, n, fp), n);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(server_proc_start(&f->old), 0);
+	st = server_proc_stop(&f->old, 0, WAIT_MS);
+	assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	if (!server_proc_log_has(&f->old, "in use by the live server at") ||
+	    !server_proc_log_has(&f->old, f->s.addr)) {
+		server_proc_dump_log(&f->old, "duplicate");
+		fail_msg("the second server did not name the first");
+	}
+	assert_int_equal(server_proc_http(&f->s, "GET", "/v1/status/health", NULL, &v), 200);
+	json_decref(v);
+	server_proc_stop(&f->s, SIGKILL, WAIT_MS);
+	start_server(f);
+	assert_true(server_proc_log_has(&f->s, "previous process, which is gone"));
+	assert_true(server_proc_wait_doc(&f->s, "/v1/status/members", lists_dup, WAIT_MS));
 }
 
 /* Runs csictl against server s with args (NULL-terminated). */
@@ -445,6 +523,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_etcd_not_running, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_leader_compacts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_quorum, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_duplicate_server_id, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
