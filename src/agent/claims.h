@@ -85,8 +85,12 @@
 #define CLAIMS_SERVER_WAIT_MS 30000
 /* The wait of one blocking query of the volume, and of the claim that waits. */
 #define CLAIMS_BLOCK_WAIT "5s"
-/* The query of the claim that waits for the publication and answers the node-stage data. */
-#define CLAIMS_CLAIM_WAIT "?wait=" CLAIMS_BLOCK_WAIT "&node_stage=true"
+/*
+ * The query of the claim that waits for the publication and answers the
+ * node-stage data, with the volume as this node needs it (view=node: an
+ * older server ignores it and answers the whole volume, which does too).
+ */
+#define CLAIMS_CLAIM_WAIT "?wait=" CLAIMS_BLOCK_WAIT "&node_stage=true&view=node"
 /* Pauses between tries of an unanswered request (ms). */
 #define CLAIMS_RETRY_MIN_MS 200
 #define CLAIMS_RETRY_MAX_MS 3000
