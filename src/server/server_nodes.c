@@ -370,6 +370,27 @@ static void server_instance_look(void *arg, const struct model_node *n)
 	l->down = n->status == MODEL_NODE_DOWN;
 }
 
+/*
+ * The check's look at node_id's record read from the store itself: when
+ * the cache cannot be built (another node's record does not decode), a
+ * node's own requests still pass on its own record.
+ */
+static int server_instance_read(struct server *s, const char *node_id,
+				struct server_instance_look *l, struct err *e)
+{
+	struct model_node *n = NULL;
+	struct arena *a = arena_new();
+	int rc;
+
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_get_node(s, node_id, a, &n, e);
+	if (rc == 0)
+		server_instance_look(l, n);
+	arena_free(a);
+	return rc;
+}
+
 int server_node_instance_check(struct server *s, const char *node_id, const char *instance,
 			       const char *what, bool live, struct err *e)
 {
@@ -382,6 +403,10 @@ int server_node_instance_check(struct server *s, const char *node_id, const char
 	model_node_instance_tag(instance, tag);
 	/* The cached record: every claim, release and node-stage read of an agent passes here. */
 	rc = server_plugins_node_use(s, node_id, server_instance_look, &l, e);
+	if (rc) {
+		err_clear(e);
+		rc = server_instance_read(s, node_id, &l, e);
+	}
 	if (rc == 0 && !l.found)
 		rc = CSID_ENOTFOUND;
 	if (rc == CSID_ENOTFOUND) {
