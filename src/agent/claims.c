@@ -63,10 +63,14 @@ int claims_server_try(struct claims *c, const char *method, const char *path, js
 	int64_t deadline = clock_now_ms(c->clock) + (patient ? CLAIMS_SERVER_WAIT_MS : 0);
 	int64_t pause = CLAIMS_RETRY_MIN_MS;
 	struct claims_client *cl = c->cfg.client;
+	json_t *ignored = NULL;
 	char *text = NULL;
 	long status = 0;
+	bool want = doc != NULL;
 	int rc;
 
+	if (!want)
+		doc = &ignored;
 	*doc = NULL;
 	if (!cl)
 		return err_set(e, CSID_EPRECOND,
@@ -74,8 +78,9 @@ int claims_server_try(struct claims *c, const char *method, const char *path, js
 	if (body && !(text = json_dumps(body, JSON_COMPACT)))
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	for (;;) {
-		rc = claims_stopping(c) ? err_set(e, CSID_EUNAVAIL, "the agent is stopping")
-					: cl->request(cl, method, path, text, &status, doc, e);
+		rc = claims_stopping(c)
+			 ? err_set(e, CSID_EUNAVAIL, "the agent is stopping")
+			 : cl->request(cl, method, path, text, want, &status, doc, e);
 		if (rc != CSID_EUNAVAIL || clock_now_ms(c->clock) + pause > deadline ||
 		    claims_stopping(c))
 			break;
@@ -94,6 +99,8 @@ int claims_server_try(struct claims *c, const char *method, const char *path, js
 		json_decref(*doc);
 		*doc = NULL;
 	}
+	if (!want)
+		json_decref(ignored);
 	return rc;
 }
 

@@ -85,8 +85,12 @@
 #define CLAIMS_SERVER_WAIT_MS 30000
 /* The wait of one blocking query of the volume, and of the claim that waits. */
 #define CLAIMS_BLOCK_WAIT "5s"
-/* The query of the claim that waits for the publication and answers the node-stage data. */
-#define CLAIMS_CLAIM_WAIT "?wait=" CLAIMS_BLOCK_WAIT "&node_stage=true"
+/*
+ * The query of the claim that waits for the publication and answers the
+ * node-stage data, with the volume as this node needs it (view=node: an
+ * older server ignores it and answers the whole volume, which does too).
+ */
+#define CLAIMS_CLAIM_WAIT "?wait=" CLAIMS_BLOCK_WAIT "&node_stage=true&view=node"
 /* Pauses between tries of an unanswered request (ms). */
 #define CLAIMS_RETRY_MIN_MS 200
 #define CLAIMS_RETRY_MAX_MS 3000
@@ -105,14 +109,16 @@
  * once in order until one answers; 0 with *status (the HTTP status) and
  * *doc (the answer's JSON, NULL when it had none; the caller frees it),
  * or CSID_EUNAVAIL with e set when no server answered (a 5xx counts as
- * none). body: JSON text or NULL. A node-stage answer holds secrets: the
+ * none). want_ok false: the caller needs only the status of a 2xx answer,
+ * whose body a client may leave unparsed (*doc NULL); any other answer is
+ * parsed as always. body: JSON text or NULL. A node-stage answer holds secrets: the
  * client wipes its copy of the bytes. cancel: requests in flight and to
  * come give up at once with CSID_EUNAVAIL (the agent stops). Both are
  * thread-safe.
  */
 struct claims_client {
 	int (*request)(struct claims_client *c, const char *method, const char *path,
-		       const char *body, long *status, json_t **doc, struct err *e);
+		       const char *body, bool want_ok, long *status, json_t **doc, struct err *e);
 	void (*cancel)(struct claims_client *c);
 };
 

@@ -54,8 +54,8 @@ static struct curl_slist *claims_http_secret_header(struct curl_slist *hdrs, con
 
 /* One request to one server: 0 with *status and *doc (NULL when no JSON), or CSID_EUNAVAIL. */
 static int claims_http_once(struct claims_http *h, const char *base, const char *method,
-			    const char *path, const char *body, long *status, json_t **doc,
-			    struct err *e)
+			    const char *path, const char *body, bool want_ok, long *status,
+			    json_t **doc, struct err *e)
 {
 	struct strbuf ans = {.max = CLAIMS_HTTP_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
@@ -94,7 +94,8 @@ static int claims_http_once(struct claims_http *h, const char *base, const char 
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-	if (ans.len)
+	/* A success whose body is not wanted is not parsed (a release's: the whole volume). */
+	if (ans.len && (want_ok || *status < 200 || *status > 299))
 		*doc = json_loadb(ans.p, ans.len, 0, NULL);
 	if (*status >= 500) {
 		const char *msg = json_string_value(json_object_get(*doc, "error"));
@@ -115,7 +116,8 @@ out:
 }
 
 static int claims_http_request(struct claims_client *cl, const char *method, const char *path,
-			       const char *body, long *status, json_t **doc, struct err *e)
+			       const char *body, bool want_ok, long *status, json_t **doc,
+			       struct err *e)
 {
 	struct claims_http *h = (struct claims_http *)cl;
 	int rc = CSID_EUNAVAIL;
@@ -125,7 +127,8 @@ static int claims_http_request(struct claims_client *cl, const char *method, con
 	for (size_t i = 0; i < h->nservers && rc == CSID_EUNAVAIL; i++) {
 		if (__atomic_load_n(&h->cancelled, __ATOMIC_ACQUIRE))
 			return err_set(e, CSID_EUNAVAIL, "the agent is stopping");
-		rc = claims_http_once(h, h->servers[i], method, path, body, status, doc, e);
+		rc =
+		    claims_http_once(h, h->servers[i], method, path, body, want_ok, status, doc, e);
 	}
 	return rc;
 }

@@ -91,7 +91,8 @@ void claims_pause_until(struct claims *c, int64_t until);
 
 /*
  * The request of claims_server_request; patient false: each server tried
- * once, no retry.
+ * once, no retry. doc NULL: the answer of a success is not wanted (nor
+ * parsed).
  */
 int claims_server_try(struct claims *c, const char *method, const char *path, json_t *body,
 		      bool patient, json_t **doc, struct err *e);

@@ -5,7 +5,11 @@
  * after a crash the row says which RPC may have been in flight.
  *
  *   from          allowed next states
- *   new           staging (stage needed), staged (no stage, or already staged)
+ *   new           mounting (stage needed), publishing (no stage, or already
+ *                 staged); staging, staged (written by older agents)
+ *   mounting      published (OK, or adopted), unstaging-unconfirmed (stage
+ *                 failed), unpublishing (stage OK, publish failed),
+ *                 unpublishing-unconfirmed (rollback, stage unknown)
  *   staging       publishing (stage OK, publish about to be sent), staged
  *                 (stage OK), unstaging-unconfirmed (stage failed or rolled
  *                 back)
@@ -16,12 +20,20 @@
  *   unstaging     gone
  *   unstaging-unconfirmed
  *                 gone
+ *   unpublishing-unconfirmed
+ *                 unstaging-unconfirmed (last user), gone
  *
- * staging -> publishing is the one write between the two RPCs of a mount:
- * "the stage is done" and "the publish may be in flight" are recorded
- * together, before NodePublish is sent, so what recovery reads is the
- * same as after staged -> publishing (the stage is done, the publish may
- * have happened), one commit earlier.
+ * A mount is two commits: the row is inserted as mounting (or publishing)
+ * before the first RPC, and becomes published after the last. mounting
+ * says "the staging reference is taken; NodeStage, then NodePublish, may
+ * be in flight": recovery adopts it when its target is mounted (the
+ * publish, and so the stage, completed) and otherwise rolls it back
+ * through unpublishing-unconfirmed (NodeUnpublish, then NodeUnstage as for
+ * a stage never confirmed). A mount that fails in flight knows which RPC
+ * failed and goes on from what it knows: unstaging-unconfirmed when the
+ * stage failed, unpublishing when the publish did. staging and staged
+ * (with staging -> publishing) are the older agents' three-commit mount,
+ * still recovered and rolled back as before.
  *
  * unstaging-unconfirmed is the rollback of a stage that was never
  * confirmed: like unstaging, but when nothing is mounted at the staging
@@ -58,6 +70,8 @@ enum mount_state {
 	MOUNT_STATE_UNPUBLISHING, /* NodeUnpublishVolume may be in flight */
 	MOUNT_STATE_UNSTAGING, /* NodeUnstageVolume may be in flight (last user) */
 	MOUNT_STATE_UNSTAGING_UNCONFIRMED, /* the same, for a stage never confirmed */
+	MOUNT_STATE_MOUNTING, /* NodeStage, then NodePublish, may be in flight */
+	MOUNT_STATE_UNPUBLISHING_UNCONFIRMED, /* NodeUnpublish in flight, stage never confirmed */
 	MOUNT_STATE_GONE, /* row deleted */
 	MOUNT_STATE_COUNT_
 };

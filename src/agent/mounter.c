@@ -2,12 +2,15 @@
  * The volume mounter: drives NodeStage/NodePublish and NodeUnpublish/
  * NodeUnstage for allocations, one durable record per (volume, alloc).
  *
- * Going up, a record is inserted before the first RPC (staging, or staged
- * when the staging path is already staged by another allocation or the
- * plugin has no STAGE_UNSTAGE), so the staging reference exists before
- * staging; then publishing before NodePublish (from staging directly:
- * one write says both "staged" and "publish may be in flight") and
- * published after it. A mount and unmount cycle is six commits.
+ * Going up, a record is inserted before the first RPC (mounting, or
+ * publishing when the staging path is already staged by another
+ * allocation or the plugin has no STAGE_UNSTAGE), so the staging
+ * reference exists before staging, and becomes published after the last
+ * RPC: a mount is two commits, an intent and a result (mount_store.h says
+ * what recovery makes of mounting). A failed stage or publish goes on
+ * from what this call saw (unstaging-unconfirmed after a failed stage,
+ * unpublishing after a failed publish), so a rollback sends the RPCs the
+ * three-commit mount sent.
  * Going down (unmount, rollback, recovery) one function, mounter_down(),
  * takes a record from any state to gone: unpublishing before
  * NodeUnpublish, then unstaging before NodeUnstage only when no other
@@ -409,11 +412,13 @@ static int mounter_drop_stage_ref(struct mounter *m, struct mount_record *r, boo
 {
 	bool last = false;
 	int rc = mounter_last_user(m, r, &last, e);
+	enum mount_state unstage = r->state == MOUNT_STATE_UNPUBLISHING_UNCONFIRMED
+				       ? MOUNT_STATE_UNSTAGING_UNCONFIRMED
+				       : MOUNT_STATE_UNSTAGING;
 
 	*last_out = last;
 	if (rc == 0)
-		rc = mount_store_transition(m->store, r,
-					    last ? MOUNT_STATE_UNSTAGING : MOUNT_STATE_GONE, e);
+		rc = mount_store_transition(m->store, r, last ? unstage : MOUNT_STATE_GONE, e);
 	return rc;
 }
 
@@ -444,11 +449,18 @@ int mounter_down(struct mounter *m, const struct mounter_plugin *p, struct mount
 			rc = mounter_drop_stage_ref(m, r, &last, e);
 			decided = true;
 			break;
+		case MOUNT_STATE_MOUNTING:
+			/* Neither RPC confirmed: the publish is undone first, the stage as
+			 * unconfirmed. */
+			rc = mount_store_transition(m->store, r,
+						    MOUNT_STATE_UNPUBLISHING_UNCONFIRMED, e);
+			break;
 		case MOUNT_STATE_PUBLISHING:
 		case MOUNT_STATE_PUBLISHED:
 			rc = mount_store_transition(m->store, r, MOUNT_STATE_UNPUBLISHING, e);
 			break;
 		case MOUNT_STATE_UNPUBLISHING:
+		case MOUNT_STATE_UNPUBLISHING_UNCONFIRMED:
 			rc = mounter_unpublish_rpc(m, p, r, e);
 			if (rc == 0)
 				rc = mounter_drop_stage_ref(m, r, &last, e);
@@ -633,16 +645,21 @@ void mounter_log(enum log_level level, const char *msg, const struct mount_recor
 }
 
 /*
- * Rolls back a failed mount; the original error in e is kept, a rollback
- * failure logged. A rollback that is done also removes the target's
+ * Rolls back a failed mount, a mounting record first to from (the state
+ * that what failed says it is in); the original error in e is kept, a
+ * rollback failure logged. A rollback that is done also removes the target's
  * parent (per-alloc/<alloc>/<volume>) and, when empty, the allocation's
  * directory: nothing of a mount that failed stays on the node.
  */
 static void mounter_rollback(struct mounter *m, const struct mounter_plugin *p,
-			     struct mount_record *r)
+			     struct mount_record *r, enum mount_state from)
 {
 	struct err re;
 
+	err_clear(&re);
+	/* What this call saw first; when that write fails, mounter_down goes the long way. */
+	if (r->state == MOUNT_STATE_MOUNTING)
+		mount_store_transition(m->store, r, from, &re);
 	err_clear(&re);
 	if (mounter_down(m, p, r, &re) != 0) {
 		mounter_log(LOG_WARN, "mount rollback incomplete, left for retry", r, re.msg);
@@ -674,28 +691,27 @@ static int mounter_up(struct mounter *m, const struct mounter_plugin *p,
 					     &staged, e);
 	if (rc != 0)
 		return rc;
-	/* The reference on the staging path (this row) is taken before staging. */
-	rc = mount_store_transition(
-	    m->store, r,
-	    (r->staging_path != NULL && staged == 0) ? MOUNT_STATE_STAGING : MOUNT_STATE_STAGED, e);
+	/* The intent: the reference on the staging path (this row) is taken before staging. */
+	rc = mount_store_transition(m->store, r,
+				    (r->staging_path != NULL && staged == 0)
+					? MOUNT_STATE_MOUNTING
+					: MOUNT_STATE_PUBLISHING,
+				    e);
 	if (rc != 0)
 		return rc;
-	if (r->state == MOUNT_STATE_STAGING) {
+	if (r->state == MOUNT_STATE_MOUNTING) {
 		rc = mount_rpc_stage(p, m->timeout_ms, r, req, e);
 		if (rc != 0) {
-			mounter_rollback(m, p, r);
+			mounter_rollback(m, p, r, MOUNT_STATE_UNSTAGING_UNCONFIRMED);
 			return rc;
 		}
 	}
-	/* From staging, "staged" and "publish may be in flight" are one write. */
-	rc = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHING, e);
-	if (rc != 0)
-		return rc;
 	rc = mount_rpc_publish(p, m->timeout_ms, r, req, e);
 	if (rc != 0) {
-		mounter_rollback(m, p, r);
+		mounter_rollback(m, p, r, MOUNT_STATE_UNPUBLISHING);
 		return rc;
 	}
+	/* The result. */
 	return mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHED, e);
 }
 

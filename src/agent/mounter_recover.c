@@ -9,12 +9,19 @@
  *   published     target is a mount point: adopted, no RPC. Otherwise the
  *                 mount was lost (reboot, someone unmounted it): taken down
  *                 (unpublish, unstage if last) and the record removed.
- *   publishing    target is a mount point: the publish completed, adopted
- *                 as published. Otherwise rolled back like a failed mount.
- *   staging       the stage may or may not have happened: rolled back with
+ *   mounting,
+ *   publishing    target is a mount point: the publish completed (and so
+ *                 did the stage before it), adopted as published.
+ *                 Otherwise rolled back like a failed mount: mounting
+ *                 through unpublishing-unconfirmed (NodeUnpublish, then
+ *                 NodeUnstage unless another record holds the stage, as
+ *                 for a stage never confirmed), publishing through
+ *                 unpublishing.
+ *   staging       (an older agent's mount) the stage may or may not have
+ *                 happened: rolled back with
  *                 NodeUnstage (idempotent) unless another record holds it.
  *   staged        publish never started: rolled back (unstage if last).
- *   unstaging-unconfirmed
+ *   unstaging-unconfirmed, unpublishing-unconfirmed
  *                 a rollback of a stage was under way: finished (a plugin
  *                 refusing the unstage for good is not needed when
  *                 nothing is mounted at the staging path, see mounter_down).
@@ -125,7 +132,8 @@ static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
 		goto out;
 	was = r->state;
 	/* Not in the snapshot: look again, a concurrent mount may have finished since. */
-	if (!mounted && (was == MOUNT_STATE_PUBLISHED || was == MOUNT_STATE_PUBLISHING)) {
+	if (!mounted && (was == MOUNT_STATE_PUBLISHED || was == MOUNT_STATE_PUBLISHING ||
+			 was == MOUNT_STATE_MOUNTING)) {
 		ret = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
 		if (ret != 0)
 			goto out;
@@ -134,7 +142,7 @@ static int mounter_recover_one(struct mounter *m, struct mounter_rctx *rc,
 		rep->adopted++;
 		goto out;
 	}
-	if (mounted && was == MOUNT_STATE_PUBLISHING) {
+	if (mounted && (was == MOUNT_STATE_PUBLISHING || was == MOUNT_STATE_MOUNTING)) {
 		mounter_log(LOG_INFO, "interrupted publish had completed, adopted", r, NULL);
 		ret = mount_store_transition(m->store, r, MOUNT_STATE_PUBLISHED, e);
 		if (ret == 0)

@@ -425,25 +425,77 @@ static const char *vol_progress_name(enum server_claim_progress p)
 }
 
 /*
+ * The node's view of v for a claim of node (?view=node): what an agent
+ * mounts with (IDs, capacity, volume context, mount options, the expansion
+ * flag, the status) and only node's claims and publication, in a. The
+ * other nodes' claims, the spec's parameters and topology, and the past
+ * claims are left out: an agent parses the answer of every mount. NULL
+ * when out of memory.
+ */
+static struct model_volume *vol_node_view(const struct model_volume *v, const char *node,
+					  struct arena *a)
+{
+	struct model_volume *b = arena_alloc(a, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	memset(b, 0, sizeof(*b));
+	b->id = v->id;
+	b->name = v->name;
+	b->plugin_id = v->plugin_id;
+	b->external_id = v->external_id;
+	b->fs_type = v->fs_type;
+	b->context = v->context;
+	b->state = v->state;
+	b->capacity = v->capacity;
+	b->node_expansion_required = v->node_expansion_required;
+	b->created_ms = v->created_ms;
+	b->updated_ms = v->updated_ms;
+	b->create_index = v->create_index;
+	b->modify_index = v->modify_index;
+	b->status = v->status;
+	b->schedulable = v->schedulable;
+	b->plugin_health = v->plugin_health;
+	b->plugin_registered = v->plugin_registered;
+	b->claims = v->nclaims ? arena_alloc(a, v->nclaims * sizeof(*b->claims)) : NULL;
+	b->pubs = v->npubs ? arena_alloc(a, v->npubs * sizeof(*b->pubs)) : NULL;
+	if ((v->nclaims && !b->claims) || (v->npubs && !b->pubs))
+		return NULL;
+	for (size_t i = 0; i < v->nclaims; i++)
+		if (v->claims[i].node_id && strcmp(v->claims[i].node_id, node) == 0)
+			b->claims[b->nclaims++] = v->claims[i];
+	for (size_t i = 0; i < v->npubs; i++)
+		if (v->pubs[i].node_id && strcmp(v->pubs[i].node_id, node) == 0)
+			b->pubs[b->npubs++] = v->pubs[i];
+	return b;
+}
+
+/*
  * The answer of a claim that waited: {"volume", "claim", "publication"
  * (null: none), "publication_state", "node_stage" (with stage: the
- * claim's node is published or needs no publication)}.
+ * claim's node is published or needs no publication)}. checked: this
+ * run of the request checked the node's instance already (the claim's
+ * check, stricter than node-stage's), so node_stage needs no second read
+ * of the node. node_view: the volume as vol_node_view shows it.
  */
 static int vol_claim_answer(struct server_api *api, const struct http_request *req,
 			    const struct model_volume *v, const struct model_claim_request *claim,
-			    enum server_claim_progress prog, bool stage, struct http_reply *rep,
-			    struct err *e)
+			    enum server_claim_progress prog, bool stage, bool checked,
+			    bool node_view, struct arena *a, struct http_reply *rep, struct err *e)
 {
+	const struct model_volume *shown = v;
 	json_t *vol, *doc;
 	char *text;
 	size_t n;
 	int rc;
 
-	if (stage &&
+	if (node_view && !(shown = vol_node_view(v, claim->node_id, a)))
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	if (stage && !checked &&
 	    (rc = server_node_instance_check(api->server, claim->node_id, vol_node_instance(req),
 					     "node-stage", false, e)))
 		return err_wrap(e, "volume %s", v->id);
-	if ((rc = model_volume_encode(v, MODEL_VIEW_API, &text, &n, e)))
+	if ((rc = model_volume_encode(shown, MODEL_VIEW_API, &text, &n, e)))
 		return rc;
 	vol = server_api_json(text, n);
 	free(text);
@@ -523,9 +575,12 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	enum server_claim_progress prog;
 	struct model_volume *v = NULL;
 	int64_t wait_ms;
+	const char *view = http_query(req, "view");
 	bool stage = false, attach_default = false, first;
 	int rc;
 
+	if (view && strcmp(view, "node") != 0)
+		return err_set(e, CSID_EINVAL, "view: \"node\" or none, not \"%.32s\"", view);
 	if ((rc = http_query_duration(req, "wait", 0, &wait_ms, e)) ||
 	    (rc = http_query_bool(req, "node_stage", &stage, e)) ||
 	    (rc = server_api_decode_claim(a, req->body, req->len, &claim, &attach_default, e)))
@@ -560,7 +615,7 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	    clock_now_ms(clock_real()) < http_request_start_ms(req) + wait_ms)
 		return http_wait_polled(req, http_request_start_ms(req) + wait_ms);
 	return vol_claim_answer(api, req, v, &claim, prog, stage && prog != SERVER_CLAIM_PUBLISHING,
-				rep, e);
+				first, view != NULL, a, rep, e);
 }
 
 /* Routes /v1/volume/<id>[/<action>]. */

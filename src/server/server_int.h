@@ -206,6 +206,16 @@ int server_plugins_summary(struct server *s, struct arena *a, struct server_plug
  * counts, since its liveness map only knows the heartbeats it took.
  */
 int server_plugins_node_counts(struct server *s, int *ready, int *down, struct err *e);
+/* Reads node record n (NULL: none has the ID; borrowed, only during the call). */
+typedef void (*server_node_use_fn)(void *arg, const struct model_node *n);
+/*
+ * Runs use(arg, record) on node id's record as the same cache holds it
+ * decoded (as stored now: rebuilt first when a node changed), under the
+ * cache's lock: a check of every node request reads no record. 0, or the
+ * store's error (use is then not called).
+ */
+int server_plugins_node_use(struct server *s, const char *id, server_node_use_fn use, void *arg,
+			    struct err *e);
 /* server_pcache_build_fn of the plugins view (ctx unused). */
 int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
 			 void **view, struct err *e);

@@ -349,21 +349,66 @@ static bool server_instance_eq(const char *a, const char *b)
 	return d == 0;
 }
 
+/* What an instance check copies out of the cached node record. */
+struct server_instance_look {
+	const char *instance; /* presented */
+	bool found, held, down;
+	char holder[MODEL_INSTANCE_TAG_LEN + 1];
+};
+
+/* server_node_use_fn of server_node_instance_check. */
+static void server_instance_look(void *arg, const struct model_node *n)
+{
+	struct server_instance_look *l = arg;
+
+	l->found = n != NULL;
+	if (!n)
+		return;
+	l->held = n->instance_id && server_instance_eq(l->instance, n->instance_id);
+	if (n->instance_id)
+		model_node_instance_tag(n->instance_id, l->holder);
+	l->down = n->status == MODEL_NODE_DOWN;
+}
+
+/*
+ * The check's look at node_id's record read from the store itself: when
+ * the cache cannot be built (another node's record does not decode), a
+ * node's own requests still pass on its own record.
+ */
+static int server_instance_read(struct server *s, const char *node_id,
+				struct server_instance_look *l, struct err *e)
+{
+	struct model_node *n = NULL;
+	struct arena *a = arena_new();
+	int rc;
+
+	if (!a)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	rc = server_get_node(s, node_id, a, &n, e);
+	if (rc == 0)
+		server_instance_look(l, n);
+	arena_free(a);
+	return rc;
+}
+
 int server_node_instance_check(struct server *s, const char *node_id, const char *instance,
 			       const char *what, bool live, struct err *e)
 {
-	char tag[MODEL_INSTANCE_TAG_LEN + 1], holder[MODEL_INSTANCE_TAG_LEN + 1] = "none";
-	struct model_node *n = NULL;
-	struct arena *a;
+	struct server_instance_look l = {.instance = instance, .holder = "none"};
+	char tag[MODEL_INSTANCE_TAG_LEN + 1];
 	int rc;
 
 	if (!instance)
 		return 0;
-	a = arena_new();
-	if (!a)
-		return err_set(e, CSID_ENOMEM, "out of memory");
 	model_node_instance_tag(instance, tag);
-	rc = server_get_node(s, node_id, a, &n, e);
+	/* The cached record: every claim, release and node-stage read of an agent passes here. */
+	rc = server_plugins_node_use(s, node_id, server_instance_look, &l, e);
+	if (rc) {
+		err_clear(e);
+		rc = server_instance_read(s, node_id, &l, e);
+	}
+	if (rc == 0 && !l.found)
+		rc = CSID_ENOTFOUND;
 	if (rc == CSID_ENOTFOUND) {
 		log_warn("msg=\"node request refused: node not registered\" node=%s "
 			 "instance_tag=%s request=%s",
@@ -374,23 +419,20 @@ int server_node_instance_check(struct server *s, const char *node_id, const char
 			     what, node_id);
 	} else if (rc) {
 		err_wrap(e, "%s for node %s", what, node_id);
-	} else if (!n->instance_id || !server_instance_eq(instance, n->instance_id)) {
-		if (n->instance_id)
-			model_node_instance_tag(n->instance_id, holder);
+	} else if (!l.held) {
 		log_warn("msg=\"node request refused: an agent acted for a node it does not "
 			 "hold\" node=%s instance_tag=%s holder_tag=%s request=%s",
-			 node_id, tag, holder, what);
+			 node_id, tag, l.holder, what);
 		rc = err_set(e, CSID_EPERM,
 			     "%s for node %s refused: a node may act only for itself, and node %s "
 			     "is held by agent instance %s, not by this agent (instance %s)",
-			     what, node_id, node_id, holder, tag);
-	} else if (live && n->status == MODEL_NODE_DOWN) {
+			     what, node_id, node_id, l.holder, tag);
+	} else if (live && l.down) {
 		rc = err_set(e, CSID_EPRECOND,
 			     "%s for node %s: the node is down (no heartbeat within node_ttl, "
 			     "%lld ms); its agent must heartbeat again first",
 			     what, node_id, (long long)s->node_ttl_ms);
 	}
-	arena_free(a);
 	return rc;
 }
 

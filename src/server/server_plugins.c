@@ -238,12 +238,19 @@ int server_plugins_collect(struct server *s, struct arena *a, struct server_plug
 	return server_plugins_group(seen, nseen, a, out, n, e);
 }
 
-/* The cached view: the plugins of the node records only. */
+/* The cached view: the plugins of the node records only, and the records by ID. */
 struct server_nodes_view {
 	struct server_plugin *plugins;
 	size_t n;
 	int nodes_ready, nodes_down; /* by the records' status */
+	struct model_node **byid; /* the decoded records (in the cache's arena), sorted by ID */
+	size_t nnodes;
 };
+
+static int server_node_id_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct model_node *const *)a)->id, (*(struct model_node *const *)b)->id);
+}
 
 int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, struct arena *a,
 			 void **view, struct err *e)
@@ -256,8 +263,16 @@ int server_plugins_build(void *ctx, struct model_node *const *nodes, size_t n, s
 	for (size_t i = 0; i < n; i++)
 		total += nodes[i]->nplugins;
 	seen = arena_alloc(a, (total + 1) * sizeof(*seen));
-	if (!v || !seen)
+	if (v)
+		v->byid = arena_alloc(a, (n + 1) * sizeof(*v->byid));
+	if (!v || !seen || !v->byid)
 		return err_set(e, CSID_ENOMEM, "plugins view: out of memory");
+	/* No node yet: nodes may be NULL. */
+	if (n) {
+		memcpy(v->byid, nodes, n * sizeof(*v->byid));
+		qsort(v->byid, n, sizeof(*v->byid), server_node_id_cmp);
+	}
+	v->nnodes = n;
 	total = server_seen_nodes(nodes, n, seen);
 	qsort(seen, total, sizeof(*seen), server_seen_cmp);
 	v->nodes_ready = v->nodes_down = 0;
@@ -278,6 +293,32 @@ static void server_node_counts_use(void *arg, const void *view)
 
 	counts[0] = v->nodes_ready;
 	counts[1] = v->nodes_down;
+}
+
+/* What server_plugins_node_use runs under the cache's lock. */
+struct server_node_use {
+	const char *id;
+	server_node_use_fn use;
+	void *arg;
+};
+
+static void server_node_use_view(void *arg, const void *view)
+{
+	const struct server_nodes_view *v = view;
+	struct server_node_use *u = arg;
+	struct model_node key = {.id = (char *)u->id}, *kp = &key;
+	struct model_node **found =
+	    bsearch(&kp, v->byid, v->nnodes, sizeof(*v->byid), server_node_id_cmp);
+
+	u->use(u->arg, found ? *found : NULL);
+}
+
+int server_plugins_node_use(struct server *s, const char *id, server_node_use_fn use, void *arg,
+			    struct err *e)
+{
+	struct server_node_use u = {.id = id, .use = use, .arg = arg};
+
+	return server_pcache_use(s->pcache, server_node_use_view, &u, e);
 }
 
 int server_plugins_node_counts(struct server *s, int *ready, int *down, struct err *e)

@@ -660,11 +660,39 @@ static void t_rt_claim_state(struct t_env *t, const char *alloc, char *out, size
 }
 
 /*
+ * A claim answer with view=node, the volume published to T_NODE: the
+ * claim, publication and node-stage data as in the whole answer; the
+ * volume with what a node mounts with, only T_NODE's claims and
+ * publication, and none of the spec's capabilities.
+ */
+static void t_node_view_check(json_t *doc)
+{
+	json_t *vol = json_object_get(doc, "volume"), *c;
+	size_t i;
+
+	assert_string_equal(json_string_value(json_object_get(doc, "publication_state")),
+			    "published");
+	assert_non_null(json_object_get(json_object_get(doc, "node_stage"), "secrets"));
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(doc, "claim"), "node_id")), T_NODE);
+	assert_string_equal(json_string_value(json_object_get(vol, "plugin_id")), AGENT_PROC_HP_ID);
+	assert_non_null(json_string_value(json_object_get(vol, "external_id")));
+	assert_true(json_integer_value(json_object_get(vol, "capacity")) > 0);
+	assert_int_equal(json_array_size(json_object_get(vol, "capabilities")), 0);
+	assert_true(json_array_size(json_object_get(vol, "claims")) >= 1);
+	json_array_foreach(json_object_get(vol, "claims"), i, c)
+	    assert_string_equal(json_string_value(json_object_get(c, "node_id")), T_NODE);
+	assert_int_equal(json_array_size(json_object_get(vol, "publications")), 1);
+	assert_null(json_object_get(vol, "secrets"));
+}
+
+/*
  * The claim that waits (docs/server-api.md), and its bad input: the
  * node-stage data asked for by anyone but the node's agent (403, nothing
- * claimed), a malformed wait (400), a huge one (cut to the cap, not
- * refused); the node's agent gets the claim, the publication and the
- * node-stage data in one answer; a client that goes away while the claim
+ * claimed), a malformed wait or view (400), a huge wait (cut to the cap,
+ * not refused); the node's agent gets the claim, the publication and the
+ * node-stage data in one answer, with the whole volume or (view=node) the
+ * node's view of it; a client that goes away while the claim
  * waits loses nothing (the claim stays claimed; claiming again answers it).
  */
 static void test_claim_wait(void **state)
@@ -695,6 +723,12 @@ static void test_claim_wait(void **state)
 	json_decref(doc);
 	assert_int_equal(t_claim_wait(t, inst, "nan", T_RT_CLAIM("web-1"), 0, &doc), 400);
 	json_decref(doc);
+	/* An unknown view: 400, nothing claimed. */
+	assert_int_equal(
+	    t_claim_wait(t, inst, "5s&node_stage=true&view=all", T_RT_CLAIM("web-1"), 0, &doc),
+	    400);
+	assert_non_null(strstr(json_string_value(json_object_get(doc, "error")), "view"));
+	json_decref(doc);
 	assert_int_equal(t_claims(t, "rt"), 0);
 
 	/* The node's agent, a huge wait (cut, not refused): claim, publication, node-stage. */
@@ -719,6 +753,14 @@ static void test_claim_wait(void **state)
 	assert_int_equal(json_array_size(json_object_get(stage, "mount_flags")), 2);
 	/* The volume in the answer is the API view: no secret there. */
 	assert_null(json_object_get(json_object_get(doc, "volume"), "secrets"));
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(doc, "volume"), "capabilities")), 1);
+	json_decref(doc);
+	/* The node's view: the same claim, publication and node-stage data, a smaller volume. */
+	assert_int_equal(
+	    t_claim_wait(t, inst, "0&node_stage=true&view=node", T_RT_CLAIM("web-1"), 0, &doc),
+	    200);
+	t_node_view_check(doc);
 	json_decref(doc);
 	/* Without node_stage: the same answer, no node-stage data. */
 	assert_int_equal(t_claim_wait(t, inst, "0", T_RT_CLAIM("web-1"), 0, &doc), 200);

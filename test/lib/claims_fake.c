@@ -170,7 +170,8 @@ static int claims_fake_get(struct claims_fake *f, struct claims_fake_volume *v, 
 }
 
 static int claims_fake_request(struct claims_client *cl, const char *method, const char *path,
-			       const char *body, long *status, json_t **doc, struct err *e)
+			       const char *body, bool want_ok, long *status, json_t **doc,
+			       struct err *e)
 {
 	struct claims_fake *f = (struct claims_fake *)cl;
 	const char *vp = "/v1/volume/", *pp = "/v1/plugin/", *rest;
@@ -188,6 +189,7 @@ static int claims_fake_request(struct claims_client *cl, const char *method, con
 		pthread_mutex_unlock(&f->mu);
 		return err_set(e, CSID_EUNAVAIL, "server http://fake: connection refused");
 	}
+	f->unwanted += !want_ok;
 	if (strncmp(path, pp, strlen(pp)) == 0) {
 		bool req = false;
 

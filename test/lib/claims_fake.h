@@ -73,6 +73,7 @@ struct claims_fake {
 	    stage_reads;
 	int volume_reads, claim_waits, stage_answers; /* GETs of a volume; claims that waited */
 	int cancels;
+	int unwanted; /* requests served whose success answer the caller did not want parsed */
 	int node_expanded; /* PUT /v1/volume/<id>/node-expanded */
 	int64_t last_expanded; /* the capacity of the last one */
 	char last_reason[512]; /* "" none */

@@ -324,6 +324,9 @@ static void ct_restart_and_send(struct ct *t, int64_t *due)
 	assert_true(ct_step_sent(t, due));
 	assert_int_equal(t->fake.releases_ok, 1);
 	assert_false(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	/* A release needs only the answer's status: its body (the volume) is never parsed. */
+	assert_true(t->fake.releases > 0);
+	assert_int_equal(t->fake.unwanted, t->fake.releases);
 }
 
 /*

@@ -96,9 +96,19 @@ static void test_mount_with_stage(void **state)
 	mt_check_empty(env);
 }
 
-/* The state machine of mount_store.h, with the merged staging -> publishing write. */
+/* The state machine of mount_store.h: the two-commit mount, and the older agents' states. */
 static void test_state_machine(void **state)
 {
+	assert_true(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_MOUNTING));
+	assert_true(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_PUBLISHING));
+	assert_true(mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_PUBLISHED));
+	assert_true(mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_UNSTAGING_UNCONFIRMED));
+	assert_true(mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_UNPUBLISHING));
+	assert_true(
+	    mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_UNPUBLISHING_UNCONFIRMED));
+	assert_true(mount_store_allowed(MOUNT_STATE_UNPUBLISHING_UNCONFIRMED,
+					MOUNT_STATE_UNSTAGING_UNCONFIRMED));
+	assert_true(mount_store_allowed(MOUNT_STATE_UNPUBLISHING_UNCONFIRMED, MOUNT_STATE_GONE));
 	assert_true(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_STAGING));
 	assert_true(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_PUBLISHING));
 	assert_true(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_STAGED));
@@ -106,14 +116,21 @@ static void test_state_machine(void **state)
 	assert_true(mount_store_allowed(MOUNT_STATE_PUBLISHING, MOUNT_STATE_PUBLISHED));
 	assert_true(mount_store_allowed(MOUNT_STATE_UNPUBLISHING, MOUNT_STATE_UNSTAGING));
 	/* Never straight to published, nor from staging past the publish. */
-	assert_false(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_PUBLISHING));
 	assert_false(mount_store_allowed(MOUNT_STATE_NEW, MOUNT_STATE_PUBLISHED));
 	assert_false(mount_store_allowed(MOUNT_STATE_STAGING, MOUNT_STATE_PUBLISHED));
 	assert_false(mount_store_allowed(MOUNT_STATE_STAGED, MOUNT_STATE_PUBLISHED));
 	assert_false(mount_store_allowed(MOUNT_STATE_PUBLISHED, MOUNT_STATE_GONE));
+	/* A mount that saw nothing confirmed never claims a confirmed stage on the way down. */
+	assert_false(mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_UNSTAGING));
+	assert_false(mount_store_allowed(MOUNT_STATE_MOUNTING, MOUNT_STATE_GONE));
+	assert_false(
+	    mount_store_allowed(MOUNT_STATE_UNPUBLISHING_UNCONFIRMED, MOUNT_STATE_UNSTAGING));
 	assert_false(mount_store_allowed(MOUNT_STATE_GONE, MOUNT_STATE_STAGING));
 	assert_false(mount_store_allowed(MOUNT_STATE_COUNT_, MOUNT_STATE_STAGING));
 	assert_string_equal(mount_state_name(MOUNT_STATE_PUBLISHING), "publishing");
+	assert_string_equal(mount_state_name(MOUNT_STATE_MOUNTING), "mounting");
+	assert_string_equal(mount_state_name(MOUNT_STATE_UNPUBLISHING_UNCONFIRMED),
+			    "unpublishing-unconfirmed");
 	assert_string_equal(mount_state_name(MOUNT_STATE_COUNT_), "invalid");
 }
 

@@ -12,9 +12,9 @@
  * interrupted operation and the rest of the sequence, and checks that
  * everything ends unmounted with no record left. Before recovering, the
  * records are checked against the plugin's view: never ahead of it, never
- * behind (mt_check_at_crash), which holds the merged staging -> publishing
- * write to the rule. A third test makes RPC k fail and kills the child at
- * RPC k+1, inside a rollback or a retry.
+ * behind (mt_check_at_crash), which holds the two-commit mount (mounting:
+ * stage and publish may be in flight) to the rule. A third test makes RPC k fail and kills the
+ * child at RPC k+1, inside a rollback or a retry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,8 +107,9 @@ static bool mt_crash_in(char (*list)[MOUNTER_FAKE_PATH], int n, const char *path
  * the plugin did: a record is never ahead of the plugin (staged,
  * publishing or published only once the stage is done; published only
  * once the target is mounted) nor behind it (a mounted target's record is
- * at least publishing). This is what "recorded before and after each RPC"
- * means, merged writes (staging -> publishing) included.
+ * at least mounting or publishing). This is what "recorded before and
+ * after each RPC" means, with one intent before the first RPC of a mount
+ * (mounting) and one result after its last.
  */
 static void mt_check_at_crash(struct mt_env *env, int k, bool after)
 {
@@ -130,8 +131,10 @@ static void mt_check_at_crash(struct mt_env *env, int k, bool after)
 			fail_msg("k=%d %s: %s/%s is %s but not staged", k,
 				 after ? "after" : "before", r->volume_id, r->alloc_id,
 				 mount_state_name(r->state));
-		if (mounted && r->state != MOUNT_STATE_PUBLISHING &&
-		    r->state != MOUNT_STATE_PUBLISHED && r->state != MOUNT_STATE_UNPUBLISHING)
+		if (mounted && r->state != MOUNT_STATE_MOUNTING &&
+		    r->state != MOUNT_STATE_PUBLISHING && r->state != MOUNT_STATE_PUBLISHED &&
+		    r->state != MOUNT_STATE_UNPUBLISHING &&
+		    r->state != MOUNT_STATE_UNPUBLISHING_UNCONFIRMED)
 			fail_msg("k=%d %s: %s/%s is mounted but %s", k, after ? "after" : "before",
 				 r->volume_id, r->alloc_id, mount_state_name(r->state));
 	}

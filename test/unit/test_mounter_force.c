@@ -3,7 +3,8 @@
  * mount table of test/lib/mounter_fake.h: the rollback of a stage the
  * plugin refused, when the plugin refuses the unstage too (done when
  * nothing is mounted at the staging path, kept when something is, also
- * in the recovery after a restart);
+ * in the recovery after a restart); the recovery of a mount interrupted
+ * between its intent (mounting) and its result;
  * the forced unmount (a refused unpublish or unstage, a busy target
  * detached lazily, a stage still used by another allocation, no plugin
  * at all, a record stuck in unstaging from an earlier agent); the
@@ -192,6 +193,51 @@ static void test_recover_unconfirmed(void **state)
 	assert_int_equal(rr.pending, 0);
 	assert_int_equal(env->fake.calls, 1);
 	assert_int_equal(mtf_state(env, "vol1", "alloc-a"), MOUNT_STATE_GONE);
+	mt_check_empty(env);
+}
+
+/*
+ * A crash between the intent of a mount (mounting) and its result, the
+ * target not mounted: recovery sends NodeUnpublish, then NodeUnstage as
+ * for a stage never confirmed (a final refusal with nothing mounted at
+ * the staging path does not hold the record). A rollback the plugin
+ * cannot answer yet stays in unpublishing-unconfirmed, pending, and the
+ * next mount of the pair finishes it first.
+ */
+static void test_recover_mounting(void **state)
+{
+	struct mt_env *env = *state;
+	struct mounter_recovery rr;
+	struct mounter_request req;
+	struct mounter_result res;
+	char staging[MOUNTER_PATH_MAX];
+	struct err e;
+
+	mtf_plant(env, "vol1", "alloc-a", MOUNT_STATE_MOUNTING, MOUNT_STATE_MOUNTING, staging,
+		  sizeof(staging));
+	env->fake.fail_rpc = CSI_RPC_NODE_UNSTAGE_VOLUME;
+	env->fake.fail_code = CSI_FAILED_PRECONDITION;
+	assert_int_equal(mounter_recover(env->m, mt_lookup, NULL, env, &rr, &e), 0);
+	assert_int_equal(rr.rolled_back, 1);
+	assert_int_equal(rr.adopted, 0);
+	assert_int_equal(rr.pending, 0);
+	assert_int_equal(env->fake.calls, 2); /* NodeUnpublish, NodeUnstage */
+	assert_int_equal(mtf_state(env, "vol1", "alloc-a"), MOUNT_STATE_GONE);
+	mt_check_empty(env);
+
+	mtf_plant(env, "vol2", "alloc-b", MOUNT_STATE_MOUNTING, MOUNT_STATE_MOUNTING, staging,
+		  sizeof(staging));
+	env->fake.fail_rpc = CSI_RPC_NODE_UNPUBLISH_VOLUME;
+	env->fake.fail_code = CSI_UNAVAILABLE;
+	assert_int_equal(mounter_recover(env->m, mt_lookup, NULL, env, &rr, &e), CSID_EUNAVAIL);
+	assert_int_equal(rr.pending, 1);
+	assert_int_equal(mtf_state(env, "vol2", "alloc-b"), MOUNT_STATE_UNPUBLISHING_UNCONFIRMED);
+	env->fake.fail_rpc = -1;
+	mt_request(&req, "vol2", "alloc-b");
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), 0);
+	assert_int_equal(mtf_state(env, "vol2", "alloc-b"), MOUNT_STATE_PUBLISHED);
+	mt_check(env, true);
+	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol2", "alloc-b", &e), 0);
 	mt_check_empty(env);
 }
 
@@ -431,6 +477,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_refused_stage_and_unstage, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_unconfirmed_stage_kept, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_unconfirmed, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_mounting, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_stuck_unstaging, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_busy, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_force_shared_stage, mt_setup, mt_teardown),

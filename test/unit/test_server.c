@@ -730,6 +730,20 @@ static void test_node_instance_check(void **state)
 	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
 	assert_int_equal(server_node_instance_check(t->s, "n2", "agent-a", "claim", true, &e),
 			 CSID_EPERM);
+	/*
+	 * Another node's record that does not decode (the decoded node cache
+	 * cannot be built): a node's own record still answers its check.
+	 */
+	{
+		struct store_op bad = {STORE_OP_PUT, STORE_NODE, "n3", "{", 1, STORE_ANY};
+		uint64_t index = 0;
+
+		assert_int_equal(store_txn(t->store, &bad, 1, &index, &e), 0);
+	}
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-a", "release", false, &e),
+			 0);
+	assert_int_equal(server_node_instance_check(t->s, "n1", "agent-b", "release", false, &e),
+			 CSID_EPERM);
 }
 
 static void test_plugins_view(void **state)
