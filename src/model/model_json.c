@@ -347,8 +347,6 @@ void model_wipe_free(char *text, size_t len)
 {
 	if (!text)
 		return;
-	/* A volatile pointer keeps the compiler from dropping the wipe. */
-	for (volatile char *p = text; len--; p++)
-		*p = 0;
+	explicit_bzero(text, len);
 	free(text);
 }

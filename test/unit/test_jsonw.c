@@ -1,10 +1,9 @@
 /*
  * Unit tests of the JSON text writer (src/util/jsonw.c): its strings are
  * byte for byte what jansson's compact dump writes (every single byte,
- * random valid UTF-8, every escape), invalid UTF-8 is written with '?'
- * for its non-ASCII bytes (jansson refuses it), separators in nested
- * objects and arrays, a buffer that grows many times, and failures that
- * hand nothing over (nesting too deep).
+ * random valid UTF-8, every escape, at every place of long strings), invalid UTF-8 is written with
+ * '?' for its non-ASCII bytes (jansson refuses it), separators in nested objects and arrays, a
+ * buffer that grows many times, and failures that hand nothing over (nesting too deep).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +105,33 @@ static size_t rand_utf8(unsigned *seed, char *out)
 	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 	out[3] = (char)(0x80 | (cp & 0x3f));
 	return 4;
+}
+
+/*
+ * Every byte that needs an escape, and a UTF-8 sequence, at every place
+ * of strings long enough for the eight-at-a-time copy, alone and twice.
+ */
+static void test_long_strings(void **state)
+{
+	static const char *const special[] = {
+	    "\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+	char s[64];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(special) / sizeof(special[0]); k++) {
+		size_t sl = strlen(special[k]);
+
+		for (size_t at = 0; at < 26; at++) {
+			memset(s, 'x', 40);
+			memcpy(s + at, special[k], sl);
+			s[40] = '\0';
+			expect_same(s);
+			memcpy(s + 40 - sl, special[k], sl);
+			expect_same(s);
+		}
+	}
+	/* 0x20 after a byte whose subtraction borrows, and 0x7f: plain. */
+	expect_same("\x20\x20\x20\x20\x20\x20\x20\x20\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f!");
 }
 
 static void test_random_utf8(void **state)
@@ -241,6 +267,7 @@ int main(void)
 	    cmocka_unit_test(test_every_byte),   cmocka_unit_test(test_random_utf8),
 	    cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_structure),
 	    cmocka_unit_test(test_growth),       cmocka_unit_test(test_too_deep),
+	    cmocka_unit_test(test_long_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
