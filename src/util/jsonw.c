@@ -331,6 +331,33 @@ void jsonw_member_bool(struct jsonw *w, const char *key, bool b)
 	jsonw_bool(w, b);
 }
 
+void jsonw_lkey(struct jsonw *w, const char *quoted, size_t len)
+{
+	jsonw_item(w);
+	jsonw_put(w, quoted, len);
+	w->after_key = true;
+}
+
+void jsonw_lmember_str(struct jsonw *w, const char *quoted, size_t len, const char *s)
+{
+	if (!s)
+		return;
+	jsonw_lkey(w, quoted, len);
+	jsonw_str(w, s);
+}
+
+void jsonw_lmember_int(struct jsonw *w, const char *quoted, size_t len, int64_t n)
+{
+	jsonw_lkey(w, quoted, len);
+	jsonw_int(w, n);
+}
+
+void jsonw_lmember_bool(struct jsonw *w, const char *quoted, size_t len, bool b)
+{
+	jsonw_lkey(w, quoted, len);
+	jsonw_bool(w, b);
+}
+
 int jsonw_finish(struct jsonw *w, char **out, size_t *len)
 {
 	if (w->failed || !w->p) {

@@ -134,6 +134,43 @@ static void test_long_strings(void **state)
 	expect_same("\x20\x20\x20\x20\x20\x20\x20\x20\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f!");
 }
 
+/* Literal keys write what jsonw_key and the members write. */
+static void test_literal_keys(void **state)
+{
+	struct jsonw a, b;
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+
+	(void)state;
+	jsonw_init(&a, 0);
+	jsonw_init(&b, 0);
+	jsonw_object_open(&a);
+	jsonw_object_open(&b);
+	jsonw_member_str(&a, "id", "v1");
+	jsonw_lmember_str(&b, JSONW_KEY("id"), "v1");
+	jsonw_member_str(&a, "gone", NULL);
+	jsonw_lmember_str(&b, JSONW_KEY("gone"), NULL);
+	jsonw_member_int(&a, "n", -42);
+	jsonw_lmember_int(&b, JSONW_KEY("n"), -42);
+	jsonw_member_bool(&a, "ok", true);
+	jsonw_lmember_bool(&b, JSONW_KEY("ok"), true);
+	jsonw_key(&a, "list");
+	jsonw_lkey(&b, JSONW_KEY("list"));
+	jsonw_array_open(&a);
+	jsonw_array_open(&b);
+	jsonw_array_close(&a);
+	jsonw_array_close(&b);
+	jsonw_object_close(&a);
+	jsonw_object_close(&b);
+	assert_int_equal(jsonw_finish(&a, &ta, &la), 0);
+	assert_int_equal(jsonw_finish(&b, &tb, &lb), 0);
+	assert_string_equal(ta, "{\"id\":\"v1\",\"n\":-42,\"ok\":true,\"list\":[]}");
+	assert_string_equal(tb, ta);
+	assert_int_equal(lb, la);
+	free(ta);
+	free(tb);
+}
+
 static void test_random_utf8(void **state)
 {
 	unsigned seed = 7;
@@ -267,7 +304,7 @@ int main(void)
 	    cmocka_unit_test(test_every_byte),   cmocka_unit_test(test_random_utf8),
 	    cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_structure),
 	    cmocka_unit_test(test_growth),       cmocka_unit_test(test_too_deep),
-	    cmocka_unit_test(test_long_strings),
+	    cmocka_unit_test(test_long_strings), cmocka_unit_test(test_literal_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
