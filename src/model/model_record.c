@@ -622,61 +622,46 @@ static int rec_cap(struct rec *x, const char *path, void *elem)
 	return 0;
 }
 
-static const char *const rec_mount_names[] = {"fs_type", "mount_flags"};
-static const struct rec_keys rec_mount_keys = REC_KEYS(rec_mount_names);
+/* The volume's nested objects of two keys each, read by one loop. */
+enum { RX_MOUNT, RX_TOPOLOGY, RX_PENDING };
+static const char *const rec_nested_paths[] = {"mount_options", "topology_request", "pending"};
+static const char *const rec_nested_names[][2] = {
+    {"fs_type", "mount_flags"}, {"requisite", "preferred"}, {"capacity_min", "mutable_parameters"}};
+static const struct rec_keys rec_nested_keys[] = {{rec_nested_names[RX_MOUNT], 2},
+						  {rec_nested_names[RX_TOPOLOGY], 2},
+						  {rec_nested_names[RX_PENDING], 2}};
 
-static int rec_mount(struct rec *x, struct model_volume *v)
+/* Member i of nested object which (at path) into v. */
+static int rec_nested_member(struct rec *x, int which, int i, const char *path,
+			     struct model_volume *v)
 {
-	struct rec_obj o;
-	int i, rc = 0;
+	const char *k = rec_nested_names[which][i];
 
-	if (rec_open(x, &o, &rec_mount_keys, "mount_options"))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		if (i == 0)
-			rc = rec_str(x, o.path, "fs_type", &v->fs_type);
-		else
-			rc = rec_strings(x, o.path, "mount_flags", &v->mount_flags,
-					 &v->nmount_flags);
+	switch (which * 2 + i) {
+	case 0:
+		return rec_str(x, path, k, &v->fs_type);
+	case 1:
+		return rec_strings(x, path, k, &v->mount_flags, &v->nmount_flags);
+	case 2:
+		return rec_topologies(x, path, k, &v->requisite, &v->nrequisite);
+	case 3:
+		return rec_topologies(x, path, k, &v->preferred, &v->npreferred);
+	case 4:
+		return rec_int(x, path, k, &v->pending_capacity_min);
+	default:
+		return rec_map(x, path, k, false, &v->pending_mutable);
 	}
-	return rc;
 }
 
-static const char *const rec_topo_names[] = {"requisite", "preferred"};
-static const struct rec_keys rec_topo_keys = REC_KEYS(rec_topo_names);
-
-static int rec_topology_request(struct rec *x, struct model_volume *v)
+static int rec_nested(struct rec *x, int which, struct model_volume *v)
 {
 	struct rec_obj o;
 	int i, rc = 0;
 
-	if (rec_open(x, &o, &rec_topo_keys, "topology_request"))
+	if (rec_open(x, &o, &rec_nested_keys[which], rec_nested_paths[which]))
 		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		if (i == 0)
-			rc = rec_topologies(x, o.path, "requisite", &v->requisite, &v->nrequisite);
-		else
-			rc = rec_topologies(x, o.path, "preferred", &v->preferred, &v->npreferred);
-	}
-	return rc;
-}
-
-static const char *const rec_pending_names[] = {"capacity_min", "mutable_parameters"};
-static const struct rec_keys rec_pending_keys = REC_KEYS(rec_pending_names);
-
-static int rec_pending(struct rec *x, struct model_volume *v)
-{
-	struct rec_obj o;
-	int i, rc = 0;
-
-	if (rec_open(x, &o, &rec_pending_keys, "pending"))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		if (i == 0)
-			rc = rec_int(x, o.path, "capacity_min", &v->pending_capacity_min);
-		else
-			rc = rec_map(x, o.path, "mutable_parameters", false, &v->pending_mutable);
-	}
+	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0)
+		rc = rec_nested_member(x, which, i, o.path, v);
 	return rc;
 }
 
@@ -758,7 +743,7 @@ static int rec_volume_member(struct rec *x, int i, struct model_volume *v)
 		return rec_objects(x, "", k, sizeof(*v->caps), rec_cap, (void **)&v->caps,
 				   &v->ncaps);
 	case RV_MOUNT:
-		return rec_mount(x, v);
+		return rec_nested(x, RX_MOUNT, v);
 	case RV_PARAMS:
 		return rec_map(x, "", k, false, &v->parameters);
 	case RV_MUTABLE:
@@ -768,7 +753,7 @@ static int rec_volume_member(struct rec *x, int i, struct model_volume *v)
 	case RV_CONTEXT:
 		return rec_map(x, "", k, false, &v->context);
 	case RV_TOPOREQ:
-		return rec_topology_request(x, v);
+		return rec_nested(x, RX_TOPOLOGY, v);
 	case RV_SNAPSRC:
 		return rec_str(x, "", k, &v->snapshot_source);
 	case RV_CLONESRC:
@@ -782,7 +767,7 @@ static int rec_volume_member(struct rec *x, int i, struct model_volume *v)
 	case RV_NODEEXP:
 		return rec_bool(x, "", k, &v->node_expansion_required);
 	case RV_PENDING:
-		return rec_pending(x, v);
+		return rec_nested(x, RX_PENDING, v);
 	case RV_CLAIMS:
 		return rec_claims(x, k, &v->claims, &v->nclaims);
 	case RV_PAST:
