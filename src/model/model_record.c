@@ -444,6 +444,9 @@ static int rec_required(struct rec *x, const struct rec_obj *o, uint64_t have, i
 	return rec_fail(x, o->path, o->keys->names[i], "required");
 }
 
+/* A key list (X-macro) gives both an object's member indexes and its key table. */
+#define REC_ENUM(id, name) id,
+#define REC_NAME(id, name) name,
 #define REC_KEYS(arr)                                    \
 	{                                                \
 		arr, (int)(sizeof(arr) / sizeof(arr[0])) \
@@ -451,25 +454,16 @@ static int rec_required(struct rec *x, const struct rec_obj *o, uint64_t have, i
 
 /* ---- claims and publications ---- */
 
-enum {
-	RC_ALLOC,
-	RC_NODE,
-	RC_PNODE,
-	RC_MODE,
-	RC_ACCESS,
-	RC_ATTACH,
-	RC_RO,
-	RC_STATE,
-	RC_CLAIMED,
-	RC_UPDATED,
-	RC_NOTE,
-	RC_HELD,
-	RC_EXPANDED
-};
-static const char *const rec_claim_names[] = {
-    "alloc_id",     "node_id", "plugin_node_id", "mode",       "access_mode", "attachment_mode",
-    "read_only",    "state",   "claimed_ms",     "updated_ms", "note",        "held_by_agent",
-    "node_expanded"};
+/* A claim's keys, in the order the encoder writes them. */
+#define REC_CLAIM_KEYS(X)                                                                  \
+	X(RC_ALLOC, "alloc_id")                                                            \
+	X(RC_NODE, "node_id")                                                              \
+	X(RC_PNODE, "plugin_node_id") X(RC_MODE, "mode") X(RC_ACCESS, "access_mode")       \
+	    X(RC_ATTACH, "attachment_mode") X(RC_RO, "read_only") X(RC_STATE, "state")     \
+		X(RC_CLAIMED, "claimed_ms") X(RC_UPDATED, "updated_ms") X(RC_NOTE, "note") \
+		    X(RC_HELD, "held_by_agent") X(RC_EXPANDED, "node_expanded")
+enum { REC_CLAIM_KEYS(REC_ENUM) };
+static const char *const rec_claim_names[] = {REC_CLAIM_KEYS(REC_NAME)};
 static const struct rec_keys rec_claim_keys = REC_KEYS(rec_claim_names);
 
 static int rec_claim(struct rec *x, const char *path, void *elem)
@@ -665,60 +659,26 @@ static int rec_nested(struct rec *x, int which, struct model_volume *v)
 	return rc;
 }
 
-enum {
-	RV_ID,
-	RV_NAME,
-	RV_PLUGIN,
-	RV_EXTERNAL,
-	RV_CAPMIN,
-	RV_CAPMAX,
-	RV_CAPS,
-	RV_MOUNT,
-	RV_PARAMS,
-	RV_MUTABLE,
-	RV_SECRETS,
-	RV_CONTEXT,
-	RV_TOPOREQ,
-	RV_SNAPSRC,
-	RV_CLONESRC,
-	RV_STATE,
-	RV_FAILURE,
-	RV_CAPACITY,
-	RV_ACCESSIBLE,
-	RV_NODEEXP,
-	RV_PENDING,
-	RV_CLAIMS,
-	RV_PAST,
-	RV_PUBS,
-	RV_CREATED,
-	RV_UPDATED
-};
-static const char *const rec_volume_names[] = {"id",
-					       "name",
-					       "plugin_id",
-					       "external_id",
-					       "capacity_min",
-					       "capacity_max",
-					       "capabilities",
-					       "mount_options",
-					       "parameters",
-					       "mutable_parameters",
-					       "secrets",
-					       "context",
-					       "topology_request",
-					       "snapshot_source",
-					       "clone_source",
-					       "state",
-					       "failure",
-					       "capacity",
-					       "accessible_topology",
-					       "node_expansion_required",
-					       "pending",
-					       "claims",
-					       "past_claims",
-					       "publications",
-					       "created_ms",
-					       "updated_ms"};
+/* A volume record's keys, in the order the encoder writes them. */
+#define REC_VOLUME_KEYS(X)                                                                       \
+	X(RV_ID, "id")                                                                           \
+	X(RV_NAME, "name")                                                                       \
+	X(RV_PLUGIN, "plugin_id") X(RV_EXTERNAL, "external_id") X(RV_CAPMIN, "capacity_min")     \
+	    X(RV_CAPMAX, "capacity_max") X(RV_CAPS, "capabilities") X(RV_MOUNT, "mount_options") \
+		X(RV_PARAMS, "parameters") X(RV_MUTABLE, "mutable_parameters")                   \
+		    X(RV_SECRETS, "secrets") X(RV_CONTEXT, "context")                            \
+			X(RV_TOPOREQ, "topology_request") X(RV_SNAPSRC, "snapshot_source")       \
+			    X(RV_CLONESRC, "clone_source") X(RV_STATE, "state")                  \
+				X(RV_FAILURE, "failure") X(RV_CAPACITY, "capacity")              \
+				    X(RV_ACCESSIBLE, "accessible_topology")                      \
+					X(RV_NODEEXP, "node_expansion_required")                 \
+					    X(RV_PENDING, "pending") X(RV_CLAIMS, "claims")      \
+						X(RV_PAST, "past_claims")                        \
+						    X(RV_PUBS, "publications")                   \
+							X(RV_CREATED, "created_ms")              \
+							    X(RV_UPDATED, "updated_ms")
+enum { REC_VOLUME_KEYS(REC_ENUM) };
+static const char *const rec_volume_names[] = {REC_VOLUME_KEYS(REC_NAME)};
 static const struct rec_keys rec_volume_keys = REC_KEYS(rec_volume_names);
 
 /* One top-level member i of a volume record. */
@@ -858,25 +818,16 @@ int model_history_decode(struct arena *a, const char *json, size_t len, struct m
 
 /* ---- snapshots ---- */
 
-enum {
-	RS_ID,
-	RS_VOLUME,
-	RS_PLUGIN,
-	RS_EXTERNAL,
-	RS_NAME,
-	RS_PARAMS,
-	RS_SECRETS,
-	RS_STATE,
-	RS_FAILURE,
-	RS_READY,
-	RS_SIZE,
-	RS_CTIME,
-	RS_CREATED
-};
-static const char *const rec_snapshot_names[] = {
-    "id",         "volume_id",        "plugin_id", "external_id", "name",
-    "parameters", "secrets",          "state",     "failure",     "ready_to_use",
-    "size_bytes", "creation_time_ms", "created_ms"};
+/* A snapshot record's keys, in the order the encoder writes them. */
+#define REC_SNAPSHOT_KEYS(X)                                                                  \
+	X(RS_ID, "id")                                                                        \
+	X(RS_VOLUME, "volume_id")                                                             \
+	X(RS_PLUGIN, "plugin_id") X(RS_EXTERNAL, "external_id") X(RS_NAME, "name")            \
+	    X(RS_PARAMS, "parameters") X(RS_SECRETS, "secrets") X(RS_STATE, "state")          \
+		X(RS_FAILURE, "failure") X(RS_READY, "ready_to_use") X(RS_SIZE, "size_bytes") \
+		    X(RS_CTIME, "creation_time_ms") X(RS_CREATED, "created_ms")
+enum { REC_SNAPSHOT_KEYS(REC_ENUM) };
+static const char *const rec_snapshot_names[] = {REC_SNAPSHOT_KEYS(REC_NAME)};
 static const struct rec_keys rec_snapshot_keys = REC_KEYS(rec_snapshot_names);
 
 static int rec_snapshot_member(struct rec *x, int i, struct model_snapshot *s, int *state)
@@ -1013,19 +964,14 @@ static int rec_node_alloc(struct rec *x, const char *path, void *elem)
 	return 0;
 }
 
-enum {
-	RD_ID,
-	RD_INSTANCE,
-	RD_STATUS,
-	RD_REGISTERED,
-	RD_UPDATED,
-	RD_ADDRESS,
-	RD_PLUGINS,
-	RD_ALLOCS
-};
-static const char *const rec_node_names[] = {
-    "id",         "instance_id", "status",  "registered_ms",
-    "updated_ms", "address",     "plugins", "allocations"};
+/* A node record's keys, in the order the encoder writes them. */
+#define REC_NODE_KEYS(X)                                                                     \
+	X(RD_ID, "id")                                                                       \
+	X(RD_INSTANCE, "instance_id")                                                        \
+	X(RD_STATUS, "status") X(RD_REGISTERED, "registered_ms") X(RD_UPDATED, "updated_ms") \
+	    X(RD_ADDRESS, "address") X(RD_PLUGINS, "plugins") X(RD_ALLOCS, "allocations")
+enum { REC_NODE_KEYS(REC_ENUM) };
+static const char *const rec_node_names[] = {REC_NODE_KEYS(REC_NAME)};
 static const struct rec_keys rec_node_keys = REC_KEYS(rec_node_names);
 
 static int rec_node_member(struct rec *x, int i, struct model_node *n, int *status)
