@@ -455,13 +455,14 @@ static int rec_required(struct rec *x, const struct rec_obj *o, uint64_t have, i
 /* ---- claims and publications ---- */
 
 /* A claim's keys, in the order the encoder writes them. */
-#define REC_CLAIM_KEYS(X)                                                                  \
-	X(RC_ALLOC, "alloc_id")                                                            \
-	X(RC_NODE, "node_id")                                                              \
-	X(RC_PNODE, "plugin_node_id") X(RC_MODE, "mode") X(RC_ACCESS, "access_mode")       \
-	    X(RC_ATTACH, "attachment_mode") X(RC_RO, "read_only") X(RC_STATE, "state")     \
-		X(RC_CLAIMED, "claimed_ms") X(RC_UPDATED, "updated_ms") X(RC_NOTE, "note") \
-		    X(RC_HELD, "held_by_agent") X(RC_EXPANDED, "node_expanded")
+/* clang-format off */
+#define REC_CLAIM_KEYS(X) \
+	X(RC_ALLOC, "alloc_id") X(RC_NODE, "node_id") X(RC_PNODE, "plugin_node_id") \
+	X(RC_MODE, "mode") X(RC_ACCESS, "access_mode") X(RC_ATTACH, "attachment_mode") \
+	X(RC_RO, "read_only") X(RC_STATE, "state") X(RC_CLAIMED, "claimed_ms") \
+	X(RC_UPDATED, "updated_ms") X(RC_NOTE, "note") X(RC_HELD, "held_by_agent") \
+	X(RC_EXPANDED, "node_expanded")
+/* clang-format on */
 enum { REC_CLAIM_KEYS(REC_ENUM) };
 static const char *const rec_claim_names[] = {REC_CLAIM_KEYS(REC_NAME)};
 static const struct rec_keys rec_claim_keys = REC_KEYS(rec_claim_names);
@@ -660,23 +661,19 @@ static int rec_nested(struct rec *x, int which, struct model_volume *v)
 }
 
 /* A volume record's keys, in the order the encoder writes them. */
-#define REC_VOLUME_KEYS(X)                                                                       \
-	X(RV_ID, "id")                                                                           \
-	X(RV_NAME, "name")                                                                       \
-	X(RV_PLUGIN, "plugin_id") X(RV_EXTERNAL, "external_id") X(RV_CAPMIN, "capacity_min")     \
-	    X(RV_CAPMAX, "capacity_max") X(RV_CAPS, "capabilities") X(RV_MOUNT, "mount_options") \
-		X(RV_PARAMS, "parameters") X(RV_MUTABLE, "mutable_parameters")                   \
-		    X(RV_SECRETS, "secrets") X(RV_CONTEXT, "context")                            \
-			X(RV_TOPOREQ, "topology_request") X(RV_SNAPSRC, "snapshot_source")       \
-			    X(RV_CLONESRC, "clone_source") X(RV_STATE, "state")                  \
-				X(RV_FAILURE, "failure") X(RV_CAPACITY, "capacity")              \
-				    X(RV_ACCESSIBLE, "accessible_topology")                      \
-					X(RV_NODEEXP, "node_expansion_required")                 \
-					    X(RV_PENDING, "pending") X(RV_CLAIMS, "claims")      \
-						X(RV_PAST, "past_claims")                        \
-						    X(RV_PUBS, "publications")                   \
-							X(RV_CREATED, "created_ms")              \
-							    X(RV_UPDATED, "updated_ms")
+/* clang-format off */
+#define REC_VOLUME_KEYS(X) \
+	X(RV_ID, "id") X(RV_NAME, "name") X(RV_PLUGIN, "plugin_id") \
+	X(RV_EXTERNAL, "external_id") X(RV_CAPMIN, "capacity_min") \
+	X(RV_CAPMAX, "capacity_max") X(RV_CAPS, "capabilities") X(RV_MOUNT, "mount_options") \
+	X(RV_PARAMS, "parameters") X(RV_MUTABLE, "mutable_parameters") \
+	X(RV_SECRETS, "secrets") X(RV_CONTEXT, "context") X(RV_TOPOREQ, "topology_request") \
+	X(RV_SNAPSRC, "snapshot_source") X(RV_CLONESRC, "clone_source") X(RV_STATE, "state") \
+	X(RV_FAILURE, "failure") X(RV_CAPACITY, "capacity") \
+	X(RV_ACCESSIBLE, "accessible_topology") X(RV_NODEEXP, "node_expansion_required") \
+	X(RV_PENDING, "pending") X(RV_CLAIMS, "claims") X(RV_PAST, "past_claims") \
+	X(RV_PUBS, "publications") X(RV_CREATED, "created_ms") X(RV_UPDATED, "updated_ms")
+/* clang-format on */
 enum { REC_VOLUME_KEYS(REC_ENUM) };
 static const char *const rec_volume_names[] = {REC_VOLUME_KEYS(REC_NAME)};
 static const struct rec_keys rec_volume_keys = REC_KEYS(rec_volume_names);
@@ -819,13 +816,14 @@ int model_history_decode(struct arena *a, const char *json, size_t len, struct m
 /* ---- snapshots ---- */
 
 /* A snapshot record's keys, in the order the encoder writes them. */
-#define REC_SNAPSHOT_KEYS(X)                                                                  \
-	X(RS_ID, "id")                                                                        \
-	X(RS_VOLUME, "volume_id")                                                             \
-	X(RS_PLUGIN, "plugin_id") X(RS_EXTERNAL, "external_id") X(RS_NAME, "name")            \
-	    X(RS_PARAMS, "parameters") X(RS_SECRETS, "secrets") X(RS_STATE, "state")          \
-		X(RS_FAILURE, "failure") X(RS_READY, "ready_to_use") X(RS_SIZE, "size_bytes") \
-		    X(RS_CTIME, "creation_time_ms") X(RS_CREATED, "created_ms")
+/* clang-format off */
+#define REC_SNAPSHOT_KEYS(X) \
+	X(RS_ID, "id") X(RS_VOLUME, "volume_id") X(RS_PLUGIN, "plugin_id") \
+	X(RS_EXTERNAL, "external_id") X(RS_NAME, "name") X(RS_PARAMS, "parameters") \
+	X(RS_SECRETS, "secrets") X(RS_STATE, "state") X(RS_FAILURE, "failure") \
+	X(RS_READY, "ready_to_use") X(RS_SIZE, "size_bytes") X(RS_CTIME, "creation_time_ms") \
+	X(RS_CREATED, "created_ms")
+/* clang-format on */
 enum { REC_SNAPSHOT_KEYS(REC_ENUM) };
 static const char *const rec_snapshot_names[] = {REC_SNAPSHOT_KEYS(REC_NAME)};
 static const struct rec_keys rec_snapshot_keys = REC_KEYS(rec_snapshot_names);
@@ -965,11 +963,12 @@ static int rec_node_alloc(struct rec *x, const char *path, void *elem)
 }
 
 /* A node record's keys, in the order the encoder writes them. */
-#define REC_NODE_KEYS(X)                                                                     \
-	X(RD_ID, "id")                                                                       \
-	X(RD_INSTANCE, "instance_id")                                                        \
-	X(RD_STATUS, "status") X(RD_REGISTERED, "registered_ms") X(RD_UPDATED, "updated_ms") \
-	    X(RD_ADDRESS, "address") X(RD_PLUGINS, "plugins") X(RD_ALLOCS, "allocations")
+/* clang-format off */
+#define REC_NODE_KEYS(X) \
+	X(RD_ID, "id") X(RD_INSTANCE, "instance_id") X(RD_STATUS, "status") \
+	X(RD_REGISTERED, "registered_ms") X(RD_UPDATED, "updated_ms") \
+	X(RD_ADDRESS, "address") X(RD_PLUGINS, "plugins") X(RD_ALLOCS, "allocations")
+/* clang-format on */
 enum { REC_NODE_KEYS(REC_ENUM) };
 static const char *const rec_node_names[] = {REC_NODE_KEYS(REC_NAME)};
 static const struct rec_keys rec_node_keys = REC_KEYS(rec_node_names);
