@@ -1,14 +1,19 @@
 /*
  * Request bodies of the server API: claim, release, detach, expand and
  * modify here; volume specs, snapshot specs and node fingerprints through
- * the model's strict decoders, with the ID of the path checked. Each is a strict JSON object: only
- * its documented keys (an unknown key is refused with its path), the right types, IDs checked by
- * the model, strings and maps within the CSI size limits. Messages never echo a value (it may be a
- * secret). Fuzzed by test/fuzz/fuzz_server_api.c.
+ * the model's strict decoders, with the ID of the path checked. Each is a
+ * strict JSON object: only its documented keys (an unknown key is
+ * refused with its path), the right types, IDs checked by the model,
+ * strings and maps within the CSI size limits. The claim and release
+ * bodies (one each per mount and unmount) are read with the pull reader,
+ * the others through a jansson tree. Messages never echo a value (it may
+ * be a secret). Fuzzed by test/fuzz/fuzz_server_api.c.
  */
 #include "api/server_api_int.h"
 
 #include <string.h>
+
+#include "util/jsonr.h"
 
 /* Parses body as a JSON object; returns it (owned) or NULL with e set. */
 static json_t *decode_object(const char *body, size_t len, struct err *e)
@@ -32,6 +37,111 @@ static json_t *decode_object(const char *body, size_t len, struct err *e)
 		return NULL;
 	}
 	return root;
+}
+
+/*
+ * The claim and release bodies, asked for on every mount and unmount,
+ * are read without a JSON tree (util/jsonr.h): a flat object whose
+ * members are strings and booleans, each key known and given once.
+ */
+struct flat_field {
+	const char *key;
+	bool is_bool;
+	size_t max; /* strings: longest allowed */
+	char *s; /* out: the string, or NULL (absent or null) */
+	bool b; /* out: the boolean (absent or null: false) */
+	bool seen;
+};
+
+static int flat_syntax(const struct jsonr *r, struct err *e)
+{
+	int line, column;
+
+	if (r->err && strcmp(r->err, "out of memory") == 0)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	jsonr_where(r, &line, &column);
+	return err_set(e, CSID_EINVAL, "request body: malformed JSON at line %d column %d: %s",
+		       line, column, r->err ? r->err : "invalid");
+}
+
+/* One member's value into f. */
+static int flat_value(struct jsonr *r, struct arena *a, struct flat_field *f, struct err *e)
+{
+	enum jsonr_kind k = jsonr_peek(r);
+	size_t len;
+
+	if (k == JSONR_BAD)
+		return flat_syntax(r, e);
+	if (k == JSONR_NULL)
+		return jsonr_literal(r) ? flat_syntax(r, e) : 0;
+	if (f->is_bool) {
+		if (k != JSONR_BOOL)
+			return err_set(e, CSID_EINVAL, "%s: expected true or false", f->key);
+		return jsonr_bool(r, &f->b) ? flat_syntax(r, e) : 0;
+	}
+	if (k != JSONR_STRING)
+		return err_set(e, CSID_EINVAL, "%s: expected a string", f->key);
+	if (jsonr_str(r, a, &f->s, &len))
+		return flat_syntax(r, e);
+	if (len > f->max)
+		return err_set(e, CSID_EINVAL, "%s: longer than %zu bytes", f->key, f->max);
+	if (memchr(f->s, '\0', len))
+		return err_set(e, CSID_EINVAL, "%s: contains NUL", f->key);
+	return 0;
+}
+
+static int decode_flat(struct arena *a, const char *body, size_t len, struct flat_field *f,
+		       size_t nf, struct err *e)
+{
+	struct jsonr r;
+	size_t n = 0;
+	int rc;
+
+	if (len == 0)
+		return err_set(e, CSID_EINVAL, "request body: empty, expected a JSON object");
+	jsonr_init(&r, body, len);
+	switch (jsonr_peek(&r)) {
+	case JSONR_OBJECT:
+		break;
+	case JSONR_BAD:
+		return flat_syntax(&r, e);
+	default:
+		return err_set(e, CSID_EINVAL, "request body: expected a JSON object");
+	}
+	if (jsonr_open(&r))
+		return flat_syntax(&r, e);
+	for (;;) {
+		char key[128];
+		size_t klen, i = nf;
+
+		rc = jsonr_key(&r, &n, key, sizeof(key), &klen);
+		if (rc < 0)
+			return flat_syntax(&r, e);
+		if (rc == 0)
+			break;
+		for (size_t j = 0; klen < sizeof(key) && j < nf && i == nf; j++)
+			if (strcmp(f[j].key, key) == 0)
+				i = j;
+		if (i == nf)
+			return err_set(e, CSID_EINVAL, "%.64s: unknown key",
+				       klen < sizeof(key) ? key : "(a long key)");
+		if (f[i].seen)
+			return err_set(e, CSID_EINVAL, "%s: duplicate key", f[i].key);
+		f[i].seen = true;
+		rc = flat_value(&r, a, &f[i], e);
+		if (rc)
+			return rc;
+	}
+	return jsonr_end(&r) ? flat_syntax(&r, e) : 0;
+}
+
+/* An ID field of a flat object: required, checked by the model. */
+static int flat_id(const struct flat_field *f, char **out, struct err *e)
+{
+	*out = f->s;
+	if (!f->s)
+		return err_set(e, CSID_EINVAL, "%s: required", f->key);
+	return model_id_check(f->key, f->s, strlen(f->s), e);
 }
 
 /* Refuses keys of obj outside allowed (NULL-terminated). */
@@ -86,19 +196,6 @@ static int decode_id(struct arena *a, json_t *obj, const char *key, const char *
 	return model_id_check(what, *out, strlen(*out), e);
 }
 
-static int decode_bool(json_t *obj, const char *key, bool *out, struct err *e)
-{
-	json_t *v = json_object_get(obj, key);
-
-	*out = false;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return err_set(e, CSID_EINVAL, "%s: expected true or false", key);
-	*out = json_is_true(v);
-	return 0;
-}
-
 static int decode_map(struct arena *a, json_t *obj, const char *key, struct model_map *out,
 		      struct err *e)
 {
@@ -142,28 +239,28 @@ static int decode_map(struct arena *a, json_t *obj, const char *key, struct mode
 int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 			    struct model_claim_request *out, bool *attach_default, struct err *e)
 {
-	static const char *const keys[] = {
-	    "alloc_id", "node_id", "mode", "access_mode", "attachment_mode", "held_by_agent", NULL};
-	char *alloc = NULL, *node = NULL, *mode = NULL, *access = NULL, *attach = NULL;
-	int rc;
-	json_t *root = decode_object(body, len, e);
+	enum { F_ALLOC, F_NODE, F_MODE, F_ACCESS, F_ATTACH, F_HELD };
+	struct flat_field f[] = {
+	    {.key = "alloc_id", .max = 16 * MODEL_ID_MAX},
+	    {.key = "node_id", .max = 16 * MODEL_ID_MAX},
+	    {.key = "mode", .max = 16},
+	    {.key = "access_mode", .max = 64},
+	    {.key = "attachment_mode", .max = 64},
+	    {.key = "held_by_agent", .is_bool = true},
+	};
+	const char *mode, *access, *attach;
+	char *alloc = NULL, *node = NULL;
+	int rc = decode_flat(a, body, len, f, sizeof(f) / sizeof(f[0]), e);
 
-	if (!root)
-		return CSID_EINVAL;
 	memset(out, 0, sizeof(*out));
-	rc = decode_keys(root, "", keys, e);
 	if (!rc)
-		rc = decode_id(a, root, "alloc_id", "alloc_id", true, &alloc, e);
+		rc = flat_id(&f[F_ALLOC], &alloc, e);
 	if (!rc)
-		rc = decode_id(a, root, "node_id", "node_id", true, &node, e);
-	if (!rc)
-		rc = decode_string(a, root, "mode", 16, false, &mode, e);
-	if (!rc)
-		rc = decode_string(a, root, "access_mode", 64, false, &access, e);
-	if (!rc)
-		rc = decode_string(a, root, "attachment_mode", 64, false, &attach, e);
-	if (!rc)
-		rc = decode_bool(root, "held_by_agent", &out->held_by_agent, e);
+		rc = flat_id(&f[F_NODE], &node, e);
+	mode = f[F_MODE].s;
+	access = f[F_ACCESS].s;
+	attach = f[F_ATTACH].s;
+	out->held_by_agent = f[F_HELD].b;
 	if (!rc && mode && strcmp(mode, "read") != 0 && strcmp(mode, "write") != 0)
 		rc = err_set(e, CSID_EINVAL, "mode: expected read or write");
 	/* Without access_mode the server takes the volume's first capability. */
@@ -182,31 +279,27 @@ int server_api_decode_claim(struct arena *a, const char *body, size_t len,
 		if (!mode && !model_access_writable(out->cap.access))
 			out->mode = MODEL_CLAIM_READ;
 	}
-	json_decref(root);
 	return rc;
 }
 
 int server_api_decode_release(struct arena *a, const char *body, size_t len, char **alloc_id,
 			      bool *force, char **reason, struct err *e)
 {
-	static const char *const keys[] = {"alloc_id", "force", "reason", NULL};
-	int rc;
-	json_t *root = decode_object(body, len, e);
+	struct flat_field f[] = {
+	    {.key = "alloc_id", .max = 16 * MODEL_ID_MAX},
+	    {.key = "force", .is_bool = true},
+	    {.key = "reason", .max = SERVER_RELEASE_REASON_MAX},
+	};
+	int rc = decode_flat(a, body, len, f, sizeof(f) / sizeof(f[0]), e);
 
-	if (!root)
-		return CSID_EINVAL;
-	rc = decode_keys(root, "", keys, e);
+	*force = f[1].b;
+	*reason = f[2].s;
 	if (!rc)
-		rc = decode_id(a, root, "alloc_id", "alloc_id", true, alloc_id, e);
-	if (!rc)
-		rc = decode_bool(root, "force", force, e);
-	if (!rc)
-		rc = decode_string(a, root, "reason", SERVER_RELEASE_REASON_MAX, false, reason, e);
+		rc = flat_id(&f[0], alloc_id, e);
 	/* It ends up in the claim's note and in events: one line of text. */
 	for (const char *p = rc ? NULL : *reason; p && *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			rc = err_set(e, CSID_EINVAL, "reason: contains a control character");
-	json_decref(root);
 	return rc;
 }
 

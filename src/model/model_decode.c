@@ -1,12 +1,10 @@
 /*
- * Decoding of the model's JSON: the helpers that the store decoders here
- * and the strict spec decoder (model_spec.c) share, and the store
- * decoders of volumes, snapshots and nodes. A store record is trusted but
- * still checked: a damaged one is CSID_EPROTO with the JSON path of the
- * first problem, never a crash; unknown keys are skipped so that an older
- * program reads a newer record. Everything decoded lives in the caller's
- * arena. No message names a secret's key or value or a mount flag, and
- * the parsed JSON is wiped before it is freed.
+ * Decoding of the model's JSON from outside: the helpers over a parsed
+ * jansson tree that the strict decoders of specs and fingerprints
+ * (model_spec.c) use, and the messages (model_dec_fail, model_dec_path)
+ * that the store decoders (model_record.c, which read the text without a
+ * tree) share with them. Everything decoded lives in the caller's arena.
+ * No message names a secret's key or value or a mount flag.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -450,257 +448,6 @@ int model_dec_volume_spec(struct model_dec *d, json_t *obj, struct model_volume 
 	return rc;
 }
 
-/* ---- store decoders ---- */
-
-static int model_dec_claim(struct model_dec *d, json_t *o, const char *path, struct model_claim *c)
-{
-	int mode = 0, state = 0;
-	int rc = model_dec_object(d, o, path, NULL);
-
-	if (!rc)
-		rc = model_dec_str_req(d, o, "alloc_id", path, MODEL_ID_MAX, &c->alloc_id);
-	if (!rc)
-		rc = model_dec_str_req(d, o, "node_id", path, MODEL_ID_MAX, &c->node_id);
-	if (!rc)
-		rc = model_dec_str(d, o, "plugin_node_id", path, 0, &c->plugin_node_id);
-	if (!rc)
-		rc = model_dec_enum(d, o, "mode", path, &model_names_claim_mode, true, &mode);
-	if (!rc)
-		rc = model_dec_cap(d, o, path, &c->cap);
-	if (!rc)
-		rc = model_dec_bool(d, o, "read_only", path, &c->read_only);
-	if (!rc)
-		rc = model_dec_enum(d, o, "state", path, &model_names_claim_state, true, &state);
-	if (!rc)
-		rc = model_dec_int(d, o, "claimed_ms", path, &c->claimed_ms);
-	if (!rc)
-		rc = model_dec_int(d, o, "updated_ms", path, &c->updated_ms);
-	if (!rc)
-		rc = model_dec_str(d, o, "note", path, 0, &c->note);
-	if (!rc)
-		rc = model_dec_bool(d, o, "held_by_agent", path, &c->held_by_agent);
-	if (!rc)
-		rc = model_dec_bool(d, o, "node_expanded", path, &c->node_expanded);
-	c->mode = (enum model_claim_mode)mode;
-	c->state = (enum model_claim_state)state;
-	return rc;
-}
-
-static int model_dec_claims(struct model_dec *d, json_t *obj, const char *key,
-			    struct model_claim **out, size_t *n)
-{
-	char sub[MODEL_PATH_MAX];
-	json_t *arr, *item;
-	size_t i;
-	int rc = model_dec_array(d, obj, key, "", 0, &arr);
-
-	*n = 0;
-	if (rc || !arr)
-		return rc;
-	rc = model_dec_alloc(d, json_array_size(arr), sizeof(**out), (void **)out);
-	json_array_foreach(arr, i, item)
-	{
-		if (rc)
-			break;
-		snprintf(sub, sizeof(sub), "%s[%zu]", key, i);
-		rc = model_dec_claim(d, item, sub, &(*out)[i]);
-		if (!rc)
-			(*n)++;
-	}
-	return rc;
-}
-
-static int model_dec_pub(struct model_dec *d, json_t *o, const char *path,
-			 struct model_publication *p)
-{
-	int state = 0;
-	int rc = model_dec_object(d, o, path, NULL);
-
-	if (!rc)
-		rc = model_dec_str_req(d, o, "node_id", path, MODEL_ID_MAX, &p->node_id);
-	if (!rc)
-		rc = model_dec_str(d, o, "plugin_node_id", path, 0, &p->plugin_node_id);
-	if (!rc)
-		rc = model_dec_bool(d, o, "read_only", path, &p->read_only);
-	if (!rc)
-		rc = model_dec_cap(d, o, path, &p->cap);
-	if (!rc)
-		rc = model_dec_enum(d, o, "state", path, &model_names_pub_state, true, &state);
-	if (!rc)
-		rc = model_dec_map(d, o, "context", path, false, &p->context);
-	p->state = (enum model_pub_state)state;
-	return rc;
-}
-
-static int model_dec_pubs(struct model_dec *d, json_t *obj, struct model_volume *v)
-{
-	char sub[MODEL_PATH_MAX];
-	json_t *arr, *item;
-	size_t i;
-	int rc = model_dec_array(d, obj, "publications", "", 0, &arr);
-
-	if (rc || !arr)
-		return rc;
-	rc = model_dec_alloc(d, json_array_size(arr), sizeof(*v->pubs), (void **)&v->pubs);
-	json_array_foreach(arr, i, item)
-	{
-		if (rc)
-			break;
-		snprintf(sub, sizeof(sub), "publications[%zu]", i);
-		rc = model_dec_pub(d, item, sub, &v->pubs[i]);
-		if (!rc)
-			v->npubs++;
-	}
-	return rc;
-}
-
-/* Parses a store record's text into a JSON object. */
-static int model_dec_load(struct model_dec *d, const char *json, size_t len, json_t **root)
-{
-	json_error_t jerr;
-
-	*root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!*root)
-		return model_dec_fail(d, NULL, "not valid JSON (line %d column %d)", jerr.line,
-				      jerr.column);
-	return model_dec_object(d, *root, "", NULL);
-}
-
-static int model_dec_volume_record(struct model_dec *d, json_t *root, struct model_volume *v)
-{
-	json_t *pending;
-	int state = 0;
-	int rc = model_dec_volume_spec(d, root, v);
-
-	if (!rc && !v->id)
-		rc = model_dec_fail(d, "id", "required");
-	if (!rc)
-		rc = model_dec_enum(d, root, "state", "", &model_names_volume_state, true, &state);
-	v->state = (enum model_volume_state)state;
-	if (!rc)
-		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &v->failure);
-	if (!rc)
-		rc = model_dec_int(d, root, "capacity", "", &v->capacity);
-	if (!rc)
-		rc = model_dec_topologies(d, root, "accessible_topology", "", &v->accessible,
-					  &v->naccessible);
-	if (!rc)
-		rc = model_dec_bool(d, root, "node_expansion_required", "",
-				    &v->node_expansion_required);
-	pending = model_member(root, "pending");
-	if (!rc && pending)
-		rc = model_dec_object(d, pending, "pending", NULL);
-	if (!rc && pending)
-		rc = model_dec_int(d, pending, "capacity_min", "pending", &v->pending_capacity_min);
-	if (!rc && pending)
-		rc = model_dec_map(d, pending, "mutable_parameters", "pending", false,
-				   &v->pending_mutable);
-	if (!rc)
-		rc = model_dec_claims(d, root, "claims", &v->claims, &v->nclaims);
-	if (!rc)
-		rc = model_dec_claims(d, root, "past_claims", &v->past_claims, &v->npast_claims);
-	if (!rc)
-		rc = model_dec_pubs(d, root, v);
-	if (!rc)
-		rc = model_dec_int(d, root, "created_ms", "", &v->created_ms);
-	if (!rc)
-		rc = model_dec_int(d, root, "updated_ms", "", &v->updated_ms);
-	return rc;
-}
-
-int model_volume_decode(struct arena *a, const char *json, size_t len, struct model_volume **out,
-			struct err *e)
-{
-	struct model_dec d = {.a = a, .e = e, .strict = false, .what = "volume record"};
-	struct model_volume *v = arena_alloc(a, sizeof(*v));
-	json_t *root = NULL;
-	int rc;
-
-	if (!v)
-		return model_dec_nomem(&d);
-	rc = model_dec_load(&d, json, len, &root);
-	if (!rc)
-		rc = model_dec_volume_record(&d, root, v);
-	if (root) {
-		model_json_wipe(root);
-		json_decref(root);
-	}
-	if (!rc)
-		*out = v;
-	return rc;
-}
-
-int model_history_decode(struct arena *a, const char *json, size_t len, struct model_claim **out,
-			 size_t *n, struct err *e)
-{
-	struct model_dec d = {.a = a, .e = e, .strict = false, .what = "claim history record"};
-	json_t *root = NULL;
-	int rc = model_dec_load(&d, json, len, &root);
-
-	*out = NULL;
-	*n = 0;
-	if (!rc)
-		rc = model_dec_claims(&d, root, "past_claims", out, n);
-	json_decref(root);
-	return rc;
-}
-
-static int model_dec_snapshot_record(struct model_dec *d, json_t *root, struct model_snapshot *s)
-{
-	int state = 0;
-	int rc = model_dec_str_req(d, root, "id", "", 0, &s->id);
-
-	if (!rc)
-		rc = model_dec_str(d, root, "volume_id", "", 0, &s->volume_id);
-	if (!rc)
-		rc = model_dec_str(d, root, "plugin_id", "", 0, &s->plugin_id);
-	if (!rc)
-		rc = model_dec_str(d, root, "external_id", "", 0, &s->external_id);
-	if (!rc)
-		rc = model_dec_str(d, root, "name", "", 0, &s->name);
-	if (!rc)
-		rc = model_dec_map(d, root, "parameters", "", false, &s->parameters);
-	if (!rc)
-		rc = model_dec_map(d, root, "secrets", "", true, &s->secrets);
-	if (!rc)
-		rc =
-		    model_dec_enum(d, root, "state", "", &model_names_snapshot_state, true, &state);
-	s->state = (enum model_snapshot_state)state;
-	if (!rc)
-		rc = model_dec_str(d, root, "failure", "", ERR_MSG_MAX, &s->failure);
-	if (!rc)
-		rc = model_dec_bool(d, root, "ready_to_use", "", &s->ready_to_use);
-	if (!rc)
-		rc = model_dec_int(d, root, "size_bytes", "", &s->size_bytes);
-	if (!rc)
-		rc = model_dec_int(d, root, "creation_time_ms", "", &s->creation_time_ms);
-	if (!rc)
-		rc = model_dec_int(d, root, "created_ms", "", &s->created_ms);
-	return rc;
-}
-
-int model_snapshot_decode(struct arena *a, const char *json, size_t len,
-			  struct model_snapshot **out, struct err *e)
-{
-	struct model_dec d = {.a = a, .e = e, .strict = false, .what = "snapshot record"};
-	struct model_snapshot *s = arena_alloc(a, sizeof(*s));
-	json_t *root = NULL;
-	int rc;
-
-	if (!s)
-		return model_dec_nomem(&d);
-	rc = model_dec_load(&d, json, len, &root);
-	if (!rc)
-		rc = model_dec_snapshot_record(&d, root, s);
-	if (root) {
-		model_json_wipe(root);
-		json_decref(root);
-	}
-	if (!rc)
-		*out = s;
-	return rc;
-}
-
 static const char *const model_node_plugin_keys[] = {
     "plugin_id",    "type",           "healthy",     "health",   "version",
     "capabilities", "plugin_node_id", "max_volumes", "topology", NULL};
@@ -794,10 +541,8 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 	int rc = model_dec_object(d, root, "", model_node_keys);
 
 	/* From outside the ID may come from the URL instead. */
-	if (!rc && d->strict)
+	if (!rc)
 		rc = model_dec_str(d, root, "id", "", MODEL_ID_MAX, &n->id);
-	else if (!rc)
-		rc = model_dec_str_req(d, root, "id", "", MODEL_ID_MAX, &n->id);
 	if (!rc)
 		rc = model_dec_str(d, root, "instance_id", "", MODEL_ID_MAX, &n->instance_id);
 	if (!rc)
@@ -826,24 +571,5 @@ int model_dec_node(struct model_dec *d, json_t *root, struct model_node *n)
 		if (!rc)
 			n->nplugins++;
 	}
-	return rc;
-}
-
-int model_node_decode(struct arena *a, const char *json, size_t len, struct model_node **out,
-		      struct err *e)
-{
-	struct model_dec d = {.a = a, .e = e, .strict = false, .what = "node record"};
-	struct model_node *n = arena_alloc(a, sizeof(*n));
-	json_t *root = NULL;
-	int rc;
-
-	if (!n)
-		return model_dec_nomem(&d);
-	rc = model_dec_load(&d, json, len, &root);
-	if (!rc)
-		rc = model_dec_node(&d, root, n);
-	json_decref(root);
-	if (!rc)
-		*out = n;
 	return rc;
 }

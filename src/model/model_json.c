@@ -43,16 +43,16 @@ static void model_enc_map_object(struct jsonw *w, const struct model_map *m)
 	jsonw_object_close(w);
 }
 
-static void model_enc_map(struct jsonw *w, const char *key, const struct model_map *m)
+static void model_enc_map(struct jsonw *w, const char *key, size_t klen, const struct model_map *m)
 {
-	jsonw_key(w, key);
+	jsonw_lkey(w, key, klen);
 	model_enc_map_object(w, m);
 }
 
-static void model_enc_topologies(struct jsonw *w, const char *key, const struct model_topology *t,
-				 size_t n)
+static void model_enc_topologies(struct jsonw *w, const char *key, size_t klen,
+				 const struct model_topology *t, size_t n)
 {
-	jsonw_key(w, key);
+	jsonw_lkey(w, key, klen);
 	jsonw_array_open(w);
 	for (size_t i = 0; i < n; i++)
 		model_enc_map_object(w, &t[i].segments);
@@ -61,33 +61,33 @@ static void model_enc_topologies(struct jsonw *w, const char *key, const struct 
 
 static void model_enc_cap(struct jsonw *w, const struct model_capability *c)
 {
-	jsonw_member_str(w, "access_mode", model_access_name(c->access));
-	jsonw_member_str(w, "attachment_mode", model_attachment_name(c->attachment));
+	jsonw_lmember_str(w, JSONW_KEY("access_mode"), model_access_name(c->access));
+	jsonw_lmember_str(w, JSONW_KEY("attachment_mode"), model_attachment_name(c->attachment));
 }
 
 static void model_enc_claim(struct jsonw *w, const struct model_claim *c)
 {
 	jsonw_object_open(w);
-	jsonw_member_str(w, "alloc_id", c->alloc_id);
-	jsonw_member_str(w, "node_id", c->node_id);
-	jsonw_member_str(w, "plugin_node_id", c->plugin_node_id);
-	jsonw_member_str(w, "mode", model_claim_mode_name(c->mode));
+	jsonw_lmember_str(w, JSONW_KEY("alloc_id"), c->alloc_id);
+	jsonw_lmember_str(w, JSONW_KEY("node_id"), c->node_id);
+	jsonw_lmember_str(w, JSONW_KEY("plugin_node_id"), c->plugin_node_id);
+	jsonw_lmember_str(w, JSONW_KEY("mode"), model_claim_mode_name(c->mode));
 	model_enc_cap(w, &c->cap);
-	jsonw_member_bool(w, "read_only", c->read_only);
-	jsonw_member_str(w, "state", model_claim_state_name(c->state));
-	jsonw_member_int(w, "claimed_ms", c->claimed_ms);
-	jsonw_member_int(w, "updated_ms", c->updated_ms);
-	jsonw_member_str(w, "note", c->note);
-	jsonw_member_bool(w, "held_by_agent", c->held_by_agent);
+	jsonw_lmember_bool(w, JSONW_KEY("read_only"), c->read_only);
+	jsonw_lmember_str(w, JSONW_KEY("state"), model_claim_state_name(c->state));
+	jsonw_lmember_int(w, JSONW_KEY("claimed_ms"), c->claimed_ms);
+	jsonw_lmember_int(w, JSONW_KEY("updated_ms"), c->updated_ms);
+	jsonw_lmember_str(w, JSONW_KEY("note"), c->note);
+	jsonw_lmember_bool(w, JSONW_KEY("held_by_agent"), c->held_by_agent);
 	if (c->node_expanded)
-		jsonw_member_bool(w, "node_expanded", true);
+		jsonw_lmember_bool(w, JSONW_KEY("node_expanded"), true);
 	jsonw_object_close(w);
 }
 
-static void model_enc_claims(struct jsonw *w, const char *key, const struct model_claim *c,
-			     size_t n)
+static void model_enc_claims(struct jsonw *w, const char *key, size_t klen,
+			     const struct model_claim *c, size_t n)
 {
-	jsonw_key(w, key);
+	jsonw_lkey(w, key, klen);
 	jsonw_array_open(w);
 	for (size_t i = 0; i < n; i++)
 		model_enc_claim(w, &c[i]);
@@ -97,18 +97,18 @@ static void model_enc_claims(struct jsonw *w, const char *key, const struct mode
 static void model_enc_pub(struct jsonw *w, const struct model_publication *p)
 {
 	jsonw_object_open(w);
-	jsonw_member_str(w, "node_id", p->node_id);
-	jsonw_member_str(w, "plugin_node_id", p->plugin_node_id);
-	jsonw_member_bool(w, "read_only", p->read_only);
+	jsonw_lmember_str(w, JSONW_KEY("node_id"), p->node_id);
+	jsonw_lmember_str(w, JSONW_KEY("plugin_node_id"), p->plugin_node_id);
+	jsonw_lmember_bool(w, JSONW_KEY("read_only"), p->read_only);
 	model_enc_cap(w, &p->cap);
-	jsonw_member_str(w, "state", model_pub_state_name(p->state));
-	model_enc_map(w, "context", &p->context);
+	jsonw_lmember_str(w, JSONW_KEY("state"), model_pub_state_name(p->state));
+	model_enc_map(w, JSONW_KEY("context"), &p->context);
 	jsonw_object_close(w);
 }
 
 static void model_enc_pubs(struct jsonw *w, const struct model_publication *p, size_t n)
 {
-	jsonw_key(w, "publications");
+	jsonw_lkey(w, JSONW_KEY("publications"));
 	jsonw_array_open(w);
 	for (size_t i = 0; i < n; i++)
 		model_enc_pub(w, &p[i]);
@@ -117,11 +117,11 @@ static void model_enc_pubs(struct jsonw *w, const struct model_publication *p, s
 
 static void model_enc_status(struct jsonw *w, const struct model_status *s)
 {
-	jsonw_key(w, "status");
+	jsonw_lkey(w, JSONW_KEY("status"));
 	jsonw_object_open(w);
-	jsonw_member_str(w, "last_error", s->last_error);
-	jsonw_member_int(w, "attempts", s->attempts);
-	jsonw_member_int(w, "next_attempt_ms", s->next_attempt_ms);
+	jsonw_lmember_str(w, JSONW_KEY("last_error"), s->last_error);
+	jsonw_lmember_int(w, JSONW_KEY("attempts"), s->attempts);
+	jsonw_lmember_int(w, JSONW_KEY("next_attempt_ms"), s->next_attempt_ms);
 	jsonw_object_close(w);
 }
 
@@ -129,13 +129,13 @@ static void model_enc_status(struct jsonw *w, const struct model_status *s)
 static void model_enc_volume_spec(struct jsonw *w, const struct model_volume *v,
 				  enum model_view view)
 {
-	jsonw_member_str(w, "id", v->id);
-	jsonw_member_str(w, "name", v->name);
-	jsonw_member_str(w, "plugin_id", v->plugin_id);
-	jsonw_member_str(w, "external_id", v->external_id);
-	jsonw_member_int(w, "capacity_min", v->capacity_min);
-	jsonw_member_int(w, "capacity_max", v->capacity_max);
-	jsonw_key(w, "capabilities");
+	jsonw_lmember_str(w, JSONW_KEY("id"), v->id);
+	jsonw_lmember_str(w, JSONW_KEY("name"), v->name);
+	jsonw_lmember_str(w, JSONW_KEY("plugin_id"), v->plugin_id);
+	jsonw_lmember_str(w, JSONW_KEY("external_id"), v->external_id);
+	jsonw_lmember_int(w, JSONW_KEY("capacity_min"), v->capacity_min);
+	jsonw_lmember_int(w, JSONW_KEY("capacity_max"), v->capacity_max);
+	jsonw_lkey(w, JSONW_KEY("capabilities"));
 	jsonw_array_open(w);
 	for (size_t i = 0; i < v->ncaps; i++) {
 		jsonw_object_open(w);
@@ -143,57 +143,57 @@ static void model_enc_volume_spec(struct jsonw *w, const struct model_volume *v,
 		jsonw_object_close(w);
 	}
 	jsonw_array_close(w);
-	jsonw_key(w, "mount_options");
+	jsonw_lkey(w, JSONW_KEY("mount_options"));
 	jsonw_object_open(w);
-	jsonw_member_str(w, "fs_type", v->fs_type);
+	jsonw_lmember_str(w, JSONW_KEY("fs_type"), v->fs_type);
 	if (view == MODEL_VIEW_STORE) {
-		jsonw_key(w, "mount_flags");
+		jsonw_lkey(w, JSONW_KEY("mount_flags"));
 		jsonw_array_open(w);
 		for (size_t i = 0; i < v->nmount_flags; i++)
 			jsonw_str(w, v->mount_flags[i]);
 		jsonw_array_close(w);
 	}
 	jsonw_object_close(w);
-	model_enc_map(w, "parameters", &v->parameters);
-	model_enc_map(w, "mutable_parameters", &v->mutable_parameters);
+	model_enc_map(w, JSONW_KEY("parameters"), &v->parameters);
+	model_enc_map(w, JSONW_KEY("mutable_parameters"), &v->mutable_parameters);
 	if (view == MODEL_VIEW_STORE)
-		model_enc_map(w, "secrets", &v->secrets);
-	model_enc_map(w, "context", &v->context);
-	jsonw_key(w, "topology_request");
+		model_enc_map(w, JSONW_KEY("secrets"), &v->secrets);
+	model_enc_map(w, JSONW_KEY("context"), &v->context);
+	jsonw_lkey(w, JSONW_KEY("topology_request"));
 	jsonw_object_open(w);
-	model_enc_topologies(w, "requisite", v->requisite, v->nrequisite);
-	model_enc_topologies(w, "preferred", v->preferred, v->npreferred);
+	model_enc_topologies(w, JSONW_KEY("requisite"), v->requisite, v->nrequisite);
+	model_enc_topologies(w, JSONW_KEY("preferred"), v->preferred, v->npreferred);
 	jsonw_object_close(w);
-	jsonw_member_str(w, "snapshot_source", v->snapshot_source);
-	jsonw_member_str(w, "clone_source", v->clone_source);
+	jsonw_lmember_str(w, JSONW_KEY("snapshot_source"), v->snapshot_source);
+	jsonw_lmember_str(w, JSONW_KEY("clone_source"), v->clone_source);
 }
 
 static void model_enc_volume(struct jsonw *w, const struct model_volume *v, enum model_view view)
 {
 	jsonw_object_open(w);
 	model_enc_volume_spec(w, v, view);
-	jsonw_member_str(w, "state", model_volume_state_name(v->state));
-	jsonw_member_str(w, "failure", v->failure);
-	jsonw_member_int(w, "capacity", v->capacity);
-	model_enc_topologies(w, "accessible_topology", v->accessible, v->naccessible);
-	jsonw_member_bool(w, "node_expansion_required", v->node_expansion_required);
-	jsonw_key(w, "pending");
+	jsonw_lmember_str(w, JSONW_KEY("state"), model_volume_state_name(v->state));
+	jsonw_lmember_str(w, JSONW_KEY("failure"), v->failure);
+	jsonw_lmember_int(w, JSONW_KEY("capacity"), v->capacity);
+	model_enc_topologies(w, JSONW_KEY("accessible_topology"), v->accessible, v->naccessible);
+	jsonw_lmember_bool(w, JSONW_KEY("node_expansion_required"), v->node_expansion_required);
+	jsonw_lkey(w, JSONW_KEY("pending"));
 	jsonw_object_open(w);
-	jsonw_member_int(w, "capacity_min", v->pending_capacity_min);
-	model_enc_map(w, "mutable_parameters", &v->pending_mutable);
+	jsonw_lmember_int(w, JSONW_KEY("capacity_min"), v->pending_capacity_min);
+	model_enc_map(w, JSONW_KEY("mutable_parameters"), &v->pending_mutable);
 	jsonw_object_close(w);
-	model_enc_claims(w, "claims", v->claims, v->nclaims);
-	model_enc_claims(w, "past_claims", v->past_claims, v->npast_claims);
+	model_enc_claims(w, JSONW_KEY("claims"), v->claims, v->nclaims);
+	model_enc_claims(w, JSONW_KEY("past_claims"), v->past_claims, v->npast_claims);
 	model_enc_pubs(w, v->pubs, v->npubs);
-	jsonw_member_int(w, "created_ms", v->created_ms);
-	jsonw_member_int(w, "updated_ms", v->updated_ms);
+	jsonw_lmember_int(w, JSONW_KEY("created_ms"), v->created_ms);
+	jsonw_lmember_int(w, JSONW_KEY("updated_ms"), v->updated_ms);
 	if (view == MODEL_VIEW_API) {
 		model_enc_status(w, &v->status);
-		jsonw_member_int(w, "create_index", (int64_t)v->create_index);
-		jsonw_member_int(w, "modify_index", (int64_t)v->modify_index);
-		jsonw_member_bool(w, "schedulable", v->schedulable);
-		jsonw_member_str(w, "plugin_health", v->plugin_health);
-		jsonw_member_bool(w, "plugin_registered", v->plugin_registered);
+		jsonw_lmember_int(w, JSONW_KEY("create_index"), (int64_t)v->create_index);
+		jsonw_lmember_int(w, JSONW_KEY("modify_index"), (int64_t)v->modify_index);
+		jsonw_lmember_bool(w, JSONW_KEY("schedulable"), v->schedulable);
+		jsonw_lmember_str(w, JSONW_KEY("plugin_health"), v->plugin_health);
+		jsonw_lmember_bool(w, JSONW_KEY("plugin_registered"), v->plugin_registered);
 	}
 	jsonw_object_close(w);
 }
@@ -216,7 +216,7 @@ int model_history_encode(const struct model_claim *c, size_t n, char **out, size
 
 	jsonw_init(&w, 64 + 320 * n);
 	jsonw_object_open(&w);
-	model_enc_claims(&w, "past_claims", c, n);
+	model_enc_claims(&w, JSONW_KEY("past_claims"), c, n);
 	jsonw_object_close(&w);
 	return model_finish(&w, "claim history", out, len, e);
 }
@@ -238,24 +238,24 @@ int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, 
 
 	jsonw_init(&w, 0);
 	jsonw_object_open(&w);
-	jsonw_member_str(&w, "id", s->id);
-	jsonw_member_str(&w, "volume_id", s->volume_id);
-	jsonw_member_str(&w, "plugin_id", s->plugin_id);
-	jsonw_member_str(&w, "external_id", s->external_id);
-	jsonw_member_str(&w, "name", s->name);
-	model_enc_map(&w, "parameters", &s->parameters);
+	jsonw_lmember_str(&w, JSONW_KEY("id"), s->id);
+	jsonw_lmember_str(&w, JSONW_KEY("volume_id"), s->volume_id);
+	jsonw_lmember_str(&w, JSONW_KEY("plugin_id"), s->plugin_id);
+	jsonw_lmember_str(&w, JSONW_KEY("external_id"), s->external_id);
+	jsonw_lmember_str(&w, JSONW_KEY("name"), s->name);
+	model_enc_map(&w, JSONW_KEY("parameters"), &s->parameters);
 	if (view == MODEL_VIEW_STORE)
-		model_enc_map(&w, "secrets", &s->secrets);
-	jsonw_member_str(&w, "state", model_snapshot_state_name(s->state));
-	jsonw_member_str(&w, "failure", s->failure);
-	jsonw_member_bool(&w, "ready_to_use", s->ready_to_use);
-	jsonw_member_int(&w, "size_bytes", s->size_bytes);
-	jsonw_member_int(&w, "creation_time_ms", s->creation_time_ms);
-	jsonw_member_int(&w, "created_ms", s->created_ms);
+		model_enc_map(&w, JSONW_KEY("secrets"), &s->secrets);
+	jsonw_lmember_str(&w, JSONW_KEY("state"), model_snapshot_state_name(s->state));
+	jsonw_lmember_str(&w, JSONW_KEY("failure"), s->failure);
+	jsonw_lmember_bool(&w, JSONW_KEY("ready_to_use"), s->ready_to_use);
+	jsonw_lmember_int(&w, JSONW_KEY("size_bytes"), s->size_bytes);
+	jsonw_lmember_int(&w, JSONW_KEY("creation_time_ms"), s->creation_time_ms);
+	jsonw_lmember_int(&w, JSONW_KEY("created_ms"), s->created_ms);
 	if (view == MODEL_VIEW_API) {
 		model_enc_status(&w, &s->status);
-		jsonw_member_int(&w, "create_index", (int64_t)s->create_index);
-		jsonw_member_int(&w, "modify_index", (int64_t)s->modify_index);
+		jsonw_lmember_int(&w, JSONW_KEY("create_index"), (int64_t)s->create_index);
+		jsonw_lmember_int(&w, JSONW_KEY("modify_index"), (int64_t)s->modify_index);
 	}
 	jsonw_object_close(&w);
 	return model_finish(&w, "snapshot", out, len, e);
@@ -266,46 +266,46 @@ static void model_enc_node(struct jsonw *w, const struct model_node *n, enum mod
 	char tag[MODEL_INSTANCE_TAG_LEN + 1];
 
 	jsonw_object_open(w);
-	jsonw_member_str(w, "id", n->id);
+	jsonw_lmember_str(w, JSONW_KEY("id"), n->id);
 	if (view == MODEL_VIEW_STORE) {
-		jsonw_member_str(w, "instance_id", n->instance_id);
+		jsonw_lmember_str(w, JSONW_KEY("instance_id"), n->instance_id);
 	} else if (n->instance_id) {
 		model_node_instance_tag(n->instance_id, tag);
-		jsonw_member_str(w, "instance_tag", tag);
+		jsonw_lmember_str(w, JSONW_KEY("instance_tag"), tag);
 	}
-	jsonw_member_str(w, "status", model_node_status_name(n->status));
-	jsonw_member_int(w, "registered_ms", n->registered_ms);
-	jsonw_member_int(w, "updated_ms", n->updated_ms);
-	jsonw_member_str(w, "address", n->address);
-	jsonw_key(w, "plugins");
+	jsonw_lmember_str(w, JSONW_KEY("status"), model_node_status_name(n->status));
+	jsonw_lmember_int(w, JSONW_KEY("registered_ms"), n->registered_ms);
+	jsonw_lmember_int(w, JSONW_KEY("updated_ms"), n->updated_ms);
+	jsonw_lmember_str(w, JSONW_KEY("address"), n->address);
+	jsonw_lkey(w, JSONW_KEY("plugins"));
 	jsonw_array_open(w);
 	for (size_t i = 0; i < n->nplugins; i++) {
 		const struct model_node_plugin *p = &n->plugins[i];
 
 		jsonw_object_open(w);
-		jsonw_member_str(w, "plugin_id", p->plugin_id);
-		jsonw_member_str(w, "type", model_plugin_type_name(p->type));
-		jsonw_member_bool(w, "healthy", p->healthy);
-		jsonw_member_str(w, "health", p->health);
-		jsonw_member_str(w, "version", p->version);
-		jsonw_key(w, "capabilities");
+		jsonw_lmember_str(w, JSONW_KEY("plugin_id"), p->plugin_id);
+		jsonw_lmember_str(w, JSONW_KEY("type"), model_plugin_type_name(p->type));
+		jsonw_lmember_bool(w, JSONW_KEY("healthy"), p->healthy);
+		jsonw_lmember_str(w, JSONW_KEY("health"), p->health);
+		jsonw_lmember_str(w, JSONW_KEY("version"), p->version);
+		jsonw_lkey(w, JSONW_KEY("capabilities"));
 		jsonw_array_open(w);
 		for (size_t j = 0; j < p->ncaps; j++)
 			jsonw_str(w, p->caps[j]);
 		jsonw_array_close(w);
-		jsonw_member_str(w, "plugin_node_id", p->plugin_node_id);
-		jsonw_member_int(w, "max_volumes", p->max_volumes);
-		model_enc_map(w, "topology", &p->topology.segments);
+		jsonw_lmember_str(w, JSONW_KEY("plugin_node_id"), p->plugin_node_id);
+		jsonw_lmember_int(w, JSONW_KEY("max_volumes"), p->max_volumes);
+		model_enc_map(w, JSONW_KEY("topology"), &p->topology.segments);
 		jsonw_object_close(w);
 	}
 	jsonw_array_close(w);
 	if (n->allocs_reported) {
-		jsonw_key(w, "allocations");
+		jsonw_lkey(w, JSONW_KEY("allocations"));
 		jsonw_array_open(w);
 		for (size_t i = 0; i < n->nallocs; i++) {
 			jsonw_object_open(w);
-			jsonw_member_str(w, "volume_id", n->allocs[i].volume_id);
-			jsonw_member_str(w, "alloc_id", n->allocs[i].alloc_id);
+			jsonw_lmember_str(w, JSONW_KEY("volume_id"), n->allocs[i].volume_id);
+			jsonw_lmember_str(w, JSONW_KEY("alloc_id"), n->allocs[i].alloc_id);
 			jsonw_object_close(w);
 		}
 		jsonw_array_close(w);
@@ -347,8 +347,6 @@ void model_wipe_free(char *text, size_t len)
 {
 	if (!text)
 		return;
-	/* A volatile pointer keeps the compiler from dropping the wipe. */
-	for (volatile char *p = text; len--; p++)
-		*p = 0;
+	explicit_bzero(text, len);
 	free(text);
 }

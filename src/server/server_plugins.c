@@ -23,6 +23,7 @@
 #include "plugins/instance_manager.h"
 
 #define SERVER_LOCAL_CONTROLLERS_MAX 256
+#define SERVER_LOCAL_CONTROLLERS_FEW 16
 #define SERVER_CAP_PUBLISH "PUBLISH_UNPUBLISH_VOLUME"
 #define SERVER_CAP_PUBLISH_BIT \
 	((uint64_t)1 << CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME)
@@ -115,12 +116,19 @@ static int server_local_list(struct server *s, struct arena *a,
 	*n = 0;
 	if (!s->cfg.local_controllers)
 		return 0;
-	*out = arena_alloc(a, SERVER_LOCAL_CONTROLLERS_MAX * sizeof(**out));
-	if (!*out)
-		return err_set(e, CSID_ENOMEM, "plugins: out of memory");
-	*n = s->cfg.local_controllers(s->cfg.local_controllers_ctx, *out,
-				      SERVER_LOCAL_CONTROLLERS_MAX, a);
-	return 0;
+	/*
+	 * A server hosts a few controllers: a small table first, the full one
+	 * only when that one fills up (each claim asks, and zeroing the full
+	 * table cost more than the rest of the summary).
+	 */
+	for (size_t cap = SERVER_LOCAL_CONTROLLERS_FEW;; cap = SERVER_LOCAL_CONTROLLERS_MAX) {
+		*out = arena_alloc(a, cap * sizeof(**out));
+		if (!*out)
+			return err_set(e, CSID_ENOMEM, "plugins: out of memory");
+		*n = s->cfg.local_controllers(s->cfg.local_controllers_ctx, *out, cap, a);
+		if (*n < cap || cap == SERVER_LOCAL_CONTROLLERS_MAX)
+			return 0;
+	}
 }
 
 /* Every plugin instance the nodes and this server report, sorted by plugin ID. */

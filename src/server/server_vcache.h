@@ -2,7 +2,8 @@
  * Decoded volume records, kept by (id, modify_index) so that the reads
  * of one version (a GET, the claim that follows it, the node-stage after
  * a blocking query) parse its JSON once: a record with its 16 past
- * claims is about 5 KB, and jansson takes ~100 us to parse it. A store
+ * claims is about 5 KB, and its decoding (model_record.c) takes about
+ * 20 k instructions per KiB, several times a copy out of the cache. A store
  * index is never reused, so an entry matching the stored modify_index
  * and create_index is that version's decoding. An entry holds the
  * record's secrets in memory, as any decoded record does, until a newer

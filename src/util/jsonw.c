@@ -5,6 +5,7 @@
  * escape.
  */
 #include "util/jsonw.h"
+#include "util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,16 +32,14 @@ void jsonw_free(struct jsonw *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Room for n more bytes and a NUL; false (w failed) when there is none. */
-static bool jsonw_room(struct jsonw *w, size_t n)
+/* Grows the buffer for n more bytes and a NUL; false (w failed) when it cannot. */
+static bool jsonw_grow(struct jsonw *w, size_t n)
 {
 	size_t cap = w->cap;
 	char *np;
 
 	if (w->failed)
 		return false;
-	if (w->len + n + 1 <= cap)
-		return true;
 	while (cap < w->len + n + 1)
 		cap = cap ? cap * 2 : JSONW_HINT;
 	/* Not realloc: the old copy may hold secrets and is wiped first. */
@@ -59,7 +58,13 @@ static bool jsonw_room(struct jsonw *w, size_t n)
 	return true;
 }
 
-static void jsonw_put(struct jsonw *w, const char *s, size_t n)
+/* Room for n more bytes and a NUL; false (w failed) when there is none. */
+static inline bool jsonw_room(struct jsonw *w, size_t n)
+{
+	return (w->len + n + 1 <= w->cap && !w->failed) || jsonw_grow(w, n);
+}
+
+static inline void jsonw_put(struct jsonw *w, const char *s, size_t n)
 {
 	if (!jsonw_room(w, n))
 		return;
@@ -67,7 +72,7 @@ static void jsonw_put(struct jsonw *w, const char *s, size_t n)
 	w->len += n;
 }
 
-static void jsonw_byte(struct jsonw *w, char c)
+static inline void jsonw_byte(struct jsonw *w, char c)
 {
 	if (jsonw_room(w, 1))
 		w->p[w->len++] = c;
@@ -126,35 +131,6 @@ void jsonw_array_close(struct jsonw *w)
 	jsonw_close(w, ']');
 }
 
-/*
- * The length of the UTF-8 sequence at s (n bytes left), or 0 when it is
- * not one: RFC 3629, as jansson checks it (no overlong forms, no
- * surrogates, nothing above U+10FFFF).
- */
-static size_t jsonw_utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0;
-	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-	if (len > n)
-		return 0;
-	cp = s[0] & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 /* The escape of byte c (below 0x20, '"' or '\\') into esc; its length. */
 static size_t jsonw_escape(unsigned char c, char esc[8])
 {
@@ -193,47 +169,87 @@ static size_t jsonw_escape(unsigned char c, char esc[8])
 	return 2;
 }
 
-static bool jsonw_plain(unsigned char c)
+/* 0: a byte written as is; 1: one that needs an escape; 2: one of a UTF-8 sequence. */
+static const unsigned char jsonw_class[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+/* Whether any of the 8 bytes in x needs the slow way (below 0x20, '"', '\\', from 0x80). */
+static inline bool jsonw_special8(uint64_t x)
 {
-	return c >= 0x20 && c != '"' && c != '\\';
+	const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+	uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
+
+	return ((x |
+		 ((x - ones * 0x20) | ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash))) &
+		high) != 0;
 }
 
 /*
- * s (n bytes) as a JSON string, copied in runs between the bytes that
- * need an escape. ascii: each byte from 0x80 up as '?'. Returns false
- * (nothing kept) when s is not valid UTF-8 and ascii is not set.
+ * s (n bytes) as a JSON string. Room for the plain case (n bytes and
+ * the quotes) is made once and plain bytes are stored straight into it,
+ * eight at a time while none of them is special; an escape or a UTF-8
+ * sequence goes the slow way and makes room for the rest again. ascii:
+ * each byte from 0x80 up as '?'. Returns false (nothing kept) when s is
+ * not valid UTF-8 and ascii is not set.
  */
 static bool jsonw_string(struct jsonw *w, const char *s, size_t n, bool ascii)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t run = 0, start = w->len, i = 0;
-	char esc[8];
+	size_t start = w->len, i = 0, j;
+	char esc[8], *d;
 
-	jsonw_byte(w, '"');
+	if (!jsonw_room(w, n + 2))
+		return true;
+	d = w->p;
+	j = w->len;
+	d[j++] = '"';
 	while (i < n) {
 		size_t len;
+		uint64_t x;
 
-		if (u[i] < 0x80 && jsonw_plain(u[i])) {
-			i++;
+		if (n - i >= 8) {
+			memcpy(&x, u + i, 8);
+			if (!jsonw_special8(x)) {
+				memcpy(d + j, &x, 8);
+				i += 8;
+				j += 8;
+				continue;
+			}
+		}
+		if (jsonw_class[u[i]] == 0) {
+			d[j++] = (char)u[i++];
 			continue;
 		}
-		if (u[i] >= 0x80 && !ascii) {
-			if ((len = jsonw_utf8_len(u + i, n - i)) == 0) {
+		w->len = j;
+		if (u[i] < 0x80) {
+			jsonw_put(w, esc, jsonw_escape(u[i], esc));
+			i++;
+		} else if (ascii) {
+			jsonw_byte(w, '?');
+			i++;
+		} else {
+			if ((len = utf8_seq_len(u + i, n - i)) == 0) {
 				w->len = start;
 				return false;
 			}
+			jsonw_put(w, s + i, len);
 			i += len;
-			continue;
 		}
-		jsonw_put(w, s + run, i - run);
-		if (u[i] >= 0x80)
-			jsonw_byte(w, '?');
-		else
-			jsonw_put(w, esc, jsonw_escape(u[i], esc));
-		run = ++i;
+		if (!jsonw_room(w, n - i + 1))
+			return true;
+		d = w->p;
+		j = w->len;
 	}
-	jsonw_put(w, s + run, n - run);
-	jsonw_byte(w, '"');
+	d[j++] = '"';
+	w->len = j;
 	return true;
 }
 
@@ -312,6 +328,33 @@ void jsonw_member_int(struct jsonw *w, const char *key, int64_t n)
 void jsonw_member_bool(struct jsonw *w, const char *key, bool b)
 {
 	jsonw_key(w, key);
+	jsonw_bool(w, b);
+}
+
+void jsonw_lkey(struct jsonw *w, const char *quoted, size_t len)
+{
+	jsonw_item(w);
+	jsonw_put(w, quoted, len);
+	w->after_key = true;
+}
+
+void jsonw_lmember_str(struct jsonw *w, const char *quoted, size_t len, const char *s)
+{
+	if (!s)
+		return;
+	jsonw_lkey(w, quoted, len);
+	jsonw_str(w, s);
+}
+
+void jsonw_lmember_int(struct jsonw *w, const char *quoted, size_t len, int64_t n)
+{
+	jsonw_lkey(w, quoted, len);
+	jsonw_int(w, n);
+}
+
+void jsonw_lmember_bool(struct jsonw *w, const char *quoted, size_t len, bool b)
+{
+	jsonw_lkey(w, quoted, len);
 	jsonw_bool(w, b);
 }
 

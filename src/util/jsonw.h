@@ -59,6 +59,19 @@ void jsonw_member_int(struct jsonw *w, const char *key, int64_t n);
 void jsonw_member_bool(struct jsonw *w, const char *key, bool b);
 
 /*
+ * Keys written as they are: the model's own key names, which need no
+ * escape, given as JSONW_KEY("name") (the text "\"name\":" and its
+ * length, made by the compiler), so that no key is scanned at run time.
+ * Never for a key that comes from data (a map's): those go through
+ * jsonw_key.
+ */
+#define JSONW_KEY(k) ("\"" k "\":"), (sizeof("\"" k "\":") - 1)
+void jsonw_lkey(struct jsonw *w, const char *quoted, size_t len);
+void jsonw_lmember_str(struct jsonw *w, const char *quoted, size_t len, const char *s);
+void jsonw_lmember_int(struct jsonw *w, const char *quoted, size_t len, int64_t n);
+void jsonw_lmember_bool(struct jsonw *w, const char *quoted, size_t len, bool b);
+
+/*
  * Hands the text over: *out (malloc'd, NUL-terminated, the caller's) and
  * *len, and empties w. Returns 0, or -1 (w failed: nothing handed over,
  * w wiped and freed).

@@ -1,10 +1,9 @@
 /*
  * Unit tests of the JSON text writer (src/util/jsonw.c): its strings are
  * byte for byte what jansson's compact dump writes (every single byte,
- * random valid UTF-8, every escape), invalid UTF-8 is written with '?'
- * for its non-ASCII bytes (jansson refuses it), separators in nested
- * objects and arrays, a buffer that grows many times, and failures that
- * hand nothing over (nesting too deep).
+ * random valid UTF-8, every escape, at every place of long strings), invalid UTF-8 is written with
+ * '?' for its non-ASCII bytes (jansson refuses it), separators in nested objects and arrays, a
+ * buffer that grows many times, and failures that hand nothing over (nesting too deep).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +105,70 @@ static size_t rand_utf8(unsigned *seed, char *out)
 	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 	out[3] = (char)(0x80 | (cp & 0x3f));
 	return 4;
+}
+
+/*
+ * Every byte that needs an escape, and a UTF-8 sequence, at every place
+ * of strings long enough for the eight-at-a-time copy, alone and twice.
+ */
+static void test_long_strings(void **state)
+{
+	static const char *const special[] = {
+	    "\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+	char s[64];
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(special) / sizeof(special[0]); k++) {
+		size_t sl = strlen(special[k]);
+
+		for (size_t at = 0; at < 26; at++) {
+			memset(s, 'x', 40);
+			memcpy(s + at, special[k], sl);
+			s[40] = '\0';
+			expect_same(s);
+			memcpy(s + 40 - sl, special[k], sl);
+			expect_same(s);
+		}
+	}
+	/* 0x20 after a byte whose subtraction borrows, and 0x7f: plain. */
+	expect_same("\x20\x20\x20\x20\x20\x20\x20\x20\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f!");
+}
+
+/* Literal keys write what jsonw_key and the members write. */
+static void test_literal_keys(void **state)
+{
+	struct jsonw a, b;
+	char *ta = NULL, *tb = NULL;
+	size_t la = 0, lb = 0;
+
+	(void)state;
+	jsonw_init(&a, 0);
+	jsonw_init(&b, 0);
+	jsonw_object_open(&a);
+	jsonw_object_open(&b);
+	jsonw_member_str(&a, "id", "v1");
+	jsonw_lmember_str(&b, JSONW_KEY("id"), "v1");
+	jsonw_member_str(&a, "gone", NULL);
+	jsonw_lmember_str(&b, JSONW_KEY("gone"), NULL);
+	jsonw_member_int(&a, "n", -42);
+	jsonw_lmember_int(&b, JSONW_KEY("n"), -42);
+	jsonw_member_bool(&a, "ok", true);
+	jsonw_lmember_bool(&b, JSONW_KEY("ok"), true);
+	jsonw_key(&a, "list");
+	jsonw_lkey(&b, JSONW_KEY("list"));
+	jsonw_array_open(&a);
+	jsonw_array_open(&b);
+	jsonw_array_close(&a);
+	jsonw_array_close(&b);
+	jsonw_object_close(&a);
+	jsonw_object_close(&b);
+	assert_int_equal(jsonw_finish(&a, &ta, &la), 0);
+	assert_int_equal(jsonw_finish(&b, &tb, &lb), 0);
+	assert_string_equal(ta, "{\"id\":\"v1\",\"n\":-42,\"ok\":true,\"list\":[]}");
+	assert_string_equal(tb, ta);
+	assert_int_equal(lb, la);
+	free(ta);
+	free(tb);
 }
 
 static void test_random_utf8(void **state)
@@ -241,6 +304,7 @@ int main(void)
 	    cmocka_unit_test(test_every_byte),   cmocka_unit_test(test_random_utf8),
 	    cmocka_unit_test(test_invalid_utf8), cmocka_unit_test(test_structure),
 	    cmocka_unit_test(test_growth),       cmocka_unit_test(test_too_deep),
+	    cmocka_unit_test(test_long_strings), cmocka_unit_test(test_literal_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

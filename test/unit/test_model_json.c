@@ -391,6 +391,73 @@ static void test_store_damaged(void **state)
 	arena_free(a);
 }
 
+/* The store decoders' rules: duplicates, nulls, unknown values, places in messages. */
+static void test_store_rules(void **state)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+	    {"{\"id\":\"v\",\"id\":\"w\",\"state\":\"ready\"}", "volume record: id: duplicate key"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"parameters\":{\"k\":\"1\",\"k\":\"2\"}}",
+	     "volume record: parameters.k: duplicate key"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"secrets\":{\"pw\":\"1\",\"pw\":\"2\"}}",
+	     "volume record: secrets: duplicate key"},
+	    {"{\"id\":\"v\",\"state\":null}", "volume record: state: required"},
+	    {"{\"id\":\"v\",\"state\":\"ready\"} x",
+	     "volume record: not valid JSON (line 1 column 28: end of text expected)"},
+	    {"{\"id\":\"v\",\n\"state\":\"ready\",,}",
+	     "volume record: not valid JSON (line 2 column 17: expected a string as key)"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"claims\":[{\"alloc_id\":\"a\",\"node_id\":\"n\","
+	     "\"mode\":\"read\",\"access_mode\":\"single-node-writer\",\"state\":\"claimed\","
+	     "\"claimed_ms\":1.5}]}",
+	     "volume record: claims[0].claimed_ms: expected an integer"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"claims\":[{},{}]}",
+	     "volume record: claims[0].alloc_id: required"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"secrets\":{\"pw\":\"hunter2\\u0000\"}}",
+	     "volume record: secrets: contains a NUL byte"},
+	    {"{\"id\":\"v\",\"state\":\"ready\",\"capacity_min\":\"ten\"}",
+	     "volume record: capacity_min: "},
+	};
+	const char *nulls =
+	    "{\"id\":\"v\",\"state\":\"ready\",\"name\":null,\"claims\":null,"
+	    "\"pending\":null,\"mount_options\":{\"fs_type\":null},\"secrets\":null}";
+	const char *newer =
+	    "{\"future\":[{\"id\":\"x\",\"deep\":[[{\"a\":null}],1e99]}],\"id\":\"v\","
+	    "\"state\":\"ready\",\"capacity_min\":\"1GiB\",\"parameters\":{\"b\":\"2\",\"a\":\"1\"}"
+	    ","
+	    "\"past_claims\":[{\"alloc_id\":\"a\",\"node_id\":\"n\",\"mode\":\"write\","
+	    "\"access_mode\":\"single-node-writer\",\"state\":\"freed\",\"new\":{}}]}";
+	struct arena *a = arena_new();
+	struct model_volume *v = NULL;
+	struct err e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err_clear(&e);
+		assert_int_equal(model_volume_decode(a, bad[i].text, strlen(bad[i].text), &v, &e),
+				 CSID_EPROTO);
+		if (strncmp(e.msg, bad[i].msg, strlen(bad[i].msg)) != 0)
+			fail_msg("%s: got \"%s\", expected \"%s\"", bad[i].text, e.msg, bad[i].msg);
+		assert_null(strstr(e.msg, "hunter2"));
+	}
+	err_clear(&e);
+	assert_int_equal(model_volume_decode(a, nulls, strlen(nulls), &v, &e), 0);
+	assert_null(v->name);
+	assert_int_equal(v->nclaims, 0);
+	assert_null(v->fs_type);
+	/* A newer record's keys are skipped; an older record's past claims are read. */
+	assert_int_equal(model_volume_decode(a, newer, strlen(newer), &v, &e), 0);
+	assert_string_equal(v->id, "v");
+	assert_int_equal(v->capacity_min, 1073741824);
+	assert_int_equal(v->parameters.n, 2);
+	assert_string_equal(v->parameters.kv[0].key, "a");
+	assert_int_equal(v->npast_claims, 1);
+	assert_int_equal(v->past_claims[0].state, MODEL_CLAIM_FREED);
+	/* No error slot: the code still comes back. */
+	assert_int_equal(model_volume_decode(a, "[]", 2, &v, NULL), CSID_EPROTO);
+	arena_free(a);
+}
+
 static int spec(struct arena *a, const char *text, bool comments, struct model_volume **out,
 		struct err *e)
 {
@@ -680,6 +747,7 @@ int main(void)
 	    cmocka_unit_test(test_snapshot_round_trip),
 	    cmocka_unit_test(test_node_round_trip),
 	    cmocka_unit_test(test_store_damaged),
+	    cmocka_unit_test(test_store_rules),
 	    cmocka_unit_test(test_spec_decode_ok),
 	    cmocka_unit_test(test_spec_decode_errors),
 	    cmocka_unit_test(test_spec_sizes),
