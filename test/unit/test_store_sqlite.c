@@ -38,6 +38,8 @@ extern char **environ;
 #define TQ_USER_VERSION_AT 60
 #define TQ_APP_ID_AT 68
 #define TQ_PAGE 4096
+/* The crash child's largest value (bytes): over 128 KiB of WAL frames. */
+#define TQ_BIG (300 * 1024)
 
 struct tq {
 	char dir[PATH_MAX];
@@ -286,12 +288,14 @@ static void test_sqlite_locked(void **state)
  * The crash child: on the store in dir, commits transaction after
  * transaction, each creating vol-<index> and moving the node "counter" to
  * the new index on a compare-and-set, and writes each acknowledged index
- * to stdout (8 bytes). Runs until killed.
+ * to stdout (8 bytes). Runs until killed. Every 16th volume's value is
+ * large (up to TQ_BIG bytes), so that its commit's WAL frames do not fit
+ * the store VFS's buffer and reach the file in several writes.
  */
 static int tq_child(const char *dir)
 {
 	char path[PATH_MAX + 16], id[32], count[32];
-	char val[2048];
+	static char val[TQ_BIG];
 	struct store *s;
 	struct store_obj o;
 	uint64_t index, have = 0;
@@ -308,7 +312,7 @@ static int tq_child(const char *dir)
 	store_obj_free(&o);
 	memset(val, 'v', sizeof(val));
 	for (;;) {
-		size_t len = 1 + (size_t)rand_r(&seed) % (sizeof(val) - 1);
+		size_t len = 1 + (size_t)rand_r(&seed) % (store_index(s) % 16 == 0 ? TQ_BIG : 2048);
 		struct store_op ops[2] = {
 		    {STORE_OP_PUT, STORE_VOLUME, id, val, len, 0},
 		    {STORE_OP_PUT, STORE_NODE, "counter", count, 0, have},
