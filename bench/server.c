@@ -953,6 +953,8 @@ static double bench_create_run(const char *dir, struct csi_client *client, int w
 	bench_srv_start(&b, db, ctl, workers, concurrency, false);
 	bench_srv_idle(&b);
 	t = bench_now() - t0;
+	printf("  workers=%d: %.2f SQLite commits per volume created (group commit)\n", workers,
+	       (double)store_sqlite_commits(b.store) / BENCH_CREATE_VOLUMES);
 	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
 	if (ready != BENCH_CREATE_VOLUMES) {
 		printf("  %d of %d ready\n", ready, BENCH_CREATE_VOLUMES);
