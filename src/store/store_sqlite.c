@@ -52,6 +52,7 @@
 #include <sys/stat.h>
 
 #include "store/store_sqlite_vfs.h"
+#include "store/store_sqlite_wal.h"
 #include "util/array.h"
 
 /* 'csid' */
@@ -59,8 +60,8 @@
 /* Rides out a previous owner's exit; nothing else ever waits on a lock. */
 #define SQ_BUSY_MS 200
 /*
- * A checkpoint per 32 MiB of WAL (measured: fewer, larger ones cost less).
- * A page cache of 16 MiB instead of SQLite's 2: with the default, the
+ * Checkpoints: src/store/store_sqlite_wal.c, not SQLite's own hook. A
+ * page cache of 16 MiB instead of SQLite's 2: with the default, the
  * change log's and the volumes' pages were read again and again from the
  * WAL (bench_server: 16 pread calls per claim + release cycle, 2 now).
  * Memory-mapping the file saved little more (the pages read are mostly
@@ -69,7 +70,7 @@
  */
 #define SQ_PRAGMAS                                                                           \
 	"PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" \
-	"PRAGMA wal_autocheckpoint=8192; PRAGMA cache_size=-16384;"
+	"PRAGMA cache_size=-16384;"
 #define SQ_SEQ_PER_INDEX 1024
 #define SQ_TRIM_BATCH 1024
 
@@ -179,7 +180,8 @@ struct store_sqlite {
 	size_t queued;
 	_Atomic uint64_t commits;
 	struct store_notify notify;
-	char *path;
+	struct store_sqlite_wal *wal;
+	char *path, *wal_path;
 };
 
 /* Maps a SQLite result code to a csid code. */
@@ -769,8 +771,12 @@ static void sq_close(struct store *st)
 	struct store_sqlite *s = (struct store_sqlite *)st;
 
 	store_notify_fini(&s->notify);
+	if (s->wal != NULL)
+		sqlite3_wal_hook(s->c.db, NULL, NULL);
+	store_sqlite_wal_stop(s->wal);
 	sq_conn_close(&s->c);
 	pthread_mutex_destroy(&s->qmu);
+	free(s->wal_path);
 	free(s->path);
 	free(s);
 }
@@ -1045,10 +1051,14 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	if (rc < 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
-	if (s == NULL || (s->path = strdup(path)) == NULL ||
+	if (s != NULL && (s->wal_path = malloc(strlen(path) + 5)) != NULL)
+		snprintf(s->wal_path, strlen(path) + 5, "%s-wal", path);
+	if (s == NULL || (s->path = strdup(path)) == NULL || s->wal_path == NULL ||
 	    store_notify_init(&s->notify, 0) != 0) {
-		if (s != NULL)
+		if (s != NULL) {
 			free(s->path);
+			free(s->wal_path);
+		}
 		free(s);
 		return err_set(e, CSID_ENOMEM, "sqlite store %s: out of memory", path);
 	}
@@ -1064,6 +1074,8 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 		rc = sq_prepare(&s->c, e);
 	if (rc == 0)
 		rc = sq_load(s, e);
+	if (rc == 0 && store_sqlite_wal_start(s->c.db, s->wal_path, &s->wal) != 0)
+		rc = err_set(e, CSID_ENOMEM, "cannot start the WAL thread");
 	if (rc < 0) {
 		err_wrap(e, "sqlite store %s", path);
 		sq_close(&s->base);

@@ -453,6 +453,46 @@ static void test_sqlite_kill9(void **state)
 	}
 }
 
+/*
+ * The store checkpoints its WAL itself (src/store/store_sqlite_wal.c):
+ * after about three checkpoints' worth of frames the WAL file is still
+ * within one checkpoint's worth, and everything written is there after
+ * a reopen.
+ */
+static void test_sqlite_wal_bounded(void **state)
+{
+	struct tq *t = *state;
+	static char val[3 * TQ_PAGE];
+	char wal[PATH_MAX + 32], id[32];
+	struct store *s;
+	struct store_obj o;
+	struct stat sb;
+	off_t most = 0;
+	struct err e;
+
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	memset(val, 'w', sizeof(val));
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	/* Each transaction: a volume of three pages and its change, about 7 frames. */
+	for (int i = 0; i < 3 * 8192 / 7; i++) {
+		struct store_op op = {STORE_OP_PUT, STORE_VOLUME, id, val, sizeof(val), STORE_ANY};
+
+		snprintf(id, sizeof(id), "vol-%d", i % 500);
+		assert_int_equal(store_txn(s, &op, 1, NULL, &e), 0);
+		assert_int_equal(stat(wal, &sb), 0);
+		if (sb.st_size > most)
+			most = sb.st_size;
+	}
+	/* One checkpoint's frames (8192) and the transaction that passed it. */
+	assert_true(most <= (off_t)(8192 + 64) * (TQ_PAGE + 24) + 32);
+	store_close(s);
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_get(s, STORE_VOLUME, "vol-499", &o, &e), 0);
+	assert_int_equal(o.len, sizeof(val));
+	store_obj_free(&o);
+	store_close(s);
+}
+
 /* A store in a new directory for each contract test. */
 static int tq_open(void *arg, struct store **out, void **ctx, struct err *e)
 {
@@ -488,6 +528,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_sqlite_empty_file, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_locked, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_kill9, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_wal_bounded, tq_setup, tq_teardown),
 	};
 
 	const struct store_conformance sqlite = {"sqlite", tq_open, tq_close, NULL,
