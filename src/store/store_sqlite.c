@@ -5,8 +5,9 @@
  * and whose user_version is its schema version. Opening probes the file
  * first on a read-only connection: a file that is not a database, not a
  * csid store, from a newer schema, or that fails quick_check is refused
- * and nothing is written to it. Then migrations (sq_steps[i] takes
- * version i to i+1) run forward in one IMMEDIATE transaction.
+ * and nothing is written to it (src/store/store_sqlite_probe.c). Then
+ * migrations (sq_steps[i] takes version i to i+1) run forward in one
+ * IMMEDIATE transaction.
  *
  * Tables. objects(kind, id, value, create_index, modify_index), keyed on
  * (kind, id), so a list page is a range scan. changes(seq, idx, type,
@@ -42,21 +43,18 @@
  * stays consistent even then.
  */
 #include "store/store_int.h"
+#include "store/store_sqlite_int.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "store/store_sqlite_vfs.h"
 #include "store/store_sqlite_wal.h"
 #include "util/array.h"
 
-/* 'csid' */
-#define SQ_APP_ID 0x63736964
 /* Rides out a previous owner's exit; nothing else ever waits on a lock. */
 #define SQ_BUSY_MS 200
 /*
@@ -89,7 +87,8 @@ static const char *const sq_steps[] = {
     " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
     " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT NULL);",
 };
-#define SQ_VERSION_NOW ((int)(sizeof(sq_steps) / sizeof(sq_steps[0])))
+_Static_assert(sizeof(sq_steps) / sizeof(sq_steps[0]) == STORE_SQLITE_VERSION,
+	       "one migration per schema version");
 
 enum sq_stmt_id {
 	SQ_BEGIN_WRITE,
@@ -791,149 +790,7 @@ static const struct store_ops sq_ops = {
     .close = sq_close,
 };
 
-/* One integer from the first row of sql. */
-static int sq_query_int(sqlite3 *db, const char *sql, int64_t *v)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
-
-	if (rc == SQLITE_OK) {
-		rc = sqlite3_step(q);
-		if (rc == SQLITE_ROW) {
-			*v = sqlite3_column_int64(q, 0);
-			rc = SQLITE_OK;
-		} else if (rc == SQLITE_DONE) {
-			rc = SQLITE_CORRUPT;
-		}
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-/* Refuses a file that is not ours or from a newer schema (version, app_id read). */
-static int sq_check_owner(const char *path, int64_t app_id, int64_t version, int64_t tables,
-			  struct err *e)
-{
-	if (app_id == 0 && version == 0 && tables == 0)
-		return 0; /* an empty database: ours to fill */
-	if (app_id != SQ_APP_ID)
-		return err_set(
-		    e, CSID_EPRECOND,
-		    "store %s: not a csid store (application_id 0x%08llx); left untouched", path,
-		    (unsigned long long)(uint32_t)app_id);
-	if (version > SQ_VERSION_NOW)
-		return err_set(e, CSID_EPRECOND,
-			       "store %s: schema version %lld is newer than this program knows "
-			       "(%d); left untouched",
-			       path, (long long)version, SQ_VERSION_NOW);
-	return 0;
-}
-
-/*
- * The URI of the probe's connection to path, and whether a WAL file is
- * there. Without one, the database file alone is the whole database: it
- * is opened read-only and immutable, so not even a -wal or -shm file is
- * created next to a file we may refuse. With one (after a crash), the WAL
- * must be read too, which takes a read-write connection; the probe then
- * never checkpoints, so the database file is still not written.
- */
-static int sq_probe_uri(const char *path, char *uri, size_t size, bool *wal_there, struct err *e)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char wal[PATH_MAX + 8];
-	struct stat sb;
-	size_t n = 0;
-
-	snprintf(wal, sizeof(wal), "%s-wal", path);
-	if (strlen(path) >= PATH_MAX)
-		return err_set(e, CSID_EINVAL, "sqlite store: path too long");
-	memcpy(uri, "file:", 5);
-	n = 5;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-		if (strchr("?#%", *p) == NULL && *p > ' ' && *p < 0x7f) {
-			uri[n++] = (char)*p;
-		} else {
-			uri[n++] = '%';
-			uri[n++] = hex[*p >> 4];
-			uri[n++] = hex[*p & 15];
-		}
-	}
-	*wal_there = stat(wal, &sb) == 0;
-	snprintf(uri + n, size - n, "%s", *wal_there ? "?mode=rw" : "?mode=ro&immutable=1");
-	return 0;
-}
-
-/*
- * Checks an existing file on a read-only connection, so that a file we
- * refuse is never written: it must be a SQLite database, a csid store (or
- * empty), of a schema version we know, and pass quick_check.
- */
-static int sq_probe(const char *path, struct err *e)
-{
-	sqlite3 *db = NULL;
-	int64_t app_id = 0, version = 0, tables = 0;
-	char uri[3 * PATH_MAX + 32];
-	struct stat sb;
-	sqlite3_stmt *q = NULL;
-	const char *verdict;
-	bool wal_there = false;
-	int rc;
-
-	if (stat(path, &sb) != 0 || sb.st_size == 0)
-		return 0; /* created below; a bad path fails there */
-	rc = sq_probe_uri(path, uri, sizeof(uri), &wal_there, e);
-	if (rc < 0)
-		return rc;
-	rc = sqlite3_open_v2(uri, &db,
-			     (wal_there ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) |
-				 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-			     NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	/* Exclusive, so a WAL is indexed in the heap: no -shm file either. */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA user_version", &version);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
-	if ((rc & 0xff) == SQLITE_BUSY) {
-		rc = err_set(e, CSID_EUNAVAIL, "store %s: locked: another process has it open",
-			     path);
-		goto done;
-	}
-	if (rc != SQLITE_OK) {
-		rc = err_set(e, CSID_EIO,
-			     "store %s: not a SQLite database or corrupt (%s); left untouched",
-			     path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		goto done;
-	}
-	rc = sq_check_owner(path, app_id, version, tables, e);
-	if (rc < 0 || tables == 0)
-		goto done;
-	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &q, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(q);
-	verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-	if (verdict != NULL && strcmp(verdict, "ok") == 0) {
-		rc = 0;
-		goto done;
-	}
-	rc = err_set(e, CSID_EIO, "store %s: corrupt (%s); left untouched", path,
-		     verdict ? verdict : sqlite3_errmsg(db));
-	/* quick_check reports on several lines: one line of message. */
-	for (char *p = e ? e->msg : NULL; p && *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-done:
-	sqlite3_finalize(q);
-	sqlite3_close_v2(db);
-	return rc;
-}
-
-/* Brings the schema to SQ_VERSION_NOW in one transaction. */
+/* Brings the schema to STORE_SQLITE_VERSION in one transaction. */
 static int sq_migrate(struct store_sqlite *s, struct err *e)
 {
 	sqlite3 *db = s->c.db;
@@ -944,19 +801,19 @@ static int sq_migrate(struct store_sqlite *s, struct err *e)
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	/* Again under the write lock: the file may have changed since the probe. */
 	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
+		rc = store_sqlite_query_int(db, "PRAGMA application_id", &app_id);
 	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA user_version", &version);
+		rc = store_sqlite_query_int(db, "PRAGMA user_version", &version);
 	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = store_sqlite_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
 	if (rc != SQLITE_OK) {
 		rc = sq_fail(e, db, rc, "read schema version");
 		goto fail;
 	}
-	rc = sq_check_owner(s->path, app_id, version, tables, e);
+	rc = store_sqlite_check_owner(s->path, app_id, version, tables, e);
 	if (rc < 0)
 		goto fail;
-	for (int64_t v = version; v < SQ_VERSION_NOW; v++) {
+	for (int64_t v = version; v < STORE_SQLITE_VERSION; v++) {
 		rc = sqlite3_exec(db, sq_steps[v], NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			rc = sq_fail(e, db, rc, "migrate schema");
@@ -964,8 +821,9 @@ static int sq_migrate(struct store_sqlite *s, struct err *e)
 		}
 	}
 	snprintf(pragma, sizeof(pragma), "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-		 SQ_APP_ID, SQ_VERSION_NOW);
-	rc = version < SQ_VERSION_NOW ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
+		 STORE_SQLITE_APP_ID, STORE_SQLITE_VERSION);
+	rc =
+	    version < STORE_SQLITE_VERSION ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -1047,7 +905,7 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	*out = NULL;
 	if (path == NULL || path[0] == '\0')
 		return err_set(e, CSID_EINVAL, "sqlite store: empty path");
-	rc = sq_probe(path, e);
+	rc = store_sqlite_probe(path, e);
 	if (rc < 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
