@@ -12,8 +12,10 @@
  * when COMMIT returns, the transaction is in the file as before (it
  * survives a kill -9; synchronous=NORMAL syncs at checkpoints as before).
  * Anything else done to the file (a read, a sync, a size, a truncate, a
- * write elsewhere, a close) writes the buffer first, so SQLite never sees
- * the difference. Other files (the database) are passed through.
+ * write that is not at its end, a close) writes the buffer first, and a
+ * write that is not at the end (a frame rewritten in place, or its
+ * header's checksum) goes straight to the file, so SQLite never sees the
+ * difference. Other files (the database) are passed through.
  */
 #include "store/store_sqlite_vfs.h"
 
@@ -41,6 +43,7 @@ struct sv_file {
 	size_t len;
 	sqlite3_int64 off;
 	bool commit; /* the last header gathered is a commit's: write at its page */
+	sqlite3_int64 end; /* where the WAL's next frame goes; -1: not known yet */
 };
 
 static sqlite3_vfs *sv_real_vfs;
@@ -88,6 +91,18 @@ static bool sv_commit_header(const void *bytes, int n, sqlite3_int64 off)
 	return n == SV_FRAME_HDR && off >= SV_WAL_HDR && (p[4] | p[5] | p[6] | p[7]) != 0;
 }
 
+/*
+ * Whether a write at off continues the WAL at its end (a frame appended,
+ * or the header of a WAL started again at 0), rather than rewriting a
+ * frame already there (SQLite rewrites a page written twice in one
+ * transaction in place, and then the checksums of the frame headers
+ * after it, the commit's among them).
+ */
+static bool sv_appends(const struct sv_file *f, sqlite3_int64 off)
+{
+	return off == 0 || f->end < 0 || off == f->end;
+}
+
 static int sv_write(sqlite3_file *file, const void *bytes, int n, sqlite3_int64 off)
 {
 	struct sv_file *f = (struct sv_file *)file;
@@ -96,6 +111,12 @@ static int sv_write(sqlite3_file *file, const void *bytes, int n, sqlite3_int64 
 
 	if (!f->wal)
 		return f->real->pMethods->xWrite(f->real, bytes, n, off);
+	if (!sv_appends(f, off)) {
+		/* Straight to the file, after what is gathered (it may be the frame rewritten). */
+		rc = sv_flush(f);
+		return rc != SQLITE_OK ? rc : f->real->pMethods->xWrite(f->real, bytes, n, off);
+	}
+	f->end = off + n;
 	/* The previous write was a commit's header: this is its page. */
 	page_of_commit = f->commit;
 	if (f->len > 0 && (off != f->off + (sqlite3_int64)f->len || f->len + (size_t)n > SV_BUF)) {
@@ -122,6 +143,7 @@ static int sv_truncate(sqlite3_file *file, sqlite3_int64 size)
 	struct sv_file *f = (struct sv_file *)file;
 	int rc = sv_flush(f);
 
+	f->end = -1;
 	return rc != SQLITE_OK ? rc : f->real->pMethods->xTruncate(f->real, size);
 }
 
@@ -268,6 +290,7 @@ static int sv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int f
 		return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
 	}
 	f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+	f->end = -1;
 	f->base.pMethods = &sv_methods;
 	return SQLITE_OK;
 }
