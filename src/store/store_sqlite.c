@@ -801,11 +801,7 @@ static int sq_migrate(struct store_sqlite *s, struct err *e)
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	/* Again under the write lock: the file may have changed since the probe. */
 	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "PRAGMA application_id", &app_id);
-	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "PRAGMA user_version", &version);
-	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = store_sqlite_read_owner(db, &app_id, &version, &tables);
 	if (rc != SQLITE_OK) {
 		rc = sq_fail(e, db, rc, "read schema version");
 		goto fail;

@@ -16,8 +16,8 @@
 /* user_version: the schema this program writes (one migration per version). */
 #define STORE_SQLITE_VERSION 1
 
-/* One integer from the first row of sql into *v; a SQLite result code. */
-int store_sqlite_query_int(sqlite3 *db, const char *sql, int64_t *v);
+/* The file's application_id, user_version and table count; a SQLite result code. */
+int store_sqlite_read_owner(sqlite3 *db, int64_t *app_id, int64_t *version, int64_t *tables);
 
 /*
  * Refuses, with CSID_EPRECOND, a file that is not a csid store or is of

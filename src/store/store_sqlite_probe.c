@@ -14,7 +14,7 @@
 #include "csid.h"
 
 /* One integer from the first row of sql. */
-int store_sqlite_query_int(sqlite3 *db, const char *sql, int64_t *v)
+static int sq_query_int(sqlite3 *db, const char *sql, int64_t *v)
 {
 	sqlite3_stmt *q = NULL;
 	int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
@@ -29,6 +29,17 @@ int store_sqlite_query_int(sqlite3 *db, const char *sql, int64_t *v)
 		}
 	}
 	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_sqlite_read_owner(sqlite3 *db, int64_t *app_id, int64_t *version, int64_t *tables)
+{
+	int rc = sq_query_int(db, "PRAGMA application_id", app_id);
+
+	if (rc == SQLITE_OK)
+		rc = sq_query_int(db, "PRAGMA user_version", version);
+	if (rc == SQLITE_OK)
+		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", tables);
 	return rc;
 }
 
@@ -116,11 +127,7 @@ int store_sqlite_probe(const char *path, struct err *e)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "PRAGMA application_id", &app_id);
-	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "PRAGMA user_version", &version);
-	if (rc == SQLITE_OK)
-		rc = store_sqlite_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = store_sqlite_read_owner(db, &app_id, &version, &tables);
 	if ((rc & 0xff) == SQLITE_BUSY) {
 		rc = err_set(e, CSID_EUNAVAIL, "store %s: locked: another process has it open",
 			     path);
