@@ -573,6 +573,30 @@ static void bench_callgrind(const char *what)
 }
 
 /*
+ * Under `perf stat -D -1 --control fifo:CTL,ACK` with $CSID_BENCH_PERF_CTL
+ * and $CSID_BENCH_PERF_ACK naming those fifos: enables (what "enable") or
+ * disables ("disable") the counters around each repeat, so that the counts
+ * (syscalls, context switches) are those of the cycles alone.
+ */
+static void bench_perf(const char *what)
+{
+	const char *ctl = getenv("CSID_BENCH_PERF_CTL"), *ack = getenv("CSID_BENCH_PERF_ACK");
+	char buf[16];
+	int fd;
+
+	if (!ctl || !ack)
+		return;
+	fd = open(ctl, O_WRONLY);
+	if (fd < 0 || write(fd, what, strlen(what)) < 0 || write(fd, "\n", 1) != 1)
+		bench_die("perf control fifo", ctl);
+	close(fd);
+	fd = open(ack, O_RDONLY);
+	if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0)
+		bench_die("perf ack fifo", ack);
+	close(fd);
+}
+
+/*
  * One variant of the cycles: repeats runs of bench_ncycles() cycles on volumes
  * not used before (from *next_vol on), on the server b.
  */
@@ -612,6 +636,8 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		long csw0, client_csw = 0;
 		uint64_t index0 = store_index(b->store), txns0 = 0, txns1 = 0, calls0 = 0,
 			 calls1 = 0;
+		bool sqlite = bench_nmembers == 0;
+		uint64_t commits0 = sqlite ? store_sqlite_commits(b->store) : 0;
 		struct etcd_proc_usage eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
@@ -627,6 +653,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			store_etcd_txn_stats(b->store, &txns0, &calls0);
 		t0 = bench_now();
 		bench_callgrind("-z");
+		bench_perf("enable");
 		cpu0 = bench_cpu(RUSAGE_SELF);
 		sys0 = bench_sys(RUSAGE_SELF);
 		csw0 = bench_csw(RUSAGE_SELF);
@@ -648,9 +675,14 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		t1 = bench_now();
 		*next_vol += per * BENCH_CLIENTS;
 		bench_srv_idle(b);
+		bench_perf("disable");
 		bench_callgrind("-d");
 		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
 		writes[r] = (double)(store_index(b->store) - index0) / (per * BENCH_CLIENTS);
+		if (sqlite)
+			printf("  repeat %d: %.2f SQLite commits per cycle (group commit)\n", r + 1,
+			       (double)(store_sqlite_commits(b->store) - commits0) /
+				   (per * BENCH_CLIENTS));
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
 		sys = (bench_sys(RUSAGE_SELF) - sys0 - client_sys) / (per * BENCH_CLIENTS);
@@ -932,6 +964,8 @@ static double bench_create_run(const char *dir, struct csi_client *client, int w
 	bench_srv_start(&b, db, ctl, workers, concurrency, false);
 	bench_srv_idle(&b);
 	t = bench_now() - t0;
+	printf("  workers=%d: %.2f SQLite commits per volume created (group commit)\n", workers,
+	       (double)store_sqlite_commits(b.store) / BENCH_CREATE_VOLUMES);
 	bench_count(b.store, MODEL_VOL_READY, &ready, &busy);
 	if (ready != BENCH_CREATE_VOLUMES) {
 		printf("  %d of %d ready\n", ready, BENCH_CREATE_VOLUMES);

@@ -23,6 +23,7 @@
  */
 #include "server/reconciler.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,9 @@ struct reconciler {
 	size_t nheap, cheap;
 	uint64_t seq;
 	int busy; /* items being worked */
+	int idle; /* workers waiting on cond */
+	int waking; /* of them, signalled and not back yet (rec_signal) */
+	int signals; /* wakes owed to workers, sent at the unlock (rec_unlock) */
 	int parked; /* items parked under a plugin */
 	int failing; /* items with a last error */
 	struct rec_plugin *plugins;
@@ -283,6 +287,35 @@ static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
 }
 
 /*
+ * Wakes one idle worker for the queue, unless the workers already woken
+ * and not back yet are as many as the queued items: each takes one, so a
+ * further wake would find nothing and sleep again (two context switches
+ * for nothing; with mu held).
+ */
+static void rec_signal(struct reconciler *r)
+{
+	if (r->waking < r->idle && (size_t)r->waking < r->nheap) {
+		r->waking++;
+		r->signals++;
+	}
+}
+
+/*
+ * Unlocks mu, then sends the wakes owed (rec_signal). A worker woken
+ * while mu is still held would block on it at once, a second sleep and
+ * wake-up (1.6 per claim + release cycle, perf sched_switch).
+ */
+static void rec_unlock(struct reconciler *r)
+{
+	int n = r->signals;
+
+	r->signals = 0;
+	pthread_mutex_unlock(&r->mu);
+	while (n-- > 0)
+		pthread_cond_signal(&r->cond);
+}
+
+/*
  * Queues it (not busy, not parked) due at `due`, or moves it there, and
  * wakes one worker when wake. 0 or CSID_ENOMEM.
  */
@@ -308,7 +341,7 @@ static int rec_schedule_wake(struct reconciler *r, struct rec_item *it, int64_t 
 	 * each item (about 11 context switches per claim + release cycle).
 	 */
 	if (wake)
-		pthread_cond_signal(&r->cond);
+		rec_signal(r);
 	return 0;
 }
 
@@ -366,7 +399,7 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 		rec_set_error(r, it, NULL);
 		it->attempts = 0;
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	reconciler_enqueue(r, kind, id);
 }
 
@@ -389,7 +422,7 @@ void reconciler_written(struct reconciler *r, enum store_kind kind, const char *
 	it = rec_find(r, kind, id);
 	if (it != NULL && it->own_index < index)
 		it->own_index = index;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 uint64_t reconciler_follow_index(struct reconciler *r)
@@ -398,7 +431,7 @@ uint64_t reconciler_follow_index(struct reconciler *r)
 
 	pthread_mutex_lock(&r->mu);
 	index = r->follow_index;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return index;
 }
 
@@ -409,7 +442,7 @@ void reconciler_enqueue(struct reconciler *r, enum store_kind kind, const char *
 		return;
 	pthread_mutex_lock(&r->mu);
 	rec_enqueue_locked(r, kind, id);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 /* ---- plugin slots ---- */
@@ -446,7 +479,7 @@ bool reconciler_plugin_enter(struct reconciler *r, const char *plugin_id)
 			p->inflight++;
 		ok = true;
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return ok;
 }
 
@@ -489,7 +522,7 @@ void reconciler_plugin_leave(struct reconciler *r, const char *plugin_id)
 	if (p != NULL && p->inflight > 0)
 		p->inflight--;
 	rec_wake(r);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 /* Parks it until a slot of plugin_id frees (due now when one is free already). */
@@ -674,7 +707,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		 */
 		if (rec_schedule_wake(r, it, due, false) == 0) {
 			if (r->heap[0] != it)
-				pthread_cond_signal(&r->cond);
+				rec_signal(r);
 			return;
 		}
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
@@ -711,7 +744,7 @@ static void rec_work(struct reconciler *r, struct rec_item *it)
 	pthread_mutex_lock(&r->mu);
 	rec_finish(r, it, &res);
 	rec_wake(r);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 /* ---- enqueueing from the store ---- */
@@ -731,7 +764,7 @@ static int rec_list_kind(struct reconciler *r, enum store_kind kind, struct err 
 		pthread_mutex_lock(&r->mu);
 		for (size_t i = 0; i < l.n; i++)
 			rec_enqueue_locked(r, kind, l.objs[i].id);
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		free(after);
 		after = l.n > 0 && l.more ? strdup(l.objs[l.n - 1].id) : NULL;
 		store_list_free(&l);
@@ -766,7 +799,7 @@ static void rec_list_all(struct reconciler *r)
 		r->follow_index = index;
 	}
 	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 /*
@@ -786,7 +819,7 @@ static void rec_catch_up(struct reconciler *r)
 	after = r->follow_index;
 	listed = r->listed;
 	rc = !listed && clock_now_ms(r->clock) < r->relist_due;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	if (rc)
 		return;
 	if (!listed) {
@@ -803,7 +836,7 @@ static void rec_catch_up(struct reconciler *r)
 			pthread_mutex_lock(&r->mu);
 			r->listed = false;
 			r->relist_due = 0;
-			pthread_mutex_unlock(&r->mu);
+			rec_unlock(r);
 			rec_list_all(r);
 			return;
 		}
@@ -827,7 +860,7 @@ static void rec_catch_up(struct reconciler *r)
 		}
 		if (after > r->follow_index)
 			r->follow_index = after;
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		rc = (int)ch.n;
 		store_changes_free(&ch);
 		if (rc < REC_CHANGES_PAGE)
@@ -896,7 +929,7 @@ int64_t reconciler_step(struct reconciler *r)
 
 	pthread_mutex_lock(&r->mu);
 	stopping = r->stopping;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	if (stopping)
 		return CLOCK_NEVER;
 	for (int passes = 0; passes < REC_STEP_MAX_PASSES;) {
@@ -908,7 +941,7 @@ int64_t reconciler_step(struct reconciler *r)
 		for (; passes < REC_STEP_MAX_PASSES; passes++, worked++) {
 			pthread_mutex_lock(&r->mu);
 			it = rec_take(r, now);
-			pthread_mutex_unlock(&r->mu);
+			rec_unlock(r);
 			if (it == NULL)
 				break;
 			rec_work(r, it);
@@ -920,7 +953,7 @@ int64_t reconciler_step(struct reconciler *r)
 	next = r->stopping || r->inactive || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
 	if (!r->listed && r->relist_due < next)
 		next = r->relist_due;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return next;
 }
 
@@ -928,21 +961,34 @@ static void *rec_worker(void *arg)
 {
 	struct reconciler *r = arg;
 
+	/*
+	 * Batch scheduling: a worker woken with an item does not preempt the
+	 * thread that queued it (the API's I/O thread, in the middle of its
+	 * requests); it runs on an idle core at once, or at the next tick.
+	 * Preempted, the I/O thread paid two context switches per item.
+	 */
+	pthread_setschedparam(pthread_self(), SCHED_BATCH, &(struct sched_param){0});
+
 	pthread_mutex_lock(&r->mu);
 	while (!r->stopping) {
 		int64_t now = clock_now_ms(r->clock);
 		struct rec_item *it = rec_take(r, now);
 
 		if (it == NULL) {
+			r->idle++;
 			clock_wait(r->clock, &r->cond, &r->mu,
 				   r->nheap > 0 && !r->inactive ? r->heap[0]->due : CLOCK_NEVER);
+			r->idle--;
+			/* Signalled or not (a timeout, a broadcast): never more than were sent. */
+			if (r->waking > 0)
+				r->waking--;
 			continue;
 		}
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		rec_work(r, it);
 		pthread_mutex_lock(&r->mu);
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return NULL;
 }
 
@@ -960,7 +1006,7 @@ static void *rec_follower(void *arg)
 		}
 		after = r->follow_index;
 		listed = r->listed;
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		/*
 		 * Bounded, so that a stop is noticed soon. Woken by a write, it
 		 * lets the writes right after it come too: one read of the log
@@ -972,7 +1018,7 @@ static void *rec_follower(void *arg)
 		rec_catch_up(r);
 		pthread_mutex_lock(&r->mu);
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return NULL;
 }
 
@@ -987,7 +1033,7 @@ void reconciler_set_active(struct reconciler *r, bool active)
 	r->inactive = !active;
 	pthread_cond_broadcast(&r->cond);
 	pthread_cond_broadcast(&r->fcond);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }
 
 int reconciler_start(struct reconciler *r, struct err *e)
@@ -998,15 +1044,15 @@ int reconciler_start(struct reconciler *r, struct err *e)
 	if (r->stopping || r->workers != NULL) {
 		rc = err_set(e, CSID_EPRECOND, "reconciler: %s",
 			     r->stopping ? "stopped" : "already started");
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		return rc;
 	}
 	r->workers = calloc((size_t)r->cfg.workers, sizeof(*r->workers));
 	if (r->workers == NULL) {
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	rec_catch_up(r);
 	pthread_mutex_lock(&r->mu);
 	for (int i = 0; i < r->cfg.workers; i++) {
@@ -1020,7 +1066,7 @@ int reconciler_start(struct reconciler *r, struct err *e)
 		rc = err_set(e, CSID_ENOMEM, "reconciler: cannot start the follower thread");
 	else if (rc == 0)
 		r->follower_started = true;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	if (rc < 0)
 		reconciler_stop(r);
 	return rc;
@@ -1032,14 +1078,14 @@ void reconciler_stop(struct reconciler *r)
 		return;
 	pthread_mutex_lock(&r->mu);
 	if (r->stopped) {
-		pthread_mutex_unlock(&r->mu);
+		rec_unlock(r);
 		return;
 	}
 	r->stopping = true;
 	r->stopped = true;
 	pthread_cond_broadcast(&r->cond);
 	pthread_cond_broadcast(&r->fcond);
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	for (int i = 0; i < r->nworkers; i++)
 		pthread_join(r->workers[i], NULL);
 	if (r->follower_started)
@@ -1105,7 +1151,7 @@ int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id
 				rc = CSID_ENOMEM;
 		}
 	}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return rc;
 }
 
@@ -1142,7 +1188,7 @@ size_t reconciler_statuses(struct reconciler *r, struct arena *a,
 			if (x->id && (!it->last_error || x->st.last_error))
 				n++;
 		}
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 	return n;
 }
 
@@ -1153,5 +1199,5 @@ void reconciler_counts(struct reconciler *r, int *queued, int *failing)
 		*queued = (int)r->nheap + r->busy + r->parked;
 	if (failing != NULL)
 		*failing = r->failing;
-	pthread_mutex_unlock(&r->mu);
+	rec_unlock(r);
 }

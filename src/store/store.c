@@ -535,12 +535,16 @@ int store_notify_init(struct store_notify *n, uint64_t index)
 
 void store_notify_publish(struct store_notify *n, uint64_t index)
 {
+	bool moved;
+
 	pthread_mutex_lock(&n->mu);
-	if (index > n->index) {
+	moved = index > n->index;
+	if (moved)
 		n->index = index;
-		pthread_cond_broadcast(&n->cond);
-	}
 	pthread_mutex_unlock(&n->mu);
+	/* After the unlock: a waiter woken under it would block on mu at once. */
+	if (moved)
+		pthread_cond_broadcast(&n->cond);
 }
 
 uint64_t store_notify_index(struct store_notify *n)

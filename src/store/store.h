@@ -350,6 +350,20 @@ void store_mem_fail_txn(struct store *s, int code, unsigned count);
  */
 int store_sqlite_open(const char *path, struct store **out, struct err *e);
 
+/*
+ * The SQLite transactions that wrote something, so far: a batch of the
+ * group commit (src/store/store_sqlite.c) counts once, however many
+ * store_txn calls it carried (benchmarks compare it with the index).
+ */
+uint64_t store_sqlite_commits(struct store *s);
+
+/*
+ * For tests: while hold is true, store_txn calls on s (a SQLite store)
+ * queue instead of committing; false lets them go, as one batch. Returns
+ * how many are queued and not yet taken by a batch.
+ */
+size_t store_sqlite_hold(struct store *s, bool hold);
+
 /* Where and how the etcd backend reaches etcd (every pointer borrowed). */
 struct store_etcd_config {
 	const char *const *endpoints; /* "http://host:port" or "https://host:port" */

@@ -5,8 +5,9 @@
  * and whose user_version is its schema version. Opening probes the file
  * first on a read-only connection: a file that is not a database, not a
  * csid store, from a newer schema, or that fails quick_check is refused
- * and nothing is written to it. Then migrations (sq_steps[i] takes
- * version i to i+1) run forward in one IMMEDIATE transaction.
+ * and nothing is written to it (src/store/store_sqlite_probe.c). Then
+ * migrations (sq_steps[i] takes version i to i+1) run forward in one
+ * IMMEDIATE transaction.
  *
  * Tables. objects(kind, id, value, create_index, modify_index), keyed on
  * (kind, id), so a list page is a range scan. changes(seq, idx, type,
@@ -26,30 +27,48 @@
  * exclusive mode rules out) would gain little; fewer pages and syscalls
  * per write gained about a tenth.
  *
+ * Group commit. Write transactions that come while another is being
+ * written queue, and the next batch runs them all in one SQLite
+ * transaction (sq_txn says how): each caller keeps its own index and
+ * outcome, the batch pays one COMMIT and writes a page that several of
+ * them changed to the WAL once.
+ *
+ * VFS: SQLite's default, but a transaction's WAL frames reach the file in
+ * one write at its commit rather than two per page
+ * (src/store/store_sqlite_vfs.c).
+ *
  * Durability: WAL with synchronous=NORMAL. A commit is in the WAL file
  * when COMMIT returns, so it survives a kill -9 of the process; only a
  * power loss or kernel crash can lose the last commits, and the database
  * stays consistent even then.
  */
 #include "store/store_int.h"
+#include "store/store_sqlite_int.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
-#include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "store/store_sqlite_vfs.h"
+#include "store/store_sqlite_wal.h"
 #include "util/array.h"
 
-/* 'csid' */
-#define SQ_APP_ID 0x63736964
 /* Rides out a previous owner's exit; nothing else ever waits on a lock. */
 #define SQ_BUSY_MS 200
-/* A checkpoint per 32 MiB of WAL (measured: fewer, larger ones cost less). */
+/*
+ * Checkpoints: src/store/store_sqlite_wal.c, not SQLite's own hook. A
+ * page cache of 16 MiB instead of SQLite's 2: with the default, the
+ * change log's and the volumes' pages were read again and again from the
+ * WAL (bench_server: 16 pread calls per claim + release cycle, 2 now).
+ * Memory-mapping the file saved little more (the pages read are mostly
+ * the WAL's, which SQLite never maps) and would count the whole file in
+ * the server's resident memory.
+ */
 #define SQ_PRAGMAS                                                                           \
 	"PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" \
-	"PRAGMA wal_autocheckpoint=8192;"
+	"PRAGMA cache_size=-16384;"
 #define SQ_SEQ_PER_INDEX 1024
 #define SQ_TRIM_BATCH 1024
 
@@ -68,7 +87,8 @@ static const char *const sq_steps[] = {
     " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
     " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT NULL);",
 };
-#define SQ_VERSION_NOW ((int)(sizeof(sq_steps) / sizeof(sq_steps[0])))
+_Static_assert(sizeof(sq_steps) / sizeof(sq_steps[0]) == STORE_SQLITE_VERSION,
+	       "one migration per schema version");
 
 enum sq_stmt_id {
 	SQ_BEGIN_WRITE,
@@ -129,14 +149,38 @@ struct sq_conn {
 	sqlite3_stmt *st[SQ_COUNT_];
 };
 
+/*
+ * One caller's transaction waiting in the group commit's queue (on the
+ * caller's stack until done).
+ */
+struct sq_req {
+	const struct store_op *ops;
+	size_t n;
+	struct err *e;
+	uint64_t index; /* its index, or the current one when it changed nothing */
+	int rc;
+	bool final; /* its outcome is decided (rc), in this batch */
+	bool done; /* its batch has ended: the caller may return */
+	pthread_cond_t cond; /* done, or it is its turn to lead */
+	struct sq_req *next;
+};
+
 struct store_sqlite {
 	struct store base;
 	struct sq_conn c;
 	uint64_t index; /* under c.mu, like the rest */
 	uint64_t compacted;
 	uint64_t nchanges; /* rows in changes */
+	/* The group commit: callers queue under qmu; one leads a batch at a time. */
+	pthread_mutex_t qmu;
+	struct sq_req *qhead, **qtail;
+	bool leading;
+	bool held; /* store_sqlite_hold */
+	size_t queued;
+	_Atomic uint64_t commits;
 	struct store_notify notify;
-	char *path;
+	struct store_sqlite_wal *wal;
+	char *path, *wal_path;
 };
 
 /* Maps a SQLite result code to a csid code. */
@@ -508,50 +552,181 @@ static int sq_trim(struct sq_conn *c, uint64_t *nchanges, uint64_t *compacted, s
 	return sq_meta_set(c, "compacted", *compacted, e);
 }
 
+/*
+ * Checks r's conditions (nothing written when one fails) and writes its
+ * ops as the changes of index next; *pos is how many it recorded.
+ */
+static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, uint64_t *pos)
+{
+	uint64_t have[STORE_TXN_OPS_MAX], created[STORE_TXN_OPS_MAX];
+	const struct store_op *ops = r->ops;
+	int rc = 0;
+
+	*pos = 0;
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		rc = sq_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], r->e);
+		if (rc == 0 && !store_cond_holds(ops[i].expect_index, have[i]))
+			rc = store_conflict(r->e, &ops[i], have[i]);
+	}
+	for (size_t i = 0; rc == 0 && i < r->n; i++) {
+		if (ops[i].type == STORE_OP_DELETE && have[i] == 0)
+			continue;
+		rc = sq_apply(c, &ops[i], have[i], created[i], next, (*pos)++, r->e);
+	}
+	return rc;
+}
+
+/* Gives every request of batch not decided yet the outcome rc (message: what failed). */
+static void sq_fail_rest(struct sq_req *batch, int rc, const struct err *why)
+{
+	for (struct sq_req *r = batch; r != NULL; r = r->next) {
+		if (r->final)
+			continue;
+		r->rc = err_set(r->e, rc, "%s", why->msg);
+		r->final = true;
+	}
+}
+
+/*
+ * Runs the requests of batch in one SQLite transaction, each with the
+ * next index in queue order, and commits them together (with c.mu held).
+ * A request whose condition fails writes nothing and fails alone. One
+ * that fails otherwise (I/O, memory) may have left writes behind, so the
+ * transaction is rolled back and the others run again without it.
+ */
+static void sq_run_batch(struct store_sqlite *s, struct sq_req *batch)
+{
+	struct sq_conn *c = &s->c;
+	uint64_t next, nchanges, compacted, pos;
+	struct err e;
+	bool again;
+	int rc;
+
+	err_clear(&e);
+	do {
+		again = false;
+		next = s->index + 1;
+		nchanges = s->nchanges;
+		compacted = s->compacted;
+		rc = sq_exec(c, SQ_BEGIN_WRITE, "begin", &e);
+		for (struct sq_req *r = batch; rc == 0 && r != NULL; r = r->next) {
+			if (r->final)
+				continue;
+			r->rc = sq_apply_req(c, r, next, &pos);
+			if (r->rc == CSID_ECONFLICT) {
+				r->final = true;
+			} else if (r->rc < 0) {
+				err_wrap(r->e, "store txn");
+				r->final = true;
+				again = true;
+				break;
+			} else {
+				r->index = pos > 0 ? next++ : next - 1;
+				nchanges += pos;
+			}
+		}
+		if (rc == 0 && !again && nchanges > s->nchanges)
+			rc = sq_trim(c, &nchanges, &compacted, &e);
+		if (rc == 0 && !again)
+			rc = sq_exec(c, SQ_COMMIT, "commit", &e);
+		if (rc < 0 || again)
+			sq_rollback(c);
+	} while (again);
+	if (rc < 0) {
+		err_wrap(&e, "store txn");
+		sq_fail_rest(batch, rc, &e);
+		return;
+	}
+	for (struct sq_req *r = batch; r != NULL; r = r->next)
+		r->final = true;
+	if (next - 1 > s->index) {
+		atomic_fetch_add(&s->commits, 1);
+		s->index = next - 1;
+		s->nchanges = nchanges;
+		s->compacted = compacted;
+		store_notify_publish(&s->notify, s->index);
+	}
+}
+
+/*
+ * Leads one batch: takes every queued request, runs them together, and
+ * wakes their callers and the next leader. With qmu held (released while
+ * the batch runs).
+ */
+static void sq_lead(struct store_sqlite *s)
+{
+	struct sq_req *batch = s->qhead, *next;
+
+	s->qhead = NULL;
+	s->qtail = &s->qhead;
+	s->queued = 0;
+	s->leading = true;
+	pthread_mutex_unlock(&s->qmu);
+	pthread_mutex_lock(&s->c.mu);
+	sq_run_batch(s, batch);
+	pthread_mutex_unlock(&s->c.mu);
+	pthread_mutex_lock(&s->qmu);
+	s->leading = false;
+	for (struct sq_req *r = batch; r != NULL; r = next) {
+		next = r->next;
+		r->done = true;
+		pthread_cond_signal(&r->cond);
+	}
+	/* Those that came meanwhile: the first leads their batch. */
+	if (s->qhead != NULL && !s->held)
+		pthread_cond_signal(&s->qhead->cond);
+}
+
+/*
+ * Group commit: a caller queues its transaction; when no batch is
+ * running it leads one of everything queued, else it waits for its
+ * outcome. Writers that come together (the API's I/O thread, the
+ * reconciler's workers) so share one COMMIT and its WAL frames: a page
+ * written by several of them (the change log's last, the claim index's)
+ * goes to the WAL once. Each keeps its own index, in queue order, and its
+ * own outcome.
+ */
 static int sq_txn(struct store *st, const struct store_op *ops, size_t n, uint64_t *index,
 		  struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sq_conn *c = &s->c;
-	uint64_t have[STORE_TXN_OPS_MAX], created[STORE_TXN_OPS_MAX];
-	uint64_t next, pos = 0, nchanges, compacted;
-	int rc;
+	struct sq_req req = {.ops = ops, .n = n, .e = e};
 
-	pthread_mutex_lock(&c->mu);
-	next = s->index + 1;
-	nchanges = s->nchanges;
-	compacted = s->compacted;
-	rc = sq_exec(c, SQ_BEGIN_WRITE, "begin", e);
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		rc = sq_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], e);
-		if (rc == 0 && !store_cond_holds(ops[i].expect_index, have[i]))
-			rc = store_conflict(e, &ops[i], have[i]);
+	pthread_cond_init(&req.cond, NULL);
+	pthread_mutex_lock(&s->qmu);
+	*s->qtail = &req;
+	s->qtail = &req.next;
+	s->queued++;
+	while (!req.done) {
+		if (s->leading || s->held)
+			pthread_cond_wait(&req.cond, &s->qmu);
+		else
+			sq_lead(s);
 	}
-	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (ops[i].type == STORE_OP_DELETE && have[i] == 0)
-			continue;
-		rc = sq_apply(c, &ops[i], have[i], created[i], next, pos++, e);
-	}
-	if (rc == 0 && pos > 0) {
-		nchanges += pos;
-		rc = sq_trim(c, &nchanges, &compacted, e);
-	}
-	if (rc == 0)
-		rc = sq_exec(c, SQ_COMMIT, "commit", e);
-	if (rc < 0) {
-		sq_rollback(c);
-		if (rc != CSID_ECONFLICT)
-			err_wrap(e, "store txn");
-	} else if (pos > 0) {
-		s->index = next;
-		s->nchanges = nchanges;
-		s->compacted = compacted;
-		store_notify_publish(&s->notify, next);
-	}
-	if (rc == 0 && index != NULL)
-		*index = s->index;
-	pthread_mutex_unlock(&c->mu);
-	return rc;
+	pthread_mutex_unlock(&s->qmu);
+	pthread_cond_destroy(&req.cond);
+	if (req.rc == 0 && index != NULL)
+		*index = req.index;
+	return req.rc;
+}
+
+size_t store_sqlite_hold(struct store *st, bool hold)
+{
+	struct store_sqlite *s = (struct store_sqlite *)st;
+	size_t queued;
+
+	pthread_mutex_lock(&s->qmu);
+	s->held = hold;
+	queued = s->queued;
+	if (!hold && !s->leading && s->qhead != NULL)
+		pthread_cond_signal(&s->qhead->cond);
+	pthread_mutex_unlock(&s->qmu);
+	return queued;
+}
+
+uint64_t store_sqlite_commits(struct store *st)
+{
+	return atomic_load(&((struct store_sqlite *)st)->commits);
 }
 
 static uint64_t sq_index(struct store *st)
@@ -595,7 +770,12 @@ static void sq_close(struct store *st)
 	struct store_sqlite *s = (struct store_sqlite *)st;
 
 	store_notify_fini(&s->notify);
+	if (s->wal != NULL)
+		sqlite3_wal_hook(s->c.db, NULL, NULL);
+	store_sqlite_wal_stop(s->wal);
 	sq_conn_close(&s->c);
+	pthread_mutex_destroy(&s->qmu);
+	free(s->wal_path);
 	free(s->path);
 	free(s);
 }
@@ -610,149 +790,7 @@ static const struct store_ops sq_ops = {
     .close = sq_close,
 };
 
-/* One integer from the first row of sql. */
-static int sq_query_int(sqlite3 *db, const char *sql, int64_t *v)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
-
-	if (rc == SQLITE_OK) {
-		rc = sqlite3_step(q);
-		if (rc == SQLITE_ROW) {
-			*v = sqlite3_column_int64(q, 0);
-			rc = SQLITE_OK;
-		} else if (rc == SQLITE_DONE) {
-			rc = SQLITE_CORRUPT;
-		}
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-/* Refuses a file that is not ours or from a newer schema (version, app_id read). */
-static int sq_check_owner(const char *path, int64_t app_id, int64_t version, int64_t tables,
-			  struct err *e)
-{
-	if (app_id == 0 && version == 0 && tables == 0)
-		return 0; /* an empty database: ours to fill */
-	if (app_id != SQ_APP_ID)
-		return err_set(
-		    e, CSID_EPRECOND,
-		    "store %s: not a csid store (application_id 0x%08llx); left untouched", path,
-		    (unsigned long long)(uint32_t)app_id);
-	if (version > SQ_VERSION_NOW)
-		return err_set(e, CSID_EPRECOND,
-			       "store %s: schema version %lld is newer than this program knows "
-			       "(%d); left untouched",
-			       path, (long long)version, SQ_VERSION_NOW);
-	return 0;
-}
-
-/*
- * The URI of the probe's connection to path, and whether a WAL file is
- * there. Without one, the database file alone is the whole database: it
- * is opened read-only and immutable, so not even a -wal or -shm file is
- * created next to a file we may refuse. With one (after a crash), the WAL
- * must be read too, which takes a read-write connection; the probe then
- * never checkpoints, so the database file is still not written.
- */
-static int sq_probe_uri(const char *path, char *uri, size_t size, bool *wal_there, struct err *e)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char wal[PATH_MAX + 8];
-	struct stat sb;
-	size_t n = 0;
-
-	snprintf(wal, sizeof(wal), "%s-wal", path);
-	if (strlen(path) >= PATH_MAX)
-		return err_set(e, CSID_EINVAL, "sqlite store: path too long");
-	memcpy(uri, "file:", 5);
-	n = 5;
-	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-		if (strchr("?#%", *p) == NULL && *p > ' ' && *p < 0x7f) {
-			uri[n++] = (char)*p;
-		} else {
-			uri[n++] = '%';
-			uri[n++] = hex[*p >> 4];
-			uri[n++] = hex[*p & 15];
-		}
-	}
-	*wal_there = stat(wal, &sb) == 0;
-	snprintf(uri + n, size - n, "%s", *wal_there ? "?mode=rw" : "?mode=ro&immutable=1");
-	return 0;
-}
-
-/*
- * Checks an existing file on a read-only connection, so that a file we
- * refuse is never written: it must be a SQLite database, a csid store (or
- * empty), of a schema version we know, and pass quick_check.
- */
-static int sq_probe(const char *path, struct err *e)
-{
-	sqlite3 *db = NULL;
-	int64_t app_id = 0, version = 0, tables = 0;
-	char uri[3 * PATH_MAX + 32];
-	struct stat sb;
-	sqlite3_stmt *q = NULL;
-	const char *verdict;
-	bool wal_there = false;
-	int rc;
-
-	if (stat(path, &sb) != 0 || sb.st_size == 0)
-		return 0; /* created below; a bad path fails there */
-	rc = sq_probe_uri(path, uri, sizeof(uri), &wal_there, e);
-	if (rc < 0)
-		return rc;
-	rc = sqlite3_open_v2(uri, &db,
-			     (wal_there ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) |
-				 SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-			     NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	/* Exclusive, so a WAL is indexed in the heap: no -shm file either. */
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA user_version", &version);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
-	if ((rc & 0xff) == SQLITE_BUSY) {
-		rc = err_set(e, CSID_EUNAVAIL, "store %s: locked: another process has it open",
-			     path);
-		goto done;
-	}
-	if (rc != SQLITE_OK) {
-		rc = err_set(e, CSID_EIO,
-			     "store %s: not a SQLite database or corrupt (%s); left untouched",
-			     path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		goto done;
-	}
-	rc = sq_check_owner(path, app_id, version, tables, e);
-	if (rc < 0 || tables == 0)
-		goto done;
-	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &q, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_step(q);
-	verdict = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-	if (verdict != NULL && strcmp(verdict, "ok") == 0) {
-		rc = 0;
-		goto done;
-	}
-	rc = err_set(e, CSID_EIO, "store %s: corrupt (%s); left untouched", path,
-		     verdict ? verdict : sqlite3_errmsg(db));
-	/* quick_check reports on several lines: one line of message. */
-	for (char *p = e ? e->msg : NULL; p && *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-done:
-	sqlite3_finalize(q);
-	sqlite3_close_v2(db);
-	return rc;
-}
-
-/* Brings the schema to SQ_VERSION_NOW in one transaction. */
+/* Brings the schema to STORE_SQLITE_VERSION in one transaction. */
 static int sq_migrate(struct store_sqlite *s, struct err *e)
 {
 	sqlite3 *db = s->c.db;
@@ -763,19 +801,15 @@ static int sq_migrate(struct store_sqlite *s, struct err *e)
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	/* Again under the write lock: the file may have changed since the probe. */
 	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA application_id", &app_id);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "PRAGMA user_version", &version);
-	if (rc == SQLITE_OK)
-		rc = sq_query_int(db, "SELECT count(*) FROM sqlite_master", &tables);
+		rc = store_sqlite_read_owner(db, &app_id, &version, &tables);
 	if (rc != SQLITE_OK) {
 		rc = sq_fail(e, db, rc, "read schema version");
 		goto fail;
 	}
-	rc = sq_check_owner(s->path, app_id, version, tables, e);
+	rc = store_sqlite_check_owner(s->path, app_id, version, tables, e);
 	if (rc < 0)
 		goto fail;
-	for (int64_t v = version; v < SQ_VERSION_NOW; v++) {
+	for (int64_t v = version; v < STORE_SQLITE_VERSION; v++) {
 		rc = sqlite3_exec(db, sq_steps[v], NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			rc = sq_fail(e, db, rc, "migrate schema");
@@ -783,8 +817,9 @@ static int sq_migrate(struct store_sqlite *s, struct err *e)
 		}
 	}
 	snprintf(pragma, sizeof(pragma), "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-		 SQ_APP_ID, SQ_VERSION_NOW);
-	rc = version < SQ_VERSION_NOW ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
+		 STORE_SQLITE_APP_ID, STORE_SQLITE_VERSION);
+	rc =
+	    version < STORE_SQLITE_VERSION ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -805,8 +840,9 @@ static int sq_conn_open(struct sq_conn *c, const char *path, struct err *e)
 {
 	int rc;
 
-	rc = sqlite3_open_v2(
-	    path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(path, &c->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			     store_sqlite_vfs());
 	if (rc != SQLITE_OK)
 		return sq_fail(e, c->db, rc, "open");
 	sqlite3_extended_result_codes(c->db, 1);
@@ -865,20 +901,26 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	*out = NULL;
 	if (path == NULL || path[0] == '\0')
 		return err_set(e, CSID_EINVAL, "sqlite store: empty path");
-	rc = sq_probe(path, e);
+	rc = store_sqlite_probe(path, e);
 	if (rc < 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
-	if (s == NULL || (s->path = strdup(path)) == NULL ||
+	if (s != NULL && (s->wal_path = malloc(strlen(path) + 5)) != NULL)
+		snprintf(s->wal_path, strlen(path) + 5, "%s-wal", path);
+	if (s == NULL || (s->path = strdup(path)) == NULL || s->wal_path == NULL ||
 	    store_notify_init(&s->notify, 0) != 0) {
-		if (s != NULL)
+		if (s != NULL) {
 			free(s->path);
+			free(s->wal_path);
+		}
 		free(s);
 		return err_set(e, CSID_ENOMEM, "sqlite store %s: out of memory", path);
 	}
 	s->base.ops = &sq_ops;
 	s->base.backend = "sqlite";
 	sq_mutex_init(&s->c.mu);
+	sq_mutex_init(&s->qmu);
+	s->qtail = &s->qhead;
 	rc = sq_conn_open(&s->c, path, e);
 	if (rc == 0)
 		rc = sq_migrate(s, e);
@@ -886,6 +928,8 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 		rc = sq_prepare(&s->c, e);
 	if (rc == 0)
 		rc = sq_load(s, e);
+	if (rc == 0 && store_sqlite_wal_start(s->c.db, s->wal_path, &s->wal) != 0)
+		rc = err_set(e, CSID_ENOMEM, "cannot start the WAL thread");
 	if (rc < 0) {
 		err_wrap(e, "sqlite store %s", path);
 		sq_close(&s->base);

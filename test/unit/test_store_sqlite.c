@@ -38,6 +38,8 @@ extern char **environ;
 #define TQ_USER_VERSION_AT 60
 #define TQ_APP_ID_AT 68
 #define TQ_PAGE 4096
+/* The crash child's largest value (bytes): over 128 KiB of WAL frames. */
+#define TQ_BIG (300 * 1024)
 
 struct tq {
 	char dir[PATH_MAX];
@@ -286,12 +288,14 @@ static void test_sqlite_locked(void **state)
  * The crash child: on the store in dir, commits transaction after
  * transaction, each creating vol-<index> and moving the node "counter" to
  * the new index on a compare-and-set, and writes each acknowledged index
- * to stdout (8 bytes). Runs until killed.
+ * to stdout (8 bytes). Runs until killed. Every 16th volume's value is
+ * large (up to TQ_BIG bytes), so that its commit's WAL frames do not fit
+ * the store VFS's buffer and reach the file in several writes.
  */
 static int tq_child(const char *dir)
 {
 	char path[PATH_MAX + 16], id[32], count[32];
-	char val[2048];
+	static char val[TQ_BIG];
 	struct store *s;
 	struct store_obj o;
 	uint64_t index, have = 0;
@@ -308,7 +312,7 @@ static int tq_child(const char *dir)
 	store_obj_free(&o);
 	memset(val, 'v', sizeof(val));
 	for (;;) {
-		size_t len = 1 + (size_t)rand_r(&seed) % (sizeof(val) - 1);
+		size_t len = 1 + (size_t)rand_r(&seed) % (store_index(s) % 16 == 0 ? TQ_BIG : 2048);
 		struct store_op ops[2] = {
 		    {STORE_OP_PUT, STORE_VOLUME, id, val, len, 0},
 		    {STORE_OP_PUT, STORE_NODE, "counter", count, 0, have},
@@ -449,6 +453,112 @@ static void test_sqlite_kill9(void **state)
 	}
 }
 
+/*
+ * The store checkpoints its WAL itself (src/store/store_sqlite_wal.c):
+ * after about three checkpoints' worth of frames the WAL file is still
+ * within one checkpoint's worth, and everything written is there after
+ * a reopen.
+ */
+static void test_sqlite_wal_bounded(void **state)
+{
+	struct tq *t = *state;
+	static char val[3 * TQ_PAGE];
+	char wal[PATH_MAX + 32], id[32];
+	struct store *s;
+	struct store_obj o;
+	struct stat sb;
+	off_t most = 0;
+	struct err e;
+
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	memset(val, 'w', sizeof(val));
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	/* Each transaction: a volume of three pages and its change, about 7 frames. */
+	for (int i = 0; i < 3 * 8192 / 7; i++) {
+		struct store_op op = {STORE_OP_PUT, STORE_VOLUME, id, val, sizeof(val), STORE_ANY};
+
+		snprintf(id, sizeof(id), "vol-%d", i % 500);
+		assert_int_equal(store_txn(s, &op, 1, NULL, &e), 0);
+		assert_int_equal(stat(wal, &sb), 0);
+		if (sb.st_size > most)
+			most = sb.st_size;
+	}
+	/* One checkpoint's frames (8192) and the transaction that passed it. */
+	assert_true(most <= (off_t)(8192 + 64) * (TQ_PAGE + 24) + 32);
+	store_close(s);
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_get(s, STORE_VOLUME, "vol-499", &o, &e), 0);
+	assert_int_equal(o.len, sizeof(val));
+	store_obj_free(&o);
+	store_close(s);
+}
+
+/* Writes len bytes of buf to path (created or emptied). */
+static void tq_spit(const char *path, const char *buf, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/*
+ * A transaction larger than SQLite's page cache spills pages to the WAL
+ * before its commit and may write some of them again in place, then
+ * rewrite the checksums of the frame headers after them, the commit's
+ * among them (the store VFS sends such writes straight to the file).
+ * Copied while the store is still open, as a kill -9 would leave them,
+ * the database and WAL files hold the whole transaction.
+ */
+static void test_sqlite_big_txn_on_disk(void **state)
+{
+	struct tq *t = *state;
+	enum { NBIG = 8 };
+	char *val = malloc(STORE_VALUE_MAX);
+	char ids[NBIG][16], copy[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 64];
+	struct store_op ops[NBIG];
+	struct store *s, *c;
+	struct store_obj o;
+	uint64_t index;
+	size_t len;
+	char *bytes;
+	struct err e;
+
+	assert_non_null(val);
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	for (int i = 0; i < NBIG; i++) {
+		snprintf(ids[i], sizeof(ids[i]), "big-%d", i);
+		ops[i] =
+		    (struct store_op){STORE_OP_PUT, STORE_VOLUME, ids[i], val, STORE_VALUE_MAX, 0};
+	}
+	for (size_t i = 0; i < STORE_VALUE_MAX; i++)
+		val[i] = (char)('a' + i % 23);
+	assert_int_equal(store_txn(s, ops, NBIG, &index, &e), 0);
+	snprintf(copy, sizeof(copy), "%s/copy.db", t->dir);
+	for (int k = 0; k < 2; k++) {
+		snprintf(from, sizeof(from), "%s%s", t->path, k ? "-wal" : "");
+		snprintf(to, sizeof(to), "%s%s", copy, k ? "-wal" : "");
+		bytes = tq_slurp(from, &len);
+		tq_spit(to, bytes, len);
+		free(bytes);
+	}
+	assert_int_equal(store_sqlite_open(copy, &c, &e), 0);
+	assert_int_equal(store_index(c), index);
+	for (int i = 0; i < NBIG; i++) {
+		assert_int_equal(store_get(c, STORE_VOLUME, ids[i], &o, &e), 0);
+		assert_int_equal(o.len, STORE_VALUE_MAX);
+		assert_memory_equal(o.value, val, STORE_VALUE_MAX);
+		store_obj_free(&o);
+	}
+	store_close(c);
+	store_close(s);
+	unlink(copy);
+	snprintf(to, sizeof(to), "%s-wal", copy);
+	unlink(to);
+	free(val);
+}
+
 /* A store in a new directory for each contract test. */
 static int tq_open(void *arg, struct store **out, void **ctx, struct err *e)
 {
@@ -484,6 +594,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_sqlite_empty_file, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_locked, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_kill9, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_wal_bounded, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_big_txn_on_disk, tq_setup, tq_teardown),
 	};
 
 	const struct store_conformance sqlite = {"sqlite", tq_open, tq_close, NULL,
