@@ -274,7 +274,7 @@ static void test_kill_leader_in_flight(void **state)
 	char *members[] = {"server", "members", NULL};
 	char path[128], body[256], ids[4 * NVOLS][80];
 	json_t *list = NULL;
-	int64_t deadline, killed_ms;
+	int64_t deadline, killed_ms = 0;
 	int leader, next, n;
 
 	start_all(f);
