@@ -514,6 +514,7 @@ static void docker_owner_pass(struct docker_owner *o)
 	for (size_t i = 0; i < n; i++) {
 		char container[DOCKER_OWNER_NAME_MAX + 1] = "", q[600];
 		struct err e;
+		bool found;
 		int pid;
 
 		if (jobs[i].shared) {
@@ -530,15 +531,20 @@ static void docker_owner_pass(struct docker_owner *o)
 					jobs[i].age_ms, container);
 		if (pid <= 0)
 			continue;
+		found = false;
 		pthread_mutex_lock(&o->mu);
 		for (struct docker_owner_entry *p = o->list; p; p = p->next) {
 			if (strcmp(p->vol, jobs[i].vol) == 0 &&
 			    strcmp(p->alloc, jobs[i].alloc) == 0 && !p->container[0]) {
 				memcpy(p->container, container, sizeof(container));
 				p->pid = pid;
+				found = true;
 			}
 		}
 		pthread_mutex_unlock(&o->mu);
+		/* Unmounted (dropped) while it was looked for: it has no claim to own any more. */
+		if (!found)
+			continue;
 		err_clear(&e);
 		if (o->cfg.record(o->cfg.ctx, jobs[i].vol, jobs[i].alloc, pid, &e) != 0)
 			log_warn("msg=\"container not made the owner of its mount\" volume=%s "
