@@ -72,6 +72,7 @@ int docker_bridge_new(const struct docker_bridge_config *cfg, struct docker_brid
 	if (cfg->ops.owner) {
 		struct docker_owner_config oc = {
 		    .engine_socket = cfg->engine_socket,
+		    .mounts_dir = cfg->mounts_dir,
 		    .record = cfg->ops.owner,
 		    .ctx = cfg->ops.ctx,
 		    .release = docker_bridge_release,

@@ -74,6 +74,8 @@ struct docker_bridge_config {
 	int64_t wait_ms;
 	/* The Docker engine's API, for the owners of mounts (docker_owner.h); NULL: none. */
 	const char *engine_socket;
+	/* Where the node's mounts are made (docker_owner.h's mounts_dir); NULL: none. */
+	const char *mounts_dir;
 };
 
 struct docker_bridge;

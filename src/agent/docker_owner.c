@@ -53,6 +53,7 @@ struct docker_owner {
 	struct docker_owner_config cfg;
 	char *engine_socket; /* NULL: none */
 	char *proc_root;
+	char *mounts_dir; /* NULL: none */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	pthread_t thread;
@@ -234,24 +235,34 @@ static int docker_owner_devroot(char *text, const char *target, char *out, size_
 	return -1;
 }
 
-/* Whether a mountinfo text has a mount of devroot ("major:minor root "). */
-static bool docker_owner_has_devroot(const char *text, const char *devroot)
+/*
+ * Whether a mountinfo text has a mount of devroot ("major:minor root ")
+ * at a mount point not under skip_under (NULL: anywhere).
+ */
+static bool docker_owner_has_devroot(const char *text, const char *devroot, const char *skip_under)
 {
-	for (const char *line = text; line && *line;) {
-		const char *sp = strchr(line, ' ');
+	size_t dl = strlen(devroot), sl = skip_under ? strlen(skip_under) : 0;
 
-		/* Skip the mount ID and the parent ID: fields 3 and 4 follow. */
+	for (const char *line = text; line && *line;) {
+		const char *sp = strchr(line, ' '), *mp;
+
+		/* Skip the mount ID and the parent ID: fields 3 and 4 follow, then the point. */
 		sp = sp ? strchr(sp + 1, ' ') : NULL;
-		if (sp && strncmp(sp + 1, devroot, strlen(devroot)) == 0)
-			return true;
+		if (sp && strncmp(sp + 1, devroot, dl) == 0) {
+			mp = sp + 1 + dl;
+			if (!sl || strncmp(mp, skip_under, sl) != 0 ||
+			    (mp[sl] != '/' && mp[sl] != ' '))
+				return true;
+		}
 		line = strchr(line, '\n');
 		line = line ? line + 1 : NULL;
 	}
 	return false;
 }
 
-int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
-			      size_t ntaken, char *ns_out, size_t cap, int *users)
+int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *skip_under,
+			      const char *const *taken, size_t ntaken, char *ns_out, size_t cap,
+			      int *users)
 {
 	char path[512], self_ns[64] = "", devroot[2 * DOCKER_OWNER_PATH_MAX], *text;
 	uint64_t best_start = UINT64_MAX;
@@ -299,7 +310,7 @@ int docker_owner_pid_by_mount(const char *proc_root, const char *target, const c
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/mountinfo", proc_root, de->d_name);
 		if (docker_owner_read(path, text, DOCKER_OWNER_MOUNTINFO_MAX) <= 0 ||
-		    !docker_owner_has_devroot(text, devroot))
+		    !docker_owner_has_devroot(text, devroot, skip_under))
 			continue;
 		if (users)
 			(*users)++;
@@ -387,7 +398,7 @@ static int docker_owner_by_mount(struct docker_owner *o, const char *vol, const 
 		if (strcmp(p->vol, vol) == 0 && p->container[0])
 			taken[n++] = strdup(p->container);
 	pthread_mutex_unlock(&o->mu);
-	pid = docker_owner_pid_by_mount(o->proc_root, target, taken, n, container,
+	pid = docker_owner_pid_by_mount(o->proc_root, target, o->mounts_dir, taken, n, container,
 					DOCKER_OWNER_NAME_MAX + 1, NULL);
 	for (size_t i = 0; i < n; i++)
 		free((char *)taken[i]);
@@ -441,7 +452,8 @@ static void docker_owner_shared(struct docker_owner *o, const struct docker_owne
 	bool release = false;
 	int users = 0;
 
-	if (docker_owner_pid_by_mount(o->proc_root, j->target, NULL, 0, ns, sizeof(ns), &users) < 0)
+	if (docker_owner_pid_by_mount(o->proc_root, j->target, o->mounts_dir, NULL, 0, ns,
+				      sizeof(ns), &users) < 0)
 		return;
 	pthread_mutex_lock(&o->mu);
 	for (struct docker_owner_entry **pp = &o->list; *pp; pp = &(*pp)->next) {
@@ -502,6 +514,7 @@ static void docker_owner_pass(struct docker_owner *o)
 	for (size_t i = 0; i < n; i++) {
 		char container[DOCKER_OWNER_NAME_MAX + 1] = "", q[600];
 		struct err e;
+		bool found;
 		int pid;
 
 		if (jobs[i].shared) {
@@ -518,15 +531,20 @@ static void docker_owner_pass(struct docker_owner *o)
 					jobs[i].age_ms, container);
 		if (pid <= 0)
 			continue;
+		found = false;
 		pthread_mutex_lock(&o->mu);
 		for (struct docker_owner_entry *p = o->list; p; p = p->next) {
 			if (strcmp(p->vol, jobs[i].vol) == 0 &&
 			    strcmp(p->alloc, jobs[i].alloc) == 0 && !p->container[0]) {
 				memcpy(p->container, container, sizeof(container));
 				p->pid = pid;
+				found = true;
 			}
 		}
 		pthread_mutex_unlock(&o->mu);
+		/* Unmounted (dropped) while it was looked for: it has no claim to own any more. */
+		if (!found)
+			continue;
 		err_clear(&e);
 		if (o->cfg.record(o->cfg.ctx, jobs[i].vol, jobs[i].alloc, pid, &e) != 0)
 			log_warn("msg=\"container not made the owner of its mount\" volume=%s "
@@ -583,9 +601,13 @@ int docker_owner_new(const struct docker_owner_config *cfg, struct docker_owner 
 	o->proc_root = strdup(cfg->proc_root ? cfg->proc_root : "/proc");
 	if (cfg->engine_socket && cfg->engine_socket[0])
 		o->engine_socket = strdup(cfg->engine_socket);
-	if (!o->proc_root || (cfg->engine_socket && cfg->engine_socket[0] && !o->engine_socket)) {
+	if (cfg->mounts_dir && cfg->mounts_dir[0])
+		o->mounts_dir = strdup(cfg->mounts_dir);
+	if (!o->proc_root || (cfg->engine_socket && cfg->engine_socket[0] && !o->engine_socket) ||
+	    (cfg->mounts_dir && cfg->mounts_dir[0] && !o->mounts_dir)) {
 		free(o->proc_root);
 		free(o->engine_socket);
+		free(o->mounts_dir);
 		free(o);
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	}
@@ -596,6 +618,7 @@ int docker_owner_new(const struct docker_owner_config *cfg, struct docker_owner 
 		pthread_mutex_destroy(&o->mu);
 		free(o->proc_root);
 		free(o->engine_socket);
+		free(o->mounts_dir);
 		free(o);
 		return err_set(e, CSID_ENOMEM, "docker owners: cannot start a thread");
 	}
@@ -622,6 +645,7 @@ void docker_owner_free(struct docker_owner *o)
 	pthread_mutex_destroy(&o->mu);
 	free(o->proc_root);
 	free(o->engine_socket);
+	free(o->mounts_dir);
 	free(o);
 }
 

@@ -16,7 +16,13 @@
  *     and Podman 4 send mount IDs of their own): the oldest process of a
  *     mount namespace other than the agent's whose mountinfo holds the
  *     mount's target (same device and root), in a namespace no other
- *     mount of that volume here took;
+ *     mount of that volume here took; a mount of it under this agent's
+ *     mount directory (mounts_dir) does not count: that is a copy of
+ *     the agent's own mount, which every mount namespace made while the
+ *     volume was mounted here holds (the runtime's setup of any other
+ *     container, of this engine or another, a process unshared from the
+ *     host), while a container has the volume where the engine bound it
+ *     (its destination, under the container's root);
  *   - and, for a mount these have not explained within 3 s, with
  *     engine_socket (Docker): the engine's API lists the running
  *     containers that use the volume, and the mount takes the pid of one
@@ -64,6 +70,8 @@ typedef int (*docker_owner_record_fn)(void *ctx, const char *vol, const char *al
 struct docker_owner_config {
 	const char *engine_socket; /* the Docker engine API; NULL or "": none */
 	const char *proc_root; /* "/proc" (tests: a fake tree) */
+	/* Where the agent mounts (the mounter's <data_dir>/mounts); NULL: no mount skipped. */
+	const char *mounts_dir;
 	int64_t wait_ms; /* 0: DOCKER_OWNER_WAIT_MS */
 	int64_t poll_ms; /* 0: 200 ms */
 	docker_owner_record_fn record;
@@ -98,14 +106,16 @@ int docker_owner_pid_by_cgroup(const char *proc_root, const char *id);
 /*
  * The main pid of a container that bind-mounted target (a mount point of
  * this mount namespace) from the processes under proc_root: the oldest
- * PID 1 of a pid namespace, in another mount namespace, whose mountinfo has a mount with
- * target's device and root, that namespace not among taken (ntaken
+ * PID 1 of a pid namespace, in another mount namespace, whose mountinfo
+ * has a mount with target's device and root at a mount point not under
+ * skip_under (NULL: anywhere), that namespace not among taken (ntaken
  * "mnt:[N]" strings). Its namespace goes to ns_out (cap bytes); users
  * (may be NULL) counts every such container, taken or not. Returns the
  * pid, 0 when none, or a negative code.
  */
-int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *const *taken,
-			      size_t ntaken, char *ns_out, size_t cap, int *users);
+int docker_owner_pid_by_mount(const char *proc_root, const char *target, const char *skip_under,
+			      const char *const *taken, size_t ntaken, char *ns_out, size_t cap,
+			      int *users);
 
 /*
  * From a Docker engine's answer to GET /containers/json (len bytes): the

@@ -921,3 +921,8 @@ int mounter_list(struct mounter *m, struct mount_record ***out, size_t *n, struc
 {
 	return mount_store_list(m->store, NULL, out, n, e);
 }
+
+const char *mounter_mounts_dir(const struct mounter *m)
+{
+	return m->mounts_dir;
+}

@@ -210,6 +210,9 @@ int mounter_get(struct mounter *m, const char *volume_id, const char *alloc_id,
  */
 int mounter_list(struct mounter *m, struct mount_record ***out, size_t *n, struct err *e);
 
+/* <data_dir>/mounts, the data dir resolved: every staging path and target is under it. */
+const char *mounter_mounts_dir(const struct mounter *m);
+
 /*
  * Finds the node plugin named plugin_id for recovery (the callback may
  * wait a bounded time for it to become healthy). Returns 0 and fills *out,

@@ -339,6 +339,7 @@ int docker_plugin_start(struct agent_api *a, const struct config_docker *cfg,
 		    .owner = docker_plugin_op_owner,
 		    .ctx = a},
 	    .engine_socket = cfg->engine_socket,
+	    .mounts_dir = mounter_mounts_dir(a->cfg.mounter),
 	};
 	struct http_server_config hc = {
 	    .name = "docker plugin",

@@ -897,12 +897,16 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	      (rc = http_read_pem(s->name, "client CA", cfg->tls.client_ca_file, &s->tls_ca, e)))))
 		goto fail;
 	rc = http_work_start(s, e);
-	if (!rc && s->socket_path)
-		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
-				false, &s->unix_daemon, e);
+	/*
+	 * TCP first (its TLS set-up is the slow one): once the unix socket
+	 * answers, which local clients and tests take for "up", so does TCP.
+	 */
 	if (!rc && s->tcp_addr)
 		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr, true,
 				&s->tcp_daemon, e);
+	if (!rc && s->socket_path)
+		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
+				false, &s->unix_daemon, e);
 	if (rc)
 		goto fail;
 	log_info("msg=\"%s listening\" socket=%s addr=%s tls=%s client_certs=%s max_conns=%u "

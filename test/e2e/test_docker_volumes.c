@@ -13,26 +13,36 @@
  * - the container's process owns its claim: kill -9 of dockerd and of
  *   the container unmounts and releases, the claim's note saying "owner
  *   pid N exited"; kill -9 of dockerd alone keeps claim and mount while
- *   the container runs, and the restarted engine mounts the volume again.
+ *   the container runs, and the restarted engine mounts the volume again;
+ * - a mount namespace made while a volume was mounted (here a process
+ *   unshared from the host, as a runtime sets up any container) holds
+ *   copies of the agent's mounts of it: it never owns the next
+ *   container's claim, and its exit unmounts nothing.
  *
  * Skipped (with the reason) only where no dockerd can start. Engines are
  * stopped and every mount, process and directory removed at teardown,
  * even when a test fails.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "bridge_env.h"
+#include "proc_guard.h"
+
+extern char **environ;
 
 struct t_mounts_ctx {
 	struct agent_proc *a;
@@ -189,10 +199,9 @@ static bool t_unmounted(void *ctx)
 	return !any;
 }
 
-/* Creates vol on engine 0 and starts container name using it (sleeping); its pid. */
-static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
+/* Starts container name using vol on engine 0 (sleeping); its pid, the owner of its claim. */
+static int t_run_user(struct bridge_env *t, const char *vol, const char *name)
 {
-	const char *create[] = {"volume", "create", "-d", t->plugin[0], vol, NULL};
 	char spec[160];
 	const char *run[] = {"run", "-d",         "--name", name,  "-v",
 			     spec,  ENGINE_IMAGE, "sleep",  "600", NULL};
@@ -200,7 +209,6 @@ static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
 	int pid;
 
 	snprintf(spec, sizeof(spec), "%s:/data", vol);
-	bridge_env_ok(t, 0, create);
 	bridge_env_ok(t, 0, run);
 	pid = engine_container_pid(&t->en[0], name);
 	assert_true(pid > 0);
@@ -208,6 +216,15 @@ static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
 	assert_true(agent_proc_poll(t_owned, &w, CLUSTER_WAIT_MS));
 	assert_int_equal(w.pid, pid);
 	return pid;
+}
+
+/* Creates vol on engine 0 and starts container name using it (sleeping); its pid. */
+static int t_start_user(struct bridge_env *t, const char *vol, const char *name)
+{
+	const char *create[] = {"volume", "create", "-d", t->plugin[0], vol, NULL};
+
+	bridge_env_ok(t, 0, create);
+	return t_run_user(t, vol, name);
 }
 
 static void t_engine_and_container_killed(void **state)
@@ -254,6 +271,99 @@ static void t_engine_killed_alone(void **state)
 	bridge_env_ok(t, 0, again);
 }
 
+/* The unshare command of t_foreign_namespace and its child (killed at teardown); 0: none. */
+static pid_t t_unshare_pid, t_unshare_child;
+
+/* Kills and reaps the unshare command, and its child (--kill-child, and here). */
+static void t_unshare_stop(void)
+{
+	if (t_unshare_child > 0)
+		kill(t_unshare_child, SIGKILL);
+	if (t_unshare_pid > 0) {
+		kill(t_unshare_pid, SIGKILL);
+		waitpid(t_unshare_pid, NULL, 0);
+		proc_guard_untrack(t_unshare_pid);
+	}
+	t_unshare_pid = t_unshare_child = 0;
+}
+
+struct t_foreign_ctx {
+	pid_t child; /* the first process of the unshared namespaces, once found */
+};
+
+/* Whether unshare's child runs in a mount namespace of its own holding a copy of a staging mount.
+ */
+static bool t_foreign_ready(void *ctx)
+{
+	struct t_foreign_ctx *f = ctx;
+	char path[96], mine[64] = "", its[64] = "", text[16384];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)t_unshare_pid,
+		 (int)t_unshare_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	f->child = n > 0 ? (pid_t)atoi(text) : 0;
+	if (f->child <= 0)
+		return false;
+	t_unshare_child = f->child;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)f->child);
+	if (readlink("/proc/self/ns/mnt", mine, sizeof(mine) - 1) <= 0 ||
+	    readlink(path, its, sizeof(its) - 1) <= 0 || strcmp(mine, its) == 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)f->child);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	return strstr(text, "/mounts/staging/") != NULL;
+}
+
+static void t_foreign_namespace(void **state)
+{
+	struct bridge_env *t = *state;
+	struct t_owner_ctx w = {NULL, "copied", 0};
+	struct t_foreign_ctx f = {0};
+	char *argv[] = {(char *)"unshare",      (char *)"--mount",       (char *)"--pid",
+			(char *)"--kill-child", (char *)"--propagation", (char *)"private",
+			(char *)"sleep",        (char *)"600",           NULL};
+	const char *rm[] = {"rm", "-f", "first", NULL};
+	posix_spawn_file_actions_t fa;
+	int pid, rc;
+
+	BRIDGE_ENV_SKIP(t);
+	w.a = t->c.a[0];
+	t_start_user(t, "copied", "first");
+	/* A namespace made now copies the volume's mounts (private: they stay). */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	rc = posix_spawnp(&t_unshare_pid, "unshare", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	assert_int_equal(rc, 0);
+	proc_guard_track(t_unshare_pid);
+	assert_true(agent_proc_poll(t_foreign_ready, &f, CLUSTER_WAIT_MS));
+	/* The first container goes: unmounted here, the copies stay there. */
+	bridge_env_ok(t, 0, rm);
+	assert_true(agent_proc_poll(t_unmounted, &w, CLUSTER_WAIT_MS));
+	/* The next container of the volume owns its claim (t_run_user checks), not the copy. */
+	pid = t_run_user(t, "copied", "second");
+	assert_int_not_equal(pid, f.child);
+	/* The copy's holder exits: the container's mount stays. */
+	t_unshare_stop();
+	assert_false(agent_proc_poll(t_unmounted, &w, 3000));
+}
+
+static int t_foreign_teardown(void **state)
+{
+	t_unshare_stop();
+	return bridge_env_teardown(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +375,8 @@ int main(void)
 					    bridge_env_teardown),
 	    cmocka_unit_test_setup_teardown(t_engine_killed_alone, bridge_env_setup_docker1,
 					    bridge_env_teardown),
+	    cmocka_unit_test_setup_teardown(t_foreign_namespace, bridge_env_setup_docker1,
+					    t_foreign_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

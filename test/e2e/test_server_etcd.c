@@ -273,8 +273,11 @@ static void test_snapshot_sqlite_to_etcd(void **state)
 	    server_proc_put(&f->old, "/v1/volume/data/create", SERVER_PROC_CREATE_BODY), 200);
 	assert_int_equal(
 	    server_proc_put(&f->old, "/v1/volume/idle/create", SERVER_PROC_CREATE_BODY), 200);
+	/* Created by several workers at once: each is waited for. */
 	assert_true(
 	    server_proc_wait_doc(&f->old, "/v1/volume/idle", server_proc_volume_ready, WAIT_MS));
+	assert_true(
+	    server_proc_wait_doc(&f->old, "/v1/volume/data", server_proc_volume_ready, WAIT_MS));
 	assert_int_equal(server_proc_put(&f->old, "/v1/volume/data/claim",
 					 "{\"alloc_id\": \"web-1\", \"node_id\": \"node-1\","
 					 " \"access_mode\": \"single-node-single-writer\"}"),

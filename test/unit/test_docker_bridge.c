@@ -451,12 +451,15 @@ static void t_file(const char *root, const char *dir, const char *name, const ch
 static void t_owner_mounts(void **state)
 {
 	static const char *const files[] = {
-	    "self/ns/mnt", "self/mountinfo", "40/ns/mnt",    "40/mountinfo", "40/stat",
-	    "40/status",   "41/ns/mnt",      "41/mountinfo", "41/stat",      "41/status",
-	    "42/ns/mnt",   "42/mountinfo",   "42/stat",      "42/status",    NULL};
-	static const char *const dirs[] = {"self/ns", "self",  "40/ns", "40", "41/ns",
-					   "41",      "42/ns", "42",    NULL};
+	    "self/ns/mnt", "self/mountinfo", "39/ns/mnt", "39/mountinfo",
+	    "39/stat",     "39/status",      "40/ns/mnt", "40/mountinfo",
+	    "40/stat",     "40/status",      "41/ns/mnt", "41/mountinfo",
+	    "41/stat",     "41/status",      "42/ns/mnt", "42/mountinfo",
+	    "42/stat",     "42/status",      NULL};
+	static const char *const dirs[] = {"self/ns", "self", "39/ns", "39", "40/ns", "40",
+					   "41/ns",   "41",   "42/ns", "42", NULL};
 	static const char target[] = "/var/lib/csid/mounts/per-alloc/a1/pv/rw";
+	static const char mounts[] = "/var/lib/csid/mounts";
 	char root[] = "/tmp/cdm-XXXXXX", ns[64] = "", path[256];
 	const char *taken[] = {"mnt:[4026532001]"};
 	int users = -1;
@@ -470,17 +473,31 @@ static void t_owner_mounts(void **state)
 	       "/dev/sda1 rw\n",
 	       false);
 	t_file(root, "self/ns", "mnt", "mnt:[4026531840]", true);
-	/* Two containers with the volume at /data, one process of ours with it too. */
-	for (int pid = 40; pid <= 42; pid++) {
+	/*
+	 * Two containers with the volume at /data, one process of ours with
+	 * it too, and, older than all, the first process of a namespace made
+	 * while the volume was mounted here (another container's setup, a
+	 * process unshared from the host): copies of the agent's mounts only.
+	 */
+	for (int pid = 39; pid <= 42; pid++) {
 		char dir[16], nsd[16], st[160], status[128];
 
 		snprintf(dir, sizeof(dir), "%d", pid);
 		snprintf(nsd, sizeof(nsd), "%d/ns", pid);
-		t_file(root, dir, "mountinfo",
-		       "300 299 8:1 /srv/hp/volumes/pv /data rw - ext4 /dev/sda1 rw\n", false);
+		t_file(
+		    root, dir, "mountinfo",
+		    pid == 39
+			? "300 299 8:1 / / rw - ext4 /dev/sda1 rw\n"
+			  "301 300 8:1 /srv/hp/volumes/pv /var/lib/csid/mounts/staging/hp/pv/rw "
+			  "rw - ext4 /dev/sda1 rw\n"
+			  "302 300 8:1 /srv/hp/volumes/pv /var/lib/csid/mounts/per-alloc/a0/pv/rw "
+			  "rw - ext4 /dev/sda1 rw\n"
+			: "300 299 8:1 /srv/hp/volumes/pv /data rw - ext4 /dev/sda1 rw\n",
+		    false);
 		t_file(root, nsd, "mnt",
 		       pid == 42   ? "mnt:[4026531840]"
 		       : pid == 40 ? "mnt:[4026532001]"
+		       : pid == 39 ? "mnt:[4026532003]"
 				   : "mnt:[4026532002]",
 		       true);
 		snprintf(st, sizeof(st), "%d (sh) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
@@ -489,16 +506,25 @@ static void t_owner_mounts(void **state)
 		snprintf(status, sizeof(status), "Name:\tsh\nNSpid:\t%d\t1\n", pid);
 		t_file(root, dir, "status", status, false);
 	}
-	assert_int_equal(docker_owner_pid_by_mount(root, target, NULL, 0, ns, sizeof(ns), &users),
-			 40);
+	assert_int_equal(
+	    docker_owner_pid_by_mount(root, target, mounts, NULL, 0, ns, sizeof(ns), &users), 40);
 	assert_string_equal(ns, "mnt:[4026532001]");
 	assert_int_equal(users, 2);
+	/* Copies counted (nothing skipped): the oldest namespace holding one would own the mount.
+	 */
+	assert_int_equal(
+	    docker_owner_pid_by_mount(root, target, NULL, NULL, 0, ns, sizeof(ns), &users), 39);
+	assert_int_equal(users, 3);
+	/* Only a prefix of a path component is not under mounts_dir. */
+	assert_int_equal(docker_owner_pid_by_mount(root, target, "/var/lib/csid/mou", NULL, 0, ns,
+						   sizeof(ns), NULL),
+			 39);
 	/* 40's namespace is taken by another mount of the volume: 41. */
-	assert_int_equal(docker_owner_pid_by_mount(root, target, taken, 1, ns, sizeof(ns), NULL),
-			 41);
+	assert_int_equal(
+	    docker_owner_pid_by_mount(root, target, mounts, taken, 1, ns, sizeof(ns), NULL), 41);
 	/* Not a mount point here: nobody. */
-	assert_int_equal(docker_owner_pid_by_mount(root, "/nope", NULL, 0, ns, sizeof(ns), &users),
-			 0);
+	assert_int_equal(
+	    docker_owner_pid_by_mount(root, "/nope", mounts, NULL, 0, ns, sizeof(ns), &users), 0);
 	for (int i = 0; files[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", root, files[i]);
 		unlink(path);
