@@ -32,6 +32,7 @@
 
 #include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
+#include "server/reconciler_items.h"
 #include "util/array.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -46,34 +47,6 @@
 #define REC_FOLLOW_BATCH_MS 5
 /* Passes one reconciler_step runs at most before returning (a safety valve). */
 #define REC_STEP_MAX_PASSES 100000
-
-struct rec_item {
-	struct rec_item *hnext;
-	enum store_kind kind;
-	int attempts; /* failures in a row */
-	int polls; /* polls in a row (snapshot not ready) */
-	int64_t due; /* monotonic; meaningful while in the heap */
-	int64_t next_wall; /* wall-clock time of the next attempt, 0: none */
-	uint64_t seq;
-	size_t heap_pos; /* REC_NOT_QUEUED when not in the heap */
-	bool busy;
-	bool again;
-	bool parked;
-	/*
-	 * The index of the last write of it after which a pass was queued
-	 * (the reconciler's own, whose pass queued the item again (AGAIN), or
-	 * a server write that queued it, reconciler_written): the follower
-	 * skips the changes up to it, since that pass reads them all (a write
-	 * of another writer before it either was read by the write's pass, or
-	 * failed that write's compare-and-set); re-queueing would cost an
-	 * idle pass.
-	 */
-	uint64_t own_index;
-	char *last_error;
-	char id[];
-};
-
-#define REC_NOT_QUEUED SIZE_MAX
 
 struct rec_plugin {
 	char *id;
@@ -98,11 +71,7 @@ struct reconciler {
 	struct clock *clock;
 	struct reconcile_env env;
 
-	struct rec_item **buckets;
-	size_t nbuckets, nitems;
-	struct rec_item **heap;
-	size_t nheap, cheap;
-	uint64_t seq;
+	struct rec_items q;
 	int busy; /* items being worked */
 	int idle; /* workers waiting on cond */
 	int waking; /* of them, signalled and not back yet (rec_signal) */
@@ -138,152 +107,22 @@ static uint64_t rec_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* FNV-1a over a string. */
-static uint64_t rec_hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 int64_t reconciler_backoff_ms(int attempts, int64_t min_ms, int64_t max_ms, uint64_t seed,
 			      enum store_kind kind, const char *id)
 {
-	uint64_t rnd = rec_mix(seed ^ rec_mix(rec_hash_str(id ? id : "") + (uint64_t)kind) ^
+	uint64_t rnd = rec_mix(seed ^ rec_mix(rec_items_hash(id ? id : "") + (uint64_t)kind) ^
 			       (uint64_t)(unsigned)attempts);
 
 	return supervisor_backoff_ms(attempts > 1 ? (unsigned)(attempts - 1) : 0, min_ms, max_ms,
 				     rnd);
 }
 
-/* ---- items: hash table and heap (all with mu held) ---- */
-
-static size_t rec_bucket(const struct reconciler *r, enum store_kind kind, const char *id)
-{
-	return (size_t)(rec_hash_str(id) ^ (uint64_t)kind) & (r->nbuckets - 1);
-}
-
-static struct rec_item *rec_find(struct reconciler *r, enum store_kind kind, const char *id)
-{
-	for (struct rec_item *it = r->buckets[rec_bucket(r, kind, id)]; it; it = it->hnext)
-		if (it->kind == kind && strcmp(it->id, id) == 0)
-			return it;
-	return NULL;
-}
-
-/* Doubles the table when it is full; keeps the old one when out of memory. */
-static void rec_rehash(struct reconciler *r)
-{
-	size_t n = r->nbuckets * 2;
-	struct rec_item **b = calloc(n, sizeof(*b));
-
-	if (b == NULL)
-		return;
-	for (size_t i = 0; i < r->nbuckets; i++) {
-		struct rec_item *it = r->buckets[i], *next;
-
-		for (; it; it = next) {
-			size_t j = (size_t)(rec_hash_str(it->id) ^ (uint64_t)it->kind) & (n - 1);
-
-			next = it->hnext;
-			it->hnext = b[j];
-			b[j] = it;
-		}
-	}
-	free(r->buckets);
-	r->buckets = b;
-	r->nbuckets = n;
-}
-
-static struct rec_item *rec_add(struct reconciler *r, enum store_kind kind, const char *id)
-{
-	size_t len = strlen(id);
-	struct rec_item *it;
-	size_t b;
-
-	if (r->nitems >= r->nbuckets)
-		rec_rehash(r);
-	it = calloc(1, sizeof(*it) + len + 1);
-	if (it == NULL)
-		return NULL;
-	memcpy(it->id, id, len + 1);
-	it->kind = kind;
-	it->heap_pos = REC_NOT_QUEUED;
-	b = rec_bucket(r, kind, id);
-	it->hnext = r->buckets[b];
-	r->buckets[b] = it;
-	r->nitems++;
-	return it;
-}
-
+/* Forgets it (in no queue), and its error. */
 static void rec_drop(struct reconciler *r, struct rec_item *it)
 {
-	struct rec_item **p = &r->buckets[rec_bucket(r, it->kind, it->id)];
-
-	while (*p != it)
-		p = &(*p)->hnext;
-	*p = it->hnext;
-	r->nitems--;
 	if (it->last_error != NULL)
 		r->failing--;
-	free(it->last_error);
-	free(it);
-}
-
-static bool rec_before(const struct rec_item *a, const struct rec_item *b)
-{
-	return a->due < b->due || (a->due == b->due && a->seq < b->seq);
-}
-
-static void rec_heap_set(struct reconciler *r, size_t i, struct rec_item *it)
-{
-	r->heap[i] = it;
-	it->heap_pos = i;
-}
-
-static void rec_sift_up(struct reconciler *r, size_t i)
-{
-	struct rec_item *it = r->heap[i];
-
-	while (i > 0 && rec_before(it, r->heap[(i - 1) / 2])) {
-		rec_heap_set(r, i, r->heap[(i - 1) / 2]);
-		i = (i - 1) / 2;
-	}
-	rec_heap_set(r, i, it);
-}
-
-static void rec_sift_down(struct reconciler *r, size_t i)
-{
-	struct rec_item *it = r->heap[i];
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= r->nheap)
-			break;
-		if (c + 1 < r->nheap && rec_before(r->heap[c + 1], r->heap[c]))
-			c++;
-		if (!rec_before(r->heap[c], it))
-			break;
-		rec_heap_set(r, i, r->heap[c]);
-		i = c;
-	}
-	rec_heap_set(r, i, it);
-}
-
-static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
-{
-	size_t i = it->heap_pos;
-	struct rec_item *last = r->heap[--r->nheap];
-
-	it->heap_pos = REC_NOT_QUEUED;
-	if (last == it)
-		return;
-	rec_heap_set(r, i, last);
-	rec_sift_down(r, i);
-	rec_sift_up(r, last->heap_pos);
+	rec_items_drop(&r->q, it);
 }
 
 /*
@@ -294,7 +133,7 @@ static void rec_heap_remove(struct reconciler *r, struct rec_item *it)
  */
 static void rec_signal(struct reconciler *r)
 {
-	if (r->waking < r->idle && (size_t)r->waking < r->nheap) {
+	if (r->waking < r->idle && (size_t)r->waking < r->q.nheap) {
 		r->waking++;
 		r->signals++;
 	}
@@ -326,15 +165,11 @@ static int rec_schedule_wake(struct reconciler *r, struct rec_item *it, int64_t 
 	if (it->heap_pos != REC_NOT_QUEUED) {
 		if (due >= it->due)
 			return 0;
-		rec_heap_remove(r, it);
+		rec_items_unqueue(&r->q, it);
 	}
-	if (array_grow((void **)&r->heap, &r->cheap, r->nheap + 1, sizeof(*r->heap)) < 0)
+	if (rec_items_queue(&r->q, it, due) < 0)
 		return CSID_ENOMEM;
-	it->due = due;
-	it->seq = r->seq++;
 	it->next_wall = due > now ? clock_wall_ms(r->clock) + (due - now) : 0;
-	rec_heap_set(r, r->nheap++, it);
-	rec_sift_up(r, it->heap_pos);
 	/*
 	 * One worker: it takes the item or, when it is not due yet, waits
 	 * for the new head's time. A broadcast woke every idle worker for
@@ -367,10 +202,10 @@ static void rec_set_error(struct reconciler *r, struct rec_item *it, const char 
 /* With mu held. */
 static void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const char *id)
 {
-	struct rec_item *it = rec_find(r, kind, id);
+	struct rec_item *it = rec_items_find(&r->q, kind, id);
 
 	if (it == NULL)
-		it = rec_add(r, kind, id);
+		it = rec_items_add(&r->q, kind, id);
 	if (it == NULL) {
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(kind), id);
@@ -394,7 +229,7 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	if (r == NULL || id == NULL)
 		return;
 	pthread_mutex_lock(&r->mu);
-	it = rec_find(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
 	if (it != NULL) {
 		rec_set_error(r, it, NULL);
 		it->attempts = 0;
@@ -413,13 +248,13 @@ void reconciler_written(struct reconciler *r, enum store_kind kind, const char *
 		return;
 	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
 	pthread_mutex_lock(&r->mu);
-	it = rec_find(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
 	if (it != NULL && restart) {
 		rec_set_error(r, it, NULL);
 		it->attempts = 0;
 	}
 	rec_enqueue_locked(r, kind, id);
-	it = rec_find(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
 	if (it != NULL && it->own_index < index)
 		it->own_index = index;
 	rec_unlock(r);
@@ -548,10 +383,10 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 {
 	struct rec_item *it;
 
-	if (r->stopping || r->inactive || r->nheap == 0 || r->heap[0]->due > now)
+	if (r->stopping || r->inactive || r->q.nheap == 0 || r->q.heap[0]->due > now)
 		return NULL;
-	it = r->heap[0];
-	rec_heap_remove(r, it);
+	it = r->q.heap[0];
+	rec_items_unqueue(&r->q, it);
 	it->busy = true;
 	it->again = false;
 	it->next_wall = 0;
@@ -706,7 +541,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		 * step woke a second worker for nothing).
 		 */
 		if (rec_schedule_wake(r, it, due, false) == 0) {
-			if (r->heap[0] != it)
+			if (r->q.heap[0] != it)
 				rec_signal(r);
 			return;
 		}
@@ -848,7 +683,7 @@ static void rec_catch_up(struct reconciler *r)
 		pthread_mutex_lock(&r->mu);
 		for (size_t i = 0; i < ch.n; i++) {
 			const struct store_change *c = &ch.changes[i];
-			struct rec_item *own = rec_find(r, c->obj.kind, c->obj.id);
+			struct rec_item *own = rec_items_find(&r->q, c->obj.kind, c->obj.id);
 
 			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
 			    !(own && own->own_index >= c->index))
@@ -881,16 +716,14 @@ int reconciler_new(const struct reconciler_config *cfg, struct reconciler **out,
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
-	r->nbuckets = 64;
-	r->buckets = calloc(r->nbuckets, sizeof(*r->buckets));
-	if (r->buckets == NULL || clock_cond_init(&r->cond) < 0) {
-		free(r->buckets);
+	if (rec_items_init(&r->q) < 0 || clock_cond_init(&r->cond) < 0) {
+		rec_items_free(&r->q);
 		free(r);
 		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
 	}
 	if (clock_cond_init(&r->fcond) < 0) {
 		pthread_cond_destroy(&r->cond);
-		free(r->buckets);
+		rec_items_free(&r->q);
 		free(r);
 		return err_set(e, CSID_ENOMEM, "reconciler: out of memory");
 	}
@@ -950,7 +783,7 @@ int64_t reconciler_step(struct reconciler *r)
 			break;
 	}
 	pthread_mutex_lock(&r->mu);
-	next = r->stopping || r->inactive || r->nheap == 0 ? CLOCK_NEVER : r->heap[0]->due;
+	next = r->stopping || r->inactive || r->q.nheap == 0 ? CLOCK_NEVER : r->q.heap[0]->due;
 	if (!r->listed && r->relist_due < next)
 		next = r->relist_due;
 	rec_unlock(r);
@@ -977,7 +810,8 @@ static void *rec_worker(void *arg)
 		if (it == NULL) {
 			r->idle++;
 			clock_wait(r->clock, &r->cond, &r->mu,
-				   r->nheap > 0 && !r->inactive ? r->heap[0]->due : CLOCK_NEVER);
+				   r->q.nheap > 0 && !r->inactive ? r->q.heap[0]->due
+								  : CLOCK_NEVER);
 			r->idle--;
 			/* Signalled or not (a timeout, a broadcast): never more than were sent. */
 			if (r->waking > 0)
@@ -1099,15 +933,7 @@ void reconciler_free(struct reconciler *r)
 	if (r == NULL)
 		return;
 	reconciler_stop(r);
-	for (size_t i = 0; i < r->nbuckets; i++) {
-		struct rec_item *it = r->buckets[i], *next;
-
-		for (; it; it = next) {
-			next = it->hnext;
-			free(it->last_error);
-			free(it);
-		}
-	}
+	rec_items_free(&r->q);
 	for (size_t i = 0; i < r->nplugins; i++) {
 		free(r->plugins[i].id);
 		free(r->plugins[i].parked);
@@ -1118,8 +944,6 @@ void reconciler_free(struct reconciler *r)
 	}
 	free(r->waits);
 	free(r->plugins);
-	free(r->buckets);
-	free(r->heap);
 	free(r->workers);
 	pthread_cond_destroy(&r->fcond);
 	pthread_cond_destroy(&r->cond);
@@ -1139,7 +963,7 @@ int reconciler_status(struct reconciler *r, enum store_kind kind, const char *id
 	if (id == NULL)
 		return CSID_ENOTFOUND;
 	pthread_mutex_lock(&r->mu);
-	it = rec_find(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
 	if (it == NULL || (it->last_error == NULL && it->attempts == 0)) {
 		rc = CSID_ENOTFOUND;
 	} else {
@@ -1161,8 +985,8 @@ size_t reconciler_statuses(struct reconciler *r, struct arena *a,
 	size_t n = 0;
 
 	pthread_mutex_lock(&r->mu);
-	for (size_t b = 0; b < r->nbuckets && n < cap; b++)
-		for (struct rec_item *it = r->buckets[b]; it && n < cap; it = it->hnext) {
+	for (size_t b = 0; b < r->q.nbuckets && n < cap; b++)
+		for (struct rec_item *it = r->q.buckets[b]; it && n < cap; it = it->hnext) {
 			struct reconciler_status_entry *x = &out[n];
 
 			if (it->last_error == NULL && it->attempts == 0)
@@ -1196,7 +1020,7 @@ void reconciler_counts(struct reconciler *r, int *queued, int *failing)
 {
 	pthread_mutex_lock(&r->mu);
 	if (queued != NULL)
-		*queued = (int)r->nheap + r->busy + r->parked;
+		*queued = (int)r->q.nheap + r->busy + r->parked;
 	if (failing != NULL)
 		*failing = r->failing;
 	rec_unlock(r);
