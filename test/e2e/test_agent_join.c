@@ -172,11 +172,10 @@ static struct agent_proc *t_agent(struct t_env *t, int i, int first_port, const 
 			       "\"node_name\": \"" T_NODE "\",",
 			       listener,
 			       NULL};
-	int n, port, fd = t_socket(false, &port);
+	int n, port = server_proc_free_port();
 
-	/* A TCP listener on a port free a moment ago: the agent tells the servers its address. */
-	assert_true(fd >= 0);
-	close(fd);
+	/* The agent's TCP listener, on a port held for it: it tells the servers its address. */
+	assert_true(port > 0);
 	snprintf(t->addresses[i], sizeof(t->addresses[i]), "http://127.0.0.1:%d", port);
 	snprintf(listener, sizeof(listener),
 		 "\"node_name\": \"" T_NODE "\", \"listener\": {\"addr\": \"127.0.0.1:%d\"},",

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -21,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +29,7 @@
 #include "agent_proc.h"
 #include "http_client.h"
 #include "proc_guard.h"
+#include "server_proc.h"
 
 #ifndef CSI_HOSTPATH_BIN
 #define CSI_HOSTPATH_BIN "csi-hostpath"
@@ -47,27 +46,12 @@ struct t_srv {
 	int port;
 };
 
-/* A TCP port nobody listens on now (the kernel's pick for port 0). */
-static int t_free_port(void)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static void t_srv_init(struct t_srv *t)
 {
 	char json[512];
 
 	assert_int_equal(agent_proc_init(&t->p), 0);
-	t->port = t_free_port();
+	t->port = server_proc_free_port();
 	assert_true(t->port > 0);
 	snprintf(t->base, sizeof(t->base), "http://127.0.0.1:%d", t->port);
 	snprintf(t->sock, sizeof(t->sock), "%s/server.sock", t->p.dir);
