@@ -866,8 +866,9 @@ static void http_limits_fill(struct http_limits *l)
 
 int http_server_start(const struct http_server_config *cfg, struct http_server **out, struct err *e)
 {
+	int rc = 0, tcp_fd = -1, unix_fd = -1;
 	struct http_server *s;
-	int rc = 0;
+	bool unix_made;
 
 	*out = NULL;
 	if (!cfg->handler || (!cfg->socket_path && !(cfg->tcp_addr && cfg->tcp_addr[0])))
@@ -898,17 +899,35 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		goto fail;
 	rc = http_work_start(s, e);
 	/*
-	 * TCP first (its TLS set-up is the slow one): once the unix socket
-	 * answers, which local clients and tests take for "up", so does TCP.
+	 * Both sockets listen before either is served: a client that finds
+	 * one answering (local clients and tests take either for "up") finds
+	 * the other taking connections too, held in its backlog until its
+	 * daemon runs.
 	 */
-	if (!rc && s->tcp_addr)
-		rc = http_serve(s, http_listen_tcp(s->name, s->tcp_addr, e), s->tcp_addr, true,
-				&s->tcp_daemon, e);
-	if (!rc && s->socket_path)
-		rc = http_serve(s, http_listen_unix(s->name, s->socket_path, e), s->socket_path,
-				false, &s->unix_daemon, e);
-	if (rc)
+	if (!rc && s->tcp_addr && (tcp_fd = http_listen_tcp(s->name, s->tcp_addr, e)) < 0)
+		rc = tcp_fd;
+	if (!rc && s->socket_path && (unix_fd = http_listen_unix(s->name, s->socket_path, e)) < 0)
+		rc = unix_fd;
+	unix_made = unix_fd >= 0;
+	/* http_serve owns the fd it is given: the daemon's, or closed. */
+	if (!rc && tcp_fd >= 0) {
+		rc = http_serve(s, tcp_fd, s->tcp_addr, true, &s->tcp_daemon, e);
+		tcp_fd = -1;
+	}
+	if (!rc && unix_fd >= 0) {
+		rc = http_serve(s, unix_fd, s->socket_path, false, &s->unix_daemon, e);
+		unix_fd = -1;
+	}
+	if (rc) {
+		if (tcp_fd >= 0)
+			close(tcp_fd);
+		if (unix_fd >= 0)
+			close(unix_fd);
+		/* A socket file made here and never served goes too. */
+		if (unix_made && !s->unix_daemon)
+			unlink(s->socket_path);
 		goto fail;
+	}
 	log_info("msg=\"%s listening\" socket=%s addr=%s tls=%s client_certs=%s max_conns=%u "
 		 "per_client=%u workers=%u",
 		 s->name, s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-",
