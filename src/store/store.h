@@ -370,6 +370,8 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e);
  * store_txn calls it carried (benchmarks compare it with the index).
  */
 uint64_t store_sqlite_commits(struct store *s);
+/* The pages (WAL frames) those transactions wrote, so far. */
+uint64_t store_sqlite_pages(struct store *s);
 
 /*
  * For tests: while hold is true, store_txn calls on s (a SQLite store)

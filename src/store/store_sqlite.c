@@ -705,6 +705,11 @@ uint64_t store_sqlite_commits(struct store *st)
 	return atomic_load(&((struct store_sqlite *)st)->commits);
 }
 
+uint64_t store_sqlite_pages(struct store *st)
+{
+	return store_sqlite_wal_pages(((struct store_sqlite *)st)->wal);
+}
+
 static uint64_t sq_index(struct store *st)
 {
 	return store_notify_index(&((struct store_sqlite *)st)->notify);
