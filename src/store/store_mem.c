@@ -447,6 +447,7 @@ int store_mem_new(struct store **out, struct err *e)
 		return err_set(e, CSID_ENOMEM, "memory store: out of memory");
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	store_log_init(&s->log, 0);
 	s->base.ops = &mem_ops;
 	s->base.backend = "memory";
 	*out = &s->base;
