@@ -638,6 +638,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			 calls1 = 0;
 		bool sqlite = bench_nmembers == 0;
 		uint64_t commits0 = sqlite ? store_sqlite_commits(b->store) : 0;
+		uint64_t pages0 = sqlite ? store_sqlite_pages(b->store) : 0;
 		struct etcd_proc_usage eu0, eu1;
 
 		for (int i = 0; i < BENCH_CLIENTS; i++) {
@@ -680,9 +681,13 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		freed[r] = (double)(per * BENCH_CLIENTS) / (bench_now() - t0);
 		writes[r] = (double)(store_index(b->store) - index0) / (per * BENCH_CLIENTS);
 		if (sqlite)
-			printf("  repeat %d: %.2f SQLite commits per cycle (group commit)\n", r + 1,
+			printf("  repeat %d: %.2f SQLite commits per cycle (group commit), %.2f "
+			       "pages per commit\n",
+			       r + 1,
 			       (double)(store_sqlite_commits(b->store) - commits0) /
-				   (per * BENCH_CLIENTS));
+				   (per * BENCH_CLIENTS),
+			       (double)(store_sqlite_pages(b->store) - pages0) /
+				   (double)(store_sqlite_commits(b->store) - commits0));
 		/* The server's CPU: the process's but the clients' threads. */
 		cpu[r] = (bench_cpu(RUSAGE_SELF) - cpu0 - client_cpu) / (per * BENCH_CLIENTS);
 		sys = (bench_sys(RUSAGE_SELF) - sys0 - client_sys) / (per * BENCH_CLIENTS);

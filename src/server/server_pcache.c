@@ -1,8 +1,8 @@
 /*
  * The node-derived view cache (rules in server_pcache.h). State: the view
  * and its arena, valid or not, and the store index up to which the change
- * log has been read since the view was built. A use reads the log after
- * that index a page at a time; any node change, a compacted log, or more
+ * log has been read since the view was built. A use reads the log's keys
+ * (no values) after that index a page at a time; any node change, a compacted log, or more
  * than SERVER_PCACHE_SCAN changes to read invalidates the view (reading
  * that many changes costs about what a rebuild does). A rebuild notes the
  * store's index before it reads the nodes, so a node written while it
@@ -66,7 +66,7 @@ static bool server_pcache_fresh(struct server_pcache *c)
 		uint64_t at;
 		size_t n;
 
-		if (store_changes(c->st, c->index, 256, &ch, &e) != 0)
+		if (store_change_keys(c->st, c->index, 256, &ch, &e) != 0)
 			return false;
 		n = ch.n;
 		at = ch.index;

@@ -366,10 +366,10 @@ static int store_fenced_txn(struct store *s, const struct store_op *ops, size_t 
 	return rc;
 }
 
-static int store_fenced_changes(struct store *s, uint64_t after, size_t limit,
+static int store_fenced_changes(struct store *s, uint64_t after, size_t limit, bool values,
 				struct store_changes *out, struct err *e)
 {
-	return store_inner(s)->ops->changes(store_inner(s), after, limit, out, e);
+	return store_inner(s)->ops->changes(store_inner(s), after, limit, values, out, e);
 }
 
 static uint64_t store_fenced_index(struct store *s)
@@ -415,15 +415,28 @@ int store_fenced_new(struct store *base, struct store_fence *f, struct store **o
 	return 0;
 }
 
-int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
-		  struct err *e)
+/* store_changes and store_change_keys. */
+static int store_changes_read(struct store *s, uint64_t after, size_t limit, bool values,
+			      struct store_changes *out, struct err *e)
 {
 	err_clear(e);
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	if (s == NULL || out == NULL)
 		return err_set(e, CSID_EINVAL, "store changes: no store or no result");
-	return s->ops->changes(s, after, limit, out, e);
+	return s->ops->changes(s, after, limit, values, out, e);
+}
+
+int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		  struct err *e)
+{
+	return store_changes_read(s, after, limit, true, out, e);
+}
+
+int store_change_keys(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		      struct err *e)
+{
+	return store_changes_read(s, after, limit, false, out, e);
 }
 
 uint64_t store_index(struct store *s)

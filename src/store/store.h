@@ -25,11 +25,16 @@
  * index they read, re-read and retry on conflict.
  *
  * Changes. Every put and delete is recorded, in index order, in a change
- * log that readers page through from an index (store_changes) and wait on
- * (store_wait). Blocking queries, the event stream and the reconciler
- * all follow it, so none of them misses a change. The log keeps at least
- * the last STORE_CHANGES_KEEP changes; asking for older ones gives
- * CSID_ERANGE ("compacted"), and the reader resynchronises with a list.
+ * log that readers page through from an index (store_changes, or
+ * store_change_keys without the values) and wait on (store_wait).
+ * Blocking queries, the event stream and the reconciler all follow it,
+ * so none of them misses a change. The log keeps at least the last
+ * STORE_CHANGES_KEEP changes; asking for older ones gives CSID_ERANGE
+ * ("compacted"), and the reader resynchronises with a list. The log is
+ * not durable: a backend may start it afresh when the store is opened
+ * (SQLite and etcd do), so after a restart changes from before the open
+ * give CSID_ERANGE too. The index itself is durable: it goes on from
+ * where it was and never repeats.
  *
  * Durability. A write acknowledged by store_txn survives a kill -9 of the
  * process (SQLite: WAL, synchronous=NORMAL; etcd: a quorum commit).
@@ -143,8 +148,9 @@ struct store_ops {
 		    size_t limit, struct store_list *out, struct err *e);
 	int (*txn)(struct store *s, const struct store_op *ops, size_t n, uint64_t *index,
 		   struct err *e);
-	int (*changes)(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
-		       struct err *e);
+	/* values false: store_change_keys (every obj.value NULL, len 0). */
+	int (*changes)(struct store *s, uint64_t after, size_t limit, bool values,
+		       struct store_changes *out, struct err *e);
 	uint64_t (*index)(struct store *s);
 	uint64_t (*wait)(struct store *s, uint64_t after, int64_t timeout_ms);
 	void (*close)(struct store *s);
@@ -214,6 +220,14 @@ int store_txn(struct store *s, const struct store_op *ops, size_t n, uint64_t *i
  */
 int store_changes(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
 		  struct err *e);
+
+/*
+ * store_changes without the values: each change's kind, ID, type and
+ * indexes, obj.value NULL and obj.len 0 (a put too), for a reader that
+ * only needs to know what changed (no value is copied).
+ */
+int store_change_keys(struct store *s, uint64_t after, size_t limit, struct store_changes *out,
+		      struct err *e);
 
 /* The index of the last committed transaction (0 for an empty store). */
 uint64_t store_index(struct store *s);
@@ -356,6 +370,8 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e);
  * store_txn calls it carried (benchmarks compare it with the index).
  */
 uint64_t store_sqlite_commits(struct store *s);
+/* The pages (WAL frames) those transactions wrote, so far. */
+uint64_t store_sqlite_pages(struct store *s);
 
 /*
  * For tests: while hold is true, store_txn calls on s (a SQLite store)

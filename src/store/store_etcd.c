@@ -577,8 +577,8 @@ static void *etcd_watch_main(void *arg)
 	return NULL;
 }
 
-static int etcd_changes(struct store *st, uint64_t after, size_t limit, struct store_changes *out,
-			struct err *e)
+static int etcd_changes(struct store *st, uint64_t after, size_t limit, bool values,
+			struct store_changes *out, struct err *e)
 {
 	struct store_etcd *s = (struct store_etcd *)st;
 	size_t lo, hi, n;
@@ -623,8 +623,9 @@ static int etcd_changes(struct store *st, uint64_t after, size_t limit, struct s
 
 		out->changes[i].index = ch->index;
 		out->changes[i].type = ch->type;
-		rc = store_obj_set(&out->changes[i].obj, o->kind, o->id, strlen(o->id), o->value,
-				   o->len, o->create_index, o->modify_index, e);
+		rc = store_obj_set(&out->changes[i].obj, o->kind, o->id, strlen(o->id),
+				   values ? o->value : NULL, values ? o->len : 0, o->create_index,
+				   o->modify_index, e);
 		if (rc)
 			break;
 		out->n++;
@@ -791,7 +792,7 @@ int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struc
 		etcd_watch_msg(&s, watch);
 		etcdserverpb__watch_response__free_unpacked(watch, NULL);
 	}
-	if (etcd_changes(&s.base, 0, 0, &ch, e) == 0) {
+	if (etcd_changes(&s.base, 0, 0, true, &ch, e) == 0) {
 		for (size_t i = 0; i < ch.n && rc == 0; i++)
 			rc = etcd_decode_check(&s, &ch.changes[i], e);
 		store_changes_free(&ch);

@@ -3,10 +3,9 @@
  * mutex guards everything. Objects of each kind sit in an AVL tree ordered
  * by ID (bytewise, as strcmp), so get and the start of a list page are
  * O(log n); a list walks the tree in order with an explicit stack. Values
- * are immutable and reference-counted, shared by the object and the
- * changes that recorded them. The change log is an array used as a queue
- * (head offset), trimmed in batches to STORE_CHANGES_KEEP; `compacted` is
- * the highest index whose changes may be gone.
+ * are immutable and reference-counted (struct store_val), shared by the
+ * object and the changes that recorded them in the change log
+ * (src/store/store_log.h).
  *
  * A transaction checks every condition, then allocates everything it
  * needs, and only then applies: nothing in the apply step can fail, so a
@@ -17,35 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store_log.h"
 #include "util/array.h"
 
-/* The log is trimmed once it holds this many changes beyond the minimum. */
-#define MEM_TRIM_BATCH 1024
 /* Deeper than any AVL tree that fits in memory (1.44 log2 n). */
 #define MEM_STACK_MAX 96
-
-struct mem_val {
-	size_t refs;
-	size_t len;
-	char data[];
-};
 
 struct mem_node {
 	struct mem_node *l, *r;
 	int h;
-	struct mem_val *val;
+	struct store_val *val;
 	uint64_t create_index, modify_index;
 	size_t id_len;
 	char id[];
-};
-
-struct mem_change {
-	uint64_t index;
-	uint64_t create_index;
-	enum store_op_type type;
-	enum store_kind kind;
-	char *id;
-	struct mem_val *val; /* NULL for a DELETE */
 };
 
 struct store_mem {
@@ -53,33 +36,11 @@ struct store_mem {
 	pthread_mutex_t mu;
 	struct mem_node *root[STORE_KIND_COUNT_];
 	uint64_t index;
-	uint64_t compacted;
-	struct mem_change *log;
-	size_t log_cap, log_head, log_n;
+	struct store_log log;
 	struct store_notify notify;
 	int fail_code; /* store_mem_fail_txn */
 	unsigned fail_count;
 };
-
-static void mem_val_put(struct mem_val *v)
-{
-	if (v != NULL && --v->refs == 0)
-		free(v);
-}
-
-static struct mem_val *mem_val_new(const char *value, size_t len)
-{
-	struct mem_val *v = malloc(sizeof(*v) + len + 1);
-
-	if (v == NULL)
-		return NULL;
-	v->refs = 1;
-	v->len = len;
-	if (len > 0)
-		memcpy(v->data, value, len);
-	v->data[len] = '\0';
-	return v;
-}
 
 static int mem_h(const struct mem_node *n)
 {
@@ -202,7 +163,7 @@ static void mem_tree_free(struct mem_node *n)
 		return;
 	mem_tree_free(n->l);
 	mem_tree_free(n->r);
-	mem_val_put(n->val);
+	store_val_put(n->val);
 	free(n);
 }
 
@@ -294,39 +255,11 @@ static int mem_list(struct store *st, enum store_kind kind, const char *prefix,
 	return rc;
 }
 
-/* Makes room in the log for n more changes. */
-static int mem_log_reserve(struct store_mem *s, size_t n)
-{
-	if (s->log_head + s->log_n + n <= s->log_cap)
-		return 0;
-	if (s->log_head > 0) {
-		memmove(s->log, s->log + s->log_head, s->log_n * sizeof(s->log[0]));
-		s->log_head = 0;
-	}
-	return array_grow((void **)&s->log, &s->log_cap, s->log_n + n, sizeof(s->log[0]));
-}
-
-/* Drops the oldest changes beyond STORE_CHANGES_KEEP, in batches. */
-static void mem_log_trim(struct store_mem *s)
-{
-	struct mem_change *c;
-
-	if (s->log_n < STORE_CHANGES_KEEP + MEM_TRIM_BATCH)
-		return;
-	while (s->log_n > STORE_CHANGES_KEEP) {
-		c = &s->log[s->log_head++];
-		s->log_n--;
-		s->compacted = c->index;
-		free(c->id);
-		mem_val_put(c->val);
-	}
-}
-
 /* What a transaction prepared for each op before it applies them. */
 struct mem_prep {
 	struct mem_node *node; /* the object now, or NULL */
 	struct mem_node *fresh; /* PUT of a new object: its node */
-	struct mem_val *val; /* PUT: the new value */
+	struct store_val *val; /* PUT: the new value */
 	char *change_id; /* the change's copy of the ID, NULL: nothing recorded */
 };
 
@@ -334,7 +267,7 @@ static void mem_prep_free(struct mem_prep *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(p[i].fresh);
-		mem_val_put(p[i].val);
+		store_val_put(p[i].val);
 		free(p[i].change_id);
 	}
 }
@@ -352,7 +285,7 @@ static int mem_prepare(const struct store_op *op, struct mem_prep *p)
 	memcpy(p->change_id, op->id, id_len + 1);
 	if (op->type == STORE_OP_DELETE)
 		return 0;
-	p->val = mem_val_new(op->value, op->len);
+	p->val = store_val_new(op->value, op->len);
 	if (p->val == NULL)
 		return CSID_ENOMEM;
 	if (p->node == NULL) {
@@ -370,21 +303,15 @@ static int mem_prepare(const struct store_op *op, struct mem_prep *p)
 static void mem_apply(struct store_mem *s, const struct store_op *op, struct mem_prep *p,
 		      uint64_t index)
 {
-	struct mem_change *c;
+	uint64_t created = p->node ? p->node->create_index : index;
 
 	if (p->change_id == NULL)
 		return;
-	c = &s->log[s->log_head + s->log_n++];
-	c->index = index;
-	c->type = op->type;
-	c->kind = op->kind;
-	c->id = p->change_id;
-	c->val = NULL;
-	c->create_index = p->node ? p->node->create_index : index;
-	p->change_id = NULL;
 	if (op->type == STORE_OP_DELETE) {
+		store_log_append(&s->log, index, op->type, op->kind, p->change_id, NULL, created);
+		p->change_id = NULL;
 		s->root[op->kind] = mem_remove(s->root[op->kind], op->id);
-		mem_val_put(p->node->val);
+		store_val_put(p->node->val);
 		free(p->node);
 		return;
 	}
@@ -394,12 +321,13 @@ static void mem_apply(struct store_mem *s, const struct store_op *op, struct mem
 		p->fresh = NULL;
 		s->root[op->kind] = mem_insert(s->root[op->kind], p->node);
 	} else {
-		mem_val_put(p->node->val);
+		store_val_put(p->node->val);
 	}
 	p->node->val = p->val;
 	p->node->modify_index = index;
 	p->val->refs++;
-	c->val = p->val;
+	store_log_append(&s->log, index, op->type, op->kind, p->change_id, p->val, created);
+	p->change_id = NULL;
 	p->val = NULL;
 }
 
@@ -434,13 +362,13 @@ static int mem_txn(struct store *st, const struct store_op *ops, size_t n, uint6
 		records += prep[i].change_id != NULL;
 	}
 	if (records > 0) {
-		rc = mem_log_reserve(s, records);
+		rc = store_log_reserve(&s->log, records);
 		if (rc < 0)
 			goto nomem;
 		s->index++;
 		for (size_t i = 0; i < n; i++)
 			mem_apply(s, &ops[i], &prep[i], s->index);
-		mem_log_trim(s);
+		store_log_commit(&s->log, s->index);
 		store_notify_publish(&s->notify, s->index);
 	}
 	if (index != NULL)
@@ -454,62 +382,14 @@ done:
 	return rc;
 }
 
-/* Position in the log of the first change with index > after. */
-static size_t mem_log_find(struct store_mem *s, uint64_t after)
-{
-	size_t lo = 0, hi = s->log_n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->log[s->log_head + mid].index <= after)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int mem_changes(struct store *st, uint64_t after, size_t limit, struct store_changes *out,
-		       struct err *e)
+static int mem_changes(struct store *st, uint64_t after, size_t limit, bool values,
+		       struct store_changes *out, struct err *e)
 {
 	struct store_mem *s = (struct store_mem *)st;
-	struct mem_change *c;
-	size_t i, end, cap = 0;
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	out->index = s->index;
-	if (after < s->compacted) {
-		rc = err_set(e, CSID_ERANGE,
-			     "changes after index %llu: compacted (the log starts after %llu)",
-			     (unsigned long long)after, (unsigned long long)s->compacted);
-		goto done;
-	}
-	i = mem_log_find(s, after);
-	end = limit > 0 && s->log_n - i > limit ? i + limit : s->log_n;
-	/* Never end a page inside a transaction. */
-	while (end > i && end < s->log_n &&
-	       s->log[s->log_head + end].index == s->log[s->log_head + end - 1].index)
-		end++;
-	rc = array_grow((void **)&out->changes, &cap, end - i, sizeof(out->changes[0]));
-	for (; rc == 0 && i < end; i++) {
-		struct store_change *o = &out->changes[out->n];
-
-		c = &s->log[s->log_head + i];
-		o->index = c->index;
-		o->type = c->type;
-		rc = store_obj_set(&o->obj, c->kind, c->id, strlen(c->id),
-				   c->val ? c->val->data : NULL, c->val ? c->val->len : 0,
-				   c->create_index, c->index, e);
-		if (rc == 0)
-			out->n++;
-	}
-	if (rc < 0) {
-		err_set(e, CSID_ENOMEM, "changes: out of memory");
-		store_changes_free(out);
-	}
-done:
+	rc = store_log_read(&s->log, after, limit, values, out, e);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -531,11 +411,7 @@ static void mem_close(struct store *st)
 	store_notify_fini(&s->notify);
 	for (int k = 0; k < STORE_KIND_COUNT_; k++)
 		mem_tree_free(s->root[k]);
-	for (size_t i = 0; i < s->log_n; i++) {
-		free(s->log[s->log_head + i].id);
-		mem_val_put(s->log[s->log_head + i].val);
-	}
-	free(s->log);
+	store_log_fini(&s->log);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
@@ -571,6 +447,7 @@ int store_mem_new(struct store **out, struct err *e)
 		return err_set(e, CSID_ENOMEM, "memory store: out of memory");
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	store_log_init(&s->log, 0);
 	s->base.ops = &mem_ops;
 	s->base.backend = "memory";
 	*out = &s->base;

@@ -10,14 +10,24 @@
  * IMMEDIATE transaction.
  *
  * Tables. objects(kind, id, value, create_index, modify_index), keyed on
- * (kind, id), so a list page is a range scan. changes(seq, idx, type,
- * kind, id, value, create_index) is the change log: seq = idx *
- * SQ_SEQ_PER_INDEX + the change's position in its transaction, so the
- * log is ordered and found by index through its primary key alone; the
- * index is that of the last change (the log is never empty once written).
- * meta holds `compacted`, the highest index whose changes may be gone.
- * The log is trimmed in the transaction that makes it SQ_TRIM_BATCH
- * changes longer than STORE_CHANGES_KEEP, at a transaction boundary.
+ * (kind, id), so a list page is a range scan. A rowid table: as a WITHOUT
+ * ROWID one (a single b-tree instead of the table and its key index) an
+ * update of a volume record is a delete and an insert in the b-tree, and
+ * bench_server's commits wrote 5.5 pages instead of 2.7. meta holds
+ * `index`: the store's index when the last transaction deleted only (see
+ * below).
+ *
+ * The change log is in memory (src/store/store_log.h), not in the file:
+ * writing it cost a commit two or three more pages (its leaf, its inner
+ * page, and the pages its trims freed), and nothing needs it after a
+ * restart, since every reader starts from a list. It holds what this
+ * process wrote since it opened the store; older changes give
+ * CSID_ERANGE, as in the etcd backend. The index must still go on from
+ * where it was: on open it is the larger of meta's `index` and the
+ * objects' largest modify_index. A transaction that puts anything leaves
+ * its index as some object's modify_index, so only a batch whose last
+ * transaction deletes only writes meta. The log has its own mutex, so
+ * readers of the changes never wait for a commit.
  *
  * Connection. One connection with its prepared statements, serialised by
  * one mutex, in exclusive locking mode: the store is this process's alone
@@ -43,6 +53,7 @@
  * stays consistent even then.
  */
 #include "store/store_int.h"
+#include "store/store_log.h"
 #include "store/store_sqlite_int.h"
 
 #include <sqlite3.h>
@@ -69,11 +80,6 @@
 #define SQ_PRAGMAS                                                                           \
 	"PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" \
 	"PRAGMA cache_size=-16384;"
-#define SQ_SEQ_PER_INDEX 1024
-#define SQ_TRIM_BATCH 1024
-
-_Static_assert(STORE_TXN_OPS_MAX <= SQ_SEQ_PER_INDEX, "a transaction's changes fit in seq");
-
 /* The schema, one migration per version. */
 static const char *const sq_steps[] = {
     /* 0 -> 1 */
@@ -86,6 +92,13 @@ static const char *const sq_steps[] = {
     "CREATE TABLE changes ("
     " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
     " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT NULL);",
+    /*
+     * 1 -> 2: the change log leaves the file (its last index goes to meta:
+     * seq was index * 1024 + position).
+     */
+    "INSERT INTO meta (key, value) SELECT 'index', coalesce(max(seq), 0) / 1024 FROM changes;"
+    "DELETE FROM meta WHERE key = 'compacted';"
+    "DROP TABLE changes;",
 };
 _Static_assert(sizeof(sq_steps) / sizeof(sq_steps[0]) == STORE_SQLITE_VERSION,
 	       "one migration per schema version");
@@ -105,12 +118,7 @@ enum sq_stmt_id {
 	SQ_LIST_GE, /* id >= ?2 */
 	SQ_LIST_GT_LT, /* id > ?2 AND id < ?3 */
 	SQ_LIST_GE_LT,
-	SQ_CHANGE_ADD,
-	SQ_CHANGES,
-	SQ_CHANGE_COUNT,
-	SQ_LAST_SEQ,
-	SQ_TRIM_AT,
-	SQ_TRIM,
+	SQ_MAX_MODIFY,
 	SQ_COUNT_
 };
 
@@ -133,14 +141,7 @@ static const char *const sq_sql[SQ_COUNT_] = {
     [SQ_LIST_GE] = SQ_LIST_FROM ">= ?2 ORDER BY id LIMIT ?4",
     [SQ_LIST_GT_LT] = SQ_LIST_FROM "> ?2 AND id < ?3 ORDER BY id LIMIT ?4",
     [SQ_LIST_GE_LT] = SQ_LIST_FROM ">= ?2 AND id < ?3 ORDER BY id LIMIT ?4",
-    [SQ_CHANGE_ADD] = "INSERT INTO changes (seq, idx, type, kind, id, value, create_index)"
-		      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [SQ_CHANGES] = "SELECT seq, idx, type, kind, id, value, create_index FROM changes"
-		   " WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3",
-    [SQ_CHANGE_COUNT] = "SELECT count(*) FROM changes",
-    [SQ_LAST_SEQ] = "SELECT max(seq) FROM changes",
-    [SQ_TRIM_AT] = "SELECT idx FROM changes ORDER BY seq DESC LIMIT 1 OFFSET ?1",
-    [SQ_TRIM] = "DELETE FROM changes WHERE seq < ?1",
+    [SQ_MAX_MODIFY] = "SELECT coalesce(max(modify_index), 0) FROM objects",
 };
 
 struct sq_conn {
@@ -169,8 +170,9 @@ struct store_sqlite {
 	struct store base;
 	struct sq_conn c;
 	uint64_t index; /* under c.mu, like the rest */
-	uint64_t compacted;
-	uint64_t nchanges; /* rows in changes */
+	/* The change log, under lmu (taken inside c.mu, never the other way). */
+	pthread_mutex_t lmu;
+	struct store_log log;
 	/* The group commit: callers queue under qmu; one leads a batch at a time. */
 	pthread_mutex_t qmu;
 	struct sq_req *qhead, **qtail;
@@ -397,76 +399,15 @@ static int sq_list(struct store *st, enum store_kind kind, const char *prefix, c
 	return rc;
 }
 
-/*
- * Reads changes with seq in [from, to) into out, at most limit (0: all).
- * *last is the seq of the last one read (unchanged when none).
- */
-static int sq_change_rows(struct sq_conn *c, uint64_t from, uint64_t to, size_t limit,
-			  struct store_changes *out, size_t *cap, uint64_t *last, struct err *e)
-{
-	sqlite3_stmt *q = sq_stmt(c, SQ_CHANGES);
-	struct store_change *ch;
-	int rc;
-
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)from);
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)to);
-	sqlite3_bind_int64(q, 3, limit > 0 ? (sqlite3_int64)limit : -1);
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *id = (const char *)sqlite3_column_text(q, 4);
-		const char *value = sqlite3_column_blob(q, 5);
-		bool put = sqlite3_column_int(q, 2) == STORE_OP_PUT;
-
-		rc = array_grow((void **)&out->changes, cap, out->n + 1, sizeof(out->changes[0]));
-		if (rc < 0 || id == NULL) {
-			rc = err_set(e, CSID_ENOMEM, "out of memory");
-			goto done;
-		}
-		ch = &out->changes[out->n];
-		ch->index = (uint64_t)sqlite3_column_int64(q, 1);
-		ch->type = put ? STORE_OP_PUT : STORE_OP_DELETE;
-		rc = store_obj_set(&ch->obj, (enum store_kind)sqlite3_column_int(q, 3), id,
-				   (size_t)sqlite3_column_bytes(q, 4),
-				   put ? (value ? value : "") : NULL,
-				   put ? (size_t)sqlite3_column_bytes(q, 5) : 0,
-				   (uint64_t)sqlite3_column_int64(q, 6), ch->index, e);
-		if (rc < 0)
-			goto done;
-		*last = (uint64_t)sqlite3_column_int64(q, 0);
-		out->n++;
-	}
-	rc = rc == SQLITE_DONE ? 0 : sq_fail(e, c->db, rc, "changes");
-done:
-	sqlite3_reset(q);
-	return rc;
-}
-
-static int sq_changes(struct store *st, uint64_t after, size_t limit, struct store_changes *out,
-		      struct err *e)
+static int sq_changes(struct store *st, uint64_t after, size_t limit, bool values,
+		      struct store_changes *out, struct err *e)
 {
 	struct store_sqlite *s = (struct store_sqlite *)st;
-	struct sq_conn *c = &s->c;
-	uint64_t last = 0;
-	size_t cap = 0;
-	int rc = 0;
+	int rc;
 
-	pthread_mutex_lock(&c->mu);
-	out->index = s->index;
-	if (after < s->compacted)
-		rc = err_set(e, CSID_ERANGE,
-			     "changes after index %llu: compacted (the log starts after %llu)",
-			     (unsigned long long)after, (unsigned long long)s->compacted);
-	if (rc == 0 && after < out->index) {
-		rc = sq_change_rows(c, (after + 1) * SQ_SEQ_PER_INDEX, INT64_MAX, limit, out, &cap,
-				    &last, e);
-		/* Never end a page inside a transaction: add the rest of the last one. */
-		if (rc == 0 && limit > 0 && out->n == limit)
-			rc = sq_change_rows(c, last + 1,
-					    (last / SQ_SEQ_PER_INDEX + 1) * SQ_SEQ_PER_INDEX, 0,
-					    out, &cap, &last, e);
-	}
-	if (rc < 0)
-		store_changes_free(out);
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&s->lmu);
+	rc = store_log_read(&s->log, after, limit, values, out, e);
+	pthread_mutex_unlock(&s->lmu);
 	return rc;
 }
 
@@ -490,11 +431,17 @@ static int sq_have(struct sq_conn *c, enum store_kind kind, const char *id, uint
 	return 0;
 }
 
-/* Writes op and its change (position pos of transaction index). */
+/*
+ * Writes op as a change of transaction index, and stages the change in
+ * stage (the batch's, moved into the log when it commits).
+ */
 static int sq_apply(struct sq_conn *c, const struct store_op *op, uint64_t have, uint64_t created,
-		    uint64_t index, uint64_t pos, struct err *e)
+		    uint64_t index, struct store_log *stage, struct err *e)
 {
 	const char *value = op->value ? op->value : "";
+	struct store_val *val = NULL;
+	size_t id_len = strlen(op->id);
+	char *id = NULL;
 	sqlite3_stmt *q;
 	int rc;
 
@@ -510,59 +457,34 @@ static int sq_apply(struct sq_conn *c, const struct store_op *op, uint64_t have,
 	rc = sq_run(c, q, "write", e);
 	if (rc < 0)
 		return rc;
-	q = sq_stmt(c, SQ_CHANGE_ADD);
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)(index * SQ_SEQ_PER_INDEX + pos));
-	sqlite3_bind_int64(q, 2, (sqlite3_int64)index);
-	sqlite3_bind_int(q, 3, (int)op->type);
-	sqlite3_bind_int(q, 4, (int)op->kind);
-	sqlite3_bind_text(q, 5, op->id, -1, SQLITE_STATIC);
-	if (op->type == STORE_OP_PUT)
-		sqlite3_bind_blob64(q, 6, value, op->len, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 7, (sqlite3_int64)(have ? created : index));
-	return sq_run(c, q, "record change", e);
-}
-
-/*
- * Drops the oldest whole transactions of the log beyond
- * STORE_CHANGES_KEEP once it is SQ_TRIM_BATCH longer; updates
- * *nchanges and *compacted.
- */
-static int sq_trim(struct sq_conn *c, uint64_t *nchanges, uint64_t *compacted, struct err *e)
-{
-	sqlite3_stmt *q;
-	uint64_t keep_from;
-	int rc;
-
-	if (*nchanges < STORE_CHANGES_KEEP + SQ_TRIM_BATCH)
-		return 0;
-	q = sq_stmt(c, SQ_TRIM_AT);
-	sqlite3_bind_int(q, 1, STORE_CHANGES_KEEP - 1);
-	rc = sqlite3_step(q);
-	keep_from = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(q, 0) : 0;
-	sqlite3_reset(q);
-	if (rc != SQLITE_ROW)
-		return sq_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, "trim");
-	q = sq_stmt(c, SQ_TRIM);
-	sqlite3_bind_int64(q, 1, (sqlite3_int64)(keep_from * SQ_SEQ_PER_INDEX));
-	rc = sq_run(c, q, "trim", e);
-	if (rc < 0)
-		return rc;
-	*nchanges -= (uint64_t)sqlite3_changes(c->db);
-	*compacted = keep_from - 1;
-	return sq_meta_set(c, "compacted", *compacted, e);
+	id = malloc(id_len + 1);
+	if (id != NULL && op->type == STORE_OP_PUT)
+		val = store_val_new(value, op->len);
+	if (id == NULL || (op->type == STORE_OP_PUT && val == NULL) ||
+	    store_log_reserve(stage, 1) < 0) {
+		free(id);
+		store_val_put(val);
+		return err_set(e, CSID_ENOMEM, "record change: out of memory");
+	}
+	memcpy(id, op->id, id_len + 1);
+	store_log_append(stage, index, op->type, op->kind, id, val, have ? created : index);
+	return 0;
 }
 
 /*
  * Checks r's conditions (nothing written when one fails) and writes its
- * ops as the changes of index next; *pos is how many it recorded.
+ * ops as the changes of index next, staged in stage; *pos is how many it
+ * recorded, *puts whether one of them is a put.
  */
-static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, uint64_t *pos)
+static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, struct store_log *stage,
+			uint64_t *pos, bool *puts)
 {
 	uint64_t have[STORE_TXN_OPS_MAX], created[STORE_TXN_OPS_MAX];
 	const struct store_op *ops = r->ops;
 	int rc = 0;
 
 	*pos = 0;
+	*puts = false;
 	for (size_t i = 0; rc == 0 && i < r->n; i++) {
 		rc = sq_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], r->e);
 		if (rc == 0 && !store_cond_holds(ops[i].expect_index, have[i]))
@@ -571,7 +493,9 @@ static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, uint
 	for (size_t i = 0; rc == 0 && i < r->n; i++) {
 		if (ops[i].type == STORE_OP_DELETE && have[i] == 0)
 			continue;
-		rc = sq_apply(c, &ops[i], have[i], created[i], next, (*pos)++, r->e);
+		rc = sq_apply(c, &ops[i], have[i], created[i], next, stage, r->e);
+		(*pos)++;
+		*puts = *puts || ops[i].type == STORE_OP_PUT;
 	}
 	return rc;
 }
@@ -588,6 +512,45 @@ static void sq_fail_rest(struct sq_req *batch, int rc, const struct err *why)
 }
 
 /*
+ * Before the COMMIT of a batch whose last index is last: meta's index
+ * when that transaction only deleted (see the top of the file), and room
+ * in the log for the staged changes, so that moving them in after the
+ * COMMIT cannot fail.
+ */
+static int sq_precommit(struct store_sqlite *s, uint64_t last, bool last_puts,
+			const struct store_log *stage, struct err *e)
+{
+	int rc = 0;
+
+	if (last > s->index && !last_puts)
+		rc = sq_meta_set(&s->c, "index", last, e);
+	if (rc == 0) {
+		pthread_mutex_lock(&s->lmu);
+		rc = store_log_reserve(&s->log, stage->n);
+		pthread_mutex_unlock(&s->lmu);
+		if (rc < 0)
+			rc = err_set(e, CSID_ENOMEM, "change log: out of memory");
+	}
+	return rc;
+}
+
+/* Moves the committed batch's staged changes into the log (room reserved). */
+static void sq_publish(struct store_sqlite *s, struct store_log *stage, uint64_t last)
+{
+	pthread_mutex_lock(&s->lmu);
+	for (size_t i = 0; i < stage->n; i++) {
+		struct store_log_change *ch = &stage->log[stage->head + i];
+
+		store_log_append(&s->log, ch->index, ch->type, ch->kind, ch->id, ch->val,
+				 ch->create_index);
+	}
+	store_log_commit(&s->log, last);
+	pthread_mutex_unlock(&s->lmu);
+	stage->n = 0;
+	store_log_fini(stage);
+}
+
+/*
  * Runs the requests of batch in one SQLite transaction, each with the
  * next index in queue order, and commits them together (with c.mu held).
  * A request whose condition fails writes nothing and fails alone. One
@@ -597,22 +560,25 @@ static void sq_fail_rest(struct sq_req *batch, int rc, const struct err *why)
 static void sq_run_batch(struct store_sqlite *s, struct sq_req *batch)
 {
 	struct sq_conn *c = &s->c;
-	uint64_t next, nchanges, compacted, pos;
+	struct store_log stage;
+	uint64_t next, pos;
+	bool again, puts, last_puts;
 	struct err e;
-	bool again;
 	int rc;
 
 	err_clear(&e);
+	store_log_init(&stage, s->index);
 	do {
 		again = false;
+		last_puts = true;
 		next = s->index + 1;
-		nchanges = s->nchanges;
-		compacted = s->compacted;
+		store_log_fini(&stage);
+		store_log_init(&stage, s->index);
 		rc = sq_exec(c, SQ_BEGIN_WRITE, "begin", &e);
 		for (struct sq_req *r = batch; rc == 0 && r != NULL; r = r->next) {
 			if (r->final)
 				continue;
-			r->rc = sq_apply_req(c, r, next, &pos);
+			r->rc = sq_apply_req(c, r, next, &stage, &pos, &puts);
 			if (r->rc == CSID_ECONFLICT) {
 				r->final = true;
 			} else if (r->rc < 0) {
@@ -622,28 +588,29 @@ static void sq_run_batch(struct store_sqlite *s, struct sq_req *batch)
 				break;
 			} else {
 				r->index = pos > 0 ? next++ : next - 1;
-				nchanges += pos;
+				if (pos > 0)
+					last_puts = puts;
 			}
 		}
-		if (rc == 0 && !again && nchanges > s->nchanges)
-			rc = sq_trim(c, &nchanges, &compacted, &e);
+		if (rc == 0 && !again)
+			rc = sq_precommit(s, next - 1, last_puts, &stage, &e);
 		if (rc == 0 && !again)
 			rc = sq_exec(c, SQ_COMMIT, "commit", &e);
 		if (rc < 0 || again)
 			sq_rollback(c);
 	} while (again);
 	if (rc < 0) {
+		store_log_fini(&stage);
 		err_wrap(&e, "store txn");
 		sq_fail_rest(batch, rc, &e);
 		return;
 	}
 	for (struct sq_req *r = batch; r != NULL; r = r->next)
 		r->final = true;
+	sq_publish(s, &stage, next - 1);
 	if (next - 1 > s->index) {
 		atomic_fetch_add(&s->commits, 1);
 		s->index = next - 1;
-		s->nchanges = nchanges;
-		s->compacted = compacted;
 		store_notify_publish(&s->notify, s->index);
 	}
 }
@@ -729,6 +696,11 @@ uint64_t store_sqlite_commits(struct store *st)
 	return atomic_load(&((struct store_sqlite *)st)->commits);
 }
 
+uint64_t store_sqlite_pages(struct store *st)
+{
+	return store_sqlite_wal_pages(((struct store_sqlite *)st)->wal);
+}
+
 static uint64_t sq_index(struct store *st)
 {
 	return store_notify_index(&((struct store_sqlite *)st)->notify);
@@ -774,6 +746,8 @@ static void sq_close(struct store *st)
 		sqlite3_wal_hook(s->c.db, NULL, NULL);
 	store_sqlite_wal_stop(s->wal);
 	sq_conn_close(&s->c);
+	store_log_fini(&s->log);
+	pthread_mutex_destroy(&s->lmu);
 	pthread_mutex_destroy(&s->qmu);
 	free(s->wal_path);
 	free(s->path);
@@ -868,28 +842,31 @@ static int sq_prepare(struct sq_conn *c, struct err *e)
 	return 0;
 }
 
-/* Reads the index, compaction point and log length. */
+/*
+ * Reads the index: the larger of meta's and the objects' largest
+ * modify_index (one scan of the objects, at open only). The change log
+ * starts there.
+ */
 static int sq_load(struct store_sqlite *s, struct err *e)
 {
 	sqlite3_stmt *q;
+	uint64_t modified = 0;
 	int rc;
 
-	rc = sq_meta_get(&s->c, "compacted", &s->compacted, e);
+	rc = sq_meta_get(&s->c, "index", &s->index, e);
 	if (rc < 0)
 		return rc;
-	q = sq_stmt(&s->c, SQ_LAST_SEQ);
+	q = sq_stmt(&s->c, SQ_MAX_MODIFY);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
-		s->index = (uint64_t)sqlite3_column_int64(q, 0) / SQ_SEQ_PER_INDEX;
+		modified = (uint64_t)sqlite3_column_int64(q, 0);
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW)
 		return sq_fail(e, s->c.db, rc, "read index");
-	q = sq_stmt(&s->c, SQ_CHANGE_COUNT);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW)
-		s->nchanges = (uint64_t)sqlite3_column_int64(q, 0);
-	sqlite3_reset(q);
-	return rc == SQLITE_ROW ? 0 : sq_fail(e, s->c.db, rc, "count changes");
+	if (modified > s->index)
+		s->index = modified;
+	store_log_init(&s->log, s->index);
+	return 0;
 }
 
 int store_sqlite_open(const char *path, struct store **out, struct err *e)
@@ -920,6 +897,7 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	s->base.backend = "sqlite";
 	sq_mutex_init(&s->c.mu);
 	sq_mutex_init(&s->qmu);
+	sq_mutex_init(&s->lmu);
 	s->qtail = &s->qhead;
 	rc = sq_conn_open(&s->c, path, e);
 	if (rc == 0)

@@ -14,7 +14,7 @@
 /* application_id: 'csid' */
 #define STORE_SQLITE_APP_ID 0x63736964
 /* user_version: the schema this program writes (one migration per version). */
-#define STORE_SQLITE_VERSION 1
+#define STORE_SQLITE_VERSION 2
 
 /* The file's application_id, user_version and table count; a SQLite result code. */
 int store_sqlite_read_owner(sqlite3 *db, int64_t *app_id, int64_t *version, int64_t *tables);

@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -28,6 +29,8 @@
 struct store_sqlite_wal {
 	const char *path;
 	int synced; /* WAL frames when the thread was last woken (under the connection's lock) */
+	int frames; /* WAL frames after the last commit (under the connection's lock) */
+	_Atomic uint64_t pages; /* frames the commits wrote, in all */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool due, stopping;
@@ -63,6 +66,9 @@ static int sw_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store_sqlite_wal *w = arg;
 
+	/* A WAL shorter than at the last commit started again from its beginning. */
+	atomic_fetch_add(&w->pages, (uint64_t)(frames >= w->frames ? frames - w->frames : frames));
+	w->frames = frames;
 	if (frames >= STORE_SQLITE_WAL_CHECKPOINT) {
 		/* What SQLite's own hook does; its outcome is no error of the commit. */
 		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
@@ -102,6 +108,11 @@ int store_sqlite_wal_start(sqlite3 *db, const char *wal_path, struct store_sqlit
 	sqlite3_wal_hook(db, sw_hook, w);
 	*out = w;
 	return 0;
+}
+
+uint64_t store_sqlite_wal_pages(struct store_sqlite_wal *w)
+{
+	return atomic_load(&w->pages);
 }
 
 void store_sqlite_wal_stop(struct store_sqlite_wal *w)

@@ -7,6 +7,7 @@
 #define CSID_STORE_STORE_SQLITE_WAL_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 
 /* A checkpoint per this many WAL frames (32 MiB of 4 KiB pages). */
 #define STORE_SQLITE_WAL_CHECKPOINT 8192
@@ -20,6 +21,9 @@ struct store_sqlite_wal;
  * outlive it) and starts the syncing thread. Returns 0 or CSID_ENOMEM.
  */
 int store_sqlite_wal_start(sqlite3 *db, const char *wal_path, struct store_sqlite_wal **out);
+
+/* The pages (WAL frames) that commits wrote since the start. */
+uint64_t store_sqlite_wal_pages(struct store_sqlite_wal *w);
 
 /* Stops the thread and frees w (NULL: no-op); before db is closed. */
 void store_sqlite_wal_stop(struct store_sqlite_wal *w);

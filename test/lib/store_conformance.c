@@ -343,6 +343,25 @@ static void test_store_changes_order(void **state)
 			assert_true(idx >= c.changes[i - 1].index);
 	}
 	store_changes_free(&c);
+	/* The same without values: keys, types and indexes only. */
+	assert_int_equal(store_change_keys(s, b, 0, &c, &e), 0);
+	assert_int_equal(c.n, 26);
+	assert_int_equal(c.index, I(21));
+	for (size_t i = 0; i < 26; i++) {
+		assert_int_equal(c.changes[i].type, i < 25 ? STORE_OP_PUT : STORE_OP_DELETE);
+		assert_null(c.changes[i].obj.value);
+		assert_int_equal(c.changes[i].obj.len, 0);
+		assert_int_equal(c.changes[i].obj.modify_index, c.changes[i].index);
+	}
+	assert_int_equal(c.changes[24].obj.kind, STORE_NODE);
+	assert_string_equal(c.changes[24].obj.id, "o20");
+	assert_int_equal(c.changes[24].index, I(20));
+	assert_int_equal(c.changes[25].obj.create_index, I(3));
+	store_changes_free(&c);
+	assert_int_equal(store_change_keys(s, I(19), 1, &c, &e), 0);
+	assert_int_equal(c.n, 2);
+	assert_int_equal(c.changes[1].index, I(20));
+	store_changes_free(&c);
 	/* From an index in the middle. */
 	assert_int_equal(store_changes(s, I(19), 0, &c, &e), 0);
 	assert_int_equal(c.n, 3);

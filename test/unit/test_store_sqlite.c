@@ -1,7 +1,9 @@
 /*
  * The SQLite store backend: the store contract (test/lib/store_conformance.c)
  * run against it, then what only it promises (src/store/store_sqlite.c):
- * a reopened store holds everything; a file from a newer schema, a
+ * a reopened store holds every object and goes on from its index (its
+ * change log starts afresh); a schema 1 file is migrated with its data;
+ * a file from a newer schema, a
  * foreign file and a corrupt file are refused at open and left byte for
  * byte as they were; and every write acknowledged before a kill -9 is
  * there after a restart. The crash test runs this program again as a
@@ -29,7 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "store/store.h"
+#include "store/store_sqlite_int.h"
 #include "store_conformance.h"
 
 extern char **environ;
@@ -185,15 +190,25 @@ static void test_sqlite_reopen(void **state)
 	assert_int_equal(o.modify_index, 2);
 	store_obj_free(&o);
 	assert_int_equal(store_get(s, STORE_NODE, "n1", &o, &e), CSID_ENOTFOUND);
-	assert_int_equal(store_changes(s, 0, 0, &c, &e), 0);
-	assert_int_equal(c.n, 4);
-	assert_int_equal(c.changes[3].index, 3);
-	assert_int_equal(c.changes[3].type, STORE_OP_DELETE);
+	/* The log starts at the open: older changes are gone, as if compacted. */
+	assert_int_equal(store_changes(s, 0, 0, &c, &e), CSID_ERANGE);
+	assert_int_equal(store_changes(s, 2, 0, &c, &e), CSID_ERANGE);
+	assert_int_equal(store_changes(s, 3, 0, &c, &e), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(c.index, 3);
 	store_changes_free(&c);
-	/* The index goes on from where it was. */
+	/*
+	 * The index goes on from where it was, though no object has index 3
+	 * (the last transaction only deleted).
+	 */
 	ops[0].expect_index = 2;
 	assert_int_equal(store_txn(s, ops, 1, &index, &e), 0);
 	assert_int_equal(index, 4);
+	assert_int_equal(store_changes(s, 3, 0, &c, &e), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.changes[0].index, 4);
+	assert_string_equal(c.changes[0].obj.value, "uno");
+	store_changes_free(&c);
 	assert_int_equal(store_list(s, STORE_VOLUME, NULL, NULL, 0, &l, &e), 0);
 	assert_int_equal(l.n, 1);
 	assert_int_equal(l.index, 4);
@@ -201,10 +216,99 @@ static void test_sqlite_reopen(void **state)
 	store_close(s);
 }
 
+/* Runs sql on the SQLite database at path (no csid code in between). */
+static void tq_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/* The first column of the first row of sql on the database at path. */
+static int tq_sql_int(const char *path, const char *sql)
+{
+	sqlite3_stmt *q;
+	sqlite3 *db;
+	int v;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	v = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
+}
+
+/*
+ * A store of schema 1 as csid wrote it (objects with a rowid, the change
+ * log in a table, seq = index * 1024 + position) opens as schema 2 with
+ * every object, and its index goes on after the log's last.
+ */
+static void test_sqlite_v1_migrated(void **state)
+{
+	struct tq *t = *state;
+	struct store_op op = {STORE_OP_PUT, STORE_VOLUME, "v1", "new", 3, 5};
+	struct store_changes c;
+	struct store_list l;
+	struct store *s;
+	uint64_t index;
+	struct err e;
+
+	tq_sql(t->path,
+	       "PRAGMA journal_mode=WAL;"
+	       "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)"
+	       " WITHOUT ROWID;"
+	       "INSERT INTO meta (key, value) VALUES ('compacted', 2);"
+	       "CREATE TABLE objects ("
+	       " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB NOT NULL,"
+	       " create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL,"
+	       " PRIMARY KEY (kind, id));"
+	       "CREATE TABLE changes ("
+	       " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
+	       " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT "
+	       "NULL);"
+	       "INSERT INTO objects VALUES (0, 'v1', 'one', 3, 5), (0, 'v2', 'two', 4, 4),"
+	       " (1, 'n1', 'node', 1, 1);"
+	       /* Index 7 deleted v3: no object has it. */
+	       "INSERT INTO changes VALUES (5120, 5, 0, 0, 'v1', 'one', 3),"
+	       " (7168, 7, 1, 0, 'v3', NULL, 6);"
+	       "PRAGMA application_id=1668508004; PRAGMA user_version=1;");
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_index(s), 7);
+	assert_int_equal(store_list(s, STORE_VOLUME, NULL, NULL, 0, &l, &e), 0);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.objs[0].id, "v1");
+	assert_string_equal(l.objs[0].value, "one");
+	assert_int_equal(l.objs[0].create_index, 3);
+	assert_int_equal(l.objs[0].modify_index, 5);
+	assert_string_equal(l.objs[1].value, "two");
+	store_list_free(&l);
+	assert_int_equal(store_list(s, STORE_NODE, NULL, NULL, 0, &l, &e), 0);
+	assert_int_equal(l.n, 1);
+	store_list_free(&l);
+	assert_int_equal(store_changes(s, 5, 0, &c, &e), CSID_ERANGE);
+	assert_int_equal(store_txn(s, &op, 1, &index, &e), 0);
+	assert_int_equal(index, 8);
+	store_close(s);
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_index(s), 8);
+	store_close(s);
+	/* Schema 2 on disk: the log's table is gone, meta holds the index only. */
+	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM sqlite_master"
+					     " WHERE name = 'changes'"),
+			 0);
+	assert_int_equal(tq_sql_int(t->path, "SELECT value FROM meta WHERE key = 'index'"), 7);
+	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM meta"), 1);
+	assert_int_equal(tq_sql_int(t->path, "PRAGMA user_version"), STORE_SQLITE_VERSION);
+}
+
 static void test_sqlite_newer_refused(void **state)
 {
 	struct tq *t = *state;
-	const unsigned char v2[4] = {0, 0, 0, 2};
+	const unsigned char v2[4] = {0, 0, 0, STORE_SQLITE_VERSION + 1};
 
 	tq_make(t, 5);
 	tq_patch(t->path, TQ_USER_VERSION_AT, v2, sizeof(v2));
@@ -588,6 +692,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_sqlite_reopen, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_v1_migrated, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_newer_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_foreign_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_corrupt_refused, tq_setup, tq_teardown),
