@@ -95,19 +95,28 @@ static void t_node(struct t_env *t, const char *id)
 	assert_int_equal(server_node_put(t->s, &n, t->a, NULL, &e), 0);
 }
 
+static const struct model_capability t_cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER,
+					      .attachment = MODEL_ATTACH_FILE_SYSTEM};
+
+/* A volume id of plugin (its plugin ID id too) with the one capability t_cap. */
+static struct model_volume t_spec(const char *id, const char *plugin)
+{
+	struct model_volume v = {0};
+
+	v.id = (char *)id;
+	v.plugin_id = (char *)plugin;
+	v.external_id = (char *)id;
+	v.caps = (struct model_capability *)&t_cap;
+	v.ncaps = 1;
+	return v;
+}
+
 /* Registers volume id of plugin and steps it to ready. */
 static void t_volume(struct t_env *t, const char *id, const char *plugin)
 {
-	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER,
-				       .attachment = MODEL_ATTACH_FILE_SYSTEM};
-	struct model_volume spec = {0}, *out = NULL;
+	struct model_volume spec = t_spec(id, plugin), *out = NULL;
 	struct err e;
 
-	spec.id = (char *)id;
-	spec.plugin_id = (char *)plugin;
-	spec.external_id = (char *)id;
-	spec.caps = &cap;
-	spec.ncaps = 1;
 	assert_int_equal(server_volume_register(t->s, &spec, t->a, &out, &e), 0);
 	reconciler_step(server_reconciler(t->s));
 	assert_int_equal(server_volume_get(t->s, id, t->a, &out, &e), 0);
@@ -143,23 +152,16 @@ static void t_has(const char *text, const char *want)
 static void t_put(struct t_env *t, const char *id, const char *plugin, enum model_volume_state st,
 		  int nclaims)
 {
-	struct model_capability cap = {.access = MODEL_ACCESS_SINGLE_NODE_WRITER,
-				       .attachment = MODEL_ATTACH_FILE_SYSTEM};
 	struct model_claim cl[2] = {
-	    {.alloc_id = "alloc-1", .node_id = "n1", .mode = MODEL_CLAIM_WRITE, .cap = cap},
-	    {.alloc_id = "alloc-2", .node_id = "n2", .mode = MODEL_CLAIM_WRITE, .cap = cap}};
-	struct model_volume v = {0};
+	    {.alloc_id = "alloc-1", .node_id = "n1", .mode = MODEL_CLAIM_WRITE, .cap = t_cap},
+	    {.alloc_id = "alloc-2", .node_id = "n2", .mode = MODEL_CLAIM_WRITE, .cap = t_cap}};
+	struct model_volume v = t_spec(id, plugin);
 	struct store_op op = {
 	    .type = STORE_OP_PUT, .kind = STORE_VOLUME, .expect_index = STORE_ANY};
 	char *json = NULL;
 	size_t len = 0;
 	struct err e;
 
-	v.id = (char *)id;
-	v.plugin_id = (char *)plugin;
-	v.external_id = (char *)id;
-	v.caps = &cap;
-	v.ncaps = 1;
 	v.state = st;
 	v.claims = cl;
 	v.nclaims = (size_t)nclaims;
