@@ -559,8 +559,8 @@ static int sm_resync(struct server_metrics *m, uint64_t *pos, struct err *e)
 }
 
 /*
- * Waits until ms (real clock), or less when the thread is being stopped
- * (not on the store: every write wakes that).
+ * Waits until the real clock reads until (ms), or less when the thread is
+ * being stopped (not on the store: every write wakes that).
  */
 static void sm_pause_until(struct server_metrics *m, int64_t until)
 {
