@@ -1,7 +1,7 @@
 /*
  * Reconciler internals shared by the queue (reconciler.c) and the steps
- * (reconcile_volume.c, reconcile_snapshot.c, reconcile_rpc.c), and by the
- * tests of their pure parts.
+ * (reconcile_step.c, reconcile_volume.c, reconcile_snapshot.c,
+ * reconcile_rpc.c), and by the tests of their pure parts.
  *
  * One pass works one item: it reads the object, asks the plugin's
  * controller for its capabilities, derives the single next step from the
@@ -125,7 +125,7 @@ int reconcile_remove(const struct reconcile_env *env, enum store_kind kind, cons
 int reconcile_fail(struct reconcile_result *res, enum reconcile_outcome outcome, int code,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* --- volumes (reconcile_volume.c) --- */
+/* --- volumes: the decision (reconcile_step.c), the pass (reconcile_volume.c) --- */
 
 enum reconcile_step_kind {
 	RSTEP_NONE, /* nothing to do */

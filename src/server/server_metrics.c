@@ -6,12 +6,26 @@
  * mode), snapshots per state. Applying a stored version of an object
  * subtracts its old contribution and adds the new one, only when the
  * version is newer than the one counted (modify index), so replaying the
- * change log over a list that already saw later versions is harmless.
+ * change log over a list that already saw later versions is harmless,
+ * and a version already counted is not even decoded.
  *
  * The follower thread decodes a page of objects or changes into summaries
  * without the lock, then applies them under it (mu covers the tables and
  * totals), so a scrape, which holds mu while it writes the totals out,
- * never waits for decoding.
+ * never waits for decoding. Only that thread changes the tables, so it
+ * reads them without the lock.
+ *
+ * Resynchronising (at start, and when the change log was compacted past
+ * the thread) keeps the tables: it lists every volume and snapshot, and
+ * between two pages follows the change log from the index the list began
+ * at, so the log it needs is one page old, never the whole list's time
+ * (a list that takes longer than the log keeps does not start over). A
+ * listed object whose modify index is the one counted is only marked
+ * seen; an entry neither listed nor changed during the pass was deleted
+ * before the pass and goes at its end. So a pass decodes what changed
+ * and reads, but does not decode, the rest; and passes are spaced (see
+ * sm_main), so a thread that cannot keep up with the writes does not
+ * spend its time listing.
  */
 #include "server/server_metrics.h"
 
@@ -32,6 +46,13 @@
 /* How long a write waits for the writes after it before they are counted. */
 #define SM_BATCH_MS 10
 #define SM_RETRY_MS 1000
+/*
+ * Resynchronisations start at least SM_RESYNC_GAP_MS apart and at least
+ * SM_RESYNC_SHARE times the last one's length after its start, so they
+ * take at most about a tenth of the thread's time.
+ */
+#define SM_RESYNC_GAP_MS 1000
+#define SM_RESYNC_SHARE 10
 #define SM_VOL_STATES 5
 #define SM_SNAP_STATES 4
 /* Active claim states: claimed, node-unpublished, controller-unpublished. */
@@ -42,7 +63,8 @@
 struct sm_entry {
 	char *id;
 	uint64_t modify_index;
-	uint16_t state;
+	uint8_t state;
+	bool seen; /* listed or changed since the current resynchronisation began */
 	uint16_t plugin;
 	uint16_t claims[SM_CLAIM_STATES][2];
 };
@@ -62,8 +84,10 @@ struct server_metrics {
 	pthread_t thread;
 	atomic_bool stopping;
 
-	pthread_cond_t stop; /* signalled (under mu) when stopping is set */
+	pthread_cond_t stop; /* broadcast (under mu) when stopping, held or parked change */
 	pthread_mutex_t mu; /* guards what follows */
+	bool held, parked; /* server_metrics_hold */
+	struct server_metrics_stats stats;
 	struct sm_table vols, snaps;
 	char *plugins[SERVER_METRICS_PLUGINS_MAX]; /* interned; the last is "other" */
 	size_t nplugins;
@@ -200,15 +224,24 @@ struct sm_summary {
 	const char *id;
 	uint64_t index;
 	bool gone; /* deleted, or a record that does not decode: counts as absent */
-	uint16_t state;
+	bool decoded; /* its value was decoded (sm_page counts them) */
+	uint8_t state;
 	const char *plugin; /* volumes */
 	uint16_t claims[SM_CLAIM_STATES][2];
 };
+
+/* The table of kind; NULL for a kind not counted. */
+static struct sm_table *sm_table_of(struct server_metrics *m, enum store_kind kind)
+{
+	return kind == STORE_VOLUME ? &m->vols : kind == STORE_SNAPSHOT ? &m->snaps : NULL;
+}
 
 /* Decodes object o (deleted: its delete at index) into *out, strings in a or o. */
 static void sm_summarize(struct server_metrics *m, struct arena *a, const struct store_obj *o,
 			 bool deleted, uint64_t index, struct sm_summary *out)
 {
+	struct sm_table *t = sm_table_of(m, o->kind);
+	const struct sm_entry *en;
 	struct model_volume *v = NULL;
 	struct model_snapshot *snap = NULL;
 	struct err e;
@@ -222,15 +255,21 @@ static void sm_summarize(struct server_metrics *m, struct arena *a, const struct
 	 * Only volumes and snapshots are counted (sm_apply): a node record or
 	 * a volume's claim history (which has the volume's ID) is not parsed,
 	 * least of all as a volume (one parse per claim + release cycle, and
-	 * a miss of the decoded cache on the history's indexes).
+	 * a miss of the decoded cache on the history's indexes). Nor is a
+	 * version no newer than the one counted, which sm_apply only marks
+	 * seen (a listed object that did not change).
 	 */
-	if (deleted || (o->kind != STORE_VOLUME && o->kind != STORE_SNAPSHOT))
+	if (deleted || !t)
 		return;
+	en = sm_find(t, o->id);
+	if (en && en->modify_index >= index)
+		return;
+	out->decoded = true;
 	if (o->kind == STORE_SNAPSHOT) {
 		out->gone = model_snapshot_decode(a, o->value, o->len, &snap, &e) != 0;
 		if (!out->gone)
 			out->state =
-			    (uint16_t)((unsigned)snap->state < SM_SNAP_STATES ? snap->state : 0);
+			    (uint8_t)((unsigned)snap->state < SM_SNAP_STATES ? snap->state : 0);
 		return;
 	}
 	if (server_vcache_decode(m->vcache, o->id, o->value, o->len, o->create_index, index, a, &v,
@@ -239,7 +278,7 @@ static void sm_summarize(struct server_metrics *m, struct arena *a, const struct
 		out->gone = true;
 		return;
 	}
-	out->state = (uint16_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
+	out->state = (uint8_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
 	out->plugin = v->plugin_id ? v->plugin_id : "";
 	for (size_t i = 0; i < v->nclaims; i++) {
 		unsigned st = (unsigned)v->claims[i].state,
@@ -260,16 +299,22 @@ static void sm_count(struct server_metrics *m, enum store_kind kind, const struc
 		m->snap_counts[en->state] += (uint64_t)(int64_t)sign;
 }
 
-/* Counts a summarized version, unless a newer one of the object is counted. mu held. */
+/*
+ * Counts a summarized version, unless the same or a newer one of the
+ * object is counted; either way the object, when present, is seen. mu held.
+ */
 static void sm_apply(struct server_metrics *m, const struct sm_summary *sum)
 {
-	struct sm_table *t = sum->kind == STORE_VOLUME ? &m->vols : &m->snaps;
-	struct sm_entry *en = sm_find(t, sum->id), next;
+	struct sm_table *t = sm_table_of(m, sum->kind);
+	struct sm_entry *en, next;
 
-	if (sum->kind != STORE_VOLUME && sum->kind != STORE_SNAPSHOT)
+	if (!t)
 		return;
-	if (en && en->modify_index >= sum->index)
+	en = sm_find(t, sum->id);
+	if (en && en->modify_index >= sum->index) {
+		en->seen = true;
 		return;
+	}
 	if (en)
 		sm_count(m, sum->kind, en, -1);
 	if (sum->gone) {
@@ -283,6 +328,7 @@ static void sm_apply(struct server_metrics *m, const struct sm_summary *sum)
 	next.id = en->id;
 	next.modify_index = sum->index;
 	next.state = sum->state;
+	next.seen = true;
 	if (sum->kind == STORE_VOLUME) {
 		next.plugin = sm_plugin(m, sum->plugin);
 		memcpy(next.claims, sum->claims, sizeof(next.claims));
@@ -307,15 +353,17 @@ static int sm_page(struct server_metrics *m, struct arena *a, const struct store
 	for (size_t i = 0; i < n; i++)
 		sm_summarize(m, a, objs[i], deleted && deleted[i], indexes[i], &sums[i]);
 	pthread_mutex_lock(&m->mu);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		sm_apply(m, &sums[i]);
+		m->stats.decoded += sums[i].decoded;
+	}
 	if (index)
 		m->index = index;
 	pthread_mutex_unlock(&m->mu);
 	return 0;
 }
 
-/* Forgets every count (before a full list). mu held. */
+/* Forgets every count (when stopping). mu held. */
 static void sm_reset(struct server_metrics *m)
 {
 	sm_table_clear(&m->vols);
@@ -340,47 +388,30 @@ static int sm_list_page(struct server_metrics *m, struct arena *a, const struct 
 	return sm_page(m, a, objs, NULL, idx, l->n, 0);
 }
 
-/* Lists every volume and snapshot; *start: the index to follow the log from. */
-static int sm_list_all(struct server_metrics *m, uint64_t *start, struct err *e)
+/* Marks every entry of t unseen (a resynchronisation begins). mu held. */
+static void sm_unsee(struct sm_table *t)
 {
-	static const enum store_kind kinds[] = {STORE_VOLUME, STORE_SNAPSHOT};
-	uint64_t first = store_index(m->store);
+	for (size_t i = 0; i < t->cap; i++)
+		t->slots[i].seen = false;
+}
 
-	pthread_mutex_lock(&m->mu);
-	sm_reset(m);
-	pthread_mutex_unlock(&m->mu);
-	for (size_t k = 0; k < 2; k++) {
-		char *after = NULL;
-		bool more = true;
+/* Takes away every entry of t, of kind, not seen since sm_unsee. mu held. */
+static void sm_sweep(struct server_metrics *m, struct sm_table *t, enum store_kind kind)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		struct sm_entry *en = &t->slots[i];
 
-		while (more && !atomic_load(&m->stopping)) {
-			struct store_list l;
-			struct arena *a = arena_new();
-			int rc;
-
-			memset(&l, 0, sizeof(l));
-			rc = a ? store_list(m->store, kinds[k], NULL, after, SM_PAGE, &l, e)
-			       : err_set(e, CSID_ENOMEM, "out of memory");
-			if (rc) {
-				arena_free(a);
-				free(after);
-				return rc;
-			}
-			rc = sm_list_page(m, a, &l);
-			more = l.more && l.n;
-			free(after);
-			after = l.n ? strdup(l.objs[l.n - 1].id) : NULL;
-			store_list_free(&l);
-			arena_free(a);
-			if (rc || (more && !after)) {
-				free(after);
-				return err_set(e, CSID_ENOMEM, "out of memory");
-			}
-		}
-		free(after);
+		if (!en->id || en->id == sm_tomb || en->seen)
+			continue;
+		sm_count(m, kind, en, -1);
+		sm_remove(t, en);
 	}
-	*start = first;
-	return 0;
+}
+
+/* Where a reader that read ch after pos goes on from. */
+static uint64_t sm_next_pos(const struct store_changes *ch, uint64_t pos)
+{
+	return ch->n ? ch->changes[ch->n - 1].index : (ch->index > pos ? ch->index : pos);
 }
 
 /*
@@ -405,9 +436,13 @@ static bool sm_last_of(const struct store_changes *ch, size_t i, uint32_t *seen,
 	return true;
 }
 
-/* Counts one page of the change log read after pos. Returns 0 or -1 (out of memory). */
+/*
+ * Counts one page of the change log read after pos; publish: the counts
+ * then reflect the store at the page's end (not during a
+ * resynchronisation). Returns 0 or -1 (out of memory).
+ */
 static int sm_changes_page(struct server_metrics *m, struct arena *a,
-			   const struct store_changes *ch, uint64_t pos)
+			   const struct store_changes *ch, uint64_t pos, bool publish)
 {
 	size_t n = ch->n, k = 0;
 	const struct store_obj **objs = n ? arena_alloc(a, n * sizeof(*objs)) : NULL;
@@ -432,15 +467,104 @@ static int sm_changes_page(struct server_metrics *m, struct arena *a,
 		del[k] = ch->changes[i].type == STORE_OP_DELETE;
 		k++;
 	}
-	return sm_page(m, a, objs, del, idx, k,
-		       n ? ch->changes[n - 1].index : (ch->index > pos ? ch->index : pos));
+	return sm_page(m, a, objs, del, idx, k, publish ? sm_next_pos(ch, pos) : 0);
 }
 
-/* Waits ms, or less when the thread is being stopped (not on the store: every write wakes that). */
-static void sm_pause(struct server_metrics *m, int64_t ms)
+/*
+ * Counts the page of changes after *pos and moves *pos past it; publish as
+ * for sm_changes_page. Returns 1 when the page held changes, 0 when it was
+ * empty, or a code with e set (CSID_ERANGE: compacted past *pos).
+ */
+static int sm_follow(struct server_metrics *m, uint64_t *pos, bool publish, struct err *e)
+{
+	struct store_changes ch;
+	struct arena *a;
+	int rc;
+
+	memset(&ch, 0, sizeof(ch));
+	rc = store_changes(m->store, *pos, SM_PAGE, &ch, e);
+	if (rc)
+		return rc;
+	a = arena_new();
+	if (!a || sm_changes_page(m, a, &ch, *pos, publish) != 0) {
+		rc = err_set(e, CSID_ENOMEM, "out of memory");
+	} else {
+		*pos = sm_next_pos(&ch, *pos);
+		rc = ch.n > 0;
+	}
+	arena_free(a);
+	store_changes_free(&ch);
+	return rc;
+}
+
+/* Lists every object of kind, following the log from *pos between pages. */
+static int sm_list_kind(struct server_metrics *m, enum store_kind kind, uint64_t *pos,
+			struct err *e)
+{
+	char *after = NULL;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc && !atomic_load(&m->stopping)) {
+		struct store_list l;
+		struct arena *a = arena_new();
+
+		memset(&l, 0, sizeof(l));
+		rc = a ? store_list(m->store, kind, NULL, after, SM_PAGE, &l, e)
+		       : err_set(e, CSID_ENOMEM, "out of memory");
+		if (!rc && sm_list_page(m, a, &l) != 0)
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+		more = !rc && l.more && l.n;
+		free(after);
+		after = more ? strdup(l.objs[l.n - 1].id) : NULL;
+		store_list_free(&l);
+		arena_free(a);
+		if (more && !after)
+			rc = err_set(e, CSID_ENOMEM, "out of memory");
+		while (!rc && (rc = sm_follow(m, pos, false, e)) == 1)
+			rc = 0;
+	}
+	free(after);
+	return rc;
+}
+
+/*
+ * Resynchronises with the store (see the top of this file): on return 0,
+ * the counts reflect the store at *pos, the index to follow the log from.
+ * Otherwise a code with e set (CSID_ERANGE: the log was compacted past
+ * the pass between two pages); the tables keep what the pass counted.
+ */
+static int sm_resync(struct server_metrics *m, uint64_t *pos, struct err *e)
+{
+	uint64_t at = store_index(m->store);
+	int rc;
+
+	pthread_mutex_lock(&m->mu);
+	m->stats.lists++;
+	sm_unsee(&m->vols);
+	sm_unsee(&m->snaps);
+	pthread_mutex_unlock(&m->mu);
+	rc = sm_list_kind(m, STORE_VOLUME, &at, e);
+	if (!rc)
+		rc = sm_list_kind(m, STORE_SNAPSHOT, &at, e);
+	if (rc || atomic_load(&m->stopping))
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	sm_sweep(m, &m->vols, STORE_VOLUME);
+	sm_sweep(m, &m->snaps, STORE_SNAPSHOT);
+	m->index = at;
+	pthread_mutex_unlock(&m->mu);
+	*pos = at;
+	return 0;
+}
+
+/*
+ * Waits until the real clock reads until (ms), or less when the thread is
+ * being stopped (not on the store: every write wakes that).
+ */
+static void sm_pause_until(struct server_metrics *m, int64_t until)
 {
 	struct clock *c = clock_real();
-	int64_t until = clock_now_ms(c) + ms;
 
 	pthread_mutex_lock(&m->mu);
 	while (!atomic_load(&m->stopping) && clock_now_ms(c) < until)
@@ -448,56 +572,67 @@ static void sm_pause(struct server_metrics *m, int64_t ms)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* Waits while the thread is held (server_metrics_hold). */
+static void sm_park(struct server_metrics *m)
+{
+	pthread_mutex_lock(&m->mu);
+	while (m->held && !atomic_load(&m->stopping)) {
+		if (!m->parked) {
+			m->parked = true;
+			pthread_cond_broadcast(&m->stop);
+		}
+		pthread_cond_wait(&m->stop, &m->mu);
+	}
+	m->parked = false;
+	pthread_mutex_unlock(&m->mu);
+}
+
 static void *sm_main(void *arg)
 {
 	struct server_metrics *m = arg;
+	struct clock *c = clock_real();
+	int64_t next_resync = 0;
 	bool synced = false;
 	uint64_t pos = 0;
 	struct err e;
 
 	while (!atomic_load(&m->stopping)) {
-		struct store_changes ch;
-		struct arena *a;
 		int rc;
 
+		sm_park(m);
 		err_clear(&e);
 		if (!synced) {
-			rc = sm_list_all(m, &pos, &e);
+			int64_t began;
+
+			sm_pause_until(m, next_resync);
+			began = clock_now_ms(c);
+			rc = sm_resync(m, &pos, &e);
+			next_resync = began + SM_RESYNC_GAP_MS;
+			if (next_resync < began + SM_RESYNC_SHARE * (clock_now_ms(c) - began))
+				next_resync = began + SM_RESYNC_SHARE * (clock_now_ms(c) - began);
 			if (rc) {
 				log_warn("msg=\"metrics: cannot list the catalogue\" error=%s",
 					 e.msg);
-				store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
 				continue;
 			}
 			synced = true;
 		}
-		memset(&ch, 0, sizeof(ch));
-		rc = store_changes(m->store, pos, SM_PAGE, &ch, &e);
+		rc = sm_follow(m, &pos, true, &e);
 		if (rc == CSID_ERANGE) {
+			log_info("msg=\"metrics: the change log was compacted past the catalogue "
+				 "counts; listing again\" error=%s",
+				 e.msg);
 			synced = false;
-			continue;
-		}
-		a = rc ? NULL : arena_new();
-		if (!a) {
-			store_changes_free(&ch);
+		} else if (rc < 0) {
 			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
-			continue;
+		} else if (rc == 0 && store_wait(m->store, pos, SM_WAKE_MS) > pos) {
+			/*
+			 * Woken by a write: a burst of writes is taken in one page,
+			 * after its writers kept their versions decoded
+			 * (server_vcache.h).
+			 */
+			sm_pause_until(m, clock_now_ms(c) + SM_BATCH_MS);
 		}
-		if (sm_changes_page(m, a, &ch, pos) != 0) {
-			arena_free(a);
-			store_changes_free(&ch);
-			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
-			continue;
-		}
-		pos = ch.n ? ch.changes[ch.n - 1].index : (ch.index > pos ? ch.index : pos);
-		arena_free(a);
-		/*
-		 * Woken by a write: a burst of writes is taken in one page, after
-		 * its writers kept their versions decoded (server_vcache.h).
-		 */
-		if (!ch.n && store_wait(m->store, pos, SM_WAKE_MS) > pos)
-			sm_pause(m, SM_BATCH_MS);
-		store_changes_free(&ch);
 	}
 	return NULL;
 }
@@ -629,11 +764,29 @@ int server_metrics_start(struct server *s, struct server_vcache *vcache,
 		free(m);
 		return err_set(e, CSID_ENOMEM, "metrics: cannot start the catalogue thread");
 	}
+	pthread_setname_np(m->thread, "metrics");
 	m->collector.collect = sm_collect;
 	m->collector.ctx = m;
 	metrics_collector_add(metrics_default(), &m->collector);
 	*out = m;
 	return 0;
+}
+
+void server_metrics_hold(struct server_metrics *m, bool hold)
+{
+	pthread_mutex_lock(&m->mu);
+	m->held = hold;
+	pthread_cond_broadcast(&m->stop);
+	while (hold && !m->parked && !atomic_load(&m->stopping))
+		pthread_cond_wait(&m->stop, &m->mu);
+	pthread_mutex_unlock(&m->mu);
+}
+
+void server_metrics_stats(struct server_metrics *m, struct server_metrics_stats *out)
+{
+	pthread_mutex_lock(&m->mu);
+	*out = m->stats;
+	pthread_mutex_unlock(&m->mu);
 }
 
 uint64_t server_metrics_index(struct server_metrics *m)
@@ -653,7 +806,7 @@ void server_metrics_stop(struct server_metrics *m)
 	metrics_collector_remove(metrics_default(), &m->collector);
 	pthread_mutex_lock(&m->mu);
 	atomic_store(&m->stopping, true);
-	pthread_cond_signal(&m->stop);
+	pthread_cond_broadcast(&m->stop);
 	pthread_mutex_unlock(&m->mu);
 	pthread_join(m->thread, NULL);
 	pthread_cond_destroy(&m->stop);

@@ -1,8 +1,8 @@
 /*
- * Unit tests of the reconciler's steps (src/server/reconcile_volume.c,
- * reconcile_snapshot.c) in virtual time, with the memory store and the
- * scripted fake controller (test/lib/reconciler_fixture.h): the decision
- * table, register, publish / unpublish with the claim state machine from
+ * Unit tests of the reconciler's steps (src/server/reconcile_step.c,
+ * reconcile_volume.c, reconcile_snapshot.c) in virtual time, with the memory
+ * store and the scripted fake controller (test/lib/reconciler_fixture.h): the
+ * decision table, register, publish / unpublish with the claim state machine from
  * every state and every step failing once, NOT_FOUND as done on delete and
  * unpublish, delete (with the lookup of a volume whose create answer was
  * lost), idempotence of a step whose write lost a race, capability gating,
