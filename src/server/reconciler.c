@@ -378,6 +378,22 @@ static void rec_park(struct reconciler *r, struct rec_item *it, const char *plug
 
 /* ---- working items ---- */
 
+/* Marks it (in no queue) busy. */
+static void rec_busy(struct reconciler *r, struct rec_item *it)
+{
+	it->busy = true;
+	it->again = false;
+	it->next_wall = 0;
+	r->busy++;
+}
+
+/* Takes the queued item it out of the queue: busy from here. */
+static void rec_take_item(struct reconciler *r, struct rec_item *it)
+{
+	rec_items_unqueue(&r->q, it);
+	rec_busy(r, it);
+}
+
 /* Takes the first item due at now (busy from here); NULL when none. */
 static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 {
@@ -386,11 +402,7 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 	if (r->stopping || r->inactive || r->q.nheap == 0 || r->q.heap[0]->due > now)
 		return NULL;
 	it = r->q.heap[0];
-	rec_items_unqueue(&r->q, it);
-	it->busy = true;
-	it->again = false;
-	it->next_wall = 0;
-	r->busy++;
+	rec_take_item(r, it);
 	return it;
 }
 
@@ -565,7 +577,12 @@ static bool rec_lingers(const struct rec_item *it)
 	return !it->busy && !it->parked && it->heap_pos == REC_NOT_QUEUED && it->last_error == NULL;
 }
 
-static void rec_work(struct reconciler *r, struct rec_item *it)
+/*
+ * Works it (taken), then puts it where the outcome says. worker: the
+ * caller is a worker, which looks at the queue next; any other caller
+ * (reconciler_run) leaves an item queued again to an idle worker.
+ */
+static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 {
 	struct reconcile_result res;
 
@@ -578,8 +595,44 @@ static void rec_work(struct reconciler *r, struct rec_item *it)
 		res.outcome = RECONCILE_IDLE;
 	pthread_mutex_lock(&r->mu);
 	rec_finish(r, it, &res);
+	if (!worker && it->heap_pos != REC_NOT_QUEUED)
+		rec_signal(r);
 	rec_wake(r);
 	rec_unlock(r);
+}
+
+bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+		    bool restart)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL || id[0] == '\0' ||
+	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
+		return false;
+	pthread_mutex_lock(&r->mu);
+	it = rec_items_find(&r->q, kind, id);
+	if (it == NULL)
+		it = rec_items_add(&r->q, kind, id);
+	/* Only when a worker would take it now (reconciler_written would make it due now). */
+	if (it == NULL || r->workers == NULL || r->stopping || r->inactive || it->busy ||
+	    it->parked) {
+		rec_unlock(r);
+		reconciler_written(r, kind, id, index, restart);
+		return false;
+	}
+	if (restart) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	if (it->own_index < index)
+		it->own_index = index;
+	if (it->heap_pos != REC_NOT_QUEUED)
+		rec_take_item(r, it);
+	else
+		rec_busy(r, it);
+	rec_unlock(r);
+	rec_work(r, it, false);
+	return true;
 }
 
 /* ---- enqueueing from the store ---- */
@@ -777,7 +830,7 @@ int64_t reconciler_step(struct reconciler *r)
 			rec_unlock(r);
 			if (it == NULL)
 				break;
-			rec_work(r, it);
+			rec_work(r, it, true);
 		}
 		if (worked == 0)
 			break;
@@ -819,7 +872,7 @@ static void *rec_worker(void *arg)
 			continue;
 		}
 		rec_unlock(r);
-		rec_work(r, it);
+		rec_work(r, it, true);
 		pthread_mutex_lock(&r->mu);
 	}
 	rec_unlock(r);

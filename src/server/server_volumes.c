@@ -546,9 +546,10 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	return SERVER_PUT;
 }
 
-int server_volume_claim_default(struct server *s, const char *id,
-				const struct model_claim_request *req, bool attach_default,
-				struct arena *a, struct model_volume **out, struct err *e)
+static int server_volume_claim_do(struct server *s, const char *id,
+				  const struct model_claim_request *req, bool attach_default,
+				  bool run, struct arena *a, struct model_volume **out,
+				  struct err *e)
 {
 	struct server_claim_arg arg = {.req = *req,
 				       .cap_given = req->cap.access != MODEL_ACCESS_UNKNOWN,
@@ -561,7 +562,22 @@ int server_volume_claim_default(struct server *s, const char *id,
 	if ((rc = model_id_check("alloc id", req->alloc_id, strlen(req->alloc_id), e)) ||
 	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
 		return err_wrap(e, "claim volume %s", id);
-	return server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+	return run ? server_volume_update_run(s, id, server_claim_fn, &arg, a, out, e)
+		   : server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+}
+
+int server_volume_claim_default(struct server *s, const char *id,
+				const struct model_claim_request *req, bool attach_default,
+				struct arena *a, struct model_volume **out, struct err *e)
+{
+	return server_volume_claim_do(s, id, req, attach_default, false, a, out, e);
+}
+
+int server_volume_claim_run(struct server *s, const char *id, const struct model_claim_request *req,
+			    bool attach_default, struct arena *a, struct model_volume **out,
+			    struct err *e)
+{
+	return server_volume_claim_do(s, id, req, attach_default, true, a, out, e);
 }
 
 int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,
