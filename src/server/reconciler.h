@@ -38,10 +38,13 @@
  * position, everything is listed and enqueued again.
  * reconciler_start() runs the same core on worker threads, plus one thread
  * that follows the store's change log and enqueues every changed object.
- * At start (step or threads) every volume and snapshot is enqueued.
+ * At start (step or threads) every volume and snapshot is enqueued. A
+ * caller that waits for an item's next step may work it on its own
+ * thread instead of a worker's (reconciler_run), under the same rules.
  *
- * Thread-safety: reconciler_enqueue and reconciler_status may be called
- * from any thread; reconciler_step from one thread, never after start.
+ * Thread-safety: reconciler_enqueue, reconciler_run and reconciler_status
+ * may be called from any thread; reconciler_step from one thread, never
+ * after start.
  */
 #ifndef CSID_SERVER_RECONCILER_H
 #define CSID_SERVER_RECONCILER_H
