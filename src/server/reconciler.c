@@ -238,28 +238,6 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	reconciler_enqueue(r, kind, id);
 }
 
-void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
-			bool restart)
-{
-	struct rec_item *it;
-
-	if (r == NULL || id == NULL || id[0] == '\0' ||
-	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
-		return;
-	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
-	pthread_mutex_lock(&r->mu);
-	it = rec_items_find(&r->q, kind, id);
-	if (it != NULL && restart) {
-		rec_set_error(r, it, NULL);
-		it->attempts = 0;
-	}
-	rec_enqueue_locked(r, kind, id);
-	it = rec_items_find(&r->q, kind, id);
-	if (it != NULL && it->own_index < index)
-		it->own_index = index;
-	rec_unlock(r);
-}
-
 uint64_t reconciler_follow_index(struct reconciler *r)
 {
 	uint64_t index;
@@ -601,8 +579,14 @@ static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 	rec_unlock(r);
 }
 
-bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
-		    bool restart)
+/*
+ * reconciler_written, and with run the item is taken here and worked on
+ * this thread when a worker could take it now (reconciler_run). One hold
+ * of mu: a pass that ends meanwhile must not drop the item unmarked.
+ * Returns whether it was worked here.
+ */
+static bool rec_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart, bool run)
 {
 	struct rec_item *it;
 
@@ -611,28 +595,40 @@ bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, 
 		return false;
 	pthread_mutex_lock(&r->mu);
 	it = rec_items_find(&r->q, kind, id);
-	if (it == NULL)
-		it = rec_items_add(&r->q, kind, id);
-	/* Only when a worker would take it now (reconciler_written would make it due now). */
-	if (it == NULL || r->workers == NULL || r->stopping || r->inactive || it->busy ||
-	    it->parked) {
-		rec_unlock(r);
-		reconciler_written(r, kind, id, index, restart);
-		return false;
-	}
-	if (restart) {
+	if (it != NULL && restart) {
 		rec_set_error(r, it, NULL);
 		it->attempts = 0;
 	}
-	if (it->own_index < index)
-		it->own_index = index;
-	if (it->heap_pos != REC_NOT_QUEUED)
+	if (run && it == NULL)
+		it = rec_items_add(&r->q, kind, id);
+	/* Only what a worker could take now (this write makes it due now). */
+	run = run && it != NULL && r->workers != NULL && !r->stopping && !r->inactive &&
+	      !it->busy && !it->parked;
+	if (run && it->heap_pos != REC_NOT_QUEUED)
 		rec_take_item(r, it);
-	else
+	else if (run)
 		rec_busy(r, it);
+	else
+		rec_enqueue_locked(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
+	if (it != NULL && it->own_index < index)
+		it->own_index = index;
 	rec_unlock(r);
-	rec_work(r, it, false);
-	return true;
+	if (run)
+		rec_work(r, it, false);
+	return run;
+}
+
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart)
+{
+	rec_written(r, kind, id, index, restart, false);
+}
+
+bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+		    bool restart)
+{
+	return rec_written(r, kind, id, index, restart, true);
 }
 
 /* ---- enqueueing from the store ---- */
