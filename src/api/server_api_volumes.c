@@ -396,22 +396,6 @@ static int vol_node_stage(struct server_api *api, const struct http_request *req
 	return vol_answer_secret(vol_stage_doc(v), rep, e);
 }
 
-/* The member of array arr whose key is val, or NULL. */
-static json_t *vol_find(json_t *arr, const char *key, const char *val)
-{
-	json_t *x;
-	size_t i;
-
-	json_array_foreach(arr, i, x)
-	{
-		const char *s = json_string_value(json_object_get(x, key));
-
-		if (s && strcmp(s, val) == 0)
-			return x;
-	}
-	return NULL;
-}
-
 static const char *vol_progress_name(enum server_claim_progress p)
 {
 	switch (p) {
@@ -484,9 +468,8 @@ static int vol_claim_answer(struct server_api *api, const struct http_request *r
 			    bool node_view, struct arena *a, struct http_reply *rep, struct err *e)
 {
 	const struct model_volume *shown = v;
-	json_t *vol, *doc;
-	char *text;
-	size_t n;
+	char *text = NULL;
+	size_t n = 0;
 	int rc;
 
 	if (node_view && !(shown = vol_node_view(v, claim->node_id, a)))
@@ -495,28 +478,16 @@ static int vol_claim_answer(struct server_api *api, const struct http_request *r
 	    (rc = server_node_instance_check(api->server, claim->node_id, vol_node_instance(req),
 					     "node-stage", false, e)))
 		return err_wrap(e, "volume %s", v->id);
-	if ((rc = model_volume_encode(shown, MODEL_VIEW_API, &text, &n, e)))
+	/* Written in one go: no tree of the volume built, parsed and dumped again. */
+	if ((rc = model_claim_answer_encode(shown, model_volume_claim(shown, claim->alloc_id),
+					    model_volume_pub(shown, claim->node_id),
+					    vol_progress_name(prog), stage ? v : NULL, &text, &n,
+					    e)))
 		return rc;
-	vol = server_api_json(text, n);
-	free(text);
-	doc = vol ? json_pack(
-			"{s:o, s:O?, s:O?, s:s}", "volume", vol, "claim",
-			vol_find(json_object_get(vol, "claims"), "alloc_id", claim->alloc_id),
-			"publication",
-			vol_find(json_object_get(vol, "publications"), "node_id", claim->node_id),
-			"publication_state", vol_progress_name(prog))
-		  : NULL;
 	server_api_set_index(rep, v->modify_index);
-	if (stage) {
-		if (doc && json_object_set_new(doc, "node_stage", vol_stage_doc(v))) {
-			model_json_wipe(doc);
-			json_decref(doc);
-			doc = NULL;
-		}
-		return vol_answer_secret(doc, rep, e);
-	}
-	rep->doc = doc;
-	return doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	rep->text = text;
+	rep->wipe = stage;
+	return 0;
 }
 
 /*
@@ -563,7 +534,10 @@ static int vol_claim_spin(struct server_api *api, const char *id,
  * changed), the claim is gone (404 with its note), the wait ends or the
  * API stops; it then answers where the claim stands (vol_claim_answer).
  * The claim is made on the first run only (the memo holds the status
- * stamp seen then): the runs after it read the volume. A client that
+ * stamp seen then), and with it, on this thread, the reconciler's pass
+ * that publishes it when this server leads and no worker has the volume
+ * (server_volume_claim_run): no hand-off to a worker and no wake-up after
+ * the publication's write. The runs after it read the volume. A client that
  * went away meanwhile loses nothing: the claim is kept, as granted, and
  * a claim again by the allocation is granted again (idempotent).
  */
@@ -596,7 +570,11 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	if (first) {
 		rc = server_node_instance_check(api->server, claim.node_id, vol_node_instance(req),
 						"claim", true, e);
-		if (!rc)
+		/* A claim that waits has its publication made on this thread when it can. */
+		if (!rc && wait_ms > 0)
+			rc = server_volume_claim_run(api->server, id, &claim, attach_default, a, &v,
+						     e);
+		else if (!rc)
 			rc = server_volume_claim_default(api->server, id, &claim, attach_default, a,
 							 &v, e);
 		if (rc)

@@ -435,6 +435,19 @@ int model_volume_encode(const struct model_volume *v, enum model_view view, char
 			struct err *e);
 int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, char **out,
 			  size_t *len, struct err *e);
+/*
+ * The answer of a claim that waited, written in one go: {"volume": v's
+ * API view, "claim": c, "publication": p (each NULL: null),
+ * "publication_state": state, and unless stage is NULL "node_stage":
+ * {"secrets", "mount_flags", "fs_type"} of stage (the volume as stored:
+ * v may be a view without them)}, as model_volume_encode writes each
+ * part. With stage the text holds secrets: the caller wipes it
+ * (model_wipe_free). Returns 0 or CSID_ENOMEM.
+ */
+int model_claim_answer_encode(const struct model_volume *v, const struct model_claim *c,
+			      const struct model_publication *p, const char *state,
+			      const struct model_volume *stage, char **out, size_t *len,
+			      struct err *e);
 int model_node_encode(const struct model_node *n, char **out, size_t *len, struct err *e);
 /*
  * The API view of a node: as model_node_encode, but instance_id (which

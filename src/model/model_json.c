@@ -231,6 +231,45 @@ int model_volume_encode(const struct model_volume *v, enum model_view view, char
 	return model_finish(&w, "volume", out, len, e);
 }
 
+int model_claim_answer_encode(const struct model_volume *v, const struct model_claim *c,
+			      const struct model_publication *p, const char *state,
+			      const struct model_volume *stage, char **out, size_t *len,
+			      struct err *e)
+{
+	struct jsonw w;
+
+	jsonw_init(&w, MODEL_ENC_HINT + 320 * (v->nclaims + v->npast_claims));
+	jsonw_object_open(&w);
+	jsonw_lkey(&w, JSONW_KEY("volume"));
+	model_enc_volume(&w, v, MODEL_VIEW_API);
+	jsonw_lkey(&w, JSONW_KEY("claim"));
+	if (c)
+		model_enc_claim(&w, c);
+	else
+		jsonw_str(&w, NULL);
+	jsonw_lkey(&w, JSONW_KEY("publication"));
+	if (p)
+		model_enc_pub(&w, p);
+	else
+		jsonw_str(&w, NULL);
+	jsonw_lmember_str(&w, JSONW_KEY("publication_state"), state);
+	if (stage) {
+		jsonw_lkey(&w, JSONW_KEY("node_stage"));
+		jsonw_object_open(&w);
+		model_enc_map(&w, JSONW_KEY("secrets"), &stage->secrets);
+		jsonw_lkey(&w, JSONW_KEY("mount_flags"));
+		jsonw_array_open(&w);
+		for (size_t i = 0; i < stage->nmount_flags; i++)
+			jsonw_str(&w, stage->mount_flags[i]);
+		jsonw_array_close(&w);
+		jsonw_lkey(&w, JSONW_KEY("fs_type"));
+		jsonw_str(&w, stage->fs_type);
+		jsonw_object_close(&w);
+	}
+	jsonw_object_close(&w);
+	return model_finish(&w, "claim answer", out, len, e);
+}
+
 int model_snapshot_encode(const struct model_snapshot *s, enum model_view view, char **out,
 			  size_t *len, struct err *e)
 {

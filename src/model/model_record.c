@@ -12,10 +12,15 @@
  * naming the JSON path of the first problem, never a crash; unknown keys
  * are skipped (an older program reads a newer record), a null member is
  * an absent one, a key the decoder knows may appear once, and a map's
- * keys are unique. No message names a secret's key or value. Keys are
- * looked up in each object's table starting where the last one matched,
- * since the encoders write them in table order.
+ * keys are unique. No message names a secret's key or value.
+ *
+ * Each object kind is a table of its members (key, type, where the value
+ * goes in the struct, whether it is required), read by one loop
+ * (rec_fields); arrays of objects and nested objects name the table of
+ * theirs. Keys are looked up in a table starting where the last one
+ * matched, since the encoders write them in table order.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "model/model.h"
@@ -30,18 +35,53 @@ struct rec {
 	struct model_dec d;
 	struct jsonr r;
 	struct err own; /* where errors go when the caller passed none */
-	bool have_state; /* the record's "state" was there (not null) */
 };
 
-/* The keys of one object kind, in the order the encoder writes them. */
-struct rec_keys {
-	const char *const *names;
+/* What a member's value is, and so how it is read (rec_value). */
+enum rec_type {
+	RT_STR,
+	RT_BOOL,
+	RT_INT, /* an integer >= 0 */
+	RT_SIZE, /* a capacity: bytes, or a size string such as "10GiB" */
+	RT_ENUM, /* a name of names: the value's int */
+	RT_MAP,
+	RT_SECRETS, /* a map whose keys and values no message names */
+	RT_STRINGS, /* an array of strings */
+	RT_TOPOLOGIES, /* an array of maps */
+	RT_OBJECTS, /* an array of objects, each read by sub */
+	RT_NESTED, /* an object read by sub into the same struct */
+};
+
+/* Whether a member must be there once its object is read. */
+enum rec_need {
+	RQ_OPTIONAL,
+	RQ_PRESENT, /* there, and not null */
+	RQ_NONEMPTY, /* a string there, not null and not "" */
+};
+
+struct rec_table;
+
+/* One member of an object kind: its key, type and where its value goes. */
+struct rec_field {
+	const char *name;
+	enum rec_type type;
+	enum rec_need need;
+	size_t off; /* of the value in the struct read into */
+	size_t count_off; /* RT_STRINGS, RT_TOPOLOGIES, RT_OBJECTS: of the element count */
+	const struct model_names *names; /* RT_ENUM */
+	const struct rec_table *sub; /* RT_OBJECTS: each element's; RT_NESTED: the object's */
+};
+
+/* The members of one object kind, in the order the encoder writes them. */
+struct rec_table {
+	const struct rec_field *f;
 	int n;
+	size_t size; /* of the struct an element of an array fills */
 };
 
-/* One object being read: its keys, which were seen, where the last matched. */
+/* One object being read: its members, which were seen, where the last matched. */
 struct rec_obj {
-	const struct rec_keys *keys;
+	const struct rec_table *keys;
 	const char *path; /* the object's JSON path ("" at the top) */
 	uint64_t seen;
 	int hint;
@@ -97,7 +137,8 @@ static const char *rec_index_path(char *buf, const char *parent, size_t i)
 }
 
 /* Takes the '{' of an object at path; fails when the value is no object. */
-static int rec_open(struct rec *x, struct rec_obj *o, const struct rec_keys *keys, const char *path)
+static int rec_open(struct rec *x, struct rec_obj *o, const struct rec_table *keys,
+		    const char *path)
 {
 	memset(o, 0, sizeof(*o));
 	o->keys = keys;
@@ -137,7 +178,7 @@ static int rec_member(struct rec *x, struct rec_obj *o, int *idx)
 			for (int k = 0; k < o->keys->n && i < 0; k++) {
 				int at = (o->hint + k) % o->keys->n;
 
-				if (strcmp(o->keys->names[at], key) == 0)
+				if (strcmp(o->keys->f[at].name, key) == 0)
 					i = at;
 			}
 		}
@@ -212,19 +253,20 @@ static int rec_int(struct rec *x, const char *path, const char *key, int64_t *ou
 }
 
 /* A capacity: bytes as an integer, or a size string ("10GiB"). */
-static int rec_size(struct rec *x, const char *key, int64_t *out)
+static int rec_size(struct rec *x, const char *path, const char *key, int64_t *out)
 {
+	char where[MODEL_PATH_MAX];
 	struct err sub;
 	char *s;
 
 	if (jsonr_peek(&x->r) != JSONR_STRING)
-		return rec_count(x, "", key,
+		return rec_count(x, path, key,
 				 "expected bytes as an integer or a string such as \"10GiB\"", out);
-	if (rec_str(x, "", key, &s))
+	if (rec_str(x, path, key, &s))
 		return -1;
 	err_clear(&sub);
 	if (model_parse_size(s, out, &sub))
-		return model_dec_fail(&x->d, key, "%s", sub.msg);
+		return model_dec_fail(&x->d, model_dec_path(where, path, key), "%s", sub.msg);
 	return 0;
 }
 
@@ -412,11 +454,14 @@ static int rec_strings(struct rec *x, const char *path, const char *key, char **
 	return rc;
 }
 
-/* Reads the objects of the array at key, each with one (x, path, element) call. */
-typedef int (*rec_elem_fn)(struct rec *x, const char *path, void *elem);
+static int rec_fields(struct rec *x, const char *path, const struct rec_table *t, void *base,
+		      uint64_t *have);
+static int rec_required(struct rec *x, const char *path, const struct rec_table *t,
+			const void *base, uint64_t have);
 
-static int rec_objects(struct rec *x, const char *path, const char *key, size_t size,
-		       rec_elem_fn fn, void **out, size_t *n)
+/* Reads the objects of the array at path.key, each into an element of t->size by t. */
+static int rec_objects(struct rec *x, const char *path, const char *key, const struct rec_table *t,
+		       void **out, size_t *n)
 {
 	char sub[MODEL_PATH_MAX], isub[MODEL_PATH_MAX];
 	size_t cap = 0, seen = 0;
@@ -428,600 +473,323 @@ static int rec_objects(struct rec *x, const char *path, const char *key, size_t 
 		return -1;
 	model_dec_path(sub, path, key);
 	while ((rc = rec_item(x, &seen)) == 1) {
-		if (rec_grow(x, out, &cap, *n, size) ||
-		    fn(x, rec_index_path(isub, sub, *n), (char *)*out + *n * size))
+		void *elem;
+		uint64_t have;
+
+		if (rec_grow(x, out, &cap, *n, t->size))
+			return -1;
+		elem = (char *)*out + *n * t->size;
+		rec_index_path(isub, sub, *n);
+		if (rec_fields(x, isub, t, elem, &have) || rec_required(x, isub, t, elem, have))
 			return -1;
 		(*n)++;
 	}
 	return rc;
 }
 
-/* Fails at path.key as "required" when bit i of o was not seen with a value. */
-static int rec_required(struct rec *x, const struct rec_obj *o, uint64_t have, int i)
+/* Reads the value of member f of the object at path into base. */
+static int rec_value(struct rec *x, const char *path, const struct rec_field *f, void *base)
 {
-	if (have & ((uint64_t)1 << i))
-		return 0;
-	return rec_fail(x, o->path, o->keys->names[i], "required");
+	char *at = (char *)base + f->off, sub[MODEL_PATH_MAX];
+	size_t *count = (size_t *)((char *)base + f->count_off);
+	const char *k = f->name;
+
+	switch (f->type) {
+	case RT_STR:
+		return rec_str(x, path, k, (char **)at);
+	case RT_BOOL:
+		return rec_bool(x, path, k, (bool *)at);
+	case RT_INT:
+		return rec_int(x, path, k, (int64_t *)at);
+	case RT_SIZE:
+		return rec_size(x, path, k, (int64_t *)at);
+	case RT_ENUM:
+		return rec_enum(x, path, k, f->names, (int *)at);
+	case RT_MAP:
+	case RT_SECRETS:
+		return rec_map(x, path, k, f->type == RT_SECRETS, (struct model_map *)at);
+	case RT_STRINGS:
+		return rec_strings(x, path, k, (char ***)at, count);
+	case RT_TOPOLOGIES:
+		return rec_topologies(x, path, k, (struct model_topology **)at, count);
+	case RT_OBJECTS:
+		return rec_objects(x, path, k, f->sub, (void **)at, count);
+	default: {
+		uint64_t have;
+
+		return rec_fields(x, model_dec_path(sub, path, k), f->sub, base, &have);
+	}
+	}
 }
 
-/* A key list (X-macro) gives both an object's member indexes and its key table. */
-#define REC_ENUM(id, name) id,
-#define REC_NAME(id, name) name,
-#define REC_KEYS(arr)                                    \
-	{                                                \
-		arr, (int)(sizeof(arr) / sizeof(arr[0])) \
-	}
-
-/* ---- claims and publications ---- */
-
-/* A claim's keys, in the order the encoder writes them. */
-/* clang-format off */
-#define REC_CLAIM_KEYS(X) \
-	X(RC_ALLOC, "alloc_id") X(RC_NODE, "node_id") X(RC_PNODE, "plugin_node_id") \
-	X(RC_MODE, "mode") X(RC_ACCESS, "access_mode") X(RC_ATTACH, "attachment_mode") \
-	X(RC_RO, "read_only") X(RC_STATE, "state") X(RC_CLAIMED, "claimed_ms") \
-	X(RC_UPDATED, "updated_ms") X(RC_NOTE, "note") X(RC_HELD, "held_by_agent") \
-	X(RC_EXPANDED, "node_expanded")
-/* clang-format on */
-enum { REC_CLAIM_KEYS(REC_ENUM) };
-static const char *const rec_claim_names[] = {REC_CLAIM_KEYS(REC_NAME)};
-static const struct rec_keys rec_claim_keys = REC_KEYS(rec_claim_names);
-
-static int rec_claim(struct rec *x, const char *path, void *elem)
+/*
+ * Reads the object at path into base by t: *have gets bit i for each
+ * member i there with a value (not null). Unknown members are skipped.
+ */
+static int rec_fields(struct rec *x, const char *path, const struct rec_table *t, void *base,
+		      uint64_t *have)
 {
-	struct model_claim *c = elem;
-	int mode = 0, state = 0, access = 0, attach = MODEL_ATTACH_FILE_SYSTEM, i, rc = 0;
-	uint64_t have = 0;
 	struct rec_obj o;
+	int i = -1, rc = 0;
 
-	if (rec_open(x, &o, &rec_claim_keys, path))
+	*have = 0;
+	if (rec_open(x, &o, t, path))
 		return -1;
 	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		const char *k = rec_claim_names[i];
-
-		have |= (uint64_t)1 << i;
-		switch (i) {
-		case RC_ALLOC:
-			rc = rec_str(x, path, k, &c->alloc_id);
-			break;
-		case RC_NODE:
-			rc = rec_str(x, path, k, &c->node_id);
-			break;
-		case RC_PNODE:
-			rc = rec_str(x, path, k, &c->plugin_node_id);
-			break;
-		case RC_MODE:
-			rc = rec_enum(x, path, k, &model_names_claim_mode, &mode);
-			break;
-		case RC_ACCESS:
-			rc = rec_enum(x, path, k, &model_names_access, &access);
-			break;
-		case RC_ATTACH:
-			rc = rec_enum(x, path, k, &model_names_attachment, &attach);
-			break;
-		case RC_RO:
-			rc = rec_bool(x, path, k, &c->read_only);
-			break;
-		case RC_STATE:
-			rc = rec_enum(x, path, k, &model_names_claim_state, &state);
-			break;
-		case RC_CLAIMED:
-			rc = rec_int(x, path, k, &c->claimed_ms);
-			break;
-		case RC_UPDATED:
-			rc = rec_int(x, path, k, &c->updated_ms);
-			break;
-		case RC_NOTE:
-			rc = rec_str(x, path, k, &c->note);
-			break;
-		case RC_HELD:
-			rc = rec_bool(x, path, k, &c->held_by_agent);
-			break;
-		default:
-			rc = rec_bool(x, path, k, &c->node_expanded);
-			break;
-		}
+		*have |= (uint64_t)1 << i;
+		rc = rec_value(x, path, &t->f[i], base);
 	}
-	if (rc)
-		return rc;
-	if (!c->alloc_id || !c->alloc_id[0])
-		have &= ~((uint64_t)1 << RC_ALLOC);
-	if (!c->node_id || !c->node_id[0])
-		have &= ~((uint64_t)1 << RC_NODE);
-	c->mode = (enum model_claim_mode)mode;
-	c->state = (enum model_claim_state)state;
-	c->cap.access = (enum model_access)access;
-	c->cap.attachment = (enum model_attachment)attach;
-	if (rec_required(x, &o, have, RC_ALLOC) || rec_required(x, &o, have, RC_NODE) ||
-	    rec_required(x, &o, have, RC_MODE) || rec_required(x, &o, have, RC_ACCESS) ||
-	    rec_required(x, &o, have, RC_STATE))
-		return -1;
-	return 0;
-}
-
-static int rec_claims(struct rec *x, const char *key, struct model_claim **out, size_t *n)
-{
-	return rec_objects(x, "", key, sizeof(**out), rec_claim, (void **)out, n);
-}
-
-enum { RP_NODE, RP_PNODE, RP_RO, RP_ACCESS, RP_ATTACH, RP_STATE, RP_CONTEXT };
-static const char *const rec_pub_names[] = {
-    "node_id", "plugin_node_id", "read_only", "access_mode", "attachment_mode", "state", "context"};
-static const struct rec_keys rec_pub_keys = REC_KEYS(rec_pub_names);
-
-static int rec_pub(struct rec *x, const char *path, void *elem)
-{
-	struct model_publication *p = elem;
-	int state = 0, access = 0, attach = MODEL_ATTACH_FILE_SYSTEM, i, rc = 0;
-	uint64_t have = 0;
-	struct rec_obj o;
-
-	if (rec_open(x, &o, &rec_pub_keys, path))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		const char *k = rec_pub_names[i];
-
-		have |= (uint64_t)1 << i;
-		if (i == RP_NODE)
-			rc = rec_str(x, path, k, &p->node_id);
-		else if (i == RP_PNODE)
-			rc = rec_str(x, path, k, &p->plugin_node_id);
-		else if (i == RP_RO)
-			rc = rec_bool(x, path, k, &p->read_only);
-		else if (i == RP_ACCESS)
-			rc = rec_enum(x, path, k, &model_names_access, &access);
-		else if (i == RP_ATTACH)
-			rc = rec_enum(x, path, k, &model_names_attachment, &attach);
-		else if (i == RP_STATE)
-			rc = rec_enum(x, path, k, &model_names_pub_state, &state);
-		else
-			rc = rec_map(x, path, k, false, &p->context);
-	}
-	if (rc)
-		return rc;
-	if (!p->node_id || !p->node_id[0])
-		have &= ~((uint64_t)1 << RP_NODE);
-	p->state = (enum model_pub_state)state;
-	p->cap.access = (enum model_access)access;
-	p->cap.attachment = (enum model_attachment)attach;
-	if (rec_required(x, &o, have, RP_NODE) || rec_required(x, &o, have, RP_ACCESS) ||
-	    rec_required(x, &o, have, RP_STATE))
-		return -1;
-	return 0;
-}
-
-/* ---- volumes ---- */
-
-static const char *const rec_cap_names[] = {"access_mode", "attachment_mode"};
-static const struct rec_keys rec_cap_keys = REC_KEYS(rec_cap_names);
-
-static int rec_cap(struct rec *x, const char *path, void *elem)
-{
-	struct model_capability *c = elem;
-	int access = 0, attach = MODEL_ATTACH_FILE_SYSTEM, i, rc = 0;
-	uint64_t have = 0;
-	struct rec_obj o;
-
-	if (rec_open(x, &o, &rec_cap_keys, path))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		have |= (uint64_t)1 << i;
-		rc = rec_enum(x, path, rec_cap_names[i],
-			      i == 0 ? &model_names_access : &model_names_attachment,
-			      i == 0 ? &access : &attach);
-	}
-	if (rc || rec_required(x, &o, have, 0))
-		return -1;
-	c->access = (enum model_access)access;
-	c->attachment = (enum model_attachment)attach;
-	return 0;
-}
-
-/* The volume's nested objects of two keys each, read by one loop. */
-enum { RX_MOUNT, RX_TOPOLOGY, RX_PENDING };
-static const char *const rec_nested_paths[] = {"mount_options", "topology_request", "pending"};
-static const char *const rec_nested_names[][2] = {
-    {"fs_type", "mount_flags"}, {"requisite", "preferred"}, {"capacity_min", "mutable_parameters"}};
-static const struct rec_keys rec_nested_keys[] = {{rec_nested_names[RX_MOUNT], 2},
-						  {rec_nested_names[RX_TOPOLOGY], 2},
-						  {rec_nested_names[RX_PENDING], 2}};
-
-/* Member i of nested object which (at path) into v. */
-static int rec_nested_member(struct rec *x, int which, int i, const char *path,
-			     struct model_volume *v)
-{
-	const char *k = rec_nested_names[which][i];
-
-	switch (which * 2 + i) {
-	case 0:
-		return rec_str(x, path, k, &v->fs_type);
-	case 1:
-		return rec_strings(x, path, k, &v->mount_flags, &v->nmount_flags);
-	case 2:
-		return rec_topologies(x, path, k, &v->requisite, &v->nrequisite);
-	case 3:
-		return rec_topologies(x, path, k, &v->preferred, &v->npreferred);
-	case 4:
-		return rec_int(x, path, k, &v->pending_capacity_min);
-	default:
-		return rec_map(x, path, k, false, &v->pending_mutable);
-	}
-}
-
-static int rec_nested(struct rec *x, int which, struct model_volume *v)
-{
-	struct rec_obj o;
-	int i, rc = 0;
-
-	if (rec_open(x, &o, &rec_nested_keys[which], rec_nested_paths[which]))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0)
-		rc = rec_nested_member(x, which, i, o.path, v);
 	return rc;
 }
 
-/* A volume record's keys, in the order the encoder writes them. */
-/* clang-format off */
-#define REC_VOLUME_KEYS(X) \
-	X(RV_ID, "id") X(RV_NAME, "name") X(RV_PLUGIN, "plugin_id") \
-	X(RV_EXTERNAL, "external_id") X(RV_CAPMIN, "capacity_min") \
-	X(RV_CAPMAX, "capacity_max") X(RV_CAPS, "capabilities") X(RV_MOUNT, "mount_options") \
-	X(RV_PARAMS, "parameters") X(RV_MUTABLE, "mutable_parameters") \
-	X(RV_SECRETS, "secrets") X(RV_CONTEXT, "context") X(RV_TOPOREQ, "topology_request") \
-	X(RV_SNAPSRC, "snapshot_source") X(RV_CLONESRC, "clone_source") X(RV_STATE, "state") \
-	X(RV_FAILURE, "failure") X(RV_CAPACITY, "capacity") \
-	X(RV_ACCESSIBLE, "accessible_topology") X(RV_NODEEXP, "node_expansion_required") \
-	X(RV_PENDING, "pending") X(RV_CLAIMS, "claims") X(RV_PAST, "past_claims") \
-	X(RV_PUBS, "publications") X(RV_CREATED, "created_ms") X(RV_UPDATED, "updated_ms")
-/* clang-format on */
-enum { REC_VOLUME_KEYS(REC_ENUM) };
-static const char *const rec_volume_names[] = {REC_VOLUME_KEYS(REC_NAME)};
-static const struct rec_keys rec_volume_keys = REC_KEYS(rec_volume_names);
-
-/* One top-level member i of a volume record. */
-static int rec_volume_member(struct rec *x, int i, struct model_volume *v)
+/* Fails at path.key, as "required", on the first member of t that must be there and is not. */
+static int rec_required(struct rec *x, const char *path, const struct rec_table *t,
+			const void *base, uint64_t have)
 {
-	const char *k = rec_volume_names[i];
+	for (int i = 0; i < t->n; i++) {
+		const struct rec_field *f = &t->f[i];
+		const char *s =
+		    f->need == RQ_NONEMPTY ? *(char *const *)((const char *)base + f->off) : NULL;
 
-	switch (i) {
-	case RV_ID:
-		return rec_str(x, "", k, &v->id);
-	case RV_NAME:
-		return rec_str(x, "", k, &v->name);
-	case RV_PLUGIN:
-		return rec_str(x, "", k, &v->plugin_id);
-	case RV_EXTERNAL:
-		return rec_str(x, "", k, &v->external_id);
-	case RV_CAPMIN:
-		return rec_size(x, k, &v->capacity_min);
-	case RV_CAPMAX:
-		return rec_size(x, k, &v->capacity_max);
-	case RV_CAPS:
-		return rec_objects(x, "", k, sizeof(*v->caps), rec_cap, (void **)&v->caps,
-				   &v->ncaps);
-	case RV_MOUNT:
-		return rec_nested(x, RX_MOUNT, v);
-	case RV_PARAMS:
-		return rec_map(x, "", k, false, &v->parameters);
-	case RV_MUTABLE:
-		return rec_map(x, "", k, false, &v->mutable_parameters);
-	case RV_SECRETS:
-		return rec_map(x, "", k, true, &v->secrets);
-	case RV_CONTEXT:
-		return rec_map(x, "", k, false, &v->context);
-	case RV_TOPOREQ:
-		return rec_nested(x, RX_TOPOLOGY, v);
-	case RV_SNAPSRC:
-		return rec_str(x, "", k, &v->snapshot_source);
-	case RV_CLONESRC:
-		return rec_str(x, "", k, &v->clone_source);
-	case RV_FAILURE:
-		return rec_str(x, "", k, &v->failure);
-	case RV_CAPACITY:
-		return rec_int(x, "", k, &v->capacity);
-	case RV_ACCESSIBLE:
-		return rec_topologies(x, "", k, &v->accessible, &v->naccessible);
-	case RV_NODEEXP:
-		return rec_bool(x, "", k, &v->node_expansion_required);
-	case RV_PENDING:
-		return rec_nested(x, RX_PENDING, v);
-	case RV_CLAIMS:
-		return rec_claims(x, k, &v->claims, &v->nclaims);
-	case RV_PAST:
-		return rec_claims(x, k, &v->past_claims, &v->npast_claims);
-	case RV_PUBS:
-		return rec_objects(x, "", k, sizeof(*v->pubs), rec_pub, (void **)&v->pubs,
-				   &v->npubs);
-	case RV_CREATED:
-		return rec_int(x, "", k, &v->created_ms);
-	default:
-		return rec_int(x, "", k, &v->updated_ms);
+		if (f->need == RQ_OPTIONAL)
+			continue;
+		if (!(have & ((uint64_t)1 << i)) || (f->need == RQ_NONEMPTY && (!s || !s[0])))
+			return rec_fail(x, path, f->name, "required");
 	}
+	return 0;
 }
 
-/* Starts a decoding of text; a is where it goes. */
-static void rec_init(struct rec *x, struct arena *a, struct err *e, const char *what,
-		     const char *text, size_t len)
-{
-	memset(x, 0, sizeof(*x));
-	x->d = (struct model_dec){.a = a, .e = e ? e : &x->own, .strict = false, .what = what};
-	jsonr_init(&x->r, text, len);
-}
+/*
+ * Table rows, for the struct REC_T names: REC_M(member, type, need) for a
+ * member whose key is its name, REC_K(member, key, type, need) for one
+ * whose key differs, REC_E(member, key, names, need) for an enum, REC_A(
+ * member, count member, key, type, table of the objects or NULL) for an
+ * array, REC_N(key, table) for an object nested in the same struct.
+ */
+/* The table name of REC_T's members: the rows, then the table. */
+#define REC_DEFINE(name, ...)                                          \
+	static const struct rec_field name##_fields[] = {__VA_ARGS__}; \
+	static const struct rec_table name = REC_TABLE(name##_fields, REC_T)
+#define REC_TABLE(arr, type)                                           \
+	{                                                              \
+		arr, (int)(sizeof(arr) / sizeof(arr[0])), sizeof(type) \
+	}
+#define REC_K(m, key, type, need)                                  \
+	{                                                          \
+		key, type, need, offsetof(REC_T, m), 0, NULL, NULL \
+	}
+#define REC_M(m, type, need) REC_K(m, #m, type, need)
+#define REC_E(m, key, names, need)                                      \
+	{                                                               \
+		key, RT_ENUM, need, offsetof(REC_T, m), 0, &names, NULL \
+	}
+#define REC_A(m, n, key, type, sub)                                                       \
+	{                                                                                 \
+		key, type, RQ_OPTIONAL, offsetof(REC_T, m), offsetof(REC_T, n), NULL, sub \
+	}
+#define REC_N(key, sub)                                      \
+	{                                                    \
+		key, RT_NESTED, RQ_OPTIONAL, 0, 0, NULL, sub \
+	}
+/* Optional members, the most common rows. */
+#define REC_STR(m) REC_M(m, RT_STR, RQ_OPTIONAL)
+#define REC_INT(m) REC_M(m, RT_INT, RQ_OPTIONAL)
+#define REC_BOOL(m) REC_M(m, RT_BOOL, RQ_OPTIONAL)
+#define REC_MAP(m) REC_M(m, RT_MAP, RQ_OPTIONAL)
+/* A capability's two members, in claims and publications too (prefix: "cap."). */
+#define REC_CAP(p)                                                      \
+	REC_E(p access, "access_mode", model_names_access, RQ_PRESENT), \
+	    REC_E(p attachment, "attachment_mode", model_names_attachment, RQ_OPTIONAL)
 
-/* The code of the error x failed with. */
-static int rec_code(const struct rec *x)
-{
-	return x->d.e->code ? x->d.e->code : CSID_EPROTO;
-}
+/* Enums are read as int (rec_enum) straight into the struct. */
+_Static_assert(sizeof(enum model_access) == sizeof(int) &&
+		   sizeof(enum model_attachment) == sizeof(int) &&
+		   sizeof(enum model_claim_mode) == sizeof(int) &&
+		   sizeof(enum model_claim_state) == sizeof(int) &&
+		   sizeof(enum model_pub_state) == sizeof(int) &&
+		   sizeof(enum model_volume_state) == sizeof(int) &&
+		   sizeof(enum model_snapshot_state) == sizeof(int) &&
+		   sizeof(enum model_plugin_type) == sizeof(int) &&
+		   sizeof(enum model_node_status) == sizeof(int),
+	       "an enum of the model is not an int");
 
-/* After the root object: only white space may follow. */
-static int rec_finish(struct rec *x)
+/* clang-format off */
+
+/* ---- claims, publications, capabilities ---- */
+
+#define REC_T struct model_claim
+REC_DEFINE(rec_claim,
+	REC_M(alloc_id, RT_STR, RQ_NONEMPTY), REC_M(node_id, RT_STR, RQ_NONEMPTY),
+	REC_STR(plugin_node_id),
+	REC_E(mode, "mode", model_names_claim_mode, RQ_PRESENT),
+	REC_CAP(cap.), REC_BOOL(read_only),
+	REC_E(state, "state", model_names_claim_state, RQ_PRESENT),
+	REC_INT(claimed_ms), REC_INT(updated_ms), REC_STR(note),
+	REC_BOOL(held_by_agent), REC_BOOL(node_expanded)
+);
+#undef REC_T
+
+#define REC_T struct model_publication
+REC_DEFINE(rec_pub,
+	REC_M(node_id, RT_STR, RQ_NONEMPTY), REC_STR(plugin_node_id), REC_BOOL(read_only),
+	REC_CAP(cap.), REC_E(state, "state", model_names_pub_state, RQ_PRESENT), REC_MAP(context)
+);
+#undef REC_T
+
+#define REC_T struct model_capability
+REC_DEFINE(rec_cap, REC_CAP());
+#undef REC_T
+
+/* ---- volumes ---- */
+
+#define REC_T struct model_volume
+REC_DEFINE(rec_mount,
+	REC_STR(fs_type), REC_A(mount_flags, nmount_flags, "mount_flags", RT_STRINGS, NULL)
+);
+REC_DEFINE(rec_topology,
+	REC_A(requisite, nrequisite, "requisite", RT_TOPOLOGIES, NULL),
+	REC_A(preferred, npreferred, "preferred", RT_TOPOLOGIES, NULL)
+);
+REC_DEFINE(rec_pending,
+	REC_K(pending_capacity_min, "capacity_min", RT_INT, RQ_OPTIONAL),
+	REC_K(pending_mutable, "mutable_parameters", RT_MAP, RQ_OPTIONAL)
+);
+REC_DEFINE(rec_volume,
+	REC_M(id, RT_STR, RQ_PRESENT), REC_STR(name), REC_STR(plugin_id), REC_STR(external_id),
+	REC_M(capacity_min, RT_SIZE, RQ_OPTIONAL), REC_M(capacity_max, RT_SIZE, RQ_OPTIONAL),
+	REC_A(caps, ncaps, "capabilities", RT_OBJECTS, &rec_cap),
+	REC_N("mount_options", &rec_mount),
+	REC_MAP(parameters), REC_MAP(mutable_parameters), REC_M(secrets, RT_SECRETS, RQ_OPTIONAL),
+	REC_MAP(context), REC_N("topology_request", &rec_topology),
+	REC_STR(snapshot_source), REC_STR(clone_source),
+	REC_E(state, "state", model_names_volume_state, RQ_PRESENT),
+	REC_STR(failure), REC_INT(capacity),
+	REC_A(accessible, naccessible, "accessible_topology", RT_TOPOLOGIES, NULL),
+	REC_BOOL(node_expansion_required), REC_N("pending", &rec_pending),
+	REC_A(claims, nclaims, "claims", RT_OBJECTS, &rec_claim),
+	REC_A(past_claims, npast_claims, "past_claims", RT_OBJECTS, &rec_claim),
+	REC_A(pubs, npubs, "publications", RT_OBJECTS, &rec_pub),
+	REC_INT(created_ms), REC_INT(updated_ms)
+);
+#undef REC_T
+
+/* A claim history record: {"past_claims": [...]}. */
+struct rec_history {
+	struct model_claim *past_claims;
+	size_t n;
+};
+#define REC_T struct rec_history
+REC_DEFINE(rec_history,
+	REC_A(past_claims, n, "past_claims", RT_OBJECTS, &rec_claim)
+);
+#undef REC_T
+
+/* ---- snapshots ---- */
+
+#define REC_T struct model_snapshot
+REC_DEFINE(rec_snapshot,
+	REC_M(id, RT_STR, RQ_NONEMPTY), REC_STR(volume_id), REC_STR(plugin_id),
+	REC_STR(external_id), REC_STR(name), REC_MAP(parameters),
+	REC_M(secrets, RT_SECRETS, RQ_OPTIONAL),
+	REC_E(state, "state", model_names_snapshot_state, RQ_PRESENT),
+	REC_STR(failure), REC_BOOL(ready_to_use), REC_INT(size_bytes),
+	REC_INT(creation_time_ms), REC_INT(created_ms)
+);
+#undef REC_T
+
+/* ---- nodes ---- */
+
+#define REC_T struct model_node_plugin
+REC_DEFINE(rec_node_plugin,
+	REC_M(plugin_id, RT_STR, RQ_NONEMPTY),
+	REC_E(type, "type", model_names_plugin_type, RQ_PRESENT),
+	REC_BOOL(healthy), REC_STR(health), REC_STR(version),
+	REC_A(caps, ncaps, "capabilities", RT_STRINGS, NULL),
+	REC_STR(plugin_node_id), REC_INT(max_volumes),
+	REC_K(topology.segments, "topology", RT_MAP, RQ_OPTIONAL)
+);
+#undef REC_T
+
+#define REC_T struct model_node_alloc
+REC_DEFINE(rec_node_alloc,
+	REC_M(volume_id, RT_STR, RQ_NONEMPTY), REC_M(alloc_id, RT_STR, RQ_NONEMPTY)
+);
+#undef REC_T
+
+/* Index of "allocations" below: there (even empty) means the node reported them. */
+#define REC_NODE_ALLOCS 7
+#define REC_T struct model_node
+REC_DEFINE(rec_node,
+	REC_M(id, RT_STR, RQ_NONEMPTY), REC_STR(instance_id),
+	REC_E(status, "status", model_names_node_status, RQ_OPTIONAL),
+	REC_INT(registered_ms), REC_INT(updated_ms), REC_STR(address),
+	REC_A(plugins, nplugins, "plugins", RT_OBJECTS, &rec_node_plugin),
+	REC_A(allocs, nallocs, "allocations", RT_OBJECTS, &rec_node_alloc)
+);
+#undef REC_T
+
+/* clang-format on */
+
+/* ---- records ---- */
+
+/*
+ * Decodes one record (the object at the top of text) by t into a struct
+ * of t->size made in a: the members, then nothing but white space after
+ * the object, then the members t requires. *out gets the struct, *have
+ * (may be NULL) as rec_fields. 0, or the error's code.
+ */
+static int rec_record(struct arena *a, struct err *e, const char *what, const char *text,
+		      size_t len, const struct rec_table *t, void **out, uint64_t *have)
 {
-	return jsonr_end(&x->r) ? rec_syntax(x) : 0;
+	void *base = arena_alloc(a, t->size);
+	uint64_t seen = 0;
+	struct rec x;
+
+	memset(&x, 0, sizeof(x));
+	x.d = (struct model_dec){.a = a, .e = e ? e : &x.own, .strict = false, .what = what};
+	jsonr_init(&x.r, text, len);
+	if (!base)
+		return rec_nomem(&x);
+	if (rec_fields(&x, "", t, base, &seen) || (jsonr_end(&x.r) && rec_syntax(&x)) ||
+	    rec_required(&x, "", t, base, seen))
+		return x.d.e->code ? x.d.e->code : CSID_EPROTO;
+	*out = base;
+	if (have)
+		*have = seen;
+	return 0;
 }
 
 int model_volume_decode(struct arena *a, const char *json, size_t len, struct model_volume **out,
 			struct err *e)
 {
-	struct model_volume *v = arena_alloc(a, sizeof(*v));
-	int state = 0, i, rc = 0;
-	struct rec_obj o;
-	struct rec x;
-
-	rec_init(&x, a, e, "volume record", json, len);
-	if (!v)
-		return rec_nomem(&x);
-	if (rec_open(&x, &o, &rec_volume_keys, ""))
-		return rec_code(&x);
-	while (!rc && !(rc = rec_member(&x, &o, &i)) && i >= 0) {
-		x.have_state |= i == RV_STATE;
-		rc = i == RV_STATE ? rec_enum(&x, "", "state", &model_names_volume_state, &state)
-				   : rec_volume_member(&x, i, v);
-	}
-	if (!rc)
-		rc = rec_finish(&x);
-	if (!rc && !v->id)
-		rc = model_dec_fail(&x.d, "id", "required");
-	if (!rc && !x.have_state)
-		rc = model_dec_fail(&x.d, "state", "required");
-	if (rc)
-		return rec_code(&x);
-	v->state = (enum model_volume_state)state;
-	*out = v;
-	return 0;
+	return rec_record(a, e, "volume record", json, len, &rec_volume, (void **)out, NULL);
 }
-
-static const char *const rec_history_names[] = {"past_claims"};
-static const struct rec_keys rec_history_keys = REC_KEYS(rec_history_names);
 
 int model_history_decode(struct arena *a, const char *json, size_t len, struct model_claim **out,
 			 size_t *n, struct err *e)
 {
-	struct rec_obj o;
-	struct rec x;
-	int i, rc = 0;
+	struct rec_history *h = NULL;
+	int rc =
+	    rec_record(a, e, "claim history record", json, len, &rec_history, (void **)&h, NULL);
 
-	*out = NULL;
-	*n = 0;
-	rec_init(&x, a, e, "claim history record", json, len);
-	if (rec_open(&x, &o, &rec_history_keys, ""))
-		return rec_code(&x);
-	while (!rc && !(rc = rec_member(&x, &o, &i)) && i >= 0)
-		rc = rec_claims(&x, "past_claims", out, n);
-	if (!rc)
-		rc = rec_finish(&x);
-	return rc ? rec_code(&x) : 0;
-}
-
-/* ---- snapshots ---- */
-
-/* A snapshot record's keys, in the order the encoder writes them. */
-/* clang-format off */
-#define REC_SNAPSHOT_KEYS(X) \
-	X(RS_ID, "id") X(RS_VOLUME, "volume_id") X(RS_PLUGIN, "plugin_id") \
-	X(RS_EXTERNAL, "external_id") X(RS_NAME, "name") X(RS_PARAMS, "parameters") \
-	X(RS_SECRETS, "secrets") X(RS_STATE, "state") X(RS_FAILURE, "failure") \
-	X(RS_READY, "ready_to_use") X(RS_SIZE, "size_bytes") X(RS_CTIME, "creation_time_ms") \
-	X(RS_CREATED, "created_ms")
-/* clang-format on */
-enum { REC_SNAPSHOT_KEYS(REC_ENUM) };
-static const char *const rec_snapshot_names[] = {REC_SNAPSHOT_KEYS(REC_NAME)};
-static const struct rec_keys rec_snapshot_keys = REC_KEYS(rec_snapshot_names);
-
-static int rec_snapshot_member(struct rec *x, int i, struct model_snapshot *s, int *state)
-{
-	const char *k = rec_snapshot_names[i];
-
-	switch (i) {
-	case RS_ID:
-		return rec_str(x, "", k, &s->id);
-	case RS_VOLUME:
-		return rec_str(x, "", k, &s->volume_id);
-	case RS_PLUGIN:
-		return rec_str(x, "", k, &s->plugin_id);
-	case RS_EXTERNAL:
-		return rec_str(x, "", k, &s->external_id);
-	case RS_NAME:
-		return rec_str(x, "", k, &s->name);
-	case RS_PARAMS:
-		return rec_map(x, "", k, false, &s->parameters);
-	case RS_SECRETS:
-		return rec_map(x, "", k, true, &s->secrets);
-	case RS_STATE:
-		return rec_enum(x, "", k, &model_names_snapshot_state, state);
-	case RS_FAILURE:
-		return rec_str(x, "", k, &s->failure);
-	case RS_READY:
-		return rec_bool(x, "", k, &s->ready_to_use);
-	case RS_SIZE:
-		return rec_int(x, "", k, &s->size_bytes);
-	case RS_CTIME:
-		return rec_int(x, "", k, &s->creation_time_ms);
-	default:
-		return rec_int(x, "", k, &s->created_ms);
-	}
+	*out = rc ? NULL : h->past_claims;
+	*n = rc ? 0 : h->n;
+	return rc;
 }
 
 int model_snapshot_decode(struct arena *a, const char *json, size_t len,
 			  struct model_snapshot **out, struct err *e)
 {
-	struct model_snapshot *s = arena_alloc(a, sizeof(*s));
-	int state = 0, i, rc = 0;
-	struct rec_obj o;
-	struct rec x;
-
-	rec_init(&x, a, e, "snapshot record", json, len);
-	if (!s)
-		return rec_nomem(&x);
-	if (rec_open(&x, &o, &rec_snapshot_keys, ""))
-		return rec_code(&x);
-	while (!rc && !(rc = rec_member(&x, &o, &i)) && i >= 0) {
-		x.have_state |= i == RS_STATE;
-		rc = rec_snapshot_member(&x, i, s, &state);
-	}
-	if (!rc)
-		rc = rec_finish(&x);
-	if (!rc && (!s->id || !s->id[0]))
-		rc = model_dec_fail(&x.d, "id", "required");
-	if (!rc && !x.have_state)
-		rc = model_dec_fail(&x.d, "state", "required");
-	if (rc)
-		return rec_code(&x);
-	s->state = (enum model_snapshot_state)state;
-	*out = s;
-	return 0;
-}
-
-/* ---- nodes ---- */
-
-enum { RN_PLUGIN, RN_TYPE, RN_HEALTHY, RN_HEALTH, RN_VERSION, RN_CAPS, RN_PNODE, RN_MAX, RN_TOPO };
-static const char *const rec_node_plugin_names[] = {"plugin_id",      "type",        "healthy",
-						    "health",         "version",     "capabilities",
-						    "plugin_node_id", "max_volumes", "topology"};
-static const struct rec_keys rec_node_plugin_keys = REC_KEYS(rec_node_plugin_names);
-
-static int rec_node_plugin(struct rec *x, const char *path, void *elem)
-{
-	struct model_node_plugin *p = elem;
-	int type = 0, i, rc = 0;
-	uint64_t have = 0;
-	struct rec_obj o;
-
-	if (rec_open(x, &o, &rec_node_plugin_keys, path))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0) {
-		const char *k = rec_node_plugin_names[i];
-
-		have |= (uint64_t)1 << i;
-		if (i == RN_PLUGIN)
-			rc = rec_str(x, path, k, &p->plugin_id);
-		else if (i == RN_TYPE)
-			rc = rec_enum(x, path, k, &model_names_plugin_type, &type);
-		else if (i == RN_HEALTHY)
-			rc = rec_bool(x, path, k, &p->healthy);
-		else if (i == RN_HEALTH)
-			rc = rec_str(x, path, k, &p->health);
-		else if (i == RN_VERSION)
-			rc = rec_str(x, path, k, &p->version);
-		else if (i == RN_CAPS)
-			rc = rec_strings(x, path, k, &p->caps, &p->ncaps);
-		else if (i == RN_PNODE)
-			rc = rec_str(x, path, k, &p->plugin_node_id);
-		else if (i == RN_MAX)
-			rc = rec_int(x, path, k, &p->max_volumes);
-		else
-			rc = rec_map(x, path, k, false, &p->topology.segments);
-	}
-	if (rc)
-		return rc;
-	if (!p->plugin_id || !p->plugin_id[0])
-		have &= ~((uint64_t)1 << RN_PLUGIN);
-	p->type = (enum model_plugin_type)type;
-	return rec_required(x, &o, have, RN_PLUGIN) || rec_required(x, &o, have, RN_TYPE) ? -1 : 0;
-}
-
-static const char *const rec_alloc_names[] = {"volume_id", "alloc_id"};
-static const struct rec_keys rec_alloc_keys = REC_KEYS(rec_alloc_names);
-
-static int rec_node_alloc(struct rec *x, const char *path, void *elem)
-{
-	struct model_node_alloc *al = elem;
-	struct rec_obj o;
-	int i, rc = 0;
-
-	if (rec_open(x, &o, &rec_alloc_keys, path))
-		return -1;
-	while (!rc && !(rc = rec_member(x, &o, &i)) && i >= 0)
-		rc = rec_str(x, path, rec_alloc_names[i], i == 0 ? &al->volume_id : &al->alloc_id);
-	if (rc)
-		return rc;
-	if (!al->volume_id || !al->volume_id[0])
-		return rec_fail(x, path, "volume_id", "required");
-	if (!al->alloc_id || !al->alloc_id[0])
-		return rec_fail(x, path, "alloc_id", "required");
-	return 0;
-}
-
-/* A node record's keys, in the order the encoder writes them. */
-/* clang-format off */
-#define REC_NODE_KEYS(X) \
-	X(RD_ID, "id") X(RD_INSTANCE, "instance_id") X(RD_STATUS, "status") \
-	X(RD_REGISTERED, "registered_ms") X(RD_UPDATED, "updated_ms") \
-	X(RD_ADDRESS, "address") X(RD_PLUGINS, "plugins") X(RD_ALLOCS, "allocations")
-/* clang-format on */
-enum { REC_NODE_KEYS(REC_ENUM) };
-static const char *const rec_node_names[] = {REC_NODE_KEYS(REC_NAME)};
-static const struct rec_keys rec_node_keys = REC_KEYS(rec_node_names);
-
-static int rec_node_member(struct rec *x, int i, struct model_node *n, int *status)
-{
-	const char *k = rec_node_names[i];
-
-	switch (i) {
-	case RD_ID:
-		return rec_str(x, "", k, &n->id);
-	case RD_INSTANCE:
-		return rec_str(x, "", k, &n->instance_id);
-	case RD_STATUS:
-		return rec_enum(x, "", k, &model_names_node_status, status);
-	case RD_REGISTERED:
-		return rec_int(x, "", k, &n->registered_ms);
-	case RD_UPDATED:
-		return rec_int(x, "", k, &n->updated_ms);
-	case RD_ADDRESS:
-		return rec_str(x, "", k, &n->address);
-	case RD_PLUGINS:
-		return rec_objects(x, "", k, sizeof(*n->plugins), rec_node_plugin,
-				   (void **)&n->plugins, &n->nplugins);
-	default:
-		n->allocs_reported = true;
-		return rec_objects(x, "", k, sizeof(*n->allocs), rec_node_alloc,
-				   (void **)&n->allocs, &n->nallocs);
-	}
+	return rec_record(a, e, "snapshot record", json, len, &rec_snapshot, (void **)out, NULL);
 }
 
 int model_node_decode(struct arena *a, const char *json, size_t len, struct model_node **out,
 		      struct err *e)
 {
-	struct model_node *n = arena_alloc(a, sizeof(*n));
-	int status = 0, i, rc = 0;
-	struct rec_obj o;
-	struct rec x;
+	uint64_t have = 0;
+	int rc = rec_record(a, e, "node record", json, len, &rec_node, (void **)out, &have);
 
-	rec_init(&x, a, e, "node record", json, len);
-	if (!n)
-		return rec_nomem(&x);
-	if (rec_open(&x, &o, &rec_node_keys, ""))
-		return rec_code(&x);
-	while (!rc && !(rc = rec_member(&x, &o, &i)) && i >= 0)
-		rc = rec_node_member(&x, i, n, &status);
-	if (!rc)
-		rc = rec_finish(&x);
-	if (!rc && (!n->id || !n->id[0]))
-		rc = model_dec_fail(&x.d, "id", "required");
-	if (rc)
-		return rec_code(&x);
-	n->status = (enum model_node_status)status;
-	*out = n;
-	return 0;
+	if (rc == 0)
+		(*out)->allocs_reported = (have >> REC_NODE_ALLOCS) & 1;
+	return rc;
 }

@@ -238,28 +238,6 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
 	reconciler_enqueue(r, kind, id);
 }
 
-void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
-			bool restart)
-{
-	struct rec_item *it;
-
-	if (r == NULL || id == NULL || id[0] == '\0' ||
-	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
-		return;
-	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
-	pthread_mutex_lock(&r->mu);
-	it = rec_items_find(&r->q, kind, id);
-	if (it != NULL && restart) {
-		rec_set_error(r, it, NULL);
-		it->attempts = 0;
-	}
-	rec_enqueue_locked(r, kind, id);
-	it = rec_items_find(&r->q, kind, id);
-	if (it != NULL && it->own_index < index)
-		it->own_index = index;
-	rec_unlock(r);
-}
-
 uint64_t reconciler_follow_index(struct reconciler *r)
 {
 	uint64_t index;
@@ -378,6 +356,22 @@ static void rec_park(struct reconciler *r, struct rec_item *it, const char *plug
 
 /* ---- working items ---- */
 
+/* Marks it (in no queue) busy. */
+static void rec_busy(struct reconciler *r, struct rec_item *it)
+{
+	it->busy = true;
+	it->again = false;
+	it->next_wall = 0;
+	r->busy++;
+}
+
+/* Takes the queued item it out of the queue: busy from here. */
+static void rec_take_item(struct reconciler *r, struct rec_item *it)
+{
+	rec_items_unqueue(&r->q, it);
+	rec_busy(r, it);
+}
+
 /* Takes the first item due at now (busy from here); NULL when none. */
 static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 {
@@ -386,11 +380,7 @@ static struct rec_item *rec_take(struct reconciler *r, int64_t now)
 	if (r->stopping || r->inactive || r->q.nheap == 0 || r->q.heap[0]->due > now)
 		return NULL;
 	it = r->q.heap[0];
-	rec_items_unqueue(&r->q, it);
-	it->busy = true;
-	it->again = false;
-	it->next_wall = 0;
-	r->busy++;
+	rec_take_item(r, it);
 	return it;
 }
 
@@ -565,7 +555,12 @@ static bool rec_lingers(const struct rec_item *it)
 	return !it->busy && !it->parked && it->heap_pos == REC_NOT_QUEUED && it->last_error == NULL;
 }
 
-static void rec_work(struct reconciler *r, struct rec_item *it)
+/*
+ * Works it (taken), then puts it where the outcome says. worker: the
+ * caller is a worker, which looks at the queue next; any other caller
+ * (reconciler_run) leaves an item queued again to an idle worker.
+ */
+static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 {
 	struct reconcile_result res;
 
@@ -578,8 +573,62 @@ static void rec_work(struct reconciler *r, struct rec_item *it)
 		res.outcome = RECONCILE_IDLE;
 	pthread_mutex_lock(&r->mu);
 	rec_finish(r, it, &res);
+	if (!worker && it->heap_pos != REC_NOT_QUEUED)
+		rec_signal(r);
 	rec_wake(r);
 	rec_unlock(r);
+}
+
+/*
+ * reconciler_written, and with run the item is taken here and worked on
+ * this thread when a worker could take it now (reconciler_run). One hold
+ * of mu: a pass that ends meanwhile must not drop the item unmarked.
+ * Returns whether it was worked here.
+ */
+static bool rec_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart, bool run)
+{
+	struct rec_item *it;
+
+	if (r == NULL || id == NULL || id[0] == '\0' ||
+	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
+		return false;
+	pthread_mutex_lock(&r->mu);
+	it = rec_items_find(&r->q, kind, id);
+	if (it != NULL && restart) {
+		rec_set_error(r, it, NULL);
+		it->attempts = 0;
+	}
+	if (run && it == NULL)
+		it = rec_items_add(&r->q, kind, id);
+	/* Only what a worker could take now (this write makes it due now). */
+	run = run && it != NULL && r->workers != NULL && !r->stopping && !r->inactive &&
+	      !it->busy && !it->parked;
+	if (run && it->heap_pos != REC_NOT_QUEUED)
+		rec_take_item(r, it);
+	else if (run)
+		rec_busy(r, it);
+	else
+		rec_enqueue_locked(r, kind, id);
+	it = rec_items_find(&r->q, kind, id);
+	if (it != NULL && it->own_index < index)
+		it->own_index = index;
+	rec_unlock(r);
+	if (run)
+		rec_work(r, it, false);
+	return run;
+}
+
+void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+			bool restart)
+{
+	rec_written(r, kind, id, index, restart, false);
+}
+
+bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+		    bool restart)
+{
+	return rec_written(r, kind, id, index, restart, true);
 }
 
 /* ---- enqueueing from the store ---- */
@@ -777,7 +826,7 @@ int64_t reconciler_step(struct reconciler *r)
 			rec_unlock(r);
 			if (it == NULL)
 				break;
-			rec_work(r, it);
+			rec_work(r, it, true);
 		}
 		if (worked == 0)
 			break;
@@ -819,7 +868,7 @@ static void *rec_worker(void *arg)
 			continue;
 		}
 		rec_unlock(r);
-		rec_work(r, it);
+		rec_work(r, it, true);
 		pthread_mutex_lock(&r->mu);
 	}
 	rec_unlock(r);

@@ -38,10 +38,13 @@
  * position, everything is listed and enqueued again.
  * reconciler_start() runs the same core on worker threads, plus one thread
  * that follows the store's change log and enqueues every changed object.
- * At start (step or threads) every volume and snapshot is enqueued.
+ * At start (step or threads) every volume and snapshot is enqueued. A
+ * caller that waits for an item's next step may work it on its own
+ * thread instead of a worker's (reconciler_run), under the same rules.
  *
- * Thread-safety: reconciler_enqueue and reconciler_status may be called
- * from any thread; reconciler_step from one thread, never after start.
+ * Thread-safety: reconciler_enqueue, reconciler_run and reconciler_status
+ * may be called from any thread; reconciler_step from one thread, never
+ * after start.
  */
 #ifndef CSID_SERVER_RECONCILER_H
 #define CSID_SERVER_RECONCILER_H
@@ -125,6 +128,20 @@ void reconciler_restart(struct reconciler *r, enum store_kind kind, const char *
  */
 void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
 			bool restart);
+/*
+ * reconciler_written, and then the item's pass on the calling thread at
+ * once when a worker could take it now (the worker threads started, the
+ * reconciler active, the item neither busy nor parked): a caller that
+ * waits for the step after its write (a claim waiting for its node's
+ * publication) so spares the hand-off to a worker and the wake-up after
+ * that step's write. Returns whether the pass ran here; when not, the
+ * item was queued for a worker as by reconciler_written. A pass that
+ * leaves the item queued again wakes an idle worker for it. It blocks
+ * for the pass (plugin RPCs included, within their deadline).
+ * Thread-safe.
+ */
+bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
+		    bool restart);
 /* The store index up to which the change-log follower has read. */
 uint64_t reconciler_follow_index(struct reconciler *r);
 

@@ -240,9 +240,10 @@ static int server_volume_write(struct server *s, struct model_volume *v, int wha
 	return rc;
 }
 
+/* restart: reconciler_restart's rule; run: the pass runs here (server_volume_update_run). */
 static int server_volume_update_do(struct server *s, const char *id, server_volume_fn fn, void *arg,
-				   bool restart, struct arena *a, struct model_volume **out,
-				   char **skipped, struct err *e)
+				   bool restart, bool run, struct arena *a,
+				   struct model_volume **out, char **skipped, struct err *e)
 {
 	struct server_plugin *plugins = NULL;
 	size_t nplugins = 0;
@@ -259,6 +260,7 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 		char *note = NULL;
 		uint64_t index = 0;
 		size_t nold = 0;
+		bool ran = false;
 		int what;
 
 		if (!scratch)
@@ -291,12 +293,16 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			v->npast_claims = nfreed;
 			v->modify_index = index;
 		}
-		if (!rc && what != SERVER_KEEP)
+		if (!rc && what != SERVER_KEEP && run)
+			ran = reconciler_run(s->rec, STORE_VOLUME, id, index, restart);
+		else if (!rc && what != SERVER_KEEP)
 			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
 			rc = err_set(e, CSID_ENOMEM, "volume %s: out of memory", id);
 		if (!rc && out && what != SERVER_DELETE) {
-			rc = model_volume_copy(a, v, out, e);
+			/* After a pass here: the version that pass wrote. */
+			rc = ran ? server_get_volume(s, id, a, out, e)
+				 : model_volume_copy(a, v, out, e);
 			if (!rc &&
 			    !(rc = server_plugins_summary(s, scratch, &plugins, &nplugins, e)))
 				server_volume_fill(s, *out, plugins, nplugins, a);
@@ -311,13 +317,19 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
 {
-	return server_volume_update_do(s, id, fn, arg, false, a, out, skipped, e);
+	return server_volume_update_do(s, id, fn, arg, false, false, a, out, skipped, e);
+}
+
+int server_volume_update_run(struct server *s, const char *id, server_volume_fn fn, void *arg,
+			     struct arena *a, struct model_volume **out, struct err *e)
+{
+	return server_volume_update_do(s, id, fn, arg, false, true, a, out, NULL, e);
 }
 
 int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
 {
-	return server_volume_update_do(s, id, fn, arg, true, a, out, skipped, e);
+	return server_volume_update_do(s, id, fn, arg, true, false, a, out, skipped, e);
 }
 
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,

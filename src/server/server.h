@@ -178,6 +178,19 @@ int server_volume_claim_default(struct server *s, const char *id,
 				const struct model_claim_request *req, bool attach_default,
 				struct arena *a, struct model_volume **out, struct err *e);
 
+/*
+ * server_volume_claim_default, then, when the claim was written, the
+ * volume's next reconciler pass on the calling thread at once if a
+ * reconciler worker would take it now (reconciler_run): a claim that
+ * waits for its node's publication so has ControllerPublishVolume made
+ * without a hand-off to a worker and back. *out is the volume as that
+ * pass left it. When the pass cannot run here (this server does not
+ * lead, a worker has the volume), a worker takes it as after any write.
+ */
+int server_volume_claim_run(struct server *s, const char *id, const struct model_claim_request *req,
+			    bool attach_default, struct arena *a, struct model_volume **out,
+			    struct err *e);
+
 /* Where an active claim stands for its node's mount. */
 enum server_claim_progress {
 	SERVER_CLAIM_PUBLISHING, /* ControllerPublishVolume to the node not done yet */

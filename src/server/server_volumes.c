@@ -431,23 +431,65 @@ static int server_node_volume_count(struct server *s, const char *plugin_id, con
 	return rc;
 }
 
-/* What the server knows of the plugin and of node_id, for model_claim_check. */
+/* What server_claim_env takes of the claiming node's record, copied into a. */
+struct server_claim_node {
+	const char *plugin_id;
+	struct arena *a;
+	struct model_claim_env *env;
+	bool found, down, nomem;
+};
+
+/* server_node_use_fn of server_claim_env: the record as the node cache holds it decoded. */
+static void server_claim_node_look(void *arg, const struct model_node *n)
+{
+	struct server_claim_node *l = arg;
+	struct err e;
+
+	l->found = n != NULL;
+	l->down = n && n->status == MODEL_NODE_DOWN;
+	for (size_t i = 0; n && i < n->nplugins; i++) {
+		const struct model_node_plugin *np = &n->plugins[i];
+		const struct model_map *seg = &np->topology.segments;
+		struct model_topology *t;
+
+		if (np->type != MODEL_PLUGIN_NODE || strcmp(np->plugin_id, l->plugin_id) != 0)
+			continue;
+		l->env->node_plugin_healthy = np->healthy;
+		l->env->plugin_node_id =
+		    np->plugin_node_id ? arena_strdup(l->a, np->plugin_node_id) : NULL;
+		l->env->max_volumes = np->max_volumes;
+		t = arena_alloc(l->a, sizeof(*t));
+		for (size_t k = 0; t && k < seg->n; k++)
+			if (model_map_put(l->a, &t->segments, seg->kv[k].key, seg->kv[k].value, &e))
+				t = NULL;
+		l->env->node_topology = t;
+		l->nomem |= !t || (np->plugin_node_id && !l->env->plugin_node_id);
+	}
+}
+
+/*
+ * What the server knows of the plugin and of node_id, for
+ * model_claim_check: the node's record as the node cache holds it (no
+ * read and decode of it per claim), the plugins summary.
+ */
 static int server_claim_env(struct server *s, const struct model_volume *v, const char *node_id,
 			    struct arena *a, struct model_claim_env *env, struct err *e)
 {
+	struct server_claim_node l = {.plugin_id = v->plugin_id, .a = a, .env = env};
 	struct server_plugin *plugins = NULL;
 	const struct server_plugin *p;
-	struct model_node *node = NULL;
 	size_t n = 0;
-	int rc = server_get_node(s, node_id, a, &node, e);
+	int rc;
 
 	memset(env, 0, sizeof(*env));
-	if (rc == CSID_ENOTFOUND)
+	if ((rc = server_plugins_node_use(s, node_id, server_claim_node_look, &l, e)))
+		return rc;
+	if (l.nomem)
+		return err_set(e, CSID_ENOMEM, "claim volume %s: out of memory", v->id);
+	if (!l.found)
 		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is not registered",
 			       v->id, node_id);
-	if (rc)
-		return rc;
-	if (node->status == MODEL_NODE_DOWN)
+	if (l.down)
 		return err_set(e, CSID_EPRECOND, "claim volume %s: node %s is down", v->id,
 			       node_id);
 	if ((rc = server_plugins_summary(s, a, &plugins, &n, e)))
@@ -456,16 +498,6 @@ static int server_claim_env(struct server *s, const struct model_volume *v, cons
 	env->controller_required = p && p->controller_required;
 	env->controller_healthy = p && p->controllers_healthy > 0;
 	env->controller_unknown = p && p->controllers_unknown > 0 && p->controllers_healthy == 0;
-	for (size_t i = 0; i < node->nplugins; i++) {
-		const struct model_node_plugin *np = &node->plugins[i];
-
-		if (np->type != MODEL_PLUGIN_NODE || strcmp(np->plugin_id, v->plugin_id) != 0)
-			continue;
-		env->node_plugin_healthy = np->healthy;
-		env->plugin_node_id = np->plugin_node_id;
-		env->node_topology = &np->topology;
-		env->max_volumes = np->max_volumes;
-	}
 	if (env->max_volumes > 0)
 		return server_node_volume_count(s, v->plugin_id, node_id, v->id,
 						&env->node_volume_count, e);
@@ -546,9 +578,10 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	return SERVER_PUT;
 }
 
-int server_volume_claim_default(struct server *s, const char *id,
-				const struct model_claim_request *req, bool attach_default,
-				struct arena *a, struct model_volume **out, struct err *e)
+static int server_volume_claim_do(struct server *s, const char *id,
+				  const struct model_claim_request *req, bool attach_default,
+				  bool run, struct arena *a, struct model_volume **out,
+				  struct err *e)
 {
 	struct server_claim_arg arg = {.req = *req,
 				       .cap_given = req->cap.access != MODEL_ACCESS_UNKNOWN,
@@ -561,7 +594,22 @@ int server_volume_claim_default(struct server *s, const char *id,
 	if ((rc = model_id_check("alloc id", req->alloc_id, strlen(req->alloc_id), e)) ||
 	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
 		return err_wrap(e, "claim volume %s", id);
-	return server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+	return run ? server_volume_update_run(s, id, server_claim_fn, &arg, a, out, e)
+		   : server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
+}
+
+int server_volume_claim_default(struct server *s, const char *id,
+				const struct model_claim_request *req, bool attach_default,
+				struct arena *a, struct model_volume **out, struct err *e)
+{
+	return server_volume_claim_do(s, id, req, attach_default, false, a, out, e);
+}
+
+int server_volume_claim_run(struct server *s, const char *id, const struct model_claim_request *req,
+			    bool attach_default, struct arena *a, struct model_volume **out,
+			    struct err *e)
+{
+	return server_volume_claim_do(s, id, req, attach_default, true, a, out, e);
 }
 
 int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,

@@ -242,6 +242,78 @@ static void test_volume_api_view(void **state)
 	arena_free(a);
 }
 
+/*
+ * The claim answer, written in one go, is what the API built before from
+ * a jansson tree: the volume's API view, the claim and the publication
+ * taken from it (null when none), the state, and with stage the
+ * node-stage data (secrets, mount flags, fs type); without stage no
+ * secret at all.
+ */
+static void test_claim_answer(void **state)
+{
+	struct arena *a = arena_new();
+	struct model_volume *v = vol_full(a);
+	json_t *vol, *want, *stage_doc, *sec, *flags;
+	char *text = NULL, *api = encode(v, MODEL_VIEW_API), *dumped;
+	size_t len = 0;
+	struct err e;
+
+	(void)state;
+	vol = json_loads(api, 0, NULL);
+	assert_non_null(vol);
+	sec = json_object();
+	for (size_t i = 0; i < v->secrets.n; i++)
+		json_object_set_new(sec, v->secrets.kv[i].key, json_string(v->secrets.kv[i].value));
+	flags = json_array();
+	for (size_t i = 0; i < v->nmount_flags; i++)
+		json_array_append_new(flags, json_string(v->mount_flags[i]));
+	stage_doc = json_pack("{s:o, s:o, s:s?}", "secrets", sec, "mount_flags", flags, "fs_type",
+			      v->fs_type);
+	want = json_pack("{s:O, s:O, s:O, s:s, s:o}", "volume", vol, "claim",
+			 json_array_get(json_object_get(vol, "claims"), 0), "publication",
+			 json_array_get(json_object_get(vol, "publications"), 0),
+			 "publication_state", "published", "node_stage", stage_doc);
+	dumped = json_dumps(want, JSON_COMPACT);
+	assert_int_equal(model_claim_answer_encode(v, &v->claims[0], &v->pubs[0], "published", v,
+						   &text, &len, &e),
+			 0);
+	assert_int_equal(strlen(text), len);
+	assert_string_equal(text, dumped);
+	model_wipe_free(text, len);
+	model_wipe_free(dumped, strlen(dumped));
+	model_json_wipe(want);
+	json_decref(want);
+	/* No claim, no publication, no stage: nulls, and nothing secret. */
+	assert_int_equal(
+	    model_claim_answer_encode(v, NULL, NULL, "publishing", NULL, &text, &len, &e), 0);
+	assert_non_null(strstr(text, "\"claim\":null,\"publication\":null,"
+				     "\"publication_state\":\"publishing\"}"));
+	assert_null(strstr(text, CANARY));
+	assert_null(strstr(text, FLAG_CANARY));
+	assert_null(strstr(text, "node_stage"));
+	same_as_jansson(text);
+	free(text);
+	/* The node-stage data comes from the stored volume, not from the (node's) view shown. */
+	{
+		struct model_volume shown = *v;
+
+		memset(&shown.secrets, 0, sizeof(shown.secrets));
+		shown.mount_flags = NULL;
+		shown.nmount_flags = 0;
+		assert_int_equal(
+		    model_claim_answer_encode(&shown, NULL, NULL, "published", v, &text, &len, &e),
+		    0);
+		assert_non_null(strstr(text, "\"node_stage\":{\"secrets\":{\"canary-key\":\"x\","
+					     "\"password\":\"" CANARY
+					     "\"},\"mount_flags\":[\"noatime\",\"" FLAG_CANARY
+					     "\"],\"fs_type\":\"ext4\"}}"));
+		model_wipe_free(text, len);
+	}
+	json_decref(vol);
+	free(api);
+	arena_free(a);
+}
+
 static void test_snapshot_round_trip(void **state)
 {
 	struct arena *a = arena_new();
@@ -744,6 +816,7 @@ int main(void)
 	    cmocka_unit_test(test_encoders_as_jansson),
 	    cmocka_unit_test(test_volume_store_round_trip),
 	    cmocka_unit_test(test_volume_api_view),
+	    cmocka_unit_test(test_claim_answer),
 	    cmocka_unit_test(test_snapshot_round_trip),
 	    cmocka_unit_test(test_node_round_trip),
 	    cmocka_unit_test(test_store_damaged),

@@ -5,7 +5,8 @@
  * the fake clock, the CSI outcome rules (ABORTED retried, INVALID_ARGUMENT
  * final and shown), one failing volume not delaying 100 others, every
  * volume enqueued at start, store changes followed (and a compacted change
- * log listed again), and per-plugin serialization on real threads.
+ * log listed again), per-plugin serialization on real threads, and a
+ * pass run on the caller's thread (reconciler_run).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -485,6 +486,44 @@ static void test_written_one_pass(void **state)
 	reconciler_stop(t->r);
 }
 
+/*
+ * reconciler_run: with the workers started, the pass runs on the calling
+ * thread (the volume is created when the call returns) and the check
+ * pass after it is left to a worker; without workers (virtual time), or
+ * while inactive, nothing runs here and the item is queued as by
+ * reconciler_written.
+ */
+static void test_run_here(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	int calls = csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME);
+	struct err e;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 1;
+	rfx_new(t);
+	rfx_add(t, "v0", MODEL_VOL_CREATING, NULL);
+	assert_false(reconciler_run(t->r, STORE_VOLUME, "v0", store_index(t->store), false));
+	assert_int_equal(rfx_get(t, a, "v0")->state, MODEL_VOL_CREATING);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_wait_settled(t, store_index(t->store));
+	assert_int_equal(rfx_get(t, a, "v0")->state, MODEL_VOL_READY);
+	reconciler_set_active(t->r, false);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	assert_false(reconciler_run(t->r, STORE_VOLUME, "v1", store_index(t->store), false));
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_CREATING);
+	reconciler_set_active(t->r, true);
+	t_wait_settled(t, store_index(t->store));
+	rfx_add(t, "v2", MODEL_VOL_CREATING, NULL);
+	assert_true(reconciler_run(t->r, STORE_VOLUME, "v2", store_index(t->store), false));
+	assert_int_equal(rfx_get(t, a, "v2")->state, MODEL_VOL_READY);
+	t_wait_settled(t, store_index(t->store));
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), calls + 3);
+	reconciler_stop(t->r);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +542,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_written_then_other_writer, rfx_setup,
 					    rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_written_one_pass, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_run_here, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
 	};
