@@ -73,6 +73,7 @@ struct reconciler {
 
 	struct rec_items q;
 	int busy; /* items being worked */
+	int callers; /* of them, worked on callers' threads (reconciler_run) */
 	int idle; /* workers waiting on cond */
 	int waking; /* of them, signalled and not back yet (rec_signal) */
 	int signals; /* wakes owed to workers, sent at the unlock (rec_unlock) */
@@ -581,7 +582,9 @@ static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 
 /*
  * reconciler_written, and with run the item is taken here and worked on
- * this thread when a worker could take it now (reconciler_run). One hold
+ * this thread when a worker could take it now (reconciler_run), and fewer
+ * than cfg.workers callers' threads are in a pass: a plugin that hangs
+ * holds at most that many of the callers' threads (HTTP workers). One hold
  * of mu: a pass that ends meanwhile must not drop the item unmarked.
  * Returns whether it was worked here.
  */
@@ -603,7 +606,8 @@ static bool rec_written(struct reconciler *r, enum store_kind kind, const char *
 		it = rec_items_add(&r->q, kind, id);
 	/* Only what a worker could take now (this write makes it due now). */
 	run = run && it != NULL && r->workers != NULL && !r->stopping && !r->inactive &&
-	      !it->busy && !it->parked;
+	      !it->busy && !it->parked && r->callers < r->cfg.workers;
+	r->callers += run;
 	if (run && it->heap_pos != REC_NOT_QUEUED)
 		rec_take_item(r, it);
 	else if (run)
@@ -614,8 +618,12 @@ static bool rec_written(struct reconciler *r, enum store_kind kind, const char *
 	if (it != NULL && it->own_index < index)
 		it->own_index = index;
 	rec_unlock(r);
-	if (run)
+	if (run) {
 		rec_work(r, it, false);
+		pthread_mutex_lock(&r->mu);
+		r->callers--;
+		pthread_mutex_unlock(&r->mu);
+	}
 	return run;
 }
 

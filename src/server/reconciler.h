@@ -131,7 +131,8 @@ void reconciler_written(struct reconciler *r, enum store_kind kind, const char *
 /*
  * reconciler_written, and then the item's pass on the calling thread at
  * once when a worker could take it now (the worker threads started, the
- * reconciler active, the item neither busy nor parked): a caller that
+ * reconciler active, the item neither busy nor parked, fewer than
+ * cfg.workers passes on callers' threads already): a caller that
  * waits for the step after its write (a claim waiting for its node's
  * publication) so spares the hand-off to a worker and the wake-up after
  * that step's write. Returns whether the pass ran here; when not, the

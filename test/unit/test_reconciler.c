@@ -486,6 +486,34 @@ static void test_written_one_pass(void **state)
 	reconciler_stop(t->r);
 }
 
+/* Waits (real time, bounded) until fake has n calls in flight. */
+static void t_wait_in_flight(struct csi_fake *fake, int n)
+{
+	struct timespec ts = {0, 1000000L};
+	int64_t end = clock_now_ms(clock_real()) + 10000;
+	int in_flight = -1;
+
+	while (in_flight != n) {
+		pthread_mutex_lock(&fake->mu);
+		in_flight = fake->in_flight;
+		pthread_mutex_unlock(&fake->mu);
+		assert_true(clock_now_ms(clock_real()) < end);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * Keeps the only worker in a pass on the second plugin (its calls take a
+ * second), so that what the test runs on its own threads is not taken
+ * by the worker first.
+ */
+static void t_hold_worker(struct rfx *t, const char *id)
+{
+	t->fake2.delay_ms = 1000;
+	t_add_on(t, id, RFX_PLUGIN2);
+	t_wait_in_flight(&t->fake2, 1);
+}
+
 /*
  * reconciler_run: with the workers started, the pass runs on the calling
  * thread (the volume is created when the call returns) and the check
@@ -515,11 +543,57 @@ static void test_run_here(void **state)
 	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_CREATING);
 	reconciler_set_active(t->r, true);
 	t_wait_settled(t, store_index(t->store));
+	t_hold_worker(t, "block");
 	rfx_add(t, "v2", MODEL_VOL_CREATING, NULL);
 	assert_true(reconciler_run(t->r, STORE_VOLUME, "v2", store_index(t->store), false));
 	assert_int_equal(rfx_get(t, a, "v2")->state, MODEL_VOL_READY);
 	t_wait_settled(t, store_index(t->store));
 	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CREATE_VOLUME), calls + 3);
+	reconciler_stop(t->r);
+	arena_free(a);
+}
+
+struct t_run_arg {
+	struct rfx *t;
+	bool ran;
+};
+
+static void *t_run_thread(void *p)
+{
+	struct t_run_arg *arg = p;
+
+	arg->ran =
+	    reconciler_run(arg->t->r, STORE_VOLUME, "held", store_index(arg->t->store), false);
+	return NULL;
+}
+
+/* Passes on callers' threads are bounded by cfg.workers: a hung plugin holds no more. */
+static void test_run_here_bounded(void **state)
+{
+	struct rfx *t = *state;
+	struct t_run_arg arg = {.t = t};
+	struct arena *a = arena_new();
+	pthread_t th;
+	struct err e;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 1;
+	t->cfg.plugin_concurrency = 2;
+	t->fake.delay_ms = 1000;
+	rfx_new(t);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_hold_worker(t, "block");
+	t_add_on(t, "held", RFX_PLUGIN);
+	assert_int_equal(pthread_create(&th, NULL, t_run_thread, &arg), 0);
+	t_wait_in_flight(&t->fake, 1);
+	/* One caller's thread is in a pass already: this one is left to the worker. */
+	t_add_on(t, "other", RFX_PLUGIN);
+	assert_false(reconciler_run(t->r, STORE_VOLUME, "other", store_index(t->store), false));
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(arg.ran);
+	t_wait_settled(t, store_index(t->store));
+	assert_int_equal(rfx_get(t, a, "other")->state, MODEL_VOL_READY);
+	assert_int_equal(rfx_get(t, a, "held")->state, MODEL_VOL_READY);
 	reconciler_stop(t->r);
 	arena_free(a);
 }
@@ -543,6 +617,7 @@ int main(void)
 					    rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_written_one_pass, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_run_here, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_run_here_bounded, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
 	};
