@@ -349,6 +349,8 @@ static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 	req.usage.n_mount_flags = st->n_flags;
 	req.secrets = st->secrets;
 	req.n_secrets = st->n_secrets;
+	/* A mount of the claim flow, unmounted if its claim is released (claims_orphans.c). */
+	req.claimed = true;
 	if ((rc = mount_access_parse(access, &req.usage.access, e)) ||
 	    (rc = mount_attachment_parse(*attach ? attach : "file-system", &req.usage.attachment,
 					 e)))
@@ -644,11 +646,6 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	}
 	if ((rc = claims_do_mount(c, vol, alloc, out, v, pub, st, res, e)))
 		goto out;
-	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
-	if (c->state && (rc = claims_state_mark(c->state, vol, alloc, true, e))) {
-		err_wrap(e, "mounted, but not marked as claimed");
-		goto out;
-	}
 	if (owner && (rc = claims_owner_record(c, vol, alloc, owner, e))) {
 		err_wrap(e, "mounted, but its owner is not recorded");
 		goto out;
@@ -790,7 +787,8 @@ int claims_unmount(struct claims *c, const char *vol, const char *alloc, const c
 
 int claims_mark_unclaimed(struct claims *c, const char *vol, const char *alloc, struct err *e)
 {
-	return c->state ? claims_state_mark(c->state, vol, alloc, false, e) : 0;
+	/* The mounter's record takes the mount's own mark; an older agent's mark goes here. */
+	return c->state ? claims_state_unmark(c->state, vol, alloc, e) : 0;
 }
 
 /* ---- life cycle ---- */

@@ -12,12 +12,11 @@
  * queries until its publication to this node is published (or its
  * plugin needs no ControllerPublishVolume), reads the node-stage data
  * (secrets, mount flags, fs_type: claims_stage.h), mounts through the
- * mounter, marks the allocation as mounted by a claim and records its
- * owner (agent/owners_watch.h). The allocation is in the agent's report
- * of held allocations (agent/held_allocs.h) from before the claim goes
- * out until its mount record exists. A mount that fails after the claim
- * (or is rolled back once mounted) takes down what it mounted and
- * releases the claim at once (unless the allocation had it mounted
+ * mounter (the mount's record marked as the claim flow's from its first
+ * write on, agent/mount_store.h) and records its owner (agent/owners_watch.h). The allocation is in
+ * the agent's report of held allocations (agent/held_allocs.h) from before the claim goes out until
+ * its mount record exists. A mount that fails after the claim (or is rolled back once mounted)
+ * takes down what it mounted and releases the claim at once (unless the allocation had it mounted
  * already: a repeated mount that fails leaves that mount and its claim), with the reason "mount
  * failed: <error>", through the same durable path as an unmount's release (below), so the volume is
  * free for another claim or its delete without waiting for the server's lost-claim pass

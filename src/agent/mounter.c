@@ -590,6 +590,7 @@ static int mounter_record_new(struct mounter *m, const struct mounter_plugin *p,
 		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
 	r->state = MOUNT_STATE_NEW;
 	r->read_only = req->usage.read_only;
+	r->claimed = req->claimed;
 	r->attachment = req->usage.attachment;
 	r->access = req->usage.access;
 	mount_usage_options_hash(&req->usage, r->options_hash);
@@ -824,6 +825,9 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 			goto out;
 		}
 		rc = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
+		/* Mounted already: the mark follows the front end that asked last. */
+		if (rc == 0 && mounted && r->claimed != req->claimed)
+			rc = mount_store_set_claimed(m->store, r, req->claimed, e);
 		if (rc != 0 || mounted)
 			goto out;
 		mounter_log(LOG_WARN, "recorded mount is not mounted any more, mounting again", r,
