@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "agent/claims_stage.h"
-#include "model/model.h"
 #include "util/log.h"
+#include "util/wipe.h"
 
 bool claims_stopping(struct claims *c)
 {
@@ -57,50 +57,63 @@ static int64_t claims_next_pause(int64_t pause)
 	return pause * 2 > CLAIMS_RETRY_MAX_MS ? CLAIMS_RETRY_MAX_MS : pause * 2;
 }
 
-int claims_server_try(struct claims *c, const char *method, const char *path, json_t *body,
-		      bool patient, json_t **doc, struct err *e)
+int claims_server_text(struct claims *c, const char *method, const char *path, json_t *body,
+		       bool patient, bool want, char **text, size_t *len, struct err *e)
 {
 	int64_t deadline = clock_now_ms(c->clock) + (patient ? CLAIMS_SERVER_WAIT_MS : 0);
 	int64_t pause = CLAIMS_RETRY_MIN_MS;
 	struct claims_client *cl = c->cfg.client;
-	json_t *ignored = NULL;
-	char *text = NULL;
+	char *out = NULL;
 	long status = 0;
-	bool want = doc != NULL;
 	int rc;
 
-	if (!want)
-		doc = &ignored;
-	*doc = NULL;
+	*text = NULL;
+	*len = 0;
 	if (!cl)
 		return err_set(e, CSID_EPRECOND,
 			       "the agent joined no servers (config \"servers\")");
-	if (body && !(text = json_dumps(body, JSON_COMPACT)))
+	if (body && !(out = json_dumps(body, JSON_COMPACT)))
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	for (;;) {
 		rc = claims_stopping(c)
 			 ? err_set(e, CSID_EUNAVAIL, "the agent is stopping")
-			 : cl->request(cl, method, path, text, want, &status, doc, e);
+			 : cl->request(cl, method, path, out, want, &status, text, len, e);
 		if (rc != CSID_EUNAVAIL || clock_now_ms(c->clock) + pause > deadline ||
 		    claims_stopping(c))
 			break;
 		claims_pause_until(c, clock_now_ms(c->clock) + pause);
 		pause = claims_next_pause(pause);
 	}
-	free(text);
+	free(out);
 	if (rc)
 		return err_wrap(e, "no server answered");
 	claims_release_answered(c);
 	if (status < 200 || status > 299) {
-		const char *msg = json_string_value(json_object_get(*doc, "error"));
+		json_t *doc = *text ? json_loadb(*text, *len, 0, NULL) : NULL;
+		const char *msg = json_string_value(json_object_get(doc, "error"));
 
-		rc = err_set(e, claims_server_code(status, *doc), "%.800s",
+		rc = err_set(e, claims_server_code(status, doc), "%.800s",
 			     msg ? msg : "the server refused the request");
-		json_decref(*doc);
-		*doc = NULL;
+		json_decref(doc);
 	}
-	if (!want)
-		json_decref(ignored);
+	if (rc || !want) {
+		wipe_free(*text);
+		*text = NULL;
+		*len = 0;
+	}
+	return rc;
+}
+
+int claims_server_try(struct claims *c, const char *method, const char *path, json_t *body,
+		      bool patient, json_t **doc, struct err *e)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc = claims_server_text(c, method, path, body, patient, doc != NULL, &text, &len, e);
+
+	if (doc)
+		*doc = rc == 0 && text ? json_loadb(text, len, 0, NULL) : NULL;
+	wipe_free(text);
 	return rc;
 }
 
@@ -168,30 +181,6 @@ int claims_volume_path(const char *vol, const char *rest, char *out, size_t len,
 
 /* ---- the mount ---- */
 
-/* A string member of o, or dflt. */
-static const char *claims_str(json_t *o, const char *key, const char *dflt)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? s : dflt;
-}
-
-/* The publication of v to node, or NULL. */
-static json_t *claims_publication(json_t *v, const char *node)
-{
-	json_t *p;
-	size_t i;
-
-	json_array_foreach(json_object_get(v, "publications"), i, p)
-	{
-		const char *n = json_string_value(json_object_get(p, "node_id"));
-
-		if (n && strcmp(n, node) == 0)
-			return p;
-	}
-	return NULL;
-}
-
 /* Whether the volume's plugin needs ControllerPublishVolume, as the server sees it. */
 static int claims_controller_required(struct claims *c, const char *plugin, bool *out,
 				      struct err *e)
@@ -209,12 +198,32 @@ static int claims_controller_required(struct claims *c, const char *plugin, bool
 }
 
 /*
+ * One request whose answer is a volume (or the claim that waits), read
+ * for this node into *ans (claims_answer.h). patient as
+ * claims_server_try. Returns 0 or a code with e set.
+ */
+static int claims_answer_get(struct claims *c, const char *method, const char *path, json_t *body,
+			     bool patient, struct claims_answer **ans, struct err *e)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	*ans = NULL;
+	rc = claims_server_text(c, method, path, body, patient, true, &text, &len, e);
+	if (rc == 0)
+		rc = claims_answer_decode(text, len, c->node, ans, e);
+	wipe_free(text);
+	return rc;
+}
+
+/*
  * Follows volume *v (replaced as it changes) until its publication to
  * this node is published, or there is none and none is needed. Returns
- * 0 with *pub (borrowed from *v, NULL: no publication), or an error
- * naming the volume's last error.
+ * 0 (the publication is (*v)->pub, NULL: none), or an error naming the
+ * volume's last error.
  */
-static int claims_wait_published(struct claims *c, const char *vol, json_t **v, json_t **pub,
+static int claims_wait_published(struct claims *c, const char *vol, struct claims_answer **v,
 				 struct err *e)
 {
 	int64_t deadline = clock_now_ms(c->clock) + CLAIMS_WAIT_MS;
@@ -223,40 +232,33 @@ static int claims_wait_published(struct claims *c, const char *vol, json_t **v, 
 	int rc;
 
 	for (;;) {
-		const char *st, *last;
-		json_t *p = claims_publication(*v, c->node), *next = NULL;
+		const struct claims_answer_pub *p = (*v)->pub;
+		const char *last = (*v)->last_error;
+		struct claims_answer *next = NULL;
 
-		st = json_string_value(json_object_get(p, "state"));
-		if (st && strcmp(st, "published") == 0) {
-			*pub = p;
+		if (p && strcmp(p->state, "published") == 0)
 			return 0;
-		}
 		if (!p && !checked) {
-			rc = claims_controller_required(c, claims_str(*v, "plugin_id", ""),
-							&required, e);
+			rc = claims_controller_required(c, (*v)->plugin_id, &required, e);
 			if (rc)
 				return rc;
 			checked = true;
 		}
-		if (!p && !required) {
-			*pub = NULL;
+		if (!p && !required)
 			return 0;
-		}
-		if (clock_now_ms(c->clock) >= deadline) {
-			last = json_string_value(
-			    json_object_get(json_object_get(*v, "status"), "last_error"));
+		if (clock_now_ms(c->clock) >= deadline)
 			return err_set(e, CSID_ETIMEDOUT,
 				       "volume %s: not published to node %s after %ds (%s): "
 				       "last error: %.600s",
 				       vol, c->node, CLAIMS_WAIT_MS / 1000,
-				       st ? st : "no publication", last && *last ? last : "none");
-		}
+				       p && *p->state ? p->state : "no publication",
+				       last && *last ? last : "none");
 		snprintf(rest, sizeof(rest), "?index=%lld&wait=" CLAIMS_BLOCK_WAIT,
-			 (long long)json_integer_value(json_object_get(*v, "modify_index")));
+			 (long long)(*v)->modify_index);
 		if ((rc = claims_volume_path(vol, rest, path, sizeof(path), e)) ||
-		    (rc = claims_server_request(c, "GET", path, NULL, &next, e)))
+		    (rc = claims_answer_get(c, "GET", path, NULL, true, &next, e)))
 			return err_wrap(e, "volume %s", vol);
-		json_decref(*v);
+		claims_answer_free(*v);
 		*v = next;
 	}
 }
@@ -269,35 +271,20 @@ static int claims_stage_get(struct claims *c, const char *vol, const char *alloc
 			    struct claims_stage **out, struct err *e)
 {
 	char path[CLAIMS_PATH_MAX];
-	json_t *doc = NULL;
+	char *text = NULL;
+	size_t len = 0;
 	int rc;
 
 	*out = NULL;
 	rc = claims_path("/v1/volume/", vol, "/node-stage?alloc_id=", alloc, "", path, sizeof(path),
 			 e);
-	if (rc == 0 && (rc = claims_server_request(c, "GET", path, NULL, &doc, e)) == 0)
-		rc = claims_stage_from(doc, out, e);
+	if (rc == 0 &&
+	    (rc = claims_server_text(c, "GET", path, NULL, true, true, &text, &len, e)) == 0)
+		rc = claims_stage_decode(text, len, out, e);
+	wipe_free(text);
 	if (rc)
 		err_wrap(e, "node-stage secrets of %s for %s", vol, alloc);
 	return rc;
-}
-
-/* The string map m as kvs (borrowed from m), at most max. */
-static size_t claims_kvs(json_t *m, struct mount_kv *kvs, size_t max)
-{
-	const char *key;
-	json_t *val;
-	size_t n = 0;
-
-	json_object_foreach(m, key, val)
-	{
-		if (n < max && json_is_string(val)) {
-			kvs[n].key = key;
-			kvs[n].value = json_string_value(val);
-			n++;
-		}
-	}
-	return n;
 }
 
 /*
@@ -305,7 +292,8 @@ static size_t claims_kvs(json_t *m, struct mount_kv *kvs, size_t max)
  * node's new claim unmarked) is grown here before the mount is handed
  * out; a failure is logged and left to the node expansion passes.
  */
-static void claims_expand_after_mount(struct claims *c, const char *vol, json_t *v)
+static void claims_expand_after_mount(struct claims *c, const char *vol,
+				      const struct claims_answer *v)
 {
 	struct err e;
 	char q[600];
@@ -317,56 +305,51 @@ static void claims_expand_after_mount(struct claims *c, const char *vol, json_t 
 }
 
 /*
- * Mounts volume v (published as pub, may be NULL) for alloc with st's
- * secrets, with the capability of pub, else the claim's (cl); fills res.
+ * Mounts volume v (published as v->pub, may be NULL) for alloc with st's
+ * secrets, with the capability of the publication, else the claim's
+ * (cl); fills res.
  */
 static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
-			   const struct claims_mount_result *cl, json_t *v, json_t *pub,
+			   const struct claims_mount_result *cl, const struct claims_answer *v,
 			   const struct claims_stage *st, struct mounter_result *res, struct err *e)
 {
 	const char *access = cl->access_mode, *attach = cl->attachment_mode;
-	json_t *vctx = json_object_get(v, "context"), *pctx = json_object_get(pub, "context");
-	size_t nv = json_object_size(vctx), np = json_object_size(pctx);
+	const struct claims_answer_pub *pub = v->pub;
 	struct mounter_request req = {0};
 	struct mounter_plugin mp = {0};
-	struct mount_kv *kvs;
-	const char *fs;
 	int rc;
 
 	if (pub) {
-		access = claims_str(pub, "access_mode", "");
-		attach = claims_str(pub, "attachment_mode", "file-system");
+		access = pub->access_mode;
+		attach = pub->attachment_mode ? pub->attachment_mode : "file-system";
+		req.publish_context = pub->context;
+		req.n_publish_context = pub->n_context;
 	}
 	req.volume_id = vol;
 	req.alloc_id = alloc;
-	req.plugin_id = claims_str(v, "plugin_id", "");
-	req.external_id = claims_str(v, "external_id", vol);
+	req.plugin_id = v->plugin_id;
+	req.external_id = v->external_id ? v->external_id : vol;
 	req.usage.read_only = cl->read_only;
-	fs = claims_str(json_object_get(v, "mount_options"), "fs_type", "");
-	req.usage.fs_type = *fs ? fs : NULL;
+	req.usage.fs_type = v->fs_type && *v->fs_type ? v->fs_type : NULL;
 	req.usage.fs_type = st->fs_type && *st->fs_type ? st->fs_type : req.usage.fs_type;
 	req.usage.mount_flags = st->flags;
 	req.usage.n_mount_flags = st->n_flags;
 	req.secrets = st->secrets;
 	req.n_secrets = st->n_secrets;
+	req.volume_context = v->context;
+	req.n_volume_context = v->n_context;
+	/* A mount of the claim flow, unmounted if its claim is released (claims_orphans.c). */
+	req.claimed = true;
 	if ((rc = mount_access_parse(access, &req.usage.access, e)) ||
 	    (rc = mount_attachment_parse(*attach ? attach : "file-system", &req.usage.attachment,
 					 e)))
 		return err_wrap(e, "volume %s", vol);
-	kvs = calloc(nv + np + 1, sizeof(*kvs));
-	if (!kvs)
-		return err_set(e, CSID_ENOMEM, "out of memory");
-	req.volume_context = kvs;
-	req.n_volume_context = claims_kvs(vctx, kvs, nv);
-	req.publish_context = kvs + req.n_volume_context;
-	req.n_publish_context = claims_kvs(pctx, kvs + req.n_volume_context, np);
 	rc = c->cfg.lookup(c->cfg.lookup_ctx, req.plugin_id, &mp, e);
 	if (rc == 0) {
 		rc = mounter_mount(c->cfg.mounter, &mp, &req, res, e);
 		if (c->cfg.release)
 			c->cfg.release(c->cfg.lookup_ctx, &mp);
 	}
-	free(kvs);
 	if (rc == 0)
 		claims_expand_after_mount(c, vol, v);
 	return rc;
@@ -390,21 +373,29 @@ static int claims_plugin_ready(struct claims *c, const char *plugin, struct err 
  * that joined no servers is told so at once: that precondition never
  * changes.
  */
-static int claims_claim_put(struct claims *c, const char *path, json_t *claim, json_t **v,
-			    struct err *e)
+static int claims_claim_put(struct claims *c, const char *path, json_t *claim,
+			    struct claims_answer **ans, struct err *e)
 {
 	int64_t deadline = clock_now_ms(c->clock) + CLAIMS_WAIT_MS;
 	int64_t pause = CLAIMS_RETRY_MIN_MS;
 	int rc;
 
 	for (;;) {
-		rc = claims_server_request(c, "PUT", path, claim, v, e);
+		rc = claims_answer_get(c, "PUT", path, claim, true, ans, e);
 		if (rc != CSID_EPRECOND || !c->cfg.client ||
 		    clock_now_ms(c->clock) + pause > deadline || claims_stopping(c))
 			return rc;
 		claims_pause_until(c, clock_now_ms(c->clock) + pause);
 		pause = claims_next_pause(pause);
 	}
+}
+
+/* A string member of o, or dflt. */
+static const char *claims_str(json_t *o, const char *key, const char *dflt)
+{
+	const char *str = json_string_value(json_object_get(o, key));
+
+	return str ? str : dflt;
 }
 
 /*
@@ -507,21 +498,21 @@ static bool claims_mounted_before(struct claims *c, const char *vol, const char 
  * *v: the claim's answer (the volume).
  */
 static int claims_claim_follow(struct claims *c, const struct claims_mount_req *r,
-			       struct claims_mount_result *out, json_t **v, struct err *e)
+			       struct claims_mount_result *out, struct claims_answer **v,
+			       struct err *e)
 {
 	char path[CLAIMS_PATH_MAX];
-	json_t *claim = NULL;
+	json_t *claim = NULL, *vol = NULL;
 	int rc;
 
 	if ((rc = claims_volume_path(r->volume_id, "", path, sizeof(path), e)) ||
-	    (rc = claims_server_request(c, "GET", path, NULL, v, e)))
+	    (rc = claims_server_request(c, "GET", path, NULL, &vol, e)))
 		return rc;
-	if (!(claim = claims_claim_body(c, r, *v, out)))
+	if (!(claim = claims_claim_body(c, r, vol, out)))
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = claims_plugin_ready(c, claims_str(*v, "plugin_id", ""), e);
-	json_decref(*v);
-	*v = NULL;
+		rc = claims_plugin_ready(c, claims_str(vol, "plugin_id", ""), e);
+	json_decref(vol);
 	if (rc == 0)
 		rc = claims_volume_path(r->volume_id, "/claim", path, sizeof(path), e);
 	if (rc == 0)
@@ -533,14 +524,14 @@ static int claims_claim_follow(struct claims *c, const struct claims_mount_req *
 /*
  * The claim that waits server side for this node's publication and
  * answers it with the node-stage data (docs/server-api.md): one request.
- * Returns 0 with *ans, the answer: {"volume", "claim", "publication",
- * "publication_state", "node_stage"}, or an older server's (the volume
- * alone: it took the claim, and the rest is followed); CSID_EUNIMPL when
- * an older server refused a claim without access_mode (nothing was
- * claimed: c->old_server is set); or the claim's error.
+ * Returns 0 with *ans, the answer ((*ans)->waited), or an older server's
+ * (the volume alone: it took the claim, and the rest is followed);
+ * CSID_EUNIMPL when an older server refused a claim without access_mode
+ * (nothing was claimed: c->old_server is set); or the claim's error.
  */
 static int claims_claim_wait(struct claims *c, const struct claims_mount_req *r,
-			     struct claims_mount_result *out, json_t **ans, struct err *e)
+			     struct claims_mount_result *out, struct claims_answer **ans,
+			     struct err *e)
 {
 	char path[CLAIMS_PATH_MAX];
 	json_t *claim = claims_claim_body(c, r, NULL, out);
@@ -560,46 +551,28 @@ static int claims_claim_wait(struct claims *c, const struct claims_mount_req *r,
 			 r->volume_id);
 		return err_set(e, CSID_EUNIMPL, "the server does not wait on claims");
 	}
-	if (rc == 0 && !json_object_get(*ans, "publication_state"))
+	if (rc == 0 && !(*ans)->waited)
 		__atomic_store_n(&c->old_server, true, __ATOMIC_RELEASE);
 	return rc;
 }
 
 /*
- * Takes what the claim that waited answered (ans, taken): *v the volume,
- * *pub its publication to this node (borrowed from *v; NULL: none), *st
- * the node-stage data when answered, out's capability from the claim.
- * *published: the publication is done or not needed (else it is
- * followed).
+ * Takes what the claim that waited answered (ans): out's capability from
+ * the claim; *published: the publication is done or not needed (else it
+ * is followed).
  */
-static int claims_claim_taken(struct claims *c, json_t *ans, struct claims_mount_result *out,
-			      json_t **v, json_t **pub, bool *published, struct claims_stage **st,
-			      struct err *e)
+static int claims_claim_taken(const struct claims_answer *ans, struct claims_mount_result *out,
+			      bool *published, struct err *e)
 {
-	const char *state = claims_str(ans, "publication_state", "");
-	json_t *claim = json_object_get(ans, "claim"), *stage = json_object_get(ans, "node_stage");
-	int rc = 0;
+	const char *state = ans->publication_state;
 
-	*v = json_incref(json_object_get(ans, "volume"));
-	if (!json_is_object(*v) || !json_is_object(claim)) {
-		rc = err_set(e, CSID_EPROTO, "the server's claim answer is malformed");
-		goto out;
-	}
-	snprintf(out->access_mode, sizeof(out->access_mode), "%s",
-		 claims_str(claim, "access_mode", ""));
+	if (!ans->has_volume || !ans->has_claim)
+		return err_set(e, CSID_EPROTO, "the server's claim answer is malformed");
+	snprintf(out->access_mode, sizeof(out->access_mode), "%s", ans->claim_access_mode);
 	snprintf(out->attachment_mode, sizeof(out->attachment_mode), "%s",
-		 claims_str(claim, "attachment_mode", "file-system"));
-	*pub = claims_publication(*v, c->node);
+		 ans->claim_attachment_mode ? ans->claim_attachment_mode : "file-system");
 	*published = strcmp(state, "published") == 0 || strcmp(state, "not-required") == 0;
-	if (*published && stage) {
-		json_incref(stage);
-		json_object_del(ans, "node_stage");
-		rc = claims_stage_from(stage, st, e);
-	}
-out:
-	model_json_wipe(json_object_get(ans, "node_stage"));
-	json_decref(ans);
-	return rc;
+	return 0;
 }
 
 /* claims_mount once the allocation is reported as held; owner checked (NULL: none). */
@@ -609,20 +582,17 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 {
 	const char *vol = r->volume_id, *alloc = r->alloc_id;
 	struct mounter_result *res = NULL;
-	struct claims_stage *st = NULL;
-	json_t *v = NULL, *pub = NULL, *ans = NULL;
-	bool claimed = false, published = false, waited = false;
+	struct claims_stage *own = NULL;
+	const struct claims_stage *st = NULL;
+	struct claims_answer *v = NULL;
+	bool claimed = false, published = false;
 	int rc = CSID_EUNIMPL;
 
-	if (!__atomic_load_n(&c->old_server, __ATOMIC_ACQUIRE)) {
-		rc = claims_claim_wait(c, r, out, &ans, e);
-		waited = rc == 0 && json_object_get(ans, "publication_state");
-	}
+	if (!__atomic_load_n(&c->old_server, __ATOMIC_ACQUIRE))
+		rc = claims_claim_wait(c, r, out, &v, e);
 	if (rc == CSID_EUNIMPL) {
 		err_clear(e);
 		rc = claims_claim_follow(c, r, out, &v, e);
-	} else if (rc == 0 && !waited) {
-		v = ans;
 	}
 	if (rc) {
 		err_wrap(e, "claim %s for %s", vol, alloc);
@@ -631,24 +601,25 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	/* A failure from here on releases the claim, unless an earlier mount holds it. */
 	claimed = !claims_mounted_before(c, vol, alloc);
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
-	if (waited && (rc = claims_claim_taken(c, ans, out, &v, &pub, &published, &st, e)))
+	if (v->waited && (rc = claims_claim_taken(v, out, &published, e)))
 		goto out;
+	/* Answered with the publication: its node-stage data came along. */
+	if (published)
+		st = v->stage;
 	/* Not published within the claim's wait (or a publish attempt failed): followed. */
-	if (!published && (rc = claims_wait_published(c, vol, &v, &pub, e)))
+	if (!published && (rc = claims_wait_published(c, vol, &v, e)))
 		goto out;
-	if (!st && (rc = claims_stage_get(c, vol, alloc, &st, e)))
+	if (!st && (rc = claims_stage_get(c, vol, alloc, &own, e)))
 		goto out;
-	if (!(res = calloc(1, sizeof(*res)))) {
+	if (!st)
+		st = own;
+	/* Not zeroed (8 KB): the mounter fills it on success, and nothing reads it otherwise. */
+	if (!(res = malloc(sizeof(*res)))) {
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = claims_do_mount(c, vol, alloc, out, v, pub, st, res, e)))
+	if ((rc = claims_do_mount(c, vol, alloc, out, v, st, res, e)))
 		goto out;
-	/* Once mounted: a mount of the claim flow, unmounted if its claim is released. */
-	if (c->state && (rc = claims_state_mark(c->state, vol, alloc, true, e))) {
-		err_wrap(e, "mounted, but not marked as claimed");
-		goto out;
-	}
 	if (owner && (rc = claims_owner_record(c, vol, alloc, owner, e))) {
 		err_wrap(e, "mounted, but its owner is not recorded");
 		goto out;
@@ -659,9 +630,9 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 out:
 	if (rc && claimed)
 		claims_mount_rollback(c, vol, alloc, e);
-	claims_stage_free(st);
+	claims_stage_free(own);
 	free(res);
-	json_decref(v);
+	claims_answer_free(v);
 	return rc;
 }
 
@@ -790,7 +761,8 @@ int claims_unmount(struct claims *c, const char *vol, const char *alloc, const c
 
 int claims_mark_unclaimed(struct claims *c, const char *vol, const char *alloc, struct err *e)
 {
-	return c->state ? claims_state_mark(c->state, vol, alloc, false, e) : 0;
+	/* The mounter's record takes the mount's own mark; an older agent's mark goes here. */
+	return c->state ? claims_state_unmark(c->state, vol, alloc, e) : 0;
 }
 
 /* ---- life cycle ---- */

@@ -12,12 +12,11 @@
  * queries until its publication to this node is published (or its
  * plugin needs no ControllerPublishVolume), reads the node-stage data
  * (secrets, mount flags, fs_type: claims_stage.h), mounts through the
- * mounter, marks the allocation as mounted by a claim and records its
- * owner (agent/owners_watch.h). The allocation is in the agent's report
- * of held allocations (agent/held_allocs.h) from before the claim goes
- * out until its mount record exists. A mount that fails after the claim
- * (or is rolled back once mounted) takes down what it mounted and
- * releases the claim at once (unless the allocation had it mounted
+ * mounter (the mount's record marked as the claim flow's from its first
+ * write on, agent/mount_store.h) and records its owner (agent/owners_watch.h). The allocation is in
+ * the agent's report of held allocations (agent/held_allocs.h) from before the claim goes out until
+ * its mount record exists. A mount that fails after the claim (or is rolled back once mounted)
+ * takes down what it mounted and releases the claim at once (unless the allocation had it mounted
  * already: a repeated mount that fails leaves that mount and its claim), with the reason "mount
  * failed: <error>", through the same durable path as an unmount's release (below), so the volume is
  * free for another claim or its delete without waiting for the server's lost-claim pass
@@ -107,18 +106,19 @@
 /*
  * The seam to the csid servers. request: one request, each server tried
  * once in order until one answers; 0 with *status (the HTTP status) and
- * *doc (the answer's JSON, NULL when it had none; the caller frees it),
- * or CSID_EUNAVAIL with e set when no server answered (a 5xx counts as
- * none). want_ok false: the caller needs only the status of a 2xx answer,
- * whose body a client may leave unparsed (*doc NULL); any other answer is
- * parsed as always. body: JSON text or NULL. A node-stage answer holds secrets: the
- * client wipes its copy of the bytes. cancel: requests in flight and to
- * come give up at once with CSID_EUNAVAIL (the agent stops). Both are
+ * *text, the answer's bytes (*len of them, NUL-terminated; NULL when it
+ * had none), which the caller zeroes and frees (wipe_free: a node-stage
+ * answer holds secrets), or CSID_EUNAVAIL with e set when no server
+ * answered (a 5xx counts as none). want_ok false: the caller needs only
+ * the status of a 2xx answer, whose body a client may leave out (*text
+ * NULL). body: JSON text or NULL. cancel: requests in flight and to come
+ * give up at once with CSID_EUNAVAIL (the agent stops). Both are
  * thread-safe.
  */
 struct claims_client {
 	int (*request)(struct claims_client *c, const char *method, const char *path,
-		       const char *body, bool want_ok, long *status, json_t **doc, struct err *e);
+		       const char *body, bool want_ok, long *status, char **text, size_t *len,
+		       struct err *e);
 	void (*cancel)(struct claims_client *c);
 };
 

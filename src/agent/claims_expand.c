@@ -33,25 +33,6 @@
 
 #include "util/log.h"
 
-/* Whether v wants NodeExpandVolume on this node: flagged, and a claim here is not marked. */
-static bool claims_expand_wanted(struct claims *c, json_t *v)
-{
-	json_t *cl;
-	size_t i;
-
-	if (!json_is_true(json_object_get(v, "node_expansion_required")))
-		return false;
-	json_array_foreach(json_object_get(v, "claims"), i, cl)
-	{
-		const char *n = json_string_value(json_object_get(cl, "node_id"));
-
-		if (n && strcmp(n, c->node) == 0 &&
-		    !json_is_true(json_object_get(cl, "node_expanded")))
-			return true;
-	}
-	return false;
-}
-
 /* Whether (vol, cap) was refused finally; with add, remembers it. */
 static bool claims_expand_final(struct claims *c, const char *vol, int64_t cap, bool add)
 {
@@ -151,16 +132,14 @@ static int claims_expand_do(struct claims *c, const char *vol, const char *plugi
 	return rc;
 }
 
-int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e)
+int claims_expand_volume(struct claims *c, const char *vol, const struct claims_answer *v,
+			 struct err *e)
 {
-	const char *plugin = json_string_value(json_object_get(v, "plugin_id"));
-	json_int_t cap = json_integer_value(json_object_get(v, "capacity"));
-
-	if (!claims_expand_wanted(c, v))
+	if (!v->node_expansion_required || !v->expand_here)
 		return 0;
-	if (!plugin || cap <= 0)
+	if (!*v->plugin_id || v->capacity <= 0)
 		return err_set(e, CSID_EINVAL, "volume %s: no plugin_id or capacity", vol);
-	return claims_expand_do(c, vol, plugin, (int64_t)cap, e);
+	return claims_expand_do(c, vol, v->plugin_id, v->capacity, e);
 }
 
 /* Whether (vol, cap) is in w[0..n). */

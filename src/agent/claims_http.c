@@ -52,10 +52,10 @@ static struct curl_slist *claims_http_secret_header(struct curl_slist *hdrs, con
 	return hdrs;
 }
 
-/* One request to one server: 0 with *status and *doc (NULL when no JSON), or CSID_EUNAVAIL. */
+/* One request to one server: 0 with *status and *text (NULL when none), or CSID_EUNAVAIL. */
 static int claims_http_once(struct claims_http *h, const char *base, const char *method,
 			    const char *path, const char *body, bool want_ok, long *status,
-			    json_t **doc, struct err *e)
+			    char **text, size_t *len, struct err *e)
 {
 	struct strbuf ans = {.max = CLAIMS_HTTP_ANSWER_MAX};
 	struct curl_slist *hdrs = NULL;
@@ -64,7 +64,8 @@ static int claims_http_once(struct claims_http *h, const char *base, const char 
 	CURLcode cc;
 	int rc = 0;
 
-	*doc = NULL;
+	*text = NULL;
+	*len = 0;
 	*status = 0;
 	if (!c)
 		return err_set(e, CSID_ENOMEM, "out of memory");
@@ -94,16 +95,21 @@ static int claims_http_once(struct claims_http *h, const char *base, const char 
 		goto out;
 	}
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-	/* A success whose body is not wanted is not parsed (a release's: the whole volume). */
-	if (ans.len && (want_ok || *status < 200 || *status > 299))
-		*doc = json_loadb(ans.p, ans.len, 0, NULL);
 	if (*status >= 500) {
-		const char *msg = json_string_value(json_object_get(*doc, "error"));
+		json_t *doc = json_loadb(ans.p ? ans.p : "", ans.len, 0, NULL);
+		const char *msg = json_string_value(json_object_get(doc, "error"));
 
 		rc = err_set(e, CSID_EUNAVAIL, "server %.256s: HTTP %ld: %.300s", base, *status,
 			     msg ? msg : "no message");
-		json_decref(*doc);
-		*doc = NULL;
+		json_decref(doc);
+		goto out;
+	}
+	/* A success whose body is not wanted is dropped (a release's: the whole volume). */
+	if (ans.len && (want_ok || *status < 200 || *status > 299)) {
+		*text = ans.p;
+		*len = ans.len;
+		ans.p = NULL;
+		ans.len = 0;
 	}
 out:
 	curl_pool_headers_free(hdrs);
@@ -116,19 +122,20 @@ out:
 }
 
 static int claims_http_request(struct claims_client *cl, const char *method, const char *path,
-			       const char *body, bool want_ok, long *status, json_t **doc,
-			       struct err *e)
+			       const char *body, bool want_ok, long *status, char **text,
+			       size_t *len, struct err *e)
 {
 	struct claims_http *h = (struct claims_http *)cl;
 	int rc = CSID_EUNAVAIL;
 
-	*doc = NULL;
+	*text = NULL;
+	*len = 0;
 	*status = 0;
 	for (size_t i = 0; i < h->nservers && rc == CSID_EUNAVAIL; i++) {
 		if (__atomic_load_n(&h->cancelled, __ATOMIC_ACQUIRE))
 			return err_set(e, CSID_EUNAVAIL, "the agent is stopping");
-		rc =
-		    claims_http_once(h, h->servers[i], method, path, body, want_ok, status, doc, e);
+		rc = claims_http_once(h, h->servers[i], method, path, body, want_ok, status, text,
+				      len, e);
 	}
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "agent/claims.h"
+#include "agent/claims_answer.h"
 #include "agent/claims_state.h"
 #include "agent/owners_watch.h"
 #include "agent/server_link.h"
@@ -96,6 +97,13 @@ void claims_pause_until(struct claims *c, int64_t until);
  */
 int claims_server_try(struct claims *c, const char *method, const char *path, json_t *body,
 		      bool patient, json_t **doc, struct err *e);
+/*
+ * The same with the answer's bytes: 0 and *text (*len bytes; NULL when
+ * none or not wanted), which the caller frees with wipe_free; an error
+ * answer is parsed for its code and message as claims_server_try does.
+ */
+int claims_server_text(struct claims *c, const char *method, const char *path, json_t *body,
+		       bool patient, bool want, char **text, size_t *len, struct err *e);
 
 /* claims_release.c */
 /*
@@ -121,11 +129,13 @@ void claims_release_stop(struct claims *c);
 
 /* claims_expand.c */
 /*
- * NodeExpandVolume for volume vol (its server record v) when the record
- * wants it on this node, then the report to the server. 0 when done or
- * nothing was wanted, else a code with e set (retried by the passes).
+ * NodeExpandVolume for volume vol (as a server answered it, v) when it
+ * wants it on this node (node_expansion_required, and a claim here not
+ * node_expanded), then the report to the server. 0 when done or nothing
+ * was wanted, else a code with e set (retried by the passes).
  */
-int claims_expand_volume(struct claims *c, const char *vol, json_t *v, struct err *e);
+int claims_expand_volume(struct claims *c, const char *vol, const struct claims_answer *v,
+			 struct err *e);
 /* Runs the node expansion pass when due; returns when it is next due (clock ms). */
 int64_t claims_expand_step(struct claims *c);
 /* Starts taking the volumes to expand from held_allocs; claims_expand_close stops it. */

@@ -9,14 +9,18 @@
  * unmounts it through the normal unmount: unpublish, unstage when
  * unused, then the release, which finds no claim and is done.
  *
- * Only mounts the claim flow made are touched: the flow marks its
- * allocation once mounted (claims_state_mark), so the mark survives an
- * agent restart; it goes with the release that follows the unmount (not
- * before: the release must reach the server right after the unmount),
- * and with a mount made without a claim (claims_mark_unclaimed: such a
- * mount is never unmounted for the servers). A mark left by an unmount
- * whose release never went is harmless: only a reported allocation (a
- * mount record or a claim flow) is ever looked up. The queue is in
+ * Only mounts the claim flow made are touched: the flow's mount record
+ * carries the mark (mount_record.claimed), written with the mount's
+ * intent, so it survives an agent restart, and a mount recovered after a
+ * crash mid-mount keeps it; it goes with the record at the unmount, and a
+ * mount repeated without a claim clears it (such a mount is never
+ * unmounted for the servers). Older agents marked an allocation once
+ * mounted in a row of their own (claims_state.h): such a row still
+ * counts, goes with the release that follows the unmount (not before:
+ * the release must reach the server right after the unmount), and with
+ * a mount made without a claim (claims_mark_unclaimed). A row left by an
+ * unmount whose release never went is harmless: only a reported
+ * allocation (a mount record or a claim flow) is ever looked up. The queue is in
  * memory, under the module's lock: an agent that stops before it ran is
  * told again by the next answer.
  */
@@ -29,15 +33,30 @@
 #include "util/array.h"
 #include "util/log.h"
 
-/* Whether the claim flow mounted (vol, alloc); false when it cannot tell (kept). */
+/*
+ * Whether the claim flow mounted (vol, alloc): the mount record's mark,
+ * else an older agent's row; false when it cannot tell (kept).
+ */
 static bool claims_orphan_marked(struct claims *c, const char *vol, const char *alloc)
 {
+	struct mount_record *rec = NULL;
 	bool row = false;
 	struct err e;
 	char q[600];
+	int rc;
 
 	err_clear(&e);
-	if (claims_state_marked(c->state, vol, alloc, &row, &e)) {
+	rc = mounter_get(c->cfg.mounter, vol, alloc, &rec, &e);
+	row = rc == 0 && rec->claimed;
+	mount_record_free(rec);
+	if (rc && rc != CSID_ENOTFOUND) {
+		log_error("msg=\"released allocation kept: cannot read its mount record\" "
+			  "volume=%s alloc=%s error=%s",
+			  vol, alloc, log_q(q, sizeof(q), e.msg));
+		return false;
+	}
+	err_clear(&e);
+	if (!row && claims_state_marked(c->state, vol, alloc, &row, &e)) {
 		log_error("msg=\"released allocation kept: cannot read its claim mark\" volume=%s "
 			  "alloc=%s error=%s",
 			  vol, alloc, log_q(q, sizeof(q), e.msg));

@@ -47,8 +47,8 @@ int claims_release_done(struct claims *c, const char *vol, const char *alloc, st
 	if (!c->state)
 		return 0;
 	rc = claims_state_release_drop(c->state, vol, alloc, e);
-	/* Released after the unmount: the claim flow's mark goes too (claims_orphans.c). */
-	return rc ? rc : claims_state_mark(c->state, vol, alloc, false, e);
+	/* Released after the unmount: an older agent's claim mark goes too (claims_orphans.c). */
+	return rc ? rc : claims_state_unmark(c->state, vol, alloc, e);
 }
 
 /* One pass over the recorded releases; whether one is still pending. */

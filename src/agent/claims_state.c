@@ -3,7 +3,7 @@
  * agent database, one SQLite connection used under a mutex. The schema
  * steps are those the agent API used before the flow moved here, so an
  * agent database written by an older agent opens unchanged. The
- * statements of a mount and an unmount (the mark, the pending release)
+ * statements of an unmount (the pending release, the mark's removal)
  * are prepared once per connection and reset after each use: compiling
  * one cost as much as running it, on the path of every mount.
  */
@@ -33,7 +33,6 @@ static const char *const claims_state_schema[] = {
 enum claims_state_sql {
 	CLAIMS_STATE_SQL_RELEASE_PUT,
 	CLAIMS_STATE_SQL_RELEASE_DROP,
-	CLAIMS_STATE_SQL_MARK,
 	CLAIMS_STATE_SQL_UNMARK,
 	CLAIMS_STATE_SQL_MARKED,
 	CLAIMS_STATE_SQL_COUNT_
@@ -44,7 +43,6 @@ static const char *const claims_state_sql_text[CLAIMS_STATE_SQL_COUNT_] = {
 				     "(?, ?, ?)",
     [CLAIMS_STATE_SQL_RELEASE_DROP] = "DELETE FROM claims_pending_release WHERE volume_id = ? "
 				      "AND alloc_id = ?",
-    [CLAIMS_STATE_SQL_MARK] = "INSERT OR IGNORE INTO claims_mounted VALUES (?, ?)",
     [CLAIMS_STATE_SQL_UNMARK] = "DELETE FROM claims_mounted WHERE volume_id = ? AND "
 				"alloc_id = ?",
     [CLAIMS_STATE_SQL_MARKED] = "SELECT 1 FROM claims_mounted WHERE volume_id = ? AND "
@@ -186,11 +184,10 @@ size_t claims_state_release_list(struct claims_state *s, struct claims_state_rel
 	return n;
 }
 
-int claims_state_mark(struct claims_state *s, const char *vol, const char *alloc, bool on,
-		      struct err *e)
+int claims_state_unmark(struct claims_state *s, const char *vol, const char *alloc, struct err *e)
 {
-	return claims_state_sql(s, on ? CLAIMS_STATE_SQL_MARK : CLAIMS_STATE_SQL_UNMARK, vol, alloc,
-				NULL, 2, NULL, "claim mark", e);
+	return claims_state_sql(s, CLAIMS_STATE_SQL_UNMARK, vol, alloc, NULL, 2, NULL, "claim mark",
+				e);
 }
 
 int claims_state_marked(struct claims_state *s, const char *vol, const char *alloc, bool *out,

@@ -8,8 +8,11 @@
  *       unless a claim owner was gone or the server released the claim
  *       while the node was away;
  *   claims_mounted(volume_id, alloc_id)
- *       an allocation the claim flow mounted: only such mounts are ever
- *       unmounted for the servers (claims_orphans.c).
+ *       an allocation the claim flow of an older agent mounted: only such
+ *       mounts are ever unmounted for the servers (claims_orphans.c). The
+ *       claim flow now marks its mounts in their mount records instead,
+ *       with the mount's intent (agent/mount_store.h); these rows are only
+ *       read and removed.
  *
  * The claim owners are persisted beside them by the owner watch
  * (agent/owners_watch.h, module "owners"). One connection, used under the
@@ -63,9 +66,8 @@ size_t claims_state_release_list(struct claims_state *s, struct claims_state_rel
 /* How many releases are recorded (0 when the table cannot be read). */
 size_t claims_state_release_count(struct claims_state *s);
 
-/* Marks (on) or forgets that the claim flow mounted vol for alloc. 0 or a code with e set. */
-int claims_state_mark(struct claims_state *s, const char *vol, const char *alloc, bool on,
-		      struct err *e);
+/* Forgets that an older agent's claim flow mounted vol for alloc. 0 or a code with e set. */
+int claims_state_unmark(struct claims_state *s, const char *vol, const char *alloc, struct err *e);
 /* Whether the claim flow mounted vol for alloc: 0 with *out, or a code with e set. */
 int claims_state_marked(struct claims_state *s, const char *vol, const char *alloc, bool *out,
 			struct err *e);

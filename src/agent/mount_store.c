@@ -32,6 +32,8 @@ static const char *const mount_store_schema[] = {
     " state TEXT NOT NULL, updated_ms INTEGER NOT NULL,"
     " PRIMARY KEY (volume_id, alloc_id));"
     "CREATE INDEX mounter_mounts_staging ON mounter_mounts(staging_path);",
+    /* The claim flow's mark, written with the mount's intent (mount_record.claimed). */
+    "ALTER TABLE mounter_mounts ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0",
 };
 
 static const char *const mount_state_names[MOUNT_STATE_COUNT_] = {
@@ -86,13 +88,14 @@ enum mount_store_sql {
 	MOUNT_STORE_SQL_INSERT,
 	MOUNT_STORE_SQL_UPDATE,
 	MOUNT_STORE_SQL_DELETE,
+	MOUNT_STORE_SQL_CLAIMED,
 	MOUNT_STORE_SQL_COUNT_
 };
 
 #define MOUNT_STORE_COLS                                                               \
 	"volume_id, alloc_id, plugin_id, external_id, read_only, attachment, access, " \
 	"fs_type, options_hash, staging_path, target_path, publish_context, "          \
-	"volume_context, state, updated_ms"
+	"volume_context, state, updated_ms, claimed"
 
 static const char *const mount_store_sql_text[MOUNT_STORE_SQL_COUNT_] = {
     [MOUNT_STORE_SQL_GET] = "SELECT " MOUNT_STORE_COLS " FROM mounter_mounts "
@@ -104,11 +107,14 @@ static const char *const mount_store_sql_text[MOUNT_STORE_SQL_COUNT_] = {
     [MOUNT_STORE_SQL_USERS] = "SELECT count(*), coalesce(sum(state IN ('staged', 'publishing', "
 			      "'published', 'unpublishing')), 0) FROM mounter_mounts "
 			      "WHERE staging_path = ?1 AND alloc_id != ?2",
-    [MOUNT_STORE_SQL_INSERT] = "INSERT INTO mounter_mounts (" MOUNT_STORE_COLS ") VALUES "
-			       "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [MOUNT_STORE_SQL_INSERT] =
+	"INSERT INTO mounter_mounts (" MOUNT_STORE_COLS ") VALUES "
+	"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     [MOUNT_STORE_SQL_UPDATE] = "UPDATE mounter_mounts SET state = ?3, updated_ms = ?4 "
 			       "WHERE volume_id = ?1 AND alloc_id = ?2",
     [MOUNT_STORE_SQL_DELETE] = "DELETE FROM mounter_mounts WHERE volume_id = ?1 AND alloc_id = ?2",
+    [MOUNT_STORE_SQL_CLAIMED] = "UPDATE mounter_mounts SET claimed = ?3 "
+				"WHERE volume_id = ?1 AND alloc_id = ?2",
 };
 
 struct mount_store {
@@ -266,6 +272,7 @@ static int mount_store_row(sqlite3_stmt *st, struct mount_record **out, struct e
 	r->publish_context = mount_store_col(st, 11, &nomem);
 	r->volume_context = mount_store_col(st, 12, &nomem);
 	r->updated_ms = sqlite3_column_int64(st, 14);
+	r->claimed = sqlite3_column_int(st, 15) != 0;
 	hash = sqlite3_column_text(st, 8);
 	snprintf(r->options_hash, sizeof(r->options_hash), "%s", hash ? (const char *)hash : "");
 	if (nomem) {
@@ -431,6 +438,7 @@ static void mount_store_bind_all(sqlite3_stmt *st, const struct mount_record *r,
 	sqlite3_bind_text(st, 13, r->volume_context ? r->volume_context : "{}", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, mount_state_name(to), -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 15, now);
+	sqlite3_bind_int(st, 16, r->claimed);
 }
 
 static void mount_store_log(const struct mount_record *r, enum mount_state to)
@@ -529,5 +537,38 @@ int mount_store_forget(struct mount_store *s, struct mount_record *r, struct err
 out:
 	mount_store_stmt_done(st);
 	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int mount_store_set_claimed(struct mount_store *s, struct mount_record *r, bool claimed,
+			    struct err *e)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = mount_store_stmt(s, MOUNT_STORE_SQL_CLAIMED, &st, e);
+	if (rc != 0)
+		goto out;
+	sqlite3_bind_text(st, 1, r->volume_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->alloc_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, claimed);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE) {
+		rc = mount_store_sqlerr(s, rc, "write", e);
+		goto out;
+	}
+	if (sqlite3_changes(s->db) != 1) {
+		rc = err_set(e, CSID_EIO, "mount store: record %s/%s vanished", r->volume_id,
+			     r->alloc_id);
+		goto out;
+	}
+	r->claimed = claimed;
+	rc = 0;
+out:
+	mount_store_stmt_done(st);
+	pthread_mutex_unlock(&s->lock);
+	if (rc != 0)
+		err_wrap(e, "mount %s/%s: claim mark", r->volume_id, r->alloc_id);
 	return rc;
 }

@@ -98,6 +98,14 @@ struct mount_record {
 	char *volume_context; /* JSON object text */
 	enum mount_state state;
 	int64_t updated_ms; /* wall clock of the last transition */
+	/*
+	 * Mounted by the claim flow (agent/claims.h): unmounted for the
+	 * servers once they released its claim. Written with the record's
+	 * first row (the mount's intent), so a mount recovered after a crash
+	 * keeps it; older agents' records read false (their marks are the
+	 * claim flow's own rows, agent/claims_state.h).
+	 */
+	bool claimed;
 };
 
 /* Frees r and its strings; NULL is a no-op. */
@@ -149,6 +157,14 @@ int mount_store_stage_users(struct mount_store *s, const char *staging_path,
  */
 int mount_store_transition(struct mount_store *s, struct mount_record *r, enum mount_state to,
 			   struct err *e);
+
+/*
+ * Sets r's claimed mark (and r->claimed), for a mount repeated by
+ * another front end. Returns 0, CSID_EIO when the row is gone, or a
+ * database error.
+ */
+int mount_store_set_claimed(struct mount_store *s, struct mount_record *r, bool claimed,
+			    struct err *e);
 
 /*
  * The one way around the table, for the operator's force path: deletes

@@ -590,6 +590,7 @@ static int mounter_record_new(struct mounter *m, const struct mounter_plugin *p,
 		return err_set(e, CSID_ENOMEM, "mounter: out of memory");
 	r->state = MOUNT_STATE_NEW;
 	r->read_only = req->usage.read_only;
+	r->claimed = req->claimed;
 	r->attachment = req->usage.attachment;
 	r->access = req->usage.access;
 	mount_usage_options_hash(&req->usage, r->options_hash);
@@ -766,23 +767,29 @@ int mounter_check_owner(const struct mount_record *r, const struct mounter_plugi
  * One volume, one plugin volume: every other allocation's record of
  * req's volume (staged, published, or on its way down) must name the
  * same plugin and external ID, else the last unmount would unstage one
- * plugin volume with the ID of another. Returns 0 or CSID_ECONFLICT
- * naming both IDs.
+ * plugin volume with the ID of another. Returns 0 with *own, the
+ * allocation's own record taken from the same read (NULL: none), or
+ * CSID_ECONFLICT naming both IDs.
  */
 static int mounter_check_same_volume(struct mounter *m, const struct mounter_request *req,
-				     struct err *e)
+				     struct mount_record **own, struct err *e)
 {
 	struct mount_record **rs = NULL;
 	size_t n = 0;
 	int rc;
 
+	*own = NULL;
 	rc = mount_store_list(m->store, req->volume_id, &rs, &n, e);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const struct mount_record *o = rs[i];
 
-		if (strcmp(o->alloc_id, req->alloc_id) == 0 ||
-		    (strcmp(o->plugin_id, req->plugin_id) == 0 &&
-		     strcmp(o->external_id, req->external_id) == 0))
+		if (strcmp(o->alloc_id, req->alloc_id) == 0) {
+			*own = rs[i];
+			rs[i] = NULL;
+			continue;
+		}
+		if (strcmp(o->plugin_id, req->plugin_id) == 0 &&
+		    strcmp(o->external_id, req->external_id) == 0)
 			continue;
 		rc = err_set(e, CSID_ECONFLICT,
 			     "volume %s is mounted through plugin %s as external id \"%.128s\" "
@@ -791,6 +798,10 @@ static int mounter_check_same_volume(struct mounter *m, const struct mounter_req
 			     req->plugin_id, req->external_id);
 	}
 	mount_records_free(rs, n);
+	if (rc) {
+		mount_record_free(*own);
+		*own = NULL;
+	}
 	return rc;
 }
 
@@ -805,15 +816,12 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 	rc = mounter_check_request(p, req, e);
 	if (rc == 0)
 		rc = mounter_lock(m, req->volume_id, &v, e);
+	/* The volume's records in one read, this allocation's among them. */
 	if (rc == 0)
-		rc = mounter_check_same_volume(m, req, e);
+		rc = mounter_check_same_volume(m, req, &r, e);
 	if (rc != 0)
 		goto out;
-	rc = mount_store_get(m->store, req->volume_id, req->alloc_id, &r, e);
-	if (rc == CSID_ENOTFOUND) {
-		err_clear(e);
-		rc = 0;
-	} else if (rc == 0 && r->state == MOUNT_STATE_PUBLISHED) {
+	if (r != NULL && r->state == MOUNT_STATE_PUBLISHED) {
 		if (!mounter_same_usage(r, req)) {
 			rc = err_set(e, CSID_ECONFLICT,
 				     "alloc %s already has volume %s mounted with another usage "
@@ -824,6 +832,9 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 			goto out;
 		}
 		rc = mount_table_is_mounted(m->table, r->target_path, &mounted, e);
+		/* Mounted already: the mark follows the front end that asked last. */
+		if (rc == 0 && mounted && r->claimed != req->claimed)
+			rc = mount_store_set_claimed(m->store, r, req->claimed, e);
 		if (rc != 0 || mounted)
 			goto out;
 		mounter_log(LOG_WARN, "recorded mount is not mounted any more, mounting again", r,

@@ -71,6 +71,11 @@ struct mounter_request {
 	size_t n_publish_context;
 	const struct mount_kv *secrets;
 	size_t n_secrets;
+	/*
+	 * Mounted by the claim flow: recorded with the mount's intent
+	 * (mount_record.claimed); a repeated mount sets the mark to this.
+	 */
+	bool claimed;
 };
 
 struct mounter_result {

@@ -55,11 +55,13 @@ int node_plugins_ref(const struct node_plugins *np, const char *plugin_id, struc
 
 int node_plugins_lookup(void *ctx, const char *plugin_id, struct mounter_plugin *out, struct err *e)
 {
-	struct plugin_ref *ref = calloc(1, sizeof(*ref));
+	/* Not zeroed: plugin_manager_ref fills all of it; only what a failure releases is set. */
+	struct plugin_ref *ref = malloc(sizeof(*ref));
 	int rc;
 
 	if (!ref)
 		return err_set(e, CSID_ENOMEM, "out of memory");
+	ref->conn_ = NULL;
 	if ((rc = node_plugins_ref(ctx, plugin_id, ref, e))) {
 		plugin_ref_release(ref);
 		free(ref);

@@ -37,7 +37,7 @@ int agent_api_controller_call(struct agent_api *a, const struct http_request *re
 			      struct http_reply *rep, struct err *e)
 {
 	char plugin[REGISTRY_NAME_MAX];
-	struct plugin_ref ref = {0};
+	struct plugin_ref ref; /* set by plugin_manager_ref before any use */
 	ProtobufCMessage *in = NULL, *out = NULL;
 	struct csi_status st = {0};
 	const char *rest;

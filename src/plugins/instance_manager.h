@@ -218,7 +218,8 @@ struct plugin_ref {
  */
 int instance_manager_ref(struct instance_manager *im, struct plugin_ref *out, struct err *e);
 
-/* Releases what ref holds and zeroes it; safe on a zeroed ref. */
+/* Releases what ref holds (client and connection become NULL: a second release is safe); safe on a
+ * zeroed ref. */
 void plugin_ref_release(struct plugin_ref *ref);
 
 #endif

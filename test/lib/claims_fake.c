@@ -169,27 +169,14 @@ static int claims_fake_get(struct claims_fake *f, struct claims_fake_volume *v, 
 	return 0;
 }
 
-static int claims_fake_request(struct claims_client *cl, const char *method, const char *path,
-			       const char *body, bool want_ok, long *status, json_t **doc,
-			       struct err *e)
+/* The answer of one request as a JSON document (claims_fake_request). */
+static int claims_fake_answer(struct claims_fake *f, const char *method, const char *path,
+			      const char *body, long *status, json_t **doc)
 {
-	struct claims_fake *f = (struct claims_fake *)cl;
 	const char *vp = "/v1/volume/", *pp = "/v1/plugin/", *rest;
 	struct claims_fake_volume *v = NULL;
 	int rc = 0;
 
-	*doc = NULL;
-	*status = 0;
-	if (f->on_request)
-		f->on_request(f->on_request_ctx, method, path);
-	pthread_mutex_lock(&f->mu);
-	f->requests++;
-	if (f->down) {
-		f->refused_down++;
-		pthread_mutex_unlock(&f->mu);
-		return err_set(e, CSID_EUNAVAIL, "server http://fake: connection refused");
-	}
-	f->unwanted += !want_ok;
 	if (strncmp(path, pp, strlen(pp)) == 0) {
 		bool req = false;
 
@@ -234,7 +221,38 @@ static int claims_fake_request(struct claims_client *cl, const char *method, con
 		*doc = claims_fake_error("not_found", "no such endpoint");
 	}
 out:
+	return rc;
+}
+
+/* The seam's request: the answer's document as text, as a server sends it. */
+static int claims_fake_request(struct claims_client *cl, const char *method, const char *path,
+			       const char *body, bool want_ok, long *status, char **text,
+			       size_t *len, struct err *e)
+{
+	struct claims_fake *f = (struct claims_fake *)cl;
+	json_t *doc = NULL;
+	int rc;
+
+	*text = NULL;
+	*len = 0;
+	*status = 0;
+	if (f->on_request)
+		f->on_request(f->on_request_ctx, method, path);
+	pthread_mutex_lock(&f->mu);
+	f->requests++;
+	if (f->down) {
+		f->refused_down++;
+		pthread_mutex_unlock(&f->mu);
+		return err_set(e, CSID_EUNAVAIL, "server http://fake: connection refused");
+	}
+	f->unwanted += !want_ok;
+	rc = claims_fake_answer(f, method, path, body, status, &doc);
 	pthread_mutex_unlock(&f->mu);
+	if (rc == 0 && doc && (want_ok || *status < 200 || *status > 299)) {
+		*text = json_dumps(doc, JSON_COMPACT);
+		*len = *text ? strlen(*text) : 0;
+	}
+	json_decref(doc);
 	return rc;
 }
 

@@ -16,10 +16,10 @@
 #include "mounter_test.h"
 
 const struct mt_op mt_ops[MT_OPS] = {
-    {true, "vol1", "alloc-a"},
-    {true, "vol1", "alloc-b"},
-    {false, "vol1", "alloc-a"},
-    {false, "vol1", "alloc-b"},
+    {true, "vol1", "alloc-a", true},
+    {true, "vol1", "alloc-b", false},
+    {false, "vol1", "alloc-a", false},
+    {false, "vol1", "alloc-b", false},
 };
 
 static int mt_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -163,6 +163,7 @@ int mt_run_op(struct mt_env *env, int i, struct err *e)
 	if (!mt_ops[i].mount)
 		return mounter_unmount(env->m, &env->plugin, mt_ops[i].vol, mt_ops[i].alloc, e);
 	mt_request(&req, mt_ops[i].vol, mt_ops[i].alloc);
+	req.claimed = mt_ops[i].claimed;
 	return mounter_mount(env->m, &env->plugin, &req, &res, e);
 }
 

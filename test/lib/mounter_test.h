@@ -62,6 +62,7 @@ struct mt_op {
 	bool mount;
 	const char *vol;
 	const char *alloc;
+	bool claimed; /* a mount of the claim flow (mounter_request.claimed) */
 };
 #define MT_OPS 4
 #define MT_RPCS_STAGED 6 /* RPCs of the sequence with STAGE_UNSTAGE */

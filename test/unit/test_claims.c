@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include <sqlite3.h>
+
 #include "agent/claims.h"
 #include "child_proc.h"
 #include "claims_fake.h"
@@ -122,6 +124,19 @@ static bool ct_mounted(struct ct *t, const char *vol, const char *alloc)
 	struct err e;
 
 	assert_int_equal(mounter_has_mount(t->env.m, vol, alloc, &on, &e), 0);
+	return on;
+}
+
+/* Whether vol's mount record for alloc carries the claim flow's mark. */
+static bool ct_marked(struct ct *t, const char *vol, const char *alloc)
+{
+	struct mount_record *rec = NULL;
+	struct err e;
+	bool on;
+
+	assert_int_equal(mounter_get(t->env.m, vol, alloc, &rec, &e), 0);
+	on = rec->claimed;
+	mount_record_free(rec);
 	return on;
 }
 
@@ -552,6 +567,9 @@ static void test_released_while_away(void **state)
 	assert_int_equal(claims_mark_unclaimed(t->c, "vol-2", "raw-1", &e), 0);
 	assert_int_equal(mounter_mount(t->env.m, &t->env.plugin, &req, mr, &e), 0);
 	free(mr);
+	/* The claim flow's mark is its mount record's, written with the mount. */
+	assert_true(ct_marked(t, "vol-1", "alloc-1"));
+	assert_false(ct_marked(t, "vol-2", "raw-1"));
 
 	/* The server released both (node down past node_grace) and forgot the claim. */
 	pthread_mutex_lock(&t->fake.mu);
@@ -571,6 +589,59 @@ static void test_released_while_away(void **state)
 	assert_int_equal(t->fake.releases, 1);
 	clock_fake_set(&t->clock, due);
 	assert_false(ct_step_sent(t, &due));
+	mt_check(&t->env, true);
+}
+
+/* sqlite3_exec callback: the first column of the row as a number in *ctx. */
+static int ct_db_row(void *ctx, int n, char **vals, char **names)
+{
+	(void)names;
+	*(long *)ctx = n > 0 && vals[0] ? atol(vals[0]) : -1;
+	return 0;
+}
+
+/* Runs sql on the agent database of t (as an older agent would); the last row's first column. */
+static long ct_db_count(struct ct *t, const char *sql)
+{
+	sqlite3 *db = NULL;
+	long out = -1;
+
+	assert_int_equal(sqlite3_open(t->env.db, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	assert_int_equal(sqlite3_exec(db, sql, ct_db_row, &out, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	return out;
+}
+
+/*
+ * An older agent marked its claim flow's mounts in a row of their own,
+ * not in the mount record: a mount with such a row is still the claim
+ * flow's, unmounted once the server released it while the node was away,
+ * and the row goes with the release.
+ */
+static void test_released_older_agent_mark(void **state)
+{
+	struct ct *t = *state;
+	struct mounter_result *mr = calloc(1, sizeof(*mr));
+	struct mounter_request req;
+	uint64_t seq;
+	struct err e;
+
+	assert_non_null(mr);
+	mt_request(&req, "vol-2", "old-1");
+	assert_int_equal(mounter_mount(t->env.m, &t->env.plugin, &req, mr, &e), 0);
+	free(mr);
+	assert_false(ct_marked(t, "vol-2", "old-1"));
+	ct_db_count(t, "INSERT INTO claims_mounted VALUES ('vol-2', 'old-1')");
+
+	seq = held_allocs_seq(t->held);
+	assert_true(held_allocs_released(t->held, seq, "vol-2", "old-1", "node down"));
+	/* The fake server knows no vol-2: the release finds nothing held, and is done. */
+	claims_step(t->c);
+	assert_false(ct_mounted(t, "vol-2", "old-1"));
+	assert_int_equal(claims_releases_pending(t->c), 0);
+	/* The row went with the release: nothing left to mark another mount of the pair. */
+	assert_int_equal(ct_db_count(t, "SELECT count(*) FROM claims_mounted"), 0);
 	mt_check(&t->env, true);
 }
 
@@ -838,6 +909,7 @@ int main(void)
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_released_older_agent_mark, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_answer_to_report_mid_claim, ct_setup,
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_then_claimed_again, ct_setup,

@@ -257,6 +257,53 @@ static void test_mount_without_stage(void **state)
 	mt_check_empty(env);
 }
 
+/* vol1's record for alloc-a: its claim flow mark. */
+static bool mt_claim_mark(struct mt_env *env)
+{
+	struct mount_record *r = NULL;
+	struct err e;
+	bool on;
+
+	assert_int_equal(mounter_get(env->m, "vol1", "alloc-a", &r, &e), 0);
+	on = r->claimed;
+	mount_record_free(r);
+	return on;
+}
+
+/*
+ * The claim flow's mark is written with the mount's intent (one write
+ * for the mount's first row) and read back; a repeated mount sets it to
+ * what the repeat asks, with no RPC; the mark goes with the record.
+ */
+static void test_claim_mark(void **state)
+{
+	struct mt_env *env = *state;
+	struct mounter_fake_view v;
+	struct mounter_result res;
+	struct mounter_request req;
+	struct err e;
+
+	mt_request(&req, "vol1", "alloc-a");
+	req.claimed = true;
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), 0);
+	assert_true(mt_claim_mark(env));
+	req.claimed = false;
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), 0);
+	assert_false(mt_claim_mark(env));
+	req.claimed = true;
+	assert_int_equal(mounter_mount(env->m, &env->plugin, &req, &res, &e), 0);
+	assert_true(mt_claim_mark(env));
+	/* A reopened mounter reads the same mark. */
+	mt_reopen(env);
+	assert_true(mt_claim_mark(env));
+	assert_int_equal(mounter_fake_view(&env->fake, &v), 0);
+	assert_int_equal(v.counts.stage, 1);
+	assert_int_equal(v.counts.publish, 1);
+	mt_check(env, true);
+	assert_int_equal(mounter_unmount(env->m, &env->plugin, "vol1", "alloc-a", &e), 0);
+	mt_check_empty(env);
+}
+
 /*
  * NodeExpandVolume after a controller expand: a fault is an error the
  * caller retries, the retry grows the volume once for its shared stage,
@@ -624,6 +671,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_mount_with_stage, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_without_stage, mt_setup, mt_teardown),
+	    cmocka_unit_test_setup_teardown(test_claim_mark, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_block_device, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_node_expand, mt_setup, mt_teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_staging, mt_setup, mt_teardown),

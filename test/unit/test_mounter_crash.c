@@ -103,6 +103,29 @@ static bool mt_crash_in(char (*list)[MOUNTER_FAKE_PATH], int n, const char *path
 }
 
 /*
+ * Every record carries the claim flow's mark of the mount that wrote it
+ * (alloc-a's mount is the claim flow's, alloc-b's is not), from the
+ * intent on: a mount recovered after a crash keeps it.
+ */
+static void mt_check_marks(struct mt_env *env, int k, bool after)
+{
+	struct mount_record **rs = NULL;
+	size_t n = 0;
+	struct err e;
+
+	assert_int_equal(mounter_list(env->m, &rs, &n, &e), 0);
+	for (size_t i = 0; i < n; i++)
+		for (int op = 0; op < MT_OPS; op++)
+			if (mt_ops[op].mount && strcmp(mt_ops[op].alloc, rs[i]->alloc_id) == 0 &&
+			    rs[i]->claimed != mt_ops[op].claimed)
+				fail_msg("k=%d %s: %s/%s (%s) claim mark %d", k,
+					 after ? "after" : "before", rs[i]->volume_id,
+					 rs[i]->alloc_id, mount_state_name(rs[i]->state),
+					 rs[i]->claimed);
+	mount_records_free(rs, n);
+}
+
+/*
  * The records as the crash left them, before any recovery, against what
  * the plugin did: a record is never ahead of the plugin (staged,
  * publishing or published only once the stage is done; published only
@@ -119,6 +142,7 @@ static void mt_check_at_crash(struct mt_env *env, int k, bool after)
 	struct err e;
 
 	mt_check(env, false);
+	mt_check_marks(env, k, after);
 	assert_int_equal(mounter_list(env->m, &rs, &n, &e), 0);
 	assert_int_equal(mounter_fake_view(&env->fake, &v), 0);
 	for (size_t i = 0; i < n; i++) {
@@ -174,6 +198,7 @@ static bool mt_crash_run(bool stage, int k, bool after, int fail_at)
 	assert_int_equal(rep.pending, 0);
 	assert_int_equal(rep.orphans, 0);
 	mt_check(&env, true);
+	mt_check_marks(&env, k, after);
 
 	/* The caller, who got no answer, asks again; then the rest of the sequence. */
 	for (int i = op; i < MT_OPS; i++) {
@@ -185,6 +210,7 @@ static bool mt_crash_run(bool stage, int k, bool after, int fail_at)
 		if (rc != 0)
 			fail_msg("k=%d %s op=%d: %s", k, after ? "after" : "before", i, e.msg);
 		mt_check(&env, true);
+		mt_check_marks(&env, k, after);
 	}
 	mt_check_empty(&env);
 	assert_int_equal(mounter_fake_view(&env.fake, &v), 0);

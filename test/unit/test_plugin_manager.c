@@ -561,7 +561,8 @@ static void test_instance_change(void **state)
 	csi_msg_free(&presp->base);
 	plugin_ref_release(&ref);
 	assert_int_equal(p1->frees, 1);
-	plugin_ref_release(&ref); /* zeroed: a no-op */
+	plugin_ref_release(&ref); /* released: a no-op */
+	assert_null(ref.client);
 
 	/* Deregistering the old instance leaves the new manager alone. */
 	assert_int_equal(registry_deregister(t->reg, REGISTRY_NODE, "hp", "i1", &e), 0);
