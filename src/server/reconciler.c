@@ -248,6 +248,17 @@ void reconciler_written(struct reconciler *r, enum store_kind kind, const char *
 		return;
 	/* One hold of mu: a pass that ends meanwhile must not drop the item unmarked. */
 	pthread_mutex_lock(&r->mu);
+	/*
+	 * The follower read the write first (the writer was slow to tell):
+	 * it queued a pass after it, or skipped it for a later pass that
+	 * reads it. Another would be idle. A restart still queues one: it
+	 * drops an error that the follower's pass may have set about the
+	 * new request, and the pass sets it again.
+	 */
+	if (!restart && r->listed && r->follow_index >= index) {
+		rec_unlock(r);
+		return;
+	}
 	it = rec_items_find(&r->q, kind, id);
 	if (it != NULL && restart) {
 		rec_set_error(r, it, NULL);
