@@ -458,6 +458,17 @@ static void t_wait_settled(struct rfx *t, uint64_t index)
 	}
 }
 
+/* Starts t's reconciler on the real clock with one worker thread. */
+static void t_start_real(struct rfx *t)
+{
+	struct err e;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 1;
+	rfx_new(t);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+}
+
 /*
  * On threads: a write whose writer queued the volume and said so
  * (reconciler_written) costs one pass, however late the follower reads
@@ -466,13 +477,9 @@ static void t_wait_settled(struct rfx *t, uint64_t index)
 static void test_written_one_pass(void **state)
 {
 	struct rfx *t = *state;
-	struct err e;
 	double idle;
 
-	t->cfg.clock = NULL;
-	t->cfg.workers = 1;
-	rfx_new(t);
-	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_start_real(t);
 	for (int i = 0; i < 20; i++) {
 		rfx_add(t, "v1", MODEL_VOL_READY, NULL);
 		t_wait_settled(t, store_index(t->store));
@@ -494,13 +501,9 @@ static void test_written_one_pass(void **state)
 static void test_written_after_follower(void **state)
 {
 	struct rfx *t = *state;
-	struct err e;
 	double idle;
 
-	t->cfg.clock = NULL;
-	t->cfg.workers = 1;
-	rfx_new(t);
-	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_start_real(t);
 	rfx_add(t, "v1", MODEL_VOL_READY, NULL);
 	t_wait_settled(t, store_index(t->store));
 	for (int i = 0; i < 5; i++) {
