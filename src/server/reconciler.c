@@ -597,6 +597,18 @@ static bool rec_written(struct reconciler *r, enum store_kind kind, const char *
 	    (kind != STORE_VOLUME && kind != STORE_SNAPSHOT))
 		return false;
 	pthread_mutex_lock(&r->mu);
+	/*
+	 * The follower read the write first (the writer was slow to tell):
+	 * it queued a pass after it, or skipped it for a later pass that
+	 * reads it. Another would be idle. A restart still queues one: it
+	 * drops an error that the follower's pass may have set about the
+	 * new request, and the pass sets it again. A run goes on: it takes
+	 * the follower's pass when no worker has it yet.
+	 */
+	if (!run && !restart && r->listed && r->follow_index >= index) {
+		rec_unlock(r);
+		return false;
+	}
 	it = rec_items_find(&r->q, kind, id);
 	if (it != NULL && restart) {
 		rec_set_error(r, it, NULL);

@@ -272,7 +272,7 @@ static void t_prom_start(struct t_env *t, const char *agent_addr)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, t->prom_log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	assert_int_equal(posix_spawn(&t->prom_pid, argv[0], &fa, NULL, argv, environ), 0);
+	assert_int_equal(proc_guard_spawn(&t->prom_pid, argv[0], &fa, argv, NULL), 0);
 	posix_spawn_file_actions_destroy(&fa);
 	proc_guard_track(t->prom_pid);
 }

@@ -108,7 +108,7 @@ static void start(struct fixture *f, char **args)
 	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-	assert_int_equal(posix_spawn(&f->pid, CSID_BIN, &fa, NULL, argv, envp), 0);
+	assert_int_equal(proc_guard_spawn(&f->pid, CSID_BIN, &fa, argv, envp), 0);
 	posix_spawn_file_actions_destroy(&fa);
 	proc_guard_track(f->pid);
 }

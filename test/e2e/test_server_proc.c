@@ -36,8 +36,6 @@
 #endif
 #define T_HP "hostpath.csi.csid.dev"
 
-extern char **environ;
-
 struct t_srv {
 	struct agent_proc p; /* dir, log, config; p.pid the server */
 	char base[64]; /* http://127.0.0.1:PORT */
@@ -74,7 +72,7 @@ static void t_srv_start(struct t_srv *t)
 	posix_spawn_file_actions_addopen(&fa, 2, t->p.log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	rc = posix_spawn(&t->p.pid, CSID_BIN, &fa, NULL, argv, environ);
+	rc = proc_guard_spawn(&t->p.pid, CSID_BIN, &fa, argv, NULL);
 	posix_spawn_file_actions_destroy(&fa);
 	assert_int_equal(rc, 0);
 	proc_guard_track(t->p.pid);

@@ -53,6 +53,7 @@ struct fixture {
 	pthread_cond_t cv;
 	uint64_t mark;
 	atomic_int flag; /* what /poll watches, changed without a wake-up */
+	atomic_int poll_first; /* /poll requests that ran once (took the flag) */
 };
 
 static void bump(struct fixture *f);
@@ -99,8 +100,10 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		uint64_t *memo = http_request_memo(req);
 
 		/* The flag at the first run is kept across runs; a change answers. */
-		if (!*memo)
+		if (!*memo) {
 			*memo = (uint64_t)atomic_load(&f->flag) + 1;
+			atomic_fetch_add(&f->poll_first, 1);
+		}
 		if (*memo == (uint64_t)atomic_load(&f->flag) + 1)
 			return http_wait_polled(req, http_request_start_ms(req) + 60000);
 		rep->doc = json_pack("{s:b}", "changed", 1);
@@ -487,13 +490,30 @@ static void test_parked_do_not_starve(void **state)
 	assert_int_equal(answered, T_PARKED);
 }
 
-static void test_polled_wait(void **state)
+/*
+ * Sends GET /poll on a new connection from 127.0.0.<host> and waits until
+ * its first run took the flag: a change before that would be the flag it
+ * waits to change from (under load the server read such a request 0.7 s
+ * after it was sent). Returns the connection.
+ */
+static int poll_started(struct fixture *f, int host)
 {
-	struct fixture *f = *state;
-	int fd = dial(f, 7);
+	int fd = dial(f, host), first = atomic_load(&f->poll_first);
+	int64_t until = clock_now_ms(clock_real()) + 10000;
 
 	assert_true(fd >= 0);
 	assert_int_equal(send_all(fd, "GET /poll HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	while (atomic_load(&f->poll_first) == first && clock_now_ms(clock_real()) < until)
+		poll(NULL, 0, 5);
+	assert_int_not_equal(atomic_load(&f->poll_first), first);
+	return fd;
+}
+
+static void test_polled_wait(void **state)
+{
+	struct fixture *f = *state;
+	int fd = poll_started(f, 7);
+
 	/* Parked: no answer while the flag stays. */
 	assert_int_equal(read_status(fd, 600), -1);
 	assert_false(closed_by_peer(fd));
@@ -517,10 +537,7 @@ static void test_change_before_park(void **state)
 		other = -1;
 		if (round == 1) {
 			/* /poll stays parked (its flag does not move) while /race runs. */
-			other = dial(f, 8);
-			assert_true(other >= 0);
-			assert_int_equal(send_all(other, "GET /poll HTTP/1.1\r\nHost: t\r\n\r\n"),
-					 0);
+			other = poll_started(f, 8);
 			assert_int_equal(read_status(other, 300), -1);
 		}
 		fd = dial(f, 7);

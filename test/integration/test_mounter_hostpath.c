@@ -36,6 +36,7 @@
 #include "agent/mountinfo.h"
 #include "csi/csi_client.h"
 #include "mounter_test.h"
+#include "proc_guard.h"
 
 extern char **environ;
 
@@ -159,7 +160,7 @@ static int mh_start_plugin(struct mh *h)
 	mh_faults(h, "");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	rc = posix_spawn(&h->plugin_pid, CSI_HOSTPATH_BIN, &fa, NULL, argv, environ);
+	rc = proc_guard_spawn(&h->plugin_pid, CSI_HOSTPATH_BIN, &fa, argv, NULL);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc;
 #else

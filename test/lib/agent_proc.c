@@ -27,8 +27,6 @@
 
 #include <curl/curl.h>
 
-extern char **environ;
-
 #ifndef CSID_BIN
 #define CSID_BIN "csid"
 #endif
@@ -121,7 +119,7 @@ int agent_proc_start(struct agent_proc *a)
 	posix_spawn_file_actions_addopen(&fa, 2, a->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	rc = posix_spawn(&a->pid, CSID_BIN, &fa, NULL, argv, environ);
+	rc = proc_guard_spawn(&a->pid, CSID_BIN, &fa, argv, NULL);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		a->pid = 0;

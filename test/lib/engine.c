@@ -230,7 +230,7 @@ static int engine_dockerd(struct engine *en)
 	posix_spawn_file_actions_addopen(&fa, 1, en->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	/* containerd, which dockerd starts, inherits the environment and its TMPDIR. */
-	rc = posix_spawn(&en->pid, ENGINE_DOCKERD, &fa, NULL, argv, envp);
+	rc = proc_guard_spawn(&en->pid, ENGINE_DOCKERD, &fa, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		en->pid = 0;

@@ -18,8 +18,6 @@
 #include "server_proc.h"
 #include "util/base64.h"
 
-extern char **environ;
-
 #define ETCD_PROC_READY_MS 30000
 
 static int64_t etcd_proc_now_ms(void)
@@ -155,7 +153,7 @@ static int etcd_proc_spawn(struct etcd_proc *p)
 						 0644);
 		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		rc = posix_spawn(&p->pid, ETCD_PROC_BIN, &fa, NULL, (char *const *)argv, environ);
+		rc = proc_guard_spawn(&p->pid, ETCD_PROC_BIN, &fa, (char *const *)argv, NULL);
 		posix_spawn_file_actions_destroy(&fa);
 	}
 	if (rc != 0) {

@@ -24,8 +24,6 @@
 #include "proc_guard.h"
 #include "util/arena.h"
 
-extern char **environ;
-
 /* Longest wait for a started plugin to accept on its socket. */
 #define HPP_START_MS 60000
 
@@ -409,7 +407,7 @@ static int hpp_proc_spawn(struct hpp_proc *h, const char *const *extra)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	rc = posix_spawn(&h->pid, CSI_HOSTPATH_BIN, &fa, NULL, (char *const *)argv, environ);
+	rc = proc_guard_spawn(&h->pid, CSI_HOSTPATH_BIN, &fa, (char *const *)argv, NULL);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		h->pid = 0;

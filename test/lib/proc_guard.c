@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -20,6 +21,10 @@
 
 #define PROC_GUARD_MAX 64
 #define PROC_GUARD_PATH 192
+/* Arguments a spawned child may have, its argv[0] included. */
+#define PROC_GUARD_ARGS 96
+
+extern char **environ;
 
 /* Provided by the sanitizer runtime when the test is built with one. */
 void __sanitizer_set_death_callback(void (*cb)(void)) __attribute__((weak));
@@ -36,6 +41,32 @@ static void proc_guard_arm(void)
 	atexit(proc_guard_run);
 	if (__sanitizer_set_death_callback)
 		__sanitizer_set_death_callback(proc_guard_run);
+}
+
+int proc_guard_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		     char *const *argv, char *const *envp)
+{
+	char *wrapped[PROC_GUARD_ARGS + 3], ppid[24];
+	int n = 0;
+
+	if (!envp)
+		envp = environ;
+	if (gettid() != getpid()) {
+		if (strchr(path, '/'))
+			return posix_spawn(pid, path, fa, NULL, argv, envp);
+		return posix_spawnp(pid, path, fa, NULL, argv, envp);
+	}
+	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	wrapped[n++] = (char *)PDEATH_EXEC_BIN;
+	wrapped[n++] = ppid;
+	wrapped[n++] = (char *)path;
+	for (int i = 0; argv[i]; i++) {
+		if (i == PROC_GUARD_ARGS)
+			return E2BIG;
+		wrapped[n++] = argv[i];
+	}
+	wrapped[n] = NULL;
+	return posix_spawn(pid, PDEATH_EXEC_BIN, fa, NULL, wrapped, envp);
 }
 
 void proc_guard_track(pid_t pid)

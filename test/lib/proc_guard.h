@@ -17,8 +17,22 @@
 #ifndef CSID_TEST_PROC_GUARD_H
 #define CSID_TEST_PROC_GUARD_H
 
+#include <spawn.h>
 #include <sys/types.h>
 
+/*
+ * posix_spawn (posix_spawnp when path has no slash) of a long-lived child
+ * (a server, a plugin, etcd, dockerd): envp NULL means this environment.
+ * Called on the main thread, the child goes through the pdeath-exec
+ * wrapper, so the kernel kills it (SIGKILL) when the test program dies in
+ * a way that runs no cleanup (ctest's timeout, a killed ctest). Not on
+ * other threads: the kernel's parent-death signal follows the thread that
+ * spawned, and a helper thread that starts a server and returns would
+ * take it along. The pid is the program's own either way. Returns
+ * posix_spawn's result (0 or an errno value).
+ */
+int proc_guard_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+		     char *const *argv, char *const *envp);
 /* Records a child to kill and reap at exit. */
 void proc_guard_track(pid_t pid);
 /* Forgets a child (reaped by the caller). Unknown pids are ignored. */

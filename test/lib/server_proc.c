@@ -28,8 +28,6 @@
 #define CSI_HOSTPATH_BIN "csi-hostpath"
 #endif
 
-extern char **environ;
-
 /* The low end of the kernel's range for the local ports of outgoing connections. */
 static int server_proc_ephemeral_low(void)
 {
@@ -192,7 +190,7 @@ int server_proc_start_args(struct server_proc *s, const char *const *args)
 	posix_spawn_file_actions_addopen(&fa, 2, s->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	rc = posix_spawn(&s->pid, CSID_BIN, &fa, NULL, argv, environ);
+	rc = proc_guard_spawn(&s->pid, CSID_BIN, &fa, argv, NULL);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		s->pid = 0;

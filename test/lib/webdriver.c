@@ -113,7 +113,7 @@ static int webdriver_spawn(struct webdriver *w, int port)
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	/* The browser it starts inherits this directory, so the guard finds it. */
 	posix_spawn_file_actions_addchdir_np(&fa, w->dir);
-	rc = posix_spawn(&w->pid, WEBDRIVER_BIN, &fa, NULL, argv, envp);
+	rc = proc_guard_spawn(&w->pid, WEBDRIVER_BIN, &fa, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		fprintf(stderr, "webdriver: spawn %s: %s\n", WEBDRIVER_BIN, strerror(rc));

@@ -459,6 +459,17 @@ static void t_wait_settled(struct rfx *t, uint64_t index)
 	}
 }
 
+/* Starts t's reconciler on the real clock with one worker thread. */
+static void t_start_real(struct rfx *t)
+{
+	struct err e;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = 1;
+	rfx_new(t);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+}
+
 /*
  * On threads: a write whose writer queued the volume and said so
  * (reconciler_written) costs one pass, however late the follower reads
@@ -467,13 +478,9 @@ static void t_wait_settled(struct rfx *t, uint64_t index)
 static void test_written_one_pass(void **state)
 {
 	struct rfx *t = *state;
-	struct err e;
 	double idle;
 
-	t->cfg.clock = NULL;
-	t->cfg.workers = 1;
-	rfx_new(t);
-	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_start_real(t);
 	for (int i = 0; i < 20; i++) {
 		rfx_add(t, "v1", MODEL_VOL_READY, NULL);
 		t_wait_settled(t, store_index(t->store));
@@ -598,6 +605,35 @@ static void test_run_here_bounded(void **state)
 	arena_free(a);
 }
 
+/*
+ * The same when the follower reads the write before its writer says so
+ * (a writer descheduled between the two): the follower's pass reads the
+ * write, so the writer's word queues no second, idle one. A restart
+ * still does (see reconciler_written).
+ */
+static void test_written_after_follower(void **state)
+{
+	struct rfx *t = *state;
+	double idle;
+
+	t_start_real(t);
+	rfx_add(t, "v1", MODEL_VOL_READY, NULL);
+	t_wait_settled(t, store_index(t->store));
+	for (int i = 0; i < 5; i++) {
+		idle = t_idle_passes();
+		rfx_add(t, "v1", MODEL_VOL_READY, NULL);
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_idle_passes() - idle), 1);
+		reconciler_written(t->r, STORE_VOLUME, "v1", store_index(t->store), false);
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_idle_passes() - idle), 1);
+		reconciler_written(t->r, STORE_VOLUME, "v1", store_index(t->store), true);
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_idle_passes() - idle), 2);
+	}
+	reconciler_stop(t->r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +654,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_written_one_pass, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_run_here, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_run_here_bounded, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_written_after_follower, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
 	};
