@@ -42,6 +42,12 @@ struct reconcile_result {
 	char wait_id[MODEL_ID_MAX + 1];
 	/* The store index of the write this pass made, 0: none (see rec_item.own_index). */
 	uint64_t wrote_index;
+	/*
+	 * AGAIN only: the version this pass wrote needs no further step, so
+	 * the pass that would read it back to find that is not run (a change
+	 * made meanwhile still queues one, as for any busy item).
+	 */
+	bool settled;
 };
 
 /* What a pass needs from the reconciler. */

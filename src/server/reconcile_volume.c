@@ -108,9 +108,15 @@ struct rv_pass {
 	struct reconcile_result *res;
 };
 
-/* Writes the changed volume on the index read; success gives AGAIN. */
+/*
+ * Writes the changed volume on the index read; success gives AGAIN, and
+ * settled when the version written needs no further step: decided here on
+ * it, with this pass's view of the controller, instead of by a second
+ * pass that reads it back to find that (a store read and a copy per step).
+ */
 static int rv_write(struct rv_pass *s)
 {
+	struct reconcile_step next;
 	struct store_op ops[2];
 	struct model_claim *freed;
 	char *json = NULL;
@@ -137,6 +143,8 @@ static int rv_write(struct rv_pass *s)
 		/* The next pass and the API's next read take it decoded. */
 		server_vcache_put(s->p.env->vcache, s->v, s->res->wrote_index);
 		s->res->outcome = RECONCILE_AGAIN;
+		reconcile_volume_next(s->v, s->p.ctrl, s->p.caps, &next);
+		s->res->settled = next.kind == RSTEP_NONE;
 	}
 	return rc;
 }

@@ -485,7 +485,9 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		it->attempts = 0;
 		it->polls = 0;
 		rec_set_error(r, it, NULL);
-		due = now;
+		/* Settled: its next pass would find nothing to do (rv_write). */
+		if (!res->settled)
+			due = now;
 		break;
 	case RECONCILE_POLL:
 		it->attempts = 0;

@@ -427,20 +427,28 @@ static void test_threads_concurrency_two(void **state)
 	t_threads(*state, 2);
 }
 
-/* Idle volume passes so far (csid_reconciler_steps_total, process-wide). */
-static double t_idle_passes(void)
+/* Volume passes with outcome so far (csid_reconciler_steps_total, process-wide). */
+static double t_passes(const char *outcome)
 {
-	static const char key[] = "csid_reconciler_steps_total{kind=\"volume\",outcome=\"idle\"} ";
 	struct strbuf b = {.max = 1 << 20};
+	char key[128];
 	const char *at;
 	double n = 0;
 
+	snprintf(key, sizeof(key), "csid_reconciler_steps_total{kind=\"volume\",outcome=\"%s\"} ",
+		 outcome);
 	assert_int_equal(metrics_render(metrics_default(), &b), 0);
 	at = b.p ? strstr(b.p, key) : NULL;
 	if (at)
 		n = strtod(at + strlen(key), NULL);
 	strbuf_free(&b);
 	return n;
+}
+
+/* Idle volume passes so far. */
+static double t_idle_passes(void)
+{
+	return t_passes("idle");
 }
 
 /* Waits (real time, bounded) until the follower has read index and nothing is queued. */
@@ -491,6 +499,44 @@ static void test_written_one_pass(void **state)
 		assert_int_equal((int)(t_idle_passes() - idle), 1);
 	}
 	reconciler_stop(t->r);
+}
+
+/*
+ * On threads: a step that leaves the volume needing nothing more (a
+ * create) is its only pass; no second pass reads it back to find that
+ * (rv_write's settled). A change afterwards still gets its pass.
+ */
+static void test_step_settled_one_pass(void **state)
+{
+	struct rfx *t = *state;
+	struct timespec ts = {0, 1000000L};
+	struct arena *a = arena_new();
+	double idle, done;
+	char id[16];
+
+	t_start_real(t);
+	for (int i = 0; i < 5; i++) {
+		int64_t end = clock_now_ms(clock_real()) + 10000;
+
+		snprintf(id, sizeof(id), "v%d", i);
+		idle = t_idle_passes();
+		done = t_passes("done");
+		rfx_add(t, id, MODEL_VOL_CREATING, NULL);
+		while (rfx_get(t, a, id)->state != MODEL_VOL_READY) {
+			assert_true(clock_now_ms(clock_real()) < end);
+			nanosleep(&ts, NULL);
+		}
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_passes("done") - done), 1);
+		assert_int_equal((int)(t_idle_passes() - idle), 0);
+		/* Changed afterwards: worked again, and found converged. */
+		rfx_add(t, id, MODEL_VOL_READY, NULL);
+		t_wait_settled(t, store_index(t->store));
+		assert_int_equal((int)(t_idle_passes() - idle), 1);
+	}
+	assert_int_equal(t->fake.nlog, 5);
+	reconciler_stop(t->r);
+	arena_free(a);
 }
 
 /* Waits (real time, bounded) until fake has n calls in flight. */
@@ -640,6 +686,7 @@ int main(void)
 	    cmocka_unit_test(test_backoff_function),
 	    cmocka_unit_test_setup_teardown(test_backoff_virtual_time, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_create, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_step_settled_one_pass, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_inactive_works_nothing, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_aborted_retried, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_argument_final, rfx_setup, rfx_teardown),
