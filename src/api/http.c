@@ -952,6 +952,7 @@ void http_server_stop(struct http_server *s)
 	}
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
+	http_work_free(s);
 	pthread_mutex_destroy(&s->log_mu);
 	http_free_pem(s->tls_cert);
 	http_free_pem(s->tls_key);

@@ -80,6 +80,7 @@ struct http_work {
 	unsigned nworkers;
 	pthread_t waker;
 	bool waker_on;
+	bool sync_on; /* mu, ready and tick are initialised */
 	bool idle; /* the wake thread: nothing parked, the wake source not followed */
 	uint64_t mark;
 };
@@ -121,6 +122,12 @@ int http_work_start(struct http_server *s, struct err *e);
  * the threads end: afterwards no connection is suspended. Idempotent.
  */
 void http_work_stop(struct http_server *s);
+/*
+ * Destroys the mutex and conditions, once no I/O thread runs (after the
+ * daemons stopped: until then an I/O thread may still call
+ * http_work_submit, which then finds stopping set). Idempotent.
+ */
+void http_work_free(struct http_server *s);
 /* Suspends hc's connection and queues it; false (nothing done) when stopping. */
 bool http_work_submit(struct http_server *s, struct http_conn *hc);
 /* Suspends the stream's connection until the next wake-up or tick; false when stopping. */
