@@ -56,6 +56,10 @@ struct http_conn {
 	int rc;
 	struct http_reply rep;
 	struct err e;
+	/* HTTP_CONN_ANSWERED: the answer's status and time, logged once sent (http_completed). */
+	unsigned status;
+	int64_t answer_ms;
+	bool log_pending;
 	struct http_conn *next; /* queue or parked list */
 };
 
