@@ -212,10 +212,9 @@ static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *r
 }
 
 static void http_log(const struct http_server *s, const char *method, const char *url,
-		     unsigned status, int64_t start_ms, const char *error)
+		     unsigned status, double ms, const char *error)
 {
 	char qu[300], qe[600];
-	double ms = (double)(clock_now_ms(clock_real()) - start_ms);
 
 	log_msg(strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO,
 		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.0f "
@@ -381,17 +380,34 @@ static unsigned http_answer(struct http_server *s, struct http_conn *hc)
 	return status;
 }
 
+/* Logs hc's answer and counts it in the route metrics. */
+static void http_log_answer(struct http_server *s, struct http_conn *hc)
+{
+	const char *url = hc->url_too_long ? "(long url)" : hc->url;
+
+	hc->log_pending = false;
+	http_log(s, hc->method, url, hc->status, (double)(hc->answer_ms - hc->start_ms),
+		 hc->status < 400 ? NULL : hc->e.msg);
+}
+
 /*
- * Completes a request: queues its answer and logs it. Every request that
- * gets an answer from us passes here once, on an I/O thread.
+ * Completes a request: queues its answer, whose log line follows once it
+ * is sent (http_completed): libmicrohttpd sends a queued answer when this
+ * callback returns, so a line written here delayed every answer by a
+ * write to the log. A stream is logged at once (it may last for hours).
+ * The duration stays the time to the answer. Every request that gets an
+ * answer from us passes here once, on an I/O thread.
  */
 static void http_finish(struct http_server *s, struct http_conn *hc)
 {
-	const char *url = hc->url_too_long ? "(long url)" : hc->url;
-	unsigned status = http_answer(s, hc);
+	bool stream = hc->rep.stream.next != NULL;
 
+	hc->status = http_answer(s, hc);
+	hc->answer_ms = clock_now_ms(clock_real());
 	hc->state = HTTP_CONN_ANSWERED;
-	http_log(s, hc->method, url, status, hc->start_ms, status < 400 ? NULL : hc->e.msg);
+	hc->log_pending = true;
+	if (stream)
+		http_log_answer(s, hc);
 }
 
 static int http_hex(char c)
@@ -715,6 +731,8 @@ static void http_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)MHD_get_connection_values_n(c, MHD_HEADER_KIND, http_wipe_header, NULL);
 	if (!hc)
 		return;
+	if (hc->log_pending)
+		http_log_answer(cls, hc);
 	http_reply_drop(&hc->rep);
 	wipe_free(hc->body);
 	free(hc);
@@ -952,6 +970,7 @@ void http_server_stop(struct http_server *s)
 	}
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
+	http_work_free(s);
 	pthread_mutex_destroy(&s->log_mu);
 	http_free_pem(s->tls_cert);
 	http_free_pem(s->tls_key);

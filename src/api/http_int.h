@@ -56,6 +56,10 @@ struct http_conn {
 	int rc;
 	struct http_reply rep;
 	struct err e;
+	/* HTTP_CONN_ANSWERED: the answer's status and time, logged once sent (http_completed). */
+	unsigned status;
+	int64_t answer_ms;
+	bool log_pending;
 	struct http_conn *next; /* queue or parked list */
 };
 
@@ -80,6 +84,7 @@ struct http_work {
 	unsigned nworkers;
 	pthread_t waker;
 	bool waker_on;
+	bool sync_on; /* mu, ready and tick are initialised */
 	bool idle; /* the wake thread: nothing parked, the wake source not followed */
 	uint64_t mark;
 };
@@ -121,6 +126,12 @@ int http_work_start(struct http_server *s, struct err *e);
  * the threads end: afterwards no connection is suspended. Idempotent.
  */
 void http_work_stop(struct http_server *s);
+/*
+ * Destroys the mutex and conditions, once no I/O thread runs (after the
+ * daemons stopped: until then an I/O thread may still call
+ * http_work_submit, which then finds stopping set). Idempotent.
+ */
+void http_work_free(struct http_server *s);
 /* Suspends hc's connection and queues it; false (nothing done) when stopping. */
 bool http_work_submit(struct http_server *s, struct http_conn *hc);
 /* Suspends the stream's connection until the next wake-up or tick; false when stopping. */

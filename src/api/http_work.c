@@ -233,8 +233,16 @@ int http_work_start(struct http_server *s, struct err *e)
 	w->mark = 0;
 	if (pthread_mutex_init(&w->mu, NULL) != 0)
 		return err_set(e, CSID_ENOMEM, "%s: mutex", s->name);
-	if (pthread_cond_init(&w->ready, NULL) != 0 || clock_cond_init(&w->tick) != 0)
+	if (pthread_cond_init(&w->ready, NULL) != 0) {
+		pthread_mutex_destroy(&w->mu);
 		return err_set(e, CSID_ENOMEM, "%s: condition variable", s->name);
+	}
+	if (clock_cond_init(&w->tick) != 0) {
+		pthread_cond_destroy(&w->ready);
+		pthread_mutex_destroy(&w->mu);
+		return err_set(e, CSID_ENOMEM, "%s: condition variable", s->name);
+	}
+	w->sync_on = true;
 	w->workers = calloc(s->cfg.limits.workers, sizeof(*w->workers));
 	if (!w->workers)
 		return err_set(e, CSID_ENOMEM, "out of memory");
@@ -272,6 +280,15 @@ void http_work_stop(struct http_server *s)
 	w->workers = NULL;
 	w->nworkers = 0;
 	w->waker_on = false;
+}
+
+void http_work_free(struct http_server *s)
+{
+	struct http_work *w = &s->work;
+
+	if (!w->sync_on)
+		return;
+	w->sync_on = false;
 	pthread_cond_destroy(&w->tick);
 	pthread_cond_destroy(&w->ready);
 	pthread_mutex_destroy(&w->mu);
