@@ -200,34 +200,31 @@ static int setup(void **state)
 				 });
 }
 
-/* A threaded listener with the same limits (and room for the floods' per_client threads). */
-static int setup_threaded(void **state)
+/* A threaded listener with the same timeouts, per_client and max_conns. */
+static int setup_threaded_with(void **state, unsigned per_client, unsigned max_conns)
 {
 	return setup_with(state, (struct http_server_config){
 				     .name = "test api",
 				     .body_max = 1024,
 				     .handler = handler,
 				     .threaded = true,
-				     .limits = {.per_client = T_PER_CLIENT,
+				     .limits = {.per_client = per_client,
 						.header_timeout_s = 1,
 						.idle_timeout_s = 30,
-						.max_conns = 4 * T_PER_CLIENT},
+						.max_conns = max_conns},
 				 });
 }
 
-/* A threaded listener with few connections, to reach its limits. */
+/* The limits of setup (and room for the floods' per_client threads). */
+static int setup_threaded(void **state)
+{
+	return setup_threaded_with(state, T_PER_CLIENT, 4 * T_PER_CLIENT);
+}
+
+/* Few connections, to reach the limits. */
 static int setup_threaded_small(void **state)
 {
-	return setup_with(state, (struct http_server_config){
-				     .name = "test api",
-				     .body_max = 1024,
-				     .handler = handler,
-				     .threaded = true,
-				     .limits = {.per_client = T_THREADED_PER_CLIENT,
-						.header_timeout_s = 1,
-						.idle_timeout_s = 30,
-						.max_conns = T_THREADED_CONNS},
-				 });
+	return setup_threaded_with(state, T_THREADED_PER_CLIENT, T_THREADED_CONNS);
 }
 
 static int teardown(void **state)
