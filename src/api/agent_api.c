@@ -176,6 +176,8 @@ int agent_api_start(const struct agent_api_config *cfg, struct agent_api **out, 
 	    .body_max = AGENT_API_BODY_MAX,
 	    .handler = agent_api_route,
 	    .routes = agent_api_routes,
+	    /* Its handlers never park: each runs on its connection's thread (no hand-off). */
+	    .threaded = true,
 	};
 	struct agent_metrics_config mc = {.mounter = cfg->mounter, .claims = cfg->claims};
 	struct agent_api *a;

@@ -347,6 +347,7 @@ int docker_plugin_start(struct agent_api *a, const struct config_docker *cfg,
 	    .body_max = DOCKER_PLUGIN_BODY_MAX,
 	    .error_key = "Err",
 	    .handler = docker_plugin_route,
+	    .threaded = true,
 	};
 	struct docker_plugin *p = calloc(1, sizeof(*p));
 	int rc;

@@ -3,8 +3,11 @@
  * listener we bind ourselves and hand over, an optional TCP listener,
  * each served by epoll on its own I/O thread(s) with suspend/resume;
  * request bodies gathered up to the cap and wiped when done; handlers run
- * by the workers of http_work.c; and the one place where answers, streams
- * and errors are written (http_finish).
+ * by the workers of http_work.c, or on the connection's own thread of a
+ * threaded listener (libmicrohttpd's thread per connection, with poll:
+ * there a request is answered where it was read, as at_once ones are);
+ * and the one place where answers, streams and errors are written
+ * (http_finish).
  *
  * Limits: the TCP listener takes at most limits.per_client connections
  * from one address; a new connection has limits.header_timeout_s of
@@ -253,12 +256,12 @@ static struct http_request http_request_of(struct http_conn *hc)
 	};
 }
 
-/* Whether the config's at_once says hc runs on the I/O thread. */
+/* Whether hc runs on the I/O thread: always on a threaded listener (its connection's own). */
 static bool http_at_once(struct http_server *s, struct http_conn *hc)
 {
 	struct http_request req = http_request_of(hc);
 
-	return s->cfg.at_once && s->cfg.at_once(s->cfg.ctx, &req);
+	return s->cfg.threaded || (s->cfg.at_once && s->cfg.at_once(s->cfg.ctx, &req));
 }
 
 void http_run(struct http_server *s, struct http_conn *hc)
@@ -648,9 +651,12 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *c, const c
 	}
 	if (http_at_once(s, hc)) {
 		http_run(s, hc);
-		if (hc->rc == HTTP_WAIT)
-			hc->rc =
-			    err_set(&hc->e, CSID_EINTERNAL, "%s: %s may not wait", s->name, url);
+		/* No suspending here (a stream with nothing to send suspends). */
+		if (hc->rc == HTTP_WAIT || (s->cfg.threaded && hc->rep.stream.next)) {
+			http_reply_drop(&hc->rep);
+			hc->rc = err_set(&hc->e, CSID_EINTERNAL, "%s: %s may not wait nor stream",
+					 s->name, url);
+		}
 		http_finish(s, hc);
 		return MHD_YES;
 	}
@@ -782,22 +788,26 @@ static int http_serve(struct http_server *s, int fd, const char *where, bool tcp
 		      struct MHD_Daemon **out, struct err *e)
 {
 	const struct http_limits *l = &s->cfg.limits;
-	unsigned pool = tcp ? l->io_threads : 1, flags = MHD_USE_EPOLL_INTERNAL_THREAD |
-							 MHD_ALLOW_SUSPEND_RESUME |
-							 MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem opts[6];
+	unsigned pool = tcp ? l->io_threads : 1, flags = MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem opts[7];
 	size_t n = 0;
 
 	if (fd < 0)
 		return fd;
-	if (tcp) {
+	/* Threads per connection poll (epoll is not offered) and never suspend. */
+	if (s->cfg.threaded) {
+		flags |= MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD;
+		opts[n++] =
+		    (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK, NULL};
+	} else {
+		flags |= MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+	}
+	if (tcp)
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 						    l->per_client, NULL};
-		/* More than one I/O thread: a pool of them. */
-		if (pool > 1)
-			opts[n++] =
-			    (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, pool, NULL};
-	}
+	/* More than one I/O thread: a pool of them. */
+	if (tcp && pool > 1 && !s->cfg.threaded)
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, pool, NULL};
 	if (tcp && s->tls_cert) {
 		flags |= MHD_USE_TLS;
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
@@ -850,7 +860,7 @@ void http_limits_from_config(const struct conf_http *h, struct http_limits *out)
  * The limits with defaults filled in. Connections take file descriptors:
  * the soft limit is raised to the hard one, and the total stays below it.
  */
-static void http_limits_fill(struct http_limits *l)
+static void http_limits_fill(struct http_limits *l, bool threaded)
 {
 	struct rlimit rl;
 	unsigned fit = HTTP_MAX_CONNS;
@@ -877,7 +887,7 @@ static void http_limits_fill(struct http_limits *l)
 				  : (unsigned)rl.rlim_cur / 2;
 	}
 	if (!l->max_conns)
-		l->max_conns = HTTP_MAX_CONNS;
+		l->max_conns = threaded ? HTTP_THREADED_MAX_CONNS : HTTP_MAX_CONNS;
 	if (l->max_conns > fit)
 		l->max_conns = fit;
 }
@@ -891,12 +901,14 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	*out = NULL;
 	if (!cfg->handler || (!cfg->socket_path && !(cfg->tcp_addr && cfg->tcp_addr[0])))
 		return err_set(e, CSID_EINVAL, "http server: a handler and a listener required");
+	if (cfg->threaded && cfg->wake)
+		return err_set(e, CSID_EINVAL, "http server: a threaded listener parks nothing");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	s->cfg = *cfg;
 	pthread_mutex_init(&s->log_mu, NULL);
-	http_limits_fill(&s->cfg.limits);
+	http_limits_fill(&s->cfg.limits, cfg->threaded);
 	s->name = http_dup(cfg->name ? cfg->name : "api");
 	s->socket_path = http_dup(cfg->socket_path);
 	s->tcp_addr = cfg->tcp_addr && cfg->tcp_addr[0] ? http_dup(cfg->tcp_addr) : NULL;
@@ -915,7 +927,8 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	     (cfg->tls.client_ca_file &&
 	      (rc = http_read_pem(s->name, "client CA", cfg->tls.client_ca_file, &s->tls_ca, e)))))
 		goto fail;
-	rc = http_work_start(s, e);
+	/* A threaded listener runs every handler on its connection's thread: no workers. */
+	rc = cfg->threaded ? 0 : http_work_start(s, e);
 	/*
 	 * Both sockets listen before either is served: a client that finds
 	 * one answering (local clients and tests take either for "up") finds
@@ -950,7 +963,8 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		 "per_client=%u workers=%u",
 		 s->name, s->socket_path ? s->socket_path : "-", s->tcp_addr ? s->tcp_addr : "-",
 		 s->tls_cert ? "on" : "off", s->tls_ca ? "required" : "off",
-		 s->cfg.limits.max_conns, s->cfg.limits.per_client, s->cfg.limits.workers);
+		 s->cfg.limits.max_conns, s->cfg.limits.per_client,
+		 s->cfg.threaded ? 0 : s->cfg.limits.workers);
 	*out = s;
 	return 0;
 fail:

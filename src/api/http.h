@@ -3,7 +3,9 @@
  * libmicrohttpd driven by events (epoll): a few I/O threads serve every
  * connection, and handlers run on a bounded pool of workers while their
  * connection is suspended, so a slow plugin or a blocking query never
- * stalls the I/O threads. A handler that must wait (a blocking query)
+ * stalls the I/O threads; a listener with few clients (the agent's) may
+ * run one thread per connection instead, each handler on its
+ * connection's thread (threaded, below). A handler that must wait (a blocking query)
  * parks its request with http_wait(): it holds no thread until its wake-up
  * (the config's wake source reports a change) or its deadline, when it
  * runs again. No client can take the API down: connections per client
@@ -159,7 +161,8 @@ struct http_limits {
 	unsigned header_timeout_s; /* a new connection's request head (HTTP_HEADER_TIMEOUT_S) */
 	unsigned
 	    idle_timeout_s; /* a connection idle after its first request (HTTP_IDLE_TIMEOUT_S) */
-	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS, less under a low file limit) */
+	unsigned max_conns; /* connections in all (HTTP_MAX_CONNS or HTTP_THREADED_MAX_CONNS, less
+			       under a low file limit) */
 };
 
 /* The limits a config's "http" section sets (util/conf_http.h). */
@@ -187,6 +190,9 @@ void http_tls_from_config(const struct conf_http *h, struct http_tls *out);
 #define HTTP_HEADER_TIMEOUT_S 5
 #define HTTP_IDLE_TIMEOUT_S 120
 #define HTTP_MAX_CONNS 16384
+/* A threaded listener's connections in all (each one a thread), and each one's stack (bytes). */
+#define HTTP_THREADED_MAX_CONNS 256
+#define HTTP_THREAD_STACK (512 * 1024)
 
 struct http_server_config {
 	const char *name; /* "agent api", "server api": in log lines and errors */
@@ -217,6 +223,18 @@ struct http_server_config {
 	 * otherwise (two thread wake-ups and their cache misses).
 	 */
 	bool (*at_once)(void *ctx, const struct http_request *req);
+	/*
+	 * One thread per connection (libmicrohttpd's own, polling its socket)
+	 * instead of the I/O threads and the workers: every request is
+	 * answered at once on its connection's thread, so it costs no
+	 * hand-off to a worker and back. For a listener with few clients
+	 * whose handlers never park nor stream (the agent's): a handler that
+	 * parks or streams gets a 500, and a wake source is refused. Each
+	 * open connection holds a thread with HTTP_THREAD_STACK bytes of
+	 * stack, so max_conns defaults to HTTP_THREADED_MAX_CONNS; the
+	 * workers limit is unused.
+	 */
+	bool threaded;
 	struct http_tls tls;
 	struct http_limits limits;
 };

@@ -10,7 +10,10 @@
  * any other outcome is kept (HTTP_CONN_DONE) and the connection resumed,
  * and the I/O thread, called again, writes the answer (http_finish).
  * A stream whose next() has nothing suspends its connection in the
- * parked stream list until the next wake-up or tick resumes it.
+ * parked stream list until the next wake-up or tick resumes it. On a
+ * threaded listener (a thread per connection) nothing is queued nor
+ * suspended: every request runs where it was read, as an at_once one
+ * does, and there are no workers nor wake thread.
  */
 #ifndef CSID_API_HTTP_INT_H
 #define CSID_API_HTTP_INT_H

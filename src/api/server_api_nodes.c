@@ -322,9 +322,10 @@ int server_api_leader(struct server_api *api, const struct http_request *req,
 				 : json_null();
 	if (leader && id) {
 		/* "o" takes both references, also when the pack fails. */
-		rep->doc = json_pack("{s:s, s:o, s:b, s:I, s:o}", "server_id", st.server_id,
+		rep->doc = json_pack("{s:s, s:o, s:b, s:I, s:o, s:s?}", "server_id", st.server_id,
 				     "installation", id, "leading", st.leading, "ttl_ms",
-				     (json_int_t)st.ttl_ms, "leader", leader);
+				     (json_int_t)st.ttl_ms, "leader", leader, "id_conflict",
+				     st.id_conflict[0] ? st.id_conflict : NULL);
 	} else {
 		json_decref(leader);
 		json_decref(id);

@@ -73,6 +73,7 @@ struct server_leader {
 	int64_t campaigned_ms; /* monotonic; 0: never */
 	uint64_t lease;
 	int64_t renewed_ms; /* monotonic: the lease's last grant or renewal */
+	int64_t conflict_logged_ms; /* monotonic: the last error about st.id_conflict; 0: none */
 	struct server_leader_status st;
 
 	/* server_leader_compact's, on the server's tick thread alone */
@@ -665,6 +666,51 @@ static json_t *server_leader_status_json(const struct server_member_status *st, 
 	return arr;
 }
 
+/*
+ * Two servers with one ID that started at the same moment both passed
+ * server_leader_unique; they are found while they run, before each
+ * member record: the record is this process's own last one unless
+ * another process rewrote it since. That process is named in the status
+ * (GET /v1/status/leader) and in an error at most once a
+ * SERVER_LEADER_CONFLICT_LOG_MS; the two records go on replacing each other
+ * (the leader reads the heartbeats and lost claims of one of them) until
+ * an operator gives one server an ID of its own. The election is not
+ * affected: its key names the holder's process, not only its ID.
+ */
+static void server_leader_conflict(struct server_leader *l)
+{
+	char addr[SERVER_LEADER_ID_MAX + 1] = "";
+	int64_t now = clock_now_ms(l->clock);
+	uint64_t index;
+	bool dead = false, log_it, gone;
+	struct err e;
+	int rc = server_leader_other(l, addr, sizeof(addr), &index, &dead, &e);
+
+	if (rc < 0)
+		return; /* the record's write that follows meets the store's trouble too */
+	if (rc == 0 || dead)
+		addr[0] = '\0';
+	pthread_mutex_lock(&l->mu);
+	gone = !addr[0] && l->st.id_conflict[0];
+	log_it = addr[0] && (!l->conflict_logged_ms ||
+			     now - l->conflict_logged_ms >= SERVER_LEADER_CONFLICT_LOG_MS);
+	if (log_it)
+		l->conflict_logged_ms = now;
+	if (gone)
+		l->conflict_logged_ms = 0;
+	snprintf(l->st.id_conflict, sizeof(l->st.id_conflict), "%s", addr);
+	pthread_mutex_unlock(&l->mu);
+	if (log_it)
+		log_error("msg=\"another live server writes this server's member record: both have "
+			  "this ID (copies of one data_dir?); remove the server-id file of one's "
+			  "data_dir and restart it\" id=%s other=%s",
+			  l->id, addr);
+	if (gone)
+		log_info(
+		    "msg=\"no other server writes this server's member record any more\" id=%s",
+		    l->id);
+}
+
 int server_leader_publish(struct server_leader *l, const struct server_member_news *news,
 			  struct err *e)
 {
@@ -680,6 +726,7 @@ int server_leader_publish(struct server_leader *l, const struct server_member_ne
 	pthread_mutex_unlock(&l->mu);
 	if (!lease)
 		return err_set(e, CSID_EUNAVAIL, "member %s: no lease yet", l->id);
+	server_leader_conflict(l);
 	arr = json_array();
 	larr = json_array();
 	sarr = server_leader_status_json(news->status, news->nstatus);

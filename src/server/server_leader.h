@@ -66,6 +66,8 @@
  */
 #define SERVER_LEADER_POLL_MS 250
 #define SERVER_LEADER_ID_MAX 128
+/* How often a server that shares its ID with another live one logs it (ms). */
+#define SERVER_LEADER_CONFLICT_LOG_MS 60000
 /* The store history the leader keeps (server_leader_compact), as kube-apiserver does. */
 #define SERVER_LEADER_COMPACT_MS (5 * 60 * 1000)
 
@@ -140,6 +142,13 @@ struct server_leader_status {
 	uint64_t term; /* the election key's create_index; 0: no leader */
 	bool leading; /* this server leads */
 	int64_t ttl_ms;
+	/*
+	 * The address of another live process that wrote this server's member
+	 * record since this one last did (two servers with one ID, started at
+	 * the same moment from copies of one data_dir); "" when none was seen
+	 * before this server's last record.
+	 */
+	char id_conflict[SERVER_LEADER_ID_MAX + 1];
 };
 
 struct server_leader;

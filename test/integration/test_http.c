@@ -5,6 +5,10 @@
  * handler's error; a 100 kB URL gets libmicrohttpd's own 414; query
  * helpers; streamed answers; at_once sees a request's query and body, and
  * the requests it picks run on the I/O thread, the others on a worker.
+ * A threaded listener (a thread per connection) gives the same answers
+ * and errors; its requests run on their connection's thread (the same
+ * for the requests of one keep-alive connection, another for another
+ * connection), and a stream, which it cannot suspend, is a 500.
  */
 #include <setjmp.h>
 #include <pthread.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -64,6 +69,10 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		rep->doc = json_pack("{s:b}", "io", pthread_equal(pthread_self(), io_thread));
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
+	if (strcmp(req->url, "/tid") == 0) {
+		rep->doc = json_pack("{s:I}", "tid", (json_int_t)syscall(SYS_gettid));
+		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
 	if (strcmp(req->url, "/ok") == 0) {
 		bool force;
 		uint64_t n;
@@ -106,15 +115,10 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 	return err_set(e, CSID_ENOTFOUND, "no such endpoint: %.200s", req->url);
 }
 
-static int setup(void **state)
+/* Starts the server of cfg on a unix socket in a new directory, with a client. */
+static int setup_with(void **state, struct http_server_config cfg)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct http_server_config cfg = {
-	    .name = "test api",
-	    .body_max = 1024,
-	    .handler = handler,
-	    .at_once = at_once,
-	};
 	char base[160];
 	struct err e;
 
@@ -137,6 +141,21 @@ static int setup(void **state)
 	f->cli = http_client_new(base);
 	*state = f;
 	return f->cli ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, (struct http_server_config){.name = "test api",
+							     .body_max = 1024,
+							     .handler = handler,
+							     .at_once = at_once});
+}
+
+static int setup_threaded(void **state)
+{
+	return setup_with(
+	    state, (struct http_server_config){
+		       .name = "test api", .body_max = 1024, .handler = handler, .threaded = true});
 }
 
 static int teardown(void **state)
@@ -280,6 +299,41 @@ static void test_at_once(void **state)
 	}
 }
 
+/* The thread that ran GET /tid for client c. */
+static json_int_t tid_of(struct http_client *c)
+{
+	json_t *doc = NULL;
+	json_int_t tid;
+
+	assert_int_equal(http_client_json(c, "GET", "/tid", NULL, &doc), 200);
+	tid = json_integer_value(json_object_get(doc, "tid"));
+	json_decref(doc);
+	return tid;
+}
+
+static void test_threaded(void **state)
+{
+	struct fixture *f = *state;
+	struct http_client *other;
+	json_int_t first = tid_of(f->cli);
+	char base[160];
+
+	/* The requests of one keep-alive connection run on its thread, not the caller's... */
+	assert_true(first > 0);
+	assert_true(first != (json_int_t)syscall(SYS_gettid));
+	for (int i = 0; i < 3; i++)
+		assert_true(tid_of(f->cli) == first);
+	/* ...and another connection's on another. */
+	snprintf(base, sizeof(base), "unix:%s", f->sock);
+	other = http_client_new(base);
+	assert_non_null(other);
+	assert_true(tid_of(other) != first);
+	http_client_free(other);
+	/* A stream cannot be suspended there: a 500, and the connection serves on. */
+	expect_error(f, "GET", "/stream", NULL, 500, "internal");
+	assert_true(tid_of(f->cli) > 0);
+}
+
 static void test_path_segment(void **state)
 {
 	char buf[8];
@@ -306,6 +360,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_at_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_errors_are_json, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_body_cap, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_url, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_query_and_index, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_threaded, setup_threaded, teardown),
 	    cmocka_unit_test(test_path_segment),
 	};
 

@@ -13,7 +13,13 @@
  * runs, before it parks, wakes it; a stop answers the parked requests left;
  * a 1 MiB token is refused within the connection's memory, and
  * thousands of connection attempts from one address leave the service
- * to everyone.
+ * to everyone. A threaded listener (a thread per connection) passes the
+ * same tests of connection limits and timeouts, and: a slow handler
+ * holds up no other connection; open connections (threads) stay within
+ * max_conns and per_client, and the limit frees up once they close; a
+ * handler that parks gets a 500, and a wake source is refused; a stop
+ * with connections open (idle, half-sent, one in its handler) answers
+ * the one in flight and closes the others.
  */
 #include <setjmp.h>
 #include <arpa/inet.h>
@@ -44,6 +50,11 @@
 #define T_PARKED 300
 #define T_PER_CLIENT 20
 #define T_WORKERS 4
+/* A threaded listener's bounds in the tests of its limits. */
+#define T_THREADED_CONNS 8
+#define T_THREADED_PER_CLIENT 4
+/* How long /slow takes unless released (ms). */
+#define T_SLOW_MS 400
 
 struct fixture {
 	struct http_server *srv;
@@ -54,6 +65,9 @@ struct fixture {
 	uint64_t mark;
 	atomic_int flag; /* what /poll watches, changed without a wake-up */
 	atomic_int poll_first; /* /poll requests that ran once (took the flag) */
+	atomic_int slow_in; /* /slow requests whose handler began */
+	atomic_int slow_out; /* and ended */
+	bool released; /* under mu: /slow answers at once */
 };
 
 static void bump(struct fixture *f);
@@ -76,6 +90,19 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		if (seen == 0 && clock_now_ms(clock_real()) < http_request_start_ms(req) + 60000)
 			return http_wait(req, http_request_start_ms(req) + 60000);
 		rep->doc = json_pack("{s:I}", "mark", (json_int_t)seen);
+		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+	}
+	if (strcmp(req->url, "/slow") == 0) {
+		int64_t until = clock_now_ms(clock_real()) + T_SLOW_MS;
+
+		/* Busy in its handler for T_SLOW_MS, or until released. */
+		atomic_fetch_add(&f->slow_in, 1);
+		pthread_mutex_lock(&f->mu);
+		while (!f->released && clock_now_ms(clock_real()) < until)
+			clock_wait(clock_real(), &f->cv, &f->mu, until);
+		pthread_mutex_unlock(&f->mu);
+		atomic_fetch_add(&f->slow_out, 1);
+		rep->doc = json_pack("{s:b}", "ok", 1);
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
 	if (strcmp(req->url, "/race") == 0) {
@@ -135,19 +162,10 @@ static void bump(struct fixture *f)
 	pthread_mutex_unlock(&f->mu);
 }
 
-static int setup(void **state)
+/* Starts the server of cfg on a free port with a new fixture. */
+static int setup_with(void **state, struct http_server_config cfg)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	struct http_server_config cfg = {
-	    .name = "test api",
-	    .body_max = 1024,
-	    .handler = handler,
-	    .wake = wake,
-	    .limits = {.workers = T_WORKERS,
-		       .per_client = T_PER_CLIENT,
-		       .header_timeout_s = 1,
-		       .idle_timeout_s = 30},
-	};
 	struct err e;
 
 	if (!f)
@@ -158,7 +176,7 @@ static int setup(void **state)
 	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%d", f->port);
 	cfg.tcp_addr = f->addr;
 	cfg.ctx = f;
-	cfg.wake_ctx = f;
+	cfg.wake_ctx = cfg.wake ? f : NULL;
 	if (http_server_start(&cfg, &f->srv, &e) != 0) {
 		fprintf(stderr, "start: %s\n", e.msg);
 		free(f);
@@ -166,6 +184,47 @@ static int setup(void **state)
 	}
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, (struct http_server_config){
+				     .name = "test api",
+				     .body_max = 1024,
+				     .handler = handler,
+				     .wake = wake,
+				     .limits = {.workers = T_WORKERS,
+						.per_client = T_PER_CLIENT,
+						.header_timeout_s = 1,
+						.idle_timeout_s = 30},
+				 });
+}
+
+/* A threaded listener with the same timeouts, per_client and max_conns. */
+static int setup_threaded_with(void **state, unsigned per_client, unsigned max_conns)
+{
+	return setup_with(state, (struct http_server_config){
+				     .name = "test api",
+				     .body_max = 1024,
+				     .handler = handler,
+				     .threaded = true,
+				     .limits = {.per_client = per_client,
+						.header_timeout_s = 1,
+						.idle_timeout_s = 30,
+						.max_conns = max_conns},
+				 });
+}
+
+/* The limits of setup (and room for the floods' per_client threads). */
+static int setup_threaded(void **state)
+{
+	return setup_threaded_with(state, T_PER_CLIENT, 4 * T_PER_CLIENT);
+}
+
+/* Few connections, to reach the limits. */
+static int setup_threaded_small(void **state)
+{
+	return setup_threaded_with(state, T_THREADED_PER_CLIENT, T_THREADED_CONNS);
 }
 
 static int teardown(void **state)
@@ -574,6 +633,155 @@ static void test_stop_answers_parked(void **state)
 	}
 }
 
+/* Opens a keep-alive connection from 127.0.0.<host> and has one request answered on it; -1 if
+ * refused. */
+static int dial_served(const struct fixture *f, int host)
+{
+	int fd = dial(f, host);
+
+	if (fd < 0)
+		return -1;
+	if (send_all(fd, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n") != 0 ||
+	    read_status(fd, 3000) != 200) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether /slow has begun n times within 10 s. */
+static bool slow_began(struct fixture *f, int n)
+{
+	int64_t until = clock_now_ms(clock_real()) + 10000;
+
+	while (atomic_load(&f->slow_in) < n && clock_now_ms(clock_real()) < until)
+		poll(NULL, 0, 5);
+	return atomic_load(&f->slow_in) >= n;
+}
+
+static void release_slow(struct fixture *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->released = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void test_threaded_slow_handler(void **state)
+{
+	struct fixture *f = *state;
+	int fd = dial(f, 3), i;
+
+	/* A handler busy on one connection's thread... */
+	assert_true(fd >= 0);
+	assert_int_equal(send_all(fd, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	assert_true(slow_began(f, 1));
+	/* ...holds up no other connection, of the same client or another. */
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(get(f, 3, "/health", 2000), 200);
+		assert_int_equal(get(f, 2, "/health", 2000), 200);
+	}
+	release_slow(f);
+	assert_int_equal(read_status(fd, 5000), 200);
+	close(fd);
+}
+
+static void test_threaded_limits(void **state)
+{
+	struct fixture *f = *state;
+	int fds[3 * T_THREADED_CONNS], n = 0, served = 0, i, base = threads_now(), st;
+	int64_t until;
+
+	/* One client keeps at most per_client connections open... */
+	for (i = 0; i < 2 * T_THREADED_PER_CLIENT; i++) {
+		int fd = dial_served(f, 7);
+
+		if (fd >= 0) {
+			fds[n++] = fd;
+			served++;
+		}
+	}
+	assert_int_equal(served, T_THREADED_PER_CLIENT);
+	/* ...and others fill the listener to max_conns, each connection idle after a request. */
+	for (i = 0; n < T_THREADED_CONNS && i < 2 * T_THREADED_CONNS; i++) {
+		int fd = dial_served(f, 8 + i / T_THREADED_PER_CLIENT);
+
+		if (fd >= 0)
+			fds[n++] = fd;
+	}
+	assert_int_equal(n, T_THREADED_CONNS);
+	/* A thread each, no more. */
+	assert_true(threads_now() - base <= T_THREADED_CONNS);
+	/* Full: a new client is not served while they stay (refused, or waiting to be accepted). */
+	assert_int_equal(get(f, 20, "/health", 500), -1);
+	/* Once they close, the listener serves again. */
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	until = clock_now_ms(clock_real()) + 10000;
+	while ((st = get(f, 20, "/health", 2000)) != 200 && clock_now_ms(clock_real()) < until)
+		poll(NULL, 0, 50);
+	assert_int_equal(st, 200);
+	/* Their threads ended. */
+	until = clock_now_ms(clock_real()) + 10000;
+	while (threads_now() > base && clock_now_ms(clock_real()) < until)
+		poll(NULL, 0, 20);
+	assert_true(threads_now() <= base);
+}
+
+static void test_threaded_no_park(void **state)
+{
+	struct fixture *f = *state;
+	struct http_server_config cfg = {.name = "test api",
+					 .tcp_addr = f->addr,
+					 .handler = handler,
+					 .threaded = true,
+					 .wake = wake};
+	struct http_server *other = NULL;
+	struct err e;
+
+	/* A handler that parks is answered 500 at once (there is nothing to park on). */
+	assert_int_equal(get(f, 2, "/block", 2000), 500);
+	assert_int_equal(get(f, 2, "/health", 2000), 200);
+	/* A wake source is refused. */
+	assert_int_equal(http_server_start(&cfg, &other, &e), CSID_EINVAL);
+	assert_null(other);
+}
+
+static void test_threaded_stop(void **state)
+{
+	struct fixture *f = *state;
+	int idle = dial_served(f, 3), half = dial(f, 4), silent = dial(f, 5), busy = dial(f, 6);
+	int64_t t0;
+	int st;
+
+	assert_true(idle >= 0 && half >= 0 && silent >= 0 && busy >= 0);
+	assert_int_equal(send_all(half, "GET /health HTTP/1.1\r\nHost: t\r\n"), 0);
+	assert_int_equal(send_all(busy, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+	assert_true(slow_began(f, 1));
+	/*
+	 * The stop waits for the handler in flight (T_SLOW_MS) to end (its
+	 * answer may be sent or cut, as on the I/O threads' listener)...
+	 */
+	t0 = clock_now_ms(clock_real());
+	http_server_stop(f->srv);
+	f->srv = NULL;
+	assert_true(clock_now_ms(clock_real()) - t0 < 5000);
+	assert_int_equal(atomic_load(&f->slow_out), 1);
+	st = read_status(busy, 2000);
+	assert_true(st == 200 || (st == -1 && closed_by_peer(busy)));
+	/* ...and closes the others. */
+	assert_int_equal(read_status(idle, 2000), -1);
+	assert_true(closed_by_peer(idle));
+	assert_int_equal(read_status(half, 2000), -1);
+	assert_true(closed_by_peer(half));
+	assert_int_equal(read_status(silent, 2000), -1);
+	assert_true(closed_by_peer(silent));
+	close(idle);
+	close(half);
+	close(silent);
+	close(busy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +794,16 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_polled_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_change_before_park, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stop_answers_parked, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_half_open_flood, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_byte_at_a_time, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_keepalive_header_timeout, setup_threaded,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_token, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_connection_storm, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_threaded_slow_handler, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_threaded_limits, setup_threaded_small, teardown),
+	    cmocka_unit_test_setup_teardown(test_threaded_no_park, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_threaded_stop, setup_threaded, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

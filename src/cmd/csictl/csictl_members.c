@@ -63,6 +63,11 @@ static int members_render_leader(const json_t *j, FILE *out)
 		json_is_true(json_object_get(j, "leading")) ? " (leads)" : "");
 	if (json_is_string(json_object_get(j, "installation")))
 		fprintf(out, "Installation  %s\n", members_str(j, "installation"));
+	if (json_is_string(json_object_get(j, "id_conflict")))
+		fprintf(out,
+			"ID conflict   %s writes this server's member record too (one ID for two "
+			"servers)\n",
+			members_str(j, "id_conflict"));
 	if (!json_is_object(l)) {
 		fprintf(out, "Leader        none (an election is under way)\n");
 		return 0;
