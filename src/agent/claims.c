@@ -18,7 +18,6 @@
 
 #include "agent/claims_stage.h"
 #include "util/log.h"
-#include "util/sched_wait.h"
 #include "util/wipe.h"
 
 bool claims_stopping(struct claims *c)
@@ -641,7 +640,6 @@ int claims_mount(struct claims *c, const struct claims_mount_req *req,
 		 struct claims_mount_result *out, struct err *e)
 {
 	struct owners_spec owner;
-	struct sched_wait sw;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -657,13 +655,7 @@ int claims_mount(struct claims *c, const struct claims_mount_req *req,
 	/* Reported as held before the claim goes out (server/server_gc.h). */
 	if ((rc = held_allocs_begin(c->cfg.held, req->volume_id, req->alloc_id, e)))
 		return rc;
-	/*
-	 * A mount is a chain of waits on the server and the plugin: each
-	 * answer should get the thread a CPU at once (util/sched_wait.h).
-	 */
-	sched_wait_begin(&sw);
 	rc = claims_mount_held(c, req, req->owner ? &owner : NULL, out, e);
-	sched_wait_end(&sw);
 	held_allocs_end(c->cfg.held, req->volume_id, req->alloc_id);
 	return rc;
 }

@@ -7,8 +7,6 @@
  * thread of its own: the tests step claims_step. The owner test uses the
  * real owner watch on a real child process.
  */
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +41,6 @@ struct ct {
 	bool snap_armed;
 	uint64_t snap_seq; /* its generation */
 	bool snap_claimed; /* whether the fake server held the claim of alloc-1 then */
-	int claim_policy; /* the scheduling policy of the thread that sent the last claim */
 };
 
 /*
@@ -54,8 +51,6 @@ static void ct_claim_arrives(void *ctx, const char *method, const char *path)
 {
 	struct ct *t = ctx;
 
-	if (strcmp(method, "PUT") == 0 && strstr(path, "/claim"))
-		t->claim_policy = sched_getscheduler(0);
 	if (!t->snap_armed || strcmp(method, "PUT") != 0 || !strstr(path, "/claim"))
 		return;
 	t->snap_armed = false;
@@ -193,39 +188,6 @@ static void test_mount_happy_path(void **state)
 	assert_false(ur.unmounted);
 	assert_false(ur.released);
 	assert_false(ur.release_pending);
-}
-
-/* The thread's scheduling policy; fails the test when it cannot be set. */
-static void ct_set_policy(int policy)
-{
-	struct sched_param sp = {.sched_priority = 0};
-
-	assert_int_equal(pthread_setschedparam(pthread_self(), policy, &sp), 0);
-}
-
-/*
- * A mount from a SCHED_BATCH thread (an HTTP worker) waits on the server
- * as SCHED_OTHER, so that the answer wakes it at once, and the thread is
- * a batch thread again after it (util/sched_wait.h).
- */
-static void test_mount_waits_as_other(void **state)
-{
-	struct ct *t = *state;
-	struct claims_mount_result res;
-	struct err e;
-
-	ct_set_policy(SCHED_BATCH);
-	t->claim_policy = -1;
-	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
-	assert_int_equal(sched_getscheduler(0), SCHED_BATCH);
-	ct_set_policy(SCHED_OTHER);
-	assert_int_equal(t->claim_policy, SCHED_OTHER);
-	/* A thread that is not a batch one is left as it is. */
-	t->claim_policy = -1;
-	assert_int_equal(ct_mount(t, "alloc-2", &res, &e), 0);
-	assert_int_equal(t->claim_policy, SCHED_OTHER);
-	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
-	mt_check(&t->env, true);
 }
 
 /*
@@ -931,7 +893,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_mount_happy_path, ct_setup, ct_teardown),
-	    cmocka_unit_test_setup_teardown(test_mount_waits_as_other, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_waits_for_publication, ct_setup,
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_follows_after_claim_wait, ct_setup,
