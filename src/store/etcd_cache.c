@@ -236,6 +236,18 @@ bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *
 	return true;
 }
 
+int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
+		       uint64_t *modify_index, uint64_t *create_index)
+{
+	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+
+	if (en == NULL || en->unknown)
+		return -1;
+	*modify_index = en->missing ? 0 : en->obj.modify_index;
+	*create_index = en->missing ? 0 : en->obj.create_index;
+	return !en->missing;
+}
+
 void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)
 {
 	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));

@@ -66,6 +66,14 @@ bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *
 			uint64_t *create_index);
 
 /*
+ * What is known of kind/id without a copy: 1 an object (its indexes in
+ * *modify_index and *create_index), 0 known to be missing (both 0), -1
+ * not known.
+ */
+int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
+		       uint64_t *modify_index, uint64_t *create_index);
+
+/*
  * Forgets kind/id: its next get reads etcd. rev is a revision its state
  * is known to be at least as new as (a failed compare's answer): changes
  * up to it that the watch still brings are ignored, so they cannot put

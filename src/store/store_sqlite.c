@@ -440,13 +440,35 @@ static int sq_changes(struct store *st, uint64_t after, size_t limit, bool value
 	return rc;
 }
 
-/* Reads the modify and create index of (kind, id); 0 and 0 when missing. */
-static int sq_have(struct sq_conn *c, enum store_kind kind, const char *id, uint64_t *have,
-		   uint64_t *created, struct err *e)
+/*
+ * The modify and create index of (kind, id) as this batch sees it; 0 and
+ * 0 when missing: from the batch's own changes staged so far, else from
+ * the read cache, which is the file's state under c.mu (every commit
+ * updates it before c.mu is released), else from the file.
+ */
+static int sq_have(struct store_sqlite *s, const struct store_log *stage, enum store_kind kind,
+		   const char *id, uint64_t *have, uint64_t *created, struct err *e)
 {
-	sqlite3_stmt *q = sq_stmt(c, SQ_HAVE);
+	struct sq_conn *c = &s->c;
+	sqlite3_stmt *q;
 	int rc;
 
+	for (size_t i = stage->n; i-- > 0;) {
+		const struct store_log_change *ch = &stage->log[stage->head + i];
+
+		if (ch->kind == kind && strcmp(ch->id, id) == 0) {
+			*have = ch->type == STORE_OP_PUT ? ch->index : 0;
+			*created = ch->type == STORE_OP_PUT ? ch->create_index : 0;
+			return 0;
+		}
+	}
+	pthread_mutex_lock(&s->lmu);
+	rc = etcd_cache_version(s->cache, kind, id, have, created);
+	pthread_mutex_unlock(&s->lmu);
+	if (rc >= 0)
+		return 0;
+	atomic_fetch_add(&s->reads, 1);
+	q = sq_stmt(c, SQ_HAVE);
 	sq_bind_key(q, kind, id);
 	rc = sqlite3_step(q);
 	*have = *created = 0;
@@ -505,9 +527,10 @@ static int sq_apply(struct sq_conn *c, const struct store_op *op, uint64_t have,
  * ops as the changes of index next, staged in stage; *pos is how many it
  * recorded, *puts whether one of them is a put.
  */
-static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, struct store_log *stage,
-			uint64_t *pos, bool *puts)
+static int sq_apply_req(struct store_sqlite *s, struct sq_req *r, uint64_t next,
+			struct store_log *stage, uint64_t *pos, bool *puts)
 {
+	struct sq_conn *c = &s->c;
 	uint64_t have[STORE_TXN_OPS_MAX], created[STORE_TXN_OPS_MAX];
 	const struct store_op *ops = r->ops;
 	int rc = 0;
@@ -515,7 +538,7 @@ static int sq_apply_req(struct sq_conn *c, struct sq_req *r, uint64_t next, stru
 	*pos = 0;
 	*puts = false;
 	for (size_t i = 0; rc == 0 && i < r->n; i++) {
-		rc = sq_have(c, ops[i].kind, ops[i].id, &have[i], &created[i], r->e);
+		rc = sq_have(s, stage, ops[i].kind, ops[i].id, &have[i], &created[i], r->e);
 		if (rc == 0 && !store_cond_holds(ops[i].expect_index, have[i]))
 			rc = store_conflict(r->e, &ops[i], have[i]);
 	}
@@ -620,7 +643,7 @@ static void sq_run_batch(struct store_sqlite *s, struct sq_req *batch)
 		for (struct sq_req *r = batch; rc == 0 && r != NULL; r = r->next) {
 			if (r->final)
 				continue;
-			r->rc = sq_apply_req(c, r, next, &stage, &pos, &puts);
+			r->rc = sq_apply_req(s, r, next, &stage, &pos, &puts);
 			if (r->rc == CSID_ECONFLICT) {
 				r->final = true;
 			} else if (r->rc < 0) {
