@@ -397,8 +397,11 @@ static void rec_count(enum store_kind kind, enum reconcile_outcome outcome)
 	metrics_add(&rec_steps, v, 1);
 }
 
-/* Puts it where its outcome says; with mu held. */
-static void rec_finish(struct reconciler *r, struct rec_item *it,
+/*
+ * Puts it where its outcome says; with mu held. Returns whether it is
+ * queued after; when not, it may be gone (freed).
+ */
+static bool rec_finish(struct reconciler *r, struct rec_item *it,
 		       const struct reconcile_result *res)
 {
 	int64_t now = clock_now_ms(r->clock);
@@ -464,7 +467,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 			break;
 		}
 		rec_park(r, it, res->plugin_id);
-		return;
+		return false;
 	}
 	/* A change arrived while it was worked: look at it again now. */
 	if (it->again)
@@ -480,7 +483,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		if (rec_schedule_wake(r, it, due, false) == 0) {
 			if (r->q.heap[0] != it)
 				rec_signal(r);
-			return;
+			return true;
 		}
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
@@ -494,6 +497,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		it->next_wall = 0;
 	else if (it->own_index <= r->follow_index)
 		rec_drop(r, it);
+	return false;
 }
 
 /* Whether it is only kept for the follower (see rec_finish). */
@@ -519,8 +523,8 @@ static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 	else
 		res.outcome = RECONCILE_IDLE;
 	pthread_mutex_lock(&r->mu);
-	rec_finish(r, it, &res);
-	if (!worker && it->heap_pos != REC_NOT_QUEUED)
+	/* Not it->heap_pos after: a pass that leaves nothing to follow frees it. */
+	if (rec_finish(r, it, &res) && !worker)
 		rec_signal(r);
 	rec_wake(r);
 	rec_unlock(r);
