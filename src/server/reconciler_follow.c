@@ -101,7 +101,8 @@ void rec_catch_up(struct reconciler *r)
 	}
 	for (;;) {
 		err_clear(&e);
-		rc = store_changes(r->cfg.store, after, REC_CHANGES_PAGE, &ch, &e);
+		/* Keys only: a pass reads the object itself. */
+		rc = store_change_keys(r->cfg.store, after, REC_CHANGES_PAGE, &ch, &e);
 		if (rc == CSID_ERANGE) {
 			log_warn("msg=\"reconciler: change log compacted, listing everything\" "
 				 "after=%llu",
