@@ -86,6 +86,25 @@ static void tg_wait_queued(struct store *s, size_t n)
 	assert_int_equal(store_sqlite_hold(s, true), n);
 }
 
+/* Holds t's store and starts the n callers, each once the one before it is queued. */
+static void tg_queue_held(struct tg *t, struct tg_call *c, size_t n)
+{
+	store_sqlite_hold(t->s, true);
+	for (size_t i = 0; i < n; i++) {
+		c[i].s = t->s;
+		assert_int_equal(pthread_create(&c[i].thread, NULL, tg_call_run, &c[i]), 0);
+		tg_wait_queued(t->s, i + 1);
+	}
+}
+
+/* Lets the held callers go, as one batch, and waits for them. */
+static void tg_release(struct tg *t, struct tg_call *c, size_t n)
+{
+	store_sqlite_hold(t->s, false);
+	for (size_t i = 0; i < n; i++)
+		pthread_join(c[i].thread, NULL);
+}
+
 /*
  * Five callers queue behind a hold and go as one batch: a put, a put
  * whose condition fails, a put with a delete of a missing object, a put
@@ -116,18 +135,11 @@ static void test_group_independent(void **state)
 
 	assert_int_equal(store_txn(t->s, &first, 1, &base, &e), 0);
 	commits = store_sqlite_commits(t->s);
-	store_sqlite_hold(t->s, true);
-	for (size_t i = 0; i < 5; i++) {
-		c[i].s = t->s;
-		assert_int_equal(pthread_create(&c[i].thread, NULL, tg_call_run, &c[i]), 0);
-		tg_wait_queued(t->s, i + 1);
-	}
+	tg_queue_held(t, c, 5);
 	/* Held: nothing was written. */
 	assert_int_equal(store_index(t->s), base);
 	assert_int_equal(store_sqlite_commits(t->s), commits);
-	store_sqlite_hold(t->s, false);
-	for (size_t i = 0; i < 5; i++)
-		pthread_join(c[i].thread, NULL);
+	tg_release(t, c, 5);
 
 	assert_int_equal(store_sqlite_commits(t->s), commits + 1);
 	assert_int_equal(c[0].rc, 0);
@@ -183,15 +195,8 @@ static void test_group_same_object(void **state)
 	c[1].ops[0].expect_index = base + 1;
 	c[2].ops[0].expect_index = base + 2;
 	commits = store_sqlite_commits(t->s);
-	store_sqlite_hold(t->s, true);
-	for (size_t i = 0; i < 4; i++) {
-		c[i].s = t->s;
-		assert_int_equal(pthread_create(&c[i].thread, NULL, tg_call_run, &c[i]), 0);
-		tg_wait_queued(t->s, i + 1);
-	}
-	store_sqlite_hold(t->s, false);
-	for (size_t i = 0; i < 4; i++)
-		pthread_join(c[i].thread, NULL);
+	tg_queue_held(t, c, 4);
+	tg_release(t, c, 4);
 	assert_int_equal(store_sqlite_commits(t->s), commits + 1);
 	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(c[i].rc, 0);
