@@ -72,7 +72,7 @@
  * beside the page cache. At 100,000 volumes a settled server's gets
  * would otherwise grow it to the whole catalogue.
  */
-#define SQ_CACHE_BYTES (8 * 1024 * 1024)
+#define SQ_CACHE_BYTES (4 * 1024 * 1024)
 /* Rides out a previous owner's exit; nothing else ever waits on a lock. */
 #define SQ_BUSY_MS 200
 /*
