@@ -37,6 +37,13 @@
  * exclusive mode rules out) would gain little; fewer pages and syscalls
  * per write gained about a tenth.
  *
+ * Read cache. The objects this process committed or read lately
+ * (src/store/etcd_cache.h, SQ_CACHE_BYTES), updated by every commit
+ * before c.mu is released and filled by reads under c.mu, so it is the
+ * file's state for whoever holds c.mu: a get and a transaction's look at
+ * what it writes (sq_have) use it and run no statement. The file being
+ * this process's alone is what makes it true.
+ *
  * Group commit. Write transactions that come while another is being
  * written queue, and the next batch runs them all in one SQLite
  * transaction (sq_txn says how): each caller keeps its own index and
