@@ -1,5 +1,5 @@
 /*
- * The etcd read cache (etcd_cache.h): a chained hash table of entries
+ * The store's read cache (etcd_cache.h): a chained hash table of entries
  * keyed by kind and ID (FNV-1a), doubled when it holds as many entries
  * as buckets.
  */
@@ -26,6 +26,7 @@ struct etcd_cache_entry {
 struct etcd_cache {
 	struct etcd_cache_entry **b;
 	size_t nb, n, bytes;
+	size_t max_bytes;
 	size_t cursor; /* the bucket etcd_cache_evict goes on from */
 };
 
@@ -38,7 +39,7 @@ static uint64_t etcd_cache_hash(enum store_kind kind, const char *id)
 	return h;
 }
 
-struct etcd_cache *etcd_cache_new(void)
+struct etcd_cache *etcd_cache_new(size_t max_bytes)
 {
 	struct etcd_cache *c = calloc(1, sizeof(*c));
 
@@ -47,6 +48,7 @@ struct etcd_cache *etcd_cache_new(void)
 		return NULL;
 	}
 	c->nb = ETCD_CACHE_BUCKETS_MIN;
+	c->max_bytes = max_bytes;
 	return c;
 }
 
@@ -142,7 +144,7 @@ static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **li
  */
 static void etcd_cache_evict(struct etcd_cache *c, size_t need)
 {
-	const size_t goal = ETCD_CACHE_BYTES - ETCD_CACHE_BYTES / 8;
+	const size_t goal = c->max_bytes - c->max_bytes / 8;
 
 	for (size_t seen = 0; c->bytes + need > goal && seen < c->nb; seen++) {
 		struct etcd_cache_entry **link = &c->b[c->cursor];
@@ -154,7 +156,7 @@ static void etcd_cache_evict(struct etcd_cache *c, size_t need)
 				etcd_cache_unlink(c, link);
 		c->cursor = (c->cursor + 1) & (c->nb - 1);
 	}
-	if (c->bytes + need > ETCD_CACHE_BYTES)
+	if (c->bytes + need > c->max_bytes)
 		etcd_cache_clear(c);
 }
 
@@ -187,7 +189,7 @@ static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const cha
 	en->known = known;
 	en->missing = value == NULL;
 	en->unknown = unknown;
-	if (c->bytes + etcd_cache_cost(en) > ETCD_CACHE_BYTES)
+	if (c->bytes + etcd_cache_cost(en) > c->max_bytes)
 		etcd_cache_evict(c, etcd_cache_cost(en));
 	if (c->n >= c->nb)
 		etcd_cache_grow(c);
@@ -232,6 +234,18 @@ bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *
 		return false;
 	*create_index = en->obj.create_index;
 	return true;
+}
+
+int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
+		       uint64_t *modify_index, uint64_t *create_index)
+{
+	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+
+	if (en == NULL || en->unknown)
+		return -1;
+	*modify_index = en->missing ? 0 : en->obj.modify_index;
+	*create_index = en->missing ? 0 : en->obj.create_index;
+	return !en->missing;
 }
 
 void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)

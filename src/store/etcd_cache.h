@@ -1,7 +1,9 @@
 /*
  * The etcd backend's read cache: the objects its watch has delivered
  * (and those its reads fetched), each as of a known revision, so a get
- * is answered without a round trip to etcd.
+ * is answered without a round trip to etcd. The SQLite backend keeps
+ * one too, of its own commits and reads (store_sqlite.c): a get there
+ * is a hash lookup instead of a statement under the connection's lock.
  *
  * Each entry is an object, a tombstone (the key is known to be missing)
  * or a mark (its state is unknown up to `known`: a get misses) with
@@ -13,8 +15,8 @@
  * trusted (store_etcd.c): only while its watch runs, and a read's answer
  * enters only when it is at least as new as what the watch applied.
  *
- * Size: at most ETCD_CACHE_BYTES of entries (keys, values, overhead);
- * past that an eighth of it is freed, a sample of every entry but the
+ * Size: at most max_bytes (etcd_cache_new) of entries (keys, values,
+ * overhead); past that an eighth of it is freed, a sample of every entry but the
  * marks (etcd_cache.c), which costs reads, never correctness.
  *
  * Not thread-safe: the backend calls it under its own mutex.
@@ -32,8 +34,8 @@
 
 struct etcd_cache;
 
-/* Returns NULL when out of memory. */
-struct etcd_cache *etcd_cache_new(void);
+/* At most max_bytes of entries (ETCD_CACHE_BYTES for etcd); NULL when out of memory. */
+struct etcd_cache *etcd_cache_new(size_t max_bytes);
 void etcd_cache_free(struct etcd_cache *c);
 
 /*
@@ -62,6 +64,14 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
  */
 bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *id,
 			uint64_t *create_index);
+
+/*
+ * What is known of kind/id without a copy: 1 an object (its indexes in
+ * *modify_index and *create_index), 0 known to be missing (both 0), -1
+ * not known.
+ */
+int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
+		       uint64_t *modify_index, uint64_t *create_index);
 
 /*
  * Forgets kind/id: its next get reads etcd. rev is a revision its state

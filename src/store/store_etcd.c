@@ -760,7 +760,8 @@ int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struc
 	uint64_t rev;
 	int rc = 0;
 
-	if ((s.cache = etcd_cache_new()) == NULL || store_notify_init(&s.notify, 0) != 0) {
+	if ((s.cache = etcd_cache_new(ETCD_CACHE_BYTES)) == NULL ||
+	    store_notify_init(&s.notify, 0) != 0) {
 		etcd_cache_free(s.cache);
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 	}
@@ -838,7 +839,7 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
 			       ETCD_PREFIX_MAX);
 	s = calloc(1, sizeof(*s));
 	if (s == NULL || (s->prefix = strdup(prefix)) == NULL ||
-	    (s->cache = etcd_cache_new()) == NULL) {
+	    (s->cache = etcd_cache_new(ETCD_CACHE_BYTES)) == NULL) {
 		if (s)
 			free(s->prefix);
 		free(s);

@@ -58,7 +58,7 @@ static void tc_expect_miss(struct etcd_cache *c, enum store_kind kind, const cha
 /* Newer wins, whichever way it came; the same revision twice changes nothing. */
 static void test_cache_revision_order(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct etcd_cache *c = etcd_cache_new(ETCD_CACHE_BYTES);
 	struct store_obj read = {STORE_VOLUME, "v", "from-read", 9, 1, 5};
 
 	assert_non_null(c);
@@ -90,7 +90,7 @@ static void test_cache_revision_order(void **state)
 /* Deletes and reads of missing objects leave tombstones; a later put revives. */
 static void test_cache_tombstones(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct etcd_cache *c = etcd_cache_new(ETCD_CACHE_BYTES);
 
 	assert_non_null(c);
 	etcd_cache_fill(c, STORE_VOLUME, "gone", NULL, 3);
@@ -113,7 +113,7 @@ static void test_cache_tombstones(void **state)
  */
 static void test_cache_forget(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct etcd_cache *c = etcd_cache_new(ETCD_CACHE_BYTES);
 	struct store_obj read = {STORE_VOLUME, "a", "4", 1, 1, 4};
 
 	assert_non_null(c);
@@ -150,7 +150,7 @@ static void test_cache_forget(void **state)
  */
 static void test_cache_bound(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct etcd_cache *c = etcd_cache_new(ETCD_CACHE_BYTES);
 	const size_t big = 256 * 1024, fit = ETCD_CACHE_BYTES / big;
 	char *value = malloc(big + 1), id[32];
 	struct store_obj got = {0};
@@ -180,7 +180,7 @@ static void test_cache_bound(void **state)
 /* Past its first buckets the table grows and keeps every entry. */
 static void test_cache_many(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct etcd_cache *c = etcd_cache_new(ETCD_CACHE_BYTES);
 	char id[32], value[32];
 
 	assert_non_null(c);
