@@ -38,7 +38,7 @@
  * per write gained about a tenth.
  *
  * Read cache. The objects this process committed or read lately
- * (src/store/etcd_cache.h, SQ_CACHE_BYTES), updated by every commit
+ * (src/store/store_cache.h, SQ_CACHE_BYTES), updated by every commit
  * before c.mu is released and filled by reads under c.mu, so it is the
  * file's state for whoever holds c.mu: a get and a transaction's look at
  * what it writes (sq_have) use it and run no statement. The file being
@@ -69,7 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/etcd_cache.h"
+#include "store/store_cache.h"
 #include "store/store_sqlite_vfs.h"
 #include "store/store_sqlite_wal.h"
 #include "util/array.h"
@@ -187,7 +187,7 @@ struct store_sqlite {
 	/* The change log and the read cache, under lmu (taken inside c.mu, never the other way). */
 	pthread_mutex_t lmu;
 	struct store_log log;
-	struct etcd_cache *cache;
+	struct store_cache *cache;
 	_Atomic uint64_t reads; /* point reads that ran a statement (store_sqlite_reads) */
 	/* The group commit: callers queue under qmu; one leads a batch at a time. */
 	pthread_mutex_t qmu;
@@ -333,7 +333,7 @@ static int sq_get(struct store *st, enum store_kind kind, const char *id, struct
 	int rc;
 
 	pthread_mutex_lock(&s->lmu);
-	rc = etcd_cache_get(s->cache, kind, id, out, e);
+	rc = store_cache_get(s->cache, kind, id, out, e);
 	pthread_mutex_unlock(&s->lmu);
 	if (rc != 1)
 		return rc;
@@ -351,7 +351,7 @@ static int sq_get(struct store *st, enum store_kind kind, const char *id, struct
 	sqlite3_reset(q);
 	if (rc == 0 || rc == CSID_ENOTFOUND) {
 		pthread_mutex_lock(&s->lmu);
-		etcd_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, s->index);
+		store_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, s->index);
 		pthread_mutex_unlock(&s->lmu);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -470,7 +470,7 @@ static int sq_have(struct store_sqlite *s, const struct store_log *stage, enum s
 		}
 	}
 	pthread_mutex_lock(&s->lmu);
-	rc = etcd_cache_version(s->cache, kind, id, have, created);
+	rc = store_cache_version(s->cache, kind, id, have, created);
 	pthread_mutex_unlock(&s->lmu);
 	if (rc >= 0)
 		return 0;
@@ -611,7 +611,7 @@ static void sq_publish(struct store_sqlite *s, struct store_log *stage, uint64_t
 						      .create_index = ch->create_index,
 						      .modify_index = ch->index}};
 
-		etcd_cache_apply(s->cache, &cached);
+		store_cache_apply(s->cache, &cached);
 
 		store_log_append(&s->log, ch->index, ch->type, ch->kind, ch->id, ch->val,
 				 ch->create_index);
@@ -824,7 +824,7 @@ static void sq_close(struct store *st)
 	store_sqlite_wal_stop(s->wal);
 	sq_conn_close(&s->c);
 	store_log_fini(&s->log);
-	etcd_cache_free(s->cache);
+	store_cache_free(s->cache);
 	pthread_mutex_destroy(&s->lmu);
 	pthread_mutex_destroy(&s->qmu);
 	free(s->wal_path);
@@ -963,12 +963,12 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	if (s != NULL && (s->wal_path = malloc(strlen(path) + 5)) != NULL)
 		snprintf(s->wal_path, strlen(path) + 5, "%s-wal", path);
 	if (s == NULL || (s->path = strdup(path)) == NULL || s->wal_path == NULL ||
-	    (s->cache = etcd_cache_new(SQ_CACHE_BYTES)) == NULL ||
+	    (s->cache = store_cache_new(SQ_CACHE_BYTES)) == NULL ||
 	    store_notify_init(&s->notify, 0) != 0) {
 		if (s != NULL) {
 			free(s->path);
 			free(s->wal_path);
-			etcd_cache_free(s->cache);
+			store_cache_free(s->cache);
 		}
 		free(s);
 		return err_set(e, CSID_ENOMEM, "sqlite store %s: out of memory", path);

@@ -1,21 +1,21 @@
 /*
- * The store's read cache (etcd_cache.h): a chained hash table of entries
+ * The store's read cache (store_cache.h): a chained hash table of entries
  * keyed by kind and ID (FNV-1a), doubled when it holds as many entries
  * as buckets.
  */
-#include "store/etcd_cache.h"
+#include "store/store_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/store_int.h"
 
-#define ETCD_CACHE_BUCKETS_MIN 1024
+#define STORE_CACHE_BUCKETS_MIN 1024
 /* What an entry costs beyond its ID and value bytes (the entry, allocator headers). */
-#define ETCD_CACHE_ENTRY_OVERHEAD 96
+#define STORE_CACHE_ENTRY_OVERHEAD 96
 
-struct etcd_cache_entry {
-	struct etcd_cache_entry *next;
+struct store_cache_entry {
+	struct store_cache_entry *next;
 	uint64_t hash;
 	uint64_t known; /* the revision this state is true at */
 	bool missing; /* a tombstone: obj has the kind and ID only */
@@ -23,14 +23,14 @@ struct etcd_cache_entry {
 	struct store_obj obj;
 };
 
-struct etcd_cache {
-	struct etcd_cache_entry **b;
+struct store_cache {
+	struct store_cache_entry **b;
 	size_t nb, n, bytes;
 	size_t max_bytes;
-	size_t cursor; /* the bucket etcd_cache_evict goes on from */
+	size_t cursor; /* the bucket store_cache_evict goes on from */
 };
 
-static uint64_t etcd_cache_hash(enum store_kind kind, const char *id)
+static uint64_t store_cache_hash(enum store_kind kind, const char *id)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;
 
@@ -39,62 +39,62 @@ static uint64_t etcd_cache_hash(enum store_kind kind, const char *id)
 	return h;
 }
 
-struct etcd_cache *etcd_cache_new(size_t max_bytes)
+struct store_cache *store_cache_new(size_t max_bytes)
 {
-	struct etcd_cache *c = calloc(1, sizeof(*c));
+	struct store_cache *c = calloc(1, sizeof(*c));
 
-	if (c == NULL || (c->b = calloc(ETCD_CACHE_BUCKETS_MIN, sizeof(*c->b))) == NULL) {
+	if (c == NULL || (c->b = calloc(STORE_CACHE_BUCKETS_MIN, sizeof(*c->b))) == NULL) {
 		free(c);
 		return NULL;
 	}
-	c->nb = ETCD_CACHE_BUCKETS_MIN;
+	c->nb = STORE_CACHE_BUCKETS_MIN;
 	c->max_bytes = max_bytes;
 	return c;
 }
 
-static size_t etcd_cache_cost(const struct etcd_cache_entry *en)
+static size_t store_cache_cost(const struct store_cache_entry *en)
 {
-	return strlen(en->obj.id) + en->obj.len + ETCD_CACHE_ENTRY_OVERHEAD;
+	return strlen(en->obj.id) + en->obj.len + STORE_CACHE_ENTRY_OVERHEAD;
 }
 
-static void etcd_cache_entry_free(struct etcd_cache_entry *en)
+static void store_cache_entry_free(struct store_cache_entry *en)
 {
 	store_obj_free(&en->obj);
 	free(en);
 }
 
-void etcd_cache_clear(struct etcd_cache *c)
+void store_cache_clear(struct store_cache *c)
 {
 	for (size_t i = 0; i < c->nb; i++) {
 		while (c->b[i]) {
-			struct etcd_cache_entry *en = c->b[i];
+			struct store_cache_entry *en = c->b[i];
 
 			c->b[i] = en->next;
-			etcd_cache_entry_free(en);
+			store_cache_entry_free(en);
 		}
 	}
 	c->n = c->bytes = 0;
 }
 
-void etcd_cache_free(struct etcd_cache *c)
+void store_cache_free(struct store_cache *c)
 {
 	if (c == NULL)
 		return;
-	etcd_cache_clear(c);
+	store_cache_clear(c);
 	free(c->b);
 	free(c);
 }
 
-size_t etcd_cache_count(const struct etcd_cache *c)
+size_t store_cache_count(const struct store_cache *c)
 {
 	return c->n;
 }
 
 /* The link that points at kind/id's entry (*link NULL: none). */
-static struct etcd_cache_entry **etcd_cache_find(struct etcd_cache *c, enum store_kind kind,
-						 const char *id, uint64_t h)
+static struct store_cache_entry **store_cache_find(struct store_cache *c, enum store_kind kind,
+						   const char *id, uint64_t h)
 {
-	struct etcd_cache_entry **link = &c->b[h & (c->nb - 1)];
+	struct store_cache_entry **link = &c->b[h & (c->nb - 1)];
 
 	while (*link && ((*link)->hash != h || (*link)->obj.kind != kind ||
 			 strcmp((*link)->obj.id, id) != 0))
@@ -103,16 +103,16 @@ static struct etcd_cache_entry **etcd_cache_find(struct etcd_cache *c, enum stor
 }
 
 /* Doubles the buckets; stays as is when out of memory (chains get longer). */
-static void etcd_cache_grow(struct etcd_cache *c)
+static void store_cache_grow(struct store_cache *c)
 {
 	size_t nb = c->nb * 2;
-	struct etcd_cache_entry **b = calloc(nb, sizeof(*b));
+	struct store_cache_entry **b = calloc(nb, sizeof(*b));
 
 	if (b == NULL)
 		return;
 	for (size_t i = 0; i < c->nb; i++) {
 		while (c->b[i]) {
-			struct etcd_cache_entry *en = c->b[i];
+			struct store_cache_entry *en = c->b[i];
 
 			c->b[i] = en->next;
 			en->next = b[en->hash & (nb - 1)];
@@ -124,14 +124,14 @@ static void etcd_cache_grow(struct etcd_cache *c)
 	c->nb = nb;
 }
 
-static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **link)
+static void store_cache_unlink(struct store_cache *c, struct store_cache_entry **link)
 {
-	struct etcd_cache_entry *en = *link;
+	struct store_cache_entry *en = *link;
 
 	*link = en->next;
 	c->n--;
-	c->bytes -= etcd_cache_cost(en);
-	etcd_cache_entry_free(en);
+	c->bytes -= store_cache_cost(en);
+	store_cache_entry_free(en);
 }
 
 /*
@@ -142,80 +142,80 @@ static void etcd_cache_unlink(struct etcd_cache *c, struct etcd_cache_entry **li
  * read, the cold majority stays out. Marks stay (they keep stale changes
  * of the watch out); only when nothing else is left does it all go.
  */
-static void etcd_cache_evict(struct etcd_cache *c, size_t need)
+static void store_cache_evict(struct store_cache *c, size_t need)
 {
 	const size_t goal = c->max_bytes - c->max_bytes / 8;
 
 	for (size_t seen = 0; c->bytes + need > goal && seen < c->nb; seen++) {
-		struct etcd_cache_entry **link = &c->b[c->cursor];
+		struct store_cache_entry **link = &c->b[c->cursor];
 
 		while (*link)
 			if ((*link)->unknown)
 				link = &(*link)->next;
 			else
-				etcd_cache_unlink(c, link);
+				store_cache_unlink(c, link);
 		c->cursor = (c->cursor + 1) & (c->nb - 1);
 	}
 	if (c->bytes + need > c->max_bytes)
-		etcd_cache_clear(c);
+		store_cache_clear(c);
 }
 
 /*
  * Sets kind/id to value (NULL: missing; unknown: a mark) as of revision
  * known, unless the entry already knows a revision at least as new.
  */
-static void etcd_cache_set(struct etcd_cache *c, enum store_kind kind, const char *id,
-			   const struct store_obj *value, bool unknown, uint64_t known)
+static void store_cache_set(struct store_cache *c, enum store_kind kind, const char *id,
+			    const struct store_obj *value, bool unknown, uint64_t known)
 {
-	uint64_t h = etcd_cache_hash(kind, id);
-	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, h), *en;
+	uint64_t h = store_cache_hash(kind, id);
+	struct store_cache_entry **link = store_cache_find(c, kind, id, h), *en;
 	struct err e;
 
 	/* A mark gives way to a state at its own revision: that is the truth there. */
 	if (*link && ((*link)->unknown ? (*link)->known > known : (*link)->known >= known))
 		return;
 	if (*link)
-		etcd_cache_unlink(c, link);
+		store_cache_unlink(c, link);
 	en = calloc(1, sizeof(*en));
 	if (en == NULL ||
 	    (value ? store_obj_set(&en->obj, kind, id, strlen(id), value->value, value->len,
 				   value->create_index, value->modify_index, &e)
 		   : store_obj_set(&en->obj, kind, id, strlen(id), NULL, 0, 0, 0, &e)) != 0) {
 		free(en);
-		etcd_cache_clear(c);
+		store_cache_clear(c);
 		return;
 	}
 	en->hash = h;
 	en->known = known;
 	en->missing = value == NULL;
 	en->unknown = unknown;
-	if (c->bytes + etcd_cache_cost(en) > c->max_bytes)
-		etcd_cache_evict(c, etcd_cache_cost(en));
+	if (c->bytes + store_cache_cost(en) > c->max_bytes)
+		store_cache_evict(c, store_cache_cost(en));
 	if (c->n >= c->nb)
-		etcd_cache_grow(c);
+		store_cache_grow(c);
 	link = &c->b[h & (c->nb - 1)];
 	en->next = *link;
 	*link = en;
 	c->n++;
-	c->bytes += etcd_cache_cost(en);
+	c->bytes += store_cache_cost(en);
 }
 
-void etcd_cache_apply(struct etcd_cache *c, const struct store_change *ch)
+void store_cache_apply(struct store_cache *c, const struct store_change *ch)
 {
-	etcd_cache_set(c, ch->obj.kind, ch->obj.id, ch->type == STORE_OP_PUT ? &ch->obj : NULL,
-		       false, ch->index);
+	store_cache_set(c, ch->obj.kind, ch->obj.id, ch->type == STORE_OP_PUT ? &ch->obj : NULL,
+			false, ch->index);
 }
 
-void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
-		     const struct store_obj *o, uint64_t rev)
+void store_cache_fill(struct store_cache *c, enum store_kind kind, const char *id,
+		      const struct store_obj *o, uint64_t rev)
 {
-	etcd_cache_set(c, kind, id, o, false, rev);
+	store_cache_set(c, kind, id, o, false, rev);
 }
 
-int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
-		   struct store_obj *out, struct err *e)
+int store_cache_get(struct store_cache *c, enum store_kind kind, const char *id,
+		    struct store_obj *out, struct err *e)
 {
-	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+	struct store_cache_entry *en = *store_cache_find(c, kind, id, store_cache_hash(kind, id));
 
 	if (en == NULL || en->unknown)
 		return 1;
@@ -225,10 +225,10 @@ int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
 			     en->obj.create_index, en->obj.modify_index, e);
 }
 
-bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *id,
-			uint64_t *create_index)
+bool store_cache_created(struct store_cache *c, enum store_kind kind, const char *id,
+			 uint64_t *create_index)
 {
-	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+	struct store_cache_entry *en = *store_cache_find(c, kind, id, store_cache_hash(kind, id));
 
 	if (en == NULL || en->unknown || en->missing)
 		return false;
@@ -236,10 +236,10 @@ bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *
 	return true;
 }
 
-int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
-		       uint64_t *modify_index, uint64_t *create_index)
+int store_cache_version(struct store_cache *c, enum store_kind kind, const char *id,
+			uint64_t *modify_index, uint64_t *create_index)
 {
-	struct etcd_cache_entry *en = *etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+	struct store_cache_entry *en = *store_cache_find(c, kind, id, store_cache_hash(kind, id));
 
 	if (en == NULL || en->unknown)
 		return -1;
@@ -248,17 +248,17 @@ int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *i
 	return !en->missing;
 }
 
-void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev)
+void store_cache_drop(struct store_cache *c, enum store_kind kind, const char *id, uint64_t rev)
 {
-	struct etcd_cache_entry **link = etcd_cache_find(c, kind, id, etcd_cache_hash(kind, id));
+	struct store_cache_entry **link = store_cache_find(c, kind, id, store_cache_hash(kind, id));
 
 	if (*link && (*link)->known < rev) {
 		/* Keep what was known only when it is newer than the mark would be. */
-		etcd_cache_unlink(c, link);
+		store_cache_unlink(c, link);
 	} else if (*link) {
 		(*link)->unknown = true;
 		return;
 	}
 	if (rev > 0)
-		etcd_cache_set(c, kind, id, NULL, true, rev);
+		store_cache_set(c, kind, id, NULL, true, rev);
 }

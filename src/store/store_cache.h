@@ -1,9 +1,10 @@
 /*
- * The etcd backend's read cache: the objects its watch has delivered
- * (and those its reads fetched), each as of a known revision, so a get
- * is answered without a round trip to etcd. The SQLite backend keeps
- * one too, of its own commits and reads (store_sqlite.c): a get there
- * is a hash lookup instead of a statement under the connection's lock.
+ * A store backend's read cache. The etcd backend's holds the objects
+ * its watch has delivered (and those its reads fetched), each as of a
+ * known revision, so a get is answered without a round trip to etcd. The
+ * SQLite backend's holds its own commits and reads (store_sqlite.c): a
+ * get there is a hash lookup instead of a statement under the
+ * connection's lock.
  *
  * Each entry is an object, a tombstone (the key is known to be missing)
  * or a mark (its state is unknown up to `known`: a get misses) with
@@ -15,14 +16,14 @@
  * trusted (store_etcd.c): only while its watch runs, and a read's answer
  * enters only when it is at least as new as what the watch applied.
  *
- * Size: at most max_bytes (etcd_cache_new) of entries (keys, values,
+ * Size: at most max_bytes (store_cache_new) of entries (keys, values,
  * overhead); past that an eighth of it is freed, a sample of every entry but the
- * marks (etcd_cache.c), which costs reads, never correctness.
+ * marks (store_cache.c), which costs reads, never correctness.
  *
  * Not thread-safe: the backend calls it under its own mutex.
  */
-#ifndef CSID_STORE_ETCD_CACHE_H
-#define CSID_STORE_ETCD_CACHE_H
+#ifndef CSID_STORE_STORE_CACHE_H
+#define CSID_STORE_STORE_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,48 +31,48 @@
 
 #include "store/store.h"
 
-#define ETCD_CACHE_BYTES (64 * 1024 * 1024)
+#define STORE_CACHE_BYTES (64 * 1024 * 1024)
 
-struct etcd_cache;
+struct store_cache;
 
-/* At most max_bytes of entries (ETCD_CACHE_BYTES for etcd); NULL when out of memory. */
-struct etcd_cache *etcd_cache_new(size_t max_bytes);
-void etcd_cache_free(struct etcd_cache *c);
+/* At most max_bytes of entries (STORE_CACHE_BYTES for etcd); NULL when out of memory. */
+struct store_cache *store_cache_new(size_t max_bytes);
+void store_cache_free(struct store_cache *c);
 
 /*
  * Applies one change of the watch (a put or a delete at ch->index).
  * Out of memory empties the cache rather than leave a stale entry.
  */
-void etcd_cache_apply(struct etcd_cache *c, const struct store_change *ch);
+void store_cache_apply(struct store_cache *c, const struct store_change *ch);
 
 /*
  * Records what a read at revision rev found: the object o, or (o NULL)
  * that kind/id does not exist.
  */
-void etcd_cache_fill(struct etcd_cache *c, enum store_kind kind, const char *id,
-		     const struct store_obj *o, uint64_t rev);
+void store_cache_fill(struct store_cache *c, enum store_kind kind, const char *id,
+		      const struct store_obj *o, uint64_t rev);
 
 /*
  * Looks kind/id up. Returns 0 with a copy in *out, CSID_ENOTFOUND (known
  * missing), 1 (not cached), or CSID_ENOMEM.
  */
-int etcd_cache_get(struct etcd_cache *c, enum store_kind kind, const char *id,
-		   struct store_obj *out, struct err *e);
+int store_cache_get(struct store_cache *c, enum store_kind kind, const char *id,
+		    struct store_obj *out, struct err *e);
 
 /*
  * Whether kind/id is cached as an object; then *create_index is its
  * create_index (the watch asks it of a key it sees deleted).
  */
-bool etcd_cache_created(struct etcd_cache *c, enum store_kind kind, const char *id,
-			uint64_t *create_index);
+bool store_cache_created(struct store_cache *c, enum store_kind kind, const char *id,
+			 uint64_t *create_index);
 
 /*
  * What is known of kind/id without a copy: 1 an object (its indexes in
  * *modify_index and *create_index), 0 known to be missing (both 0), -1
  * not known.
  */
-int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *id,
-		       uint64_t *modify_index, uint64_t *create_index);
+int store_cache_version(struct store_cache *c, enum store_kind kind, const char *id,
+			uint64_t *modify_index, uint64_t *create_index);
 
 /*
  * Forgets kind/id: its next get reads etcd. rev is a revision its state
@@ -79,12 +80,12 @@ int etcd_cache_version(struct etcd_cache *c, enum store_kind kind, const char *i
  * up to it that the watch still brings are ignored, so they cannot put
  * back what the compare just showed to be old. 0: none known.
  */
-void etcd_cache_drop(struct etcd_cache *c, enum store_kind kind, const char *id, uint64_t rev);
+void store_cache_drop(struct store_cache *c, enum store_kind kind, const char *id, uint64_t rev);
 
 /* Forgets everything (the watch lost changes). */
-void etcd_cache_clear(struct etcd_cache *c);
+void store_cache_clear(struct store_cache *c);
 
 /* The number of entries, objects and tombstones (tests). */
-size_t etcd_cache_count(const struct etcd_cache *c);
+size_t store_cache_count(const struct store_cache *c);
 
 #endif
