@@ -32,70 +32,14 @@
 
 #include "plugins/supervisor.h"
 #include "server/reconcile_int.h"
+#include "server/reconciler_int.h"
 #include "server/reconciler_items.h"
 #include "util/array.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
-/* Items listed per store page when everything is enqueued. */
-#define REC_LIST_PAGE 500
-/* Changes read from the log at a time. */
-#define REC_CHANGES_PAGE 1000
-/* How long the follower thread blocks on the store before re-checking stop. */
-#define REC_FOLLOW_WAIT_MS 250
-/* How long the follower, woken by a write, waits for the writes after it. */
-#define REC_FOLLOW_BATCH_MS 5
 /* Passes one reconciler_step runs at most before returning (a safety valve). */
 #define REC_STEP_MAX_PASSES 100000
-
-struct rec_plugin {
-	char *id;
-	int inflight;
-	struct rec_item **parked;
-	size_t nparked, cparked;
-};
-
-/* An item waiting for another (a volume for its source not ready yet). */
-struct rec_wait {
-	enum store_kind kind; /* the source */
-	char *id;
-	enum store_kind waiter_kind;
-	char *waiter_id;
-};
-
-struct reconciler {
-	pthread_mutex_t mu;
-	pthread_cond_t cond; /* workers: an item was queued, or stopping */
-	pthread_cond_t fcond; /* the follower: active again, or stopping */
-	struct reconciler_config cfg;
-	struct clock *clock;
-	struct reconcile_env env;
-
-	struct rec_items q;
-	int busy; /* items being worked */
-	int callers; /* of them, worked on callers' threads (reconciler_run) */
-	int idle; /* workers waiting on cond */
-	int waking; /* of them, signalled and not back yet (rec_signal) */
-	int signals; /* wakes owed to workers, sent at the unlock (rec_unlock) */
-	int parked; /* items parked under a plugin */
-	int failing; /* items with a last error */
-	struct rec_plugin *plugins;
-	size_t nplugins, cplugins;
-	struct rec_wait *waits;
-	size_t nwaits, cwaits;
-
-	bool listed; /* everything was enqueued; follow_index is set */
-	int64_t relist_due; /* while not listed: when to list (again) */
-	uint64_t follow_index;
-
-	bool stopping;
-	bool stopped;
-	bool inactive; /* reconciler_set_active(false): no item is taken */
-	pthread_t *workers;
-	int nworkers;
-	bool follower_started;
-	pthread_t follower;
-};
 
 /* ---- backoff ---- */
 
@@ -119,7 +63,7 @@ int64_t reconciler_backoff_ms(int attempts, int64_t min_ms, int64_t max_ms, uint
 }
 
 /* Forgets it (in no queue), and its error. */
-static void rec_drop(struct reconciler *r, struct rec_item *it)
+void rec_drop(struct reconciler *r, struct rec_item *it)
 {
 	if (it->last_error != NULL)
 		r->failing--;
@@ -145,7 +89,7 @@ static void rec_signal(struct reconciler *r)
  * while mu is still held would block on it at once, a second sleep and
  * wake-up (1.6 per claim + release cycle, perf sched_switch).
  */
-static void rec_unlock(struct reconciler *r)
+void rec_unlock(struct reconciler *r)
 {
 	int n = r->signals;
 
@@ -201,7 +145,7 @@ static void rec_set_error(struct reconciler *r, struct rec_item *it, const char 
 }
 
 /* With mu held. */
-static void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const char *id)
+void rec_enqueue_locked(struct reconciler *r, enum store_kind kind, const char *id)
 {
 	struct rec_item *it = rec_items_find(&r->q, kind, id);
 
@@ -453,8 +397,11 @@ static void rec_count(enum store_kind kind, enum reconcile_outcome outcome)
 	metrics_add(&rec_steps, v, 1);
 }
 
-/* Puts it where its outcome says; with mu held. */
-static void rec_finish(struct reconciler *r, struct rec_item *it,
+/*
+ * Puts it where its outcome says; with mu held. Returns whether it is
+ * queued after; when not, it may be gone (freed).
+ */
+static bool rec_finish(struct reconciler *r, struct rec_item *it,
 		       const struct reconcile_result *res)
 {
 	int64_t now = clock_now_ms(r->clock);
@@ -520,7 +467,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 			break;
 		}
 		rec_park(r, it, res->plugin_id);
-		return;
+		return false;
 	}
 	/* A change arrived while it was worked: look at it again now. */
 	if (it->again)
@@ -536,7 +483,7 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		if (rec_schedule_wake(r, it, due, false) == 0) {
 			if (r->q.heap[0] != it)
 				rec_signal(r);
-			return;
+			return true;
 		}
 		log_warn("msg=\"reconciler: out of memory, %s %s left for the next resync\"",
 			 store_kind_name(it->kind), it->id);
@@ -550,10 +497,11 @@ static void rec_finish(struct reconciler *r, struct rec_item *it,
 		it->next_wall = 0;
 	else if (it->own_index <= r->follow_index)
 		rec_drop(r, it);
+	return false;
 }
 
 /* Whether it is only kept for the follower (see rec_finish). */
-static bool rec_lingers(const struct rec_item *it)
+bool rec_lingers(const struct rec_item *it)
 {
 	return !it->busy && !it->parked && it->heap_pos == REC_NOT_QUEUED && it->last_error == NULL;
 }
@@ -575,8 +523,8 @@ static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
 	else
 		res.outcome = RECONCILE_IDLE;
 	pthread_mutex_lock(&r->mu);
-	rec_finish(r, it, &res);
-	if (!worker && it->heap_pos != REC_NOT_QUEUED)
+	/* Not it->heap_pos after: a pass that leaves nothing to follow frees it. */
+	if (rec_finish(r, it, &res) && !worker)
 		rec_signal(r);
 	rec_wake(r);
 	rec_unlock(r);
@@ -651,127 +599,6 @@ bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, 
 		    bool restart)
 {
 	return rec_written(r, kind, id, index, restart, true);
-}
-
-/* ---- enqueueing from the store ---- */
-
-/* Enqueues every object of kind, page by page. */
-static int rec_list_kind(struct reconciler *r, enum store_kind kind, struct err *e)
-{
-	char *after = NULL;
-	int rc = 0;
-
-	for (;;) {
-		struct store_list l;
-
-		rc = store_list(r->cfg.store, kind, NULL, after, REC_LIST_PAGE, &l, e);
-		if (rc < 0)
-			break;
-		pthread_mutex_lock(&r->mu);
-		for (size_t i = 0; i < l.n; i++)
-			rec_enqueue_locked(r, kind, l.objs[i].id);
-		rec_unlock(r);
-		free(after);
-		after = l.n > 0 && l.more ? strdup(l.objs[l.n - 1].id) : NULL;
-		store_list_free(&l);
-		if (after == NULL)
-			break;
-	}
-	free(after);
-	return rc;
-}
-
-/*
- * Enqueues every volume and snapshot and moves the change-log position to
- * the index read before listing (changes after it are followed, so
- * nothing written meanwhile is missed). On failure, tries again later.
- */
-static void rec_list_all(struct reconciler *r)
-{
-	uint64_t index = store_index(r->cfg.store);
-	struct err e;
-	int rc;
-
-	err_clear(&e);
-	rc = rec_list_kind(r, STORE_VOLUME, &e);
-	if (rc == 0)
-		rc = rec_list_kind(r, STORE_SNAPSHOT, &e);
-	pthread_mutex_lock(&r->mu);
-	if (rc < 0) {
-		r->relist_due = clock_now_ms(r->clock) + r->cfg.backoff_min_ms;
-		log_warn("msg=\"reconciler: cannot list the store\" error=\"%s\"", e.msg);
-	} else {
-		r->listed = true;
-		r->follow_index = index;
-	}
-	pthread_cond_broadcast(&r->cond);
-	rec_unlock(r);
-}
-
-/*
- * Lists everything when that is due (first call, compacted log, failed
- * listing), else turns the changes logged since the last call into
- * enqueues. Does not block.
- */
-static void rec_catch_up(struct reconciler *r)
-{
-	struct store_changes ch;
-	uint64_t after;
-	bool listed;
-	struct err e;
-	int rc;
-
-	pthread_mutex_lock(&r->mu);
-	after = r->follow_index;
-	listed = r->listed;
-	rc = !listed && clock_now_ms(r->clock) < r->relist_due;
-	rec_unlock(r);
-	if (rc)
-		return;
-	if (!listed) {
-		rec_list_all(r);
-		return;
-	}
-	for (;;) {
-		err_clear(&e);
-		rc = store_changes(r->cfg.store, after, REC_CHANGES_PAGE, &ch, &e);
-		if (rc == CSID_ERANGE) {
-			log_warn("msg=\"reconciler: change log compacted, listing everything\" "
-				 "after=%llu",
-				 (unsigned long long)after);
-			pthread_mutex_lock(&r->mu);
-			r->listed = false;
-			r->relist_due = 0;
-			rec_unlock(r);
-			rec_list_all(r);
-			return;
-		}
-		if (rc < 0) {
-			log_warn("msg=\"reconciler: cannot read the change log\" error=\"%s\"",
-				 e.msg);
-			return;
-		}
-		pthread_mutex_lock(&r->mu);
-		for (size_t i = 0; i < ch.n; i++) {
-			const struct store_change *c = &ch.changes[i];
-			struct rec_item *own = rec_items_find(&r->q, c->obj.kind, c->obj.id);
-
-			if ((c->obj.kind == STORE_VOLUME || c->obj.kind == STORE_SNAPSHOT) &&
-			    !(own && own->own_index >= c->index))
-				rec_enqueue_locked(r, c->obj.kind, c->obj.id);
-			else if (own && own->own_index <= c->index && rec_lingers(own))
-				rec_drop(r, own);
-			if (ch.changes[i].index > after)
-				after = ch.changes[i].index;
-		}
-		if (after > r->follow_index)
-			r->follow_index = after;
-		rec_unlock(r);
-		rc = (int)ch.n;
-		store_changes_free(&ch);
-		if (rc < REC_CHANGES_PAGE)
-			return;
-	}
 }
 
 /* ---- lifecycle ---- */
@@ -891,36 +718,6 @@ static void *rec_worker(void *arg)
 		}
 		rec_unlock(r);
 		rec_work(r, it, true);
-		pthread_mutex_lock(&r->mu);
-	}
-	rec_unlock(r);
-	return NULL;
-}
-
-static void *rec_follower(void *arg)
-{
-	struct reconciler *r = arg;
-	uint64_t after;
-	bool listed;
-
-	pthread_mutex_lock(&r->mu);
-	while (!r->stopping) {
-		if (!r->listed && clock_now_ms(r->clock) < r->relist_due) {
-			clock_wait(r->clock, &r->fcond, &r->mu, r->relist_due);
-			continue;
-		}
-		after = r->follow_index;
-		listed = r->listed;
-		rec_unlock(r);
-		/*
-		 * Bounded, so that a stop is noticed soon. Woken by a write, it
-		 * lets the writes right after it come too: one read of the log
-		 * for a burst, not a wake-up of this thread per write (the
-		 * server's own writes are queued by their writers at once).
-		 */
-		if (listed && store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS) > after)
-			nanosleep(&(struct timespec){0, REC_FOLLOW_BATCH_MS * 1000000L}, NULL);
-		rec_catch_up(r);
 		pthread_mutex_lock(&r->mu);
 	}
 	rec_unlock(r);

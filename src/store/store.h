@@ -372,6 +372,12 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e);
 uint64_t store_sqlite_commits(struct store *s);
 /* The pages (WAL frames) those transactions wrote, so far. */
 uint64_t store_sqlite_pages(struct store *s);
+/*
+ * The reads of one object that ran a statement, so far (gets, and a
+ * transaction's look at what it changes): the rest came from the read
+ * cache.
+ */
+uint64_t store_sqlite_reads(struct store *s);
 
 /*
  * For tests: while hold is true, store_txn calls on s (a SQLite store)

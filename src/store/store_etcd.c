@@ -34,7 +34,7 @@
  * store_index(); another server's newer write it may not see yet only
  * makes our compare-and-set fail and the caller read again.
  *
- * Gets are answered from a cache (etcd_cache.h) while the watch runs:
+ * Gets are answered from a cache (store_cache.h) while the watch runs:
  * every change the watch delivers updates it before its revision is
  * published, so a get sees our own writes and at least store_index(),
  * the same promise as a serializable read, without a round trip. A miss
@@ -72,7 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/etcd_cache.h"
+#include "store/store_cache.h"
 #include "store/etcd_client.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -165,7 +165,7 @@ int etcd_read(struct store_etcd *s, const char *k, size_t klen, const char *end,
 	return etcd_client_call(s->c, ETCD_RANGE, &req.base, (ProtobufCMessage **)out, e);
 }
 
-static bool etcd_cache_live(struct store_etcd *s)
+static bool store_cache_live(struct store_etcd *s)
 {
 	return s->watching && !s->paused && !s->closing;
 }
@@ -192,7 +192,7 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	rc = etcd_cache_live(s) ? etcd_cache_get(s->cache, kind, id, out, e) : 1;
+	rc = store_cache_live(s) ? store_cache_get(s->cache, kind, id, out, e) : 1;
 	pthread_mutex_unlock(&s->mu);
 	if (rc != 1)
 		return rc;
@@ -212,7 +212,7 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	pthread_mutex_lock(&s->mu);
 	if ((rc == 0 || rc == CSID_ENOTFOUND) && rev + 1 >= s->next)
-		etcd_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, rev);
+		store_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, rev);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -439,7 +439,7 @@ static void etcd_watch_created(struct store_etcd *s, const Etcdserverpb__WatchRe
 			continue;
 		memcpy(idz, id, id_len);
 		idz[id_len] = '\0';
-		if (!etcd_cache_created(s->cache, kind, idz, &created[i]) && miss) {
+		if (!store_cache_created(s->cache, kind, idz, &created[i]) && miss) {
 			miss[i] = true;
 			any = true;
 		}
@@ -493,7 +493,7 @@ static int etcd_watch_msg(void *arg, const Etcdserverpb__WatchResponse *msg)
 		rev = 0;
 	} else {
 		for (size_t i = had; i < s->log_n; i++)
-			etcd_cache_apply(s->cache, etcd_log_at(s, i));
+			store_cache_apply(s->cache, etcd_log_at(s, i));
 		if (rev >= s->next)
 			s->next = rev + 1;
 	}
@@ -558,7 +558,7 @@ static void *etcd_watch_main(void *arg)
 				 "from=%llu compacted=%llu",
 				 (unsigned long long)s->next, (unsigned long long)s->compact_to);
 			etcd_log_clear(s);
-			etcd_cache_clear(s->cache);
+			store_cache_clear(s->cache);
 			etcd_election_event(s, NULL, 0);
 			s->compacted = s->compact_to;
 			s->next = s->compact_to + 1;
@@ -678,7 +678,7 @@ static void etcd_free(struct store_etcd *s)
 {
 	etcd_log_clear(s);
 	free(s->log);
-	etcd_cache_free(s->cache);
+	store_cache_free(s->cache);
 	etcd_client_free(s->c);
 	free(s->prefix);
 	free(s);
@@ -735,7 +735,7 @@ void store_etcd_pause_watch(struct store *st, bool pause)
 static int etcd_decode_check(struct store_etcd *s, const struct store_change *ch, struct err *e)
 {
 	struct store_obj o = {0};
-	int rc = etcd_cache_get(s->cache, ch->obj.kind, ch->obj.id, &o, e);
+	int rc = store_cache_get(s->cache, ch->obj.kind, ch->obj.id, &o, e);
 
 	store_obj_free(&o);
 	if (rc == 1)
@@ -760,8 +760,9 @@ int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struc
 	uint64_t rev;
 	int rc = 0;
 
-	if ((s.cache = etcd_cache_new()) == NULL || store_notify_init(&s.notify, 0) != 0) {
-		etcd_cache_free(s.cache);
+	if ((s.cache = store_cache_new(STORE_CACHE_BYTES)) == NULL ||
+	    store_notify_init(&s.notify, 0) != 0) {
+		store_cache_free(s.cache);
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");
 	}
 	pthread_mutex_init(&s.mu, NULL);
@@ -799,7 +800,7 @@ int store_etcd_decode(const char *prefix, const uint8_t *data, size_t len, struc
 	}
 	etcd_log_clear(&s);
 	free(s.log);
-	etcd_cache_free(s.cache);
+	store_cache_free(s.cache);
 	store_notify_fini(&s.notify);
 	pthread_mutex_destroy(&s.mu);
 	return rc;
@@ -838,7 +839,7 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
 			       ETCD_PREFIX_MAX);
 	s = calloc(1, sizeof(*s));
 	if (s == NULL || (s->prefix = strdup(prefix)) == NULL ||
-	    (s->cache = etcd_cache_new()) == NULL) {
+	    (s->cache = store_cache_new(STORE_CACHE_BYTES)) == NULL) {
 		if (s)
 			free(s->prefix);
 		free(s);

@@ -33,7 +33,7 @@ struct store_etcd {
 	uint64_t compact_to; /* set by the stream callback: etcd compacted to here */
 	struct store_change *log;
 	size_t log_cap, log_head, log_n;
-	struct etcd_cache *cache; /* what the watch delivered and reads fetched, under mu */
+	struct store_cache *cache; /* what the watch delivered and reads fetched, under mu */
 	uint64_t election_gen; /* events of the election key the watch saw, under mu (cond) */
 	/* Transactions on their way (store_etcd_txn.c), under bmu. */
 	pthread_mutex_t bmu;
@@ -78,7 +78,7 @@ int etcd_read(struct store_etcd *s, const char *k, size_t klen, const char *end,
  * Forgets the objects of ops in the cache: their next get reads etcd, and
  * changes up to rev the watch still brings do not put an older state back.
  */
-void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n, uint64_t rev);
+void store_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n, uint64_t rev);
 /*
  * Reads the answer to the Txn of ops, whose request wrote revision hdr
  * (the answer's header's; a nested Txn's answer has none): 0 and the

@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/etcd_cache.h"
+#include "store/store_cache.h"
 #include "util/log.h"
 
 /* A Txn request being built, and the keys it points at. */
@@ -226,11 +226,11 @@ static bool etcd_txn_changed(const struct store_op *ops, size_t n,
 	return false;
 }
 
-void etcd_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n, uint64_t rev)
+void store_cache_forget(struct store_etcd *s, const struct store_op *ops, size_t n, uint64_t rev)
 {
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < n; i++)
-		etcd_cache_drop(s->cache, ops[i].kind, ops[i].id, rev);
+		store_cache_drop(s->cache, ops[i].kind, ops[i].id, rev);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -296,7 +296,7 @@ static void etcd_pending_finish(struct store_etcd *s, struct etcd_pending *p,
 	p->rc = etcd_txn_outcome(p->ops, p->n, r, hdr, &p->rev, &p->err);
 	/* After a conflict the caller reads again: from etcd, as the cache was behind. */
 	if (p->rc == CSID_ECONFLICT)
-		etcd_cache_forget(s, p->ops, p->n, hdr);
+		store_cache_forget(s, p->ops, p->n, hdr);
 }
 
 /* Whether p writes a key that one of b[0..k) writes too (etcd refuses that in one Txn). */
@@ -491,7 +491,7 @@ static int etcd_txn_run(struct store_etcd *s, uint64_t fence, const struct store
 		/* Read your writes: the watch delivers the revision to the log first. */
 		log_warn("msg=\"etcd watch behind a write\" revision=%llu",
 			 (unsigned long long)rev);
-		etcd_cache_forget(s, ops, n, rev);
+		store_cache_forget(s, ops, n, rev);
 	}
 	if (index != NULL)
 		*index = rev;

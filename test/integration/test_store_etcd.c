@@ -142,7 +142,7 @@ static void te_expect(struct store *s, const char *id, const char *value, uint64
  * then each version), A changes it, and B's next read once its index
  * passed A's write sees the change, deletes included.
  */
-static void test_etcd_cache_follows_writer(void **state)
+static void test_store_cache_follows_writer(void **state)
 {
 	char prefix[64];
 	struct store *a, *b;
@@ -174,7 +174,7 @@ static void test_etcd_cache_follows_writer(void **state)
  * conflict once on what B had, and then reads A's write and succeeds;
  * it never loops on a stale read.
  */
-static void test_etcd_cache_stale_compare(void **state)
+static void test_store_cache_stale_compare(void **state)
 {
 	char prefix[64];
 	struct store *a, *b;
@@ -646,8 +646,8 @@ int main(void)
 	const struct store_conformance etcd = {"etcd", te_open, te_close, NULL, TE_VALUE_MAX};
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_etcd_two_stores),
-	    cmocka_unit_test(test_etcd_cache_follows_writer),
-	    cmocka_unit_test(test_etcd_cache_stale_compare),
+	    cmocka_unit_test(test_store_cache_follows_writer),
+	    cmocka_unit_test(test_store_cache_stale_compare),
 	    cmocka_unit_test(test_etcd_compacted_watch),
 	    cmocka_unit_test(test_etcd_request_limit),
 	    cmocka_unit_test(test_etcd_delete_create_index),

@@ -652,6 +652,30 @@ static void test_run_here_bounded(void **state)
 }
 
 /*
+ * A pass on the caller's thread over a write the follower has read
+ * already, with nothing to do: the item leaves the reconciler at the end
+ * of the pass (nothing is left for the follower to see), and the caller
+ * does not touch it after (under ASan, a use after free before).
+ */
+static void test_run_here_after_follower(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	double idle;
+
+	t_start_real(t);
+	rfx_add(t, "v1", MODEL_VOL_READY, NULL);
+	t_wait_settled(t, store_index(t->store));
+	idle = t_idle_passes();
+	assert_true(reconciler_run(t->r, STORE_VOLUME, "v1", store_index(t->store), false));
+	assert_int_equal((int)(t_idle_passes() - idle), 1);
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	t_wait_settled(t, store_index(t->store));
+	reconciler_stop(t->r);
+	arena_free(a);
+}
+
+/*
  * The same when the follower reads the write before its writer says so
  * (a writer descheduled between the two): the follower's pass reads the
  * write, so the writer's word queues no second, idle one. A restart
@@ -701,6 +725,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_written_one_pass, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_run_here, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_run_here_bounded, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_run_here_after_follower, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_written_after_follower, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),

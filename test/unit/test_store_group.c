@@ -86,6 +86,25 @@ static void tg_wait_queued(struct store *s, size_t n)
 	assert_int_equal(store_sqlite_hold(s, true), n);
 }
 
+/* Holds t's store and starts the n callers, each once the one before it is queued. */
+static void tg_queue_held(struct tg *t, struct tg_call *c, size_t n)
+{
+	store_sqlite_hold(t->s, true);
+	for (size_t i = 0; i < n; i++) {
+		c[i].s = t->s;
+		assert_int_equal(pthread_create(&c[i].thread, NULL, tg_call_run, &c[i]), 0);
+		tg_wait_queued(t->s, i + 1);
+	}
+}
+
+/* Lets the held callers go, as one batch, and waits for them. */
+static void tg_release(struct tg *t, struct tg_call *c, size_t n)
+{
+	store_sqlite_hold(t->s, false);
+	for (size_t i = 0; i < n; i++)
+		pthread_join(c[i].thread, NULL);
+}
+
 /*
  * Five callers queue behind a hold and go as one batch: a put, a put
  * whose condition fails, a put with a delete of a missing object, a put
@@ -116,18 +135,11 @@ static void test_group_independent(void **state)
 
 	assert_int_equal(store_txn(t->s, &first, 1, &base, &e), 0);
 	commits = store_sqlite_commits(t->s);
-	store_sqlite_hold(t->s, true);
-	for (size_t i = 0; i < 5; i++) {
-		c[i].s = t->s;
-		assert_int_equal(pthread_create(&c[i].thread, NULL, tg_call_run, &c[i]), 0);
-		tg_wait_queued(t->s, i + 1);
-	}
+	tg_queue_held(t, c, 5);
 	/* Held: nothing was written. */
 	assert_int_equal(store_index(t->s), base);
 	assert_int_equal(store_sqlite_commits(t->s), commits);
-	store_sqlite_hold(t->s, false);
-	for (size_t i = 0; i < 5; i++)
-		pthread_join(c[i].thread, NULL);
+	tg_release(t, c, 5);
 
 	assert_int_equal(store_sqlite_commits(t->s), commits + 1);
 	assert_int_equal(c[0].rc, 0);
@@ -155,6 +167,46 @@ static void test_group_independent(void **state)
 	assert_string_equal(ch.changes[1].obj.id, "c");
 	assert_int_equal(ch.index, base + 2);
 	store_changes_free(&ch);
+}
+
+/*
+ * Callers of one batch on one object see each other's writes: a put, an
+ * update expecting the put's index, a delete expecting the update's, a
+ * put expecting it absent again; then the object is the last put, created
+ * by it, and every caller succeeded with the next index.
+ */
+static void test_group_same_object(void **state)
+{
+	struct tg *t = *state;
+	struct tg_call c[4] = {
+	    {.ops = {{STORE_OP_PUT, STORE_VOLUME, "x", "1", 1, 0}}, .n = 1},
+	    {.ops = {{STORE_OP_PUT, STORE_VOLUME, "x", "2", 1, 0}}, .n = 1},
+	    {.ops = {{STORE_OP_DELETE, STORE_VOLUME, "x", NULL, 0, 0}}, .n = 1},
+	    {.ops = {{STORE_OP_PUT, STORE_VOLUME, "x", "4", 1, 0}}, .n = 1},
+	};
+	struct store_op first = {STORE_OP_PUT, STORE_NODE, "n", "x", 1, 0};
+	struct store_obj o;
+	uint64_t base, commits;
+	struct err e;
+
+	assert_int_equal(store_txn(t->s, &first, 1, &base, &e), 0);
+	/* Known missing before the batch (the read cache's tombstone). */
+	assert_int_equal(store_get(t->s, STORE_VOLUME, "x", &o, &e), CSID_ENOTFOUND);
+	c[1].ops[0].expect_index = base + 1;
+	c[2].ops[0].expect_index = base + 2;
+	commits = store_sqlite_commits(t->s);
+	tg_queue_held(t, c, 4);
+	tg_release(t, c, 4);
+	assert_int_equal(store_sqlite_commits(t->s), commits + 1);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(c[i].rc, 0);
+		assert_int_equal(c[i].index, base + 1 + i);
+	}
+	assert_int_equal(store_get(t->s, STORE_VOLUME, "x", &o, &e), 0);
+	assert_string_equal(o.value, "4");
+	assert_int_equal(o.create_index, base + 4);
+	assert_int_equal(o.modify_index, base + 4);
+	store_obj_free(&o);
 }
 
 /* A writer of the stress test: its own object, and a shared counter by compare-and-set. */
@@ -248,6 +300,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_group_independent, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_group_same_object, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_group_concurrent, tg_setup, tg_teardown),
 	};
 

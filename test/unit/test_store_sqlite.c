@@ -247,6 +247,79 @@ static int tq_sql_int(const char *path, const char *sql)
  * log in a table, seq = index * 1024 + position) opens as schema 2 with
  * every object, and its index goes on after the log's last.
  */
+/*
+ * Gets, and a transaction's look at the objects it writes, come from the
+ * read cache once the store wrote or read the object: its commits (not a
+ * failed transaction's writes), a delete (not found), a missing object
+ * read once; a reopened store reads the file again.
+ */
+static void test_sqlite_read_cache(void **state)
+{
+	struct tq *t = *state;
+	struct store *s;
+	struct store_op ops[2] = {
+	    {STORE_OP_PUT, STORE_VOLUME, "v1", "one", 3, 0},
+	    {STORE_OP_PUT, STORE_VOLUME, "v9", "nine", 4, 99},
+	};
+	struct store_obj o;
+	uint64_t index;
+	struct err e;
+
+	/* The first write of v1 looks it up in the file, the rest in the cache. */
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_txn(s, ops, 1, &index, &e), 0);
+	assert_int_equal(store_sqlite_reads(s), 1);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v1", &o, &e), 0);
+	assert_string_equal(o.value, "one");
+	assert_int_equal(o.create_index, 1);
+	assert_int_equal(o.modify_index, 1);
+	store_obj_free(&o);
+	assert_int_equal(store_sqlite_reads(s), 1);
+
+	/* Missing: read once, then known to be missing, by gets and writes. */
+	assert_int_equal(store_get(s, STORE_VOLUME, "v9", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v9", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_sqlite_reads(s), 2);
+
+	/* A transaction that fails on its condition changes nothing cached. */
+	ops[0].value = "uno";
+	ops[0].expect_index = 1;
+	assert_int_equal(store_txn(s, ops, 2, &index, &e), CSID_ECONFLICT);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v1", &o, &e), 0);
+	assert_string_equal(o.value, "one");
+	store_obj_free(&o);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v9", &o, &e), CSID_ENOTFOUND);
+
+	ops[1].expect_index = 0;
+	assert_int_equal(store_txn(s, ops, 2, &index, &e), 0);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v1", &o, &e), 0);
+	assert_string_equal(o.value, "uno");
+	assert_int_equal(o.create_index, 1);
+	assert_int_equal(o.modify_index, 2);
+	store_obj_free(&o);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v9", &o, &e), 0);
+	assert_string_equal(o.value, "nine");
+	assert_int_equal(o.create_index, 2);
+	store_obj_free(&o);
+
+	ops[0].type = STORE_OP_DELETE;
+	ops[0].expect_index = 2;
+	assert_int_equal(store_txn(s, ops, 1, &index, &e), 0);
+	assert_int_equal(store_get(s, STORE_VOLUME, "v1", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_sqlite_reads(s), 2);
+	store_close(s);
+
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(store_get(s, STORE_VOLUME, "v9", &o, &e), 0);
+		assert_string_equal(o.value, "nine");
+		assert_int_equal(o.modify_index, 2);
+		store_obj_free(&o);
+	}
+	assert_int_equal(store_sqlite_reads(s), 1);
+	store_close(s);
+}
+
 static void test_sqlite_v1_migrated(void **state)
 {
 	struct tq *t = *state;
@@ -692,6 +765,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_sqlite_reopen, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_read_cache, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_v1_migrated, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_newer_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_foreign_refused, tq_setup, tq_teardown),

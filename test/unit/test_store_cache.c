@@ -1,5 +1,5 @@
 /*
- * The etcd store's read cache (src/store/etcd_cache.h): a change applies
+ * The etcd store's read cache (src/store/store_cache.h): a change applies
  * only when newer than what the entry knows, so an older read or a
  * replayed event cannot roll an entry back; tombstones answer "not found";
  * forgetting and emptying send the next get to etcd (a miss); many
@@ -16,25 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/etcd_cache.h"
+#include "store/store_cache.h"
 
 /* A change of volume id at index: a PUT of value, or (value NULL) a DELETE. */
-static void tc_apply(struct etcd_cache *c, const char *id, const char *value, uint64_t index)
+static void tc_apply(struct store_cache *c, const char *id, const char *value, uint64_t index)
 {
 	struct store_change ch = {
 	    .index = index,
 	    .type = value ? STORE_OP_PUT : STORE_OP_DELETE,
 	    .obj = {STORE_VOLUME, (char *)id, (char *)value, value ? strlen(value) : 0, 1, index}};
 
-	etcd_cache_apply(c, &ch);
+	store_cache_apply(c, &ch);
 }
 
 /* Asserts the cached state of volume id: value at index, NULL: known missing. */
-static void tc_expect(struct etcd_cache *c, const char *id, const char *value, uint64_t index)
+static void tc_expect(struct store_cache *c, const char *id, const char *value, uint64_t index)
 {
 	struct store_obj o = {0};
 	struct err e;
-	int rc = etcd_cache_get(c, STORE_VOLUME, id, &o, &e);
+	int rc = store_cache_get(c, STORE_VOLUME, id, &o, &e);
 
 	if (value == NULL) {
 		assert_int_equal(rc, CSID_ENOTFOUND);
@@ -47,18 +47,18 @@ static void tc_expect(struct etcd_cache *c, const char *id, const char *value, u
 	store_obj_free(&o);
 }
 
-static void tc_expect_miss(struct etcd_cache *c, enum store_kind kind, const char *id)
+static void tc_expect_miss(struct store_cache *c, enum store_kind kind, const char *id)
 {
 	struct store_obj o = {0};
 	struct err e;
 
-	assert_int_equal(etcd_cache_get(c, kind, id, &o, &e), 1);
+	assert_int_equal(store_cache_get(c, kind, id, &o, &e), 1);
 }
 
 /* Newer wins, whichever way it came; the same revision twice changes nothing. */
 static void test_cache_revision_order(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
 	struct store_obj read = {STORE_VOLUME, "v", "from-read", 9, 1, 5};
 
 	assert_non_null(c);
@@ -66,7 +66,7 @@ static void test_cache_revision_order(void **state)
 	tc_apply(c, "v", "one", 5);
 	tc_expect(c, "v", "one", 5);
 	/* A read answered at revision 4 came back late: older, ignored. */
-	etcd_cache_fill(c, STORE_VOLUME, "v", &read, 4);
+	store_cache_fill(c, STORE_VOLUME, "v", &read, 4);
 	tc_expect(c, "v", "one", 5);
 	tc_apply(c, "v", "two", 7);
 	/* The watch resumed and replays revision 5: ignored. */
@@ -76,24 +76,24 @@ static void test_cache_revision_order(void **state)
 	read.modify_index = 7;
 	read.value = "two";
 	read.len = 3;
-	etcd_cache_fill(c, STORE_VOLUME, "v", &read, 9);
+	store_cache_fill(c, STORE_VOLUME, "v", &read, 9);
 	tc_expect(c, "v", "two", 7);
 	/* An event at 8 is older than what the read knew (9): ignored. */
 	tc_apply(c, "v", "stale", 8);
 	tc_expect(c, "v", "two", 7);
 	tc_apply(c, "v", "three", 10);
 	tc_expect(c, "v", "three", 10);
-	assert_int_equal(etcd_cache_count(c), 1);
-	etcd_cache_free(c);
+	assert_int_equal(store_cache_count(c), 1);
+	store_cache_free(c);
 }
 
 /* Deletes and reads of missing objects leave tombstones; a later put revives. */
 static void test_cache_tombstones(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
 
 	assert_non_null(c);
-	etcd_cache_fill(c, STORE_VOLUME, "gone", NULL, 3);
+	store_cache_fill(c, STORE_VOLUME, "gone", NULL, 3);
 	tc_expect(c, "gone", NULL, 0);
 	tc_apply(c, "gone", "back", 2); /* older than the read: ignored */
 	tc_expect(c, "gone", NULL, 0);
@@ -103,7 +103,7 @@ static void test_cache_tombstones(void **state)
 	tc_expect(c, "gone", NULL, 0);
 	/* Kinds are apart: a node "gone" is not the volume's tombstone. */
 	tc_expect_miss(c, STORE_NODE, "gone");
-	etcd_cache_free(c);
+	store_cache_free(c);
 }
 
 /*
@@ -113,14 +113,14 @@ static void test_cache_tombstones(void **state)
  */
 static void test_cache_forget(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
 	struct store_obj read = {STORE_VOLUME, "a", "4", 1, 1, 4};
 
 	assert_non_null(c);
 	tc_apply(c, "a", "1", 1);
 	tc_apply(c, "b", "2", 2);
-	etcd_cache_drop(c, STORE_VOLUME, "a", 6);
-	etcd_cache_drop(c, STORE_VOLUME, "never", 0);
+	store_cache_drop(c, STORE_VOLUME, "a", 6);
+	store_cache_drop(c, STORE_VOLUME, "never", 0);
 	tc_expect_miss(c, STORE_VOLUME, "a");
 	tc_expect_miss(c, STORE_VOLUME, "never");
 	tc_expect(c, "b", "2", 2);
@@ -128,19 +128,19 @@ static void test_cache_forget(void **state)
 	tc_apply(c, "a", "4", 4);
 	tc_expect_miss(c, STORE_VOLUME, "a");
 	/* The read after the conflict, at revision 6, is the truth there. */
-	etcd_cache_fill(c, STORE_VOLUME, "a", &read, 6);
+	store_cache_fill(c, STORE_VOLUME, "a", &read, 6);
 	tc_expect(c, "a", "4", 4);
 	/* Forgetting without a revision keeps only the guard of what was known. */
-	etcd_cache_drop(c, STORE_VOLUME, "b", 0);
+	store_cache_drop(c, STORE_VOLUME, "b", 0);
 	tc_expect_miss(c, STORE_VOLUME, "b");
 	tc_apply(c, "b", "1", 1);
 	tc_expect_miss(c, STORE_VOLUME, "b");
 	tc_apply(c, "b", "3", 3);
 	tc_expect(c, "b", "3", 3);
-	etcd_cache_clear(c);
-	assert_int_equal(etcd_cache_count(c), 0);
+	store_cache_clear(c);
+	assert_int_equal(store_cache_count(c), 0);
 	tc_expect_miss(c, STORE_VOLUME, "b");
-	etcd_cache_free(c);
+	store_cache_free(c);
 }
 
 /*
@@ -150,8 +150,8 @@ static void test_cache_forget(void **state)
  */
 static void test_cache_bound(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
-	const size_t big = 256 * 1024, fit = ETCD_CACHE_BYTES / big;
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
+	const size_t big = 256 * 1024, fit = STORE_CACHE_BYTES / big;
 	char *value = malloc(big + 1), id[32];
 	struct store_obj got = {0};
 	struct err e;
@@ -160,27 +160,27 @@ static void test_cache_bound(void **state)
 	assert_non_null(value);
 	memset(value, 'x', big);
 	value[big] = '\0';
-	etcd_cache_drop(c, STORE_VOLUME, "guarded", 1000000);
+	store_cache_drop(c, STORE_VOLUME, "guarded", 1000000);
 	for (size_t i = 0; i < 2 * fit; i++) {
 		snprintf(id, sizeof(id), "vol-%zu", i);
 		tc_apply(c, id, value, (uint64_t)i + 1);
-		assert_true(etcd_cache_count(c) <= fit + 1);
+		assert_true(store_cache_count(c) <= fit + 1);
 	}
 	/* An eighth went at each eviction: far more than half stays. */
-	assert_true(etcd_cache_count(c) > fit / 2);
+	assert_true(store_cache_count(c) > fit / 2);
 	snprintf(id, sizeof(id), "vol-%zu", 2 * fit - 1);
-	assert_int_equal(etcd_cache_get(c, STORE_VOLUME, id, &got, &e), 0);
+	assert_int_equal(store_cache_get(c, STORE_VOLUME, id, &got, &e), 0);
 	store_obj_free(&got);
 	tc_apply(c, "guarded", "old", 999999);
 	tc_expect_miss(c, STORE_VOLUME, "guarded");
 	free(value);
-	etcd_cache_free(c);
+	store_cache_free(c);
 }
 
 /* Past its first buckets the table grows and keeps every entry. */
 static void test_cache_many(void **state)
 {
-	struct etcd_cache *c = etcd_cache_new();
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
 	char id[32], value[32];
 
 	assert_non_null(c);
@@ -189,13 +189,13 @@ static void test_cache_many(void **state)
 		snprintf(value, sizeof(value), "v%d", i);
 		tc_apply(c, id, value, (uint64_t)i + 1);
 	}
-	assert_int_equal(etcd_cache_count(c), 5000);
+	assert_int_equal(store_cache_count(c), 5000);
 	for (int i = 0; i < 5000; i += 7) {
 		snprintf(id, sizeof(id), "vol-%d", i);
 		snprintf(value, sizeof(value), "v%d", i);
 		tc_expect(c, id, value, (uint64_t)i + 1);
 	}
-	etcd_cache_free(c);
+	store_cache_free(c);
 }
 
 int main(void)
