@@ -37,6 +37,7 @@
 #include "csi/csi_metrics.h"
 #include "csi/csi_rules.h"
 #include "csi/csi_unary.h"
+#include "util/sched_wait.h"
 
 /* Largest message either way; ListVolumes pages can be big. */
 #define CSI_CLIENT_MAX_MSG (16 * 1024 * 1024)
@@ -483,6 +484,7 @@ static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
 				   int64_t timeout_ms, struct csi_status *st)
 {
 	struct csi_client_op op;
+	struct sched_wait sw;
 	grpc_completion_queue *cq;
 	grpc_event ev;
 	int rc;
@@ -499,12 +501,17 @@ static int csi_client_grpc_call_do(struct csi_client *base, enum csi_rpc rpc,
 		csi_client_status(st, CSI_INTERNAL, "%s: no completion queue", op.info->name);
 		return CSID_ENOMEM;
 	}
+	/* Woken by the plugin's answer, the thread should get a CPU at once (sched_wait.h). */
+	sched_wait_begin(&sw);
 	rc = csi_client_op_start((struct csi_client_grpc *)base, &op, rpc, req, timeout_ms, cq, st);
-	if (rc)
-		return rc;
-	/* The call's deadline guarantees that this batch completes. */
-	ev = grpc_completion_queue_pluck(cq, &op, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-	return csi_client_op_end(&op, ev.type == GRPC_OP_COMPLETE && ev.success, resp, st);
+	if (rc == 0) {
+		/* The call's deadline guarantees that this batch completes. */
+		ev =
+		    grpc_completion_queue_pluck(cq, &op, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+		rc = csi_client_op_end(&op, ev.type == GRPC_OP_COMPLETE && ev.success, resp, st);
+	}
+	sched_wait_end(&sw);
+	return rc;
 }
 
 /* call(): st and resp may be NULL when the caller does not want them. */

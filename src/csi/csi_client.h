@@ -8,7 +8,9 @@
  * it has.
  *
  * Thread-safety: call() may be invoked from many threads at once on one
- * client; each thread uses its own completion queue internally.
+ * client; each thread uses its own completion queue internally. A
+ * SCHED_BATCH thread makes the gRPC client's blocking call as SCHED_OTHER
+ * and is a batch thread again when call() returns (util/sched_wait.h).
  */
 #ifndef CSID_CSI_CLIENT_H
 #define CSID_CSI_CLIENT_H

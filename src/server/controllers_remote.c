@@ -37,6 +37,7 @@
 #include "util/array.h"
 #include "util/curl_pool.h"
 #include "util/log.h"
+#include "util/sched_wait.h"
 #include "util/strbuf.h"
 
 /* Time the agent gets beyond the RPC's own deadline to send its answer (ms). */
@@ -253,6 +254,7 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 	CURL *curl = NULL;
 	CURLcode cc;
 	long status = 0;
+	struct sched_wait sw;
 	struct err e;
 	int rc = CSID_EINTERNAL;
 
@@ -290,7 +292,10 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, strbuf_write);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
+	/* The agent's answer should get the thread a CPU at once (util/sched_wait.h). */
+	sched_wait_begin(&sw);
 	cc = curl_easy_perform(curl);
+	sched_wait_end(&sw);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK && b.too_big) {

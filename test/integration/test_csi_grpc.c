@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,6 +51,8 @@ struct tg {
 	bool release; /* lets a blocked handler return */
 	int blocked; /* handlers currently blocked */
 	int calls; /* handler invocations */
+	pid_t caller; /* thread ID whose policy GetPluginInfo records */
+	int caller_policy; /* that thread's policy while its call was served */
 };
 
 static struct tg tg_state;
@@ -171,6 +174,17 @@ static int tg_handler(void *ctx, enum csi_rpc rpc, const ProtobufCMessage *req,
 		return tg_garbage(resp, a);
 	case CSI_RPC_CONTROLLER_GET_CAPABILITIES:
 		return CSI_OK; /* no response: an empty one is sent */
+	case CSI_RPC_GET_PLUGIN_INFO: {
+		Csi__V1__GetPluginInfoResponse *r = arena_alloc(a, sizeof(*r));
+
+		csi__v1__get_plugin_info_response__init(r);
+		r->name = "tg";
+		r->vendor_version = "1";
+		/* The caller is blocked in its call right now. */
+		t->caller_policy = sched_getscheduler(t->caller);
+		*resp = &r->base;
+		return CSI_OK;
+	}
 	default:
 		snprintf(msg, CSI_STATUS_MSG_MAX, "not in this test");
 		return CSI_UNIMPLEMENTED;
@@ -257,6 +271,44 @@ static void test_probe(void **state)
 	/* A NULL request is sent as an empty one. */
 	assert_int_equal(csi_probe(t->client, NULL, &resp, 5000, &st), 0);
 	csi_msg_free(&resp->base);
+}
+
+/* The calling thread's scheduling policy; fails the test when it cannot be set. */
+static void tg_set_policy(int policy)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	assert_int_equal(pthread_setschedparam(pthread_self(), policy, &sp), 0);
+}
+
+/*
+ * A blocking call from a SCHED_BATCH thread (an HTTP or reconciler
+ * worker) waits for the plugin as SCHED_OTHER, so that the answer wakes it
+ * at once, and the thread is a batch thread again after the call
+ * (util/sched_wait.h); another thread's policy is left alone.
+ */
+static void test_batch_caller_waits_as_other(void **state)
+{
+	struct tg *t = *state;
+	Csi__V1__GetPluginInfoRequest req = CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+	struct csi_status st;
+
+	t->caller = gettid();
+	tg_set_policy(SCHED_BATCH);
+	t->caller_policy = -1;
+	assert_int_equal(csi_get_plugin_info(t->client, &req, NULL, 5000, &st), 0);
+	assert_int_equal(sched_getscheduler(0), SCHED_BATCH);
+	tg_set_policy(SCHED_OTHER);
+	assert_int_equal(t->caller_policy, SCHED_OTHER);
+	/* A failed call restores the class too. */
+	tg_set_policy(SCHED_BATCH);
+	assert_int_equal(csi_node_get_info(t->client, NULL, NULL, 5000, &st), CSID_EUNIMPL);
+	assert_int_equal(sched_getscheduler(0), SCHED_BATCH);
+	tg_set_policy(SCHED_OTHER);
+	t->caller_policy = -1;
+	assert_int_equal(csi_get_plugin_info(t->client, &req, NULL, 5000, &st), 0);
+	assert_int_equal(t->caller_policy, SCHED_OTHER);
+	assert_int_equal(sched_getscheduler(0), SCHED_OTHER);
 }
 
 struct tg_worker {
@@ -1118,6 +1170,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_probe, tg_setup, tg_teardown),
+	    cmocka_unit_test_setup_teardown(test_batch_caller_waits_as_other, tg_setup,
+					    tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_deadline, tg_setup, tg_teardown),
 	    cmocka_unit_test_setup_teardown(test_slow_handler, tg_setup, tg_teardown),

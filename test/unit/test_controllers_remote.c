@@ -7,6 +7,10 @@
  * itself on the memory store: host controllers first, agents for the
  * rest, failover after a transport failure, then the new one kept.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -329,6 +335,102 @@ static void test_client_unreachable(void **state)
 	assert_null(c);
 }
 
+/* One HTTP exchange on a loopback listener, served by a thread. */
+struct tcr_agent {
+	int fd;
+	int port;
+	pid_t caller; /* the thread whose policy is read while its request is served */
+	int caller_policy;
+	pthread_t th;
+};
+
+/* Reads one request (headers and Content-Length body), notes the caller's policy, answers. */
+static void *tcr_agent_main(void *arg)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				     "Content-Length: 37\r\nConnection: close\r\n\r\n"
+				     "{\"code\":\"NOT_FOUND\",\"message\":\"gone\"}";
+	struct tcr_agent *a = arg;
+	char buf[8192];
+	size_t n = 0;
+	int c = accept(a->fd, NULL, NULL);
+
+	while (c >= 0 && n < sizeof(buf) - 1) {
+		const char *end, *cl;
+		ssize_t got = read(c, buf + n, sizeof(buf) - 1 - n);
+
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+		buf[n] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+		cl = strcasestr(buf, "content-length:");
+		if (end && (!cl || n >= (size_t)(end + 4 - buf) + strtoul(cl + 15, NULL, 10)))
+			break;
+	}
+	/* The caller is blocked in its request right now. */
+	a->caller_policy = sched_getscheduler(a->caller);
+	if (c >= 0 && write(c, answer, sizeof(answer) - 1) < 0)
+		a->caller_policy = -2;
+	if (c >= 0)
+		close(c);
+	return NULL;
+}
+
+static void tcr_agent_start(struct tcr_agent *a)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+
+	a->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(a->fd >= 0);
+	assert_int_equal(bind(a->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(a->fd, 4), 0);
+	assert_int_equal(getsockname(a->fd, (struct sockaddr *)&sa, &len), 0);
+	a->port = ntohs(sa.sin_port);
+	a->caller = gettid();
+	a->caller_policy = -1;
+	assert_int_equal(pthread_create(&a->th, NULL, tcr_agent_main, a), 0);
+}
+
+static void tcr_set_policy(int policy)
+{
+	struct sched_param sp = {.sched_priority = 0};
+
+	assert_int_equal(pthread_setschedparam(pthread_self(), policy, &sp), 0);
+}
+
+/*
+ * A controller RPC from a SCHED_BATCH thread (a reconciler or HTTP
+ * worker) waits for the agent's answer as SCHED_OTHER, so that the answer
+ * wakes it at once, and the thread is a batch thread again after it
+ * (util/sched_wait.h).
+ */
+static void test_client_waits_as_other(void **state)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	struct tcr_agent a;
+	struct csi_client *c = NULL;
+	struct csi_status st;
+	char addr[64];
+	struct err e;
+
+	tcr_agent_start(&a);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", a.port);
+	assert_int_equal(controllers_remote_client_new(addr, "n1", TCR_PLUGIN, "t", &c, &e), 0);
+	req.volume_id = "v";
+	tcr_set_policy(SCHED_BATCH);
+	assert_int_equal(csi_delete_volume(c, &req, NULL, 5000, &st), CSID_ENOTFOUND);
+	assert_int_equal(sched_getscheduler(0), SCHED_BATCH);
+	tcr_set_policy(SCHED_OTHER);
+	assert_int_equal(pthread_join(a.th, NULL), 0);
+	close(a.fd);
+	csi_client_free(c);
+	assert_int_equal(st.code, CSI_NOT_FOUND);
+	assert_int_equal(a.caller_policy, SCHED_OTHER);
+	(void)state;
+}
+
 /* A host seam that runs "host.plugin", starts "starting.plugin" and knows no other. */
 struct tcr_host {
 	struct csi_client client;
@@ -468,6 +570,7 @@ int main(void)
 	    cmocka_unit_test(test_answer_roundtrip),
 	    cmocka_unit_test(test_answer_malformed),
 	    cmocka_unit_test(test_client_unreachable),
+	    cmocka_unit_test(test_client_waits_as_other),
 	    cmocka_unit_test(test_seam_host_first_then_agents),
 	};
 
