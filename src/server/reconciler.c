@@ -71,14 +71,18 @@ void rec_drop(struct reconciler *r, struct rec_item *it)
 }
 
 /*
- * Wakes one idle worker for the queue, unless the workers already woken
- * and not back yet are as many as the queued items: each takes one, so a
- * further wake would find nothing and sleep again (two context switches
- * for nothing; with mu held).
+ * Wakes one idle worker for the queue, unless one woken is not back yet:
+ * that one passes the wake on when it takes an item and more are due
+ * (rec_worker). With glibc's condition variables a second signal while
+ * the first woken waiter has not left its wait blocks the signaller until
+ * that waiter runs (the group switch): the API's I/O thread slept so on
+ * about a fifth of its claims and releases (perf, futex waits in
+ * __condvar_quiesce_and_switch_g1). A wake is never sent for nothing: a
+ * woken worker takes an item or waits for the head's time.
  */
 static void rec_signal(struct reconciler *r)
 {
-	if (r->waking < r->idle && (size_t)r->waking < r->q.nheap) {
+	if (r->waking == 0 && r->idle > 0 && r->q.nheap > 0) {
 		r->waking++;
 		r->signals++;
 	}
@@ -716,6 +720,9 @@ static void *rec_worker(void *arg)
 				r->waking--;
 			continue;
 		}
+		/* The wake rec_signal held back while this worker was on its way. */
+		if (r->q.nheap > 0 && r->q.heap[0]->due <= now && !r->inactive)
+			rec_signal(r);
 		rec_unlock(r);
 		rec_work(r, it, true);
 		pthread_mutex_lock(&r->mu);

@@ -26,6 +26,8 @@
 
 /* Volumes per plugin in the threaded tests. */
 #define THREADS_VOLUMES 24
+/* Volumes of one transaction (test_threads_wake_passed_on). */
+#define PASSED_ON_VOLUMES 8
 
 /* ---- backoff ---- */
 
@@ -427,6 +429,55 @@ static void test_threads_concurrency_two(void **state)
 	t_threads(*state, 2);
 }
 
+/* Starts t's reconciler on the real clock: workers threads, the fake plugin's delay per call. */
+static void t_start_threads(struct rfx *t, int workers, int concurrency, int delay_ms)
+{
+	struct err e;
+
+	t->cfg.clock = NULL;
+	t->cfg.workers = workers;
+	t->cfg.plugin_concurrency = concurrency;
+	t->fake.delay_ms = delay_ms;
+	rfx_new(t);
+	assert_int_equal(reconciler_start(t->r, &e), 0);
+}
+
+/*
+ * Items queued together are worked in parallel: the follower queues the
+ * volumes of one transaction with one wake (rec_signal sends none while
+ * a worker woken is not back), and the worker that takes the first
+ * passes the wake on. Without that, the others slept until the first
+ * was done: one CreateVolume at a time.
+ */
+static void test_threads_wake_passed_on(void **state)
+{
+	struct rfx *t = *state;
+	struct store_op ops[PASSED_ON_VOLUMES];
+	char *json[PASSED_ON_VOLUMES];
+	size_t len[PASSED_ON_VOLUMES];
+	struct arena *a = arena_new();
+	struct err e;
+
+	t_start_threads(t, 4, 4, 50);
+	for (int i = 0; i < PASSED_ON_VOLUMES; i++) {
+		struct model_volume *v = rfx_spec(a, arena_printf(a, "p-%d", i), NULL);
+
+		v->state = MODEL_VOL_CREATING;
+		assert_int_equal(model_volume_encode(v, MODEL_VIEW_STORE, &json[i], &len[i], &e),
+				 0);
+		ops[i] = (struct store_op){STORE_OP_PUT, STORE_VOLUME, v->id,
+					   json[i],      len[i],       STORE_ANY};
+	}
+	assert_int_equal(store_txn(t->store, ops, PASSED_ON_VOLUMES, NULL, &e), 0);
+	t_wait_ready(t, "p", PASSED_ON_VOLUMES, 20000);
+	reconciler_stop(t->r);
+	assert_int_equal(t->fake.nlog, PASSED_ON_VOLUMES);
+	assert_true(t->fake.max_in_flight >= 2);
+	for (int i = 0; i < PASSED_ON_VOLUMES; i++)
+		model_wipe_free(json[i], len[i]);
+	arena_free(a);
+}
+
 /* Volume passes with outcome so far (csid_reconciler_steps_total, process-wide). */
 static double t_passes(const char *outcome)
 {
@@ -627,14 +678,8 @@ static void test_run_here_bounded(void **state)
 	struct t_run_arg arg = {.t = t};
 	struct arena *a = arena_new();
 	pthread_t th;
-	struct err e;
 
-	t->cfg.clock = NULL;
-	t->cfg.workers = 1;
-	t->cfg.plugin_concurrency = 2;
-	t->fake.delay_ms = 1000;
-	rfx_new(t);
-	assert_int_equal(reconciler_start(t->r, &e), 0);
+	t_start_threads(t, 1, 2, 1000);
 	t_hold_worker(t, "block");
 	t_add_on(t, "held", RFX_PLUGIN);
 	assert_int_equal(pthread_create(&th, NULL, t_run_thread, &arg), 0);
@@ -729,6 +774,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_written_after_follower, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_wake_passed_on, rfx_setup, rfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
