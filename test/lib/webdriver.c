@@ -43,8 +43,8 @@ static void webdriver_nap(void)
 }
 
 /* One request; *value (owned, may be NULL) is the answer's "value". Returns the status. */
-static long webdriver_call(struct webdriver *w, const char *method, const char *path, json_t *body,
-			   json_t **value)
+static long webdriver_call_ms(struct webdriver *w, const char *method, const char *path,
+			      json_t *body, json_t **value, int64_t timeout_ms)
 {
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *out = NULL;
 	json_t *doc;
@@ -54,7 +54,7 @@ static long webdriver_call(struct webdriver *w, const char *method, const char *
 		*value = NULL;
 	if (body && !text)
 		return -1;
-	status = http_client_do(w->http, method, path, text, &out, NULL, WEBDRIVER_CALL_MS);
+	status = http_client_do(w->http, method, path, text, &out, NULL, timeout_ms);
 	free(text);
 	doc = out ? json_loads(out, 0, NULL) : NULL;
 	if (status != 200)
@@ -65,6 +65,30 @@ static long webdriver_call(struct webdriver *w, const char *method, const char *
 		*value = json_incref(json_object_get(doc, "value"));
 	json_decref(doc);
 	return status;
+}
+
+static long webdriver_call(struct webdriver *w, const char *method, const char *path, json_t *body,
+			   json_t **value)
+{
+	return webdriver_call_ms(w, method, path, body, value, WEBDRIVER_CALL_MS);
+}
+
+/* The end of chromedriver's log (the browser's start, when a session failed) on stderr. */
+static void webdriver_log_tail(const struct webdriver *w)
+{
+	char path[WEBDRIVER_PATH + 32], buf[4096];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/chromedriver.log", w->dir);
+	if (!(f = fopen(path, "r")))
+		return;
+	if (fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) != 0)
+		rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	fprintf(stderr, "webdriver: the end of %s:\n%s\n", path, buf);
 }
 
 /*
@@ -147,7 +171,12 @@ static bool webdriver_ready(struct webdriver *w, int64_t deadline)
 	return false;
 }
 
-static int webdriver_session(struct webdriver *w)
+/*
+ * Opens the browser's session, within the start's deadline: the
+ * browser's first start (its profile made) took over 30 s while the
+ * whole suite ran three times at once.
+ */
+static int webdriver_session(struct webdriver *w, int64_t deadline)
 {
 	char profile[WEBDRIVER_PATH + 32];
 	json_t *caps, *value = NULL;
@@ -163,12 +192,17 @@ static int webdriver_session(struct webdriver *w)
 		      "--disable-extensions", "--window-size=1400,1000", profile);
 	if (!caps)
 		return -1;
-	st = webdriver_call(w, "POST", "/session", caps, &value);
+	st = webdriver_call_ms(w, "POST", "/session", caps, &value,
+			       deadline - webdriver_now_ms() > WEBDRIVER_CALL_MS
+				   ? deadline - webdriver_now_ms()
+				   : WEBDRIVER_CALL_MS);
 	json_decref(caps);
 	id = json_string_value(json_object_get(value, "sessionId"));
 	if (st == 200 && id)
 		snprintf(w->session, sizeof(w->session), "/session/%s", id);
 	json_decref(value);
+	if (!w->session[0])
+		webdriver_log_tail(w);
 	return w->session[0] ? 0 : -1;
 }
 
@@ -191,7 +225,7 @@ int webdriver_start(struct webdriver *w, int64_t timeout_ms)
 	w->http = http_client_new(w->base);
 	if (!w->http || webdriver_spawn(w, port) != 0 || !webdriver_ready(w, deadline))
 		return -1;
-	return webdriver_session(w);
+	return webdriver_session(w, deadline);
 }
 
 void webdriver_stop(struct webdriver *w)
