@@ -7,6 +7,7 @@
 #include "agent_proc.h"
 
 #include "hostpath_proc.h"
+#include "log_tail.h"
 #include "child_proc.h"
 #include "proc_guard.h"
 
@@ -278,27 +279,10 @@ static int agent_proc_count_in(const char *path, const char *needle)
 	return n;
 }
 
-/* Prints the last 4 KiB of path to stderr. */
-static void agent_proc_tail(const char *path)
-{
-	char buf[4096];
-	FILE *f = fopen(path, "r");
-	size_t n = 0;
-
-	if (!f)
-		return;
-	if (fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) != 0)
-		rewind(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	fprintf(stderr, "%s\n", buf);
-}
-
 void agent_proc_dump_log(struct agent_proc *a, const char *why)
 {
 	fprintf(stderr, "%s (%s); end of %s:\n", why, a->dir, a->log);
-	agent_proc_tail(a->log);
+	log_tail_print(a->log);
 }
 
 bool agent_proc_log_count(struct agent_proc *a, const char *needle, int count)
@@ -479,7 +463,7 @@ static void agent_proc_dump_instance(const char *dir, void *ctx)
 	(void)ctx;
 	snprintf(path, sizeof(path), "%s/plugin.log", dir);
 	fprintf(stderr, "end of %s:\n", path);
-	agent_proc_tail(path);
+	log_tail_print(path);
 }
 
 void agent_proc_dump_plugin_logs(struct agent_proc *a)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "child_proc.h"
+#include "log_tail.h"
 #include "proc_guard.h"
 
 #define ENGINE_DOCKER "/usr/bin/docker"
@@ -182,17 +183,8 @@ static int engine_mkdir(struct engine *en, char *why, size_t len)
 
 static void engine_dump_log(struct engine *en)
 {
-	char buf[4096];
-	int fd = open(en->log, O_RDONLY);
-	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
-	ssize_t r;
-
-	if (fd < 0)
-		return;
-	r = pread(fd, buf, sizeof(buf) - 1, end > 4000 ? end - 4000 : 0);
-	buf[r > 0 ? r : 0] = '\0';
-	fprintf(stderr, "---- end of %s ----\n%s\n", en->log, buf);
-	close(fd);
+	fprintf(stderr, "---- end of %s ----\n", en->log);
+	log_tail_print(en->log);
 }
 
 static int engine_dockerd(struct engine *en)

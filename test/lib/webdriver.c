@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "child_proc.h"
+#include "log_tail.h"
 #include "proc_guard.h"
 #include "server_proc.h"
 
@@ -76,19 +77,11 @@ static long webdriver_call(struct webdriver *w, const char *method, const char *
 /* The end of chromedriver's log (the browser's start, when a session failed) on stderr. */
 static void webdriver_log_tail(const struct webdriver *w)
 {
-	char path[WEBDRIVER_PATH + 32], buf[4096];
-	FILE *f;
-	size_t n;
+	char path[WEBDRIVER_PATH + 32];
 
 	snprintf(path, sizeof(path), "%s/chromedriver.log", w->dir);
-	if (!(f = fopen(path, "r")))
-		return;
-	if (fseek(f, -(long)(sizeof(buf) - 1), SEEK_END) != 0)
-		rewind(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	fprintf(stderr, "webdriver: the end of %s:\n%s\n", path, buf);
+	fprintf(stderr, "webdriver: the end of %s:\n", path);
+	log_tail_print(path);
 }
 
 /*
