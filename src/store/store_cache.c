@@ -28,6 +28,12 @@ struct store_cache {
 	size_t nb, n, bytes;
 	size_t max_bytes;
 	size_t cursor; /* the bucket store_cache_evict goes on from */
+	/*
+	 * floor: a key without an entry has had no change the cache applied
+	 * and then lost after this revision (store_cache_fillable); top: the
+	 * newest revision any entry ever knew, what a clear raises it to.
+	 */
+	uint64_t floor, top;
 };
 
 static uint64_t store_cache_hash(enum store_kind kind, const char *id)
@@ -63,8 +69,17 @@ static void store_cache_entry_free(struct store_cache_entry *en)
 	free(en);
 }
 
+/* What the cache forgets of en raises the floor (store_cache_fillable). */
+static void store_cache_lose(struct store_cache *c, const struct store_cache_entry *en)
+{
+	if (en->known > c->floor)
+		c->floor = en->known;
+}
+
 void store_cache_clear(struct store_cache *c)
 {
+	if (c->top > c->floor)
+		c->floor = c->top;
 	for (size_t i = 0; i < c->nb; i++) {
 		while (c->b[i]) {
 			struct store_cache_entry *en = c->b[i];
@@ -150,10 +165,12 @@ static void store_cache_evict(struct store_cache *c, size_t need)
 		struct store_cache_entry **link = &c->b[c->cursor];
 
 		while (*link)
-			if ((*link)->unknown)
+			if ((*link)->unknown) {
 				link = &(*link)->next;
-			else
+			} else {
+				store_cache_lose(c, *link);
 				store_cache_unlink(c, link);
+			}
 		c->cursor = (c->cursor + 1) & (c->nb - 1);
 	}
 	if (c->bytes + need > c->max_bytes)
@@ -187,6 +204,8 @@ static void store_cache_set(struct store_cache *c, enum store_kind kind, const c
 	}
 	en->hash = h;
 	en->known = known;
+	if (known > c->top)
+		c->top = known;
 	en->missing = value == NULL;
 	en->unknown = unknown;
 	if (c->bytes + store_cache_cost(en) > c->max_bytes)
@@ -210,6 +229,21 @@ void store_cache_fill(struct store_cache *c, enum store_kind kind, const char *i
 		      const struct store_obj *o, uint64_t rev)
 {
 	store_cache_set(c, kind, id, o, false, rev);
+}
+
+bool store_cache_fillable(const struct store_cache *c, enum store_kind kind, const char *id,
+			  uint64_t rev)
+{
+	struct store_cache_entry *const *link =
+	    store_cache_find((struct store_cache *)c, kind, id, store_cache_hash(kind, id));
+
+	return *link != NULL || rev >= c->floor;
+}
+
+void store_cache_raise_floor(struct store_cache *c, uint64_t rev)
+{
+	if (rev > c->floor)
+		c->floor = rev;
 }
 
 int store_cache_get(struct store_cache *c, enum store_kind kind, const char *id,

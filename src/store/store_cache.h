@@ -14,7 +14,9 @@
  * applied cannot roll the entry back, and events replayed after the watch
  * resumed change nothing twice. The backend decides when an entry may be
  * trusted (store_etcd.c): only while its watch runs, and a read's answer
- * enters only when it is at least as new as what the watch applied.
+ * enters only when it is at least as new as what the watch applied or
+ * when nothing the watch applied to that key can have been forgotten
+ * (store_cache_fillable).
  *
  * Size: at most max_bytes (store_cache_new) of entries (keys, values,
  * overhead); past that an eighth of it is freed, a sample of every entry but the
@@ -51,6 +53,20 @@ void store_cache_apply(struct store_cache *c, const struct store_change *ch);
  */
 void store_cache_fill(struct store_cache *c, enum store_kind kind, const char *id,
 		      const struct store_obj *o, uint64_t rev);
+
+/*
+ * Whether a read of kind/id at revision rev may enter the cache (with
+ * store_cache_fill) even though the watch applied later revisions: when
+ * kind/id has an entry (the newer of the two stays), or when it has none
+ * and rev is at least the floor. Below the floor a change the watch
+ * applied may have been forgotten (evicted, cleared), so an older read
+ * could put back a state the watch already replaced. The backend raises
+ * the floor to the revision its watch starts after (store_cache_raise_floor);
+ * evictions and clears raise it to what they forgot.
+ */
+bool store_cache_fillable(const struct store_cache *c, enum store_kind kind, const char *id,
+			  uint64_t rev);
+void store_cache_raise_floor(struct store_cache *c, uint64_t rev);
 
 /*
  * Looks kind/id up. Returns 0 with a copy in *out, CSID_ENOTFOUND (known

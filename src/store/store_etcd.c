@@ -173,13 +173,11 @@ static bool store_cache_live(struct store_etcd *s)
 /*
  * A get is answered from the cache while the watch runs; a miss reads
  * etcd, and the answer enters the cache when it is at least as new as
- * what the watch applied (the watch then brings every later change).
- */
-
-/*
- * A get is answered from the cache while the watch runs; a miss reads
- * etcd, and the answer enters the cache when it is at least as new as
- * what the watch applied (the watch then brings every later change).
+ * what the watch applied (the watch then brings every later change), or
+ * when the cache has forgotten nothing the watch applied to that key
+ * since the read's revision (store_cache_fillable): a key the watch
+ * never touched, read while other writes keep the watch ahead, is
+ * cached at its first read instead of read from etcd every time.
  */
 static int etcd_get(struct store *st, enum store_kind kind, const char *id, struct store_obj *out,
 		    struct err *e)
@@ -211,7 +209,8 @@ static int etcd_get(struct store *st, enum store_kind kind, const char *id, stru
 			     id);
 	protobuf_c_message_free_unpacked(&resp->base, NULL);
 	pthread_mutex_lock(&s->mu);
-	if ((rc == 0 || rc == CSID_ENOTFOUND) && rev + 1 >= s->next)
+	if ((rc == 0 || rc == CSID_ENOTFOUND) &&
+	    (rev + 1 >= s->next || store_cache_fillable(s->cache, kind, id, rev)))
 		store_cache_fill(s->cache, kind, id, rc == 0 ? out : NULL, rev);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
@@ -559,6 +558,7 @@ static void *etcd_watch_main(void *arg)
 				 (unsigned long long)s->next, (unsigned long long)s->compact_to);
 			etcd_log_clear(s);
 			store_cache_clear(s->cache);
+			store_cache_raise_floor(s->cache, s->compact_to);
 			etcd_election_event(s, NULL, 0);
 			s->compacted = s->compact_to;
 			s->next = s->compact_to + 1;
@@ -856,6 +856,7 @@ int store_etcd_open(const struct store_etcd_config *cfg, struct store **out, str
 	}
 	s->compacted = rev;
 	s->next = rev + 1;
+	store_cache_raise_floor(s->cache, rev);
 	if (store_notify_init(&s->notify, rev) != 0) {
 		etcd_free(s);
 		return err_set(e, CSID_ENOMEM, "etcd: out of memory");

@@ -177,6 +177,67 @@ static void test_cache_bound(void **state)
 	store_cache_free(c);
 }
 
+/*
+ * A read older than the watch's position may enter for a key the cache
+ * has forgotten nothing of (store_cache_fillable): from the revision the
+ * watch started after, and after an eviction or a clear only from what
+ * they forgot; a key with an entry always may (the newer state stays).
+ */
+static void test_cache_floor(void **state)
+{
+	struct store_cache *c = store_cache_new(STORE_CACHE_BYTES);
+	const size_t big = 256 * 1024, fit = STORE_CACHE_BYTES / big;
+	char *value = malloc(big + 1), id[32];
+	uint64_t gone = 0, top = 0;
+
+	assert_non_null(c);
+	assert_non_null(value);
+	/* The watch starts after revision 100: a read at 99 saw a state it may have replaced. */
+	store_cache_raise_floor(c, 100);
+	assert_false(store_cache_fillable(c, STORE_VOLUME, "cold", 99));
+	assert_true(store_cache_fillable(c, STORE_VOLUME, "cold", 100));
+	/* Lowering is refused. */
+	store_cache_raise_floor(c, 50);
+	assert_false(store_cache_fillable(c, STORE_VOLUME, "cold", 99));
+	/* With an entry, store_cache_fill itself keeps the newer: always fillable. */
+	tc_apply(c, "warm", "w", 120);
+	assert_true(store_cache_fillable(c, STORE_VOLUME, "warm", 1));
+	/* A forgotten key's guard (a mark) is an entry too. */
+	store_cache_drop(c, STORE_VOLUME, "warm", 130);
+	assert_true(store_cache_fillable(c, STORE_VOLUME, "warm", 1));
+
+	/* Evictions raise the floor to the newest revision they forgot. */
+	memset(value, 'x', big);
+	value[big] = '\0';
+	for (size_t i = 0; i < 2 * fit; i++) {
+		snprintf(id, sizeof(id), "vol-%zu", i);
+		tc_apply(c, id, value, 200 + (uint64_t)i);
+	}
+	for (size_t i = 0; i < 2 * fit; i++) {
+		struct store_obj o = {0};
+		struct err e;
+
+		snprintf(id, sizeof(id), "vol-%zu", i);
+		if (store_cache_get(c, STORE_VOLUME, id, &o, &e) == 1)
+			gone = 200 + (uint64_t)i;
+		store_obj_free(&o);
+	}
+	assert_true(gone > 0);
+	snprintf(id, sizeof(id), "vol-%llu", (unsigned long long)(gone - 200));
+	/* The evicted key's newest state was at gone: an older read must not come back. */
+	assert_false(store_cache_fillable(c, STORE_VOLUME, id, gone - 1));
+	assert_true(store_cache_fillable(c, STORE_VOLUME, id, gone));
+	assert_false(store_cache_fillable(c, STORE_VOLUME, "cold", gone - 1));
+
+	/* A clear forgets everything: the floor goes to the newest revision known. */
+	top = 200 + 2 * (uint64_t)fit - 1;
+	store_cache_clear(c);
+	assert_false(store_cache_fillable(c, STORE_VOLUME, "cold", top - 1));
+	assert_true(store_cache_fillable(c, STORE_VOLUME, "cold", top));
+	free(value);
+	store_cache_free(c);
+}
+
 /* Past its first buckets the table grows and keeps every entry. */
 static void test_cache_many(void **state)
 {
@@ -203,7 +264,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cache_revision_order), cmocka_unit_test(test_cache_tombstones),
 	    cmocka_unit_test(test_cache_forget),         cmocka_unit_test(test_cache_many),
-	    cmocka_unit_test(test_cache_bound),
+	    cmocka_unit_test(test_cache_bound),          cmocka_unit_test(test_cache_floor),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
