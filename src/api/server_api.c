@@ -156,6 +156,7 @@ static const char *const server_api_routes[] = {
     "/v1/status/reconciler",
     "/v1/status/leader",
     "/v1/status/members",
+    "/v1/status/installation",
     METRICS_API_PATH,
     "/ui",
     "/ui/",
@@ -204,6 +205,8 @@ static int server_api_handler(void *ctx, const struct http_request *req, struct 
 		return server_api_leader(api, req, rep, e);
 	if (strcmp(u, "/v1/status/members") == 0)
 		return server_api_members(api, req, rep, e);
+	if (strcmp(u, "/v1/status/installation") == 0)
+		return server_api_installation(api, req, rep, e);
 	if (strcmp(u, METRICS_API_PATH) == 0)
 		return metrics_api_reply(req, rep, e);
 	if (strncmp(u, "/v1/operator/", 13) == 0)

@@ -91,10 +91,14 @@ int server_api_reconciler(struct server_api *api, const struct http_request *req
 /*
  * GET /v1/status/leader: {"server_id", "leading", "ttl_ms", "leader": {"id",
  * "address", "since_ms", "term"} or null}; GET /v1/status/members:
- * {"members": [{"id", "address", "started_ms", "leader", "nodes_heard"}]}.
+ * {"members": [{"id", "address", "started_ms", "leader", "nodes_heard"}]};
+ * GET /v1/status/installation: {"installation", "created_ms", "server_id",
+ * "settings": [{"key", "installation_ms", "server_ms", "must_agree"}]}.
  */
 int server_api_leader(struct server_api *api, const struct http_request *req,
 		      struct http_reply *rep, struct err *e);
+int server_api_installation(struct server_api *api, const struct http_request *req,
+			    struct http_reply *rep, struct err *e);
 int server_api_members(struct server_api *api, const struct http_request *req,
 		       struct http_reply *rep, struct err *e);
 int server_api_events(struct server_api *api, const struct http_request *req,

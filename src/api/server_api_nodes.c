@@ -334,6 +334,49 @@ int server_api_leader(struct server_api *api, const struct http_request *req,
 	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 }
 
+/* One setting: the installation's value beside the one this server runs with. */
+static json_t *server_api_setting(const struct server_install_settings *stored,
+				  const struct server_install_settings *mine, size_t i)
+{
+	bool agree;
+	const char *key = server_install_key(i, &agree);
+
+	return json_pack("{s:s, s:I, s:I, s:b}", "key", key, "installation_ms",
+			 (json_int_t)server_install_value(stored, i), "server_ms",
+			 (json_int_t)server_install_value(mine, i), "must_agree", agree);
+}
+
+int server_api_installation(struct server_api *api, const struct http_request *req,
+			    struct http_reply *rep, struct err *e)
+{
+	struct server_install_settings mine;
+	struct server_leader_status st;
+	struct server_install inst;
+	json_t *arr;
+	int rc;
+
+	if (strcmp(req->method, "GET") != 0) {
+		rep->allow = "GET";
+		return HTTP_METHOD_NOT_ALLOWED;
+	}
+	if ((rc = server_installation(api->server, &inst, e)))
+		return rc;
+	server_settings(api->server, &mine);
+	server_leader_info(api->server, &st);
+	arr = json_array();
+	for (size_t i = 0; arr && i < server_install_nkeys(); i++)
+		if (json_array_append_new(arr, server_api_setting(&inst.set, &mine, i))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	rep->doc =
+	    arr ? json_pack("{s:s, s:I, s:s, s:o}", "installation", inst.id, "created_ms",
+			    (json_int_t)inst.created_ms, "server_id", st.server_id, "settings", arr)
+		: NULL;
+	server_api_set_index(rep, store_index(api->store));
+	return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
+}
+
 int server_api_members(struct server_api *api, const struct http_request *req,
 		       struct http_reply *rep, struct err *e)
 {

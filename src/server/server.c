@@ -613,6 +613,20 @@ int server_installation(struct server *s, struct server_install *out, struct err
 	return rc ? err_wrap(e, "installation record") : 0;
 }
 
+void server_settings(struct server *s, struct server_install_settings *out)
+{
+	struct server_leader_status st;
+
+	server_leader_info(s, &st);
+	out->node_ttl_ms = s->node_ttl_ms;
+	out->node_grace_ms = s->node_grace_ms;
+	out->leader_ttl_ms = st.ttl_ms;
+	out->backoff_min_ms =
+	    s->cfg.backoff_min_ms ? s->cfg.backoff_min_ms : RECONCILER_BACKOFF_MIN_MS;
+	out->backoff_max_ms =
+	    s->cfg.backoff_max_ms ? s->cfg.backoff_max_ms : RECONCILER_BACKOFF_MAX_MS;
+}
+
 struct store *server_store(struct server *s)
 {
 	return s->cfg.store;

@@ -89,6 +89,7 @@ struct server_config {
 
 struct server;
 struct server_install;
+struct server_install_settings;
 
 int server_new(const struct server_config *cfg, struct server **out, struct err *e);
 /* Starts the reconciler threads (unless manual_reconciler). */
@@ -102,6 +103,13 @@ struct store *server_store(struct server *s);
  * CSID_ENOTFOUND / CSID_EPROTO / a store error with e set.
  */
 int server_installation(struct server *s, struct server_install *out, struct err *e);
+/*
+ * The cluster-wide settings this server runs with, defaults resolved: the
+ * record's when it started, so they differ from the record's only after
+ * another server rewrote it (`csid server -update-settings`) and until
+ * this one restarts.
+ */
+void server_settings(struct server *s, struct server_install_settings *out);
 /*
  * Writes this server's member record when due (the heartbeats it took,
  * server_leader.h); on the leader only, also counts the other members'

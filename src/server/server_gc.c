@@ -24,32 +24,10 @@
 
 #include "server/server_int.h"
 #include "util/array.h"
+#include "util/conf.h"
 #include "util/log.h"
 
 /* ---- the rules ---- */
-
-void server_gc_duration(int64_t ms, char *buf, size_t cap)
-{
-	int64_t h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, rest = ms % 1000;
-	char frac[8] = "";
-
-	if (ms < 1000) {
-		snprintf(buf, cap, "%lldms", (long long)ms);
-		return;
-	}
-	if (rest) {
-		snprintf(frac, sizeof(frac), ".%03lld", (long long)rest);
-		for (size_t n = strlen(frac); n > 0 && frac[n - 1] == '0'; n--)
-			frac[n - 1] = '\0';
-	}
-	if (h)
-		snprintf(buf, cap, "%lldh%lldm%lld%ss", (long long)h, (long long)m, (long long)sec,
-			 frac);
-	else if (m)
-		snprintf(buf, cap, "%lldm%lld%ss", (long long)m, (long long)sec, frac);
-	else
-		snprintf(buf, cap, "%lld%ss", (long long)sec, frac);
-}
 
 static int server_gc_cmp(const char *va, const char *aa, const char *vb, const char *ab)
 {
@@ -94,7 +72,7 @@ bool server_gc_verdict(const char *volume_id, const struct model_claim *c,
 	if (node->down && now_ms - node->down_since_ms > grace_ms) {
 		char d[32];
 
-		server_gc_duration(grace_ms, d, sizeof(d));
+		conf_format_duration(grace_ms, d, sizeof(d));
 		snprintf(note, cap, "released: node %s down for more than %s", node->id, d);
 		return true;
 	}

@@ -146,7 +146,4 @@ struct server;
 int server_gc_answer(struct server *s, const char *node_id, const struct model_node_alloc *allocs,
 		     size_t n, struct arena *a, struct server_gc_answer *out, struct err *e);
 
-/* A duration as Go prints it ("500ms", "2s", "1m30s", "5m0s", "1h0m0s") into buf. */
-void server_gc_duration(int64_t ms, char *buf, size_t cap);
-
 #endif

@@ -15,8 +15,8 @@
 
 #include <jansson.h>
 
-#include "server/server_gc.h"
 #include "util/clock.h"
+#include "util/conf.h"
 #include "util/log.h"
 
 /* How often a start re-reads after losing the race to write the record. */
@@ -46,6 +46,22 @@ static int64_t *server_install_at(struct server_install_settings *s, size_t i)
 static int64_t server_install_get(const struct server_install_settings *s, size_t i)
 {
 	return *(const int64_t *)((const char *)s + server_install_keys[i].off);
+}
+
+size_t server_install_nkeys(void)
+{
+	return SERVER_INSTALL_NKEYS;
+}
+
+const char *server_install_key(size_t i, bool *must_agree)
+{
+	*must_agree = server_install_keys[i].agree;
+	return server_install_keys[i].name;
+}
+
+int64_t server_install_value(const struct server_install_settings *set, size_t i)
+{
+	return server_install_get(set, i);
 }
 
 bool server_install_id_ok(const char *id)
@@ -139,8 +155,8 @@ int server_install_compare(const struct server_install_settings *stored,
 
 		if (have == mine)
 			continue;
-		server_gc_duration(mine, a, sizeof(a));
-		server_gc_duration(have, b, sizeof(b));
+		conf_format_duration(mine, a, sizeof(a));
+		conf_format_duration(have, b, sizeof(b));
 		if (!server_install_keys[i].agree) {
 			log_warn("msg=\"a cluster-wide setting differs from the installation's; "
 				 "the installation's is used\" key=%s this_server=%s "
@@ -277,8 +293,8 @@ static int server_install_agree(struct store *s, const struct server_install_opt
 
 			if (server_install_get(&out->set, i) == server_install_get(&ours, i))
 				continue;
-			server_gc_duration(server_install_get(&out->set, i), a, sizeof(a));
-			server_gc_duration(server_install_get(&ours, i), b, sizeof(b));
+			conf_format_duration(server_install_get(&out->set, i), a, sizeof(a));
+			conf_format_duration(server_install_get(&ours, i), b, sizeof(b));
 			log_warn("msg=\"cluster-wide setting changed (-update-settings)\" key=%s "
 				 "from=%s to=%s installation=%s",
 				 server_install_keys[i].name, a, b, out->id);

@@ -81,6 +81,15 @@ struct server_install_opts {
 /* Whether id is a valid cluster_id: 1 to SERVER_INSTALL_ID_MAX of [A-Za-z0-9._-]. */
 bool server_install_id_ok(const char *id);
 
+/*
+ * The settings one by one (GET /v1/status/installation): key i's name
+ * as the record and the config spell it, whether servers must agree on
+ * it, and its value in *set; i < server_install_nkeys().
+ */
+size_t server_install_nkeys(void);
+const char *server_install_key(size_t i, bool *must_agree);
+int64_t server_install_value(const struct server_install_settings *set, size_t i);
+
 /* Encodes a record into a new NUL-terminated *text (caller frees). */
 int server_install_encode(const struct server_install *in, char **text, size_t *len, struct err *e);
 /* Decodes a record; CSID_EPROTO with e saying what is wrong. */

@@ -145,3 +145,26 @@ int conf_data_dir(char **dir, size_t reserve, struct err *e)
 		return err_set(e, CSID_EINVAL, "data_dir: too long");
 	return 0;
 }
+
+void conf_format_duration(int64_t ms, char *buf, size_t cap)
+{
+	int64_t h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, rest = ms % 1000;
+	char frac[8] = "";
+
+	if (ms < 1000) {
+		snprintf(buf, cap, "%lldms", (long long)ms);
+		return;
+	}
+	if (rest) {
+		snprintf(frac, sizeof(frac), ".%03lld", (long long)rest);
+		for (size_t n = strlen(frac); n > 0 && frac[n - 1] == '0'; n--)
+			frac[n - 1] = '\0';
+	}
+	if (h)
+		snprintf(buf, cap, "%lldh%lldm%lld%ss", (long long)h, (long long)m, (long long)sec,
+			 frac);
+	else if (m)
+		snprintf(buf, cap, "%lldm%lld%ss", (long long)m, (long long)sec, frac);
+	else
+		snprintf(buf, cap, "%lld%ss", (long long)sec, frac);
+}

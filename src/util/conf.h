@@ -24,6 +24,8 @@
 bool conf_has_ctl(const char *s, size_t len);
 /* Parses "1h2m3s", "100ms", "1.5s" into milliseconds; -1 when invalid. */
 int64_t conf_parse_duration(const char *s);
+/* A duration as Go prints it ("500ms", "2s", "1m30s", "5m0s", "1h0m0s") into buf. */
+void conf_format_duration(int64_t ms, char *buf, size_t cap);
 /*
  * Checks that every key of obj is in allowed (NULL-terminated); path names
  * obj in the message. Returns 0 or CSID_EINVAL with e set.

@@ -118,22 +118,47 @@ static void etcd_write(struct fixture *f, const char *key, const char *value)
 	free(k);
 }
 
-/* `csictl server leader` against s prints want. */
-static void leader_shows(struct server_proc *s, const char *want)
+/* `csictl server <what>` against s prints want and, when not NULL, not lacks. */
+static void server_shows(struct server_proc *s, const char *what, const char *want,
+			 const char *lacks)
 {
 	struct csictl_runner rn = {.dir = s->dir, .deadline_ms = WAIT_MS};
 	struct csictl_run r;
 	char env[256];
 	char *envv[] = {env, NULL};
-	char *args[] = {"server", "leader", NULL};
+	char *args[] = {"server", (char *)what, NULL};
 
 	snprintf(env, sizeof(env), "CSID_ADDR=%s", s->base);
 	csictl_runner_run(&rn, &r, envv, args);
 	csictl_expect_ok(&r);
 	if (!strstr(r.out, want))
-		fail_msg("csictl server leader: \"%s\" lacks \"%s\"", r.out, want);
+		fail_msg("csictl server %s: \"%s\" lacks \"%s\"", what, r.out, want);
+	if (lacks && strstr(r.out, lacks))
+		fail_msg("csictl server %s: \"%s\" has \"%s\"", what, r.out, lacks);
 	csictl_runner_free(&rn, &r);
 	csictl_runner_cleanup(&rn);
+}
+
+/* GET /v1/status/installation of s: key's installation_ms and server_ms. */
+static void setting_is(struct server_proc *s, const char *key, json_int_t stored, json_int_t mine)
+{
+	json_t *doc = NULL, *x;
+	size_t i;
+	bool seen = false;
+
+	assert_int_equal(server_proc_http(s, "GET", "/v1/status/installation", NULL, &doc), 200);
+	assert_string_equal(json_string_value(json_object_get(doc, "installation")), "east");
+	json_array_foreach(json_object_get(doc, "settings"), i, x)
+	{
+		if (strcmp(json_string_value(json_object_get(x, "key")), key) != 0)
+			continue;
+		seen = true;
+		assert_int_equal(json_integer_value(json_object_get(x, "installation_ms")), stored);
+		assert_int_equal(json_integer_value(json_object_get(x, "server_ms")), mine);
+	}
+	assert_int_equal(json_array_size(json_object_get(doc, "settings")), 5);
+	assert_true(seen);
+	json_decref(doc);
 }
 
 static void test_ids_and_settings(void **state)
@@ -152,7 +177,9 @@ static void test_ids_and_settings(void **state)
 	assert_true(server_proc_log_has(a, "installation=east"));
 	assert_true(
 	    server_proc_wait_field(a, "/v1/status/leader", "installation", "east", WAIT_MS));
-	leader_shows(a, "Installation  east");
+	server_shows(a, "leader", "Installation  east", NULL);
+	setting_is(a, "node_grace", 300000, 300000);
+	server_shows(a, "installation", "node_ttl     30s", "(old)");
 	/* Pointed at another installation's prefix. */
 	config(f, b, PREFIX, "\"cluster_id\": \"west\",");
 	start_refused(b, other_id);
@@ -168,6 +195,12 @@ static void test_ids_and_settings(void **state)
 	config(f, b, PREFIX, "\"node_grace\": \"1m\",");
 	start_ok(b, update);
 	assert_true(server_proc_log_has(b, "key=node_grace from=5m0s to=1m0s"));
+	/* a still runs with the old grace until it restarts, and says so. */
+	setting_is(a, "node_grace", 60000, 300000);
+	setting_is(b, "node_grace", 60000, 60000);
+	server_shows(a, "installation", "5m0s (old)", NULL);
+	server_shows(a, "installation", "restart it with the new config", NULL);
+	server_shows(b, "installation", "node_grace   1m0s", "(old)");
 	assert_int_not_equal(server_proc_stop(a, SIGTERM, WAIT_MS), -1);
 	start_refused(a, old_grace);
 }

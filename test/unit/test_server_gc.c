@@ -33,6 +33,7 @@
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/clock.h"
+#include "util/conf.h"
 
 #define T_PLUGIN "ctl.csi"
 #define T_WALL 1700000000000LL
@@ -489,17 +490,17 @@ static void test_verdict_and_duration(void **state)
 	assert_false(server_gc_verdict("v", &c, &n, 2000, 1000, note, sizeof(note)));
 	assert_true(server_gc_verdict("v", &c, &n, 2001, 1000, note, sizeof(note)));
 	assert_string_equal(note, "released: node n1 down for more than 1s");
-	server_gc_duration(500, d, sizeof(d));
+	conf_format_duration(500, d, sizeof(d));
 	assert_string_equal(d, "500ms");
-	server_gc_duration(2000, d, sizeof(d));
+	conf_format_duration(2000, d, sizeof(d));
 	assert_string_equal(d, "2s");
-	server_gc_duration(1500, d, sizeof(d));
+	conf_format_duration(1500, d, sizeof(d));
 	assert_string_equal(d, "1.5s");
-	server_gc_duration(90000, d, sizeof(d));
+	conf_format_duration(90000, d, sizeof(d));
 	assert_string_equal(d, "1m30s");
-	server_gc_duration(300000, d, sizeof(d));
+	conf_format_duration(300000, d, sizeof(d));
 	assert_string_equal(d, "5m0s");
-	server_gc_duration(3600000, d, sizeof(d));
+	conf_format_duration(3600000, d, sizeof(d));
 	assert_string_equal(d, "1h0m0s");
 }
 

@@ -72,6 +72,9 @@ const struct csictl_cmd csictl_cmds[] = {
      "Lists every server with its address, start time, the node heartbeats it took in its "
      "last member record, and which one leads (runs the reconciler and node liveness)."},
     {"server leader", NULL, "", "Shows who leads, since when, and this server's ID."},
+    {"server installation", NULL, "",
+     "Shows the installation's ID and its cluster-wide settings beside those this server runs "
+     "with."},
     {"agent", NULL, CSICTL_AGENT_COMMON,
      "Drives a csid agent directly: its plugins and mounts (-address, default "
      "$CSID_AGENT_ADDR)."},

@@ -1,7 +1,9 @@
 /*
- * `csictl server members` and `csictl server leader`: the servers of an
- * installation (those sharing one etcd store; a server on its own store
- * is its only member), which one leads, and since when.
+ * `csictl server members`, `csictl server leader` and `csictl server
+ * installation`: the servers of an installation (those sharing one etcd
+ * store; a server on its own store is its only member), which one leads
+ * and since when, and the cluster-wide settings as the installation
+ * record has them beside those the answering server runs with.
  */
 #include <stdint.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include "csictl_csi.h"
 #include "csictl_out.h"
 #include "csictl_server.h"
+#include "util/conf.h"
 
 /* A wall-clock time in ms as UTC RFC 3339, or "-". */
 static const char *members_time(const json_t *o, const char *key, char *buf, size_t len)
@@ -80,6 +83,47 @@ static int members_render_leader(const json_t *j, FILE *out)
 	return 0;
 }
 
+static int members_render_installation(const json_t *j, FILE *out)
+{
+	static const char *const hdr[] = {"SETTING", "INSTALLATION", "THIS SERVER", "RULE"};
+	struct csictl_table *t = csictl_table_new(4, hdr);
+	const json_t *x;
+	bool stale = false;
+	char when[64];
+	size_t i;
+
+	if (!t)
+		return CSICTL_EXIT_FAIL;
+	fprintf(out, "Installation  %s\n", members_str(j, "installation"));
+	fprintf(out, "Created       %s\n", members_time(j, "created_ms", when, sizeof(when)));
+	fprintf(out, "This server   %s\n\n", members_str(j, "server_id"));
+	json_array_foreach(json_object_get(j, "settings"), i, x)
+	{
+		json_int_t have = json_integer_value(json_object_get(x, "installation_ms"));
+		json_int_t mine = json_integer_value(json_object_get(x, "server_ms"));
+		char a[32], b[40];
+
+		conf_format_duration(have, a, sizeof(a));
+		conf_format_duration(mine, b, sizeof(b));
+		if (have != mine) {
+			stale = true;
+			strncat(b, " (old)", sizeof(b) - strlen(b) - 1);
+		}
+		csictl_table_addv(t, members_str(x, "key"), a, b,
+				  json_is_true(json_object_get(x, "must_agree"))
+				      ? "every server the same"
+				      : "the installation's is used");
+	}
+	csictl_table_print(t, out);
+	csictl_table_free(t);
+	if (stale)
+		fprintf(out,
+			"\nThis server still runs with settings the installation no longer has "
+			"(another server was started with -update-settings): restart it with "
+			"the new config.\n");
+	return 0;
+}
+
 int csictl_members_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct csictl_server_opts o;
@@ -95,5 +139,8 @@ int csictl_members_main(int argc, char **argv, FILE *out, FILE *err)
 	if (s.args.n == 1 && strcmp(s.args.v[0], "leader") == 0)
 		return csictl_server_request(&s, "GET", "/v1/status/leader", NULL,
 					     members_render_leader, NULL);
-	return csictl_server_usage(&s, "usage: csictl server members|leader");
+	if (s.args.n == 1 && strcmp(s.args.v[0], "installation") == 0)
+		return csictl_server_request(&s, "GET", "/v1/status/installation", NULL,
+					     members_render_installation, NULL);
+	return csictl_server_usage(&s, "usage: csictl server members|leader|installation");
 }
