@@ -2,7 +2,9 @@
  * Unit tests of the agent's dynamic plugin registry (src/plugins/registry.c)
  * and of its local state helper (src/store/agent_db.c): precedence of
  * instances, monoliths, events per type, persistence and restore, pruning
- * of dead restored instances, bad input, schema migrations.
+ * of dead restored instances, bad input, schema migrations, and the
+ * database file being one process's (its connections share it, another
+ * process is refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +24,8 @@
 #include "util/clock.h"
 
 #define TEST_EVENTS_MAX 64
+
+extern char **environ;
 
 struct test_events {
 	struct registry *r; /* to read the registry from the callback */
@@ -464,6 +470,75 @@ static void test_db_open_errors(void **state)
 	assert_int_equal(agent_db_err(SQLITE_OK), 0);
 }
 
+static int test_count_rows(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/*
+ * The other process of test_db_one_process (this program run again with
+ * --open-db PATH): exits 0 when opening PATH is refused as it should be.
+ */
+static int test_open_other(const char *path)
+{
+	sqlite3 *db = NULL;
+	struct err e;
+	int rc = agent_db_open(path, &db, &e);
+
+	agent_db_close(db);
+	if (rc == CSID_EUNAVAIL && strstr(e.msg, "locked") && strstr(e.msg, path))
+		return 0;
+	fprintf(stderr, "second process: rc=%d %s\n", rc, rc ? e.msg : "opened");
+	return 1;
+}
+
+/*
+ * The file is the process's: a second connection of the same process reads
+ * while the first has a write open, and another process is refused with a
+ * clear error.
+ */
+static void test_db_one_process(void **state)
+{
+	struct test_ctx *t = *state;
+	char p[160], self[] = "/proc/self/exe", flag[] = "--open-db";
+	char *argv[] = {self, flag, p, NULL};
+	sqlite3 *w = NULL, *r = NULL;
+	int status = -1;
+	struct err e;
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%s/excl.db", t->dir);
+	assert_int_equal(agent_db_open(p, &w, &e), 0);
+	assert_int_equal(agent_db_open(p, &r, &e), 0);
+	assert_int_equal(agent_db_exec(w, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", &e), 0);
+	assert_int_equal(test_count_rows(r), 1);
+	/* A write under way does not stop the other connection's reads. */
+	assert_int_equal(agent_db_exec(w, "BEGIN IMMEDIATE; INSERT INTO t VALUES (2)", &e), 0);
+	assert_int_equal(test_count_rows(r), 1);
+	assert_int_equal(agent_db_exec(w, "COMMIT", &e), 0);
+	assert_int_equal(test_count_rows(r), 2);
+	assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* Once every connection of this process is closed, the file is free again. */
+	agent_db_close(r);
+	agent_db_close(w);
+	assert_int_equal(agent_db_open(p, &w, &e), 0);
+	assert_int_equal(test_count_rows(w), 2);
+	agent_db_close(w);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/excl.db-wal", t->dir);
+	unlink(p);
+}
+
 struct test_thread_arg {
 	struct registry *r;
 	int id;
@@ -537,7 +612,7 @@ static void test_concurrent(void **state)
 	registry_unsubscribe(t->r, id);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_newest_wins, test_setup, test_teardown),
@@ -554,8 +629,12 @@ int main(void)
 					    test_teardown),
 	    cmocka_unit_test_setup_teardown(test_db_migrate, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_db_open_errors, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_one_process, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent, test_setup, test_teardown),
 	};
+
+	if (argc == 3 && strcmp(argv[1], "--open-db") == 0)
+		return test_open_other(argv[2]);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
