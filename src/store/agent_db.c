@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "store/store_sqlite_vfs.h"
+
 #define AGENT_DB_MODULE_MAX 64
 /* SQLite's unix VFS that holds the file's lock for the whole process. */
 #define AGENT_DB_VFS "unix-excl"
@@ -74,7 +76,7 @@ int agent_db_open(const char *path, sqlite3 **out, struct err *e)
 	 */
 	rc = sqlite3_open_v2(path, &db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-			     AGENT_DB_VFS);
+			     store_sqlite_vfs_excl() ? store_sqlite_vfs_excl() : AGENT_DB_VFS);
 	if (rc != SQLITE_OK) {
 		code = err_set(e, agent_db_err(rc) ? agent_db_err(rc) : CSID_EIO, "agent db %s: %s",
 			       path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
