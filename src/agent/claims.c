@@ -307,11 +307,12 @@ static void claims_expand_after_mount(struct claims *c, const char *vol,
 /*
  * Mounts volume v (published as v->pub, may be NULL) for alloc with st's
  * secrets, with the capability of the publication, else the claim's
- * (cl); fills res.
+ * (cl); fills res, and *had_record as mounter_request.had_record says.
  */
 static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 			   const struct claims_mount_result *cl, const struct claims_answer *v,
-			   const struct claims_stage *st, struct mounter_result *res, struct err *e)
+			   const struct claims_stage *st, struct mounter_result *res,
+			   int *had_record, struct err *e)
 {
 	const char *access = cl->access_mode, *attach = cl->attachment_mode;
 	const struct claims_answer_pub *pub = v->pub;
@@ -340,6 +341,7 @@ static int claims_do_mount(struct claims *c, const char *vol, const char *alloc,
 	req.n_volume_context = v->n_context;
 	/* A mount of the claim flow, unmounted if its claim is released (claims_orphans.c). */
 	req.claimed = true;
+	req.had_record = had_record;
 	if ((rc = mount_access_parse(access, &req.usage.access, e)) ||
 	    (rc = mount_attachment_parse(*attach ? attach : "file-system", &req.usage.attachment,
 					 e)))
@@ -586,7 +588,7 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	const struct claims_stage *st = NULL;
 	struct claims_answer *v = NULL;
 	bool claimed = false, published = false;
-	int rc = CSID_EUNIMPL;
+	int rc = CSID_EUNIMPL, had_record = -1;
 
 	if (!__atomic_load_n(&c->old_server, __ATOMIC_ACQUIRE))
 		rc = claims_claim_wait(c, r, out, &v, e);
@@ -598,8 +600,7 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 		err_wrap(e, "claim %s for %s", vol, alloc);
 		goto out;
 	}
-	/* A failure from here on releases the claim, unless an earlier mount holds it. */
-	claimed = !claims_mounted_before(c, vol, alloc);
+	claimed = true;
 	log_info("msg=\"volume claimed\" volume=%s alloc=%s node=%s", vol, alloc, c->node);
 	if (v->waited && (rc = claims_claim_taken(v, out, &published, e)))
 		goto out;
@@ -618,7 +619,7 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = claims_do_mount(c, vol, alloc, out, v, st, res, e)))
+	if ((rc = claims_do_mount(c, vol, alloc, out, v, st, res, &had_record, e)))
 		goto out;
 	if (owner && (rc = claims_owner_record(c, vol, alloc, owner, e))) {
 		err_wrap(e, "mounted, but its owner is not recorded");
@@ -628,7 +629,13 @@ static int claims_mount_held(struct claims *c, const struct claims_mount_req *r,
 	snprintf(out->source, sizeof(out->source), "%s", res->source);
 	out->is_device = res->is_device;
 out:
-	if (rc && claimed)
+	/*
+	 * A failure after the claim releases it, unless an earlier mount holds
+	 * it: the mounter said whether one was recorded as it began, else
+	 * (it failed before reading that, or was never reached) the store says.
+	 */
+	if (rc && claimed &&
+	    (had_record == 0 || (had_record < 0 && !claims_mounted_before(c, vol, alloc))))
 		claims_mount_rollback(c, vol, alloc, e);
 	claims_stage_free(own);
 	free(res);

@@ -821,6 +821,8 @@ int mounter_mount(struct mounter *m, const struct mounter_plugin *p,
 		rc = mounter_check_same_volume(m, req, &r, e);
 	if (rc != 0)
 		goto out;
+	if (req->had_record != NULL)
+		*req->had_record = r != NULL;
 	if (r != NULL && r->state == MOUNT_STATE_PUBLISHED) {
 		if (!mounter_same_usage(r, req)) {
 			rc = err_set(e, CSID_ECONFLICT,

@@ -76,6 +76,13 @@ struct mounter_request {
 	 * (mount_record.claimed); a repeated mount sets the mark to this.
 	 */
 	bool claimed;
+	/*
+	 * Optional, out: set to 1 when the allocation already had a record of
+	 * the volume as the mount began (an earlier mount, which a failure of
+	 * this one leaves to its owner), 0 when it had none; untouched when
+	 * the mount failed before it read that.
+	 */
+	int *had_record;
 };
 
 struct mounter_result {

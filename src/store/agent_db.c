@@ -8,7 +8,11 @@
 
 #include <string.h>
 
+#include "store/store_sqlite_vfs.h"
+
 #define AGENT_DB_MODULE_MAX 64
+/* SQLite's unix VFS that holds the file's lock for the whole process. */
+#define AGENT_DB_VFS "unix-excl"
 
 int agent_db_err(int rc)
 {
@@ -62,8 +66,17 @@ int agent_db_open(const char *path, sqlite3 **out, struct err *e)
 	*out = NULL;
 	if (path == NULL || path[0] == '\0')
 		return err_set(e, CSID_EINVAL, "agent db: empty path");
-	rc = sqlite3_open_v2(
-	    path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+	/*
+	 * unix-excl: the first connection takes one POSIX lock on the file for
+	 * the process and keeps it; from then on the connections of this
+	 * process lock one another in memory only (no fcntl per transaction),
+	 * and the WAL index is heap memory they share (no -shm file, no fcntl
+	 * on it), so a reader still reads while another connection writes.
+	 * Another process cannot open the file while this one has it open.
+	 */
+	rc = sqlite3_open_v2(path, &db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+			     store_sqlite_vfs_excl() ? store_sqlite_vfs_excl() : AGENT_DB_VFS);
 	if (rc != SQLITE_OK) {
 		code = err_set(e, agent_db_err(rc) ? agent_db_err(rc) : CSID_EIO, "agent db %s: %s",
 			       path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
@@ -85,6 +98,13 @@ int agent_db_open(const char *path, sqlite3 **out, struct err *e)
 			   "PRAGMA synchronous=NORMAL;"
 			   "PRAGMA foreign_keys=ON;",
 			   e);
+	if (rc == CSID_EABORTED) {
+		code = err_set(e, CSID_EUNAVAIL,
+			       "agent db %s: locked, another process has it open (another agent on "
+			       "this data_dir?)",
+			       path);
+		goto fail;
+	}
 	if (rc < 0) {
 		code = rc;
 		err_wrap(e, "agent db %s", path);

@@ -25,9 +25,13 @@
 /*
  * Opens (creating it if needed) the SQLite database at path, with
  * journal_mode=WAL, synchronous=NORMAL, busy_timeout and foreign keys on.
- * path may be ":memory:" (a private in-memory database, for tests).
- * Returns 0 and *out (close it with agent_db_close), or CSID_EIO /
- * CSID_EINVAL / CSID_ENOMEM with e naming the path and SQLite's message.
+ * The file is this process's while any of its connections is open: the
+ * process's connections share it (readers read while one writes), and
+ * another process is refused with CSID_EUNAVAIL ("locked") after the busy
+ * timeout. path may be ":memory:" (a private in-memory database, for
+ * tests). Returns 0 and *out (close it with agent_db_close), or CSID_EIO /
+ * CSID_EINVAL / CSID_ENOMEM / CSID_EUNAVAIL with e naming the path and
+ * SQLite's message.
  */
 int agent_db_open(const char *path, sqlite3 **out, struct err *e);
 

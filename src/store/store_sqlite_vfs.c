@@ -16,6 +16,9 @@
  * write that is not at the end (a frame rewritten in place, or its
  * header's checksum) goes straight to the file, so SQLite never sees the
  * difference. Other files (the database) are passed through.
+ *
+ * Two such VFSes: over SQLite's default one (the server's store), and
+ * over its "unix-excl" one (the agent's database, agent_db.c).
  */
 #include "store/store_sqlite_vfs.h"
 
@@ -46,10 +49,20 @@ struct sv_file {
 	sqlite3_int64 end; /* where the WAL's next frame goes; -1: not known yet */
 };
 
-static sqlite3_vfs *sv_real_vfs;
-static sqlite3_vfs sv_vfs;
+/* One of our VFSes: first, so that SQLite's pointer to it is a pointer to this. */
+struct sv_base {
+	sqlite3_vfs vfs;
+	const char *real_name; /* the VFS wrapped, NULL: the default */
+	sqlite3_vfs *real;
+	int registered;
+};
+
+static struct sv_base sv_bases[] = {
+    {.real_name = NULL, .registered = SQLITE_ERROR},
+    {.real_name = "unix-excl", .registered = SQLITE_ERROR},
+};
+static const char *const sv_names[] = {SV_NAME, SV_NAME "-excl"};
 static pthread_once_t sv_once = PTHREAD_ONCE_INIT;
-static int sv_registered = SQLITE_ERROR;
 
 /* Writes the gathered bytes. */
 static int sv_flush(struct sv_file *f)
@@ -96,11 +109,14 @@ static bool sv_commit_header(const void *bytes, int n, sqlite3_int64 off)
  * or the header of a WAL started again at 0), rather than rewriting a
  * frame already there (SQLite rewrites a page written twice in one
  * transaction in place, and then the checksums of the frame headers
- * after it, the commit's among them).
+ * after it, the commit's among them: always frames this file wrote in
+ * the same transaction, so before its end). Past the end this file knows
+ * is an append too: another connection of the process (the agent's
+ * database has several) wrote the frames in between.
  */
 static bool sv_appends(const struct sv_file *f, sqlite3_int64 off)
 {
-	return off == 0 || f->end < 0 || off == f->end;
+	return off == 0 || f->end < 0 || off >= f->end;
 }
 
 static int sv_write(sqlite3_file *file, const void *bytes, int n, sqlite3_int64 off)
@@ -276,12 +292,12 @@ static int sv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int f
 		   int *out_flags)
 {
 	struct sv_file *f = (struct sv_file *)file;
+	sqlite3_vfs *real = ((struct sv_base *)vfs)->real;
 	int rc;
 
-	(void)vfs;
 	memset(f, 0, sizeof(*f));
 	f->real = (sqlite3_file *)(f + 1);
-	rc = sv_real_vfs->xOpen(sv_real_vfs, name, f->real, flags, out_flags);
+	rc = real->xOpen(real, name, f->real, flags, out_flags);
 	/* The default VFS's files are of version 3: ours forwards all of it. */
 	if (rc != SQLITE_OK || f->real->pMethods == NULL || f->real->pMethods->iVersion < 3) {
 		if (rc == SQLITE_OK && f->real->pMethods != NULL)
@@ -297,19 +313,29 @@ static int sv_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int f
 
 static void sv_register(void)
 {
-	sv_real_vfs = sqlite3_vfs_find(NULL);
-	if (sv_real_vfs == NULL)
-		return;
-	sv_vfs = *sv_real_vfs;
-	sv_vfs.pNext = NULL;
-	sv_vfs.zName = SV_NAME;
-	sv_vfs.szOsFile = (int)sizeof(struct sv_file) + sv_real_vfs->szOsFile;
-	sv_vfs.xOpen = sv_open;
-	sv_registered = sqlite3_vfs_register(&sv_vfs, 0);
+	for (size_t i = 0; i < sizeof(sv_bases) / sizeof(sv_bases[0]); i++) {
+		struct sv_base *b = &sv_bases[i];
+
+		b->real = sqlite3_vfs_find(b->real_name);
+		if (b->real == NULL)
+			continue;
+		b->vfs = *b->real;
+		b->vfs.pNext = NULL;
+		b->vfs.zName = sv_names[i];
+		b->vfs.szOsFile = (int)sizeof(struct sv_file) + b->real->szOsFile;
+		b->vfs.xOpen = sv_open;
+		b->registered = sqlite3_vfs_register(&b->vfs, 0);
+	}
 }
 
 const char *store_sqlite_vfs(void)
 {
 	pthread_once(&sv_once, sv_register);
-	return sv_registered == SQLITE_OK ? SV_NAME : NULL;
+	return sv_bases[0].registered == SQLITE_OK ? sv_names[0] : NULL;
+}
+
+const char *store_sqlite_vfs_excl(void)
+{
+	pthread_once(&sv_once, sv_register);
+	return sv_bases[1].registered == SQLITE_OK ? sv_names[1] : NULL;
 }

@@ -225,7 +225,11 @@ static void test_hanging_plugin(void **state)
 	assert_int_equal(agent_proc_mounts_under(a->data_dir), 0);
 }
 
-/* The command line and the config file: clear errors, exit status 2, nothing started. */
+/*
+ * The command line and the config file: clear errors, exit status 2,
+ * nothing started; a second agent on the data_dir of a running one is
+ * refused, and the running one keeps serving.
+ */
 static void test_bad_command_lines(void **state)
 {
 	struct agent_proc *a = *state;
@@ -237,6 +241,7 @@ static void test_bad_command_lines(void **state)
 	const char *missing[] = {"agent", "-config", "/nonexistent/agent.json", NULL};
 	const char *badcfg[] = {"agent", "-config", cfg, NULL};
 	const char *level[] = {"agent", "-data-dir", "/tmp/x", "-log-level", "loud", NULL};
+	const char *second[] = {"agent", "-config", a->config, NULL};
 
 	assert_int_equal(agent_proc_run_csid(help, out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "usage: csid"));
@@ -262,6 +267,9 @@ static void test_bad_command_lines(void **state)
 	}
 	assert_int_equal(agent_proc_run_csid(badcfg, out, sizeof(out)), 2);
 	assert_non_null(strstr(out, "plugins[0].id"));
+	/* A second agent on the running one's data_dir (and database): refused, at once. */
+	assert_int_not_equal(agent_proc_run_csid(second, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "another agent is running on it"));
 	/* The running agent was not disturbed. */
 	assert_int_equal(agent_proc_http(a, "GET", "/v1/agent/self", NULL, NULL), 200);
 }

@@ -889,6 +889,30 @@ static void test_repeat_mount_failure_keeps_mount(void **state)
 	mt_check(&t->env, true);
 }
 
+/*
+ * A repeat that the mounter refuses (another usage of the mounted volume):
+ * the mounter saw the earlier mount's record, so the claim and the mount
+ * are left to it, with no second read of the store.
+ */
+static void test_repeat_refused_by_mounter_keeps_claim(void **state)
+{
+	struct ct *t = *state;
+	struct claims_mount_req req = {.volume_id = "vol-1", .alloc_id = "alloc-1"};
+	struct claims_mount_result res;
+	struct err e;
+
+	assert_int_equal(ct_mount(t, "alloc-1", &res, &e), 0);
+	req.read_only = true;
+	err_clear(&e);
+	assert_int_equal(claims_mount(t->c, &req, &res, &e), CSID_ECONFLICT);
+	assert_non_null(strstr(e.msg, "already has volume vol-1 mounted with another usage"));
+	assert_null(strstr(e.msg, "release"));
+	assert_true(ct_mounted(t, "vol-1", "alloc-1"));
+	assert_true(claims_fake_claimed(&t->fake, "vol-1", "alloc-1"));
+	assert_int_equal(t->fake.releases, 0);
+	mt_check(&t->env, true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +930,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mount_failure_release_retried, ct_setup,
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_repeat_mount_failure_keeps_mount, ct_setup,
+					    ct_teardown),
+	    cmocka_unit_test_setup_teardown(test_repeat_refused_by_mounter_keeps_claim, ct_setup,
 					    ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_release_backoff, ct_setup, ct_teardown),
 	    cmocka_unit_test_setup_teardown(test_released_while_away, ct_setup, ct_teardown),

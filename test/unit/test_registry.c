@@ -2,7 +2,9 @@
  * Unit tests of the agent's dynamic plugin registry (src/plugins/registry.c)
  * and of its local state helper (src/store/agent_db.c): precedence of
  * instances, monoliths, events per type, persistence and restore, pruning
- * of dead restored instances, bad input, schema migrations.
+ * of dead restored instances, bad input, schema migrations, and the
+ * database file being one process's (its connections share it, another
+ * process is refused).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +24,8 @@
 #include "util/clock.h"
 
 #define TEST_EVENTS_MAX 64
+
+extern char **environ;
 
 struct test_events {
 	struct registry *r; /* to read the registry from the callback */
@@ -464,6 +470,135 @@ static void test_db_open_errors(void **state)
 	assert_int_equal(agent_db_err(SQLITE_OK), 0);
 }
 
+static int test_count_rows_of(sqlite3 *db, const char *table)
+{
+	sqlite3_stmt *st = NULL;
+	char sql[64];
+	int n = -1;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+static int test_count_rows(sqlite3 *db)
+{
+	return test_count_rows_of(db, "t");
+}
+
+/*
+ * The other process of test_db_one_process (this program run again with
+ * --open-db PATH): exits 0 when opening PATH is refused as it should be.
+ */
+static int test_open_other(const char *path)
+{
+	sqlite3 *db = NULL;
+	struct err e;
+	int rc = agent_db_open(path, &db, &e);
+
+	agent_db_close(db);
+	if (rc == CSID_EUNAVAIL && strstr(e.msg, "locked") && strstr(e.msg, path))
+		return 0;
+	fprintf(stderr, "second process: rc=%d %s\n", rc, rc ? e.msg : "opened");
+	return 1;
+}
+
+/*
+ * The file is the process's: a second connection of the same process reads
+ * while the first has a write open, and another process is refused with a
+ * clear error.
+ */
+static void test_db_one_process(void **state)
+{
+	struct test_ctx *t = *state;
+	char p[160], self[] = "/proc/self/exe", flag[] = "--open-db";
+	char *argv[] = {self, flag, p, NULL};
+	sqlite3 *w = NULL, *r = NULL;
+	int status = -1;
+	struct err e;
+	pid_t pid;
+
+	snprintf(p, sizeof(p), "%s/excl.db", t->dir);
+	assert_int_equal(agent_db_open(p, &w, &e), 0);
+	assert_int_equal(agent_db_open(p, &r, &e), 0);
+	assert_int_equal(agent_db_exec(w, "CREATE TABLE t(x); INSERT INTO t VALUES (1)", &e), 0);
+	assert_int_equal(test_count_rows(r), 1);
+	/* A write under way does not stop the other connection's reads. */
+	assert_int_equal(agent_db_exec(w, "BEGIN IMMEDIATE; INSERT INTO t VALUES (2)", &e), 0);
+	assert_int_equal(test_count_rows(r), 1);
+	assert_int_equal(agent_db_exec(w, "COMMIT", &e), 0);
+	assert_int_equal(test_count_rows(r), 2);
+	assert_int_equal(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* Once every connection of this process is closed, the file is free again. */
+	agent_db_close(r);
+	agent_db_close(w);
+	assert_int_equal(agent_db_open(p, &w, &e), 0);
+	assert_int_equal(test_count_rows(w), 2);
+	agent_db_close(w);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/excl.db-wal", t->dir);
+	unlink(p);
+}
+
+static void test_text(sqlite3 *db, const char *sql, const char *want)
+{
+	sqlite3_stmt *st = NULL;
+
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), want);
+	sqlite3_finalize(st);
+}
+
+/*
+ * Two connections of the process take turns writing transactions of
+ * several pages into the same WAL (each file's gathered frames follow the
+ * other's; a page written twice in one transaction is rewritten in place;
+ * checkpoints start the WAL again): every row is there, and the file is
+ * sound, after both are closed and it is opened again.
+ */
+static void test_db_connections_share_wal(void **state)
+{
+	struct test_ctx *t = *state;
+	char p[160], sql[160];
+	sqlite3 *c[2] = {NULL, NULL};
+	struct err e;
+
+	snprintf(p, sizeof(p), "%s/shared.db", t->dir);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(agent_db_open(p, &c[i], &e), 0);
+	assert_int_equal(agent_db_exec(c[0], "CREATE TABLE b(k INTEGER PRIMARY KEY, v BLOB)", &e),
+			 0);
+	for (int k = 0; k < 300; k++) {
+		sqlite3 *db = c[k % 2];
+
+		snprintf(sql, sizeof(sql),
+			 "BEGIN; INSERT INTO b VALUES (%d, randomblob(%d));"
+			 "UPDATE b SET v = randomblob(3000) WHERE k = %d; COMMIT",
+			 k, 2000 + (k % 7) * 1000, k / 2);
+		assert_int_equal(agent_db_exec(db, sql, &e), 0);
+		if (k % 50 == 49)
+			assert_int_equal(agent_db_exec(db, "PRAGMA wal_checkpoint(RESTART)", &e),
+					 0);
+		assert_int_equal(test_count_rows_of(c[(k + 1) % 2], "b"), k + 1);
+	}
+	for (int i = 0; i < 2; i++)
+		agent_db_close(c[i]);
+	assert_int_equal(agent_db_open(p, &c[0], &e), 0);
+	assert_int_equal(test_count_rows_of(c[0], "b"), 300);
+	test_text(c[0], "PRAGMA integrity_check", "ok");
+	agent_db_close(c[0]);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/shared.db-wal", t->dir);
+	unlink(p);
+}
+
 struct test_thread_arg {
 	struct registry *r;
 	int id;
@@ -537,7 +672,7 @@ static void test_concurrent(void **state)
 	registry_unsubscribe(t->r, id);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_newest_wins, test_setup, test_teardown),
@@ -554,8 +689,14 @@ int main(void)
 					    test_teardown),
 	    cmocka_unit_test_setup_teardown(test_db_migrate, test_setup, test_teardown),
 	    cmocka_unit_test_setup_teardown(test_db_open_errors, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_one_process, test_setup, test_teardown),
+	    cmocka_unit_test_setup_teardown(test_db_connections_share_wal, test_setup,
+					    test_teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent, test_setup, test_teardown),
 	};
+
+	if (argc == 3 && strcmp(argv[1], "--open-db") == 0)
+		return test_open_other(argv[2]);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
