@@ -603,8 +603,11 @@ static void http_notify_conn(void *cls, struct MHD_Connection *c, void **socket_
 	struct http_server *s = cls;
 	const union MHD_ConnectionInfo *ci;
 
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		http_peers_closed(s, *socket_ctx);
 	if (code != MHD_CONNECTION_NOTIFY_STARTED)
 		return;
+	http_peers_started(s, c, socket_ctx);
 	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
 				  (unsigned)s->cfg.limits.header_timeout_s);
 	/*
@@ -832,6 +835,7 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		return err_set(e, CSID_ENOMEM, "out of memory");
 	s->cfg = *cfg;
 	pthread_mutex_init(&s->log_mu, NULL);
+	http_peers_init(&s->peers);
 	http_limits_fill(&s->cfg.limits, cfg->threaded);
 	s->name = http_dup(cfg->name ? cfg->name : "api");
 	s->socket_path = http_dup(cfg->socket_path);
@@ -909,6 +913,7 @@ void http_server_stop(struct http_server *s)
 	if (s->tcp_daemon)
 		MHD_stop_daemon(s->tcp_daemon);
 	http_work_free(s);
+	http_peers_fini(&s->peers);
 	pthread_mutex_destroy(&s->log_mu);
 	http_free_pem(s->tls_cert);
 	http_free_pem(s->tls_key);

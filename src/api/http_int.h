@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "api/http.h"
 
@@ -92,6 +93,20 @@ struct http_work {
 	uint64_t mark;
 };
 
+/* Connections per local process on the unix socket (http_peers.c). */
+struct http_peer {
+	pid_t pid;
+	unsigned n;
+};
+
+struct http_peers {
+	pthread_mutex_t mu;
+	struct http_peer *v;
+	size_t n, cap;
+	int64_t warned_s; /* the second of the last warning */
+	unsigned long refused; /* connections closed since that warning */
+};
+
 struct http_server {
 	struct http_server_config cfg;
 	char *name;
@@ -107,7 +122,20 @@ struct http_server {
 	int64_t log_second;
 	unsigned log_lines;
 	unsigned long log_dropped;
+	struct http_peers peers;
 };
+
+void http_peers_init(struct http_peers *p);
+/* After the daemons stopped. */
+void http_peers_fini(struct http_peers *p);
+/*
+ * libmicrohttpd's connection notices: a new unix-socket connection is
+ * counted by its process and shut at once past limits.per_client
+ * (*socket_ctx then keeps the process for the close); the close takes
+ * it away again.
+ */
+void http_peers_started(struct http_server *s, struct MHD_Connection *c, void **socket_ctx);
+void http_peers_closed(struct http_server *s, void *socket_ctx);
 
 /* A listening unix socket at path (http_listen.c); returns the fd or a code with e set. */
 int http_listen_unix(const char *name, const char *path, struct err *e);
