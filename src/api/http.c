@@ -236,10 +236,15 @@ static bool http_at_once(struct http_server *s, struct http_conn *hc)
 void http_run(struct http_server *s, struct http_conn *hc)
 {
 	struct http_request req = http_request_of(hc);
+	int rc;
 
 	memset(&hc->rep, 0, sizeof(hc->rep));
 	err_clear(&hc->e);
-	hc->rc = s->cfg.handler(s->cfg.ctx, &req, &hc->rep, &hc->e);
+	rc = s->cfg.handler(s->cfg.ctx, &req, &hc->rep, &hc->e);
+	/* Answered while it ran: hc is the I/O thread's now (it may be freed). */
+	if (http_work_answered())
+		return;
+	hc->rc = rc;
 	if (hc->rc && hc->rc != HTTP_METHOD_NOT_ALLOWED)
 		http_reply_drop(&hc->rep);
 }

@@ -143,6 +143,16 @@ int http_wait(const struct http_request *r, int64_t deadline_ms);
 int http_wait_polled(const struct http_request *r, int64_t deadline_ms);
 /* A value the handler keeps across the runs of a parked request (0 at the first run). */
 uint64_t *http_request_memo(const struct http_request *r);
+/*
+ * Sends the answer now, as if the handler had returned 0 with its reply
+ * as filled so far, while the handler goes on with work the answer need
+ * not wait for. Returns true when it was sent: from then on the handler
+ * must not touch r, its reply nor its err (they belong to the I/O thread,
+ * which may free them), and what it returns is dropped. Returns false,
+ * changing nothing, when it cannot: the handler does not run on a worker
+ * (a threaded listener, an at_once request), or it answered already.
+ */
+bool http_answer_now(const struct http_request *r);
 
 /*
  * Answers one request: returns 0 with rep filled, HTTP_METHOD_NOT_ALLOWED,

@@ -149,6 +149,8 @@ void http_free_pem(char *p);
 
 /* Runs the handler of hc on the calling worker (http.c). */
 void http_run(struct http_server *s, struct http_conn *hc);
+/* Whether the request the calling worker runs was answered while it ran (http_answer_now). */
+bool http_work_answered(void);
 
 /* Starts the workers and the wake thread. Returns 0 or a code with e set. */
 int http_work_start(struct http_server *s, struct err *e);

@@ -34,6 +34,14 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/*
+ * The request this worker thread runs now (NULL: none, or not a worker
+ * thread), its server, and whether http_answer_now sent its answer.
+ */
+static _Thread_local struct http_conn *http_work_hc;
+static _Thread_local struct http_server *http_work_srv;
+static _Thread_local bool http_work_sent;
+
 /* The longest time between two rounds of wake-ups caused by changes (ms). */
 #define HTTP_WAKE_GAP_MS 50
 /* The gap after a round, per parked request it ran again (us). */
@@ -101,8 +109,15 @@ static void *http_work_worker(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		if (s->cfg.wake)
 			hc->seen = s->cfg.wake(s->cfg.wake_ctx, 0, 0);
+		http_work_hc = hc;
+		http_work_srv = s;
+		http_work_sent = false;
 		http_run(s, hc);
+		http_work_hc = NULL;
 		pthread_mutex_lock(&w->mu);
+		/* Answered while it ran (http_answer_now): hc is the I/O thread's now. */
+		if (http_work_sent)
+			continue;
 		if (hc->rc == HTTP_WAIT && !w->stopping && hc->seen < w->mark) {
 			/* The wake thread reported a change while it ran: it runs again now. */
 			hc->state = HTTP_CONN_QUEUED;
@@ -292,6 +307,29 @@ void http_work_free(struct http_server *s)
 	pthread_cond_destroy(&w->tick);
 	pthread_cond_destroy(&w->ready);
 	pthread_mutex_destroy(&w->mu);
+}
+
+bool http_work_answered(void)
+{
+	return http_work_sent;
+}
+
+bool http_answer_now(const struct http_request *r)
+{
+	struct http_conn *hc = r->hc_;
+	struct http_work *w;
+
+	if (!hc || hc != http_work_hc || http_work_sent)
+		return false;
+	w = &http_work_srv->work;
+	pthread_mutex_lock(&w->mu);
+	hc->rc = 0;
+	hc->state = HTTP_CONN_DONE;
+	pthread_mutex_unlock(&w->mu);
+	http_work_sent = true;
+	/* Outside mu: it writes to the I/O thread's wake-up fd. */
+	MHD_resume_connection(hc->c);
+	return true;
 }
 
 bool http_work_submit(struct http_server *s, struct http_conn *hc)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/wipe.h"
 
 /* A growing text buffer for list answers. */
 struct vol_buf {
@@ -527,6 +528,45 @@ static int vol_claim_spin(struct server_api *api, const char *id,
 	return rc;
 }
 
+/* A claim that waits, as told by server_volume_claim_run when its node is published. */
+struct vol_claim_now {
+	struct server_api *api;
+	const struct http_request *req;
+	const struct model_claim_request *claim;
+	struct http_reply *rep;
+	struct arena *a;
+	bool stage, node_view;
+	bool sent; /* answered (http_answer_now): req, rep and the handler's err are gone */
+};
+
+/*
+ * ControllerPublishVolume to the claim's node succeeded, not written yet
+ * (server_claim_published_fn): the answer goes now, and the write after
+ * it overlaps the agent's NodeStageVolume. A failure here changes
+ * nothing: the request answers after the write, as it would have.
+ */
+static void vol_claim_published(void *ctx, struct model_volume *v)
+{
+	struct vol_claim_now *n = ctx;
+	enum server_claim_progress prog;
+	struct err e;
+
+	err_clear(&e);
+	if (server_volume_claim_progress(n->api->server, v, n->claim->alloc_id, n->claim->node_id,
+					 &prog, &e) ||
+	    prog == SERVER_CLAIM_PUBLISHING)
+		return;
+	if (vol_claim_answer(n->api, n->req, v, n->claim, prog, n->stage, true, n->node_view, n->a,
+			     n->rep, &e))
+		return;
+	n->sent = http_answer_now(n->req);
+	if (!n->sent) {
+		/* Answered later from the written version: this one goes. */
+		wipe_free(n->rep->text);
+		memset(n->rep, 0, sizeof(*n->rep));
+	}
+}
+
 /*
  * PUT /v1/volume/<id>/claim?wait=D[&node_stage=true]: the claim, then the
  * request parks (no thread held) until the claim's node is published or
@@ -537,7 +577,10 @@ static int vol_claim_spin(struct server_api *api, const char *id,
  * stamp seen then), and with it, on this thread, the reconciler's pass
  * that publishes it when this server leads and no worker has the volume
  * (server_volume_claim_run): no hand-off to a worker and no wake-up after
- * the publication's write. The runs after it read the volume. A client that
+ * the publication's write. That pass answers as soon as
+ * ControllerPublishVolume succeeded (vol_claim_published), before it
+ * writes the publication: the write is no part of the mount's wait.
+ * The runs after it read the volume. A client that
  * went away meanwhile loses nothing: the claim is kept, as granted, and
  * a claim again by the allocation is granted again (idempotent).
  */
@@ -548,9 +591,11 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 	struct model_claim_request claim;
 	enum server_claim_progress prog;
 	struct model_volume *v = NULL;
+	struct vol_claim_now now = {.api = api, .req = req, .claim = &claim, .rep = rep, .a = a};
 	int64_t wait_ms;
 	const char *view = http_query(req, "view");
 	bool stage = false, attach_default = false, first;
+	struct err le;
 	int rc;
 
 	if (view && strcmp(view, "node") != 0)
@@ -571,10 +616,22 @@ static int vol_claim_wait(struct server_api *api, const struct http_request *req
 		rc = server_node_instance_check(api->server, claim.node_id, vol_node_instance(req),
 						"claim", true, e);
 		/* A claim that waits has its publication made on this thread when it can. */
-		if (!rc && wait_ms > 0)
-			rc = server_volume_claim_run(api->server, id, &claim, attach_default, a, &v,
-						     e);
-		else if (!rc)
+		now.stage = stage;
+		now.node_view = view != NULL;
+		err_clear(&le);
+		if (!rc && wait_ms > 0) {
+			rc = server_volume_claim_run(api->server, id, &claim, attach_default,
+						     vol_claim_published, &now, a, &v, &le);
+			/*
+			 * Answered already: req, rep and e are the I/O thread's. What
+			 * failed after the answer (a read of the written version) is
+			 * no part of it; the reconciler retries its own write.
+			 */
+			if (now.sent)
+				return 0;
+			if (rc)
+				*e = le;
+		} else if (!rc)
 			rc = server_volume_claim_default(api->server, id, &claim, attach_default, a,
 							 &v, e);
 		if (rc)

@@ -48,6 +48,11 @@ struct reconcile_result {
 	 * made meanwhile still queues one, as for any busy item).
 	 */
 	bool settled;
+	/*
+	 * In, set by the caller and kept by the pass: told when the pass
+	 * published a node, before it writes that (reconciler_published); NULL: none.
+	 */
+	const struct reconciler_published *published;
 };
 
 /* What a pass needs from the reconciler. */

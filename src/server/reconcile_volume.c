@@ -499,6 +499,9 @@ static int rv_publish(struct rv_pass *s, size_t p)
 		goto out;
 	}
 	pub->state = MODEL_PUB_PUBLISHED;
+	/* Told before the write: see reconciler_published for why that is safe. */
+	if (s->res->published)
+		s->res->published->fn(s->res->published->ctx, v);
 	rc = rv_write(s);
 out:
 	csi_msg_free(resp ? &resp->base : NULL);
@@ -748,6 +751,7 @@ static void rv_run(struct rv_pass *s, const struct reconcile_step *st)
 
 void reconcile_volume(const struct reconcile_env *env, const char *id, struct reconcile_result *res)
 {
+	const struct reconciler_published *pub = res->published;
 	struct rv_pass s;
 	struct reconcile_step st;
 	struct store_obj o;
@@ -757,6 +761,7 @@ void reconcile_volume(const struct reconcile_env *env, const char *id, struct re
 
 	memset(&s, 0, sizeof(s));
 	memset(res, 0, sizeof(*res));
+	res->published = pub;
 	err_clear(&e);
 	s.res = res;
 	snprintf(s.what, sizeof(s.what), "volume %s", id);

@@ -515,11 +515,13 @@ bool rec_lingers(const struct rec_item *it)
  * caller is a worker, which looks at the queue next; any other caller
  * (reconciler_run) leaves an item queued again to an idle worker.
  */
-static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
+static void rec_work(struct reconciler *r, struct rec_item *it, bool worker,
+		     const struct reconciler_published *pub)
 {
 	struct reconcile_result res;
 
 	memset(&res, 0, sizeof(res));
+	res.published = pub;
 	if (it->kind == STORE_VOLUME)
 		reconcile_volume(&r->env, it->id, &res);
 	else if (it->kind == STORE_SNAPSHOT)
@@ -543,7 +545,7 @@ static void rec_work(struct reconciler *r, struct rec_item *it, bool worker)
  * Returns whether it was worked here.
  */
 static bool rec_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
-			bool restart, bool run)
+			bool restart, bool run, const struct reconciler_published *pub)
 {
 	struct rec_item *it;
 
@@ -585,7 +587,7 @@ static bool rec_written(struct reconciler *r, enum store_kind kind, const char *
 		it->own_index = index;
 	rec_unlock(r);
 	if (run) {
-		rec_work(r, it, false);
+		rec_work(r, it, false, pub);
 		pthread_mutex_lock(&r->mu);
 		r->callers--;
 		pthread_mutex_unlock(&r->mu);
@@ -596,13 +598,19 @@ static bool rec_written(struct reconciler *r, enum store_kind kind, const char *
 void reconciler_written(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
 			bool restart)
 {
-	rec_written(r, kind, id, index, restart, false);
+	rec_written(r, kind, id, index, restart, false, NULL);
 }
 
 bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
 		    bool restart)
 {
-	return rec_written(r, kind, id, index, restart, true);
+	return rec_written(r, kind, id, index, restart, true, NULL);
+}
+
+bool reconciler_run_published(struct reconciler *r, enum store_kind kind, const char *id,
+			      uint64_t index, bool restart, const struct reconciler_published *pub)
+{
+	return rec_written(r, kind, id, index, restart, true, pub);
 }
 
 /* ---- lifecycle ---- */
@@ -679,7 +687,7 @@ int64_t reconciler_step(struct reconciler *r)
 			rec_unlock(r);
 			if (it == NULL)
 				break;
-			rec_work(r, it, true);
+			rec_work(r, it, true, NULL);
 		}
 		if (worked == 0)
 			break;
@@ -724,7 +732,7 @@ static void *rec_worker(void *arg)
 		if (r->q.nheap > 0 && r->q.heap[0]->due <= now && !r->inactive)
 			rec_signal(r);
 		rec_unlock(r);
-		rec_work(r, it, true);
+		rec_work(r, it, true, NULL);
 		pthread_mutex_lock(&r->mu);
 	}
 	rec_unlock(r);

@@ -143,6 +143,27 @@ void reconciler_written(struct reconciler *r, enum store_kind kind, const char *
  */
 bool reconciler_run(struct reconciler *r, enum store_kind kind, const char *id, uint64_t index,
 		    bool restart);
+
+/*
+ * What a pass on the caller's thread tells it before it writes: fn(ctx, v)
+ * runs once ControllerPublishVolume to a node succeeded, with v the volume
+ * as the pass is about to write it (that node's publication published, its
+ * context set; v->modify_index still the index the pass read), on the
+ * caller's thread, before the write. v is the pass's: fn may read it and
+ * copy from it, never keep it. The write that follows may still fail (the
+ * pass is then retried like any other): the publication stays publishing
+ * in the store until a pass records it, and a publishing publication is
+ * published again while its node is claimed, or unpublished once it is
+ * not (reconcile_step.c), so what fn was told is never undone silently.
+ */
+struct reconciler_published {
+	void (*fn)(void *ctx, struct model_volume *v);
+	void *ctx;
+};
+
+/* reconciler_run, telling pub (NULL: nothing) as above when its pass publishes a volume. */
+bool reconciler_run_published(struct reconciler *r, enum store_kind kind, const char *id,
+			      uint64_t index, bool restart, const struct reconciler_published *pub);
 /* The store index up to which the change-log follower has read. */
 uint64_t reconciler_follow_index(struct reconciler *r);
 

@@ -240,10 +240,14 @@ static int server_volume_write(struct server *s, struct model_volume *v, int wha
 	return rc;
 }
 
-/* restart: reconciler_restart's rule; run: the pass runs here (server_volume_update_run). */
+/*
+ * restart: reconciler_restart's rule; run: the pass runs here
+ * (server_volume_update_run), telling pub (NULL: nothing).
+ */
 static int server_volume_update_do(struct server *s, const char *id, server_volume_fn fn, void *arg,
-				   bool restart, bool run, struct arena *a,
-				   struct model_volume **out, char **skipped, struct err *e)
+				   bool restart, bool run, const struct reconciler_published *pub,
+				   struct arena *a, struct model_volume **out, char **skipped,
+				   struct err *e)
 {
 	struct server_plugin *plugins = NULL;
 	size_t nplugins = 0;
@@ -294,7 +298,8 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			v->modify_index = index;
 		}
 		if (!rc && what != SERVER_KEEP && run)
-			ran = reconciler_run(s->rec, STORE_VOLUME, id, index, restart);
+			ran =
+			    reconciler_run_published(s->rec, STORE_VOLUME, id, index, restart, pub);
 		else if (!rc && what != SERVER_KEEP)
 			reconciler_written(s->rec, STORE_VOLUME, id, index, restart);
 		if (!rc && skipped && note && !(*skipped = arena_strdup(a, note)))
@@ -317,19 +322,20 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 int server_volume_update(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			 struct arena *a, struct model_volume **out, char **skipped, struct err *e)
 {
-	return server_volume_update_do(s, id, fn, arg, false, false, a, out, skipped, e);
+	return server_volume_update_do(s, id, fn, arg, false, false, NULL, a, out, skipped, e);
 }
 
 int server_volume_update_run(struct server *s, const char *id, server_volume_fn fn, void *arg,
-			     struct arena *a, struct model_volume **out, struct err *e)
+			     const struct reconciler_published *pub, struct arena *a,
+			     struct model_volume **out, struct err *e)
 {
-	return server_volume_update_do(s, id, fn, arg, false, true, a, out, NULL, e);
+	return server_volume_update_do(s, id, fn, arg, false, true, pub, a, out, NULL, e);
 }
 
 int server_volume_request(struct server *s, const char *id, server_volume_fn fn, void *arg,
 			  struct arena *a, struct model_volume **out, char **skipped, struct err *e)
 {
-	return server_volume_update_do(s, id, fn, arg, true, false, a, out, skipped, e);
+	return server_volume_update_do(s, id, fn, arg, true, false, NULL, a, out, skipped, e);
 }
 
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,

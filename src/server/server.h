@@ -194,10 +194,22 @@ int server_volume_claim_default(struct server *s, const char *id,
  * without a hand-off to a worker and back. *out is the volume as that
  * pass left it. When the pass cannot run here (this server does not
  * lead, a worker has the volume), a worker takes it as after any write.
+ *
+ * published (NULL: none) is called, with ctx, when that pass has made
+ * ControllerPublishVolume succeed for the claim's node, before the
+ * pass writes the publication: v is the volume as it is about to be
+ * written, as server_volume_get shows it (the publication published,
+ * with its context; modify_index the claim's write), in a, for the
+ * call's time only. The caller may answer its client from it at once:
+ * the write may fail afterwards, but the claim is written already and a
+ * publication the store still shows publishing is published again while
+ * the node is claimed and unpublished once it is not
+ * (reconciler_published), so what the client was told holds.
  */
+typedef void (*server_claim_published_fn)(void *ctx, struct model_volume *v);
 int server_volume_claim_run(struct server *s, const char *id, const struct model_claim_request *req,
-			    bool attach_default, struct arena *a, struct model_volume **out,
-			    struct err *e);
+			    bool attach_default, server_claim_published_fn published, void *ctx,
+			    struct arena *a, struct model_volume **out, struct err *e);
 
 /* Where an active claim stands for its node's mount. */
 enum server_claim_progress {

@@ -123,10 +123,12 @@ int server_volume_request(struct server *s, const char *id, server_volume_fn fn,
 /*
  * server_volume_update, then the reconciler's pass of the volume written
  * on the calling thread at once, when a worker would take it now
- * (reconciler_run); *out is then the volume as that pass left it.
+ * (reconciler_run_published, telling pub: NULL for nothing); *out is
+ * then the volume as that pass left it.
  */
 int server_volume_update_run(struct server *s, const char *id, server_volume_fn fn, void *arg,
-			     struct arena *a, struct model_volume **out, struct err *e);
+			     const struct reconciler_published *pub, struct arena *a,
+			     struct model_volume **out, struct err *e);
 int server_snapshot_update(struct server *s, const char *id, server_snapshot_fn fn, void *arg,
 			   struct arena *a, struct model_snapshot **out, struct err *e);
 

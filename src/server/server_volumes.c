@@ -578,14 +578,40 @@ static int server_claim_fn(struct server *s, struct model_volume *v, void *arg,
 	return SERVER_PUT;
 }
 
+/* What server_volume_claim_run tells its caller: see server_claim_published. */
+struct server_claim_told {
+	struct server *s;
+	server_claim_published_fn fn;
+	void *ctx;
+	struct arena *a;
+};
+
+/*
+ * The pass published a node (reconciler_published): the caller is told
+ * with the API view of a copy (the pass writes its own next). Out of
+ * memory: not told, so it answers after the write, as without this.
+ */
+static void server_claim_published(void *arg, struct model_volume *v)
+{
+	struct server_claim_told *t = arg;
+	struct model_volume *view = NULL;
+	struct err e;
+
+	err_clear(&e);
+	if (model_volume_copy(t->a, v, &view, &e) || server_view(t->s, view, t->a, &e))
+		return;
+	t->fn(t->ctx, view);
+}
+
 static int server_volume_claim_do(struct server *s, const char *id,
 				  const struct model_claim_request *req, bool attach_default,
-				  bool run, struct arena *a, struct model_volume **out,
-				  struct err *e)
+				  bool run, const struct server_claim_told *told, struct arena *a,
+				  struct model_volume **out, struct err *e)
 {
 	struct server_claim_arg arg = {.req = *req,
 				       .cap_given = req->cap.access != MODEL_ACCESS_UNKNOWN,
 				       .attach_default = attach_default};
+	struct reconciler_published pub = {server_claim_published, (void *)told};
 	int rc;
 
 	if (!req->alloc_id || !req->node_id)
@@ -594,7 +620,8 @@ static int server_volume_claim_do(struct server *s, const char *id,
 	if ((rc = model_id_check("alloc id", req->alloc_id, strlen(req->alloc_id), e)) ||
 	    (rc = model_id_check("node id", req->node_id, strlen(req->node_id), e)))
 		return err_wrap(e, "claim volume %s", id);
-	return run ? server_volume_update_run(s, id, server_claim_fn, &arg, a, out, e)
+	return run ? server_volume_update_run(s, id, server_claim_fn, &arg, told ? &pub : NULL, a,
+					      out, e)
 		   : server_volume_update(s, id, server_claim_fn, &arg, a, out, NULL, e);
 }
 
@@ -602,14 +629,17 @@ int server_volume_claim_default(struct server *s, const char *id,
 				const struct model_claim_request *req, bool attach_default,
 				struct arena *a, struct model_volume **out, struct err *e)
 {
-	return server_volume_claim_do(s, id, req, attach_default, false, a, out, e);
+	return server_volume_claim_do(s, id, req, attach_default, false, NULL, a, out, e);
 }
 
 int server_volume_claim_run(struct server *s, const char *id, const struct model_claim_request *req,
-			    bool attach_default, struct arena *a, struct model_volume **out,
-			    struct err *e)
+			    bool attach_default, server_claim_published_fn published, void *ctx,
+			    struct arena *a, struct model_volume **out, struct err *e)
 {
-	return server_volume_claim_do(s, id, req, attach_default, true, a, out, e);
+	struct server_claim_told told = {s, published, ctx, a};
+
+	return server_volume_claim_do(s, id, req, attach_default, true, published ? &told : NULL, a,
+				      out, e);
 }
 
 int server_volume_claim(struct server *s, const char *id, const struct model_claim_request *req,

@@ -123,7 +123,12 @@ static void test_mount_claim_unmount_release(void **state)
 	assert_true(fputs("hello\n", f) >= 0);
 	assert_int_equal(fclose(f), 0);
 
-	/* The server holds the claim, and the volume is published to the node. */
+	/*
+	 * The server holds the claim, and the volume is published to the node
+	 * (recorded just after the claim's answer: docs/server-api.md).
+	 */
+	assert_true(server_proc_wait_doc(&t->s, "/v1/volume/data", server_proc_volume_all_published,
+					 T_WAIT_MS));
 	v = t_volume(t);
 	claim = json_array_get(json_object_get(v, "claims"), 0);
 	pub = json_array_get(json_object_get(v, "publications"), 0);

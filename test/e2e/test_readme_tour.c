@@ -312,7 +312,12 @@ static void t_check_create(struct t_env *t, const char *out)
  */
 static void t_check_mount(struct t_env *t, const char *out)
 {
-	json_t *v = t_volume(t, 200), *claim, *pub;
+	json_t *v, *claim, *pub;
+
+	/* The publication is recorded just after the claim's answer (docs/server-api.md). */
+	assert_true(server_proc_wait_doc(&t->s, "/v1/volume/data", server_proc_volume_all_published,
+					 T_WAIT_MS));
+	v = t_volume(t, 200);
 
 	assert_true(strchr(out, '\n') == out + strlen(out) - 1);
 	snprintf(t->mount_path, sizeof(t->mount_path), "%.*s", (int)strlen(out) - 1, out);

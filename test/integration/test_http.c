@@ -8,7 +8,11 @@
  * A threaded listener (a thread per connection) gives the same answers
  * and errors; its requests run on their connection's thread (the same
  * for the requests of one keep-alive connection, another for another
- * connection), and a stream, which it cannot suspend, is a 500.
+ * connection), and a stream, which it cannot suspend, is a 500. A
+ * handler on a worker answers before it returns (http_answer_now): the
+ * client has the answer while the handler still runs, what it returns
+ * after is dropped, and the connection serves on; elsewhere (a threaded
+ * listener) it cannot, and answers as usual.
  */
 #include <setjmp.h>
 #include <pthread.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -52,6 +57,63 @@ static void stream_done(void *ctx)
 	free(ctx);
 }
 
+/*
+ * GET /early (http_answer_now): once answered, the handler waits for the
+ * test to have read the answer (early_go) before it returns.
+ */
+static pthread_mutex_t early_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t early_cond = PTHREAD_COND_INITIALIZER;
+static bool early_go, early_returned;
+
+static void early_set(bool *flag)
+{
+	pthread_mutex_lock(&early_mu);
+	*flag = true;
+	pthread_cond_broadcast(&early_cond);
+	pthread_mutex_unlock(&early_mu);
+}
+
+/* Waits up to 10 s for *flag; returns it. */
+static bool early_wait(bool *flag)
+{
+	struct timespec until;
+	bool v;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&early_mu);
+	while (!*flag && pthread_cond_timedwait(&early_cond, &early_mu, &until) == 0)
+		;
+	v = *flag;
+	pthread_mutex_unlock(&early_mu);
+	return v;
+}
+
+static bool early_get(const bool *flag)
+{
+	bool v;
+
+	pthread_mutex_lock(&early_mu);
+	v = *flag;
+	pthread_mutex_unlock(&early_mu);
+	return v;
+}
+
+static int early_handler(const struct http_request *req, struct http_reply *rep, struct err *e)
+{
+	rep->doc = json_pack("{s:b}", "early", 1);
+	if (!rep->doc)
+		return err_set(e, CSID_ENOMEM, "out of memory");
+	if (!http_answer_now(req)) {
+		json_object_set_new(rep->doc, "early", json_false());
+		return 0;
+	}
+	/* Answered: rep and e are no longer ours; what is returned is dropped. */
+	early_wait(&early_go);
+	early_set(&early_returned);
+	return CSID_EIO;
+}
+
 /* The thread at_once was last called on: the I/O thread. */
 static pthread_t io_thread;
 
@@ -69,6 +131,8 @@ static int handler(void *ctx, const struct http_request *req, struct http_reply 
 		rep->doc = json_pack("{s:b}", "io", pthread_equal(pthread_self(), io_thread));
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
 	}
+	if (strcmp(req->url, "/early") == 0)
+		return early_handler(req, rep, e);
 	if (strcmp(req->url, "/tid") == 0) {
 		rep->doc = json_pack("{s:I}", "tid", (json_int_t)syscall(SYS_gettid));
 		return rep->doc ? 0 : err_set(e, CSID_ENOMEM, "out of memory");
@@ -334,6 +398,44 @@ static void test_threaded(void **state)
 	assert_true(tid_of(f->cli) > 0);
 }
 
+/* GET /early: whether the handler answered before it returned. */
+static bool early_answered(struct fixture *f)
+{
+	json_t *doc = NULL;
+	bool early;
+
+	early_go = early_returned = false;
+	assert_int_equal(http_client_json(f->cli, "GET", "/early", NULL, &doc), 200);
+	early = json_is_true(json_object_get(doc, "early"));
+	json_decref(doc);
+	return early;
+}
+
+static void test_answer_now(void **state)
+{
+	struct fixture *f = *state;
+
+	for (int i = 0; i < 3; i++) {
+		assert_true(early_answered(f));
+		/* The answer came while the handler still ran... */
+		assert_false(early_get(&early_returned));
+		early_set(&early_go);
+		/* ...whose later error is dropped; the connection serves on. */
+		assert_true(early_wait(&early_returned));
+		assert_true(ran_on_io(f, "/where?inline=1", "{\"a\": 1}"));
+	}
+}
+
+/* A threaded listener cannot answer early: the handler answers as usual. */
+static void test_answer_now_threaded(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_false(early_answered(f));
+	assert_false(early_get(&early_returned));
+	assert_true(tid_of(f->cli) > 0);
+}
+
 static void test_path_segment(void **state)
 {
 	char buf[8];
@@ -360,12 +462,14 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stream, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_at_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_answer_now, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_errors_are_json, setup_threaded, teardown),
 	    cmocka_unit_test_setup_teardown(test_body_cap, setup_threaded, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_url, setup_threaded, teardown),
 	    cmocka_unit_test_setup_teardown(test_query_and_index, setup_threaded, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_not_decoded, setup_threaded, teardown),
 	    cmocka_unit_test_setup_teardown(test_threaded, setup_threaded, teardown),
+	    cmocka_unit_test_setup_teardown(test_answer_now_threaded, setup_threaded, teardown),
 	    cmocka_unit_test(test_path_segment),
 	};
 

@@ -321,6 +321,21 @@ bool server_proc_volume_published(json_t *doc)
 	return state && strcmp(state, "published") == 0;
 }
 
+bool server_proc_volume_all_published(json_t *doc)
+{
+	json_t *pubs = json_object_get(doc, "publications"), *p;
+	size_t i;
+
+	json_array_foreach(pubs, i, p)
+	{
+		const char *state = json_string_value(json_object_get(p, "state"));
+
+		if (!state || strcmp(state, "published") != 0)
+			return false;
+	}
+	return json_array_size(pubs) > 0;
+}
+
 bool server_proc_volume_freed(json_t *doc)
 {
 	return json_array_size(json_object_get(doc, "claims")) == 0 &&

@@ -123,6 +123,8 @@ bool server_proc_wait_doc(struct server_proc *s, const char *path, bool (*check)
 bool server_proc_volume_ready(json_t *doc);
 /* Its first publication is published. */
 bool server_proc_volume_published(json_t *doc);
+/* It has publications, and each is published. */
+bool server_proc_volume_all_published(json_t *doc);
 /* No claim nor publication left, one past claim. */
 bool server_proc_volume_freed(json_t *doc);
 /* An answer with code "not_found" (a deleted volume). */

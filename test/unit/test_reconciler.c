@@ -6,7 +6,9 @@
  * final and shown), one failing volume not delaying 100 others, every
  * volume enqueued at start, store changes followed (and a compacted change
  * log listed again), per-plugin serialization on real threads, and a
- * pass run on the caller's thread (reconciler_run).
+ * pass run on the caller's thread (reconciler_run), and what such a pass
+ * tells before its write (reconciler_published) surviving a crash before
+ * that write.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "util/metrics.h"
 #include "util/strbuf.h"
 #include "server/reconcile_int.h"
+#include "server/server_pastclaims.h"
 
 /* Volumes per plugin in the threaded tests. */
 #define THREADS_VOLUMES 24
@@ -749,6 +752,127 @@ static void test_written_after_follower(void **state)
 	reconciler_stop(t->r);
 }
 
+/* What a pass on the caller's thread told (reconciler_published), and what the store held then. */
+struct t_told {
+	struct rfx *t;
+	int calls;
+	int told; /* the node's publication state told, -1: none */
+	int stored; /* the same in the store while it was told */
+};
+
+static void t_told_fn(void *ctx, struct model_volume *v)
+{
+	struct t_told *told = ctx;
+	struct arena *a = arena_new();
+	const struct model_publication *p = model_volume_pub(v, "n1");
+
+	told->calls++;
+	told->told = p ? (int)p->state : -1;
+	p = model_volume_pub(rfx_get(told->t, a, "v1"), "n1");
+	told->stored = p ? (int)p->state : -1;
+	arena_free(a);
+}
+
+/*
+ * A claim of v1 by a1 on n1, then a pass on this thread that tells
+ * (reconciler_published) and whose write fails, as if the process died
+ * between a claim's answer sent from what it told and the write: told
+ * once, the publication published with ControllerPublishVolume done while
+ * the store still shows it publishing, and after the failed write the
+ * claim is claimed and the publication publishing. Then a new reconciler
+ * over the same store, in virtual time (the restarted server).
+ */
+static void t_told_then_crash(struct rfx *t)
+{
+	struct arena *a = arena_new();
+	struct t_told told = {.t = t};
+	struct reconciler_published pub = {t_told_fn, &told};
+	struct model_volume *v;
+
+	t_start_real(t);
+	rfx_add(t, "v1", MODEL_VOL_CREATING, NULL);
+	t_wait_settled(t, store_index(t->store));
+	assert_int_equal(rfx_get(t, a, "v1")->state, MODEL_VOL_READY);
+	t_hold_worker(t, "block");
+	rfx_claim(t, "v1", "a1", "n1", MODEL_CLAIM_WRITE);
+	store_mem_fail_txn(t->store, CSID_EIO, 1);
+	assert_true(
+	    reconciler_run_published(t->r, STORE_VOLUME, "v1", store_index(t->store), false, &pub));
+	assert_int_equal(told.calls, 1);
+	assert_int_equal(told.told, MODEL_PUB_PUBLISHED);
+	assert_int_equal(told.stored, MODEL_PUB_PUBLISHING);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME), 1);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(v->npubs, 1);
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHING);
+	assert_int_equal(v->nclaims, 1);
+	assert_int_equal(v->claims[0].state, MODEL_CLAIM_CLAIMED);
+	/* The crash: nothing of this reconciler runs again. */
+	reconciler_stop(t->r);
+	reconciler_free(t->r);
+	t->fake2.delay_ms = 0;
+	t->cfg.clock = &t->clock.base;
+	t->cfg.workers = 0;
+	rfx_new(t);
+	arena_free(a);
+}
+
+/*
+ * After that crash the allocation releases its claim: the restarted
+ * reconciler unpublishes the node (ControllerUnpublishVolume with the
+ * plugin's node ID the claim recorded) and frees the claim, so a
+ * publication that was answered but never recorded is not forgotten.
+ */
+static void test_published_told_then_crash_released(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_volume *v;
+	const struct csi_fake_call *last = NULL;
+
+	t_told_then_crash(t);
+	rfx_move(t, "v1", "a1", MODEL_CLAIM_NODE_UNPUBLISHED);
+	rfx_run(t, RFX_MAX_MS);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(v->npubs, 0);
+	assert_int_equal(v->nclaims, 0);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME), 1);
+	for (int i = 0; i < t->fake.nlog; i++)
+		if (t->fake.log[i].rpc == CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME)
+			last = &t->fake.log[i];
+	assert_non_null(last);
+	assert_string_equal(last->node, "p-n1");
+	/* Freed: in the volume's claim history. */
+	assert_int_equal(server_pastclaims_read(t->store, v, a, NULL), 0);
+	assert_true(v->npast_claims >= 1);
+	assert_string_equal(v->past_claims[v->npast_claims - 1].alloc_id, "a1");
+	assert_int_equal(v->past_claims[v->npast_claims - 1].state, MODEL_CLAIM_FREED);
+	arena_free(a);
+}
+
+/*
+ * After that crash the claim is still held: the restarted reconciler
+ * publishes the node again (ControllerPublishVolume is idempotent) and
+ * records it, the claim as it was.
+ */
+static void test_published_told_then_crash_kept(void **state)
+{
+	struct rfx *t = *state;
+	struct arena *a = arena_new();
+	struct model_volume *v;
+
+	t_told_then_crash(t);
+	rfx_run(t, RFX_MAX_MS);
+	v = rfx_get(t, a, "v1");
+	assert_int_equal(v->npubs, 1);
+	assert_int_equal(v->pubs[0].state, MODEL_PUB_PUBLISHED);
+	assert_int_equal(v->nclaims, 1);
+	assert_int_equal(v->claims[0].state, MODEL_CLAIM_CLAIMED);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_PUBLISH_VOLUME), 2);
+	assert_int_equal(csi_fake_calls(&t->fake, CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME), 0);
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -775,6 +899,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_threads_serialized, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_concurrency_two, rfx_setup, rfx_teardown),
 	    cmocka_unit_test_setup_teardown(test_threads_wake_passed_on, rfx_setup, rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_published_told_then_crash_released, rfx_setup,
+					    rfx_teardown),
+	    cmocka_unit_test_setup_teardown(test_published_told_then_crash_kept, rfx_setup,
+					    rfx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
