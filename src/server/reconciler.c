@@ -777,12 +777,15 @@ int reconciler_start(struct reconciler *r, struct err *e)
 			rc = err_set(e, CSID_ENOMEM, "reconciler: cannot start a worker thread");
 			break;
 		}
+		pthread_setname_np(r->workers[i], "rec-work");
 		r->nworkers++;
 	}
 	if (rc == 0 && pthread_create(&r->follower, NULL, rec_follower, r) != 0)
 		rc = err_set(e, CSID_ENOMEM, "reconciler: cannot start the follower thread");
-	else if (rc == 0)
+	else if (rc == 0) {
+		pthread_setname_np(r->follower, "rec-follow");
 		r->follower_started = true;
+	}
 	rec_unlock(r);
 	if (rc < 0)
 		reconciler_stop(r);

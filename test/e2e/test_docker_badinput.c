@@ -98,10 +98,17 @@ static void t_podman(void **state)
 		bridge_env_ok(t, 0, a);
 	}
 	{
-		const char *a[] = {"run",      "--rm",       "--network", "none",    "-v",
-				   "pv:/data", ENGINE_IMAGE, "cat",       "/data/f", NULL};
+		/*
+		 * Checked by the exit status, not by the output: Podman now and
+		 * then loses the output of a container this short-lived.
+		 */
+		const char *a[] = {"run",        "--rm",
+				   "--network",  "none",
+				   "-v",         "pv:/data",
+				   ENGINE_IMAGE, "sh",
+				   "-c",         "test \"$(cat /data/f)\" = from-podman",
+				   NULL};
 		bridge_env_ok(t, 0, a);
-		assert_non_null(strstr(t->out, "from-podman"));
 	}
 	{
 		const char *a[] = {"volume", "rm", "pv", NULL};

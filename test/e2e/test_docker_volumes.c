@@ -80,10 +80,12 @@ static void t_create_write_read_rm(void **state)
 		bridge_env_ok(t, 0, a);
 	}
 	{
-		const char *a[] = {"run",        "--rm", "-v",      "data:/data",
-				   ENGINE_IMAGE, "cat",  "/data/f", NULL};
+		/* By the exit status: Podman may lose a short-lived container's output. */
+		const char *a[] = {
+		    "run",        "--rm", "-v", "data:/data",
+		    ENGINE_IMAGE, "sh",   "-c", "test \"$(cat /data/f)\" = hello-csid",
+		    NULL};
 		bridge_env_ok(t, 0, a);
-		assert_non_null(strstr(t->out, "hello-csid"));
 	}
 	{
 		const char *a[] = {"volume", "ls", "--format", "{{.Driver}} {{.Name}}", NULL};
