@@ -167,9 +167,8 @@ typedef int (*http_handler_fn)(void *ctx, const struct http_request *req, struct
 struct http_limits {
 	unsigned workers; /* handler threads (HTTP_WORKERS) */
 	unsigned io_threads; /* I/O threads of the TCP listener (1) */
-	/* connections per client address on TCP, per process on the unix socket (HTTP_PER_CLIENT)
-	 */
-	unsigned per_client;
+	/* connections per client address on TCP, per process on the unix socket */
+	unsigned per_client; /* (HTTP_PER_CLIENT) */
 	unsigned header_timeout_s; /* a new connection's request head (HTTP_HEADER_TIMEOUT_S) */
 	unsigned
 	    idle_timeout_s; /* a connection idle after its first request (HTTP_IDLE_TIMEOUT_S) */
