@@ -4,16 +4,17 @@
  * `csid dev` (a server, an agent joined to it and a supervised
  * csi-hostpath with controller publish on, in one process) on a private
  * directory under /tmp and the real csictl, and measures:
- *   1. claim to mounted path: `csictl volume mount VOL -alloc A` from
- *      spawn to exit (median, p99), the same through the agent API alone
- *      (PUT /v1/agent/volumes/<vol>/mount on a keep-alive connection), and
- *      the same work as bare CSI RPCs to the same csi-hostpath socket
- *      (ControllerPublishVolume, NodeStageVolume, NodePublishVolume);
- *      ratio of medians, target <= 2x; and the CPU time csid dev and its
- *      plugin spent per agent API cycle (from /proc, load-independent
- *      enough to compare builds on a busy machine). Between cycles, untimed: the
- *      unmount (or the matching unpublish/unstage RPCs), and for the
- *      claims a wait until the server has freed the volume;
+ *   1. claim to mounted path: through the agent API alone (PUT
+ *      /v1/agent/volumes/<vol>/mount on a keep-alive connection) and as
+ *      the same work in bare CSI RPCs to the same csi-hostpath socket
+ *      (ControllerPublishVolume, NodeStageVolume, NodePublishVolume),
+ *      one of each in turns (bench_pairs): medians, p99, ratio of the
+ *      medians, target <= 2x; then the CPU time csid dev and its plugin
+ *      spent per agent API cycle (from /proc, load-independent enough to
+ *      compare builds on a busy machine); then `csictl volume mount VOL
+ *      -alloc A` from spawn to exit. Between cycles, untimed: the unmount
+ *      (or the matching unpublish/unstage RPCs), and for the claims a
+ *      wait until the server has freed the volume;
  *   2. mounts per second: 8 csictl processes (then 8 agent API clients on
  *      threads) mounting 8 volumes for 8 allocations at once, per round
  *      from the first start to the last path; untimed unmounts between
@@ -324,86 +325,130 @@ static double bench_cpu_ms(pid_t pid)
 	return (double)ticks * 1e3 / (double)sysconf(_SC_CLK_TCK);
 }
 
-/*
- * 1b. the agent API call alone, on a keep-alive connection; returns the
- * median. Also prints the CPU time csid dev and its plugin spent per
- * cycle (mount, unmount, release, and the bench's blocking queries), a
- * figure that the machine's load does not move much.
- */
-static double bench_api_mounts(struct bench *b, int cycles)
+/* One agent API mount, timed (ms), then its unmount and the wait until the server freed it. */
+static double bench_api_cycle(struct bench *b)
 {
-	double *v = calloc((size_t)cycles, sizeof(*v)), med, cpu0 = 0;
+	double t0 = bench_stat_now_ms(), ms;
 
-	if (!v)
-		bench_die(b, "out of memory");
-	b->a.keepalive = true;
-	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0;
-
-		if (i == BENCH_WARMUP)
-			cpu0 = bench_cpu_ms(b->s.pid);
-		t0 = bench_stat_now_ms();
-		if (bench_api_mount(&b->a, "lat", "a-1") != 200)
-			bench_die(b, "agent API mount failed");
-		if (i >= BENCH_WARMUP)
-			v[i - BENCH_WARMUP] = bench_stat_now_ms() - t0;
-		if (bench_api_unmount(&b->a, "lat", "a-1") != 200)
-			bench_die(b, "unmount failed");
-		bench_wait_freed(b, "lat");
-	}
-	printf("agent_api_cycle_cpu_ms=%.2f (csid dev and its plugin, per mount+unmount cycle)\n",
-	       (bench_cpu_ms(b->s.pid) - cpu0) / cycles);
-	bench_report("claim_to_path_agent_api_ms", v, cycles);
-	med = bench_quantile(v, cycles, 0.5);
-	free(v);
-	return med;
+	if (bench_api_mount(&b->a, "lat", "a-1") != 200)
+		bench_die(b, "agent API mount failed");
+	ms = bench_stat_now_ms() - t0;
+	if (bench_api_unmount(&b->a, "lat", "a-1") != 200)
+		bench_die(b, "unmount failed");
+	bench_wait_freed(b, "lat");
+	return ms;
 }
 
-/* 1c. ControllerPublish + NodeStage + NodePublish to the same plugin; returns the median. */
-static double bench_direct(struct bench *b, int cycles)
+/*
+ * 1b. The CPU time csid dev and its plugin spend per agent API cycle
+ * (mount, unmount, release, and the bench's blocking queries), a figure
+ * that the machine's load does not move much.
+ */
+static void bench_api_cpu(struct bench *b, int cycles)
 {
-	const int mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+	double cpu0;
+
+	b->a.keepalive = true;
+	for (int i = 0; i < BENCH_WARMUP; i++)
+		bench_api_cycle(b);
+	cpu0 = bench_cpu_ms(b->s.pid);
+	for (int i = 0; i < cycles; i++)
+		bench_api_cycle(b);
+	printf("agent_api_cycle_cpu_ms=%.2f (csid dev and its plugin, per mount+unmount cycle)\n",
+	       (bench_cpu_ms(b->s.pid) - cpu0) / cycles);
+}
+
+/* The bare RPCs of 1c: a client of the plugin's socket, a volume of its own, two directories. */
+struct bench_direct {
+	struct hpp_client cl;
+	char node[128], vol[64];
+	char stage[SERVER_PROC_PATH + 32], tdir[SERVER_PROC_PATH + 32];
+	char target[SERVER_PROC_PATH + 48];
+};
+
+static void bench_direct_open(struct bench *b, struct bench_direct *d)
+{
 	Csi__V1__NodeGetInfoRequest ir = CSI__V1__NODE_GET_INFO_REQUEST__INIT;
 	Csi__V1__NodeGetInfoResponse *info = NULL;
-	char stage[SERVER_PROC_PATH + 32], tdir[SERVER_PROC_PATH + 32];
-	char target[SERVER_PROC_PATH + 48], node[128], vol[64];
-	double *v = calloc((size_t)cycles, sizeof(*v)), med;
 	struct agent_proc_plugin p;
-	struct hpp_client cl;
-	const struct hpp_caller *c = &cl.caller;
 
-	if (!v || agent_proc_plugin(&b->a, BENCH_HP, "node", &p) != 0 ||
-	    hpp_client_open(&cl, p.endpoint) != 0)
+	if (agent_proc_plugin(&b->a, BENCH_HP, "node", &p) != 0 ||
+	    hpp_client_open(&d->cl, p.endpoint) != 0)
 		bench_die(b, "no client for the plugin");
-	if (hpp_client_call(&cl, CSI_RPC_NODE_GET_INFO, &ir, &info, 0) != 0 || !info)
+	if (hpp_client_call(&d->cl, CSI_RPC_NODE_GET_INFO, &ir, &info, 0) != 0 || !info)
 		bench_die(b, "NodeGetInfo failed");
-	snprintf(node, sizeof(node), "%s", info->node_id);
-	if (hpp_create(c, "bench-direct", 1 << 20, 0, false, vol) != 0)
+	snprintf(d->node, sizeof(d->node), "%s", info->node_id);
+	if (hpp_create(&d->cl.caller, "bench-direct", 1 << 20, 0, false, d->vol) != 0)
 		bench_die(b, "CreateVolume failed");
-	snprintf(stage, sizeof(stage), "%s/direct-stage", b->s.dir);
-	snprintf(tdir, sizeof(tdir), "%s/direct-pub", b->s.dir);
-	snprintf(target, sizeof(target), "%s/target", tdir);
-	mkdir(stage, 0750);
-	mkdir(tdir, 0750);
-	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
-		double t0 = bench_stat_now_ms();
+	snprintf(d->stage, sizeof(d->stage), "%s/direct-stage", b->s.dir);
+	snprintf(d->tdir, sizeof(d->tdir), "%s/direct-pub", b->s.dir);
+	snprintf(d->target, sizeof(d->target), "%s/target", d->tdir);
+	mkdir(d->stage, 0750);
+	mkdir(d->tdir, 0750);
+}
 
-		if (hpp_ctl_publish(c, vol, node, false, mode, false) != 0 ||
-		    hpp_stage(c, vol, stage, false, mode) != 0 ||
-		    hpp_publish(c, vol, stage, target, false, mode, false) != 0)
-			bench_die(b, "direct publish failed");
-		if (i >= BENCH_WARMUP)
-			v[i - BENCH_WARMUP] = bench_stat_now_ms() - t0;
-		if (hpp_unpublish(c, vol, target) != 0 || hpp_unstage(c, vol, stage) != 0 ||
-		    hpp_ctl_unpublish(c, vol, node) != 0)
-			bench_die(b, "direct unpublish failed");
+/*
+ * ControllerPublish + NodeStage + NodePublish to the plugin, timed (ms),
+ * then their undoing.
+ */
+static double bench_direct_cycle(struct bench *b, struct bench_direct *d)
+{
+	const int mode = CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+	const struct hpp_caller *c = &d->cl.caller;
+	double t0 = bench_stat_now_ms(), ms;
+
+	if (hpp_ctl_publish(c, d->vol, d->node, false, mode, false) != 0 ||
+	    hpp_stage(c, d->vol, d->stage, false, mode) != 0 ||
+	    hpp_publish(c, d->vol, d->stage, d->target, false, mode, false) != 0)
+		bench_die(b, "direct publish failed");
+	ms = bench_stat_now_ms() - t0;
+	if (hpp_unpublish(c, d->vol, d->target) != 0 || hpp_unstage(c, d->vol, d->stage) != 0 ||
+	    hpp_ctl_unpublish(c, d->vol, d->node) != 0)
+		bench_die(b, "direct unpublish failed");
+	return ms;
+}
+
+/*
+ * 1b, 1c. The agent API mount and the bare RPCs, measured in turns (one
+ * of each per round, the first of the two alternating), so that both see
+ * the machine as it is at that moment: measured one after the other,
+ * each over a few tenths of a second, their ratio moved with the load
+ * of the other guests of this machine by as much as a third from run to
+ * run. Sets the medians (ms).
+ */
+static void bench_pairs(struct bench *b, int cycles, double *api_ms, double *direct_ms)
+{
+	double *api = calloc((size_t)cycles, sizeof(*api));
+	double *direct = calloc((size_t)cycles, sizeof(*direct));
+	struct bench_direct d;
+
+	if (!api || !direct)
+		bench_die(b, "out of memory");
+	b->a.keepalive = true;
+	bench_direct_open(b, &d);
+	for (int i = 0; i < cycles + BENCH_WARMUP; i++) {
+		double a, x;
+
+		if (i % 2) {
+			a = bench_api_cycle(b);
+			x = bench_direct_cycle(b, &d);
+		} else {
+			x = bench_direct_cycle(b, &d);
+			a = bench_api_cycle(b);
+		}
+		if (i >= BENCH_WARMUP) {
+			api[i - BENCH_WARMUP] = a;
+			direct[i - BENCH_WARMUP] = x;
+		}
 	}
-	hpp_delete(c, vol);
-	hpp_client_close(&cl);
-	bench_report("claim_to_path_direct_csi_ms", v, cycles);
-	med = bench_quantile(v, cycles, 0.5);
-	free(v);
-	return med;
+	hpp_delete(&d.cl.caller, d.vol);
+	hpp_client_close(&d.cl);
+	bench_report("claim_to_path_direct_csi_ms", direct, cycles);
+	bench_report("claim_to_path_agent_api_ms", api, cycles);
+	*api_ms = bench_quantile(api, cycles, 0.5);
+	*direct_ms = bench_quantile(direct, cycles, 0.5);
+	free(api);
+	free(direct);
 }
 
 /* 2a. rounds of 8 csictl mounts at once; returns mounts per second. */
@@ -587,8 +632,8 @@ int main(int argc, char **argv)
 		snprintf(id, sizeof(id), "par-%d", i);
 		bench_create(&b, id);
 	}
-	direct_ms = bench_direct(&b, cycles);
-	api_ms = bench_api_mounts(&b, cycles);
+	bench_pairs(&b, cycles, &api_ms, &direct_ms);
+	bench_api_cpu(&b, cycles);
 	csictl_ms = bench_csictl_mounts(&b, cycles);
 	printf("claim_to_path ratio csictl/direct=%.2f agent_api/direct=%.2f (target <= 2.0)\n",
 	       csictl_ms / direct_ms, api_ms / direct_ms);

@@ -69,13 +69,15 @@ static int claims_http_once(struct claims_http *h, const char *base, const char 
 	*status = 0;
 	if (!c)
 		return err_set(e, CSID_ENOMEM, "out of memory");
-	snprintf(url, sizeof(url), "%s%s", base, path);
+	if (curl_pool_target(c, base, path, url, sizeof(url)) != 0) {
+		curl_pool_put(h->conns, c);
+		return err_set(e, CSID_EINVAL, "server %.256s: request path too long", base);
+	}
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	if (h->token)
 		hdrs = claims_http_secret_header(hdrs, CSI_REMOTE_TOKEN_HEADER, h->token);
 	if (h->instance_id)
 		hdrs = claims_http_secret_header(hdrs, MODEL_NODE_INSTANCE_HEADER, h->instance_id);
-	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -176,7 +176,10 @@ static int config_parse_listener(json_t *v, struct config *cfg, struct err *e)
 	return 0;
 }
 
-/* "servers": base URLs of csid servers, http:// or https:// and a host. */
+/*
+ * "servers": base URLs of csid servers, http:// or https:// and a host, or
+ * unix:/PATH for a server on this host (its "socket").
+ */
 static int config_parse_servers(json_t *v, struct config *cfg, struct err *e)
 {
 	char path[64];
@@ -206,10 +209,13 @@ static int config_parse_servers(json_t *v, struct config *cfg, struct err *e)
 		host = strncmp(u, "http://", 7) == 0    ? u + 7
 		       : strncmp(u, "https://", 8) == 0 ? u + 8
 							: NULL;
-		if (!host || !host[0] || strchr(host, '/') || conf_has_ctl(u, n) ||
-		    strpbrk(u, " \"'\\"))
+		if (strncmp(u, "unix:", 5) == 0 ? !conf_is_unix_addr(u)
+						: !host || !host[0] || strchr(host, '/') ||
+						      conf_has_ctl(u, n) || strpbrk(u, " \"'\\"))
 			return err_set(e, CSID_EINVAL,
-				       "%s: expected http://HOST:PORT or https://HOST:PORT", path);
+				       "%s: expected http://HOST:PORT, https://HOST:PORT or "
+				       "unix:/PATH (an absolute socket path of at most %d bytes)",
+				       path, CONF_SOCK_MAX);
 		for (size_t j = 0; j + 1 < cfg->nservers; j++)
 			if (strcmp(cfg->servers[j], u) == 0)
 				return err_set(e, CSID_EINVAL, "%s: same as servers[%zu]", path, j);

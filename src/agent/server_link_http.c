@@ -226,7 +226,8 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 						struct server_link_answer *ans, char *why,
 						size_t why_len)
 {
-	char url[SERVER_LINK_URL_MAX], errbuf[CURL_ERROR_SIZE] = "", tok[1100];
+	char url[SERVER_LINK_URL_MAX], path[SERVER_LINK_URL_MAX], errbuf[CURL_ERROR_SIZE] = "";
+	char tok[1100];
 	struct curl_slist *hdrs = NULL;
 	const char *code = NULL, *msg = NULL;
 	enum server_link_outcome o;
@@ -234,8 +235,10 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 	long status = 0;
 	CURLcode cc;
 
-	if ((size_t)snprintf(url, sizeof(url), "%s/v1/node/%s", l->servers[i], l->node_path) >=
-	    sizeof(url)) {
+	curl_easy_reset(l->curl);
+	curl_tls_apply(l->curl);
+	if ((size_t)snprintf(path, sizeof(path), "/v1/node/%s", l->node_path) >= sizeof(path) ||
+	    curl_pool_target(l->curl, l->servers[i], path, url, sizeof(url)) != 0) {
 		snprintf(why, why_len, "node name too long for a URL");
 		return SERVER_LINK_REFUSED;
 	}
@@ -246,9 +249,6 @@ static enum server_link_outcome server_link_put(struct server_link *l, size_t i,
 		hdrs = curl_slist_append(hdrs, tok);
 		memset(tok, 0, sizeof(tok));
 	}
-	curl_easy_reset(l->curl);
-	curl_tls_apply(l->curl);
-	curl_easy_setopt(l->curl, CURLOPT_URL, url);
 	curl_easy_setopt(l->curl, CURLOPT_CUSTOMREQUEST, "PUT");
 	curl_easy_setopt(l->curl, CURLOPT_POSTFIELDS, l->body ? l->body : "{}");
 	curl_easy_setopt(l->curl, CURLOPT_POSTFIELDSIZE, (long)(l->body ? l->body_len : 2));

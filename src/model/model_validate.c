@@ -11,6 +11,7 @@
 
 #include "model/model.h"
 #include "model/model_int.h"
+#include "util/conf.h"
 
 /* ---- validation ---- */
 
@@ -305,13 +306,22 @@ static void model_check_node_plugin(struct model_problems *p, const struct model
 
 /*
  * An agent address: "host:port" or "http(s)://host:port", the host a name,
- * an IPv4 address or a bracketed IPv6 one; no path, user or query.
+ * an IPv4 address or a bracketed IPv6 one; no path, user or query. Or
+ * "unix:/path", the agent's unix socket, for servers on its host.
  */
 static void model_check_address(struct model_problems *p, const char *s)
 {
 	const char *hp = s, *colon;
 	size_t n = strlen(s);
 
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (!conf_is_unix_addr(s))
+			model_problem(p,
+				      "address: expected unix:/PATH, an absolute socket path "
+				      "of at most %d bytes",
+				      CONF_SOCK_MAX);
+		return;
+	}
 	if (strncmp(s, "http://", 7) == 0)
 		hp = s + 7;
 	else if (strncmp(s, "https://", 8) == 0)

@@ -207,15 +207,18 @@ static void controllers_remote_refused(struct controllers_remote_client *c, long
 	json_decref(doc);
 }
 
-/* Builds the request's URL and headers; returns 0 or CSID_ENOMEM. */
-static int controllers_remote_prepare(struct controllers_remote_client *c,
+/* Points curl at the request's URL (into url) and builds its headers; 0 or CSID_ENOMEM. */
+static int controllers_remote_prepare(struct controllers_remote_client *c, CURL *curl,
 				      const struct csi_rpc_info *info, int64_t timeout_ms,
 				      char *url, size_t cap, struct curl_slist **hdrs)
 {
 	char h[600];
 	struct curl_slist *l = NULL, *t;
 
-	snprintf(url, cap, "%s%s%s/%s", c->base_url, CSI_REMOTE_PREFIX, c->plugin_id, info->name);
+	/* The URL fits: the address, plugin ID and RPC name are bounded (url's size). */
+	snprintf(h, sizeof(h), "%s%s/%s", CSI_REMOTE_PREFIX, c->plugin_id, info->name);
+	if (curl_pool_target(curl, c->base_url, h, url, cap) != 0)
+		return CSID_ENOMEM;
 	snprintf(h, sizeof(h), "%s: %lld", CSI_REMOTE_DEADLINE_HEADER, (long long)timeout_ms);
 	if (!(l = curl_slist_append(l, "Content-Type: application/x-protobuf")) ||
 	    !(t = curl_slist_append(l, "Expect:")) || !(t = curl_slist_append(l, h)))
@@ -271,13 +274,12 @@ static int controllers_remote_call(struct csi_client *base, enum csi_rpc rpc,
 	bytes = malloc(n ? n : 1);
 	curl = curl_pool_get(c->owner ? c->owner->conns : NULL);
 	if (!bytes || !curl ||
-	    controllers_remote_prepare(c, info, timeout_ms, url, sizeof(url), &hdrs)) {
+	    controllers_remote_prepare(c, curl, info, timeout_ms, url, sizeof(url), &hdrs)) {
 		controllers_remote_status(st, CSI_INTERNAL, "%s: out of memory", info->name);
 		rc = CSID_ENOMEM;
 		goto out;
 	}
 	protobuf_c_message_pack(req, bytes);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
 	curl_easy_setopt(curl, CURLOPT_POST, 1L);
 	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)bytes);
 	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)n);
@@ -359,7 +361,8 @@ static int controllers_remote_client_make(const char *address, const char *node_
 	c->token = token;
 	snprintf(c->plugin_id, sizeof(c->plugin_id), "%s", plugin_id);
 	snprintf(c->node_id, sizeof(c->node_id), "%s", node_id);
-	snprintf(c->base_url, sizeof(c->base_url), "%s%s", strstr(address, "://") ? "" : "http://",
+	snprintf(c->base_url, sizeof(c->base_url), "%s%s",
+		 strstr(address, "://") || strncmp(address, "unix:", 5) == 0 ? "" : "http://",
 		 address);
 	for (n = strlen(c->base_url); n > 0 && c->base_url[n - 1] == '/'; n--)
 		c->base_url[n - 1] = '\0';

@@ -21,6 +21,17 @@ bool conf_has_ctl(const char *s, size_t len)
 	return false;
 }
 
+bool conf_is_unix_addr(const char *s)
+{
+	size_t n;
+
+	/* One form: unix://... would read as a URL with a host. */
+	if (strncmp(s, "unix:", 5) != 0 || s[5] != '/' || s[6] == '/')
+		return false;
+	n = strlen(s + 5);
+	return n <= CONF_SOCK_MAX && !conf_has_ctl(s + 5, n);
+}
+
 int64_t conf_parse_duration(const char *s)
 {
 	int64_t total = 0;

@@ -22,6 +22,12 @@
 
 /* Whether s (len bytes) holds a control character. */
 bool conf_has_ctl(const char *s, size_t len);
+/*
+ * Whether s is "unix:" followed by an absolute socket path of at most
+ * CONF_SOCK_MAX bytes without control characters (and not "unix://"):
+ * the address of an API on this host (a server's or an agent's socket).
+ */
+bool conf_is_unix_addr(const char *s);
 /* Parses "1h2m3s", "100ms", "1.5s" into milliseconds; -1 when invalid. */
 int64_t conf_parse_duration(const char *s);
 /* A duration as Go prints it ("500ms", "2s", "1m30s", "5m0s", "1h0m0s") into buf. */

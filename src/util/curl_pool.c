@@ -8,6 +8,8 @@
 #include "util/curl_pool.h"
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,19 @@ CURL *curl_pool_get(struct curl_pool *p)
 	if (c)
 		curl_tls_apply(c);
 	return c;
+}
+
+int curl_pool_target(CURL *c, const char *base, const char *path, char *url, size_t len)
+{
+	bool unix_socket = strncmp(base, "unix:", 5) == 0;
+	int n = unix_socket ? snprintf(url, len, "http://localhost%s", path)
+			    : snprintf(url, len, "%s%s", base, path);
+
+	if (n < 0 || (size_t)n >= len)
+		return CSID_EINVAL;
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, unix_socket ? base + 5 : NULL);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	return 0;
 }
 
 void curl_pool_headers_free(struct curl_slist *hdrs)

@@ -8,7 +8,8 @@
  * performs and gives it back; a handle given back is reset
  * (curl_easy_reset: options cleared, its connection cache kept). No
  * handle is shared while in use, which libcurl's shared connection cache
- * would need and does not support across threads.
+ * would need and does not support across threads. curl_pool_target
+ * points a handle at an API over TCP or at a unix socket on this host.
  *
  * Threading: every function but curl_pool_free is thread-safe.
  */
@@ -37,6 +38,14 @@ CURL *curl_pool_get(struct curl_pool *p);
  * there is room, else cleaned up; p NULL: cleaned up. The caller drops c.
  */
 void curl_pool_put(struct curl_pool *p, CURL *c);
+/*
+ * Points c at base + path and writes that URL into url (len bytes). base
+ * is "http://HOST:PORT" or "https://HOST:PORT", or "unix:/PATH" for an API
+ * on this host at that socket (checked by conf_is_unix_addr): the request
+ * then goes over the socket, as http://localhost + path. Returns 0, or
+ * CSID_EINVAL when the URL does not fit.
+ */
+int curl_pool_target(CURL *c, const char *base, const char *path, char *url, size_t len);
 /* Frees a header list, zeroing every line first (one may hold a token). */
 void curl_pool_headers_free(struct curl_slist *hdrs);
 /* Cleans up every idle handle and frees p, once no handle is out; NULL is a no-op. */

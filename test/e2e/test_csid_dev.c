@@ -10,7 +10,9 @@
  * dir is gone, nothing is mounted under it and no process runs from it. A
  * second `csid dev` on the same port fails with a clear error and removes
  * its own temporary directory. With -keep the stopped csid dev leaves its
- * server and agent state in place.
+ * server and agent state in place. The agent joins the server at its unix
+ * socket and gives it its own; with a data dir too long for the server's
+ * socket, both go over TCP instead.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -39,26 +41,45 @@ struct t_env {
 	char dev_dir[SERVER_PROC_PATH + 8];
 };
 
-/* Starts csid dev on <dir>/dev and the port of t->s, with -keep when keep. */
-static int t_start(void **state, bool keep)
+/*
+ * Starts csid dev on <dir>/dev and the port of t->s, with -keep when keep;
+ * with len, on a dev directory of exactly len bytes instead (<dir>/dev-xxx...).
+ */
+static int t_start(void **state, bool keep, size_t len)
 {
 	struct t_env *t = calloc(1, sizeof(*t));
+	size_t n;
 
 	*state = t;
 	if (!t || server_proc_init(&t->s) != 0)
 		return -1;
-	snprintf(t->dev_dir, sizeof(t->dev_dir), "%s/dev", t->s.dir);
+	n = (size_t)snprintf(t->dev_dir, sizeof(t->dev_dir), "%s/dev-", t->s.dir);
+	if (!len)
+		snprintf(t->dev_dir, sizeof(t->dev_dir), "%s/dev", t->s.dir);
+	else if (n < len && len < sizeof(t->dev_dir))
+		memset(t->dev_dir + n, 'x', len - n);
+	else
+		return -1;
 	return server_proc_start_dev(&t->s, t->dev_dir, keep, T_WAIT_MS);
 }
 
 static int t_setup(void **state)
 {
-	return t_start(state, false);
+	return t_start(state, false, 0);
 }
 
 static int t_setup_keep(void **state)
 {
-	return t_start(state, true);
+	return t_start(state, true, 0);
+}
+
+/*
+ * A data dir of 89 bytes: <dir>/server/server.sock (108) is too long for a
+ * socket, <dir>/agent/agent.sock (106) is not.
+ */
+static int t_setup_long(void **state)
+{
+	return t_start(state, false, 89);
 }
 
 static int t_teardown(void **state)
@@ -155,13 +176,29 @@ static void t_leave_mounted(struct t_env *t)
 	assert_true(agent_proc_mounts_under(t->dev_dir) > 0);
 }
 
+/* The address the server has for node "dev" (the agent's API) is want. */
+static void t_node_address(struct t_env *t, const char *want)
+{
+	json_t *doc = NULL;
+
+	assert_int_equal(server_proc_http(&t->s, "GET", "/v1/node/dev", NULL, &doc), 200);
+	assert_string_equal(json_string_value(json_object_get(doc, "address")), want);
+	json_decref(doc);
+}
+
 static void test_dev_lifecycle(void **state)
 {
 	struct t_env *t = *state;
+	char want[SERVER_PROC_PATH + 64];
 	struct stat st;
 	int status;
 
 	assert_true(t_wait(t, "/v1/plugins", server_proc_hp_up));
+	/* Agent and server talk over their unix sockets, not TCP. */
+	snprintf(want, sizeof(want), "agent_joins=unix:%s/server/server.sock ", t->dev_dir);
+	assert_true(server_proc_log_has(&t->s, want));
+	snprintf(want, sizeof(want), "unix:%s/agent/agent.sock", t->dev_dir);
+	t_node_address(t, want);
 	assert_int_equal(server_proc_put(&t->s, "/v1/volume/data/create", t_spec), 200);
 	assert_true(t_wait(t, "/v1/volume/data", server_proc_volume_ready));
 	assert_true(server_proc_log_has(&t->s, "path=/v1/agent/controller/" T_HP
@@ -186,6 +223,33 @@ static void test_dev_lifecycle(void **state)
 	assert_int_equal(agent_proc_mounts_under(t->dev_dir), 0);
 	assert_int_equal(t_procs_under(t->dev_dir), 0);
 	assert_true(server_proc_log_has(&t->s, "msg=\"mounts detached\""));
+}
+
+/* The node has registered with an address on TCP. */
+static bool t_node_on_tcp(json_t *doc)
+{
+	const char *addr = json_string_value(json_object_get(doc, "address"));
+
+	return addr && strncmp(addr, "http://127.0.0.1:", 17) == 0;
+}
+
+/*
+ * A data dir too long for the server's socket: the agent joins over TCP
+ * and gives the server its TCP address. (Its plugin does not start: the
+ * agent's data dir is too long for a plugin socket too, which it says.)
+ */
+static void test_dev_long_dir(void **state)
+{
+	struct t_env *t = *state;
+	char want[SERVER_PROC_PATH + 64];
+
+	assert_int_equal(strlen(t->dev_dir), 89);
+	assert_true(t_wait(t, "/v1/node/dev", t_node_on_tcp));
+	assert_true(server_proc_log_has(&t->s, "msg=\"data dir too long for a unix socket: the "
+					       "agent joins the server over TCP\""));
+	snprintf(want, sizeof(want), "agent_joins=%s ", t->s.base);
+	assert_true(server_proc_log_has(&t->s, want));
+	assert_true(server_proc_log_has(&t->s, "is too long for a plugin socket"));
 }
 
 /* A second csid dev on the same port: a clear error, exit 1, its directory removed. */
@@ -238,6 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_dev_port_taken, t_setup, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_dev_lifecycle, t_setup, t_teardown),
+	    cmocka_unit_test_setup_teardown(test_dev_long_dir, t_setup_long, t_teardown),
 	    cmocka_unit_test_setup_teardown(test_dev_keep, t_setup_keep, t_teardown),
 	};
 

@@ -306,13 +306,16 @@ static void test_load_file(void **state)
 static void test_servers(void **state)
 {
 	struct config *cfg = parse_ok("{\"servers\": [\"http://10.0.0.1:4646/\","
-				      " \"https://s2:4646\"], \"server_token\": \"s3cr3t-9\","
+				      " \"https://s2:4646\", \"unix:/run/csid/server.sock\"],"
+				      " \"server_token\": \"s3cr3t-9\","
 				      " \"timings\": {\"heartbeat\": \"2s\"}}");
+	char json[256];
 
 	(void)state;
-	assert_int_equal(cfg->nservers, 2);
+	assert_int_equal(cfg->nservers, 3);
 	assert_string_equal(cfg->servers[0], "http://10.0.0.1:4646");
 	assert_string_equal(cfg->servers[1], "https://s2:4646");
+	assert_string_equal(cfg->servers[2], "unix:/run/csid/server.sock");
 	assert_string_equal(cfg->server_token, "s3cr3t-9");
 	assert_int_equal(cfg->heartbeat_ms, 2000);
 	config_free(cfg);
@@ -330,6 +333,16 @@ static void test_servers(void **state)
 	parse_bad("{\"servers\": [\"http://a:1\", \"http://a:1/\"]}",
 		  "servers[1]: same as servers[0]");
 	parse_bad("{\"servers\": [1]}", "servers[0]: expected a string");
+	/* A server on this host at its unix socket: an absolute path that fits a socket. */
+	parse_bad("{\"servers\": [\"unix:run/server.sock\"]}",
+		  "servers[0]: expected http://HOST:PORT, https://HOST:PORT or unix:/PATH "
+		  "(an absolute socket path of at most 107 bytes)");
+	parse_bad("{\"servers\": [\"unix:\"]}", "servers[0]: expected http://");
+	parse_bad("{\"servers\": [\"unix:/a\\tb\"]}", "servers[0]: expected http://");
+	snprintf(json, sizeof(json), "{\"servers\": [\"unix:/%0107d\"]}", 0);
+	parse_bad(json, "servers[0]: expected http://");
+	snprintf(json, sizeof(json), "{\"servers\": [\"unix:/%0106d\"]}", 0);
+	config_free(parse_ok(json));
 	parse_bad("{\"server_token\": \"\"}", "server_token: expected a string of 8 to");
 	parse_bad("{\"server_token\": \"s3cr3t-\\n-line\"}", "server_token: contains a space");
 	parse_bad("{\"timings\": {\"heartbeat\": \"50ms\"}}",

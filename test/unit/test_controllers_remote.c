@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -335,12 +336,13 @@ static void test_client_unreachable(void **state)
 	assert_null(c);
 }
 
-/* One HTTP exchange on a loopback listener, served by a thread. */
+/* One HTTP exchange on a loopback listener (or a unix socket), served by a thread. */
 struct tcr_agent {
 	int fd;
 	int port;
 	pid_t caller; /* the thread whose policy is read while its request is served */
 	int caller_policy;
+	char line[256]; /* the request line it got */
 	pthread_t th;
 };
 
@@ -370,6 +372,8 @@ static void *tcr_agent_main(void *arg)
 	}
 	/* The caller is blocked in its request right now. */
 	a->caller_policy = sched_getscheduler(a->caller);
+	buf[n] = '\0';
+	snprintf(a->line, sizeof(a->line), "%.*s", (int)strcspn(buf, "\r\n"), buf);
 	if (c >= 0 && write(c, answer, sizeof(answer) - 1) < 0)
 		a->caller_policy = -2;
 	if (c >= 0)
@@ -377,20 +381,35 @@ static void *tcr_agent_main(void *arg)
 	return NULL;
 }
 
-static void tcr_agent_start(struct tcr_agent *a)
+/* Listens on loopback TCP, or on the unix socket path when it is not NULL. */
+static void tcr_agent_start_at(struct tcr_agent *a, const char *path)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
 	socklen_t len = sizeof(sa);
 
-	a->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	a->fd = socket(path ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(a->fd >= 0);
-	assert_int_equal(bind(a->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (path) {
+		snprintf(su.sun_path, sizeof(su.sun_path), "%s", path);
+		assert_int_equal(bind(a->fd, (struct sockaddr *)&su, sizeof(su)), 0);
+	} else {
+		assert_int_equal(bind(a->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
 	assert_int_equal(listen(a->fd, 4), 0);
-	assert_int_equal(getsockname(a->fd, (struct sockaddr *)&sa, &len), 0);
-	a->port = ntohs(sa.sin_port);
+	if (!path) {
+		assert_int_equal(getsockname(a->fd, (struct sockaddr *)&sa, &len), 0);
+		a->port = ntohs(sa.sin_port);
+	}
+	a->line[0] = '\0';
 	a->caller = gettid();
 	a->caller_policy = -1;
 	assert_int_equal(pthread_create(&a->th, NULL, tcr_agent_main, a), 0);
+}
+
+static void tcr_agent_start(struct tcr_agent *a)
+{
+	tcr_agent_start_at(a, NULL);
 }
 
 static void tcr_set_policy(int policy)
@@ -428,6 +447,37 @@ static void test_client_waits_as_other(void **state)
 	csi_client_free(c);
 	assert_int_equal(st.code, CSI_NOT_FOUND);
 	assert_int_equal(a.caller_policy, SCHED_OTHER);
+	(void)state;
+}
+
+/*
+ * An agent that gave the servers its unix socket ("unix:/PATH", a server on
+ * its host): the RPC goes over the socket, to the same path as over TCP.
+ */
+static void test_client_unix_socket(void **state)
+{
+	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	char dir[] = "/tmp/csid-tcr-XXXXXX", path[64], addr[80];
+	struct tcr_agent a;
+	struct csi_client *c = NULL;
+	struct csi_status st;
+	struct err e;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/agent.sock", dir);
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	tcr_agent_start_at(&a, path);
+	assert_int_equal(controllers_remote_client_new(addr, "n1", TCR_PLUGIN, "t", &c, &e), 0);
+	req.volume_id = "v";
+	assert_int_equal(csi_delete_volume(c, &req, NULL, 5000, &st), CSID_ENOTFOUND);
+	assert_int_equal(pthread_join(a.th, NULL), 0);
+	close(a.fd);
+	unlink(path);
+	rmdir(dir);
+	csi_client_free(c);
+	assert_int_equal(st.code, CSI_NOT_FOUND);
+	assert_string_equal(a.line,
+			    "POST /v1/agent/controller/" TCR_PLUGIN "/DeleteVolume HTTP/1.1");
 	(void)state;
 }
 
@@ -571,6 +621,7 @@ int main(void)
 	    cmocka_unit_test(test_answer_malformed),
 	    cmocka_unit_test(test_client_unreachable),
 	    cmocka_unit_test(test_client_waits_as_other),
+	    cmocka_unit_test(test_client_unix_socket),
 	    cmocka_unit_test(test_seam_host_first_then_agents),
 	};
 

@@ -556,12 +556,18 @@ static void test_node_validate(void **state)
 	assert_non_null(strstr(e.msg, "plugins[2]: duplicate of plugins[0]"));
 }
 
-/* The agent's address: host:port or http(s)://host:port, nothing else. */
+/*
+ * The agent's address: host:port or http(s)://host:port, or unix:/path (its
+ * socket, for servers on its host), nothing else.
+ */
 static void test_node_address(void **state)
 {
-	static const char *const good[] = {"127.0.0.1:4650", "http://10.0.0.5:4650",
-					   "https://node-1.example.org:1", "[::1]:4650",
-					   "http://[fe80::1]:80"};
+	static const char *const good[] = {
+	    "127.0.0.1:4650", "http://10.0.0.5:4650", "https://node-1.example.org:1",
+	    "[::1]:4650",     "http://[fe80::1]:80",  "unix:/var/lib/csid/agent.sock"};
+	static const char *const bad_unix[] = {"unix:agent.sock", "unix:", "unix:/a\nb",
+					       "unix://var/lib/csid/agent.sock"};
+	char long_unix[128];
 	static const char *const bad[] = {"",
 					  "4650",
 					  "node-1",
@@ -585,6 +591,15 @@ static void test_node_address(void **state)
 		n.address = (char *)bad[i];
 		assert_int_equal(model_node_validate(&n, &e), CSID_EINVAL);
 		assert_string_equal(e.msg, "node: address: expected host:port or http://host:port");
+	}
+	/* 108 bytes of path: one more than a socket holds. */
+	snprintf(long_unix, sizeof(long_unix), "unix:/%0107d", 0);
+	for (size_t i = 0; i <= sizeof(bad_unix) / sizeof(bad_unix[0]); i++) {
+		n.address =
+		    i < sizeof(bad_unix) / sizeof(bad_unix[0]) ? (char *)bad_unix[i] : long_unix;
+		assert_int_equal(model_node_validate(&n, &e), CSID_EINVAL);
+		assert_string_equal(e.msg, "node: address: expected unix:/PATH, an absolute "
+					   "socket path of at most 107 bytes");
 	}
 }
 

@@ -374,15 +374,22 @@ static void csid_agent_on_health(void *ctx, const struct instance_manager_status
 }
 
 /*
- * The address the servers reach this agent's API at: "http://" + the TCP
- * listener, unless it has none or listens on every interface (no one
- * address to give). Returns whether there is one, in buf.
+ * The address the servers reach this agent's API at: its unix socket
+ * ("unix:" + listener.socket) when every server is joined at a unix socket
+ * (they are all on this host), else "http://" + the TCP listener, unless
+ * it has none or listens on every interface (no one address to give).
+ * Returns whether there is one, in buf.
  */
-static bool csid_agent_address(const char *listen, char *buf, size_t len)
+static bool csid_agent_address(const struct config *cfg, char *buf, size_t len)
 {
+	const char *listen = cfg->listen_addr;
 	const char *colon = listen ? strrchr(listen, ':') : NULL;
-	size_t host = colon ? (size_t)(colon - listen) : 0;
+	size_t host = colon ? (size_t)(colon - listen) : 0, local = 0;
 
+	while (local < cfg->nservers && strncmp(cfg->servers[local], "unix:", 5) == 0)
+		local++;
+	if (local == cfg->nservers && cfg->listen_socket)
+		return (size_t)snprintf(buf, len, "unix:%s", cfg->listen_socket) < len;
 	if (!colon || host == 0 || (host == 7 && strncmp(listen, "0.0.0.0", 7) == 0) ||
 	    (host == 4 && strncmp(listen, "[::]", 4) == 0))
 		return false;
@@ -409,7 +416,7 @@ static int csid_agent_link(struct csid_agent_run *a, struct err *e)
 		log_info("msg=\"no servers configured: the agent runs alone\"");
 		return 0;
 	}
-	if (csid_agent_address(a->cfg->listen_addr, address, sizeof(address)))
+	if (csid_agent_address(a->cfg, address, sizeof(address)))
 		skeleton.address = address;
 	else if (a->cfg->listen_addr)
 		log_warn("msg=\"listener.addr listens on every interface: the servers are not told "

@@ -5,10 +5,12 @@
  *
  * Start: flags -> dir (mkdtemp /tmp/csid-dev.XXXXXX, or -data-dir) -> a
  * random token (the server's agent_token and the agent's server_token)
- * and a free port for the agent's TCP listener (the server runs
- * controller RPCs through it) -> server started first (a busy -listen
- * fails here, before any plugin runs) -> agent started (joins the server
- * at http://<listen>, supervises csi-hostpath).
+ * and a free port for the agent's TCP listener (for tools such as
+ * Prometheus) -> server started first (a busy -listen fails here, before
+ * any plugin runs; its API also on <dir>/server/server.sock) -> agent
+ * started (joins the server at that socket, or at http://<listen> when
+ * the path is too long for one, and so tells the server its own socket
+ * for controller RPCs: config.h; supervises csi-hostpath).
  *
  * Stop (SIGTERM/SIGINT, or either part failing): the server first (its
  * reconciler drains while the agent still answers), then the agent
@@ -45,6 +47,7 @@
 #include "csid_agent.h"
 #include "csid_flags.h"
 #include "csid_server.h"
+#include "util/conf.h"
 #include "util/log.h"
 #include "util/mkdir_p.h"
 
@@ -196,8 +199,11 @@ static int csid_dev_make_token(struct csid_dev *d, struct err *e)
 	return csid_dev_write_token(d, e);
 }
 
-/* The server's config: SQLite store under <dir>/server, the API on listen, the token. */
-static int csid_dev_server_config(struct csid_dev *d, const char *listen,
+/*
+ * The server's config: SQLite store under <dir>/server, the API on listen
+ * and at the unix socket sock (NULL: none), the token.
+ */
+static int csid_dev_server_config(struct csid_dev *d, const char *listen, const char *sock,
 				  struct server_config_file **out, struct err *e)
 {
 	char data[PATH_MAX];
@@ -207,8 +213,8 @@ static int csid_dev_server_config(struct csid_dev *d, const char *listen,
 
 	if ((rc = csid_dev_path(data, sizeof(data), d->dir, "server", e)))
 		return rc;
-	doc = json_pack("{s:s, s:s, s:s, s:s}", "data_dir", data, "listen", listen, "store",
-			"sqlite", "agent_token", d->token);
+	doc = json_pack("{s:s, s:s, s:s, s:s, s:s*}", "data_dir", data, "listen", listen, "store",
+			"sqlite", "agent_token", d->token, "socket", sock);
 	text = doc ? json_dumps(doc, 0) : NULL;
 	if (!text)
 		rc = err_set(e, CSID_ENOMEM, "out of memory");
@@ -404,20 +410,44 @@ static void csid_dev_remove_dir(const char *dir)
 
 /* ---- start ---- */
 
+/*
+ * Where the agent joins the server (into join): the server's unix socket
+ * <dir>/server/server.sock ("unix:" + it, also into sock), so that the
+ * claims and the controller RPCs between them take no TCP round trip; or,
+ * when that path is too long for a socket, url (sock empty).
+ */
+static void csid_dev_join(struct csid_dev *d, const char *url, char *sock, char *join, size_t len)
+{
+	int n = snprintf(sock, len, "%s/server/server.sock", d->dir);
+
+	if (n < 0 || n > CONF_SOCK_MAX) {
+		log_info("msg=\"data dir too long for a unix socket: the agent joins the server "
+			 "over TCP\" dir=%s",
+			 d->dir);
+		sock[0] = '\0';
+		snprintf(join, len, "%s", url);
+		return;
+	}
+	snprintf(join, len, "unix:%s", sock);
+}
+
 static int csid_dev_start(struct csid_dev *d, struct err *e)
 {
 	const char *listen = d->flag_listen ? d->flag_listen : SERVER_CONFIG_LISTEN_DEFAULT;
 	struct server_config_file *scfg = NULL;
 	struct config *acfg = NULL;
-	char url[300];
+	char url[300], sock[PATH_MAX], join[PATH_MAX + 8];
 	int rc;
 
 	if (!*listen)
-		return err_set(e, CSID_EINVAL, "-listen: the agent needs the server's TCP API");
+		return err_set(e, CSID_EINVAL, "-listen: the server's TCP API is needed");
 	if ((rc = csid_dev_server_url(listen, url, sizeof(url), e)) ||
-	    (rc = csid_dev_make_token(d, e)) || (rc = csid_dev_server_config(d, listen, &scfg, e)))
+	    (rc = csid_dev_make_token(d, e)))
 		return rc;
-	if ((rc = csid_dev_agent_config(d, url, &acfg, e))) {
+	csid_dev_join(d, url, sock, join, sizeof(sock));
+	if ((rc = csid_dev_server_config(d, listen, sock[0] ? sock : NULL, &scfg, e)))
+		return rc;
+	if ((rc = csid_dev_agent_config(d, join, &acfg, e))) {
 		server_config_free(scfg);
 		return rc;
 	}
@@ -431,9 +461,9 @@ static int csid_dev_start(struct csid_dev *d, struct err *e)
 		return err_wrap(e, "server");
 	if ((rc = csid_agent_run_start(d->agent, e)))
 		return err_wrap(e, "agent");
-	log_info("msg=\"dev running\" api=%s agent_socket=%s agent_addr=%s node=%s data_dir=%s "
-		 "keep=%d",
-		 url, csid_agent_run_config(d->agent)->listen_socket,
+	log_info("msg=\"dev running\" api=%s agent_joins=%s agent_socket=%s agent_addr=%s node=%s "
+		 "data_dir=%s keep=%d",
+		 url, join, csid_agent_run_config(d->agent)->listen_socket,
 		 csid_agent_run_config(d->agent)->listen_addr,
 		 csid_agent_run_config(d->agent)->node_name, d->dir, d->keep);
 	return 0;
