@@ -15,9 +15,9 @@
 #define REC_LIST_PAGE 500
 /* Changes read from the log at a time. */
 #define REC_CHANGES_PAGE 1000
-/* How long the follower thread blocks on the store before re-checking stop. */
+/* How long the follower waits between two reads of the change log, at most. */
 #define REC_FOLLOW_WAIT_MS 250
-/* How long the follower, woken by a write, waits for the writes after it. */
+/* How long the follower, woken by another server's write, waits for the writes after it. */
 #define REC_FOLLOW_BATCH_MS 5
 
 /* ---- enqueueing from the store ---- */
@@ -142,6 +142,35 @@ void rec_catch_up(struct reconciler *r)
 	}
 }
 
+/*
+ * Waits until the change log may hold what the follower has not read
+ * (after). The server's own writes are queued by their writers at once
+ * and the follower only sweeps up behind them, so it is not woken by
+ * them: on a store this process holds alone (SQLite, memory) it reads the
+ * log every REC_FOLLOW_WAIT_MS, or sooner when stopped; woken per write,
+ * it cost every claim two thread wake-ups on its way (the store's
+ * broadcast and this thread's, on a two-core node beside the claim's own
+ * threads) for nothing. A shared store (etcd) also changes by the other
+ * servers' writes, which nobody queued: the first one wakes the follower
+ * and the writes right after it come along (one read of the log for a
+ * burst). Bounded either way, so that a stop is noticed soon.
+ */
+static void rec_follow_wait(struct reconciler *r, uint64_t after)
+{
+	struct clock *c = clock_real();
+	int64_t until = clock_now_ms(c) + REC_FOLLOW_WAIT_MS;
+
+	if (store_shared(r->cfg.store)) {
+		if (store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS) > after)
+			nanosleep(&(struct timespec){0, REC_FOLLOW_BATCH_MS * 1000000L}, NULL);
+		return;
+	}
+	pthread_mutex_lock(&r->mu);
+	while (!r->stopping && clock_now_ms(c) < until)
+		clock_wait(c, &r->fcond, &r->mu, until);
+	rec_unlock(r);
+}
+
 void *rec_follower(void *arg)
 {
 	struct reconciler *r = arg;
@@ -157,14 +186,8 @@ void *rec_follower(void *arg)
 		after = r->follow_index;
 		listed = r->listed;
 		rec_unlock(r);
-		/*
-		 * Bounded, so that a stop is noticed soon. Woken by a write, it
-		 * lets the writes right after it come too: one read of the log
-		 * for a burst, not a wake-up of this thread per write (the
-		 * server's own writes are queued by their writers at once).
-		 */
-		if (listed && store_wait(r->cfg.store, after, REC_FOLLOW_WAIT_MS) > after)
-			nanosleep(&(struct timespec){0, REC_FOLLOW_BATCH_MS * 1000000L}, NULL);
+		if (listed)
+			rec_follow_wait(r, after);
 		rec_catch_up(r);
 		pthread_mutex_lock(&r->mu);
 	}

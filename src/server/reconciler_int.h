@@ -82,7 +82,8 @@ bool rec_lingers(const struct rec_item *it);
  */
 void rec_catch_up(struct reconciler *r);
 
-/* The follower thread: waits for store writes and catches up (arg: r). */
+/* The follower thread: waits for the change log to move (rec_follow_wait) and catches up (arg: r).
+ */
 void *rec_follower(void *arg);
 
 #endif

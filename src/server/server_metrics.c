@@ -42,8 +42,9 @@
 #include "util/metrics.h"
 
 #define SM_PAGE 1000
+/* The thread's reads of the change log: this far apart once it did not change (ms)... */
 #define SM_WAKE_MS 100
-/* How long a write waits for the writes after it before they are counted. */
+/* ...and this far apart while it changes. */
 #define SM_BATCH_MS 10
 #define SM_RETRY_MS 1000
 /*
@@ -592,7 +593,7 @@ static void *sm_main(void *arg)
 	struct server_metrics *m = arg;
 	struct clock *c = clock_real();
 	int64_t next_resync = 0;
-	bool synced = false;
+	bool synced = false, moved = false;
 	uint64_t pos = 0;
 	struct err e;
 
@@ -625,13 +626,20 @@ static void *sm_main(void *arg)
 			synced = false;
 		} else if (rc < 0) {
 			store_wait(m->store, UINT64_MAX - 1, SM_RETRY_MS);
-		} else if (rc == 0 && store_wait(m->store, pos, SM_WAKE_MS) > pos) {
+		} else if (rc == 0) {
 			/*
-			 * Woken by a write: a burst of writes is taken in one page,
-			 * after its writers kept their versions decoded
-			 * (server_vcache.h).
+			 * Not woken by writes: woken per burst, this thread cost
+			 * each claim a wake-up on its way (the writer's broadcast,
+			 * and one more thread on the node's cores beside the
+			 * claim's). The counts lag the catalogue by SM_WAKE_MS at
+			 * most, far below any scrape interval; a burst is taken in
+			 * pages of SM_BATCH_MS of writes, after their writers kept
+			 * their versions decoded (server_vcache.h).
 			 */
-			sm_pause_until(m, clock_now_ms(c) + SM_BATCH_MS);
+			sm_pause_until(m, clock_now_ms(c) + (moved ? SM_BATCH_MS : SM_WAKE_MS));
+			moved = false;
+		} else {
+			moved = true;
 		}
 	}
 	return NULL;
