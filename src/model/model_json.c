@@ -15,6 +15,7 @@
 
 #include "model/model.h"
 #include "model/model_int.h"
+#include "util/jsonr.h"
 #include "util/jsonw.h"
 
 /* ---- encoding ---- */
@@ -209,14 +210,84 @@ static int model_finish(struct jsonw *w, const char *what, char **out, size_t *l
 /* Volume records with a few claims fit; past claims take about 300 bytes each. */
 #define MODEL_ENC_HINT 2048
 
-int model_history_encode(const struct model_claim *c, size_t n, char **out, size_t *len,
-			 struct err *e)
+/* Where each past claim of a history record's text starts and ends. */
+struct model_hist_span {
+	const char *start, *end;
+};
+
+/*
+ * The claims' spans in the history record text (len bytes): at most cap
+ * of them into spans (the newest cap), *n the number in the record.
+ * Returns 0, or -1 when the text is not a history record.
+ */
+static int model_history_spans(const char *text, size_t len, struct model_hist_span *spans,
+			       size_t cap, size_t *n)
 {
+	struct jsonr r;
+	size_t keys = 0, items = 0;
+	char key[16];
+	size_t klen;
+	bool seen = false;
+	int k;
+
+	*n = 0;
+	jsonr_init(&r, text, len);
+	if (jsonr_peek(&r) != JSONR_OBJECT || jsonr_open(&r))
+		return -1;
+	while ((k = jsonr_key(&r, &keys, key, sizeof(key), &klen)) == 1) {
+		if (klen != 11 || strcmp(key, "past_claims") != 0) {
+			if (jsonr_skip(&r))
+				return -1;
+			continue;
+		}
+		if (seen || jsonr_peek(&r) != JSONR_ARRAY || jsonr_open(&r))
+			return -1;
+		seen = true;
+		while ((k = jsonr_item(&r, &items)) == 1) {
+			struct model_hist_span *sp = &spans[*n % cap];
+
+			if (jsonr_peek(&r) != JSONR_OBJECT)
+				return -1;
+			sp->start = r.p;
+			if (jsonr_skip(&r))
+				return -1;
+			sp->end = r.p;
+			(*n)++;
+		}
+		if (k < 0)
+			return -1;
+	}
+	return k < 0 || jsonr_end(&r) ? -1 : 0;
+}
+
+int model_history_append(const char *old, size_t old_len, const struct model_claim *c, size_t n,
+			 char **out, size_t *len, struct err *e)
+{
+	struct model_hist_span spans[MODEL_PAST_CLAIMS_MAX];
+	size_t nold = 0, keep, first;
 	struct jsonw w;
 
-	jsonw_init(&w, 64 + 320 * n);
+	if (old_len && model_history_spans(old, old_len, spans, MODEL_PAST_CLAIMS_MAX, &nold) != 0)
+		return err_set(e, CSID_EPROTO, "claim history record: damaged");
+	if (n > MODEL_PAST_CLAIMS_MAX) {
+		c += n - MODEL_PAST_CLAIMS_MAX;
+		n = MODEL_PAST_CLAIMS_MAX;
+	}
+	keep = nold < MODEL_PAST_CLAIMS_MAX - n ? nold : MODEL_PAST_CLAIMS_MAX - n;
+	/* The spans ring holds the newest MODEL_PAST_CLAIMS_MAX; the oldest kept is first. */
+	first = nold - keep;
+	jsonw_init(&w, old_len + 64 + 320 * n);
 	jsonw_object_open(&w);
-	model_enc_claims(&w, JSONW_KEY("past_claims"), c, n);
+	jsonw_lkey(&w, JSONW_KEY("past_claims"));
+	jsonw_array_open(&w);
+	for (size_t i = first; i < nold; i++) {
+		const struct model_hist_span *sp = &spans[i % MODEL_PAST_CLAIMS_MAX];
+
+		jsonw_raw_value(&w, sp->start, (size_t)(sp->end - sp->start));
+	}
+	for (size_t i = 0; i < n; i++)
+		model_enc_claim(&w, &c[i]);
+	jsonw_array_close(&w);
 	jsonw_object_close(&w);
 	return model_finish(&w, "claim history", out, len, e);
 }

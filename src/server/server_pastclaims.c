@@ -52,9 +52,9 @@ int server_pastclaims_take(struct store *st, struct model_volume *v, struct aren
 			   struct store_op *op, bool *have, struct model_claim **taken,
 			   size_t *ntaken, struct err *e)
 {
-	struct model_claim *old = NULL, *all;
-	size_t nold = 0, n = 0, len = 0;
+	struct store_obj o;
 	uint64_t index = 0;
+	size_t len = 0;
 	char *text = NULL, *copy;
 	int rc;
 
@@ -63,11 +63,21 @@ int server_pastclaims_take(struct store *st, struct model_volume *v, struct aren
 	*ntaken = v->npast_claims;
 	if (v->npast_claims == 0)
 		return 0;
-	if ((rc = server_pastclaims_get(st, v->id, a, &old, &nold, &index, e)))
-		return rc;
-	all = server_pastclaims_join(old, nold, v->past_claims, v->npast_claims, a, &n);
-	if (!all || (rc = model_history_encode(all, n, &text, &len, e)))
-		return rc ? rc : err_set(e, CSID_ENOMEM, "out of memory");
+	/* Appended to the stored text: the kept claims are not decoded (model_history_append). */
+	memset(&o, 0, sizeof(o));
+	rc = store_get(st, STORE_CLAIM_HISTORY, v->id, &o, e);
+	if (rc == CSID_ENOTFOUND) {
+		err_clear(e);
+		rc = 0;
+	} else if (rc == 0) {
+		index = o.modify_index;
+	}
+	if (rc == 0)
+		rc = model_history_append(o.value, o.len, v->past_claims, v->npast_claims, &text,
+					  &len, e);
+	store_obj_free(&o);
+	if (rc)
+		return err_wrap(e, "claim history of volume %s", v->id);
 	copy = arena_alloc(a, len + 1);
 	if (copy)
 		memcpy(copy, text, len + 1);

@@ -1,7 +1,7 @@
 /*
  * The claim history of each volume: its freed claims, newest last, the
  * last MODEL_PAST_CLAIMS_MAX of them, in a record of their own (store kind
- * STORE_CLAIM_HISTORY, ID the volume's, model_history_encode's shape), so
+ * STORE_CLAIM_HISTORY, ID the volume's, model_history_append's shape), so
  * a volume record stays small however often the volume is used.
  *
  * A write of a volume whose claims reached freed (model_volume_claim_move

@@ -105,23 +105,39 @@ static void fuzz_node(struct arena *a, const char *text, size_t len)
 	free(twice);
 }
 
+/*
+ * Claim histories: appending to the text (damaged or not) answers, never
+ * crashes; to a history that decodes it keeps the claims and puts the new
+ * one last. The decoded claims written again (to no history) decode to the
+ * newest MODEL_PAST_CLAIMS_MAX of them, and the same text twice.
+ */
 static void fuzz_history(struct arena *a, const char *text, size_t len)
 {
 	struct model_claim *c = NULL, *back = NULL;
-	char *once = NULL, *twice = NULL;
-	size_t l1 = 0, l2 = 0, n = 0, nb = 0;
+	char *once = NULL, *twice = NULL, *more = NULL;
+	size_t l1 = 0, l2 = 0, l3 = 0, n = 0, nb = 0, want;
 	struct err e;
-	int rc;
+	int rc, arc;
 
 	err_clear(&e);
 	rc = model_history_decode(a, text, len, &c, &n, &e);
+	arc = model_history_append(text, len, c, rc == 0 && n ? 1 : 0, &more, &l3, &e);
 	if (rc) {
+		if (arc != 0 && arc != CSID_EPROTO)
+			abort();
+		free(more);
 		fuzz_failed(rc, &e);
 		return;
 	}
-	if (model_history_encode(c, n, &once, &l1, &e) ||
-	    model_history_decode(a, once, l1, &back, &nb, &e) || nb != n ||
-	    model_history_encode(back, nb, &twice, &l2, &e))
+	want = n + (n ? 1 : 0) < MODEL_PAST_CLAIMS_MAX ? n + (n ? 1 : 0) : MODEL_PAST_CLAIMS_MAX;
+	if (arc || model_history_decode(a, more, l3, &back, &nb, &e) || nb != want ||
+	    (n && strcmp(back[nb - 1].alloc_id, c[0].alloc_id) != 0))
+		abort();
+	free(more);
+	want = n < MODEL_PAST_CLAIMS_MAX ? n : MODEL_PAST_CLAIMS_MAX;
+	if (model_history_append(NULL, 0, c, n, &once, &l1, &e) ||
+	    model_history_decode(a, once, l1, &back, &nb, &e) || nb != want ||
+	    model_history_append(NULL, 0, back, nb, &twice, &l2, &e))
 		abort();
 	fuzz_same(once, l1, twice, l2);
 	free(once);

@@ -810,10 +810,91 @@ static void test_node_spec_decode(void **state)
 	arena_free(a);
 }
 
+/* A freed claim for the history tests, alloc_id "a<i>". */
+static struct model_claim hist_claim(struct arena *a, int i)
+{
+	struct model_claim c = {.node_id = "n1",
+				.mode = MODEL_CLAIM_WRITE,
+				.state = MODEL_CLAIM_FREED,
+				.claimed_ms = 1000 + i,
+				.updated_ms = 2000 + i,
+				.note = "released"};
+
+	c.alloc_id = arena_printf(a, "a%d", i);
+	c.cap.access = MODEL_ACCESS_SINGLE_NODE_WRITER;
+	c.cap.attachment = MODEL_ATTACH_FILE_SYSTEM;
+	return c;
+}
+
+/*
+ * model_history_append: to no history, to one (the kept claims copied as
+ * they were, the new last), past MODEL_PAST_CLAIMS_MAX (the oldest
+ * dropped, in one append or over many), unknown keys dropped, and a
+ * damaged record refused (EPROTO, nothing written).
+ */
+static void test_history_append(void **state)
+{
+	static const char *const damaged[] = {" ",
+					      "[]",
+					      "{\"past_claims\": {}}",
+					      "{\"past_claims\": [1]}",
+					      "{\"past_claims\": [{}], \"past_claims\": []}",
+					      "{\"past_claims\": [{}]",
+					      "{\"past_claims\": [{}]} x"};
+	static const char later[] = "{\"past_claims\": [], \"later\": {\"x\": [1]}}";
+	struct model_claim c[MODEL_PAST_CLAIMS_MAX + 3], *got = NULL;
+	struct arena *a = arena_new();
+	char *text = NULL, *next = NULL;
+	size_t len = 0, nlen = 0, n = 0;
+	struct err e;
+
+	(void)state;
+	for (int i = 0; i < MODEL_PAST_CLAIMS_MAX + 3; i++)
+		c[i] = hist_claim(a, i);
+	assert_int_equal(model_history_append(NULL, 0, c, 2, &text, &len, &e), 0);
+	assert_int_equal(model_history_decode(a, text, len, &got, &n, &e), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(got[0].alloc_id, "a0");
+	assert_string_equal(got[1].alloc_id, "a1");
+	assert_string_equal(got[1].note, "released");
+	assert_int_equal(got[1].updated_ms, 2001);
+	/* One more, then past the bound one at a time: always the newest 16, newest last. */
+	for (int i = 2; i < MODEL_PAST_CLAIMS_MAX + 3; i++) {
+		assert_int_equal(model_history_append(text, len, &c[i], 1, &next, &nlen, &e), 0);
+		free(text);
+		text = next;
+		len = nlen;
+		assert_int_equal(model_history_decode(a, text, len, &got, &n, &e), 0);
+		assert_int_equal(n, i + 1 < MODEL_PAST_CLAIMS_MAX ? i + 1 : MODEL_PAST_CLAIMS_MAX);
+		assert_string_equal(got[n - 1].alloc_id, c[i].alloc_id);
+		assert_string_equal(got[0].alloc_id, c[i + 1 - n].alloc_id);
+	}
+	free(text);
+	/* More than the bound in one append: the newest of them. */
+	assert_int_equal(model_history_append(later, strlen(later), c, MODEL_PAST_CLAIMS_MAX + 3,
+					      &text, &len, &e),
+			 0);
+	assert_null(strstr(text, "later"));
+	assert_int_equal(model_history_decode(a, text, len, &got, &n, &e), 0);
+	assert_int_equal(n, MODEL_PAST_CLAIMS_MAX);
+	assert_string_equal(got[0].alloc_id, "a3");
+	free(text);
+	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
+		text = NULL;
+		assert_int_equal(
+		    model_history_append(damaged[i], strlen(damaged[i]), c, 1, &text, &len, &e),
+		    CSID_EPROTO);
+		assert_null(text);
+		assert_string_equal(e.msg, "claim history record: damaged");
+	}
+	arena_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_encoders_as_jansson),
+	    cmocka_unit_test(test_history_append),
 	    cmocka_unit_test(test_volume_store_round_trip),
 	    cmocka_unit_test(test_volume_api_view),
 	    cmocka_unit_test(test_claim_answer),
