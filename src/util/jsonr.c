@@ -216,6 +216,11 @@ static int jsonr_string(struct jsonr *r, char *dst, size_t cap, size_t *len)
 		unsigned char c;
 		size_t n;
 
+		for (uint64_t x; r->end - r->p >= 8; r->p += 8) {
+			memcpy(&x, r->p, 8);
+			if (!utf8_json_plain8(x))
+				break;
+		}
 		while (r->p < r->end && (unsigned char)*r->p >= 0x20 && *r->p != '"' &&
 		       *r->p != '\\' && (unsigned char)*r->p < 0x80)
 			r->p++;
