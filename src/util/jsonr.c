@@ -221,8 +221,7 @@ static int jsonr_string(struct jsonr *r, char *dst, size_t cap, size_t *len)
 			if (!utf8_json_plain8(x))
 				break;
 		}
-		while (r->p < r->end && (unsigned char)*r->p >= 0x20 && *r->p != '"' &&
-		       *r->p != '\\' && (unsigned char)*r->p < 0x80)
+		while (r->p < r->end && utf8_json_class[(unsigned char)*r->p] == 0)
 			r->p++;
 		jsonr_out(dst, cap, len, run, (size_t)(r->p - run));
 		if (r->p >= r->end)

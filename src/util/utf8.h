@@ -15,6 +15,12 @@
 size_t utf8_seq_len(const unsigned char *s, size_t n);
 
 /*
+ * Each byte's class in a JSON string: 0 as is, 1 escaped ('"', '\\',
+ * control characters), 2 a byte of a UTF-8 sequence (from 0x80).
+ */
+extern const unsigned char utf8_json_class[256];
+
+/*
  * Whether none of the 8 bytes in x (loaded from text with memcpy) needs
  * a JSON string's slow way: a control character (below 0x20), '"', '\\'
  * or a byte of a UTF-8 sequence (from 0x80). Eight bytes of a string are
