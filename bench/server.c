@@ -43,7 +43,9 @@
  *
  * repeats defaults to 3; a name runs that measure only (plain: measure 1
  * over plaintext HTTP only); create W:P runs
- * only W workers with plugin_concurrency P. CSID_BENCH_KEEP=1 keeps the
+ * only W workers with plugin_concurrency P. CSID_BENCH_HISTORY=1 gives every
+ * volume a full claim history first (a volume used often before; measure
+ * 1's releases then drop its oldest past claim). CSID_BENCH_KEEP=1 keeps the
  * directory (stores, server log).
  */
 #include <arpa/inet.h>
@@ -88,7 +90,7 @@ extern char **environ;
 #define BENCH_CREATE_VOLUMES 10000
 #define BENCH_LIST_VOLUMES 100000
 #define BENCH_LIST_REQUESTS 200
-#define BENCH_TXN 128
+#define BENCH_TXN 64 /* volumes per fill transaction (with their histories, 128 ops: the most) */
 #define BENCH_WAIT_MS 120000
 /* CREATE_DELETE_VOLUME and PUBLISH_UNPUBLISH_VOLUME (CSI capability values 1, 2). */
 #define BENCH_CAPS ((1ULL << 1) | (1ULL << 2))
@@ -245,10 +247,43 @@ static void bench_store_open(const char *path, struct store **st)
 }
 
 /* Writes n volumes vol-NNNNNNN (ready, or creating) into the store at path. */
+/*
+ * A claim history of MODEL_PAST_CLAIMS_MAX freed claims for vol (what a
+ * volume used that often before carries), into *text (len bytes).
+ */
+static void bench_history(const char *vol, char **text, size_t *len)
+{
+	struct model_claim past[MODEL_PAST_CLAIMS_MAX];
+	char alloc[MODEL_PAST_CLAIMS_MAX][48];
+	struct err e;
+
+	for (int i = 0; i < MODEL_PAST_CLAIMS_MAX; i++) {
+		snprintf(alloc[i], sizeof(alloc[i]), "alloc-past-%d-%s", i, vol);
+		past[i] = (struct model_claim){
+		    .alloc_id = alloc[i],
+		    .node_id = BENCH_NODE,
+		    .plugin_node_id = BENCH_NODE,
+		    .mode = MODEL_CLAIM_WRITE,
+		    .cap = {MODEL_ACCESS_SINGLE_NODE_WRITER, MODEL_ATTACH_FILE_SYSTEM},
+		    .state = MODEL_CLAIM_FREED,
+		    .claimed_ms = 1700000000000 + i * 60000,
+		    .updated_ms = 1700000000000 + i * 60000 + 30000,
+		    .note = "released"};
+	}
+	if (model_history_append(NULL, 0, past, MODEL_PAST_CLAIMS_MAX, text, len, &e) != 0)
+		bench_die("history", e.msg);
+}
+
+/*
+ * Stores n ready volumes vol-0000000... in path; with CSID_BENCH_HISTORY
+ * set, each with a full claim history (a volume used often before: every
+ * release then drops the oldest past claim).
+ */
 static void bench_fill(const char *path, int n, enum model_volume_state state)
 {
-	struct store_op ops[BENCH_TXN];
-	char *texts[BENCH_TXN], ids[BENCH_TXN][32];
+	bool history = getenv("CSID_BENCH_HISTORY") != NULL;
+	struct store_op ops[2 * BENCH_TXN];
+	char *texts[2 * BENCH_TXN], ids[BENCH_TXN][32];
 	struct store *st = NULL;
 	struct err e;
 	int k = 0;
@@ -283,12 +318,24 @@ static void bench_fill(const char *path, int n, enum model_volume_state state)
 		if (model_volume_encode(v, MODEL_VIEW_STORE, &texts[k], &len, &e) != 0)
 			bench_die("encode", e.msg);
 		ops[k] = (struct store_op){STORE_OP_PUT, STORE_VOLUME, ids[k], texts[k], len, 0};
+		texts[BENCH_TXN + k] = NULL;
+		if (history) {
+			bench_history(ids[k], &texts[BENCH_TXN + k], &len);
+			ops[BENCH_TXN + k] = (struct store_op){STORE_OP_PUT, STORE_CLAIM_HISTORY,
+							       ids[k],       texts[BENCH_TXN + k],
+							       len,          0};
+		}
 		arena_free(a);
 		if (++k == BENCH_TXN || i == n - 1) {
-			if (store_txn(st, ops, (size_t)k, NULL, &e) != 0)
+			/* The histories after the volumes: one transaction for both. */
+			if (history)
+				memmove(&ops[k], &ops[BENCH_TXN], (size_t)k * sizeof(ops[0]));
+			if (store_txn(st, ops, (size_t)(history ? 2 * k : k), NULL, &e) != 0)
 				bench_die("fill", e.msg);
-			for (int j = 0; j < k; j++)
+			for (int j = 0; j < k; j++) {
 				free(texts[j]);
+				free(texts[BENCH_TXN + j]);
+			}
 			k = 0;
 		}
 	}

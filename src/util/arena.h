@@ -14,7 +14,7 @@ struct arena;
 struct arena *arena_new(void);
 /* Releases every allocation; arena_free(NULL) is a no-op. */
 void arena_free(struct arena *a);
-/* The same, every chunk zeroed first (util/wipe.h): for arenas that held secrets. */
+/* The same, what every chunk held zeroed first (util/wipe.h): for arenas that held secrets. */
 void arena_wipe_free(struct arena *a);
 /* Zeroed memory aligned for any type, or NULL when out of memory. */
 void *arena_alloc(struct arena *a, size_t size);

@@ -216,8 +216,12 @@ static int jsonr_string(struct jsonr *r, char *dst, size_t cap, size_t *len)
 		unsigned char c;
 		size_t n;
 
-		while (r->p < r->end && (unsigned char)*r->p >= 0x20 && *r->p != '"' &&
-		       *r->p != '\\' && (unsigned char)*r->p < 0x80)
+		for (uint64_t x; r->end - r->p >= 8; r->p += 8) {
+			memcpy(&x, r->p, 8);
+			if (!utf8_json_plain8(x))
+				break;
+		}
+		while (r->p < r->end && utf8_json_class[(unsigned char)*r->p] == 0)
 			r->p++;
 		jsonr_out(dst, cap, len, run, (size_t)(r->p - run));
 		if (r->p >= r->end)

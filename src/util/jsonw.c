@@ -169,29 +169,6 @@ static size_t jsonw_escape(unsigned char c, char esc[8])
 	return 2;
 }
 
-/* 0: a byte written as is; 1: one that needs an escape; 2: one of a UTF-8 sequence. */
-static const unsigned char jsonw_class[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-};
-
-/* Whether any of the 8 bytes in x needs the slow way (below 0x20, '"', '\\', from 0x80). */
-static inline bool jsonw_special8(uint64_t x)
-{
-	const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-	uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
-
-	return ((x |
-		 ((x - ones * 0x20) | ((quote - ones) & ~quote) | ((bslash - ones) & ~bslash))) &
-		high) != 0;
-}
-
 /*
  * s (n bytes) as a JSON string. Room for the plain case (n bytes and
  * the quotes) is made once and plain bytes are stored straight into it,
@@ -217,14 +194,14 @@ static bool jsonw_string(struct jsonw *w, const char *s, size_t n, bool ascii)
 
 		if (n - i >= 8) {
 			memcpy(&x, u + i, 8);
-			if (!jsonw_special8(x)) {
+			if (utf8_json_plain8(x)) {
 				memcpy(d + j, &x, 8);
 				i += 8;
 				j += 8;
 				continue;
 			}
 		}
-		if (jsonw_class[u[i]] == 0) {
+		if (utf8_json_class[u[i]] == 0) {
 			d[j++] = (char)u[i++];
 			continue;
 		}

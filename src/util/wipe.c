@@ -13,18 +13,20 @@
 static void (*wipe_fn)(const void *p, size_t n, int zeroed, void *ctx);
 static void *wipe_ctx;
 
-void wipe_free(void *p)
+void wipe(void *p, size_t n)
 {
-	size_t n;
-
-	if (!p)
-		return;
-	n = malloc_usable_size(p);
 	if (wipe_fn)
 		wipe_fn(p, n, 0, wipe_ctx);
 	explicit_bzero(p, n);
 	if (wipe_fn)
 		wipe_fn(p, n, 1, wipe_ctx);
+}
+
+void wipe_free(void *p)
+{
+	if (!p)
+		return;
+	wipe(p, malloc_usable_size(p));
 	free(p);
 }
 

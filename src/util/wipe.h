@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+/* Zeroes n bytes at p (seen by wipe_observe as a block freed). */
+void wipe(void *p, size_t n);
 /* Zeroes the whole block p (from malloc) and frees it; NULL is a no-op. */
 void wipe_free(void *p);
 /*
@@ -20,7 +22,7 @@ void wipe_free(void *p);
  */
 void wipe_json_install(void);
 /*
- * Test seam: fn sees each block wipe_free releases twice, before zeroing
+ * Test seam: fn sees each block wipe_free releases (or wipe zeroes) twice, before zeroing
  * (zeroed false: which copies of a secret pass here) and after (zeroed
  * true: nothing left), always before the free. NULL: none. Set it while
  * no other thread frees; fn may run on any thread.

@@ -3,6 +3,7 @@
  */
 #include <setjmp.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,68 @@ static void test_arena(void **state)
 	arena_free(NULL);
 }
 
+/* Arenas made and freed over and over (the thread's spare chunks go round). */
+static void *arena_churn(void *arg)
+{
+	for (int round = 0; round < 50; round++) {
+		struct arena *a = arena_new();
+
+		if (!a)
+			return "arena_new";
+		for (int i = 0; i < 40; i++) {
+			unsigned char *p = arena_alloc(a, 300);
+
+			/* A chunk given back before hands out zeroed memory again. */
+			for (int j = 0; p && j < 300; j++)
+				if (p[j] != 0)
+					return "dirty memory from a spare chunk";
+			if (!p)
+				return "arena_alloc";
+			memset(p, 0xab, 300);
+		}
+		if (round % 2)
+			arena_wipe_free(a);
+		else
+			arena_free(a);
+	}
+	/* The thread ends holding spares: its key's destructor frees them (LeakSanitizer). */
+	return NULL;
+}
+
+static void test_arena_spares(void **state)
+{
+	pthread_t t[3];
+	void *why[3];
+	struct arena *a = arena_new(), *b;
+	char *s;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, arena_churn, NULL), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(t[i], &why[i]), 0);
+		assert_null(why[i]);
+	}
+	assert_null(arena_churn(NULL));
+	/* A chunk freed by this thread after another made it. */
+	assert_non_null(a);
+	assert_non_null(arena_alloc(a, 3000));
+	b = arena_new();
+	assert_non_null(b);
+	/* printf: one that fits the head's room, one past it, one of a chunk's size. */
+	assert_string_equal(arena_printf(b, "%s/%d", "vol", 12), "vol/12");
+	s = arena_printf(b, "%05000d", 7);
+	assert_non_null(s);
+	assert_int_equal(strlen(s), 5000);
+	assert_int_equal(s[4999], '7');
+	assert_int_equal(s[0], '0');
+	s = arena_printf(b, "%04095d", 1);
+	assert_non_null(s);
+	assert_int_equal(strlen(s), 4095);
+	assert_string_equal(arena_printf(b, "%s", ""), "");
+	arena_free(a);
+	arena_free(b);
+}
+
 static void test_rpc_table(void **state)
 {
 	const struct csi_rpc_info *i = csi_rpc_info(CSI_RPC_NODE_GET_INFO);
@@ -114,8 +177,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_error_table), cmocka_unit_test(test_err_wrap),
-	    cmocka_unit_test(test_arena),       cmocka_unit_test(test_strbuf),
-	    cmocka_unit_test(test_rpc_table),
+	    cmocka_unit_test(test_arena),       cmocka_unit_test(test_arena_spares),
+	    cmocka_unit_test(test_strbuf),      cmocka_unit_test(test_rpc_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
