@@ -270,7 +270,8 @@ static void bench_history(const char *vol, char **text, size_t *len)
 		    .updated_ms = 1700000000000 + i * 60000 + 30000,
 		    .note = "released"};
 	}
-	if (model_history_append(NULL, 0, past, MODEL_PAST_CLAIMS_MAX, text, len, &e) != 0)
+	if (model_history_append(NULL, 0, NULL, past, MODEL_PAST_CLAIMS_MAX, text, len, NULL, &e) !=
+	    0)
 		bench_die("history", e.msg);
 }
 

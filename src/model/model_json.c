@@ -260,15 +260,44 @@ static int model_history_spans(const char *text, size_t len, struct model_hist_s
 	return k < 0 || jsonr_end(&r) ? -1 : 0;
 }
 
-int model_history_append(const char *old, size_t old_len, const struct model_claim *c, size_t n,
-			 char **out, size_t *len, struct err *e)
+/*
+ * Whether map can be old's (len bytes): its length, and each claim an
+ * object within it, in order. A map comes from the append that wrote the
+ * text at that store index, so this only guards against a slip.
+ */
+static bool model_history_map_fits(const struct model_history_map *map, const char *old, size_t len)
+{
+	size_t at = 0;
+
+	if (map->len != len || map->n > MODEL_PAST_CLAIMS_MAX)
+		return false;
+	for (size_t i = 0; i < map->n; i++) {
+		if (map->start[i] < at || map->end[i] <= map->start[i] || map->end[i] > len ||
+		    old[map->start[i]] != '{' || old[map->end[i] - 1] != '}')
+			return false;
+		at = map->end[i];
+	}
+	return true;
+}
+
+int model_history_append(const char *old, size_t old_len, const struct model_history_map *known,
+			 const struct model_claim *c, size_t n, char **out, size_t *len,
+			 struct model_history_map *made, struct err *e)
 {
 	struct model_hist_span spans[MODEL_PAST_CLAIMS_MAX];
-	size_t nold = 0, keep, first;
+	size_t nold = 0, keep, first, k = 0;
 	struct jsonw w;
+	int rc;
 
-	if (old_len && model_history_spans(old, old_len, spans, MODEL_PAST_CLAIMS_MAX, &nold) != 0)
+	if (known && old_len && model_history_map_fits(known, old, old_len)) {
+		nold = known->n;
+		for (size_t i = 0; i < nold; i++)
+			spans[i] =
+			    (struct model_hist_span){old + known->start[i], old + known->end[i]};
+	} else if (old_len &&
+		   model_history_spans(old, old_len, spans, MODEL_PAST_CLAIMS_MAX, &nold) != 0) {
 		return err_set(e, CSID_EPROTO, "claim history record: damaged");
+	}
 	if (n > MODEL_PAST_CLAIMS_MAX) {
 		c += n - MODEL_PAST_CLAIMS_MAX;
 		n = MODEL_PAST_CLAIMS_MAX;
@@ -280,16 +309,32 @@ int model_history_append(const char *old, size_t old_len, const struct model_cla
 	jsonw_object_open(&w);
 	jsonw_lkey(&w, JSONW_KEY("past_claims"));
 	jsonw_array_open(&w);
-	for (size_t i = first; i < nold; i++) {
-		const struct model_hist_span *sp = &spans[i % MODEL_PAST_CLAIMS_MAX];
+	for (size_t i = first; i < nold + n; i++, k++) {
+		size_t at = w.len;
 
-		jsonw_raw_value(&w, sp->start, (size_t)(sp->end - sp->start));
+		if (i < nold) {
+			const struct model_hist_span *sp = &spans[i % MODEL_PAST_CLAIMS_MAX];
+
+			jsonw_raw_value(&w, sp->start, (size_t)(sp->end - sp->start));
+		} else {
+			model_enc_claim(&w, &c[i - nold]);
+		}
+		/* Past the comma before it, when there is one. */
+		at += k > 0;
+		if (made) {
+			made->start[k] = (uint32_t)at;
+			made->end[k] = (uint32_t)w.len;
+		}
 	}
-	for (size_t i = 0; i < n; i++)
-		model_enc_claim(&w, &c[i]);
 	jsonw_array_close(&w);
 	jsonw_object_close(&w);
-	return model_finish(&w, "claim history", out, len, e);
+	rc = model_finish(&w, "claim history", out, len, e);
+	if (made) {
+		/* None for a text whose offsets would not fit (never at 16 claims). */
+		made->n = rc || *len > UINT32_MAX ? 0 : k;
+		made->len = made->n ? *len : 0;
+	}
+	return rc;
 }
 
 int model_volume_encode(const struct model_volume *v, enum model_view view, char **out, size_t *len,

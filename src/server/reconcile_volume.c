@@ -117,6 +117,7 @@ struct rv_pass {
 static int rv_write(struct rv_pass *s)
 {
 	struct reconcile_step next;
+	struct model_history_map map;
 	struct store_op ops[2];
 	struct model_claim *freed;
 	char *json = NULL;
@@ -128,8 +129,8 @@ static int rv_write(struct rv_pass *s)
 	err_clear(&e);
 	s->v->updated_ms = clock_wall_ms(s->p.env->clock);
 	/* Claims that reached freed go to the volume's history, in the same transaction. */
-	rc = server_pastclaims_take(s->p.env->store, s->v, s->p.a, &ops[1], &history, &freed,
-				    &nfreed, &e);
+	rc = server_pastclaims_take(s->p.env->store, s->p.env->vcache, s->v, s->p.a, &ops[1],
+				    &history, &map, &freed, &nfreed, &e);
 	if (rc < 0)
 		return reconcile_fail(s->res, RECONCILE_RETRY, rc, "%s: %s", s->what, e.msg);
 	rc = model_volume_encode(s->v, MODEL_VIEW_STORE, &json, &len, &e);
@@ -141,7 +142,8 @@ static int rv_write(struct rv_pass *s)
 	model_wipe_free(json, len);
 	if (rc == 0) {
 		/* The next pass and the API's next read take it decoded. */
-		server_vcache_put(s->p.env->vcache, s->v, s->res->wrote_index);
+		server_vcache_put(s->p.env->vcache, s->v, s->res->wrote_index,
+				  history ? &map : NULL);
 		s->res->outcome = RECONCILE_AGAIN;
 		reconcile_volume_next(s->v, s->p.ctrl, s->p.caps, &next);
 		s->res->settled = next.kind == RSTEP_NONE;

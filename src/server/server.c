@@ -206,8 +206,9 @@ static int server_volume_write(struct server *s, struct model_volume *v, int wha
 	if (what == SERVER_DELETE)
 		ops[n++] = server_pastclaims_delete(v->id);
 	/* Freed claims go to the volume's history, in this transaction. */
-	if (what == SERVER_PUT && (rc = server_pastclaims_take(s->cfg.store, v, scratch, &ops[n],
-							       &history, &freed, &nfreed, e)))
+	if (what == SERVER_PUT &&
+	    (rc = server_pastclaims_take(s->cfg.store, s->vcache, v, scratch, &ops[n], &history,
+					 NULL, &freed, &nfreed, e)))
 		return err_wrap(e, "volume %s", v->id);
 	n += history;
 	if (what == SERVER_PUT) {
@@ -292,7 +293,7 @@ static int server_volume_update_do(struct server *s, const char *id, server_volu
 			 */
 			v->past_claims = NULL;
 			v->npast_claims = 0;
-			server_vcache_put(s->vcache, v, index);
+			server_vcache_put(s->vcache, v, index, NULL);
 			v->past_claims = freed;
 			v->npast_claims = nfreed;
 			v->modify_index = index;

@@ -48,17 +48,22 @@ static struct model_claim *server_pastclaims_join(const struct model_claim *x, s
 	return out;
 }
 
-int server_pastclaims_take(struct store *st, struct model_volume *v, struct arena *a,
-			   struct store_op *op, bool *have, struct model_claim **taken,
+int server_pastclaims_take(struct store *st, struct server_vcache *vc, struct model_volume *v,
+			   struct arena *a, struct store_op *op, bool *have,
+			   struct model_history_map *made, struct model_claim **taken,
 			   size_t *ntaken, struct err *e)
 {
+	struct model_history_map known;
 	struct store_obj o;
 	uint64_t index = 0;
 	size_t len = 0;
 	char *text = NULL, *copy;
+	bool mapped = false;
 	int rc;
 
 	*have = false;
+	if (made)
+		made->n = 0;
 	*taken = v->past_claims;
 	*ntaken = v->npast_claims;
 	if (v->npast_claims == 0)
@@ -71,10 +76,11 @@ int server_pastclaims_take(struct store *st, struct model_volume *v, struct aren
 		rc = 0;
 	} else if (rc == 0) {
 		index = o.modify_index;
+		mapped = server_vcache_history(vc, v->id, index, o.len, &known);
 	}
 	if (rc == 0)
-		rc = model_history_append(o.value, o.len, v->past_claims, v->npast_claims, &text,
-					  &len, e);
+		rc = model_history_append(o.value, o.len, mapped ? &known : NULL, v->past_claims,
+					  v->npast_claims, &text, &len, made, e);
 	store_obj_free(&o);
 	if (rc)
 		return err_wrap(e, "claim history of volume %s", v->id);

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "model/model.h"
+#include "server/server_vcache.h"
 #include "store/store.h"
 #include "util/arena.h"
 #include "util/err.h"
@@ -30,13 +31,17 @@
  * Takes the past claims out of v (v->past_claims emptied, so the record
  * is written without them) and, when there were any, fills *op (strings
  * in a) with the write of v's history with them appended (the oldest
- * dropped past MODEL_PAST_CLAIMS_MAX): *have says whether it did.
+ * dropped past MODEL_PAST_CLAIMS_MAX): *have says whether it did, and
+ * *made is the new text's map, for server_vcache_put once written (made
+ * may be NULL). vc (may be NULL) holds the map of the history as this
+ * server last wrote it, which spares reading it through.
  * *taken, *ntaken: the claims taken (to show in an answer). Returns 0, or
  * a code with e set (the store's, CSID_EPROTO for a damaged history,
  * CSID_ENOMEM).
  */
-int server_pastclaims_take(struct store *st, struct model_volume *v, struct arena *a,
-			   struct store_op *op, bool *have, struct model_claim **taken,
+int server_pastclaims_take(struct store *st, struct server_vcache *vc, struct model_volume *v,
+			   struct arena *a, struct store_op *op, bool *have,
+			   struct model_history_map *made, struct model_claim **taken,
 			   size_t *ntaken, struct err *e);
 
 /* The removal of volume id's history, with its record (no condition). */

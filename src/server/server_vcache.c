@@ -16,6 +16,8 @@
 struct server_vcache_slot {
 	struct arena *a; /* NULL: empty */
 	struct model_volume *v;
+	uint64_t history_index; /* the history's map below is of its text at this index; 0: none */
+	struct model_history_map history;
 };
 
 struct server_vcache {
@@ -70,13 +72,17 @@ static bool server_vcache_keep(struct server_vcache *c, size_t i, const struct m
 		arena_free(a);
 		return false;
 	}
+	/* The history's map is the volume's: another volume of the slot drops it. */
+	if (!s->a || strcmp(s->v->id, v->id) != 0)
+		s->history_index = 0;
 	arena_free(s->a);
 	s->a = a;
 	s->v = copy;
 	return true;
 }
 
-void server_vcache_put(struct server_vcache *c, const struct model_volume *v, uint64_t modify_index)
+void server_vcache_put(struct server_vcache *c, const struct model_volume *v, uint64_t modify_index,
+		       const struct model_history_map *history)
 {
 	struct server_vcache_slot *s;
 	size_t i;
@@ -95,7 +101,30 @@ void server_vcache_put(struct server_vcache *c, const struct model_volume *v, ui
 		s->v->plugin_registered = false;
 		s->v->modify_index = modify_index;
 	}
+	if (history && history->n > 0 && s->a && strcmp(s->v->id, v->id) == 0 &&
+	    modify_index > s->history_index) {
+		s->history_index = modify_index;
+		s->history = *history;
+	}
 	pthread_mutex_unlock(&c->mu);
+}
+
+bool server_vcache_history(struct server_vcache *c, const char *id, uint64_t modify_index,
+			   size_t len, struct model_history_map *map)
+{
+	struct server_vcache_slot *s;
+	bool held;
+
+	if (!c || modify_index == 0)
+		return false;
+	s = &c->slots[server_vcache_slot_of(id)];
+	pthread_mutex_lock(&c->mu);
+	held = s->a && s->history_index == modify_index && s->history.len == len &&
+	       strcmp(s->v->id, id) == 0;
+	if (held)
+		*map = s->history;
+	pthread_mutex_unlock(&c->mu);
+	return held;
 }
 
 int server_vcache_decode(struct server_vcache *c, const char *id, const char *json, size_t len,

@@ -7,7 +7,10 @@
  * index is never reused, so an entry matching the stored modify_index
  * and create_index is that version's decoding. An entry holds the
  * record's secrets in memory, as any decoded record does, until a newer
- * version or another volume of its slot replaces it. Thread-safe.
+ * version or another volume of its slot replaces it. A slot also keeps
+ * where the claims of its volume's history are (server_vcache_history),
+ * so a release that appends to the history need not read it through.
+ * Thread-safe.
  */
 #ifndef CSID_SERVER_SERVER_VCACHE_H
 #define CSID_SERVER_SERVER_VCACHE_H
@@ -43,7 +46,18 @@ int server_vcache_decode(struct server_vcache *c, const char *id, const char *js
  * decoded, then changed): its API-view fields are not kept. c may be
  * NULL (a no-op); out of memory leaves the cache as it was.
  */
-void server_vcache_put(struct server_vcache *c, const struct model_volume *v,
-		       uint64_t modify_index);
+void server_vcache_put(struct server_vcache *c, const struct model_volume *v, uint64_t modify_index,
+		       const struct model_history_map *history);
+/*
+ * The slot of a volume also keeps where the claims of its history are
+ * (model_history_map), as the last write here that appended to it left
+ * them: server_vcache_put's history, written in the same transaction
+ * as v (so at modify_index; NULL: the history was not written). The next
+ * append copies the kept claims without reading the text through.
+ * Copies into *map the map of volume id's history stored at
+ * modify_index, len bytes long: true when held.
+ */
+bool server_vcache_history(struct server_vcache *c, const char *id, uint64_t modify_index,
+			   size_t len, struct model_history_map *map);
 
 #endif

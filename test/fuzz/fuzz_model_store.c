@@ -115,13 +115,14 @@ static void fuzz_history(struct arena *a, const char *text, size_t len)
 {
 	struct model_claim *c = NULL, *back = NULL;
 	char *once = NULL, *twice = NULL, *more = NULL;
+	struct model_history_map map;
 	size_t l1 = 0, l2 = 0, l3 = 0, n = 0, nb = 0, want;
 	struct err e;
 	int rc, arc;
 
 	err_clear(&e);
 	rc = model_history_decode(a, text, len, &c, &n, &e);
-	arc = model_history_append(text, len, c, rc == 0 && n ? 1 : 0, &more, &l3, &e);
+	arc = model_history_append(text, len, NULL, c, rc == 0 && n ? 1 : 0, &more, &l3, &map, &e);
 	if (rc) {
 		if (arc != 0 && arc != CSID_EPROTO)
 			abort();
@@ -133,11 +134,19 @@ static void fuzz_history(struct arena *a, const char *text, size_t len)
 	if (arc || model_history_decode(a, more, l3, &back, &nb, &e) || nb != want ||
 	    (n && strcmp(back[nb - 1].alloc_id, c[0].alloc_id) != 0))
 		abort();
+	/* Appending again with the map that append made, or reading the text through: the same. */
+	if (model_history_append(more, l3, &map, back, nb ? 1 : 0, &once, &l1, NULL, &e) ||
+	    model_history_append(more, l3, NULL, back, nb ? 1 : 0, &twice, &l2, NULL, &e))
+		abort();
+	fuzz_same(once, l1, twice, l2);
+	free(once);
+	free(twice);
+	once = twice = NULL;
 	free(more);
 	want = n < MODEL_PAST_CLAIMS_MAX ? n : MODEL_PAST_CLAIMS_MAX;
-	if (model_history_append(NULL, 0, c, n, &once, &l1, &e) ||
+	if (model_history_append(NULL, 0, NULL, c, n, &once, &l1, NULL, &e) ||
 	    model_history_decode(a, once, l1, &back, &nb, &e) || nb != want ||
-	    model_history_append(NULL, 0, back, nb, &twice, &l2, &e))
+	    model_history_append(NULL, 0, NULL, back, nb, &twice, &l2, NULL, &e))
 		abort();
 	fuzz_same(once, l1, twice, l2);
 	free(once);

@@ -843,6 +843,7 @@ static void test_history_append(void **state)
 					      "{\"past_claims\": [{}]} x"};
 	static const char later[] = "{\"past_claims\": [], \"later\": {\"x\": [1]}}";
 	struct model_claim c[MODEL_PAST_CLAIMS_MAX + 3], *got = NULL;
+	struct model_history_map map;
 	struct arena *a = arena_new();
 	char *text = NULL, *next = NULL;
 	size_t len = 0, nlen = 0, n = 0;
@@ -851,16 +852,52 @@ static void test_history_append(void **state)
 	(void)state;
 	for (int i = 0; i < MODEL_PAST_CLAIMS_MAX + 3; i++)
 		c[i] = hist_claim(a, i);
-	assert_int_equal(model_history_append(NULL, 0, c, 2, &text, &len, &e), 0);
+	assert_int_equal(model_history_append(NULL, 0, NULL, c, 2, &text, &len, &map, &e), 0);
 	assert_int_equal(model_history_decode(a, text, len, &got, &n, &e), 0);
 	assert_int_equal(n, 2);
+	assert_int_equal(map.n, 2);
+	assert_int_equal(map.len, len);
 	assert_string_equal(got[0].alloc_id, "a0");
 	assert_string_equal(got[1].alloc_id, "a1");
 	assert_string_equal(got[1].note, "released");
 	assert_int_equal(got[1].updated_ms, 2001);
 	/* One more, then past the bound one at a time: always the newest 16, newest last. */
 	for (int i = 2; i < MODEL_PAST_CLAIMS_MAX + 3; i++) {
-		assert_int_equal(model_history_append(text, len, &c[i], 1, &next, &nlen, &e), 0);
+		struct model_history_map made, bad = map;
+		char *read = NULL;
+		size_t rlen = 0;
+
+		/* With the map the last append made, as without it: the same text. */
+		assert_int_equal(
+		    model_history_append(text, len, &map, &c[i], 1, &next, &nlen, &made, &e), 0);
+		assert_int_equal(
+		    model_history_append(text, len, NULL, &c[i], 1, &read, &rlen, NULL, &e), 0);
+		assert_int_equal(rlen, nlen);
+		assert_memory_equal(read, next, nlen);
+		free(read);
+		/* A map that does not fit the text is not used (the text is read through). */
+		bad.start[bad.n - 1]++;
+		assert_int_equal(
+		    model_history_append(text, len, &bad, &c[i], 1, &read, &rlen, NULL, &e), 0);
+		assert_memory_equal(read, next, nlen);
+		free(read);
+		bad = map;
+		bad.len++;
+		assert_int_equal(
+		    model_history_append(text, len, &bad, &c[i], 1, &read, &rlen, NULL, &e), 0);
+		assert_memory_equal(read, next, nlen);
+		free(read);
+		/* The map made is the new text's: each claim an object where it says. */
+		assert_int_equal(made.len, nlen);
+		assert_int_equal(made.n,
+				 i + 1 < MODEL_PAST_CLAIMS_MAX ? i + 1 : MODEL_PAST_CLAIMS_MAX);
+		for (size_t k = 0; k < made.n; k++) {
+			assert_int_equal(next[made.start[k]], '{');
+			assert_int_equal(next[made.end[k] - 1], '}');
+			assert_true(k == 0 || next[made.start[k] - 1] == ',');
+		}
+		assert_int_equal(next[made.end[made.n - 1]], ']');
+		map = made;
 		free(text);
 		text = next;
 		len = nlen;
@@ -871,8 +908,8 @@ static void test_history_append(void **state)
 	}
 	free(text);
 	/* More than the bound in one append: the newest of them. */
-	assert_int_equal(model_history_append(later, strlen(later), c, MODEL_PAST_CLAIMS_MAX + 3,
-					      &text, &len, &e),
+	assert_int_equal(model_history_append(later, strlen(later), NULL, c,
+					      MODEL_PAST_CLAIMS_MAX + 3, &text, &len, NULL, &e),
 			 0);
 	assert_null(strstr(text, "later"));
 	assert_int_equal(model_history_decode(a, text, len, &got, &n, &e), 0);
@@ -881,9 +918,9 @@ static void test_history_append(void **state)
 	free(text);
 	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
 		text = NULL;
-		assert_int_equal(
-		    model_history_append(damaged[i], strlen(damaged[i]), c, 1, &text, &len, &e),
-		    CSID_EPROTO);
+		assert_int_equal(model_history_append(damaged[i], strlen(damaged[i]), NULL, c, 1,
+						      &text, &len, NULL, &e),
+				 CSID_EPROTO);
 		assert_null(text);
 		assert_string_equal(e.msg, "claim history record: damaged");
 	}

@@ -95,7 +95,7 @@ static void test_put_by_writer(void **state)
 	v->plugin_health = "healthy";
 	v->schedulable = true;
 	v->status.attempts = 4;
-	server_vcache_put(c, v, 8);
+	server_vcache_put(c, v, 8, NULL);
 	assert_string_equal(t_read(c, a, "vol-a", "not json", 3, 8), "written");
 	assert_int_equal(server_vcache_decode(c, "vol-a", "not json", 8, 3, 8, a, &v, &e), 0);
 	assert_null(v->plugin_health);
@@ -104,9 +104,52 @@ static void test_put_by_writer(void **state)
 	/* A stale writer (version 7 again) leaves version 8 in place. */
 	v->modify_index = 6;
 	v->name = "stale";
-	server_vcache_put(c, v, 7);
+	server_vcache_put(c, v, 7, NULL);
 	assert_string_equal(t_read(c, a, "vol-a", "not json", 3, 8), "written");
-	server_vcache_put(NULL, v, 9);
+	server_vcache_put(NULL, v, 9, NULL);
+	arena_free(a);
+	server_vcache_free(c);
+}
+
+/* Where the claims of a volume's history are, as the write that appended to it left them. */
+static void test_history_map(void **state)
+{
+	struct server_vcache *c = server_vcache_new();
+	struct arena *a = arena_new();
+	struct model_history_map map = {.len = 90, .n = 2, .start = {20, 50}, .end = {40, 88}}, got;
+	struct model_volume *v = NULL;
+	char r[512], id[32];
+	struct err e;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(a);
+	t_record(r, sizeof(r), "vol-h", "h");
+	assert_int_equal(server_vcache_decode(c, "vol-h", r, strlen(r), 3, 7, a, &v, &e), 0);
+	/* Written with the volume at 8: known at 8 and that length only. */
+	server_vcache_put(c, v, 8, &map);
+	assert_true(server_vcache_history(c, "vol-h", 8, 90, &got));
+	assert_memory_equal(&got, &map, sizeof(map));
+	assert_false(server_vcache_history(c, "vol-h", 7, 90, &got));
+	assert_false(server_vcache_history(c, "vol-h", 8, 91, &got));
+	assert_false(server_vcache_history(c, "vol-x", 8, 90, &got));
+	assert_false(server_vcache_history(NULL, "vol-h", 8, 90, &got));
+	/* A later write of the volume alone keeps it; an older one with a map does not replace it.
+	 */
+	server_vcache_put(c, v, 9, NULL);
+	assert_true(server_vcache_history(c, "vol-h", 8, 90, &got));
+	map.len = 95;
+	server_vcache_put(c, v, 8, &map);
+	assert_false(server_vcache_history(c, "vol-h", 8, 95, &got));
+	/* The volume history written again elsewhere (another index): not known. */
+	assert_false(server_vcache_history(c, "vol-h", 12, 90, &got));
+	/* Another volume taking the slot drops it. */
+	for (int i = 0; i < 600; i++) {
+		snprintf(id, sizeof(id), "vol-%d", i);
+		t_record(r, sizeof(r), id, id);
+		t_read(c, a, id, r, 1, 20);
+	}
+	assert_false(server_vcache_history(c, "vol-h", 8, 90, &got));
 	arena_free(a);
 	server_vcache_free(c);
 }
@@ -155,6 +198,7 @@ int main(void)
 	    cmocka_unit_test(test_same_version_from_cache),
 	    cmocka_unit_test(test_slots_and_errors),
 	    cmocka_unit_test(test_put_by_writer),
+	    cmocka_unit_test(test_history_map),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
