@@ -43,7 +43,11 @@
  *
  * repeats defaults to 3; a name runs that measure only (plain: measure 1
  * over plaintext HTTP only); create W:P runs
- * only W workers with plugin_concurrency P. CSID_BENCH_HISTORY=1 gives every
+ * only W workers with plugin_concurrency P. CSID_BENCH_REUSE=R makes each
+ * client's cycles of measure 1 go round R volumes instead of a new one
+ * each (a catalogue whose volumes are claimed again and again; a claim
+ * made before the reconciler freed the volume's last one is made again a
+ * moment later, and counted). CSID_BENCH_HISTORY=1 gives every
  * volume a full claim history first (a volume used often before; measure
  * 1's releases then drop its oldest past claim). CSID_BENCH_KEEP=1 keeps the
  * directory (stores, server log).
@@ -117,6 +121,15 @@ static int bench_ncycles(void)
 	int n = v ? atoi(v) : BENCH_CYCLES;
 
 	return n >= BENCH_CLIENTS && n <= BENCH_CYCLES ? n : BENCH_CYCLES;
+}
+
+/* CSID_BENCH_REUSE: how many volumes each client's cycles go round (0: a new one each cycle). */
+static int bench_reuse(void)
+{
+	const char *v = getenv("CSID_BENCH_REUSE");
+	int n = v ? atoi(v) : 0;
+
+	return n > 0 && n <= bench_ncycles() / BENCH_CLIENTS ? n : 0;
 }
 
 static void bench_dir(char *out, size_t len)
@@ -498,7 +511,9 @@ struct bench_client {
 	int first, n; /* volumes vol-<first> .. vol-<first + n - 1> */
 	int rep;
 	bool wait_publish; /* the agent's flow: GET until published before the release */
+	int reuse; /* 0: a volume of its own for each cycle; else the cycles go round this many */
 	long requests;
+	long retries; /* claims refused while the volume's last claim was not freed yet */
 	double cpu; /* this client thread's CPU time, s */
 	double sys; /* the system part of it */
 	long csw; /* and its context switches */
@@ -545,7 +560,8 @@ static void *bench_client_run(void *arg)
 	struct bench_client *c = arg;
 	char path[128], body[256];
 
-	for (int i = c->first; i < c->first + c->n && !c->failed; i++) {
+	for (int k = 0; k < c->n && !c->failed; k++) {
+		int i = c->first + (c->reuse ? k % c->reuse : k);
 		json_t *v = NULL;
 		json_int_t index;
 		const char *ps;
@@ -556,9 +572,19 @@ static void *bench_client_run(void *arg)
 			 "{\"alloc_id\": \"alloc-%d-%d\", \"node_id\": \"" BENCH_NODE
 			 "\", \"mode\": \"write\", \"access_mode\": \"single-node-writer\", "
 			 "\"attachment_mode\": \"file-system\"}",
-			 c->rep, i);
+			 c->rep, c->first + k);
 		st = http_client_json(c->http, "PUT", path, body, &v);
 		c->requests++;
+		/* A volume used again before the reconciler freed its last claim: a moment later.
+		 */
+		while ((st == 409 || st == 412) && c->reuse && c->retries < 100000) {
+			json_decref(v);
+			v = NULL;
+			nanosleep(&(struct timespec){0, 200000}, NULL);
+			c->retries++;
+			st = http_client_json(c->http, "PUT", path, body, &v);
+			c->requests++;
+		}
 		if (st != 200) {
 			c->failed = "claim";
 			json_decref(v);
@@ -583,7 +609,8 @@ static void *bench_client_run(void *arg)
 		if (c->failed)
 			break;
 		snprintf(path, sizeof(path), "/v1/volume/vol-%07d/release", i);
-		snprintf(body, sizeof(body), "{\"alloc_id\": \"alloc-%d-%d\"}", c->rep, i);
+		snprintf(body, sizeof(body), "{\"alloc_id\": \"alloc-%d-%d\"}", c->rep,
+			 c->first + k);
 		if (http_client_do(c->http, "PUT", path, body, NULL, NULL, 0) != 200)
 			c->failed = "release";
 		c->requests++;
@@ -674,12 +701,16 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 								: "claim_release");
 	int per = bench_ncycles() / BENCH_CLIENTS, pub0, unpub0;
 	struct bench_client cl[BENCH_CLIENTS];
+	char named[64];
 	double rt[16], freed[16], cpu[16], writes[16], csw[16];
 
+	/* Volumes used again are told apart in the figures' names. */
+	snprintf(named, sizeof(named), "%s%s", name, bench_reuse() ? "_reuse" : "");
+	name = named;
 	pub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_PUBLISH_VOLUME]);
 	unpub0 = atomic_load(&fake->calls[CSI_RPC_CONTROLLER_UNPUBLISH_VOLUME]);
 	for (int r = 0; r < repeats; r++) {
-		long requests = 0;
+		long requests = 0, retries = 0;
 		double t0, t1, cpu0, sys0, client_cpu = 0, client_sys = 0, sys;
 		long csw0, client_csw = 0;
 		uint64_t index0 = store_index(b->store), txns0 = 0, txns1 = 0, calls0 = 0,
@@ -693,7 +724,8 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			cl[i] = (struct bench_client){.first = *next_vol + i * per,
 						      .n = per,
 						      .rep = r,
-						      .wait_publish = wait_publish};
+						      .wait_publish = wait_publish,
+						      .reuse = bench_reuse()};
 			if (!(cl[i].http = bench_http(b)))
 				bench_die("http client", NULL);
 		}
@@ -718,6 +750,7 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 			client_cpu += cl[i].cpu;
 			client_sys += cl[i].sys;
 			client_csw += cl[i].csw;
+			retries += cl[i].retries;
 			if (cl[i].failed)
 				bench_die("cycle failed at", cl[i].failed);
 		}
@@ -763,6 +796,11 @@ static void bench_cycles_variant(struct bench_srv *b, struct bench_fake *fake, i
 		       r + 1, requests, (double)requests / (per * BENCH_CLIENTS), t1 - t0,
 		       (double)(per * BENCH_CLIENTS) / freed[r], cpu[r] * 1e6, sys * 1e6,
 		       client_cpu / (per * BENCH_CLIENTS) * 1e6, writes[r], csw[r]);
+		if (cl[0].reuse)
+			printf(
+			    "  repeat %d: each client's cycles went round %d volumes; %ld claims "
+			    "came before the last one's release was done and were made again\n",
+			    r + 1, cl[0].reuse, retries);
 	}
 	printf("%s server_cpu_us_per_cycle median=%.0f (2 idle cores: at most %.0f cycles/s)\n",
 	       name, bench_stat_median(cpu, repeats) * 1e6, 2.0 / bench_stat_median(cpu, repeats));
