@@ -196,13 +196,13 @@ static void test_dev_lifecycle(void **state)
 	assert_true(t_wait(t, "/v1/plugins", server_proc_hp_up));
 	/* Agent and server talk over their unix sockets, not TCP. */
 	snprintf(want, sizeof(want), "agent_joins=unix:%s/server/server.sock ", t->dev_dir);
-	assert_true(server_proc_log_has(&t->s, want));
+	assert_true(server_proc_wait_log(&t->s, want, T_WAIT_MS));
 	snprintf(want, sizeof(want), "unix:%s/agent/agent.sock", t->dev_dir);
 	t_node_address(t, want);
 	assert_int_equal(server_proc_put(&t->s, "/v1/volume/data/create", t_spec), 200);
 	assert_true(t_wait(t, "/v1/volume/data", server_proc_volume_ready));
-	assert_true(server_proc_log_has(&t->s, "path=/v1/agent/controller/" T_HP
-					       "/CreateVolume status=200"));
+	assert_true(server_proc_wait_log(
+	    &t->s, "path=/v1/agent/controller/" T_HP "/CreateVolume status=200", T_WAIT_MS));
 	assert_int_equal(server_proc_put(&t->s, "/v1/volume/data/claim", t_claim), 200);
 	assert_true(t_wait(t, "/v1/volume/data", t_published));
 	assert_int_equal(
@@ -245,11 +245,14 @@ static void test_dev_long_dir(void **state)
 
 	assert_int_equal(strlen(t->dev_dir), 89);
 	assert_true(t_wait(t, "/v1/node/dev", t_node_on_tcp));
-	assert_true(server_proc_log_has(&t->s, "msg=\"data dir too long for a unix socket: the "
-					       "agent joins the server over TCP\""));
+	/* The lines are written by other threads than the one that registered the node. */
+	assert_true(server_proc_wait_log(&t->s,
+					 "msg=\"data dir too long for a unix socket: the "
+					 "agent joins the server over TCP\"",
+					 T_WAIT_MS));
 	snprintf(want, sizeof(want), "agent_joins=%s ", t->s.base);
-	assert_true(server_proc_log_has(&t->s, want));
-	assert_true(server_proc_log_has(&t->s, "is too long for a plugin socket"));
+	assert_true(server_proc_wait_log(&t->s, want, T_WAIT_MS));
+	assert_true(server_proc_wait_log(&t->s, "is too long for a plugin socket", T_WAIT_MS));
 }
 
 /* A second csid dev on the same port: a clear error, exit 1, its directory removed. */

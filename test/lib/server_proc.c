@@ -430,6 +430,18 @@ bool server_proc_log_has(struct server_proc *s, const char *needle)
 	return found;
 }
 
+bool server_proc_wait_log(struct server_proc *s, const char *needle, int64_t timeout_ms)
+{
+	int64_t deadline = hpp_now_ms() + timeout_ms;
+
+	while (!server_proc_log_has(s, needle)) {
+		if (hpp_now_ms() >= deadline)
+			return false;
+		hpp_pause_ms(5);
+	}
+	return true;
+}
+
 void server_proc_dump_log(struct server_proc *s, const char *why)
 {
 	FILE *f = fopen(s->log, "r");

@@ -141,6 +141,12 @@ long server_proc_put(struct server_proc *s, const char *path, const char *body);
 
 /* Whether the server's log holds needle. */
 bool server_proc_log_has(struct server_proc *s, const char *needle);
+/*
+ * Whether the server's log holds needle within timeout_ms: for a line
+ * written by another thread than the one whose work the test waited for
+ * (a request's line is written after its answer went out).
+ */
+bool server_proc_wait_log(struct server_proc *s, const char *needle, int64_t timeout_ms);
 /* Prints the log to stderr with a heading (for failures). */
 void server_proc_dump_log(struct server_proc *s, const char *why);
 /* Kills everything, removes the directory. */
