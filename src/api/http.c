@@ -183,17 +183,18 @@ static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *r
 	MHD_destroy_response(resp);
 }
 
+/* ms: whole milliseconds. */
 static void http_log(const struct http_server *s, const char *method, const char *url,
-		     unsigned status, double ms, const char *error)
+		     unsigned status, int64_t ms, const char *error)
 {
 	char qu[300], qe[600];
 
 	log_msg(strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO,
-		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.0f "
+		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%lld "
 		"error=%s",
-		s->name, method, log_q(qu, sizeof(qu), url), status, ms,
+		s->name, method, log_q(qu, sizeof(qu), url), status, (long long)ms,
 		log_q(qe, sizeof(qe), error && error[0] ? error : "-"));
-	http_route_observe(s->name, s->cfg.routes, method, url, status, ms / 1e3);
+	http_route_observe(s->name, s->cfg.routes, method, url, status, (double)ms / 1e3);
 }
 
 /* Frees what a reply holds (the handler's outcome was not sent). */
@@ -318,7 +319,7 @@ static void http_log_answer(struct http_server *s, struct http_conn *hc)
 	const char *url = hc->url_too_long ? "(long url)" : hc->url;
 
 	hc->log_pending = false;
-	http_log(s, hc->method, url, hc->status, (double)(hc->answer_ms - hc->start_ms),
+	http_log(s, hc->method, url, hc->status, hc->answer_ms - hc->start_ms,
 		 hc->status < 400 ? NULL : hc->e.msg);
 }
 
