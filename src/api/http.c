@@ -43,6 +43,7 @@
 #include "api/http_route.h"
 #include "api/http_int.h"
 #include "util/clock.h"
+#include "util/decimal.h"
 #include "util/log.h"
 #include "util/wipe.h"
 
@@ -183,17 +184,42 @@ static void http_send_bytes(struct MHD_Connection *c, const struct http_reply *r
 	MHD_destroy_response(resp);
 }
 
-static void http_log(const struct http_server *s, const char *method, const char *url,
-		     unsigned status, double ms, const char *error)
+/* The line of every request, without a format (log_parts). */
+static void http_log_line(enum log_level level, const char *api, const char *method,
+			  const char *url, const char *status, const char *ms, const char *error)
 {
 	char qu[300], qe[600];
+	const char *const parts[] = {
+	    "msg=\"http request\" api=",
+	    api,
+	    " method=",
+	    method,
+	    " path=",
+	    log_q(qu, sizeof(qu), url),
+	    " status=",
+	    status,
+	    " duration_ms=",
+	    ms,
+	    " error=",
+	    log_q(qe, sizeof(qe), error && error[0] ? error : "-"),
+	};
 
-	log_msg(strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO,
-		"msg=\"http request\" api=%s method=%s path=%s status=%u duration_ms=%.0f "
-		"error=%s",
-		s->name, method, log_q(qu, sizeof(qu), url), status, ms,
-		log_q(qe, sizeof(qe), error && error[0] ? error : "-"));
-	http_route_observe(s->name, s->cfg.routes, method, url, status, ms / 1e3);
+	log_parts(level, parts, sizeof(parts) / sizeof(parts[0]));
+}
+
+/* ms: whole milliseconds. */
+static void http_log(const struct http_server *s, const char *method, const char *url,
+		     unsigned status, int64_t ms, const char *error)
+{
+	enum log_level level = strcmp(method, "GET") == 0 && status < 400 ? LOG_DEBUG : LOG_INFO;
+	char st[DECIMAL_MAX], dur[DECIMAL_MAX];
+
+	if (log_enabled(level)) {
+		decimal_text(st, status);
+		decimal_text(dur, ms);
+		http_log_line(level, s->name, method, url, st, dur, error);
+	}
+	http_route_observe(s->name, s->cfg.routes, method, url, status, (double)ms / 1e3);
 }
 
 /* Frees what a reply holds (the handler's outcome was not sent). */
@@ -318,7 +344,7 @@ static void http_log_answer(struct http_server *s, struct http_conn *hc)
 	const char *url = hc->url_too_long ? "(long url)" : hc->url;
 
 	hc->log_pending = false;
-	http_log(s, hc->method, url, hc->status, (double)(hc->answer_ms - hc->start_ms),
+	http_log(s, hc->method, url, hc->status, hc->answer_ms - hc->start_ms,
 		 hc->status < 400 ? NULL : hc->e.msg);
 }
 

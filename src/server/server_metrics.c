@@ -237,11 +237,37 @@ static struct sm_table *sm_table_of(struct server_metrics *m, enum store_kind ki
 	return kind == STORE_VOLUME ? &m->vols : kind == STORE_SNAPSHOT ? &m->snaps : NULL;
 }
 
+/* What the counts read of a volume, into a summary (strings in its arena). */
+struct sm_volume_ctx {
+	struct sm_summary *out;
+	struct arena *a;
+};
+
+static void sm_summarize_volume(const struct model_volume *v, void *arg)
+{
+	struct sm_volume_ctx *x = arg;
+	struct sm_summary *out = x->out;
+
+	out->state = (uint8_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
+	/* Out of memory: counted under no plugin. */
+	out->plugin = v->plugin_id ? arena_strdup(x->a, v->plugin_id) : NULL;
+	if (!out->plugin)
+		out->plugin = "";
+	for (size_t i = 0; i < v->nclaims; i++) {
+		unsigned st = (unsigned)v->claims[i].state,
+			 k = v->claims[i].mode == MODEL_CLAIM_WRITE;
+
+		if (st < SM_CLAIM_STATES && out->claims[st][k] < UINT16_MAX)
+			out->claims[st][k]++;
+	}
+}
+
 /* Decodes object o (deleted: its delete at index) into *out, strings in a or o. */
 static void sm_summarize(struct server_metrics *m, struct arena *a, const struct store_obj *o,
 			 bool deleted, uint64_t index, struct sm_summary *out)
 {
 	struct sm_table *t = sm_table_of(m, o->kind);
+	struct sm_volume_ctx x = {out, a};
 	const struct sm_entry *en;
 	struct model_volume *v = NULL;
 	struct model_snapshot *snap = NULL;
@@ -273,21 +299,16 @@ static void sm_summarize(struct server_metrics *m, struct arena *a, const struct
 			    (uint8_t)((unsigned)snap->state < SM_SNAP_STATES ? snap->state : 0);
 		return;
 	}
+	/* The version its writer kept decoded: read there, not copied out. */
+	if (server_vcache_peek(m->vcache, o->id, o->create_index, index, sm_summarize_volume, &x))
+		return;
 	if (server_vcache_decode(m->vcache, o->id, o->value, o->len, o->create_index, index, a, &v,
 				 &e) != 0) {
 		log_debug("msg=\"metrics: volume record does not decode\" error=%s", e.msg);
 		out->gone = true;
 		return;
 	}
-	out->state = (uint8_t)((unsigned)v->state < SM_VOL_STATES ? v->state : 0);
-	out->plugin = v->plugin_id ? v->plugin_id : "";
-	for (size_t i = 0; i < v->nclaims; i++) {
-		unsigned st = (unsigned)v->claims[i].state,
-			 k = v->claims[i].mode == MODEL_CLAIM_WRITE;
-
-		if (st < SM_CLAIM_STATES && out->claims[st][k] < UINT16_MAX)
-			out->claims[st][k]++;
-	}
+	sm_summarize_volume(v, &x);
 }
 
 /* Adds (sign 1) or takes away (sign -1) what en, of kind, contributes. mu held. */

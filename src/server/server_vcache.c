@@ -127,6 +127,23 @@ bool server_vcache_history(struct server_vcache *c, const char *id, uint64_t mod
 	return held;
 }
 
+bool server_vcache_peek(struct server_vcache *c, const char *id, uint64_t create_index,
+			uint64_t modify_index, void (*fn)(const struct model_volume *v, void *ctx),
+			void *ctx)
+{
+	size_t i = server_vcache_slot_of(id);
+	bool held;
+
+	if (!c)
+		return false;
+	pthread_mutex_lock(&c->mu);
+	held = server_vcache_holds(&c->slots[i], id, create_index, modify_index);
+	if (held)
+		fn(c->slots[i].v, ctx);
+	pthread_mutex_unlock(&c->mu);
+	return held;
+}
+
 int server_vcache_decode(struct server_vcache *c, const char *id, const char *json, size_t len,
 			 uint64_t create_index, uint64_t modify_index, struct arena *a,
 			 struct model_volume **out, struct err *e)

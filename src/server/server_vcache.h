@@ -38,6 +38,15 @@ int server_vcache_decode(struct server_vcache *c, const char *id, const char *js
 			 uint64_t create_index, uint64_t modify_index, struct arena *a,
 			 struct model_volume **out, struct err *e);
 /*
+ * When c holds volume id's version (create_index, modify_index), calls
+ * fn with it, under c's lock (fn only reads it, copies what it keeps, and
+ * calls nothing of c), and returns true; else false. For a reader that
+ * needs a few fields, not a copy (the metrics' counts).
+ */
+bool server_vcache_peek(struct server_vcache *c, const char *id, uint64_t create_index,
+			uint64_t modify_index, void (*fn)(const struct model_volume *v, void *ctx),
+			void *ctx);
+/*
  * Keeps v (copied), which its writer has just stored as the version
  * (v->create_index, modify_index), as that version's decoding: the writer
  * holds it decoded already, so the next reader (the reconciler after an

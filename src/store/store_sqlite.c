@@ -1,21 +1,26 @@
 /*
- * The SQLite store backend: the only SQL of the control plane.
+ * The SQLite store backend: the only SQL of the control plane (with its
+ * schema's migrations, src/store/store_sqlite_schema.c).
  *
  * File. A csid store is a SQLite database whose application_id is 'csid'
  * and whose user_version is its schema version. Opening probes the file
  * first on a read-only connection: a file that is not a database, not a
  * csid store, from a newer schema, or that fails quick_check is refused
  * and nothing is written to it (src/store/store_sqlite_probe.c). Then
- * migrations (sq_steps[i] takes version i to i+1) run forward in one
+ * the migrations (src/store/store_sqlite_schema.c) run forward in one
  * IMMEDIATE transaction.
  *
  * Tables. objects(kind, id, value, create_index, modify_index), keyed on
  * (kind, id), so a list page is a range scan. A rowid table: as a WITHOUT
  * ROWID one (a single b-tree instead of the table and its key index) an
  * update of a volume record is a delete and an insert in the b-tree, and
- * bench_server's commits wrote 5.5 pages instead of 2.7. meta holds
- * `index`: the store's index when the last transaction deleted only (see
- * below).
+ * bench_server's commits wrote 5.5 pages instead of 2.7 (records over
+ * about 1 KB overflow such a b-tree's cells). The claim index's entries,
+ * tens of bytes each, are in entries, the same columns WITHOUT ROWID: a
+ * claim or a release inserts or deletes one, which wrote the table's
+ * page and its key index's page there, one page here (bench_server: 2.9
+ * pages per commit, 2.35 now). meta holds `index`: the store's index when
+ * the last transaction deleted only (see below).
  *
  * The change log is in memory (src/store/store_log.h), not in the file:
  * writing it cost a commit two or three more pages (its leaf, its inner
@@ -94,29 +99,6 @@
 #define SQ_PRAGMAS                                                                           \
 	"PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;" \
 	"PRAGMA cache_size=-16384;"
-/* The schema, one migration per version. */
-static const char *const sq_steps[] = {
-    /* 0 -> 1 */
-    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;"
-    "INSERT INTO meta (key, value) VALUES ('compacted', 0);"
-    "CREATE TABLE objects ("
-    " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB NOT NULL,"
-    " create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL,"
-    " PRIMARY KEY (kind, id));"
-    "CREATE TABLE changes ("
-    " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
-    " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT NULL);",
-    /*
-     * 1 -> 2: the change log leaves the file (its last index goes to meta:
-     * seq was index * 1024 + position).
-     */
-    "INSERT INTO meta (key, value) SELECT 'index', coalesce(max(seq), 0) / 1024 FROM changes;"
-    "DELETE FROM meta WHERE key = 'compacted';"
-    "DROP TABLE changes;",
-};
-_Static_assert(sizeof(sq_steps) / sizeof(sq_steps[0]) == STORE_SQLITE_VERSION,
-	       "one migration per schema version");
-
 enum sq_stmt_id {
 	SQ_BEGIN_WRITE,
 	SQ_COMMIT,
@@ -137,31 +119,53 @@ enum sq_stmt_id {
 };
 
 #define SQ_OBJ_COLS "id, value, create_index, modify_index"
-#define SQ_LIST_FROM "SELECT " SQ_OBJ_COLS " FROM objects WHERE kind = ?1 AND id "
+#define SQ_LIST_FROM(t) "SELECT " SQ_OBJ_COLS " FROM " t " WHERE kind = ?1 AND id "
+/* The statements on one table of objects. */
+#define SQ_ON_TABLE(t)                                                                          \
+	[SQ_GET] = "SELECT " SQ_OBJ_COLS " FROM " t " WHERE kind = ?1 AND id = ?2",             \
+	[SQ_HAVE] = "SELECT modify_index, create_index FROM " t " WHERE kind = ?1 AND id = ?2", \
+	[SQ_INSERT] = "INSERT INTO " t " (kind, id, value, create_index, modify_index)"         \
+		      " VALUES (?1, ?2, ?3, ?4, ?4)",                                           \
+	[SQ_UPDATE] =                                                                           \
+	    "UPDATE " t " SET value = ?3, modify_index = ?4 WHERE kind = ?1 AND id = ?2",       \
+	[SQ_DELETE] = "DELETE FROM " t " WHERE kind = ?1 AND id = ?2",                          \
+	[SQ_LIST_GT] = SQ_LIST_FROM(t) "> ?2 ORDER BY id LIMIT ?4",                             \
+	[SQ_LIST_GE] = SQ_LIST_FROM(t) ">= ?2 ORDER BY id LIMIT ?4",                            \
+	[SQ_LIST_GT_LT] = SQ_LIST_FROM(t) "> ?2 AND id < ?3 ORDER BY id LIMIT ?4",              \
+	[SQ_LIST_GE_LT] = SQ_LIST_FROM(t) ">= ?2 AND id < ?3 ORDER BY id LIMIT ?4"
 
-static const char *const sq_sql[SQ_COUNT_] = {
-    [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
-    [SQ_COMMIT] = "COMMIT",
-    [SQ_ROLLBACK] = "ROLLBACK",
-    [SQ_META_GET] = "SELECT value FROM meta WHERE key = ?1",
-    [SQ_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
-    [SQ_GET] = "SELECT " SQ_OBJ_COLS " FROM objects WHERE kind = ?1 AND id = ?2",
-    [SQ_HAVE] = "SELECT modify_index, create_index FROM objects WHERE kind = ?1 AND id = ?2",
-    [SQ_INSERT] = "INSERT INTO objects (kind, id, value, create_index, modify_index)"
-		  " VALUES (?1, ?2, ?3, ?4, ?4)",
-    [SQ_UPDATE] = "UPDATE objects SET value = ?3, modify_index = ?4 WHERE kind = ?1 AND id = ?2",
-    [SQ_DELETE] = "DELETE FROM objects WHERE kind = ?1 AND id = ?2",
-    [SQ_LIST_GT] = SQ_LIST_FROM "> ?2 ORDER BY id LIMIT ?4",
-    [SQ_LIST_GE] = SQ_LIST_FROM ">= ?2 ORDER BY id LIMIT ?4",
-    [SQ_LIST_GT_LT] = SQ_LIST_FROM "> ?2 AND id < ?3 ORDER BY id LIMIT ?4",
-    [SQ_LIST_GE_LT] = SQ_LIST_FROM ">= ?2 AND id < ?3 ORDER BY id LIMIT ?4",
-    [SQ_MAX_MODIFY] = "SELECT coalesce(max(modify_index), 0) FROM objects",
+/*
+ * The tables: objects (a rowid table) for the kinds whose records are
+ * large, entries (WITHOUT ROWID) for the claim index's small ones.
+ */
+enum sq_table { SQ_OBJECTS, SQ_ENTRIES, SQ_TABLE_COUNT_ };
+
+/* By table; the statements on no table are objects' only. */
+static const char *const sq_sql[SQ_TABLE_COUNT_][SQ_COUNT_] = {
+    [SQ_OBJECTS] =
+	{
+	    [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+	    [SQ_COMMIT] = "COMMIT",
+	    [SQ_ROLLBACK] = "ROLLBACK",
+	    [SQ_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	    [SQ_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
+	    [SQ_MAX_MODIFY] = "SELECT max(coalesce((SELECT max(modify_index) FROM objects), 0),"
+			      " coalesce((SELECT max(modify_index) FROM entries), 0))",
+	    SQ_ON_TABLE("objects"),
+	},
+    [SQ_ENTRIES] = {SQ_ON_TABLE("entries")},
 };
+
+static enum sq_table sq_table(enum store_kind kind)
+{
+	return kind == STORE_CLAIM ? SQ_ENTRIES : SQ_OBJECTS;
+}
 
 struct sq_conn {
 	pthread_mutex_t mu;
 	sqlite3 *db;
-	sqlite3_stmt *st[SQ_COUNT_];
+	/* [SQ_OBJECTS] for every statement; [SQ_ENTRIES] for those on a table. */
+	sqlite3_stmt *st[SQ_TABLE_COUNT_][SQ_COUNT_];
 };
 
 /*
@@ -226,8 +230,7 @@ static int sq_code(int rc)
 	}
 }
 
-/* Sets e from the connection's last error; returns the code. */
-static int sq_fail(struct err *e, sqlite3 *db, int rc, const char *what)
+int store_sqlite_fail(struct err *e, sqlite3 *db, int rc, const char *what)
 {
 	int code = sq_code(rc);
 
@@ -237,14 +240,20 @@ static int sq_fail(struct err *e, sqlite3 *db, int rc, const char *what)
 		       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
-/* Resets and clears a cached statement for its next use. */
-static sqlite3_stmt *sq_stmt(struct sq_conn *c, enum sq_stmt_id id)
+/* Resets and clears kind's table's cached statement for its next use. */
+static sqlite3_stmt *sq_kstmt(struct sq_conn *c, enum sq_stmt_id id, enum store_kind kind)
 {
-	sqlite3_stmt *st = c->st[id];
+	sqlite3_stmt *st = c->st[sq_table(kind)][id];
 
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return st;
+}
+
+/* The same for a statement on no table, or on objects. */
+static sqlite3_stmt *sq_stmt(struct sq_conn *c, enum sq_stmt_id id)
+{
+	return sq_kstmt(c, id, STORE_VOLUME);
 }
 
 /* Runs a statement that returns no rows. */
@@ -254,7 +263,7 @@ static int sq_run(struct sq_conn *c, sqlite3_stmt *st, const char *what, struct 
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return sq_fail(e, c->db, rc, what);
+		return store_sqlite_fail(e, c->db, rc, what);
 	return 0;
 }
 
@@ -280,7 +289,7 @@ static int sq_meta_get(struct sq_conn *c, const char *key, uint64_t *v, struct e
 		*v = (uint64_t)sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
 	if (rc != SQLITE_ROW)
-		return sq_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, key);
+		return store_sqlite_fail(e, c->db, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, key);
 	return 0;
 }
 
@@ -339,7 +348,7 @@ static int sq_get(struct store *st, enum store_kind kind, const char *id, struct
 		return rc;
 	pthread_mutex_lock(&c->mu);
 	atomic_fetch_add(&s->reads, 1);
-	q = sq_stmt(c, SQ_GET);
+	q = sq_kstmt(c, SQ_GET, kind);
 	sq_bind_key(q, kind, id);
 	rc = sqlite3_step(q);
 	if (rc == SQLITE_ROW)
@@ -347,7 +356,7 @@ static int sq_get(struct store *st, enum store_kind kind, const char *id, struct
 	else if (rc == SQLITE_DONE)
 		rc = err_set(e, CSID_ENOTFOUND, "%s %s: not found", store_kind_name(kind), id);
 	else
-		rc = sq_fail(e, c->db, rc, "get");
+		rc = store_sqlite_fail(e, c->db, rc, "get");
 	sqlite3_reset(q);
 	if (rc == 0 || rc == CSID_ENOTFOUND) {
 		pthread_mutex_lock(&s->lmu);
@@ -386,7 +395,7 @@ static int sq_list_rows(struct sq_conn *c, enum store_kind kind, const char *pre
 	bool bounded = sq_prefix_end(prefix, end);
 	enum sq_stmt_id id =
 	    gt ? (bounded ? SQ_LIST_GT_LT : SQ_LIST_GT) : (bounded ? SQ_LIST_GE_LT : SQ_LIST_GE);
-	sqlite3_stmt *q = sq_stmt(c, id);
+	sqlite3_stmt *q = sq_kstmt(c, id, kind);
 	size_t cap = 0;
 	int rc;
 
@@ -411,7 +420,7 @@ static int sq_list_rows(struct sq_conn *c, enum store_kind kind, const char *pre
 			goto done;
 		out->n++;
 	}
-	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_fail(e, c->db, rc, "list");
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_sqlite_fail(e, c->db, rc, "list");
 done:
 	sqlite3_reset(q);
 	return rc;
@@ -475,7 +484,7 @@ static int sq_have(struct store_sqlite *s, const struct store_log *stage, enum s
 	if (rc >= 0)
 		return 0;
 	atomic_fetch_add(&s->reads, 1);
-	q = sq_stmt(c, SQ_HAVE);
+	q = sq_kstmt(c, SQ_HAVE, kind);
 	sq_bind_key(q, kind, id);
 	rc = sqlite3_step(q);
 	*have = *created = 0;
@@ -485,7 +494,7 @@ static int sq_have(struct store_sqlite *s, const struct store_log *stage, enum s
 	}
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return sq_fail(e, c->db, rc, "read");
+		return store_sqlite_fail(e, c->db, rc, "read");
 	return 0;
 }
 
@@ -504,9 +513,9 @@ static int sq_apply(struct sq_conn *c, const struct store_op *op, uint64_t have,
 	int rc;
 
 	if (op->type == STORE_OP_DELETE)
-		q = sq_stmt(c, SQ_DELETE);
+		q = sq_kstmt(c, SQ_DELETE, op->kind);
 	else
-		q = sq_stmt(c, have ? SQ_UPDATE : SQ_INSERT);
+		q = sq_kstmt(c, have ? SQ_UPDATE : SQ_INSERT, op->kind);
 	sq_bind_key(q, op->kind, op->id);
 	if (op->type == STORE_OP_PUT) {
 		sqlite3_bind_blob64(q, 3, value, op->len, SQLITE_STATIC);
@@ -807,8 +816,9 @@ static void sq_mutex_init(pthread_mutex_t *mu)
 
 static void sq_conn_close(struct sq_conn *c)
 {
-	for (int i = 0; i < SQ_COUNT_; i++)
-		sqlite3_finalize(c->st[i]);
+	for (int t = 0; t < SQ_TABLE_COUNT_; t++)
+		for (int i = 0; i < SQ_COUNT_; i++)
+			sqlite3_finalize(c->st[t][i]);
 	sqlite3_close_v2(c->db);
 	pthread_mutex_destroy(&c->mu);
 	memset(c, 0, sizeof(*c));
@@ -842,48 +852,6 @@ static const struct store_ops sq_ops = {
     .close = sq_close,
 };
 
-/* Brings the schema to STORE_SQLITE_VERSION in one transaction. */
-static int sq_migrate(struct store_sqlite *s, struct err *e)
-{
-	sqlite3 *db = s->c.db;
-	int64_t app_id = 0, version = 0, tables = 0;
-	char pragma[96];
-	int rc;
-
-	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	/* Again under the write lock: the file may have changed since the probe. */
-	if (rc == SQLITE_OK)
-		rc = store_sqlite_read_owner(db, &app_id, &version, &tables);
-	if (rc != SQLITE_OK) {
-		rc = sq_fail(e, db, rc, "read schema version");
-		goto fail;
-	}
-	rc = store_sqlite_check_owner(s->path, app_id, version, tables, e);
-	if (rc < 0)
-		goto fail;
-	for (int64_t v = version; v < STORE_SQLITE_VERSION; v++) {
-		rc = sqlite3_exec(db, sq_steps[v], NULL, NULL, NULL);
-		if (rc != SQLITE_OK) {
-			rc = sq_fail(e, db, rc, "migrate schema");
-			goto fail;
-		}
-	}
-	snprintf(pragma, sizeof(pragma), "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-		 STORE_SQLITE_APP_ID, STORE_SQLITE_VERSION);
-	rc =
-	    version < STORE_SQLITE_VERSION ? sqlite3_exec(db, pragma, NULL, NULL, NULL) : SQLITE_OK;
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-	if (rc != SQLITE_OK) {
-		rc = sq_fail(e, db, rc, "migrate schema");
-		goto fail;
-	}
-	return 0;
-fail:
-	sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-	return rc;
-}
-
 /*
  * Opens the connection: exclusive locking first (so the WAL index is never
  * shared memory), then WAL. A store another process holds is "locked".
@@ -896,14 +864,14 @@ static int sq_conn_open(struct sq_conn *c, const char *path, struct err *e)
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
 			     store_sqlite_vfs());
 	if (rc != SQLITE_OK)
-		return sq_fail(e, c->db, rc, "open");
+		return store_sqlite_fail(e, c->db, rc, "open");
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, SQ_BUSY_MS);
 	rc = sqlite3_exec(c->db, SQ_PRAGMAS, NULL, NULL, NULL);
 	if ((rc & 0xff) == SQLITE_BUSY)
 		return err_set(e, CSID_EUNAVAIL, "locked: another process has it open");
 	if (rc != SQLITE_OK)
-		return sq_fail(e, c->db, rc, "set WAL mode");
+		return store_sqlite_fail(e, c->db, rc, "set WAL mode");
 	return 0;
 }
 
@@ -911,12 +879,15 @@ static int sq_prepare(struct sq_conn *c, struct err *e)
 {
 	int rc;
 
-	for (int i = 0; i < SQ_COUNT_; i++) {
-		rc = sqlite3_prepare_v3(c->db, sq_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i],
-					NULL);
-		if (rc != SQLITE_OK)
-			return sq_fail(e, c->db, rc, "prepare");
-	}
+	for (int t = 0; t < SQ_TABLE_COUNT_; t++)
+		for (int i = 0; i < SQ_COUNT_; i++) {
+			if (sq_sql[t][i] == NULL)
+				continue;
+			rc = sqlite3_prepare_v3(c->db, sq_sql[t][i], -1, SQLITE_PREPARE_PERSISTENT,
+						&c->st[t][i], NULL);
+			if (rc != SQLITE_OK)
+				return store_sqlite_fail(e, c->db, rc, "prepare");
+		}
 	return 0;
 }
 
@@ -940,7 +911,7 @@ static int sq_load(struct store_sqlite *s, struct err *e)
 		modified = (uint64_t)sqlite3_column_int64(q, 0);
 	sqlite3_reset(q);
 	if (rc != SQLITE_ROW)
-		return sq_fail(e, s->c.db, rc, "read index");
+		return store_sqlite_fail(e, s->c.db, rc, "read index");
 	if (modified > s->index)
 		s->index = modified;
 	store_log_init(&s->log, s->index);
@@ -981,7 +952,7 @@ int store_sqlite_open(const char *path, struct store **out, struct err *e)
 	s->qtail = &s->qhead;
 	rc = sq_conn_open(&s->c, path, e);
 	if (rc == 0)
-		rc = sq_migrate(s, e);
+		rc = store_sqlite_migrate(s->c.db, s->path, e);
 	if (rc == 0)
 		rc = sq_prepare(&s->c, e);
 	if (rc == 0)

@@ -5,6 +5,7 @@
  * escape.
  */
 #include "util/jsonw.h"
+#include "util/decimal.h"
 #include "util/utf8.h"
 
 #include <stdlib.h>
@@ -258,19 +259,11 @@ void jsonw_str(struct jsonw *w, const char *s)
 
 void jsonw_int(struct jsonw *w, int64_t n)
 {
-	/* Digits from the end; the magnitude as unsigned, so INT64_MIN fits. */
-	uint64_t m = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
-	char buf[24];
-	size_t at = sizeof(buf);
+	char buf[DECIMAL_MAX];
+	size_t len = decimal_text(buf, n);
 
-	do {
-		buf[--at] = (char)('0' + m % 10);
-		m /= 10;
-	} while (m);
-	if (n < 0)
-		buf[--at] = '-';
 	jsonw_item(w);
-	jsonw_put(w, buf + at, sizeof(buf) - at);
+	jsonw_put(w, buf, len);
 }
 
 void jsonw_bool(struct jsonw *w, bool b)

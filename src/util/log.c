@@ -87,7 +87,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_list ap;
 	size_t n;
 
-	if ((int)level < log_current_level())
+	if (!log_enabled(level))
 		return;
 	n = log_prefix(line, level);
 	va_start(ap, fmt);
@@ -97,6 +97,31 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	line[n] = '\n';
 	/* One write per line, so lines of concurrent threads never interleave. */
 	fwrite(line, 1, n + 1, stderr);
+}
+
+int log_enabled(enum log_level level)
+{
+	return (int)level >= log_current_level();
+}
+
+void log_parts(enum log_level level, const char *const *parts, unsigned n)
+{
+	char line[2048];
+	size_t at, len;
+
+	if (!log_enabled(level))
+		return;
+	at = log_prefix(line, level);
+	/* Cut, as log_msg's line, to what the buffer holds before its newline. */
+	for (unsigned i = 0; i < n && at < sizeof(line) - 2; i++) {
+		len = strlen(parts[i]);
+		if (len > sizeof(line) - 2 - at)
+			len = sizeof(line) - 2 - at;
+		memcpy(line + at, parts[i], len);
+		at += len;
+	}
+	line[at] = '\n';
+	fwrite(line, 1, at + 1, stderr);
 }
 
 const char *log_q(char *buf, unsigned len, const char *s)

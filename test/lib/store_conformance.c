@@ -249,6 +249,43 @@ static void ts_expect_list(struct store *s, enum store_kind kind, const char *pr
 	store_list_free(&l);
 }
 
+/*
+ * Every kind keeps its own objects under the same IDs (a backend may keep
+ * kinds in different tables: SQLite's claim index), one transaction
+ * across all of them is atomic, and a kind's list holds its objects only.
+ */
+static void test_store_kinds(void **state)
+{
+	static const char *const one[] = {"x/1"};
+	struct store *s = ts_store(state);
+	struct store_op ops[STORE_KIND_COUNT_ + 1];
+	struct store_obj o;
+	uint64_t index;
+	struct err e;
+	uint64_t b = store_index(s);
+
+	for (int k = 0; k < STORE_KIND_COUNT_; k++)
+		ops[k] = (struct store_op){STORE_OP_PUT, (enum store_kind)k, "x/1", "x/1", 3, 0};
+	/* A last condition that fails: no kind is written. */
+	ops[STORE_KIND_COUNT_] =
+	    (struct store_op){STORE_OP_DELETE, STORE_CLAIM, "x/2", NULL, 0, I(5)};
+	assert_int_equal(store_txn(s, ops, STORE_KIND_COUNT_ + 1, &index, &e), CSID_ECONFLICT);
+	for (int k = 0; k < STORE_KIND_COUNT_; k++)
+		assert_int_equal(store_get(s, (enum store_kind)k, "x/1", &o, &e), CSID_ENOTFOUND);
+	assert_int_equal(store_txn(s, ops, STORE_KIND_COUNT_, &index, &e), 0);
+	assert_int_equal(index, I(1));
+	for (int k = 0; k < STORE_KIND_COUNT_; k++) {
+		ts_expect_value(s, (enum store_kind)k, "x/1", "x/1", I(1), I(1));
+		ts_expect_list(s, (enum store_kind)k, "x/", NULL, 0, false, one, 1);
+	}
+	/* A conditional delete of one kind leaves the others. */
+	assert_int_equal(ts_del(s, STORE_CLAIM, "x/1", I(1), &index, &e), 0);
+	assert_int_equal(store_get(s, STORE_CLAIM, "x/1", &o, &e), CSID_ENOTFOUND);
+	ts_expect_list(s, STORE_CLAIM, "x/", NULL, 0, false, NULL, 0);
+	ts_expect_value(s, STORE_VOLUME, "x/1", "x/1", I(1), I(1));
+	ts_expect_value(s, STORE_CLAIM_HISTORY, "x/1", "x/1", I(1), I(1));
+}
+
 static void test_store_list(void **state)
 {
 	static const char *const ids[] = {"b",    "a/2",  "a",        "ab",       "a/1",
@@ -715,6 +752,7 @@ static const struct CMUnitTest ts_tests[] = {
     cmocka_unit_test_setup_teardown(test_store_cas, ts_setup, ts_teardown),
     cmocka_unit_test_setup_teardown(test_store_txn_atomic, ts_setup, ts_teardown),
     cmocka_unit_test_setup_teardown(test_store_list, ts_setup, ts_teardown),
+    cmocka_unit_test_setup_teardown(test_store_kinds, ts_setup, ts_teardown),
     cmocka_unit_test_setup_teardown(test_store_many, ts_setup, ts_teardown),
     cmocka_unit_test_setup_teardown(test_store_changes_order, ts_setup, ts_teardown),
     cmocka_unit_test_setup_teardown(test_store_compaction, ts_setup, ts_teardown),

@@ -3,7 +3,8 @@
  * stderr (here a temporary file), is "ts=<UTC time to the millisecond>Z
  * level=<level> <message>" with the time of the call, also for lines of
  * the same second (whose date part is kept) and of the next ones, and
- * lines below the level are not written.
+ * lines below the level are not written; log_parts joins its parts the
+ * same way and cuts a long line as log_msg does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,10 +100,56 @@ static void test_log_lines(void **state)
 	fclose(f);
 }
 
+/*
+ * log_parts: the prefix, the parts joined, one newline; nothing below the
+ * level; a line longer than the buffer cut before its newline, as
+ * log_msg's.
+ */
+static void test_log_parts(void **state)
+{
+	FILE *f = tmpfile();
+	int saved = dup(fileno(stderr));
+	static char big[3000];
+	const char *const parts[] = {"msg=\"joined\" a=", "1", " b=", "two"};
+	const char *const long_parts[] = {"msg=\"long\" v=", big};
+	char line[4096];
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fileno(f), fileno(stderr)) >= 0);
+	log_set_level(LOG_INFO);
+	assert_false(log_enabled(LOG_DEBUG));
+	assert_true(log_enabled(LOG_INFO));
+	log_parts(LOG_DEBUG, parts, 4);
+	log_parts(LOG_WARN, parts, 4);
+	log_parts(LOG_INFO, long_parts, 2);
+	log_info("msg=\"long\" v=%s", big);
+	fflush(stderr);
+	assert_true(dup2(saved, fileno(stderr)) >= 0);
+	close(saved);
+	rewind(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "Z level=warn msg=\"joined\" a=1 b=two\n"));
+	assert_true(strncmp(line, "ts=", 3) == 0);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_non_null(strstr(line, "level=info msg=\"long\" v=xxx"));
+	assert_int_equal(strlen(line), 2047);
+	assert_int_equal(line[2046], '\n');
+	/* log_msg's line of the same text: as long. */
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_int_equal(strlen(line), 2047);
+	assert_null(fgets(line, sizeof(line), f));
+	fclose(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_log_lines),
+	    cmocka_unit_test(test_log_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

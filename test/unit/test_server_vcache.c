@@ -4,7 +4,8 @@
  * independent copies with the store's indexes; another modify_index or
  * create_index (a deleted and recreated volume) is decoded afresh; two
  * IDs of one slot replace each other; a damaged record gives the
- * decoder's error and stays out; without a cache every read decodes.
+ * decoder's error and stays out; without a cache every read decodes; a
+ * peek shows the version held and no other.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,6 +155,38 @@ static void test_history_map(void **state)
 	server_vcache_free(c);
 }
 
+/* server_vcache_peek's callback: copies the name it was shown. */
+static void t_peek_name(const struct model_volume *v, void *ctx)
+{
+	snprintf(ctx, 32, "%s", v->name);
+}
+
+/* A peek shows the version held (no copy) and nothing else. */
+static void test_peek(void **state)
+{
+	struct server_vcache *c = server_vcache_new();
+	struct arena *a = arena_new();
+	char r1[512], name[32] = "";
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(a);
+	t_record(r1, sizeof(r1), "vol-a", "first");
+	assert_false(server_vcache_peek(c, "vol-a", 3, 7, t_peek_name, name));
+	assert_string_equal(t_read(c, a, "vol-a", r1, 3, 7), "first");
+	assert_true(server_vcache_peek(c, "vol-a", 3, 7, t_peek_name, name));
+	assert_string_equal(name, "first");
+	/* Another version, another create_index, another ID, no cache: not shown. */
+	name[0] = '\0';
+	assert_false(server_vcache_peek(c, "vol-a", 3, 8, t_peek_name, name));
+	assert_false(server_vcache_peek(c, "vol-a", 4, 7, t_peek_name, name));
+	assert_false(server_vcache_peek(c, "vol-b", 3, 7, t_peek_name, name));
+	assert_false(server_vcache_peek(NULL, "vol-a", 3, 7, t_peek_name, name));
+	assert_string_equal(name, "");
+	server_vcache_free(c);
+	arena_free(a);
+}
+
 static void test_slots_and_errors(void **state)
 {
 	struct server_vcache *c = server_vcache_new();
@@ -199,6 +232,7 @@ int main(void)
 	    cmocka_unit_test(test_slots_and_errors),
 	    cmocka_unit_test(test_put_by_writer),
 	    cmocka_unit_test(test_history_map),
+	    cmocka_unit_test(test_peek),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,7 @@
  * The SQLite store backend: the store contract (test/lib/store_conformance.c)
  * run against it, then what only it promises (src/store/store_sqlite.c):
  * a reopened store holds every object and goes on from its index (its
- * change log starts afresh); a schema 1 file is migrated with its data;
+ * change log starts afresh); schema 1 and 2 files are migrated with their data;
  * a file from a newer schema, a
  * foreign file and a corrupt file are refused at open and left byte for
  * byte as they were; and every write acknowledged before a kill -9 is
@@ -320,6 +320,14 @@ static void test_sqlite_read_cache(void **state)
 	store_close(s);
 }
 
+/* Tables of the schemas before 3, as those versions made them. */
+#define TQ_META_TABLE                                                                        \
+	"CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT " \
+	"ROWID;"
+#define TQ_OBJECTS_TABLE                                                                      \
+	"CREATE TABLE objects (kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB NOT NULL," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, PRIMARY KEY (kind, id));"
+
 static void test_sqlite_v1_migrated(void **state)
 {
 	struct tq *t = *state;
@@ -331,14 +339,8 @@ static void test_sqlite_v1_migrated(void **state)
 	struct err e;
 
 	tq_sql(t->path,
-	       "PRAGMA journal_mode=WAL;"
-	       "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)"
-	       " WITHOUT ROWID;"
-	       "INSERT INTO meta (key, value) VALUES ('compacted', 2);"
-	       "CREATE TABLE objects ("
-	       " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB NOT NULL,"
-	       " create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL,"
-	       " PRIMARY KEY (kind, id));"
+	       "PRAGMA journal_mode=WAL;" TQ_META_TABLE
+	       "INSERT INTO meta (key, value) VALUES ('compacted', 2);" TQ_OBJECTS_TABLE
 	       "CREATE TABLE changes ("
 	       " seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL, type INTEGER NOT NULL,"
 	       " kind INTEGER NOT NULL, id TEXT NOT NULL, value BLOB, create_index INTEGER NOT "
@@ -376,6 +378,59 @@ static void test_sqlite_v1_migrated(void **state)
 	assert_int_equal(tq_sql_int(t->path, "SELECT value FROM meta WHERE key = 'index'"), 7);
 	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM meta"), 1);
 	assert_int_equal(tq_sql_int(t->path, "PRAGMA user_version"), STORE_SQLITE_VERSION);
+}
+
+/*
+ * A schema 2 file: the claim index's entries (kind 3) move from objects to
+ * entries with their indexes; the index goes on from the largest
+ * modify_index of either table.
+ */
+static void test_sqlite_v2_migrated(void **state)
+{
+	static const char *const ids[] = {"n1/v1/a1", "n1/v2/a2"};
+	struct tq *t = *state;
+	struct store_op op = {STORE_OP_PUT, STORE_CLAIM, "n2/v3/a3", "{}", 2, 0};
+	struct store_list l;
+	struct store_obj o;
+	struct store *s;
+	uint64_t index;
+	struct err e;
+
+	tq_sql(t->path,
+	       "PRAGMA journal_mode=WAL;" TQ_META_TABLE
+	       "INSERT INTO meta (key, value) VALUES ('index', 4);" TQ_OBJECTS_TABLE
+	       "INSERT INTO objects VALUES (0, 'v1', 'one', 3, 5), (3, 'n1/v1/a1', 'c1', 3, 9),"
+	       " (3, 'n1/v2/a2', 'c2', 6, 6), (4, 'v1', 'past', 5, 5);"
+	       "PRAGMA application_id=1668508004; PRAGMA user_version=2;");
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_index(s), 9);
+	assert_int_equal(store_list(s, STORE_CLAIM, "n1/", NULL, 0, &l, &e), 0);
+	assert_int_equal(l.n, 2);
+	for (size_t i = 0; i < 2; i++)
+		assert_string_equal(l.objs[i].id, ids[i]);
+	assert_string_equal(l.objs[0].value, "c1");
+	assert_int_equal(l.objs[0].create_index, 3);
+	assert_int_equal(l.objs[0].modify_index, 9);
+	assert_int_equal(l.objs[1].modify_index, 6);
+	store_list_free(&l);
+	assert_int_equal(store_get(s, STORE_CLAIM_HISTORY, "v1", &o, &e), 0);
+	assert_string_equal(o.value, "past");
+	store_obj_free(&o);
+	/* A write of an entry: the index after the largest of both tables. */
+	assert_int_equal(store_txn(s, &op, 1, &index, &e), 0);
+	assert_int_equal(index, 10);
+	store_close(s);
+	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM objects WHERE kind = 3"), 0);
+	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM entries WHERE kind = 3"), 3);
+	assert_int_equal(tq_sql_int(t->path, "SELECT count(*) FROM objects"), 2);
+	assert_int_equal(tq_sql_int(t->path, "PRAGMA user_version"), STORE_SQLITE_VERSION);
+	/* Reopened: the entry written last gives the index. */
+	assert_int_equal(store_sqlite_open(t->path, &s, &e), 0);
+	assert_int_equal(store_index(s), 10);
+	assert_int_equal(store_get(s, STORE_CLAIM, "n2/v3/a3", &o, &e), 0);
+	assert_int_equal(o.modify_index, 10);
+	store_obj_free(&o);
+	store_close(s);
 }
 
 static void test_sqlite_newer_refused(void **state)
@@ -767,6 +822,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_sqlite_reopen, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_read_cache, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_v1_migrated, tq_setup, tq_teardown),
+	    cmocka_unit_test_setup_teardown(test_sqlite_v2_migrated, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_newer_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_foreign_refused, tq_setup, tq_teardown),
 	    cmocka_unit_test_setup_teardown(test_sqlite_corrupt_refused, tq_setup, tq_teardown),

@@ -1,5 +1,6 @@
 /*
- * Unit tests of src/util: the error table, errors with context, the arena.
+ * Unit tests of src/util: the error table, errors with context, the arena,
+ * decimal text.
  */
 #include <setjmp.h>
 #include <errno.h>
@@ -13,8 +14,25 @@
 
 #include "csi/csi_rpc.h"
 #include "util/arena.h"
+#include "util/decimal.h"
 #include "util/err.h"
 #include "util/strbuf.h"
+
+/* decimal_text at the edges of its range. */
+static void test_decimal(void **state)
+{
+	char buf[DECIMAL_MAX];
+
+	(void)state;
+	assert_int_equal(decimal_text(buf, 0), 1);
+	assert_string_equal(buf, "0");
+	assert_int_equal(decimal_text(buf, -45), 3);
+	assert_string_equal(buf, "-45");
+	assert_int_equal(decimal_text(buf, 9223372036854775807LL), 19);
+	assert_string_equal(buf, "9223372036854775807");
+	assert_int_equal(decimal_text(buf, -9223372036854775807LL - 1), 20);
+	assert_string_equal(buf, "-9223372036854775808");
+}
 
 static void test_error_table(void **state)
 {
@@ -176,9 +194,10 @@ static void test_strbuf(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_error_table), cmocka_unit_test(test_err_wrap),
-	    cmocka_unit_test(test_arena),       cmocka_unit_test(test_arena_spares),
-	    cmocka_unit_test(test_strbuf),      cmocka_unit_test(test_rpc_table),
+	    cmocka_unit_test(test_error_table),  cmocka_unit_test(test_err_wrap),
+	    cmocka_unit_test(test_decimal),      cmocka_unit_test(test_arena),
+	    cmocka_unit_test(test_arena_spares), cmocka_unit_test(test_strbuf),
+	    cmocka_unit_test(test_rpc_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
