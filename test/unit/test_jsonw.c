@@ -109,7 +109,8 @@ static size_t rand_utf8(unsigned *seed, char *out)
 
 /*
  * Every byte that needs an escape, and a UTF-8 sequence, at every place
- * of strings long enough for the eight-at-a-time copy, alone and twice.
+ * of strings of every length up to 41 (the eight-at-a-time copy and the
+ * last bytes checked at once, whatever their number), alone and twice.
  */
 static void test_long_strings(void **state)
 {
@@ -121,14 +122,18 @@ static void test_long_strings(void **state)
 	for (size_t k = 0; k < sizeof(special) / sizeof(special[0]); k++) {
 		size_t sl = strlen(special[k]);
 
-		for (size_t at = 0; at < 26; at++) {
-			memset(s, 'x', 40);
-			memcpy(s + at, special[k], sl);
-			s[40] = '\0';
-			expect_same(s);
-			memcpy(s + 40 - sl, special[k], sl);
-			expect_same(s);
-		}
+		for (size_t n = sl; n <= 41; n++)
+			for (size_t at = 0; at + sl <= n; at++) {
+				memset(s, 'x', n);
+				memcpy(s + at, special[k], sl);
+				s[n] = '\0';
+				expect_same(s);
+				/* Twice when both fit apart (a cut sequence is not UTF-8). */
+				if (at + 2 * sl <= n) {
+					memcpy(s + n - sl, special[k], sl);
+					expect_same(s);
+				}
+			}
 	}
 	/* 0x20 after a byte whose subtraction borrows, and 0x7f: plain. */
 	expect_same("\x20\x20\x20\x20\x20\x20\x20\x20\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f!");
