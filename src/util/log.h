@@ -17,8 +17,8 @@ void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(p
 
 /*
  * The same for a line written often (a request's): its message is the
- * concatenation of parts[0..n), with no format to read (a tenth of
- * log_msg's work for the request line). Values still go through log_q.
+ * concatenation of parts[0..n), with no format to read. Values still go
+ * through log_q.
  */
 void log_parts(enum log_level level, const char *const *parts, unsigned n);
 /* Whether a line at level would be written (to skip preparing one that would not). */
